@@ -1,0 +1,114 @@
+"""`eosconnect kafka ...`: start, stop and inspect local Apache Kafka clusters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from eosconnect.devkafka.cluster import ClusterError, LocalKafkaCluster, pid_alive
+from eosconnect.devkafka.distribution import KafkaSetupError
+
+DEFAULT_DIR = Path(".eosconnect/kafka")
+
+app = typer.Typer(help="Run real Apache Kafka KRaft brokers on loopback (tests, demo, development).")
+console = Console()
+DirOption = Annotated[Path, typer.Option("--dir", help="Run directory of the cluster (configs, data, logs).")]
+
+
+def _attach(run_dir: Path) -> LocalKafkaCluster:
+    try:
+        return LocalKafkaCluster.attach(run_dir)
+    except ClusterError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from exc
+
+
+@app.command()
+def start(
+    run_dir: DirOption = DEFAULT_DIR,
+    brokers: Annotated[
+        int, typer.Option(help="1 (combined broker+controller) or 3 (plus a controller).")
+    ] = 1,
+    config: Annotated[
+        list[str] | None, typer.Option("--config", "-c", help="Extra broker setting KEY=VALUE (repeatable).")
+    ] = None,
+) -> None:
+    """Start a cluster in the background; the last line printed is `bootstrap.servers=...`."""
+    extra = {}
+    for item in config or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"--config expects KEY=VALUE, got {item!r}")
+        extra[key.strip()] = value.strip()
+    if (run_dir / "cluster.json").exists() and any(pid_alive(n.pid) for n in _attach(run_dir).state.nodes):  # type: ignore[union-attr]
+        cluster = _attach(run_dir)
+        console.print(f"A cluster is already running in {run_dir}.")
+        print(f"bootstrap.servers={cluster.bootstrap_servers}")
+        return
+    cluster = LocalKafkaCluster(run_dir, brokers=brokers, extra_config=extra)
+    try:
+        with console.status(f"Starting {brokers} Kafka broker(s) in {run_dir} ..."):
+            bootstrap = cluster.start()
+    except (ClusterError, KafkaSetupError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from exc
+    console.print(f"Apache Kafka {cluster.version} is running; logs in {run_dir}/node-*/logs")
+    print(f"bootstrap.servers={bootstrap}")
+
+
+@app.command()
+def stop(run_dir: DirOption = DEFAULT_DIR) -> None:
+    """Stop every node of the cluster cleanly (SIGKILL for any that hang)."""
+    cluster = _attach(run_dir)
+    cluster.stop()
+    console.print(f"Stopped the Kafka cluster in {run_dir}.")
+
+
+@app.command()
+def status(run_dir: DirOption = DEFAULT_DIR) -> None:
+    """Show each node, its role, port, pid and whether it runs."""
+    cluster = _attach(run_dir)
+    assert cluster.state is not None
+    table = Table(title=f"Apache Kafka {cluster.state.version} in {run_dir}")
+    for col in ("node", "roles", "port", "controller port", "pid", "state"):
+        table.add_column(col)
+    for n in cluster.state.nodes:
+        alive = pid_alive(n.pid)
+        table.add_row(
+            str(n.node_id),
+            n.roles,
+            str(n.port or "-"),
+            str(n.controller_port or "-"),
+            str(n.pid or "-"),
+            "[green]running[/green]" if alive else "[red]stopped[/red]",
+        )
+    console.print(table)
+    print(f"bootstrap.servers={cluster.bootstrap_servers}")
+
+
+@app.command()
+def broker(
+    action: Annotated[str, typer.Argument(help="stop | kill | start | restart")],
+    node_id: Annotated[int, typer.Argument(help="Node id (brokers are 1..N).")],
+    run_dir: DirOption = DEFAULT_DIR,
+) -> None:
+    """Control one node: clean stop, SIGKILL, start, or restart."""
+    cluster = _attach(run_dir)
+    actions = {
+        "stop": cluster.stop_node,
+        "kill": cluster.kill_node,
+        "start": cluster.start_node,
+        "restart": cluster.restart_node,
+    }
+    if action not in actions:
+        raise typer.BadParameter(f"action must be one of {', '.join(actions)}, got {action!r}")
+    try:
+        actions[action](node_id)
+    except (ClusterError, KeyError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from exc
+    console.print(f"node {node_id}: {action} done")

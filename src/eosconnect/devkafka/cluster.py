@@ -1,0 +1,511 @@
+"""Run real Apache Kafka KRaft brokers on loopback for tests and the demo.
+
+One broker means one combined broker+controller node. Three brokers means three broker-only nodes
+plus a separate controller, so that a test can stop, SIGKILL or restart any broker (leader epochs,
+unclean leader election) while the quorum stays up. Everything a cluster needs lives in its run
+directory: configs, data, logs and `cluster.json`, the state file the CLI uses to find the JVMs.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from eosconnect.devkafka.distribution import KafkaDistribution, ensure_kafka, require_java
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "cluster.json"
+CONTROLLER_NODE_ID = 100
+READY_TOPIC = "__eosconnect_ready"
+#: Heap sizes that let a controller, three brokers, Spark and the tests share 2 cores and 24 GiB.
+BROKER_HEAP = ("-Xms256m", "-Xmx768m")
+CONTROLLER_HEAP = ("-Xms128m", "-Xmx384m")
+#: Marks our JVMs on the command line so stale ones can be recognised safely.
+JVM_MARKER = "-Deosconnect.devkafka=true"
+
+LOG4J2_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders>
+    <File name="file" fileName="${sys:kafka.logs.dir}/server.log">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka.request.logger" level="WARN"/>
+    <Logger name="org.apache.kafka.clients" level="WARN"/>
+    <Root level="INFO"><AppenderRef ref="file"/></Root>
+  </Loggers>
+</Configuration>
+"""
+
+
+class ClusterError(RuntimeError):
+    """A broker failed to start or to serve; the message points at its log file."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: have the kernel SIGKILL the JVM when the spawning process dies (tests)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped) is not alive for our purposes.
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return False
+    return True
+
+
+def _is_our_jvm(pid: int) -> bool:
+    try:
+        return JVM_MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+@dataclass
+class Node:
+    node_id: int
+    roles: str  # "broker,controller" | "broker" | "controller"
+    port: int | None  # client listener, None for a pure controller
+    controller_port: int | None  # set for nodes that are controllers
+    pid: int | None = None
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+
+@dataclass
+class ClusterState:
+    run_dir: str
+    version: str
+    libs_dir: str
+    cluster_id: str
+    nodes: list[Node] = field(default_factory=list)
+    extra_config: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> ClusterState:
+        data = json.loads((run_dir / STATE_FILE).read_text())
+        data["nodes"] = [Node(**n) for n in data["nodes"]]
+        return cls(**data)
+
+    def save(self) -> None:
+        path = Path(self.run_dir) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+
+class LocalKafkaCluster:
+    """A KRaft cluster of real Apache Kafka brokers in `run_dir`.
+
+    `tie_to_parent=True` (used by test fixtures) makes the JVMs die with the Python process that
+    started them, so a crashed or interrupted test session cannot leave brokers behind.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path | str,
+        brokers: int = 1,
+        extra_config: dict[str, str] | None = None,
+        tie_to_parent: bool = False,
+        distribution: KafkaDistribution | None = None,
+    ) -> None:
+        if brokers not in (1, 3):
+            raise ValueError(f"brokers must be 1 or 3, got {brokers}")
+        self.run_dir = Path(run_dir).resolve()
+        self.brokers = brokers
+        self.extra_config = dict(extra_config or {})
+        self.tie_to_parent = tie_to_parent
+        self._distribution = distribution
+        self.state: ClusterState | None = None
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def attach(cls, run_dir: Path | str) -> LocalKafkaCluster:
+        """Reconnect to a cluster started earlier (e.g. by `eosconnect kafka start`)."""
+        run_dir = Path(run_dir).resolve()
+        if not (run_dir / STATE_FILE).exists():
+            raise ClusterError(
+                f"No Kafka cluster state in {run_dir}: start one with `eosconnect kafka start`."
+            )
+        state = ClusterState.load(run_dir)
+        brokers = sum(1 for n in state.nodes if n.is_broker)
+        cluster = cls(run_dir, brokers=brokers, extra_config=state.extra_config)
+        cluster.state = state
+        return cluster
+
+    def start(self, timeout: float = 90.0) -> str:
+        """Format storage, start every node, and return once a produce is acknowledged."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if (self.run_dir / STATE_FILE).exists():
+            self._reap_stale()
+        dist = self._distribution or ensure_kafka()
+        self.state = ClusterState(
+            run_dir=str(self.run_dir),
+            version=dist.version,
+            libs_dir=str(dist.libs_dir),
+            cluster_id=_new_cluster_id(),
+            nodes=self._plan_nodes(),
+            extra_config=self.extra_config,
+        )
+        (self.run_dir / "log4j2.xml").write_text(LOG4J2_CONFIG)
+        for node in self.state.nodes:
+            self._write_config(node)
+            self._format(node)
+        self.state.save()
+        try:
+            for node in self._controllers_first():
+                self._launch(node)
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self.bootstrap_servers
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """Clean shutdown of every node (brokers first), SIGKILL for any that hang."""
+        if self.state is None:
+            return
+        brokers_first = sorted(self.state.nodes, key=lambda n: not n.is_broker)
+        for node in brokers_first:
+            self.stop_node(node.node_id, timeout=timeout)
+
+    def __enter__(self) -> LocalKafkaCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ per-node control
+    @property
+    def bootstrap_servers(self) -> str:
+        assert self.state is not None, "cluster not started"
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.state.nodes if n.is_broker)
+
+    @property
+    def version(self) -> str:
+        assert self.state is not None
+        return self.state.version
+
+    def broker_ids(self) -> list[int]:
+        assert self.state is not None
+        return [n.node_id for n in self.state.nodes if n.is_broker]
+
+    def node(self, node_id: int) -> Node:
+        assert self.state is not None
+        for n in self.state.nodes:
+            if n.node_id == node_id:
+                return n
+        raise KeyError(f"no node {node_id}; nodes are {[n.node_id for n in self.state.nodes]}")
+
+    def is_running(self, node_id: int) -> bool:
+        return pid_alive(self.node(node_id).pid)
+
+    def stop_node(self, node_id: int, timeout: float = 20.0) -> None:
+        """SIGTERM (Kafka's controlled shutdown), then SIGKILL after `timeout`."""
+        node = self.node(node_id)
+        if pid_alive(node.pid):
+            self._signal(node, signal.SIGTERM)
+            if not self._wait_exit(node, timeout):
+                log.warning("Kafka node %s did not stop in %.0fs; killing it", node_id, timeout)
+                self._signal(node, signal.SIGKILL)
+                self._wait_exit(node, 10)
+        node.pid = None
+        self._save()
+
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL: an unclean crash, no controlled shutdown."""
+        node = self.node(node_id)
+        if pid_alive(node.pid):
+            self._signal(node, signal.SIGKILL)
+            self._wait_exit(node, 10)
+        node.pid = None
+        self._save()
+
+    def start_node(self, node_id: int, wait: bool = True, timeout: float = 60.0) -> None:
+        """(Re)start a stopped node with its existing config, ports and data."""
+        node = self.node(node_id)
+        if pid_alive(node.pid):
+            return
+        log_path = self.log_file(node_id)
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        self._launch(node)
+        if wait:
+            self._wait_started_log(node, log_path, offset, timeout)
+
+    def restart_node(self, node_id: int, hard: bool = False) -> None:
+        if hard:
+            self.kill_node(node_id)
+        else:
+            self.stop_node(node_id)
+        self.start_node(node_id)
+
+    def log_file(self, node_id: int) -> Path:
+        return self.run_dir / f"node-{node_id}" / "logs" / "server.log"
+
+    # ------------------------------------------------------------------ readiness
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Metadata lists every broker and an acks=all produce to a test topic succeeds."""
+        from confluent_kafka import KafkaException, Producer
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        assert self.state is not None
+        deadline = time.monotonic() + timeout
+        expected = len(self.broker_ids())
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        while True:
+            self._check_alive()
+            try:
+                md = admin.list_topics(timeout=2)
+                if len(md.brokers) >= expected:
+                    break
+            except KafkaException:
+                pass
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"Kafka brokers did not register within {timeout:.0f}s; {self._log_hint()}"
+                )
+            time.sleep(0.3)
+        futures = admin.create_topics([NewTopic(READY_TOPIC, 1, expected)], operation_timeout=30)
+        for fut in futures.values():
+            try:
+                fut.result(timeout=30)
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise ClusterError(f"Could not create {READY_TOPIC}: {exc}; {self._log_hint()}") from exc
+        producer = Producer({"bootstrap.servers": self.bootstrap_servers, "acks": "all", "log_level": 0})
+        acked: list[object] = []
+        while not acked:
+            self._check_alive()
+            producer.produce(READY_TOPIC, b"ready", on_delivery=lambda err, msg: acked.append(err))
+            producer.flush(10)
+            if acked and acked[0] is not None:
+                acked.clear()
+                time.sleep(0.5)
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"Kafka did not acknowledge a produce within {timeout:.0f}s; {self._log_hint()}"
+                )
+
+    def _wait_started_log(self, node: Node, log_path: Path, offset: int, timeout: float) -> None:
+        """Wait for this launch's own "Kafka Server started" line: metadata may still list a dead
+        broker until its session expires, so it cannot tell a restarted broker from a stale entry."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not pid_alive(node.pid):
+                raise ClusterError(f"Kafka node {node.node_id} exited on restart; {self._log_hint(node)}")
+            if log_path.exists():
+                with log_path.open("rb") as f:
+                    f.seek(offset)
+                    if b"Kafka Server started" in f.read():
+                        return
+            time.sleep(0.2)
+        raise ClusterError(
+            f"Kafka node {node.node_id} did not start within {timeout:.0f}s; {self._log_hint(node)}"
+        )
+
+    # ------------------------------------------------------------------ internals
+    def _plan_nodes(self) -> list[Node]:
+        if self.brokers == 1:
+            return [Node(1, "broker,controller", free_port(), free_port())]
+        nodes = [Node(CONTROLLER_NODE_ID, "controller", None, free_port())]
+        nodes += [Node(i, "broker", free_port(), None) for i in range(1, self.brokers + 1)]
+        return nodes
+
+    def _controllers_first(self) -> list[Node]:
+        assert self.state is not None
+        return sorted(self.state.nodes, key=lambda n: n.is_broker)
+
+    def _node_dir(self, node: Node) -> Path:
+        return self.run_dir / f"node-{node.node_id}"
+
+    def _write_config(self, node: Node) -> None:
+        assert self.state is not None
+        controller = next(n for n in self.state.nodes if "controller" in n.roles)
+        rf = str(self.brokers)
+        min_isr = "1" if self.brokers == 1 else "2"
+        listeners, advertised = [], []
+        if node.is_broker:
+            listeners.append(f"PLAINTEXT://127.0.0.1:{node.port}")
+            advertised.append(f"PLAINTEXT://127.0.0.1:{node.port}")
+        if node.controller_port:
+            listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
+        props = {
+            "process.roles": node.roles,
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": f"{controller.node_id}@127.0.0.1:{controller.controller_port}",
+            "controller.listener.names": "CONTROLLER",
+            "listeners": ",".join(listeners),
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self._node_dir(node) / "data"),
+            "num.partitions": "1",
+            "default.replication.factor": rf,
+            "offsets.topic.replication.factor": rf,
+            "offsets.topic.num.partitions": "5",
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": min_isr,
+            "transaction.state.log.num.partitions": "5",
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": min_isr,
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "true",
+            # Faster recovery of transactions left open by killed producers (tests kill many).
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "5000",
+            "transaction.remove.expired.transaction.cleanup.interval.ms": "60000",
+        }
+        if node.is_broker:
+            props["inter.broker.listener.name"] = "PLAINTEXT"
+            props["advertised.listeners"] = ",".join(advertised)
+        props.update(self.extra_config)
+        path = self._node_dir(node) / "server.properties"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def _java_cmd(self, node: Node, main: list[str]) -> list[str]:
+        assert self.state is not None
+        heap = CONTROLLER_HEAP if node.roles == "controller" else BROKER_HEAP
+        logs = self._node_dir(node) / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        return [
+            require_java(),
+            *heap,
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true",
+            JVM_MARKER,
+            f"-Dkafka.logs.dir={logs}",
+            f"-Dlog4j2.configurationFile={self.run_dir / 'log4j2.xml'}",
+            "-cp",
+            str(Path(self.state.libs_dir) / "*"),
+            *main,
+        ]
+
+    def _format(self, node: Node) -> None:
+        assert self.state is not None
+        cmd = self._java_cmd(
+            node,
+            [
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                self.state.cluster_id,
+                "-c",
+                str(self._node_dir(node) / "server.properties"),
+                "--ignore-formatted",
+            ],
+        )
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if result.returncode != 0:
+            raise ClusterError(
+                f"Formatting KRaft storage for node {node.node_id} failed:\n{result.stdout}{result.stderr}"
+            )
+
+    def _launch(self, node: Node) -> None:
+        cmd = self._java_cmd(node, ["kafka.Kafka", str(self._node_dir(node) / "server.properties")])
+        out = open(self._node_dir(node) / "logs" / "stdout.log", "ab")  # noqa: SIM115 - owned by the child
+        proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if self.tie_to_parent else None,
+        )
+        out.close()
+        self._procs[node.node_id] = proc
+        node.pid = proc.pid
+        self._save()
+        log.info("started Kafka node %s (%s) pid %s", node.node_id, node.roles, proc.pid)
+
+    def _signal(self, node: Node, sig: signal.Signals) -> None:
+        if node.pid and _is_our_jvm(node.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.pid, sig)
+
+    def _wait_exit(self, node: Node, timeout: float) -> bool:
+        proc = self._procs.get(node.node_id)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                return True
+            if proc is None and not pid_alive(node.pid):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def _check_alive(self) -> None:
+        assert self.state is not None
+        for node in self.state.nodes:
+            if not pid_alive(node.pid):
+                raise ClusterError(
+                    f"Kafka node {node.node_id} exited during start-up; {self._log_hint(node)}"
+                )
+
+    def _log_hint(self, node: Node | None = None) -> str:
+        assert self.state is not None
+        nodes = [node] if node else self.state.nodes
+        parts = []
+        for n in nodes:
+            for name in ("stdout.log", "server.log"):
+                path = self._node_dir(n) / "logs" / name
+                if path.exists():
+                    tail = path.read_text(errors="replace").strip().splitlines()[-8:]
+                    parts.append(f"{path}:\n    " + "\n    ".join(tail))
+        return "logs:\n" + "\n".join(parts) if parts else "no logs were written"
+
+    def _reap_stale(self) -> None:
+        """Kill JVMs left by an earlier cluster in the same run dir (only ours, by marker)."""
+        with contextlib.suppress(Exception):
+            old = ClusterState.load(self.run_dir)
+            for node in old.nodes:
+                if pid_alive(node.pid) and _is_our_jvm(node.pid):
+                    log.warning(
+                        "killing stale Kafka node %s (pid %s) in %s", node.node_id, node.pid, self.run_dir
+                    )
+                    os.kill(node.pid, signal.SIGKILL)
+
+    def _save(self) -> None:
+        if self.state is not None:
+            self.state.save()
+
+
+def iter_live_nodes(run_dir: Path) -> Iterator[Node]:
+    state = ClusterState.load(run_dir)
+    yield from (n for n in state.nodes if pid_alive(n.pid))

@@ -1,0 +1,145 @@
+"""Read a topic to its end with `read_committed`, even while transactions are open.
+
+A read_committed consumer stops at the last stable offset (LSO), which sits before any open
+transaction. "The end" must therefore be fixed first, with read_uncommitted end offsets (the high
+watermarks), and the consumer must keep going until it has passed them: that only happens once every
+transaction open at the start has committed or aborted. This is DESIGN.md section 5's rule, used by
+the offsets and config stores and by the verifier alike.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+
+class ReadTimeout(TimeoutError):
+    """The end was not reached in time, usually because a transaction stayed open."""
+
+
+@dataclass(frozen=True)
+class TopicRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    leader_epoch: int | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def end_offsets(
+    admin: AdminClient, partitions: Iterable[TopicPartition], committed: bool = False, timeout: float = 30.0
+) -> dict[tuple[str, int], int]:
+    """High watermarks (default) or last stable offsets (`committed=True`) per (topic, partition)."""
+    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    request = {TopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in partitions}
+    if not request:
+        return {}
+    futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
+    return {(tp.topic, tp.partition): fut.result(timeout=timeout).offset for tp, fut in futures.items()}
+
+
+def topic_partitions(admin: AdminClient, topic: str, timeout: float = 30.0) -> list[TopicPartition]:
+    md = admin.list_topics(topic, timeout=timeout)
+    tmd = md.topics.get(topic)
+    if tmd is None or tmd.error is not None:
+        reason = tmd.error if tmd is not None else "not in metadata"
+        raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"topic {topic!r}: {reason}"))
+    return [TopicPartition(topic, p) for p in sorted(tmd.partitions)]
+
+
+def read_to_end(
+    client_config: dict[str, object],
+    topic: str,
+    *,
+    start_offsets: dict[int, int] | None = None,
+    timeout: float = 60.0,
+    on_record: Callable[[TopicRecord], None] | None = None,
+) -> list[TopicRecord]:
+    """Every committed record of `topic` from the beginning (or `start_offsets`) to the current end.
+
+    `client_config` carries at least `bootstrap.servers` (plus security settings); consumer settings
+    that would change the semantics (isolation level, auto commit, group) are forced here.
+    With `on_record`, records are handed over one by one instead of being collected.
+    """
+    base = {
+        k: v for k, v in client_config.items() if not k.startswith(("isolation.", "group.", "enable.auto"))
+    }
+    admin = AdminClient({**base, "log_level": 0} if "log_level" not in base else base)
+    partitions = topic_partitions(admin, topic, timeout)
+    targets = end_offsets(admin, partitions, committed=False, timeout=timeout)
+    consumer = Consumer(
+        {
+            **base,
+            "group.id": f"eosconnect-reader-{uuid.uuid4()}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    records: list[TopicRecord] = []
+    try:
+        assignment = []
+        pending: set[int] = set()
+        for tp in partitions:
+            start = (start_offsets or {}).get(tp.partition, OFFSET_BEGINNING)
+            assignment.append(TopicPartition(topic, tp.partition, start))
+            target = targets[(topic, tp.partition)]
+            if target > 0 and (start == OFFSET_BEGINNING or start < target):
+                pending.add(tp.partition)
+        if not pending:
+            return records
+        consumer.assign(assignment)
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise ReadTimeout(
+                    f"read_committed reader of {topic!r} did not reach the end offsets {targets} within "
+                    f"{timeout:.0f}s (partitions still behind: {sorted(pending)}); a transaction is probably "
+                    "still open on them."
+                )
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    if msg.offset() >= targets[(topic, msg.partition())]:
+                        pending.discard(msg.partition())
+                    continue
+                raise KafkaException(err)
+            rec = TopicRecord(
+                topic=msg.topic(),
+                partition=msg.partition(),
+                offset=msg.offset(),
+                key=msg.key(),
+                value=msg.value(),
+                timestamp=msg.timestamp()[1],
+                leader_epoch=msg.leader_epoch(),
+                headers=tuple(msg.headers() or ()),
+            )
+            if on_record is not None:
+                on_record(rec)
+            else:
+                records.append(rec)
+            if msg.offset() + 1 >= targets[(topic, msg.partition())]:
+                pending.discard(msg.partition())
+    finally:
+        consumer.close()
+    return records

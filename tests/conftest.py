@@ -1,0 +1,99 @@
+"""Shared fixtures: one real Kafka broker and one SparkSession per test session.
+
+The broker JVMs are tied to the pytest process (PR_SET_PDEATHSIG) and stopped in teardown, so no
+run, even a crashed one, leaves brokers behind. Topic names are unique per test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.storage.topic_reader import TopicRecord, read_to_end
+
+SPARK_MASTER = os.environ.get("EOSCONNECT_TEST_SPARK_MASTER", "local[4,4]")
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+    """A single combined broker+controller for the whole session."""
+    cluster = LocalKafkaCluster(tmp_path_factory.mktemp("kafka1"), brokers=1, tie_to_parent=True)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+    """Three brokers plus a controller, started only for the modules that ask for it."""
+    cluster = LocalKafkaCluster(
+        tmp_path_factory.mktemp("kafka3"),
+        brokers=3,
+        tie_to_parent=True,
+        extra_config={"unclean.leader.election.enable": "false"},
+    )
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(kafka: LocalKafkaCluster) -> str:
+    return kafka.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from eosconnect.cluster.spark import create_spark_session
+
+    session = create_spark_session(SPARK_MASTER, app_name="eosconnect-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def topic_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """Unique topic names derived from the test's name: `topic_name("data")`."""
+    base = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[:60].strip("-")
+    suffix = uuid.uuid4().hex[:6]
+    return lambda role="t": f"{base}-{role}-{suffix}"
+
+
+@pytest.fixture
+def create_topic(admin: AdminClient) -> Callable[..., str]:
+    def _create(
+        name: str, partitions: int = 1, replication: int = 1, config: dict[str, str] | None = None
+    ) -> str:
+        futures = admin.create_topics([NewTopic(name, partitions, replication, config=config or {})])
+        for fut in futures.values():
+            fut.result(30)
+        return name
+
+    return _create
+
+
+@pytest.fixture
+def read_committed(bootstrap: str) -> Callable[..., list[TopicRecord]]:
+    """Every committed record of a topic, reading past transactions that were open at the call."""
+
+    def _read(topic: str, timeout: float = 60.0, servers: str | None = None) -> list[TopicRecord]:
+        return read_to_end({"bootstrap.servers": servers or bootstrap}, topic, timeout=timeout)
+
+    return _read
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path
