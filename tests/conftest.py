@@ -18,7 +18,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 
-SPARK_MASTER = os.environ.get("EOSCONNECT_TEST_SPARK_MASTER", "local[4,4]")
+SPARK_MASTER = os.environ.get("EOSCONNECT_TEST_SPARK_MASTER", "local[6,4]")
+TESTS_DIR = Path(__file__).resolve().parent
+# Spark's Python workers inherit PYTHONPATH from the driver: this makes tests/support importable there.
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS_DIR), os.environ.get("PYTHONPATH")) if p)
 
 
 @pytest.fixture(scope="session")
@@ -95,5 +98,19 @@ def read_committed(bootstrap: str) -> Callable[..., list[TopicRecord]]:
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    return tmp_path
+def worker_props(bootstrap: str, topic_name: Callable[[str], str]) -> Callable[..., dict[str, str]]:
+    """Worker settings with a group id and global offsets topic of the test's own."""
+
+    def _props(mode: str = "enabled", **extra: str) -> dict[str, str]:
+        return {
+            "bootstrap.servers": bootstrap,
+            "group.id": topic_name("group"),
+            "offset.storage.topic": topic_name("offsets"),
+            "offset.storage.partitions": "1",
+            "offset.storage.replication.factor": "1",
+            "exactly.once.source.support": mode,
+            "offset.flush.interval.ms": "500",
+            **{k.replace("_", "."): v for k, v in extra.items()},
+        }
+
+    return _props

@@ -23,6 +23,7 @@ __all__ = [
     "Header",
     "HeaderValue",
     "Headers",
+    "HeadersLike",
     "OffsetAndMetadata",
     "Primitive",
     "RecordMetadata",
@@ -146,6 +147,9 @@ class Header(NamedTuple):
 Headers: TypeAlias = tuple[tuple[str, HeaderValue], ...]
 """Record headers in order; records accept a dict, a list of pairs or None and store `Header` tuples."""
 
+HeadersLike: TypeAlias = Headers | Mapping[str, HeaderValue] | Iterable[tuple[str, HeaderValue]] | None
+"""What record constructors accept for headers: pairs, a dict, or None."""
+
 
 def _normalize_headers(headers: Any) -> Headers:
     if headers is None:
@@ -206,7 +210,7 @@ class ConnectRecord(Protocol):
         key: Any = ...,
         value: Any = ...,
         timestamp: int | None = ...,
-        headers: Any = ...,
+        headers: HeadersLike = ...,
     ) -> Self: ...
 
 
@@ -223,11 +227,11 @@ class _RecordMixin:
         self,
         *,
         topic: str | _Unset = _UNSET,
-        partition: int | None | _Unset = _UNSET,
+        partition: int | _Unset | None = _UNSET,
         key: Any = _UNSET,
         value: Any = _UNSET,
-        timestamp: int | None | _Unset = _UNSET,
-        headers: Any = _UNSET,
+        timestamp: int | _Unset | None = _UNSET,
+        headers: HeadersLike | _Unset = _UNSET,
     ) -> Self:
         """A copy with some fields replaced; what transformations return instead of mutating.
 
@@ -256,35 +260,51 @@ class _RecordMixin:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SourceRecord(_RecordMixin):
     """A record produced by a `SourceTask.poll()`, with the source position it advances to.
 
     `source_offset=None` asks the runtime to delete the stored offset of `source_partition` (a
     tombstone in the offsets topic), as in Kafka Connect. `partition=None` lets the producer's
     partitioner choose; `timestamp` is milliseconds since the epoch (None: the producer's time).
+    Plain dicts are accepted for the partition/offset and stored as validated frozen copies.
     """
 
-    source_partition: Mapping[str, Primitive]
-    source_offset: Mapping[str, Primitive] | None
+    source_partition: SourcePartition
+    source_offset: SourceOffset | None
     topic: str
     value: Any
-    key: Any = None
-    partition: int | None = None
-    headers: Headers = ()
-    timestamp: int | None = None
+    key: Any
+    partition: int | None
+    headers: Headers
+    timestamp: int | None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "source_partition", SourcePartition.of(self.source_partition))
-        if self.source_offset is not None:
-            object.__setattr__(self, "source_offset", SourceOffset.of(self.source_offset))
-        object.__setattr__(self, "headers", _normalize_headers(self.headers))
-        _check_topic(self.topic)
-        _check_optional_int("partition", self.partition, 0)
-        _check_optional_int("timestamp", self.timestamp, 0)
+    def __init__(
+        self,
+        source_partition: Mapping[str, Primitive],
+        source_offset: Mapping[str, Primitive] | None,
+        topic: str,
+        value: Any,
+        key: Any = None,
+        partition: int | None = None,
+        headers: HeadersLike = None,
+        timestamp: int | None = None,
+    ) -> None:
+        _check_topic(topic)
+        _check_optional_int("partition", partition, 0)
+        _check_optional_int("timestamp", timestamp, 0)
+        setattr_ = object.__setattr__
+        setattr_(self, "source_partition", SourcePartition.of(source_partition))
+        setattr_(self, "source_offset", None if source_offset is None else SourceOffset.of(source_offset))
+        setattr_(self, "topic", topic)
+        setattr_(self, "value", value)
+        setattr_(self, "key", key)
+        setattr_(self, "partition", partition)
+        setattr_(self, "headers", _normalize_headers(headers))
+        setattr_(self, "timestamp", timestamp)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SinkRecord(_RecordMixin):
     """A record consumed from Kafka for a `SinkTask`, with its position and leader epoch (KIP-320)."""
 
@@ -293,17 +313,35 @@ class SinkRecord(_RecordMixin):
     offset: int
     key: Any
     value: Any
-    timestamp: int | None = None
-    headers: Headers = ()
-    leader_epoch: int | None = None
+    timestamp: int | None
+    headers: Headers
+    leader_epoch: int | None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "headers", _normalize_headers(self.headers))
-        _check_topic(self.topic)
-        _check_optional_int("partition", self.partition, 0)
-        _check_optional_int("offset", self.offset, 0)
-        _check_optional_int("timestamp", self.timestamp, 0)
-        _check_optional_int("leader_epoch", self.leader_epoch, 0)
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: Any,
+        value: Any,
+        timestamp: int | None = None,
+        headers: HeadersLike = None,
+        leader_epoch: int | None = None,
+    ) -> None:
+        _check_topic(topic)
+        _check_optional_int("partition", partition, 0)
+        _check_optional_int("offset", offset, 0)
+        _check_optional_int("timestamp", timestamp, 0)
+        _check_optional_int("leader_epoch", leader_epoch, 0)
+        setattr_ = object.__setattr__
+        setattr_(self, "topic", topic)
+        setattr_(self, "partition", partition)
+        setattr_(self, "offset", offset)
+        setattr_(self, "key", key)
+        setattr_(self, "value", value)
+        setattr_(self, "timestamp", timestamp)
+        setattr_(self, "headers", _normalize_headers(headers))
+        setattr_(self, "leader_epoch", leader_epoch)
 
     @property
     def topic_partition(self) -> TopicPartition:

@@ -77,8 +77,13 @@ def read_to_end(
     With `on_record`, records are handed over one by one instead of being collected.
     """
     base = {
-        k: v for k, v in client_config.items() if not k.startswith(("isolation.", "group.", "enable.auto"))
+        k: v
+        for k, v in client_config.items()
+        if not k.startswith(("isolation.", "group.", "enable.auto", "allow.auto.create"))
     }
+    # A metadata request for a missing topic would otherwise auto-create it (with the broker's
+    # defaults, i.e. not compacted) on brokers with auto.create.topics.enable=true.
+    base["allow.auto.create.topics"] = False
     admin = AdminClient({**base, "log_level": 0} if "log_level" not in base else base)
     partitions = topic_partitions(admin, topic, timeout)
     targets = end_offsets(admin, partitions, committed=False, timeout=timeout)

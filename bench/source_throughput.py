@@ -1,0 +1,195 @@
+"""Source throughput: exactly-once (poll, interval) vs at-least-once vs a bare transactional loop.
+
+Everything runs in this one process against one local broker, side by side, so the ratios compare
+like with like on whatever machine runs it. Tasks run through the real task runners
+(`run_source_task`, the same code a Spark task calls) on threads, which isolates the runtime's cost
+from Spark's scheduling. The ceiling (d) is a confluent-kafka transactional producer loop that
+commits at the same batch size as the poll boundary, with the same offset record per transaction.
+
+The last line is machine-readable:
+    ratio eos_poll/alos=<a/c> eos_interval/alos=<b/c> eos_poll/ceiling=<a/d>
+for the 1-task, 100-byte case. Targets: a/c >= 0.90, b/c >= 0.97, a/d >= 0.75.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.table import Table
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.runtime.control import Directive
+from eosconnect.runtime.executor import run_source_task
+from eosconnect.runtime.source_task import TASK_CLASS_KEY, TaskSpec
+from eosconnect.runtime.startup import LocalStartupCoordinator
+
+console = Console(stderr=True)
+BATCH = 500
+
+
+@dataclass
+class PollCountControl:
+    """STOP after the task has had `polls` polls that returned data (plus one to notice the end)."""
+
+    polls: int
+    _calls: int = 0
+
+    def directive(self) -> Directive:
+        self._calls += 1
+        return Directive.STOP if self._calls > self.polls else Directive.RUN
+
+
+def run_runtime(bootstrap: str, mode: str, boundary: str, tasks: int, size: int, records: int) -> float:
+    """records/s over all tasks for one runtime configuration."""
+    suffix = uuid.uuid4().hex[:8]
+    topic = f"bench-{mode}-{boundary}-{suffix}"
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, tasks, 1)])[topic].result(30)
+    worker = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"bench-{suffix}",
+        "offset.storage.topic": f"bench-offsets-{suffix}",
+        "offset.storage.partitions": "1",
+        "offset.storage.replication.factor": "1",
+        "exactly.once.source.support": mode,
+        "offset.flush.interval.ms": "1000",
+        "producer.linger.ms": "5",
+    }
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
+        [NewTopic(worker["offset.storage.topic"], 1, 1, config={"cleanup.policy": "compact"})]
+    )[worker["offset.storage.topic"]].result(30)
+    connector = {
+        "name": f"bench-{suffix}",
+        "connector.class": "SequenceSource",
+        "topic": topic,
+        "records.per.task": str(records),
+        "batch.size": str(BATCH),
+        "payload.bytes": str(size),
+        "transaction.boundary": boundary,
+        "transaction.boundary.interval.ms": "1000",
+    }
+    from eosconnect.connectors.sequence import SequenceSourceTask
+
+    task_class = f"{SequenceSourceTask.__module__}.{SequenceSourceTask.__qualname__}"
+    coordinator = LocalStartupCoordinator(worker["group.id"], {"bootstrap.servers": bootstrap}, tasks)
+    specs = [
+        TaskSpec(
+            connector=connector["name"],
+            task=i,
+            task_config={**connector, "task.index": str(i), TASK_CLASS_KEY: task_class},
+            connector_config=connector,
+            worker_config=worker,
+            control=PollCountControl(records // BATCH),
+            coordinator=coordinator,
+        )
+        for i in range(tasks)
+    ]
+    outcomes: list[object] = []
+    threads = [threading.Thread(target=lambda s=s: outcomes.append(run_source_task(s))) for s in specs]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    for outcome in outcomes:
+        if outcome.state.value != "STOPPED":  # type: ignore[attr-defined]
+            raise SystemExit(f"benchmark task failed: {outcome.trace}")  # type: ignore[attr-defined]
+    return tasks * records / elapsed
+
+
+def run_ceiling(bootstrap: str, tasks: int, size: int, records: int) -> float:
+    """A bare transactional producer loop per task, committing every BATCH records with an offset record."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, offsets = f"bench-ceiling-{suffix}", f"bench-ceiling-offsets-{suffix}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for fut in admin.create_topics([NewTopic(topic, tasks, 1), NewTopic(offsets, 1, 1)]).values():
+        fut.result(30)
+    payload = "x" * size
+
+    def loop(task: int) -> None:
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "transactional.id": f"ceiling-{suffix}-{task}", "linger.ms": 5}
+        )
+        producer.init_transactions(30)
+        key = f"task-{task}".encode()
+        for start in range(0, records, BATCH):
+            producer.begin_transaction()
+            for seq in range(start, start + BATCH):
+                value = json.dumps({"task": task, "seq": seq, "payload": payload}, separators=(",", ":"))
+                while True:
+                    try:
+                        producer.produce(topic, key=key, value=value.encode())
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+            producer.produce(
+                offsets,
+                key=json.dumps(["c", {"task": task}]).encode(),
+                value=json.dumps({"seq": start + BATCH - 1}).encode(),
+            )
+            producer.commit_transaction(60)
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(tasks)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return tasks * records / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000, help="records per task")
+    parser.add_argument("--bootstrap", help="use a running broker instead of starting one")
+    args = parser.parse_args()
+    records = args.records - args.records % BATCH
+
+    cluster = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        cluster = LocalKafkaCluster(Path(tempfile.mkdtemp(prefix="eosconnect-bench-")), tie_to_parent=True)
+        bootstrap = cluster.start()
+    try:
+        table = Table(title=f"Source throughput, records/s ({records} records per task, batch {BATCH})")
+        for col in (
+            "tasks",
+            "value",
+            "(a) eos poll",
+            "(b) eos interval 1s",
+            "(c) at-least-once",
+            "(d) ceiling",
+        ):
+            table.add_column(col, justify="right")
+        headline: tuple[float, float, float, float] | None = None
+        for tasks in (1, 4):
+            for size in (100, 1024):
+                console.print(f"running {tasks} task(s), {size}-byte values ...")
+                a = run_runtime(bootstrap, "enabled", "poll", tasks, size, records)
+                b = run_runtime(bootstrap, "enabled", "interval", tasks, size, records)
+                c = run_runtime(bootstrap, "disabled", "poll", tasks, size, records)
+                d = run_ceiling(bootstrap, tasks, size, records)
+                table.add_row(str(tasks), f"{size} B", *(f"{x:,.0f}" for x in (a, b, c, d)))
+                if tasks == 1 and size == 100:
+                    headline = (a, b, c, d)
+        Console().print(table)
+        assert headline is not None
+        a, b, c, d = headline
+        print(f"ratio eos_poll/alos={a / c:.2f} eos_interval/alos={b / c:.2f} eos_poll/ceiling={a / d:.2f}")
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""What the runtime hands connectors and tasks: their way back into the runtime.
+
+These are plain objects the runtime fills in, so connector unit tests can build them directly
+(with an `InMemoryOffsetStorageReader`, say) without any Kafka or Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageReader
+from eosconnect.api.records import TopicPartition
+from eosconnect.api.transactions import TransactionContext
+
+__all__ = ["ConnectorContext", "SinkTaskContext", "SourceTaskContext"]
+
+log = logging.getLogger(__name__)
+
+
+def _log_reconfiguration_request() -> None:
+    log.info("connector requested task reconfiguration, but it is not attached to a runtime")
+
+
+def _log_error(error: BaseException) -> None:
+    log.error("connector raised an error, but it is not attached to a runtime: %r", error)
+
+
+@dataclass
+class ConnectorContext:
+    """Lets a connector (typically a monitoring thread of it) poke the runtime.
+
+    The runtime replaces both callables; the defaults only log, so a connector used on its own
+    (in a test) does not crash when it calls them.
+    """
+
+    request_task_reconfiguration: Callable[[], None] = _log_reconfiguration_request
+    """Ask the runtime to call `task_configs()` again, e.g. when the source's tables changed."""
+
+    raise_error: Callable[[BaseException], None] = _log_error
+    """Fail the connector with this error from outside a runtime call (e.g. a background thread)."""
+
+
+@dataclass
+class SourceTaskContext:
+    """Given to `SourceTask.initialize` before `start`.
+
+    `transaction_context` is None unless the connector runs with connector-defined transaction
+    boundaries; tasks that support them must check for None.
+    """
+
+    configs: dict[str, str] = field(default_factory=dict)
+    offset_storage_reader: OffsetStorageReader = field(default_factory=InMemoryOffsetStorageReader)
+    transaction_context: TransactionContext | None = None
+
+
+@dataclass
+class SinkTaskContext:
+    """Given to `SinkTask.initialize`: the task's assignment and its requests to the runtime.
+
+    The runtime reads `requested_offsets` (rewinds asked by the task, e.g. to resume from offsets
+    it stored itself) and `commit_requested` after each `put`, and resets them.
+    """
+
+    configs: dict[str, str] = field(default_factory=dict)
+    assigned: set[TopicPartition] = field(default_factory=set)
+    requested_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    commit_requested: bool = False
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.assigned)
+
+    def offset(self, offsets: Mapping[TopicPartition, int] | Iterable[tuple[TopicPartition, int]]) -> None:
+        """Ask the runtime to continue consuming these partitions from these offsets."""
+        pairs = offsets.items() if isinstance(offsets, Mapping) else offsets
+        self.requested_offsets.update(pairs)
+
+    def request_commit(self) -> None:
+        """Ask for offsets to be committed soon instead of at the next interval."""
+        self.commit_requested = True

@@ -1,0 +1,221 @@
+"""Finding connector classes from `connector.class` (and, for converters and transforms, classes
+from dotted paths).
+
+`connector.class` may be:
+
+1. a short name registered at run time with `register_connector("MySource", MySourceConnector)`;
+2. a short name in `BUILTIN_CONNECTORS` below (eosconnect's own connectors);
+3. a short name published by an installed package under the entry-point group
+   `eosconnect.connectors`, e.g. in its pyproject.toml::
+
+       [project.entry-points."eosconnect.connectors"]
+       MySource = "mypackage.source:MySourceConnector"
+
+4. a fully qualified Python path, `package.module.ClassName` (or `package.module:ClassName`).
+
+As in Kafka Connect, a short name also matches with or without a trailing "Connector".
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Iterable
+from typing import Any
+
+from eosconnect.api.connector import Connector
+from eosconnect.api.errors import ConfigException, ConnectorClassNotFound
+
+__all__ = [
+    "BUILTIN_CONNECTORS",
+    "ENTRY_POINT_GROUP",
+    "available_connectors",
+    "import_class",
+    "register_connector",
+    "resolve_connector_class",
+    "unregister_connector",
+]
+
+ENTRY_POINT_GROUP = "eosconnect.connectors"
+SETTING = "connector.class"
+
+BUILTIN_CONNECTORS: dict[str, str] = {
+    # Short name -> dotted path of eosconnect's own connectors, imported only when used, e.g.
+    "SequenceSource": "eosconnect.connectors.sequence.SequenceSourceConnector",
+}
+"""The built-in connectors' short names. Add one line per built-in connector here."""
+
+_registered: dict[str, type | str] = {}
+
+
+def import_class(path: str) -> type:
+    """Import a class from `package.module.ClassName`, `package.module:ClassName`, or a nested
+    `package.module.Outer.Inner`.
+
+    Raises `ImportError` with a readable reason. A module that exists but fails to import (a
+    missing dependency of *it*, a syntax error) is reported as such, not as "not found", since
+    that is the one thing the operator needs to know.
+    """
+    path = path.strip()
+    if ":" in path:
+        module_name, _, qualname = path.partition(":")
+        candidates = [(module_name, qualname)]
+    else:
+        parts = path.split(".")
+        candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
+    if not candidates or not all(candidates[0]):
+        raise ImportError(f"{path!r} is not a Python class path of the form package.module.ClassName")
+    hint = _java_hint(path)
+    missing_module = candidates[-1][0]
+    for module_name, qualname in candidates:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if missing == module_name or module_name.startswith(missing + "."):
+                missing_module = missing
+                continue  # this prefix is not a module: try a shorter one
+            raise ImportError(f"module {module_name!r} was found but failed to import: {exc}") from exc
+        except Exception as exc:
+            raise ImportError(f"module {module_name!r} was found but failed to import: {exc!r}") from exc
+        obj: Any = module
+        for depth, attr in enumerate(qualname.split(".")):
+            obj = getattr(obj, attr, None)
+            if obj is None:
+                if depth == 0 and missing_module.startswith(module_name + "."):
+                    raise ImportError(f"no module named {missing_module!r}{hint}")
+                raise ImportError(f"module {module_name!r} has no attribute {qualname!r}{hint}")
+        if not isinstance(obj, type):
+            raise ImportError(f"{path!r} is a {type(obj).__name__}, not a class")
+        return obj
+    raise ImportError(f"no module named {missing_module!r}{hint}")
+
+
+def _java_hint(path: str) -> str:
+    if path.startswith(("org.apache.kafka.", "io.confluent.", "io.debezium.")) or "$" in path:
+        return " (it looks like a Java class name; eosconnect loads Python classes only)"
+    return ""
+
+
+def register_connector(short_name: str, cls_or_path: type | str, *, replace: bool = False) -> None:
+    """Make `short_name` usable as `connector.class` in this process (e.g. from a package's import
+    or a test). A dotted path is imported lazily, on first use."""
+    if not short_name or "." in short_name or ":" in short_name or short_name != short_name.strip():
+        raise ValueError(f"short connector name {short_name!r} must be non-empty and contain no '.' or ':'")
+    current = _registered.get(short_name)
+    if current is not None and current != cls_or_path and not replace:
+        raise ValueError(
+            f"connector short name {short_name!r} is already registered for {_describe(current)}; "
+            "pass replace=True to override it"
+        )
+    _registered[short_name] = cls_or_path
+
+
+def unregister_connector(short_name: str) -> None:
+    _registered.pop(short_name, None)
+
+
+def connector_entry_points() -> Iterable[importlib.metadata.EntryPoint]:
+    """The installed `eosconnect.connectors` entry points (a seam for tests)."""
+    return importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
+def available_connectors() -> dict[str, str]:
+    """Every short name and what it points to, without importing anything (for REST and errors)."""
+    names: dict[str, str] = {ep.name: ep.value for ep in connector_entry_points()}
+    names.update(BUILTIN_CONNECTORS)
+    names.update({name: _describe(target) for name, target in _registered.items()})
+    return dict(sorted(names.items()))
+
+
+def resolve_connector_class(name: str | type) -> type[Connector]:
+    """The connector class for a `connector.class` value; raises `ConfigException` (a
+    `ConnectorClassNotFound` when nothing matches) naming the setting and the way to fix it."""
+    if isinstance(name, type):
+        return _check_connector(name, name.__qualname__)
+    value = name.strip() if isinstance(name, str) else ""
+    if not value:
+        raise ConnectorClassNotFound(errors={SETTING: [f"is empty. Set {SETTING} to {_choices()}."]})
+    for candidate in _short_name_candidates(value):
+        target = _find_short_name(candidate)
+        if target is not None:
+            return _check_connector(_load_short_name(value, target), value)
+    if "." in value or ":" in value:
+        try:
+            cls = import_class(value)
+        except ImportError as exc:
+            raise ConnectorClassNotFound(
+                errors={SETTING: [f"cannot load {value!r}: {exc}. Set {SETTING} to {_choices()}."]}
+            ) from exc
+        return _check_connector(cls, value)
+    raise ConnectorClassNotFound(
+        errors={SETTING: [f"no connector is named {value!r}. Set {SETTING} to {_choices()}."]}
+    )
+
+
+def _short_name_candidates(value: str) -> list[str]:
+    if value.endswith("Connector") and len(value) > len("Connector"):
+        return [value, value.removesuffix("Connector")]
+    return [value, value + "Connector"]
+
+
+def _find_short_name(name: str) -> type | str | importlib.metadata.EntryPoint | None:
+    if name in _registered:
+        return _registered[name]
+    if name in BUILTIN_CONNECTORS:
+        return BUILTIN_CONNECTORS[name]
+    for ep in connector_entry_points():
+        if ep.name == name:
+            return ep
+    return None
+
+
+def _load_short_name(value: str, target: type | str | importlib.metadata.EntryPoint) -> type:
+    if isinstance(target, type):
+        return target
+    try:
+        loaded = import_class(target) if isinstance(target, str) else target.load()
+    except Exception as exc:
+        raise ConfigException(
+            errors={
+                SETTING: [
+                    f"{value!r} refers to {_describe(target)}, which could not be loaded: {exc}. Check that "
+                    "the package providing it is installed on the worker and its executors."
+                ]
+            }
+        ) from exc
+    if not isinstance(loaded, type):
+        raise ConfigException(
+            errors={SETTING: [f"{value!r} refers to {_describe(target)}, which is not a class."]}
+        )
+    return loaded
+
+
+def _check_connector(cls: type, value: str) -> type[Connector]:
+    if not issubclass(cls, Connector):
+        raise ConfigException(
+            errors={
+                SETTING: [
+                    f"{value!r} is not a connector: the class must subclass eosconnect.api.SourceConnector "
+                    f"or eosconnect.api.SinkConnector. Set {SETTING} to {_choices()}."
+                ]
+            }
+        )
+    return cls
+
+
+def _describe(target: object) -> str:
+    if isinstance(target, type):
+        return f"{target.__module__}.{target.__qualname__}"
+    if isinstance(target, importlib.metadata.EntryPoint):
+        return target.value
+    return str(target)
+
+
+def _choices() -> str:
+    names = list(available_connectors())
+    listed = ", ".join(names) if names else "none are installed"
+    return (
+        f"a connector short name (available: {listed}) or a fully qualified Python class path such as "
+        "mypackage.connectors.MySourceConnector"
+    )

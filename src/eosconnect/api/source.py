@@ -1,0 +1,103 @@
+"""Source connectors and tasks: read an external system, produce records into Kafka.
+
+With exactly-once enabled (KIP-618), the runtime writes each transaction's records and their
+source offsets atomically, so a task only has to report positions faithfully in
+`SourceRecord.source_offset` and resume from `context.offset_storage_reader` on start.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping
+from enum import StrEnum
+
+from eosconnect.api.connector import Connector, Task
+from eosconnect.api.context import SourceTaskContext
+from eosconnect.api.records import Primitive, RecordMetadata, SourceOffset, SourcePartition, SourceRecord
+
+__all__ = ["ConnectorTransactionBoundaries", "ExactlyOnceSupport", "SourceConnector", "SourceTask"]
+
+
+class ExactlyOnceSupport(StrEnum):
+    """Whether a connector can deliver exactly once with a given config (KIP-618)."""
+
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class ConnectorTransactionBoundaries(StrEnum):
+    """Whether a connector's tasks can define their own transaction boundaries (KIP-618)."""
+
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class SourceConnector(Connector):
+    """Base class for source connectors."""
+
+    @abstractmethod
+    def task_class(self) -> type[SourceTask]: ...
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """Can this config deliver exactly once? Answer SUPPORTED only if re-reading from a committed
+        source offset yields the same records again (a replayable source).
+
+        None (the default) means "unknown": with `exactly.once.support=required` the config is
+        rejected and the operator is told to consult the connector's docs.
+        """
+        return None
+
+    def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
+        """Return SUPPORTED if the tasks use `TransactionContext`; needed for
+        `transaction.boundary=connector`. The default is UNSUPPORTED."""
+        return ConnectorTransactionBoundaries.UNSUPPORTED
+
+
+class SourceTask(Task):
+    """Base class for source tasks. The runtime calls, in order: `initialize`, `start`, then `poll`
+    in a loop (with `commit_record`/`commit` after each successful commit), and `stop`."""
+
+    @property
+    def context(self) -> SourceTaskContext:
+        """Set by `initialize`; holds the task's configs, offset reader and transaction context."""
+        ctx: SourceTaskContext | None = self.__dict__.get("_context")
+        if ctx is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.context is not set: the runtime calls initialize(context) before "
+                "start(); in a test, call task.initialize(SourceTaskContext(...)) first"
+            )
+        return ctx
+
+    @context.setter
+    def context(self, value: SourceTaskContext) -> None:
+        self.__dict__["_context"] = value
+
+    def initialize(self, context: SourceTaskContext) -> None:
+        self.context = context
+
+    @abstractmethod
+    def poll(self) -> list[SourceRecord] | None:
+        """Return the next records, or None/[] if there are none right now.
+
+        Block for a short while at most (up to about a second) when idle: the runtime can only
+        commit transactions, heartbeat and stop the task between `poll` calls.
+        """
+
+    def commit(self) -> None:
+        """Called after a transaction (or offset flush) committed; acknowledge upstream here."""
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        """Called once per committed record, in order. `metadata` is None when a transformation
+        dropped the record (it was not written, but its offset was committed)."""
+
+    def update_offsets(
+        self, offsets: dict[SourcePartition, SourceOffset]
+    ) -> Mapping[SourcePartition, Mapping[str, Primitive]] | None:
+        """KIP-910: adjust the offsets about to be committed, e.g. to advance idle partitions.
+
+        `offsets` holds, per source partition, the offset of its latest record in this commit.
+        Return a map with entries changed or added (build new keys with `SourcePartition(...)`;
+        plain dict values are fine); they are committed too, in the same transaction under
+        exactly-once. Dropping partitions has no effect. None (the default) or {} changes nothing.
+        """
+        return None

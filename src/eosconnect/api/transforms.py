@@ -1,0 +1,351 @@
+"""Single Message Transforms: the `transforms=...`/`predicates=...` chain of Kafka Connect.
+
+The chain is read from the connector config in Kafka's own syntax, so existing configs carry
+over::
+
+    transforms=addSource,dropDebug
+    transforms.addSource.type=InsertField   # or org.apache.kafka.connect.transforms.InsertField$Value
+    transforms.addSource.static.field=source
+    transforms.addSource.static.value=orders-db
+    transforms.dropDebug.type=Filter
+    transforms.dropDebug.predicate=isDebug
+    predicates=isDebug
+    predicates.isDebug.type=TopicNameMatches
+    predicates.isDebug.pattern=debug-.*
+
+Every transformation's and predicate's settings are validated under their full names
+(`transforms.addSource.static.field`) before anything is configured, and all problems are
+reported together.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic
+
+from eosconnect.api.config import ConfigDef, ConfigType
+from eosconnect.api.errors import ConfigException
+from eosconnect.api.plugins import import_class
+from eosconnect.api.records import R
+
+__all__ = [
+    "BUILTIN_PREDICATES",
+    "BUILTIN_TRANSFORMATIONS",
+    "Predicate",
+    "Transformation",
+    "TransformationChain",
+    "TransformationStage",
+    "resolve_predicate_class",
+    "resolve_transformation_class",
+]
+
+log = logging.getLogger(__name__)
+
+
+class Transformation(ABC, Generic[R]):
+    """Changes, reroutes or drops one record at a time; must not keep per-record state.
+
+    Return a new record (`record.new_record(value=...)`) rather than mutating the one given: the
+    runtime still needs the original to commit its source offset.
+    """
+
+    def __init__(self) -> None:
+        self.config: dict[str, Any] = {}
+
+    def config_def(self) -> ConfigDef:
+        """The transformation's settings (without the `transforms.<alias>.` prefix)."""
+        return ConfigDef()
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        """Apply settings; the default parses them with `config_def()` into `self.config`."""
+        self.config = self.config_def().parse(config)
+
+    @abstractmethod
+    def apply(self, record: R) -> R | None:
+        """The transformed record, or None to drop it."""
+
+    def close(self) -> None:
+        """Release resources; called when the task stops."""
+
+
+class Predicate(ABC, Generic[R]):
+    """Decides whether a transformation applies to a record (`transforms.<alias>.predicate`)."""
+
+    def __init__(self) -> None:
+        self.config: dict[str, Any] = {}
+
+    def config_def(self) -> ConfigDef:
+        return ConfigDef()
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        self.config = self.config_def().parse(config)
+
+    @abstractmethod
+    def test(self, record: R) -> bool: ...
+
+    def close(self) -> None:
+        """Release resources; called when the task stops."""
+
+
+_BUILTINS = "eosconnect.api.builtin_transforms"
+_KAFKA_SMT = "org.apache.kafka.connect.transforms"
+
+BUILTIN_TRANSFORMATIONS: dict[str, str] = {
+    "InsertField": f"{_BUILTINS}.InsertField",
+    "InsertField$Value": f"{_BUILTINS}.InsertField",
+    "InsertField$Key": f"{_BUILTINS}.InsertFieldKey",
+    f"{_KAFKA_SMT}.InsertField$Value": f"{_BUILTINS}.InsertField",
+    f"{_KAFKA_SMT}.InsertField$Key": f"{_BUILTINS}.InsertFieldKey",
+    "ReplaceField": f"{_BUILTINS}.ReplaceField",
+    "ReplaceField$Value": f"{_BUILTINS}.ReplaceField",
+    "ReplaceField$Key": f"{_BUILTINS}.ReplaceFieldKey",
+    f"{_KAFKA_SMT}.ReplaceField$Value": f"{_BUILTINS}.ReplaceField",
+    f"{_KAFKA_SMT}.ReplaceField$Key": f"{_BUILTINS}.ReplaceFieldKey",
+    "Filter": f"{_BUILTINS}.Filter",
+    f"{_KAFKA_SMT}.Filter": f"{_BUILTINS}.Filter",
+}
+"""Names accepted for `transforms.<alias>.type` besides Python class paths."""
+
+BUILTIN_PREDICATES: dict[str, str] = {
+    "TopicNameMatches": f"{_BUILTINS}.TopicNameMatches",
+    f"{_KAFKA_SMT}.predicates.TopicNameMatches": f"{_BUILTINS}.TopicNameMatches",
+    "HasHeaderKey": f"{_BUILTINS}.HasHeaderKey",
+    f"{_KAFKA_SMT}.predicates.HasHeaderKey": f"{_BUILTINS}.HasHeaderKey",
+    "RecordIsTombstone": f"{_BUILTINS}.RecordIsTombstone",
+    f"{_KAFKA_SMT}.predicates.RecordIsTombstone": f"{_BUILTINS}.RecordIsTombstone",
+}
+"""Names accepted for `predicates.<alias>.type` besides Python class paths."""
+
+
+def _short_names(table: Mapping[str, str]) -> str:
+    return ", ".join(name for name in table if "." not in name and "$" not in name)
+
+
+def _resolve(name: str, setting: str, table: Mapping[str, str], base: type, kind: str) -> type:
+    value = name.strip()
+    try:
+        cls = import_class(table.get(value, value))
+    except ImportError as exc:
+        raise ConfigException(
+            errors={
+                setting: [
+                    f"cannot load {kind} {value!r}: {exc}. Set {setting} to one of {_short_names(table)} "
+                    f"(or Kafka's class names for them), or to a Python class path such as mypackage.MyClass."
+                ]
+            }
+        ) from exc
+    if not issubclass(cls, base):
+        raise ConfigException(
+            errors={setting: [f"{value!r} is not a {kind}: it must subclass eosconnect.api.{base.__name__}."]}
+        )
+    return cls
+
+
+def resolve_transformation_class(
+    name: str, *, setting: str = "transforms.<alias>.type"
+) -> type[Transformation[Any]]:
+    return _resolve(name, setting, BUILTIN_TRANSFORMATIONS, Transformation, "transformation")
+
+
+def resolve_predicate_class(name: str, *, setting: str = "predicates.<alias>.type") -> type[Predicate[Any]]:
+    return _resolve(name, setting, BUILTIN_PREDICATES, Predicate, "predicate")
+
+
+@dataclass
+class TransformationStage(Generic[R]):
+    """One configured transformation, with its optional predicate."""
+
+    alias: str
+    transformation: Transformation[R]
+    predicate: Predicate[R] | None = None
+    predicate_alias: str | None = None
+    negate: bool = False
+
+    def applies_to(self, record: R) -> bool:
+        if self.predicate is None:
+            return True
+        return self.predicate.test(record) != self.negate
+
+
+def _aliases(config: Mapping[str, Any], setting: str, errors: dict[str, list[str]]) -> list[str]:
+    raw = config.get(setting) or ""
+    items = [item.strip() for item in (raw.split(",") if isinstance(raw, str) else raw)]
+    aliases = [item for item in items if item]
+    for alias in sorted({a for a in aliases if aliases.count(a) > 1}):
+        errors.setdefault(setting, []).append(
+            f"lists {alias!r} more than once. Give each entry its own alias, e.g. {alias},{alias}2."
+        )
+    return list(dict.fromkeys(aliases))
+
+
+def _sub_config(config: Mapping[str, Any], prefix: str, reserved: Sequence[str]) -> dict[str, Any]:
+    return {
+        key[len(prefix) :]: value
+        for key, value in config.items()
+        if key.startswith(prefix) and key[len(prefix) :] not in reserved
+    }
+
+
+def _build(
+    config: Mapping[str, Any],
+    prefix: str,
+    reserved: Sequence[str],
+    resolve: Any,
+    errors: dict[str, list[str]],
+    kind: str,
+) -> Any | None:
+    """Instantiate, validate and configure one transformation or predicate; None if it failed."""
+    type_setting = prefix + "type"
+    type_name = config.get(type_setting)
+    if not type_name or not str(type_name).strip():
+        example = "InsertField" if kind == "transformation" else "TopicNameMatches"
+        errors.setdefault(type_setting, []).append(
+            f"is required. Set {type_setting} to the {kind} class, e.g. {example}."
+        )
+        return None
+    try:
+        instance = resolve(str(type_name), setting=type_setting)()
+    except ConfigException as exc:
+        for name, messages in exc.errors.items():
+            errors.setdefault(name, []).extend(messages)
+        return None
+    sub_config = _sub_config(config, prefix, reserved)
+    problems = {
+        v.name: v.errors for v in instance.config_def().validate(sub_config, prefix=prefix) if v.errors
+    }
+    if problems:
+        for name, messages in problems.items():
+            errors.setdefault(name, []).extend(messages)
+        return None
+    try:
+        instance.configure(sub_config)
+    except ConfigException as exc:
+        for name, messages in (exc.errors or {type_setting: [str(exc)]}).items():
+            full = name if name.startswith(prefix) else prefix + name
+            errors.setdefault(full, []).extend(messages)
+        return None
+    except Exception as exc:
+        errors.setdefault(type_setting, []).append(f"{type_name} failed to configure: {exc!r}.")
+        return None
+    return instance
+
+
+class TransformationChain(Generic[R]):
+    """The configured transformations of a connector, applied in order."""
+
+    def __init__(self, stages: Sequence[TransformationStage[R]] = ()) -> None:
+        self.stages: list[TransformationStage[R]] = list(stages)
+
+    @classmethod
+    def from_config(cls, connector_config: Mapping[str, Any]) -> TransformationChain[Any]:
+        """Build the chain from Kafka Connect's `transforms`/`predicates` settings.
+
+        Raises `ConfigException` whose `errors` name every offending setting. Annotate the result
+        (`chain: TransformationChain[SourceRecord] = ...`) for precise types.
+        """
+        errors: dict[str, list[str]] = {}
+        predicates: dict[str, Predicate[Any]] = {}
+        declared_predicates = _aliases(connector_config, "predicates", errors)
+        for alias in declared_predicates:
+            prefix = f"predicates.{alias}."
+            predicate = _build(
+                connector_config, prefix, ("type",), resolve_predicate_class, errors, "predicate"
+            )
+            if predicate is not None:
+                predicates[alias] = predicate
+
+        stages: list[TransformationStage[Any]] = []
+        for alias in _aliases(connector_config, "transforms", errors):
+            prefix = f"transforms.{alias}."
+            reserved = ("type", "predicate", "negate")
+            transformation = _build(
+                connector_config, prefix, reserved, resolve_transformation_class, errors, "transformation"
+            )
+            predicate_alias = str(connector_config.get(prefix + "predicate") or "").strip() or None
+            negate = _parse_negate(connector_config, prefix + "negate", errors)
+            if predicate_alias is not None and predicate_alias not in declared_predicates:
+                errors.setdefault(prefix + "predicate", []).append(
+                    f"refers to predicate {predicate_alias!r}, which is not listed in predicates. Add "
+                    f"{predicate_alias} to predicates and set predicates.{predicate_alias}.type."
+                )
+            elif predicate_alias is None and connector_config.get(prefix + "negate") is not None:
+                log.warning("%snegate is set but %spredicate is not, so it has no effect", prefix, prefix)
+            if transformation is not None:
+                stages.append(
+                    TransformationStage(
+                        alias=alias,
+                        transformation=transformation,
+                        predicate=predicates.get(predicate_alias) if predicate_alias else None,
+                        predicate_alias=predicate_alias,
+                        negate=negate,
+                    )
+                )
+        if errors:
+            _close_all([stage.transformation for stage in stages], predicates.values())
+            raise ConfigException(errors=errors)
+        return cls(stages)
+
+    def apply(self, record: R) -> R | None:
+        """Run the record through every stage whose predicate matches; None if one dropped it.
+
+        An exception from a stage gets a note naming the stage's alias, and propagates: the
+        runtime's error handling decides whether to fail the task.
+        """
+        current = record
+        for stage in self.stages:
+            try:
+                if not stage.applies_to(current):
+                    continue
+                result = stage.transformation.apply(current)
+            except Exception as exc:
+                exc.add_note(
+                    f"in transformation {stage.alias!r} ({type(stage.transformation).__name__}) "
+                    f"on a record for topic {current.topic!r}"
+                )
+                raise
+            if result is None:
+                return None
+            current = result
+        return current
+
+    def close(self) -> None:
+        """Close every transformation and predicate (each once), even if some fail."""
+        _close_all(
+            [stage.transformation for stage in self.stages],
+            [stage.predicate for stage in self.stages if stage.predicate is not None],
+        )
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+    def __enter__(self) -> TransformationChain[R]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _parse_negate(config: Mapping[str, Any], setting: str, errors: dict[str, list[str]]) -> bool:
+    raw = config.get(setting)
+    if raw is None:
+        return False
+    result = (
+        ConfigDef().define("negate", ConfigType.BOOLEAN, False).validate({"negate": raw}, prefix=setting[:-6])
+    )
+    if result[0].errors:
+        errors.setdefault(setting, []).extend(result[0].errors)
+        return False
+    return bool(result[0].value)
+
+
+def _close_all(transformations: Iterable[Transformation[Any]], predicates: Iterable[Predicate[Any]]) -> None:
+    unique: dict[int, Transformation[Any] | Predicate[Any]] = {id(t): t for t in transformations}
+    unique.update((id(p), p) for p in predicates)
+    for item in unique.values():
+        try:
+            item.close()
+        except Exception:
+            log.exception("closing %s failed", type(item).__name__)

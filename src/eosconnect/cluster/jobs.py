@@ -1,0 +1,180 @@
+"""One connector generation's tasks as one Spark job (DESIGN.md section 1).
+
+The driver instantiates the connector, asks it for task configs, and launches a job with one Spark
+task per connector task, in its own job group so that it can be cancelled as a unit. Tasks are told
+to stop through their `TaskControl`; only those that do not stop within the graceful timeout are
+cancelled (a cancelled task cannot commit, and its open transaction lingers until fenced).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eosconnect.api.plugins import resolve_connector_class
+from eosconnect.api.source import SourceConnector
+from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
+from eosconnect.runtime.control import Directive, FileTaskControl
+from eosconnect.runtime.executor import spark_task_entry
+from eosconnect.runtime.source_task import TASK_CLASS_KEY, TaskSpec
+from eosconnect.runtime.startup import LocalStartupCoordinator, StartupCoordinator
+from eosconnect.storage.clients import client_config
+from eosconnect.storage.topics import ensure_topic
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+class NotEnoughSlotsError(RuntimeError):
+    """The connector's tasks do not fit into Spark's free task slots."""
+
+
+def task_configs_for(connector_props: Mapping[str, str]) -> tuple[SourceConnector, list[dict[str, str]]]:
+    """Start the connector on the driver and collect its task configs, each naming its task class."""
+    config = SourceConnectorConfig.parse(connector_props)
+    cls = resolve_connector_class(config.connector_class)
+    connector = cls()
+    if not isinstance(connector, SourceConnector):
+        raise TypeError(f"connector.class={config.connector_class!r} is not a SourceConnector")
+    connector.start(dict(connector_props))
+    task_class = connector.task_class()
+    path = f"{task_class.__module__}.{task_class.__qualname__}"
+    configs = [{**tc, TASK_CLASS_KEY: path} for tc in connector.task_configs(config.tasks_max)]
+    return connector, configs
+
+
+@dataclass
+class ConnectorJob:
+    """Run a source connector's tasks on Spark until told to stop.
+
+    `coordinator` defaults to a `LocalStartupCoordinator` (single process owns the connector).
+    """
+
+    spark: SparkSession
+    connector_config: dict[str, str]
+    worker_config: dict[str, str]
+    control_dir: Path
+    generation: int = 0
+    previous_task_count: int = 0
+    coordinator: StartupCoordinator | None = None
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    error: BaseException | None = None
+    _thread: threading.Thread | None = None
+    _connector: SourceConnector | None = None
+
+    @property
+    def name(self) -> str:
+        return self.connector_config["name"]
+
+    @property
+    def job_group(self) -> str:
+        return f"eosconnect-{self.name}-gen{self.generation}"
+
+    @property
+    def control(self) -> FileTaskControl:
+        return FileTaskControl(str(self.control_dir / f"{self.name}-gen{self.generation}.control"))
+
+    def start(self) -> ConnectorJob:
+        worker = WorkerConfig.parse(self.worker_config)
+        self._connector, task_configs = task_configs_for(self.connector_config)
+        slots = self.spark.sparkContext.defaultParallelism
+        if len(task_configs) > slots:
+            raise NotEnoughSlotsError(
+                f"connector {self.name!r} needs {len(task_configs)} task slots but Spark has {slots}; "
+                "lower tasks.max or give Spark more cores (spark.master local[N] or more executors)"
+            )
+        self._ensure_global_offsets_topic(worker)
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        self.control.set(Directive.RUN)
+        coordinator = self.coordinator or LocalStartupCoordinator(
+            group_id=worker.group_id,
+            producer_config=client_config("producer", worker.originals, self.connector_config),
+            task_count=len(task_configs),
+            previous_task_count=self.previous_task_count,
+            generation=self.generation,
+        )
+        specs = [
+            TaskSpec(
+                connector=self.name,
+                task=i,
+                task_config=tc,
+                connector_config=dict(self.connector_config),
+                worker_config=dict(self.worker_config),
+                control=self.control,
+                coordinator=coordinator,
+                generation=self.generation,
+            )
+            for i, tc in enumerate(task_configs)
+        ]
+        self._thread = threading.Thread(target=self._run, args=(specs,), name=self.job_group, daemon=True)
+        self._thread.start()
+        log.info(
+            "connector %s: launched %d tasks as Spark job group %s", self.name, len(specs), self.job_group
+        )
+        return self
+
+    @staticmethod
+    def _ensure_global_offsets_topic(worker: WorkerConfig) -> None:
+        """Normally the worker creates its internal topics; a job run on its own does it here."""
+        from confluent_kafka.admin import AdminClient
+
+        ensure_topic(
+            AdminClient(client_config("admin", worker.originals)),
+            worker.offset_storage_topic,
+            partitions=int(worker.values["offset.storage.partitions"]),
+            replication_factor=int(worker.values["offset.storage.replication.factor"]),
+        )
+
+    def _run(self, specs: list[TaskSpec]) -> None:
+        sc = self.spark.sparkContext
+        sc.setJobGroup(self.job_group, f"eosconnect connector {self.name}", interruptOnCancel=True)
+        try:
+            rdd = sc.parallelize(range(len(specs)), len(specs))
+            self.outcomes = rdd.mapPartitionsWithIndex(spark_task_entry(specs)).collect()
+        except BaseException as exc:
+            self.error = exc
+            log.error("connector %s: Spark job ended with an error: %s", self.name, str(exc).splitlines()[0])
+
+    def set(self, directive: Directive) -> None:
+        self.control.set(directive)
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> list[dict[str, Any]]:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.outcomes
+
+    def stop(self, graceful_timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """Ask the tasks to stop, wait, and cancel the job group if they do not stop in time."""
+        self.set(Directive.STOP)
+        deadline = time.monotonic() + graceful_timeout_s
+        while self.running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.running():
+            log.warning(
+                "connector %s: tasks did not stop in %.0fs; cancelling %s",
+                self.name,
+                graceful_timeout_s,
+                self.job_group,
+            )
+            self.spark.sparkContext.cancelJobGroup(self.job_group)
+            self.wait(30)
+        if self._connector is not None:
+            self._connector.stop()
+        return self.outcomes
+
+
+def new_control_dir(base: Path) -> Path:
+    path = base / f"control-{uuid.uuid4().hex[:8]}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,1 @@
+"""Built-in connectors, registered by short name in eosconnect.api.plugins.BUILTIN_CONNECTORS."""

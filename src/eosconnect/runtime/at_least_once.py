@@ -1,0 +1,180 @@
+"""The at-least-once source task: an idempotent producer, offsets flushed after acknowledgement.
+
+Offsets are committable per source partition up to the last record such that every earlier record
+of that partition was acknowledged (Kafka Connect's SubmittedRecords rule). A flusher thread writes
+them every `offset.flush.interval.ms`, off the polling thread, then calls `commit_record()` for the
+flushed records and `commit()`. A record the producer could not deliver fails the task before its
+offset is ever committed, so nothing is lost: it is polled again after a restart.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer
+
+from eosconnect.api.errors import ConnectException
+from eosconnect.api.records import RecordMetadata, SourceOffset, SourcePartition, SourceRecord
+from eosconnect.runtime.errors import send_error_message
+from eosconnect.runtime.source_task import Offsets, SourceTaskRunner, offset_of
+from eosconnect.storage.clients import client_config, forced
+from eosconnect.storage.offsets import encode_offset_records
+
+
+@dataclass
+class _Submitted:
+    record: SourceRecord
+    partition: SourcePartition
+    offset: SourceOffset | None
+    acked: bool = False
+    metadata: RecordMetadata | None = None
+
+
+class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
+    def prepare(self) -> None:
+        config = client_config("producer", self.worker.originals, self.connector.originals)
+        if "transactional.id" in config:
+            config = forced(config, "transactional.id", None, "at-least-once tasks do not use transactions")
+        config = forced(config, "enable.idempotence", True, "source tasks write with an idempotent producer")
+        self.producer = Producer(config)
+        offsets_config = client_config("producer", self.worker.originals, None)
+        offsets_config.pop("transactional.id", None)
+        self.offset_producer = Producer({**offsets_config, "enable.idempotence": True})
+        self._lock = threading.Lock()
+        self._submitted: dict[SourcePartition, deque[_Submitted]] = {}
+        self._send_error: str | None = None
+        self._flush_interval_s = self.worker.offset_flush_interval_ms / 1000
+        self._stop_flusher = threading.Event()
+        self._flusher_error: BaseException | None = None
+        self._flusher = threading.Thread(
+            target=self._flush_loop, name=f"offset-flush-{self.task_id}", daemon=True
+        )
+        self._flusher.start()
+
+    def send_batch(self, batch: list[SourceRecord]) -> None:
+        self._raise_if_failed()
+        for record in batch:
+            entry = _Submitted(record, *offset_of(record))
+            outgoing = self.pipeline.convert(record)
+            with self._lock:
+                self._submitted.setdefault(entry.partition, deque()).append(entry)
+            if outgoing is None:
+                entry.acked = True
+                self.metrics.record_filtered()
+                continue
+            kwargs: dict[str, Any] = {
+                "key": outgoing.key,
+                "value": outgoing.value,
+                "on_delivery": lambda err, msg, entry=entry, topic=outgoing.topic: self._on_delivery(
+                    entry, topic, err, msg
+                ),
+            }
+            if outgoing.partition is not None:
+                kwargs["partition"] = outgoing.partition
+            if outgoing.headers:
+                kwargs["headers"] = outgoing.headers
+            if outgoing.timestamp is not None:
+                kwargs["timestamp"] = outgoing.timestamp
+            while True:
+                try:
+                    self.producer.produce(outgoing.topic, **kwargs)
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+            self.metrics.record_write()
+        self.producer.poll(0)
+
+    def on_idle(self) -> None:
+        self.producer.poll(0)
+        self._raise_if_failed()
+
+    def on_pause(self) -> None:
+        self.producer.poll(0)
+
+    def on_stop(self) -> None:
+        self._stop_flusher.set()
+        self._flusher.join()
+        self.producer.flush(30)
+        self._raise_if_failed()
+        self._flush_offsets()
+
+    def close_clients(self) -> None:
+        stop = getattr(self, "_stop_flusher", None)
+        if stop is not None:
+            stop.set()
+        for name in ("producer", "offset_producer"):
+            producer = getattr(self, name, None)
+            if producer is not None:
+                producer.flush(5)
+
+    # ----------------------------------------------------------------------------- acknowledgements
+    def _on_delivery(self, entry: _Submitted, topic: str, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            with self._lock:
+                if self._send_error is None:
+                    where = f"source partition {dict(entry.partition)}, offset {entry.offset}"
+                    self._send_error = send_error_message(self.task_id, topic, err, where)
+            return
+        with self._lock:
+            entry.acked = True
+            entry.metadata = RecordMetadata(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1])
+
+    def _committable(self) -> tuple[Offsets, list[_Submitted]]:
+        offsets: Offsets = {}
+        done: list[_Submitted] = []
+        with self._lock:
+            for partition, queue in self._submitted.items():
+                while queue and queue[0].acked:
+                    entry = queue.popleft()
+                    offsets[partition] = entry.offset
+                    done.append(entry)
+        return offsets, done
+
+    # ----------------------------------------------------------------------------- flushing
+    def _flush_loop(self) -> None:
+        try:
+            while not self._stop_flusher.wait(self._flush_interval_s):
+                self.producer.poll(0)
+                self._flush_offsets()
+        except BaseException as exc:
+            self._flusher_error = exc
+
+    def _flush_offsets(self) -> None:
+        started = time.monotonic()
+        offsets, done = self._committable()
+        offsets = self.updated_offsets(offsets)
+        if offsets:
+            errors: list[str] = []
+            for key, value in encode_offset_records(self.spec.connector, offsets):
+                self.offset_producer.produce(
+                    self.placement.topic,
+                    key=key,
+                    value=value,
+                    on_delivery=lambda err, _msg: errors.append(err.str()) if err else None,
+                )
+            remaining = self.offset_producer.flush(60)
+            if remaining or errors:
+                raise ConnectException(
+                    f"{self.task_id}: could not commit offsets to {self.placement.topic!r}: "
+                    f"{errors[:1] or [f'{remaining} offset records unacknowledged after 60s']}"
+                )
+            self.metrics.record_offset_commit(time.monotonic() - started)
+            self.offsets_committed(offsets)
+        for entry in done:
+            self.task.commit_record(entry.record, entry.metadata)
+        if offsets or done:
+            self.task.commit()
+
+    def _raise_if_failed(self) -> None:
+        with self._lock:
+            error = self._send_error
+        if error is not None:
+            raise ConnectException(error)
+        if self._flusher_error is not None:
+            raise ConnectException(
+                f"{self.task_id}: offset flush failed: {self._flusher_error}"
+            ) from self._flusher_error

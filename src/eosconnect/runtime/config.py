@@ -1,0 +1,274 @@
+"""The framework's own settings: the worker's and every source connector's, as Kafka Connect names them.
+
+They are defined with the same `ConfigDef` connector authors use, so validation errors look the same
+everywhere (field name, problem, fix) and the REST validate endpoint can describe them. The parsed
+values live in small frozen dataclasses; the original string maps are kept because client settings
+(`producer.*`, `producer.override.*`, ...) are read from them by prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.validators import NonEmptyString, Range, ValidString
+
+
+class ExactlyOnceSourceSupport(StrEnum):
+    """Worker setting `exactly.once.source.support` (KIP-618's rolling-upgrade states)."""
+
+    DISABLED = "disabled"
+    PREPARING = "preparing"
+    ENABLED = "enabled"
+
+
+class TransactionBoundary(StrEnum):
+    """Connector setting `transaction.boundary`."""
+
+    POLL = "poll"
+    INTERVAL = "interval"
+    CONNECTOR = "connector"
+
+
+class ExactlyOnceRequirement(StrEnum):
+    """Connector setting `exactly.once.support`."""
+
+    REQUESTED = "requested"
+    REQUIRED = "required"
+
+
+WORKER_CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        "bootstrap.servers",
+        ConfigType.LIST,
+        importance=Importance.HIGH,
+        documentation="Kafka cluster holding the worker's internal topics.",
+    )
+    .define(
+        "group.id",
+        ConfigType.STRING,
+        "eosconnect",
+        Importance.HIGH,
+        "Names the cluster of workers; transactional ids start with it.",
+        NonEmptyString(),
+    )
+    .define(
+        "offset.storage.topic",
+        ConfigType.STRING,
+        "connect-offsets",
+        Importance.HIGH,
+        "The worker's global offsets topic.",
+        NonEmptyString(),
+    )
+    .define(
+        "offset.storage.partitions",
+        ConfigType.INT,
+        25,
+        Importance.LOW,
+        "Partitions of the offsets topic when the worker creates it.",
+        Range.at_least(1),
+    )
+    .define(
+        "offset.storage.replication.factor",
+        ConfigType.INT,
+        -1,
+        Importance.LOW,
+        "Replication factor of the offsets topic (-1: the broker default).",
+        Range.at_least(-1),
+    )
+    .define(
+        "config.storage.topic",
+        ConfigType.STRING,
+        "connect-configs",
+        Importance.HIGH,
+        "The config topic.",
+        NonEmptyString(),
+    )
+    .define(
+        "config.storage.replication.factor",
+        ConfigType.INT,
+        -1,
+        Importance.LOW,
+        "Replication factor of the config topic (-1: the broker default).",
+        Range.at_least(-1),
+    )
+    .define(
+        "status.storage.topic",
+        ConfigType.STRING,
+        "connect-status",
+        Importance.HIGH,
+        "The status topic.",
+        NonEmptyString(),
+    )
+    .define(
+        "status.storage.partitions",
+        ConfigType.INT,
+        5,
+        Importance.LOW,
+        "Partitions of the status topic when the worker creates it.",
+        Range.at_least(1),
+    )
+    .define(
+        "status.storage.replication.factor",
+        ConfigType.INT,
+        -1,
+        Importance.LOW,
+        "Replication factor of the status topic (-1: the broker default).",
+        Range.at_least(-1),
+    )
+    .define(
+        "exactly.once.source.support",
+        ConfigType.STRING,
+        "disabled",
+        Importance.HIGH,
+        "disabled, preparing (rolling upgrade step) or enabled.",
+        ValidString.in_(*[s.value for s in ExactlyOnceSourceSupport], case_sensitive=False),
+    )
+    .define(
+        "offset.flush.interval.ms",
+        ConfigType.LONG,
+        60_000,
+        Importance.LOW,
+        "How often at-least-once tasks commit offsets; default interval of interval boundaries.",
+        Range.at_least(1),
+    )
+    .define(
+        "task.shutdown.graceful.timeout.ms",
+        ConfigType.LONG,
+        5_000,
+        Importance.LOW,
+        "How long a task may take to stop before it is cancelled.",
+        Range.at_least(0),
+    )
+)
+
+SOURCE_CONNECTOR_CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        "name",
+        ConfigType.STRING,
+        importance=Importance.HIGH,
+        documentation="Unique name of the connector.",
+        validator=NonEmptyString(),
+    )
+    .define(
+        "connector.class",
+        ConfigType.STRING,
+        importance=Importance.HIGH,
+        documentation="Short name of a registered connector or a dotted Python path (package.module.Class).",
+        validator=NonEmptyString(),
+    )
+    .define("tasks.max", ConfigType.INT, 1, Importance.HIGH, "Maximum number of tasks.", Range.at_least(1))
+    .define(
+        "key.converter",
+        ConfigType.STRING,
+        "org.apache.kafka.connect.json.JsonConverter",
+        Importance.LOW,
+        "Converter for record keys.",
+    )
+    .define(
+        "value.converter",
+        ConfigType.STRING,
+        "org.apache.kafka.connect.json.JsonConverter",
+        Importance.LOW,
+        "Converter for record values.",
+    )
+    .define(
+        "exactly.once.support",
+        ConfigType.STRING,
+        "requested",
+        Importance.MEDIUM,
+        "required: fail validation unless exactly-once is possible; requested: best effort.",
+        ValidString.in_(*[s.value for s in ExactlyOnceRequirement], case_sensitive=False),
+    )
+    .define(
+        "transaction.boundary",
+        ConfigType.STRING,
+        "poll",
+        Importance.MEDIUM,
+        "When exactly-once tasks commit: after every poll, every interval, or when the connector asks.",
+        ValidString.in_(*[b.value for b in TransactionBoundary], case_sensitive=False),
+    )
+    .define(
+        "transaction.boundary.interval.ms",
+        ConfigType.LONG,
+        None,
+        Importance.LOW,
+        "Interval of `interval` boundaries (default: the worker's offset.flush.interval.ms).",
+        Range.at_least(0),
+    )
+    .define(
+        "offsets.storage.topic",
+        ConfigType.STRING,
+        None,
+        Importance.LOW,
+        "A separate offsets topic for this connector, on the cluster it produces to.",
+    )
+)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    bootstrap_servers: str
+    group_id: str
+    offset_storage_topic: str
+    exactly_once_source_support: ExactlyOnceSourceSupport
+    offset_flush_interval_ms: int
+    task_shutdown_graceful_timeout_ms: int
+    originals: Mapping[str, str] = field(repr=False)
+    values: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def parse(cls, props: Mapping[str, str]) -> WorkerConfig:
+        values = WORKER_CONFIG_DEF.parse(props)
+        return cls(
+            bootstrap_servers=",".join(values["bootstrap.servers"]),
+            group_id=values["group.id"],
+            offset_storage_topic=values["offset.storage.topic"],
+            exactly_once_source_support=ExactlyOnceSourceSupport(
+                values["exactly.once.source.support"].lower()
+            ),
+            offset_flush_interval_ms=values["offset.flush.interval.ms"],
+            task_shutdown_graceful_timeout_ms=values["task.shutdown.graceful.timeout.ms"],
+            originals={k: str(v) for k, v in props.items()},
+            values=values,
+        )
+
+    @property
+    def exactly_once_enabled(self) -> bool:
+        return self.exactly_once_source_support is ExactlyOnceSourceSupport.ENABLED
+
+
+@dataclass(frozen=True)
+class SourceConnectorConfig:
+    name: str
+    connector_class: str
+    tasks_max: int
+    exactly_once_support: ExactlyOnceRequirement
+    transaction_boundary: TransactionBoundary
+    transaction_boundary_interval_ms: int | None
+    offsets_storage_topic: str | None
+    originals: Mapping[str, str] = field(repr=False)
+
+    @classmethod
+    def parse(cls, props: Mapping[str, str]) -> SourceConnectorConfig:
+        values = SOURCE_CONNECTOR_CONFIG_DEF.parse(props)
+        return cls(
+            name=values["name"],
+            connector_class=values["connector.class"],
+            tasks_max=values["tasks.max"],
+            exactly_once_support=ExactlyOnceRequirement(values["exactly.once.support"].lower()),
+            transaction_boundary=TransactionBoundary(values["transaction.boundary"].lower()),
+            transaction_boundary_interval_ms=values["transaction.boundary.interval.ms"],
+            offsets_storage_topic=values["offsets.storage.topic"],
+            originals={k: str(v) for k, v in props.items()},
+        )
+
+    def interval_ms(self, worker: WorkerConfig) -> int:
+        if self.transaction_boundary_interval_ms is not None:
+            return self.transaction_boundary_interval_ms
+        return worker.offset_flush_interval_ms

@@ -1,0 +1,60 @@
+"""How a running task learns that it must pause or stop.
+
+Spark has no channel from the driver to a running task, so the task asks (DESIGN.md section 1).
+`TaskControl` is that question; the worker answers it over its internal REST endpoint, tests and
+single-process runs answer it with a file, which every local Spark executor can see.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+
+class Directive(StrEnum):
+    RUN = "run"
+    PAUSE = "pause"
+    STOP = "stop"
+
+
+@runtime_checkable
+class TaskControl(Protocol):
+    def directive(self) -> Directive:
+        """What the task should do now; called between polls, so it must be cheap."""
+        ...
+
+
+@dataclass
+class FileTaskControl:
+    """`RUN` until `path` holds `pause` or `stop`; re-read at most every `check_interval_s`."""
+
+    path: str
+    check_interval_s: float = 0.05
+    _last_check: float = field(default=0.0, repr=False)
+    _last: Directive = field(default=Directive.RUN, repr=False)
+
+    def directive(self) -> Directive:
+        now = time.monotonic()
+        if now - self._last_check >= self.check_interval_s:
+            self._last_check = now
+            try:
+                text = Path(self.path).read_text().strip().lower()
+            except OSError:
+                text = ""
+            self._last = Directive(text) if text in Directive._value2member_map_ else Directive.RUN
+        return self._last
+
+    def set(self, directive: Directive) -> None:
+        """Driver side: tell every task sharing this file what to do."""
+        Path(self.path).write_text(directive.value)
+
+
+@dataclass
+class AlwaysRun:
+    """Runs until the task itself fails; for benchmarks with a fixed amount of work."""
+
+    def directive(self) -> Directive:
+        return Directive.RUN

@@ -1,0 +1,51 @@
+"""The entry point a Spark task calls: run one connector task to its end and report how it ended."""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+from eosconnect.runtime.source_task import TaskOutcome, TaskSpec, TaskState, parse_configs
+
+log = logging.getLogger(__name__)
+
+
+def run_source_task(spec: TaskSpec) -> TaskOutcome:
+    """Pick the runner for the worker's mode and run the task; never raises."""
+    from eosconnect.runtime.at_least_once import AtLeastOnceSourceTaskRunner
+    from eosconnect.runtime.exactly_once import ExactlyOnceSourceTaskRunner
+
+    try:
+        worker, connector = parse_configs(spec)
+        runner_cls = (
+            ExactlyOnceSourceTaskRunner if worker.exactly_once_enabled else AtLeastOnceSourceTaskRunner
+        )
+        runner = runner_cls(spec, worker, connector)
+    except Exception:
+        log.exception("[%s-%s] could not be created", spec.connector, spec.task)
+        return TaskOutcome(spec.connector, spec.task, TaskState.FAILED, traceback.format_exc())
+    return runner.run()
+
+
+def spark_task_entry(specs: list[TaskSpec]) -> Any:
+    """Returns the function `mapPartitionsWithIndex` runs: partition i runs `specs[i]`."""
+
+    def run_partition(index: int, _rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+        _configure_executor_logging()
+        outcome = run_source_task(specs[index])
+        yield {**outcome.__dict__, "state": outcome.state.value, "pid": os.getpid()}
+
+    return run_partition
+
+
+def _configure_executor_logging() -> None:
+    """Python workers start with no logging config; give our loggers a handler once per process."""
+    root = logging.getLogger("eosconnect")
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(os.environ.get("EOSCONNECT_LOG_LEVEL", "INFO"))

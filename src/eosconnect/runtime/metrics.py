@@ -1,0 +1,93 @@
+"""Per-task metrics: transaction sizes (KIP-618), poll and write rates, offset commit latency.
+
+Plain counters updated on the task's thread; `snapshot()` gives a picklable dict that travels from
+the Spark task to the worker (heartbeat or task outcome), where the REST layer exports it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TaskMetrics:
+    connector: str
+    task: int
+    started_at: float = field(default_factory=time.monotonic)
+    transactions_committed: int = 0
+    transactions_aborted: int = 0
+    transaction_size_min: int | None = None
+    transaction_size_max: int | None = None
+    _transaction_size_total: int = 0
+    records_polled: int = 0
+    records_written: int = 0
+    records_filtered: int = 0
+    offset_commits: int = 0
+    offset_commit_seconds_total: float = 0.0
+    offset_commit_seconds_max: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record_transaction(self, size: int) -> None:
+        """A committed transaction of `size` records (data records, not the offset records)."""
+        with self._lock:
+            self.transactions_committed += 1
+            self._transaction_size_total += size
+            self.transaction_size_min = (
+                size if self.transaction_size_min is None else min(self.transaction_size_min, size)
+            )
+            self.transaction_size_max = (
+                size if self.transaction_size_max is None else max(self.transaction_size_max, size)
+            )
+
+    def record_abort(self) -> None:
+        with self._lock:
+            self.transactions_aborted += 1
+
+    def record_poll(self, count: int) -> None:
+        with self._lock:
+            self.records_polled += count
+
+    def record_write(self, count: int = 1) -> None:
+        with self._lock:
+            self.records_written += count
+
+    def record_filtered(self, count: int = 1) -> None:
+        with self._lock:
+            self.records_filtered += count
+
+    def record_offset_commit(self, seconds: float) -> None:
+        with self._lock:
+            self.offset_commits += 1
+            self.offset_commit_seconds_total += seconds
+            self.offset_commit_seconds_max = max(self.offset_commit_seconds_max, seconds)
+
+    @property
+    def transaction_size_avg(self) -> float | None:
+        if not self.transactions_committed:
+            return None
+        return self._transaction_size_total / self.transactions_committed
+
+    def snapshot(self) -> dict[str, float | int | str | None]:
+        with self._lock:
+            elapsed = max(time.monotonic() - self.started_at, 1e-9)
+            commits = self.offset_commits
+            return {
+                "connector": self.connector,
+                "task": self.task,
+                "transaction-size-min": self.transaction_size_min,
+                "transaction-size-max": self.transaction_size_max,
+                "transaction-size-avg": self.transaction_size_avg,
+                "transactions-committed": self.transactions_committed,
+                "transactions-aborted": self.transactions_aborted,
+                "source-record-poll-total": self.records_polled,
+                "source-record-write-total": self.records_written,
+                "source-record-filtered-total": self.records_filtered,
+                "source-record-poll-rate": self.records_polled / elapsed,
+                "source-record-write-rate": self.records_written / elapsed,
+                "offset-commit-avg-time-ms": 1000 * self.offset_commit_seconds_total / commits
+                if commits
+                else None,
+                "offset-commit-max-time-ms": 1000 * self.offset_commit_seconds_max if commits else None,
+            }

@@ -1,0 +1,250 @@
+"""What every source task runner does, whatever its delivery guarantee.
+
+A runner lives inside one Spark task. It builds the connector's `SourceTask`, polls it until its
+`TaskControl` says stop, passes every record through the pipeline (transformations, converters)
+to a producer, and commits source offsets the way its subclass defines: in the same transaction as
+the records (exactly-once) or after the producer acknowledged them (at-least-once).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import traceback
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from eosconnect.api.errors import ConnectException
+from eosconnect.api.plugins import import_class
+from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
+from eosconnect.api.source import SourceTask
+from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
+from eosconnect.runtime.control import Directive, TaskControl
+from eosconnect.runtime.metrics import TaskMetrics
+from eosconnect.runtime.pipeline import RecordPipeline
+from eosconnect.runtime.startup import GenerationSuperseded, StartupCoordinator
+from eosconnect.storage.offsets import (
+    ConnectorOffsetView,
+    GlobalOffsetCopier,
+    OffsetsTopicPlacement,
+    offsets_topic_for,
+)
+
+log = logging.getLogger(__name__)
+
+TASK_CLASS_KEY = "task.class"
+#: How long an idle loop (poll returned nothing) sleeps, so a task without its own wait cannot spin.
+IDLE_SLEEP_S = 0.01
+PAUSE_SLEEP_S = 0.1
+
+#: Per source partition, the offset to commit; None deletes the partition's offset (a tombstone).
+Offsets = dict[SourcePartition, SourceOffset | None]
+
+
+def offset_of(record: SourceRecord) -> tuple[SourcePartition, SourceOffset | None]:
+    offset = record.source_offset
+    return SourcePartition.of(record.source_partition), None if offset is None else SourceOffset.of(offset)
+
+
+class TaskState(StrEnum):
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    SUPERSEDED = "SUPERSEDED"
+
+
+@dataclass
+class TaskSpec:
+    """Everything a Spark task needs to run one connector task; pickled to the executor."""
+
+    connector: str
+    task: int
+    task_config: dict[str, str]
+    connector_config: dict[str, str]
+    worker_config: dict[str, str]
+    control: TaskControl
+    coordinator: StartupCoordinator | None = None
+    generation: int = 0
+
+
+@dataclass
+class TaskOutcome:
+    connector: str
+    task: int
+    state: TaskState
+    trace: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    pid: int = field(default_factory=os.getpid)
+
+
+class TaskLogAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Prefixes every line with the connector and task it concerns."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        return f"[{self.extra['id']}] {msg}", kwargs  # type: ignore[index]
+
+
+class SourceTaskRunner(ABC):
+    def __init__(self, spec: TaskSpec, worker: WorkerConfig, connector: SourceConnectorConfig) -> None:
+        self.spec = spec
+        self.worker = worker
+        self.connector = connector
+        self.task_id = f"{spec.connector}-{spec.task}"
+        self.log = TaskLogAdapter(log, {"id": self.task_id})
+        self.metrics = TaskMetrics(spec.connector, spec.task)
+        self.placement: OffsetsTopicPlacement = offsets_topic_for(
+            spec.connector, connector.originals, worker.originals
+        )
+        self.pipeline = RecordPipeline(connector.originals, frozenset({self.placement.topic}))
+        self.task: SourceTask = self._instantiate_task()
+        self.offset_view: ConnectorOffsetView | None = None
+        self.copier: GlobalOffsetCopier | None = None
+        self._task_started = False
+
+    # ----------------------------------------------------------------------------- template
+    def run(self) -> TaskOutcome:
+        state, trace = TaskState.STOPPED, None
+        try:
+            self.prepare()
+            self.start_task()
+            self.loop()
+            self.log.info("stopped after %s records", self.metrics.records_written)
+        except GenerationSuperseded as exc:
+            state = TaskState.SUPERSEDED
+            self.log.info("not starting: %s", exc)
+        except Exception as exc:
+            state, trace = TaskState.FAILED, traceback.format_exc()
+            self.log.error("failed: %s", exc)
+        finally:
+            self._shutdown()
+        return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
+
+    @abstractmethod
+    def prepare(self) -> None:
+        """Producer, offsets topic, fencing: whatever must exist before the task starts."""
+
+    @abstractmethod
+    def send_batch(self, batch: list[SourceRecord]) -> None:
+        """Send one non-empty batch returned by `poll()`."""
+
+    def on_idle(self) -> None:  # noqa: B027 - optional hook
+        """`poll()` returned nothing; a chance to commit on time."""
+
+    def on_pause(self) -> None:  # noqa: B027 - optional hook
+        """The task was paused; a chance to commit what is open."""
+
+    @abstractmethod
+    def on_stop(self) -> None:
+        """The final commit before the task stops."""
+
+    @abstractmethod
+    def close_clients(self) -> None:
+        """Release producers and background threads."""
+
+    # ----------------------------------------------------------------------------- shared steps
+    def start_task(self) -> None:
+        from eosconnect.api.context import SourceTaskContext
+
+        self.offset_view = ConnectorOffsetView.create(
+            self.spec.connector, self.placement, self.worker.originals
+        )
+        self.offset_view.refresh()
+        if self.placement.separate:
+            self.copier = GlobalOffsetCopier.for_placement(self.spec.connector, self.placement)
+        context = SourceTaskContext(
+            configs=dict(self.spec.task_config),
+            offset_storage_reader=self.offset_view,
+            transaction_context=self.transaction_context(),
+        )
+        self.task.initialize(context)
+        self.task.start(dict(self.spec.task_config))
+        self._task_started = True
+        self.log.info("started %s", type(self.task).__name__)
+
+    def transaction_context(self) -> Any:
+        return None
+
+    def loop(self) -> None:
+        control = self.spec.control
+        while True:
+            directive = control.directive()
+            if directive is Directive.STOP:
+                break
+            if directive is Directive.PAUSE:
+                self.on_pause()
+                time.sleep(PAUSE_SLEEP_S)
+                continue
+            batch = self.task.poll()
+            if batch:
+                self.metrics.record_poll(len(batch))
+                self.send_batch(batch)
+            else:
+                self.on_idle()
+                time.sleep(IDLE_SLEEP_S)
+        self.on_stop()
+
+    def updated_offsets(self, offsets: Offsets) -> Offsets:
+        return apply_update_offsets(self.task, offsets, self.log)
+
+    def offsets_committed(self, offsets: Offsets) -> None:
+        """After a successful commit: copy to the global topic if the connector has its own."""
+        if self.copier is not None and offsets:
+            self.copier.submit(offsets)
+
+    # ----------------------------------------------------------------------------- internals
+    def _instantiate_task(self) -> SourceTask:
+        path = self.spec.task_config.get(TASK_CLASS_KEY)
+        if not path:
+            raise ConnectException(
+                f"task config of {self.task_id} has no {TASK_CLASS_KEY!r}; the worker must set it from the "
+                "connector's task_class()"
+            )
+        cls = import_class(path)
+        if not (isinstance(cls, type) and issubclass(cls, SourceTask)):
+            raise ConnectException(f"{TASK_CLASS_KEY}={path!r} is not a SourceTask subclass")
+        return cls()
+
+    def _shutdown(self) -> None:
+        if self._task_started:
+            try:
+                self.task.stop()
+            except Exception:
+                self.log.exception("SourceTask.stop() raised")
+        try:
+            self.pipeline.close()
+        finally:
+            self.close_clients()
+            if self.copier is not None:
+                self.copier.close(5)
+
+
+def apply_update_offsets(task: SourceTask, offsets: Offsets, task_log: logging.LoggerAdapter) -> Offsets:  # type: ignore[type-arg]
+    """KIP-910: let the task add or change offsets just before they are committed.
+
+    Returned partitions override or add to `offsets`; partitions the task left out are still
+    committed (with a warning); None or an empty map changes nothing.
+    """
+    result = task.update_offsets(dict(offsets))  # type: ignore[arg-type]
+    if not result:
+        return offsets
+    updated: Offsets = dict(offsets)
+    returned = set()
+    for partition, offset in result.items():
+        key = SourcePartition.of(partition)
+        returned.add(key)
+        updated[key] = None if offset is None else SourceOffset.of(offset)
+    dropped = [dict(p) for p in offsets if p not in returned]
+    if dropped:
+        task_log.warning(
+            "update_offsets() left out %d source partition(s) %s; their offsets are committed anyway "
+            "(partitions cannot be removed this way)",
+            len(dropped),
+            dropped[:5],
+        )
+    return updated
+
+
+def parse_configs(spec: TaskSpec) -> tuple[WorkerConfig, SourceConnectorConfig]:
+    return WorkerConfig.parse(spec.worker_config), SourceConnectorConfig.parse(spec.connector_config)

@@ -1,0 +1,299 @@
+"""The exactly-once (and at-least-once) source task loop on Spark against the real broker."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eosconnect.cluster.jobs import ConnectorJob
+from eosconnect.connectors.sequence import expected_sequences, parse_value, record_key
+from eosconnect.tools.verify import SequenceReport, check_sequences
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+def sequence_config(name: str, topic: str, tasks: int, total: int, **extra: str) -> dict[str, str]:
+    return {
+        "name": name,
+        "connector.class": extra.pop("connector_class", "SequenceSource"),
+        "tasks.max": str(tasks),
+        "topic": topic,
+        "records.per.task": str(total),
+        "batch.size": extra.pop("batch_size", "50"),
+        "payload.bytes": "20",
+        **{k.replace("_", "."): v for k, v in extra.items()},
+    }
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, job: ConnectorJob | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if job is not None and not job.running():
+            pytest.fail(f"the connector's Spark job ended before {what}: {job.outcomes} {job.error}")
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}")
+
+
+def verify(records, tasks: int, expected: list[int]) -> SequenceReport:
+    observed = [parse_value(r.value) for r in records]
+    return (
+        check_sequences([(t, s) for t, s in observed], {t: len(expected) for t in range(tasks)})
+        if expected == list(range(len(expected)))
+        else _verify_subset(observed, tasks, expected)
+    )
+
+
+def _verify_subset(observed: list[tuple[int, int]], tasks: int, expected: list[int]) -> SequenceReport:
+    index = {seq: i for i, seq in enumerate(expected)}
+    mapped = [(t, index.get(s, -1)) for t, s in observed]
+    return check_sequences(mapped, {t: len(expected) for t in range(tasks)})
+
+
+def committed_offsets(read_committed, topic: str, connector: str) -> dict[str, dict]:
+    result: dict[str, dict] = {}
+    for rec in read_committed(topic):
+        name, partition = json.loads(rec.key)
+        if name == connector:
+            result[json.dumps(partition, sort_keys=True)] = json.loads(rec.value) if rec.value else None
+    return result
+
+
+@pytest.fixture
+def run_job(spark, tmp_path: Path):
+    jobs: list[ConnectorJob] = []
+
+    def _run(connector: dict[str, str], worker: dict[str, str], **kwargs) -> ConnectorJob:
+        job = ConnectorJob(spark, connector, worker, tmp_path / f"control-{len(jobs)}", **kwargs).start()
+        jobs.append(job)
+        return job
+
+    yield _run
+    for job in jobs:
+        if job.running():
+            job.stop(10)
+
+
+def test_poll_boundary_one_transaction_per_batch(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    data = create_topic(topic_name("data"), partitions=2)
+    worker = worker_props("enabled")
+    job = run_job(sequence_config("seq-poll", data, tasks=2, total=1000, batch_size="50"), worker)
+    wait_until(lambda: len(read_committed(data)) >= 2000, 120, "2000 committed records", job)
+    outcomes = job.stop()
+
+    report = verify(read_committed(data), 2, list(range(1000)))
+    assert report.ok, report.anomalies
+    assert [o["state"] for o in outcomes] == ["STOPPED", "STOPPED"], outcomes
+    for o in outcomes:
+        m = o["metrics"]
+        assert m["transaction-size-min"] == m["transaction-size-max"] == 50
+        assert m["transaction-size-avg"] == 50.0
+        assert m["transactions-committed"] == 20
+    offsets = committed_offsets(read_committed, worker["offset.storage.topic"], "seq-poll")
+    assert offsets == {json.dumps({"task": t}): {"seq": 999} for t in range(2)}
+
+
+def test_interval_boundary_groups_batches(run_job, worker_props, topic_name, create_topic, read_committed):
+    data = create_topic(topic_name("data"))
+    connector = sequence_config(
+        "seq-interval",
+        data,
+        tasks=1,
+        total=600,
+        batch_size="10",
+        rate_per_task="400",
+        transaction_boundary="interval",
+        transaction_boundary_interval_ms="500",
+    )
+    job = run_job(connector, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(data)) >= 600, 120, "600 committed records", job)
+    (outcome,) = job.stop()
+
+    assert verify(read_committed(data), 1, list(range(600))).ok
+    m = outcome["metrics"]
+    assert m["transaction-size-max"] > 10, "interval boundaries should span several polls"
+    assert m["transactions-committed"] < 60
+
+
+def test_connector_boundary_commits_and_aborts(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    connector = sequence_config(
+        "seq-connector",
+        data,
+        tasks=1,
+        total=300,
+        batch_size="45",
+        transaction_boundary="connector",
+        transaction_commit_every="30",
+        transaction_abort_every="3",
+    )
+    job = run_job(connector, worker)
+    expected = expected_sequences(300, 30, 3)
+    wait_until(
+        lambda: (
+            committed_offsets(read_committed, worker["offset.storage.topic"], "seq-connector")
+            .get(json.dumps({"task": 0}), {})
+            .get("seq")
+            == 299
+        ),
+        120,
+        "offsets to reach 299",
+        job,
+    )
+    (outcome,) = job.stop()
+
+    records = read_committed(data)
+    seqs = sorted(parse_value(r.value)[1] for r in records)
+    assert seqs == expected, "aborted transactions' records must be absent, the others exactly once"
+    assert len(expected) == 210  # 10 transactions of 30, the 3rd, 6th and 9th aborted
+    m = outcome["metrics"]
+    assert m["transactions-aborted"] == 3
+    assert m["transactions-committed"] == 7
+    assert m["transaction-size-min"] == m["transaction-size-max"] == 30
+
+
+def test_conflicting_commit_and_abort_fails_the_task(run_job, worker_props, topic_name, create_topic):
+    data = create_topic(topic_name("data"))
+    connector = sequence_config(
+        "seq-conflict",
+        data,
+        tasks=1,
+        total=100,
+        transaction_boundary="connector",
+        connector_class="support.connectors.ConflictingBoundaryConnector",
+    )
+    job = run_job(connector, worker_props("enabled"))
+    (outcome,) = job.wait(120)
+    assert outcome["state"] == "FAILED"
+    assert "both a commit and an abort" in outcome["trace"]
+
+
+def test_task_refuses_to_write_to_its_own_offsets_topic(run_job, worker_props, topic_name, create_topic):
+    worker = worker_props("enabled")
+    connector = sequence_config("seq-self", worker["offset.storage.topic"], tasks=1, total=10)
+    job = run_job(connector, worker)
+    (outcome,) = job.wait(120)
+    assert outcome["state"] == "FAILED"
+    assert "must not write to its own offsets topic" in outcome["trace"]
+
+
+def test_sigkilled_task_resumes_exactly_once(
+    run_job, worker_props, topic_name, create_topic, read_committed, tmp_path
+):
+    data = create_topic(topic_name("data"), partitions=2)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    connector = sequence_config(
+        "seq-crash",
+        data,
+        tasks=2,
+        total=3000,
+        batch_size="20",
+        rate_per_task="1500",
+        transaction_boundary="interval",
+        transaction_boundary_interval_ms="400",
+        connector_class="support.connectors.CrashingSequenceConnector",
+        crash_after_polls="40",
+        crash_marker_dir=str(markers),
+    )
+    job = run_job(connector, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(data)) >= 6000, 180, "6000 committed records", job)
+    outcomes = job.stop()
+
+    assert sorted(p.name for p in markers.iterdir()) == ["crashed-0", "crashed-1"], (
+        "both tasks must have crashed"
+    )
+    report = verify(read_committed(data), 2, list(range(3000)))
+    assert report.ok, report.anomalies
+    assert all(o["state"] == "STOPPED" for o in outcomes)
+
+
+def test_zombie_is_fenced_by_second_instance(run_job, worker_props, topic_name, create_topic, read_committed):
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    connector = sequence_config("seq-zombie", data, tasks=1, total=4000, batch_size="20", rate_per_task="400")
+    zombie = run_job(connector, worker)
+    wait_until(lambda: len(read_committed(data)) >= 200, 60, "the first instance to commit", zombie)
+
+    successor = run_job(connector, worker)
+    (zombie_outcome,) = zombie.wait(60)
+    assert zombie_outcome["state"] == "FAILED"
+    assert "fenced" in zombie_outcome["trace"] and "zombie" in zombie_outcome["trace"]
+
+    wait_until(lambda: len(read_committed(data)) >= 4000, 120, "4000 committed records", successor)
+    successor.stop()
+    report = verify(read_committed(data), 1, list(range(4000)))
+    assert report.ok, report.anomalies
+
+
+@pytest.mark.parametrize("mode", ["enabled", "disabled"])
+def test_update_offsets_advances_idle_partition(
+    mode, run_job, worker_props, topic_name, create_topic, read_committed
+):
+    data = create_topic(topic_name("data"))
+    worker = worker_props(mode)
+    connector = sequence_config(
+        "seq-heartbeat",
+        data,
+        tasks=1,
+        total=200,
+        connector_class="support.connectors.HeartbeatConnector",
+        transaction_boundary="interval",
+        transaction_boundary_interval_ms="300",
+    )
+    job = run_job(connector, worker)
+    idle_key = json.dumps({"table": "idle-0"})
+
+    def heartbeats() -> list[int]:
+        offsets = [
+            json.loads(r.value)["heartbeat"]
+            for r in read_committed(worker["offset.storage.topic"])
+            if json.loads(r.key)[1] == {"table": "idle-0"}
+        ]
+        return offsets
+
+    wait_until(lambda: len(read_committed(data)) >= 200, 60, "200 records", job)
+    first = heartbeats()
+    wait_until(
+        lambda: len(heartbeats()) > len(first) + 1, 30, "the idle partition's offset to advance again", job
+    )
+    job.stop()
+    later = heartbeats()
+    assert later == sorted(later) and later[-1] > (first[-1] if first else 0)
+    assert (
+        committed_offsets(read_committed, worker["offset.storage.topic"], "seq-heartbeat")[idle_key]
+        is not None
+    )
+    assert verify(read_committed(data), 1, list(range(200))).ok
+
+
+def test_at_least_once_mode_delivers_everything(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    data = create_topic(topic_name("data"))
+    worker = worker_props("disabled")
+    job = run_job(sequence_config("seq-alos", data, tasks=2, total=500), worker)
+    wait_until(lambda: len(read_committed(data)) >= 1000, 60, "1000 records", job)
+    wait_until(
+        lambda: (
+            committed_offsets(read_committed, worker["offset.storage.topic"], "seq-alos")
+            == {json.dumps({"task": t}): {"seq": 499} for t in range(2)}
+        ),
+        30,
+        "offsets of acknowledged records to be flushed",
+        job,
+    )
+    outcomes = job.stop()
+    assert verify(read_committed(data), 2, list(range(500))).ok
+    assert all(o["state"] == "STOPPED" for o in outcomes)
+    assert record_key(0) == "task-0"

@@ -1,0 +1,203 @@
+"""Finding connector classes from `connector.class`: Python paths, short names, entry points."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eosconnect.api import (
+    ConfigDef,
+    ConfigException,
+    ConnectorClassNotFound,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    available_connectors,
+    import_class,
+    plugins,
+    register_connector,
+    resolve_connector_class,
+    unregister_connector,
+)
+
+MODULE = """
+from eosconnect.api import ConfigDef, SourceConnector, SourceTask
+
+
+class PluginTask(SourceTask):
+    def start(self, config):
+        pass
+
+    def poll(self):
+        return None
+
+
+class PluginSourceConnector(SourceConnector):
+    def config_def(self):
+        return ConfigDef()
+
+    def start(self, config):
+        pass
+
+    def task_class(self):
+        return PluginTask
+
+    def task_configs(self, max_tasks):
+        return [{}]
+
+
+class Outer:
+    class Inner(PluginSourceConnector):
+        pass
+
+
+NOT_A_CLASS = 5
+"""
+
+
+class LocalTask(SourceTask):
+    def start(self, config: dict[str, str]) -> None:
+        pass
+
+    def poll(self) -> list[SourceRecord] | None:
+        return None
+
+
+class LocalConnector(SourceConnector):
+    def config_def(self) -> ConfigDef:
+        return ConfigDef()
+
+    def start(self, config: dict[str, str]) -> None:
+        pass
+
+    def task_class(self) -> type[SourceTask]:
+        return LocalTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{}]
+
+
+@pytest.fixture
+def plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    package = tmp_path / "eosc_test_plugins"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "counter.py").write_text(MODULE)
+    (package / "broken.py").write_text("import surely_not_installed_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "eosc_test_plugins"
+
+
+@pytest.fixture
+def entry_points(monkeypatch: pytest.MonkeyPatch) -> list[importlib.metadata.EntryPoint]:
+    points: list[importlib.metadata.EntryPoint] = []
+    monkeypatch.setattr(plugins, "connector_entry_points", lambda: list(points))
+    return points
+
+
+@pytest.fixture(autouse=True)
+def clean_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plugins, "_registered", {})
+    monkeypatch.setattr(plugins, "BUILTIN_CONNECTORS", {})
+
+
+def test_fully_qualified_python_paths(plugin_module: str) -> None:
+    cls = resolve_connector_class(f"{plugin_module}.counter.PluginSourceConnector")
+    assert cls.__name__ == "PluginSourceConnector" and issubclass(cls, SourceConnector)
+    assert resolve_connector_class(f"{plugin_module}.counter:PluginSourceConnector") is cls
+    assert resolve_connector_class(f" {plugin_module}.counter.Outer.Inner ").__name__ == "Inner"
+    assert resolve_connector_class(LocalConnector) is LocalConnector
+
+
+def test_registered_short_names_with_and_without_connector_suffix(plugin_module: str) -> None:
+    register_connector("Local", LocalConnector)
+    register_connector("PluginSource", f"{plugin_module}.counter.PluginSourceConnector")
+    assert resolve_connector_class("Local") is LocalConnector
+    assert resolve_connector_class("LocalConnector") is LocalConnector
+    assert resolve_connector_class("PluginSource").__name__ == "PluginSourceConnector"
+    assert available_connectors() == {
+        "Local": f"{__name__}.LocalConnector",
+        "PluginSource": f"{plugin_module}.counter.PluginSourceConnector",
+    }
+    with pytest.raises(ValueError, match="already registered"):
+        register_connector("Local", "other.Path")
+    register_connector("Local", "other.Path", replace=True)
+    unregister_connector("Local")
+    with pytest.raises(ValueError, match=r"no '.'"):
+        register_connector("a.b", LocalConnector)
+
+
+def test_builtin_short_names_are_imported_lazily(plugin_module: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(
+        plugins.BUILTIN_CONNECTORS, "Counter", f"{plugin_module}.counter.PluginSourceConnector"
+    )
+    assert resolve_connector_class("CounterConnector").__name__ == "PluginSourceConnector"
+
+
+def test_entry_points(plugin_module: str, entry_points: list[importlib.metadata.EntryPoint]) -> None:
+    entry_points.append(
+        importlib.metadata.EntryPoint(
+            name="Counter",
+            value=f"{plugin_module}.counter:PluginSourceConnector",
+            group=plugins.ENTRY_POINT_GROUP,
+        )
+    )
+    assert resolve_connector_class("Counter").__name__ == "PluginSourceConnector"
+    assert available_connectors() == {"Counter": f"{plugin_module}.counter:PluginSourceConnector"}
+
+
+def test_real_entry_point_lookup_uses_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    def fake(group: str) -> list[importlib.metadata.EntryPoint]:
+        seen.append(group)
+        return []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", fake)
+    assert list(plugins.connector_entry_points()) == [] and seen == ["eosconnect.connectors"]
+
+
+def test_unknown_names_give_a_clear_error(entry_points: list[importlib.metadata.EntryPoint]) -> None:
+    register_connector("SequenceSource", LocalConnector)
+    with pytest.raises(ConnectorClassNotFound) as info:
+        resolve_connector_class("NoSuchSource")
+    message = str(info.value)
+    assert '"connector.class"' in message and "'NoSuchSource'" in message
+    assert "available: SequenceSource" in message and "Set connector.class to" in message
+    assert info.value.errors.keys() == {"connector.class"}
+    assert isinstance(info.value, ConfigException)
+
+
+def test_unloadable_paths(plugin_module: str, entry_points: list[importlib.metadata.EntryPoint]) -> None:
+    with pytest.raises(ConnectorClassNotFound, match=r"no module named 'nosuch'.*none are installed"):
+        resolve_connector_class("nosuch.module.Connector")
+    with pytest.raises(ConnectorClassNotFound, match="Java class"):
+        resolve_connector_class("org.apache.kafka.connect.file.FileStreamSourceConnector")
+    with pytest.raises(ConnectorClassNotFound, match=r"was found but failed to import.*surely_not_installed"):
+        resolve_connector_class(f"{plugin_module}.broken.Connector")
+    with pytest.raises(ConnectorClassNotFound, match="has no attribute 'Missing'"):
+        resolve_connector_class(f"{plugin_module}.counter.Missing")
+    with pytest.raises(ConnectorClassNotFound, match="not a class"):
+        resolve_connector_class(f"{plugin_module}.counter.NOT_A_CLASS")
+    with pytest.raises(ConfigException, match="is not a connector"):
+        resolve_connector_class(f"{plugin_module}.counter.PluginTask")
+    with pytest.raises(ConnectorClassNotFound, match="is empty"):
+        resolve_connector_class("  ")
+
+
+def test_broken_short_name_target_is_reported() -> None:
+    register_connector("Broken", "nosuch.module.Connector")
+    with pytest.raises(
+        ConfigException, match=r"'Broken' refers to nosuch.module.Connector, which could not be loaded"
+    ):
+        resolve_connector_class("Broken")
+
+
+def test_import_class_forms() -> None:
+    assert import_class("collections.OrderedDict").__name__ == "OrderedDict"
+    assert import_class("collections:OrderedDict").__name__ == "OrderedDict"
+    with pytest.raises(ImportError, match=r"package.module.ClassName"):
+        import_class("JustAName")
