@@ -259,9 +259,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 f"{self.task_id}: the transaction was open for {open_for_ms / 1000:.1f}s, longer than the "
                 f"producer's transaction.timeout.ms ({self.transaction_timeout_ms} ms), and the broker "
                 f"aborted it ({err.str()}). Remedies: tune the producer for throughput "
-                "(producer.override.linger.ms, batch.size), raise producer.override.transaction.timeout.ms (up to the broker's "
-                "transaction.max.timeout.ms), lower transaction.boundary.interval.ms, or use "
-                "transaction.boundary=poll."
+                "(producer.override.linger.ms, batch.size), raise producer.override.transaction.timeout.ms "
+                "(up to the broker's transaction.max.timeout.ms), lower transaction.boundary.interval.ms, "
+                "or use transaction.boundary=poll."
             )
         if err.code() in fenced_codes:
             return TaskFencedError(

@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.runtime.config import ExactlyOnceSourceSupport, WorkerConfig
-from eosconnect.storage.clients import client_config, resolve_client_config
+from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import (
     SESSION_KEY_KEY,
     ConfigSnapshot,
@@ -137,10 +137,8 @@ def leader_producer_config(worker: WorkerConfig) -> dict[str, Any]:
     top = worker.originals.get("transactional.id")
     if top is not None and top != tid:
         log.warning("Ignoring transactional.id=%r: %s, so it is %r.", top, why, tid)
-    resolved = resolve_client_config("producer", worker.originals)
-    resolved.force("transactional.id", tid, why)
-    resolved.force("enable.idempotence", True, why)
-    cfg = resolved.config
+    cfg = client_config("producer", worker.originals)
+    cfg.force("transactional.id", tid, why).force("enable.idempotence", True, why)
     _force_acks_all(cfg, why)
     cfg.setdefault("client.id", f"eosconnect-{worker.group_id}-configs-leader")
     # A missing config topic must be created compacted (ensure_topic), not by the broker's defaults.

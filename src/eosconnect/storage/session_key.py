@@ -225,12 +225,13 @@ def verify_request(
     if not matched:
         raise SessionKeyError(
             SessionKeyFailure.BAD_SIGNATURE,
-            f"internal request {method} {path} has a wrong signature (tampered, or signed with an unknown key)",
+            f"internal request {method} {path} has a wrong signature "
+            "(tampered with, or signed with an unknown key)",
         )
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if abs(now - ts) > max_age_ms:
         raise SessionKeyError(
             SessionKeyFailure.EXPIRED,
-            f"internal request {method} {path} was signed {(now - ts) / 1000:.1f}s ago, more than the allowed "
-            f"{max_age_ms / 1000:.0f}s (a replay, or clocks out of sync)",
+            f"internal request {method} {path} was signed {(now - ts) / 1000:.1f}s ago, more than the "
+            f"allowed {max_age_ms / 1000:.0f}s (a replay, or clocks out of sync)",
         )

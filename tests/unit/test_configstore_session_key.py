@@ -1,0 +1,142 @@
+"""Signing and verifying internal requests with the session key."""
+
+from __future__ import annotations
+
+import pytest
+
+from eosconnect.storage.session_key import (
+    AUTHORIZATION_HEADER,
+    SIGNATURE_ALGORITHM_HEADER,
+    TIMESTAMP_HEADER,
+    SessionKey,
+    SessionKeyError,
+    SessionKeyFailure,
+    sign_request,
+    verify_request,
+)
+
+NOW = 1_700_000_000_000
+PATH = "/connectors/orders/fence"
+BODY = b'{"generation": 3}'
+
+
+@pytest.fixture
+def key() -> SessionKey:
+    return SessionKey.generate(NOW)
+
+
+def reason(exc: pytest.ExceptionInfo[SessionKeyError]) -> SessionKeyFailure:
+    return exc.value.reason
+
+
+def test_generate_is_random_and_sized(key: SessionKey) -> None:
+    other = SessionKey.generate(NOW)
+    assert len(key.key) == 32 and key.key != other.key
+    assert key.algorithm == "HmacSHA256" and key.creation_timestamp_ms == NOW
+    assert SessionKey.from_record(key.to_record()) == key
+    assert key.expired(NOW + 3_600_000, 3_600_000) and not key.expired(NOW + 1, 3_600_000)
+    assert "key=" not in repr(key)  # the secret never reaches logs
+
+
+def test_round_trip(key: SessionKey) -> None:
+    headers = sign_request(key, "PUT", PATH, BODY, NOW)
+    assert set(headers) == {AUTHORIZATION_HEADER, SIGNATURE_ALGORITHM_HEADER, TIMESTAMP_HEADER}
+    verify_request(key, headers, "PUT", PATH, BODY, NOW + 1000)
+    verify_request([key], {k.lower(): v for k, v in headers.items()}, "put", PATH, BODY, NOW)  # any case
+    verify_request(key.key, headers, "PUT", PATH, BODY, NOW)  # raw bytes work too
+
+
+def test_empty_body(key: SessionKey) -> None:
+    headers = sign_request(key, "PUT", PATH, None, NOW)
+    verify_request(key, headers, "PUT", PATH, b"", NOW)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("PUT", PATH, b'{"generation": 4}'),  # tampered body
+        ("PUT", "/connectors/payments/fence", BODY),  # replayed against another connector
+        ("POST", PATH, BODY),  # another method
+    ],
+)
+def test_tampering_is_detected(key: SessionKey, method: str, path: str, body: bytes) -> None:
+    headers = sign_request(key, "PUT", PATH, BODY, NOW)
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request(key, headers, method, path, body, NOW)
+    assert reason(exc) is SessionKeyFailure.BAD_SIGNATURE
+
+
+def test_tampered_timestamp_is_a_bad_signature(key: SessionKey) -> None:
+    headers = sign_request(key, "PUT", PATH, BODY, NOW - 3_600_000)
+    headers[TIMESTAMP_HEADER] = str(NOW)  # an old captured request made to look fresh
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request(key, headers, "PUT", PATH, BODY, NOW)
+    assert reason(exc) is SessionKeyFailure.BAD_SIGNATURE
+
+
+def test_wrong_key(key: SessionKey) -> None:
+    headers = sign_request(SessionKey.generate(NOW), "PUT", PATH, BODY, NOW)
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request(key, headers, "PUT", PATH, BODY, NOW)
+    assert reason(exc) is SessionKeyFailure.BAD_SIGNATURE
+
+
+def test_unsigned(key: SessionKey) -> None:
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request(key, {}, "PUT", PATH, BODY, NOW)
+    assert reason(exc) is SessionKeyFailure.UNSIGNED
+    headers = sign_request(key, "PUT", PATH, BODY, NOW)
+    del headers[TIMESTAMP_HEADER]
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request(key, headers, "PUT", PATH, BODY, NOW)
+    assert reason(exc) is SessionKeyFailure.UNSIGNED
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        (AUTHORIZATION_HEADER, "not base64!"),
+        (TIMESTAMP_HEADER, "yesterday"),
+        (SIGNATURE_ALGORITHM_HEADER, "HmacMD5"),
+    ],
+)
+def test_malformed_headers_are_bad_signatures(key: SessionKey, header: str, value: str) -> None:
+    headers = sign_request(key, "PUT", PATH, BODY, NOW)
+    headers[header] = value
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request(key, headers, "PUT", PATH, BODY, NOW)
+    assert reason(exc) is SessionKeyFailure.BAD_SIGNATURE
+
+
+def test_expired_and_future(key: SessionKey) -> None:
+    headers = sign_request(key, "PUT", PATH, BODY, NOW)
+    verify_request(key, headers, "PUT", PATH, BODY, NOW + 60_000, max_age_ms=60_000)
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request(key, headers, "PUT", PATH, BODY, NOW + 60_001, max_age_ms=60_000)
+    assert reason(exc) is SessionKeyFailure.EXPIRED
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request(key, headers, "PUT", PATH, BODY, NOW - 60_001, max_age_ms=60_000)
+    assert reason(exc) is SessionKeyFailure.EXPIRED
+
+
+def test_rotation_accepts_current_and_previous(key: SessionKey) -> None:
+    new = SessionKey.generate(NOW + 10)
+    old_signed = sign_request(key, "PUT", PATH, BODY, NOW)
+    new_signed = sign_request(new, "PUT", PATH, BODY, NOW)
+    verify_request([new, key], old_signed, "PUT", PATH, BODY, NOW)
+    verify_request([new, None], new_signed, "PUT", PATH, BODY, NOW)
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request([new], old_signed, "PUT", PATH, BODY, NOW)  # two rotations later
+    assert reason(exc) is SessionKeyFailure.BAD_SIGNATURE
+
+
+def test_no_key_known_yet() -> None:
+    headers = sign_request(SessionKey.generate(NOW), "PUT", PATH, BODY, NOW)
+    with pytest.raises(SessionKeyError) as exc:
+        verify_request([None], headers, "PUT", PATH, BODY, NOW)
+    assert reason(exc) is SessionKeyFailure.NO_KEY
+
+
+def test_line_breaks_in_path_refused(key: SessionKey) -> None:
+    with pytest.raises(ValueError):
+        sign_request(key, "PUT", "/a\n/b", BODY, NOW)
