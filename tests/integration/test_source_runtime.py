@@ -297,3 +297,59 @@ def test_at_least_once_mode_delivers_everything(
     assert verify(read_committed(data), 2, list(range(500))).ok
     assert all(o["state"] == "STOPPED" for o in outcomes)
     assert record_key(0) == "task-0"
+
+
+def test_transactional_id_override_is_ignored(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """If the override were honoured, both tasks would share one transactional id and fence each other."""
+    data = create_topic(topic_name("data"), partitions=2)
+    connector = sequence_config(
+        "seq-override", data, tasks=2, total=400, producer_override_transactional_id="shared-by-everyone"
+    )
+    job = run_job(connector, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(data)) >= 800, 90, "800 committed records", job)
+    outcomes = job.stop()
+    assert all(o["state"] == "STOPPED" for o in outcomes), outcomes
+    assert verify(read_committed(data), 2, list(range(400))).ok
+
+
+def test_unknown_client_setting_fails_with_its_name(run_job, worker_props, topic_name, create_topic):
+    data = create_topic(topic_name("data"))
+    connector = sequence_config(
+        "seq-badclient", data, tasks=1, total=10, producer_override_no_such_setting="1"
+    )
+    (outcome,) = run_job(connector, worker_props("enabled")).wait(60)
+    assert outcome["state"] == "FAILED"
+    assert "producer.override.no.such.setting" in outcome["trace"]
+
+
+def test_transaction_timeout_fails_with_remedies(run_job, worker_props, topic_name, create_topic):
+    data = create_topic(topic_name("data"))
+    connector = sequence_config(
+        "seq-timeout",
+        data,
+        tasks=1,
+        total=100000,
+        batch_size="10",
+        rate_per_task="50",
+        transaction_boundary="interval",
+        transaction_boundary_interval_ms="20000",
+        producer_override_transaction_timeout_ms="2000",
+    )
+    (outcome,) = run_job(connector, worker_props("enabled")).wait(90)
+    assert outcome["state"] == "FAILED"
+    assert "transaction.timeout.ms" in outcome["trace"] and "transaction.boundary=poll" in outcome["trace"]
+
+
+@pytest.mark.parametrize("mode", ["enabled", "disabled"])
+def test_oversized_record_fails_the_task_without_committing_its_offset(
+    mode, run_job, worker_props, topic_name, create_topic, read_committed
+):
+    data = create_topic(topic_name("data"))
+    worker = worker_props(mode)
+    connector = sequence_config("seq-big", data, tasks=1, total=5, batch_size="1", payload_bytes="2000000")
+    (outcome,) = run_job(connector, worker).wait(90)
+    assert outcome["state"] == "FAILED"
+    assert "message.max.bytes" in outcome["trace"]
+    assert committed_offsets(read_committed, worker["offset.storage.topic"], "seq-big") == {}

@@ -36,7 +36,7 @@ class _Submitted:
 
 class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
     def prepare(self) -> None:
-        config = client_config("producer", self.worker.originals, self.connector.originals)
+        config = client_config("producer", self.worker.originals, self.connector.originals).validate()
         if "transactional.id" in config:
             config = forced(config, "transactional.id", None, "at-least-once tasks do not use transactions")
         config = forced(config, "enable.idempotence", True, "source tasks write with an idempotent producer")
@@ -66,25 +66,13 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
                 entry.acked = True
                 self.metrics.record_filtered()
                 continue
-            kwargs: dict[str, Any] = {
-                "key": outgoing.key,
-                "value": outgoing.value,
-                "on_delivery": lambda err, msg, entry=entry, topic=outgoing.topic: self._on_delivery(
-                    entry, topic, err, msg
-                ),
-            }
-            if outgoing.partition is not None:
-                kwargs["partition"] = outgoing.partition
-            if outgoing.headers:
-                kwargs["headers"] = outgoing.headers
-            if outgoing.timestamp is not None:
-                kwargs["timestamp"] = outgoing.timestamp
-            while True:
-                try:
-                    self.producer.produce(outgoing.topic, **kwargs)
-                    break
-                except BufferError:
-                    self.producer.poll(0.05)
+            topic = outgoing.topic
+            self.produce(
+                self.producer,
+                outgoing,
+                record,
+                lambda err, msg, entry=entry, topic=topic: self._on_delivery(entry, topic, err, msg),
+            )
             self.metrics.record_write()
         self.producer.poll(0)
 

@@ -20,7 +20,6 @@ from eosconnect.api.records import RecordMetadata, SourceRecord
 from eosconnect.api.transactions import RequestedTransactionContext
 from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import TransactionBoundary
-from eosconnect.runtime.errors import send_error_message
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner, offset_of
 from eosconnect.storage.clients import client_config, forced
 from eosconnect.storage.offsets import encode_offset_records
@@ -58,7 +57,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 replication_setting="offset.storage.replication.factor",
             )
         # 4. the transactional producer; init_transactions() fences our own predecessor
-        config = client_config("producer", self.worker.originals, self.connector.originals)
+        config = client_config("producer", self.worker.originals, self.connector.originals).validate()
         config = forced(
             config,
             "transactional.id",
@@ -158,27 +157,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                     msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]
                 )
 
-        kwargs: dict[str, Any] = {"key": outgoing.key, "value": outgoing.value, "on_delivery": on_delivery}
-        if outgoing.partition is not None:
-            kwargs["partition"] = outgoing.partition
-        if outgoing.headers:
-            kwargs["headers"] = outgoing.headers
-        if outgoing.timestamp is not None:
-            kwargs["timestamp"] = outgoing.timestamp
-        while True:
-            try:
-                self.producer.produce(outgoing.topic, **kwargs)
-                break
-            except BufferError:
-                self.producer.poll(0.05)
-            except KafkaException as exc:
-                err = exc.args[0]
-                if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.MESSAGE_TOO_LARGE):
-                    where = f"source partition {dict(record.source_partition)}, offset {record.source_offset}"
-                    raise ConnectException(
-                        send_error_message(self.task_id, outgoing.topic, err, where)
-                    ) from exc
-                raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
+        try:
+            self.produce(self.producer, outgoing, record, on_delivery)
+        except KafkaException as exc:
+            raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
         self._txn_sent += 1
 
     def _commit_if_interval_passed(self) -> None:

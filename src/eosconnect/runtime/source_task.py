@@ -17,14 +17,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from confluent_kafka import KafkaException, Producer
+
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.plugins import import_class
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
 from eosconnect.runtime.control import Directive, TaskControl
+from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
-from eosconnect.runtime.pipeline import RecordPipeline
+from eosconnect.runtime.pipeline import OutgoingRecord, RecordPipeline
 from eosconnect.runtime.startup import GenerationSuperseded, StartupCoordinator
 from eosconnect.storage.offsets import (
     ConnectorOffsetView,
@@ -187,6 +190,35 @@ class SourceTaskRunner(ABC):
 
     def updated_offsets(self, offsets: Offsets) -> Offsets:
         return apply_update_offsets(self.task, offsets, self.log)
+
+    def produce(
+        self, producer: Producer, outgoing: OutgoingRecord, record: SourceRecord, on_delivery: Any
+    ) -> None:
+        """Hand one record to the producer, waiting while its queue is full.
+
+        A record too large to send fails the task with the fix in the message; other Kafka errors
+        are raised as they are, for the runner to classify.
+        """
+        kwargs: dict[str, Any] = {"key": outgoing.key, "value": outgoing.value, "on_delivery": on_delivery}
+        if outgoing.partition is not None:
+            kwargs["partition"] = outgoing.partition
+        if outgoing.headers:
+            kwargs["headers"] = outgoing.headers
+        if outgoing.timestamp is not None:
+            kwargs["timestamp"] = outgoing.timestamp
+        while True:
+            try:
+                producer.produce(outgoing.topic, **kwargs)
+                return
+            except BufferError:
+                producer.poll(0.05)
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.code() in OVERSIZED_CODES:
+                    where = f"source partition {dict(record.source_partition)}, offset {record.source_offset}"
+                    message = send_error_message(self.task_id, outgoing.topic, err, where)
+                    raise ConnectException(message) from exc
+                raise
 
     def offsets_committed(self, offsets: Offsets) -> None:
         """After a successful commit: copy to the global topic if the connector has its own."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -211,7 +212,7 @@ class LeaderConfigWriter:
             try:
                 self._producer.init_transactions(self.timeout_s)
             except KafkaException as exc:
-                raise self._failure(exc, "initializing transactions") from exc
+                raise self._failure(exc, "initializing transactions", in_transaction=False) from exc
             self._started = True
             log.info("claimed write privileges on config topic %r as %s", self.topic, self.transactional_id)
 
@@ -234,7 +235,12 @@ class LeaderConfigWriter:
                     )
                 self._commit(deadline)
             except KafkaException as exc:
-                raise self._failure(exc, f"writing {[k for k, _ in records][:5]}") from exc
+                raise self._failure(
+                    exc, f"writing {[k for k, _ in records][:5]}", in_transaction=True
+                ) from exc
+            except BufferError as exc:  # local queue full: nothing was committed
+                self._abort_quietly()
+                raise ConfigWriteError(f"config topic producer queue is full: {exc}") from exc
             if deliveries.errors:  # commit succeeded, so this should not happen; never hide it
                 raise ConfigWriteError(f"config topic write reported errors: {deliveries.errors[:3]}")
             return max(deliveries.offsets, default=-1)
@@ -248,10 +254,20 @@ class LeaderConfigWriter:
                 err: KafkaError = exc.args[0]
                 # librdkafka allows retrying a commit that timed out or failed retriably.
                 if err.retriable() and not err.txn_requires_abort() and time.monotonic() < deadline:
+                    time.sleep(0.1)
                     continue
                 raise
 
-    def _failure(self, exc: KafkaException, doing: str) -> ConfigWriteError:
+    def _abort_quietly(self) -> None:
+        try:
+            self._producer.abort_transaction(self.timeout_s)
+        except KafkaException as exc:
+            self._dead = ConfigWriteError(
+                f"could not abort a config topic transaction: {_error_text(exc)}", fatal=True
+            )
+
+    def _failure(self, exc: KafkaException, doing: str, *, in_transaction: bool) -> ConfigWriteError:
+        """Classify an error; the writer stays usable only if nothing of a transaction is left open."""
         err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         text = _error_text(exc)
         if err is not None and err.code() in FENCED_CODES:
@@ -264,10 +280,15 @@ class LeaderConfigWriter:
         if err is not None and err.fatal():
             self._dead = ConfigWriteError(f"fatal producer error while {doing}: {text}", fatal=True)
             return self._dead
-        if err is not None and err.txn_requires_abort():
+        if in_transaction:
+            # Abortable errors, and a commit that kept failing retriably until the deadline: abort,
+            # so the next write starts clean; if even that fails, the writer cannot be trusted.
             try:
                 self._producer.abort_transaction(self.timeout_s)
             except KafkaException as abort_exc:
+                abort_err = abort_exc.args[0] if abort_exc.args else None
+                if isinstance(abort_err, KafkaError) and abort_err.code() in FENCED_CODES:
+                    return self._failure(abort_exc, doing, in_transaction=False)
                 self._dead = ConfigWriteError(
                     f"could not abort after {text}: {_error_text(abort_exc)}", fatal=True
                 )
@@ -275,11 +296,15 @@ class LeaderConfigWriter:
         return ConfigWriteError(f"error while {doing} on config topic {self.topic!r}: {text}")
 
     def close(self) -> None:
-        with self._lock:
+        """Close the producer; an open transaction is aborted (by the broker, if we are fenced)."""
+        with self._lock, warnings.catch_warnings():
+            # close() aborts a pending transaction; on a fenced producer that fails, and
+            # confluent-kafka reports it as a RuntimeWarning. The broker already aborted it.
+            warnings.simplefilter("ignore", RuntimeWarning)
             try:
                 self._producer.purge()
                 self._producer.close()
-            except (KafkaException, RuntimeError) as exc:  # closing a dead producer can complain
+            except (KafkaException, RuntimeError) as exc:
                 log.debug("closing the config topic writer: %s", exc)
 
 
