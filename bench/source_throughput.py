@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.table import Table
 
@@ -32,6 +32,7 @@ from eosconnect.runtime.control import Directive
 from eosconnect.runtime.executor import run_source_task
 from eosconnect.runtime.source_task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.startup import LocalStartupCoordinator
+from eosconnect.storage.topics import ensure_topic
 
 console = Console(stderr=True)
 BATCH = 500
@@ -53,7 +54,8 @@ def run_runtime(bootstrap: str, mode: str, boundary: str, tasks: int, size: int,
     """records/s over all tasks for one runtime configuration."""
     suffix = uuid.uuid4().hex[:8]
     topic = f"bench-{mode}-{boundary}-{suffix}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, tasks, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    ensure_topic(admin, topic, tasks, 1, compacted=False)
     worker = {
         "bootstrap.servers": bootstrap,
         "group.id": f"bench-{suffix}",
@@ -64,9 +66,7 @@ def run_runtime(bootstrap: str, mode: str, boundary: str, tasks: int, size: int,
         "offset.flush.interval.ms": "1000",
         "producer.linger.ms": "5",
     }
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic(worker["offset.storage.topic"], 1, 1, config={"cleanup.policy": "compact"})]
-    )[worker["offset.storage.topic"]].result(30)
+    ensure_topic(admin, worker["offset.storage.topic"], 1, 1)
     connector = {
         "name": f"bench-{suffix}",
         "connector.class": "SequenceSource",
@@ -112,8 +112,8 @@ def run_ceiling(bootstrap: str, tasks: int, size: int, records: int) -> float:
     suffix = uuid.uuid4().hex[:8]
     topic, offsets = f"bench-ceiling-{suffix}", f"bench-ceiling-offsets-{suffix}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(topic, tasks, 1), NewTopic(offsets, 1, 1)]).values():
-        fut.result(30)
+    ensure_topic(admin, topic, tasks, 1, compacted=False)
+    ensure_topic(admin, offsets, 1, 1)
     payload = "x" * size
 
     def loop(task: int) -> None:

@@ -51,6 +51,45 @@ def task_configs_for(connector_props: Mapping[str, str]) -> tuple[SourceConnecto
     return connector, configs
 
 
+class SparkTaskJob:
+    """A set of task specs run as one Spark job, in its own job group, on a driver thread."""
+
+    def __init__(self, spark: SparkSession, job_group: str, specs: list[TaskSpec], description: str) -> None:
+        self.spark = spark
+        self.job_group = job_group
+        self.specs = specs
+        self.description = description
+        self.outcomes: list[dict[str, Any]] = []
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=job_group, daemon=True)
+
+    def start(self) -> SparkTaskJob:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        sc = self.spark.sparkContext
+        sc.setJobGroup(self.job_group, self.description, interruptOnCancel=True)
+        try:
+            rdd = sc.parallelize(range(len(self.specs)), len(self.specs))
+            self.outcomes = rdd.mapPartitionsWithIndex(spark_task_entry(self.specs)).collect()
+        except BaseException as exc:
+            self.error = exc
+            log.error("Spark job group %s ended with an error: %s", self.job_group, str(exc).splitlines()[0])
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> list[dict[str, Any]]:
+        self._thread.join(timeout)
+        return self.outcomes
+
+    def cancel(self) -> None:
+        log.warning("cancelling Spark job group %s", self.job_group)
+        self.spark.sparkContext.cancelJobGroup(self.job_group)
+        self.wait(30)
+
+
 @dataclass
 class ConnectorJob:
     """Run a source connector's tasks on Spark until told to stop.
@@ -67,7 +106,7 @@ class ConnectorJob:
     coordinator: StartupCoordinator | None = None
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     error: BaseException | None = None
-    _thread: threading.Thread | None = None
+    _job: SparkTaskJob | None = None
     _connector: SourceConnector | None = None
 
     @property
@@ -114,8 +153,9 @@ class ConnectorJob:
             )
             for i, tc in enumerate(task_configs)
         ]
-        self._thread = threading.Thread(target=self._run, args=(specs,), name=self.job_group, daemon=True)
-        self._thread.start()
+        self._job = SparkTaskJob(
+            self.spark, self.job_group, specs, f"eosconnect connector {self.name}"
+        ).start()
         log.info(
             "connector %s: launched %d tasks as Spark job group %s", self.name, len(specs), self.job_group
         )
@@ -133,25 +173,16 @@ class ConnectorJob:
             replication_factor=int(worker.values["offset.storage.replication.factor"]),
         )
 
-    def _run(self, specs: list[TaskSpec]) -> None:
-        sc = self.spark.sparkContext
-        sc.setJobGroup(self.job_group, f"eosconnect connector {self.name}", interruptOnCancel=True)
-        try:
-            rdd = sc.parallelize(range(len(specs)), len(specs))
-            self.outcomes = rdd.mapPartitionsWithIndex(spark_task_entry(specs)).collect()
-        except BaseException as exc:
-            self.error = exc
-            log.error("connector %s: Spark job ended with an error: %s", self.name, str(exc).splitlines()[0])
-
     def set(self, directive: Directive) -> None:
         self.control.set(directive)
 
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._job is not None and self._job.running()
 
     def wait(self, timeout: float | None = None) -> list[dict[str, Any]]:
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._job is not None:
+            self._job.wait(timeout)
+            self.outcomes, self.error = self._job.outcomes, self._job.error
         return self.outcomes
 
     def stop(self, graceful_timeout_s: float = 30.0) -> list[dict[str, Any]]:
@@ -167,8 +198,9 @@ class ConnectorJob:
                 graceful_timeout_s,
                 self.job_group,
             )
-            self.spark.sparkContext.cancelJobGroup(self.job_group)
-            self.wait(30)
+            assert self._job is not None
+            self._job.cancel()
+        self.wait(1)
         if self._connector is not None:
             self._connector.stop()
         return self.outcomes

@@ -35,7 +35,11 @@ def spark_task_entry(specs: list[TaskSpec]) -> Any:
 
     def run_partition(index: int, _rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
         _configure_executor_logging()
-        outcome = run_source_task(specs[index])
+        spec = specs[index]
+        outcome = run_source_task(spec)
+        report = getattr(spec.control, "report_outcome", None)
+        if report is not None:
+            report(outcome.state.value, outcome.trace)
         yield {**outcome.__dict__, "state": outcome.state.value, "pid": os.getpid()}
 
     return run_partition

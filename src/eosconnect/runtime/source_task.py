@@ -161,6 +161,9 @@ class SourceTaskRunner(ABC):
             offset_storage_reader=self.offset_view,
             transaction_context=self.transaction_context(),
         )
+        attach = getattr(self.spec.control, "attach", None)
+        if attach is not None:
+            attach(self.metrics)  # the control's heartbeat carries the metrics to the worker
         self.task.initialize(context)
         self.task.start(dict(self.spec.task_config))
         self._task_started = True

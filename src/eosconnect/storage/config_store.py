@@ -46,8 +46,9 @@ from eosconnect.storage.config_state import (
     task_count_key,
     task_key,
 )
+from eosconnect.storage.retrying_read import read_to_end_retrying
 from eosconnect.storage.session_key import SessionKey
-from eosconnect.storage.topic_reader import TopicRecord, read_to_end, topic_partitions
+from eosconnect.storage.topic_reader import TopicRecord, topic_partitions
 from eosconnect.storage.topics import ensure_topic
 
 __all__ = [
@@ -425,12 +426,12 @@ class ConfigStore:
         Waits for transactions that are open at the start; raises `ReadTimeout` after `timeout`.
         """
         with self._read_lock:
-            read_to_end(
+            read_to_end_retrying(
                 self._consumer_config,
                 self.topic,
-                start_offsets={0: self._builder.offset},
-                timeout=self.read_timeout_s if timeout is None else timeout,
-                on_record=self._apply,
+                lambda: {0: self._builder.offset},
+                self._apply,
+                self.read_timeout_s if timeout is None else timeout,
             )
             self._snapshot = self._builder.snapshot()
             return self._snapshot

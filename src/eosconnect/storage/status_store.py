@@ -29,7 +29,8 @@ from confluent_kafka.admin import AdminClient
 from eosconnect.api.errors import ConnectException
 from eosconnect.runtime.config import WorkerConfig
 from eosconnect.storage.clients import client_config
-from eosconnect.storage.topic_reader import TopicRecord, read_to_end
+from eosconnect.storage.retrying_read import read_to_end_retrying
+from eosconnect.storage.topic_reader import TopicRecord
 from eosconnect.storage.topics import ensure_topic
 
 __all__ = [
@@ -250,12 +251,12 @@ class StatusStore:
     def read_to_end(self, timeout: float | None = None) -> StatusSnapshot:
         """Read what was appended since the last read, up to the end as of this call."""
         with self._read_lock:
-            read_to_end(
+            read_to_end_retrying(
                 self._consumer_config,
                 self.topic,
-                start_offsets=dict(self._builder.positions),
-                timeout=self.read_timeout_s if timeout is None else timeout,
-                on_record=self._apply,
+                lambda: dict(self._builder.positions),
+                self._apply,
+                self.read_timeout_s if timeout is None else timeout,
             )
             self._snapshot = self._builder.snapshot()
             return self._snapshot

@@ -1,0 +1,136 @@
+"""Electing one leader among the workers of a `group.id`, through Kafka's group coordinator.
+
+Every worker joins the consumer group `group.id` subscribed to the single-partition config topic;
+the group coordinator assigns that one partition to exactly one live member, and that member is the
+leader. A dead or frozen leader stops heartbeating, its session expires (`session.timeout.ms`), and
+the partition moves to another worker within seconds. The consumer never reads or commits: the
+partition is paused as soon as it is assigned.
+
+A frozen ex-leader that wakes up may still believe it leads until its consumer notices the
+rebalance; that is why every config-topic write of the leader goes through its transactional
+producer, which the new leader fenced (DESIGN.md section 4).
+
+Followers find the leader's REST URL in the group's description: each member's `client.id`
+carries its URL.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from eosconnect.runtime.config import WorkerConfig
+from eosconnect.storage.clients import client_config
+
+log = logging.getLogger(__name__)
+
+CLIENT_ID_PREFIX = "eosconnect-worker|"
+
+
+class LeaderElection:
+    def __init__(
+        self,
+        worker: WorkerConfig,
+        rest_url: str,
+        on_elected: Callable[[], None],
+        on_demoted: Callable[[], None],
+        session_timeout_ms: int = 6000,
+    ) -> None:
+        self.worker = worker
+        self.rest_url = rest_url
+        self.topic = str(worker.values["config.storage.topic"])
+        self._on_elected = on_elected
+        self._on_demoted = on_demoted
+        self._session_timeout_ms = session_timeout_ms
+        self._leader = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
+        self._leader_url_cache: tuple[float, str | None] = (0.0, None)
+        self._admin = AdminClient(client_config("admin", worker.originals))
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+    def leader_url(self, max_age_s: float = 2.0) -> str | None:
+        """The current leader's REST URL, from the group description (cached briefly)."""
+        if self._leader:
+            return self.rest_url
+        fetched_at, url = self._leader_url_cache
+        if time.monotonic() - fetched_at < max_age_s:
+            return url
+        url = None
+        try:
+            future = self._admin.describe_consumer_groups([self.worker.group_id], request_timeout=5)
+            description = future[self.worker.group_id].result(timeout=10)
+            for member in description.members:
+                assignment = member.assignment.topic_partitions if member.assignment else []
+                if any(tp.topic == self.topic for tp in assignment) and member.client_id.startswith(
+                    CLIENT_ID_PREFIX
+                ):
+                    url = member.client_id.removeprefix(CLIENT_ID_PREFIX)
+        except (KafkaException, KeyError) as exc:
+            log.debug("could not describe group %s: %s", self.worker.group_id, exc)
+        self._leader_url_cache = (time.monotonic(), url)
+        return url
+
+    # ------------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        config = client_config("consumer", self.worker.originals)
+        config.update(
+            {
+                "group.id": self.worker.group_id,
+                "client.id": CLIENT_ID_PREFIX + self.rest_url,
+                "enable.auto.commit": False,
+                "session.timeout.ms": self._session_timeout_ms,
+                "heartbeat.interval.ms": max(500, self._session_timeout_ms // 6),
+                "partition.assignment.strategy": "range",
+                "auto.offset.reset": "latest",
+            }
+        )
+        consumer = Consumer(config)
+
+        def assigned(c: Consumer, partitions: list[TopicPartition]) -> None:
+            if partitions:
+                c.pause(partitions)
+                self._set_leader(True)
+
+        def revoked(_c: Consumer, partitions: list[TopicPartition]) -> None:
+            if partitions:
+                self._set_leader(False)
+
+        consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
+        try:
+            while not self._stop.is_set():
+                consumer.poll(0.2)
+        finally:
+            self._set_leader(False)
+            consumer.close()
+
+    def _set_leader(self, leader: bool) -> None:
+        if leader == self._leader:
+            return
+        self._leader = leader
+        self._leader_url_cache = (0.0, None)
+        log.info(
+            "worker %s %s the leader of group %s",
+            self.rest_url,
+            "is now" if leader else "is no longer",
+            self.worker.group_id,
+        )
+        try:
+            (self._on_elected if leader else self._on_demoted)()
+        except Exception:
+            log.exception("leadership change handler failed")

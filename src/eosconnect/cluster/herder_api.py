@@ -1,0 +1,145 @@
+"""What the REST layer may ask of the herder, and the errors it maps to HTTP status codes.
+
+The herder (cluster/herder.py) owns the cluster logic; the REST layer (rest/) only translates
+between HTTP and these calls. Keeping the boundary a Protocol lets each side be read alone.
+Bodies follow Kafka Connect's REST API (JSON shapes in the docstrings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+
+class HerderError(Exception):
+    """Base of the errors the REST layer turns into `{"error_code": N, "message": ...}`."""
+
+    status_code = 500
+
+
+class NotFoundError(HerderError):
+    status_code = 404
+
+
+class ConflictError(HerderError):
+    """Rebalance or new task configs pending, connector exists, wrong state for the operation."""
+
+    status_code = 409
+
+
+class BadRequestError(HerderError):
+    """Invalid config (with per-field errors in `errors`), name mismatch, malformed input."""
+
+    status_code = 400
+
+    def __init__(self, message: str, errors: Mapping[str, list[str]] | None = None) -> None:
+        super().__init__(message)
+        self.errors = dict(errors or {})
+
+
+class ForbiddenError(HerderError):
+    """Unsigned, badly signed or expired internal request."""
+
+    status_code = 403
+
+
+class NotLeaderError(HerderError):
+    """Only the leader serves this; the REST layer forwards to `leader_url` (at most two hops)."""
+
+    status_code = 409
+
+    def __init__(self, leader_url: str | None) -> None:
+        super().__init__(
+            f"this worker is not the leader; the leader is {leader_url}"
+            if leader_url
+            else "no leader is elected right now; retry in a few seconds"
+        )
+        self.leader_url = leader_url
+
+
+class Herder(Protocol):
+    worker_id: str
+    rest_url: str
+
+    def is_leader(self) -> bool: ...
+
+    def leader_url(self) -> str | None: ...
+
+    def kafka_cluster_id(self) -> str | None: ...
+
+    # ---- connectors (reads are served by any worker from its config snapshot)
+    def connectors(self) -> list[str]: ...
+
+    def connector_info(self, name: str) -> dict[str, Any]:
+        """`{"name", "config", "tasks": [{"connector", "task"}], "type": "source"}`."""
+        ...
+
+    def connector_config(self, name: str) -> dict[str, str]: ...
+
+    def task_configs(self, name: str) -> list[dict[str, Any]]:
+        """`[{"id": {"connector", "task"}, "config": {...}}]`."""
+        ...
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        """`{"name", "connector": {"state", "worker_id", "trace"?}, "tasks": [{"id", "state",
+        "worker_id", "trace"?}], "type": "source"}`."""
+        ...
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]: ...
+
+    def connector_topics(self, name: str) -> list[str]: ...
+
+    # ---- writes (leader only: NotLeaderError elsewhere)
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str], allow_replace: bool
+    ) -> tuple[bool, dict[str, Any]]:
+        """Validate (BadRequestError with per-field errors) and store; returns (created, info)."""
+        ...
+
+    def delete_connector(self, name: str) -> None: ...
+
+    def pause_connector(self, name: str) -> None: ...
+
+    def resume_connector(self, name: str) -> None: ...
+
+    def stop_connector(self, name: str) -> None: ...
+
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
+        """None for a plain connector restart (204); the status body when include_tasks/only_failed (202)."""
+        ...
+
+    def restart_task(self, name: str, task: int) -> None: ...
+
+    def fence_zombies(self, name: str) -> None:
+        """Internal: fence the previous generation's producers (KIP-618 zombie fencing round)."""
+        ...
+
+    # ---- validation and plugins
+    def validate_connector_config(self, plugin: str, config: Mapping[str, str]) -> dict[str, Any]:
+        """Kafka Connect's ConfigInfos: `{"name", "error_count", "groups", "configs": [{"definition":
+        {...}, "value": {"name", "value", "recommended_values", "errors", "visible"}}]}`."""
+        ...
+
+    def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
+        """`[{"class", "type", "version"}]`."""
+        ...
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]: ...
+
+    # ---- offsets of a STOPPED connector
+    def connector_offsets(self, name: str) -> dict[str, Any]:
+        """`{"offsets": [{"partition": {...}, "offset": {...}}]}`."""
+        ...
+
+    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str: ...
+
+    def reset_connector_offsets(self, name: str) -> str: ...
+
+    # ---- internal task channel
+    def task_heartbeat(self, name: str, task: int, generation: int, report: Mapping[str, Any]) -> str:
+        """A running task reports state and metrics; returns the directive: run | pause | stop."""
+        ...
+
+    def metrics_text(self) -> bytes:
+        """Prometheus exposition of every task's and connector's metrics."""
+        ...

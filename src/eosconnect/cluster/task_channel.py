@@ -1,0 +1,194 @@
+"""How a task on a Spark executor talks to its worker: signed HTTP requests to the leader.
+
+Spark has no driver-to-task channel (DESIGN.md section 1), so the task asks:
+- `RestStartupCoordinator` runs the leader-dependent start-up steps of an exactly-once task: the
+  signed fencing request (step 1) and the generation checks against the config topic (steps 2, 5);
+- `RestTaskControl` is the task's heartbeat: every half second it reports state and metrics and
+  learns whether to run, pause or stop.
+
+Both read the session key from the config topic themselves (it lives there, DESIGN.md section 2), so
+nothing secret travels inside the pickled task spec. Both are pickled to executors: clients and
+stores are created lazily on the executor.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from eosconnect.runtime.config import WorkerConfig
+from eosconnect.runtime.control import Directive
+from eosconnect.runtime.metrics import TaskMetrics
+from eosconnect.runtime.startup import GenerationSuperseded
+from eosconnect.storage.config_store import ConfigStore
+from eosconnect.storage.session_key import SessionKey, sign_request
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL_S = 0.5
+#: A task that cannot reach its worker for this long stops: its worker is gone or partitioned away,
+#: and a successor will fence it anyway.
+ORPHAN_TIMEOUT_S = 60.0
+
+
+class FencingRequestError(RuntimeError):
+    """The leader refused or failed the fencing request; the message carries its answer."""
+
+
+@dataclass
+class _ConfigTopicAccess:
+    """A lazily built config store for reading the session key and generations on an executor."""
+
+    worker_props: dict[str, str]
+    _store: ConfigStore | None = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"worker_props": self.worker_props, "_store": None}
+
+    def store(self) -> ConfigStore:
+        if self._store is None:
+            self._store = ConfigStore(WorkerConfig.parse(self.worker_props))
+        return self._store
+
+    def session_key(self, refresh: bool = False) -> SessionKey:
+        store = self.store()
+        snapshot = store.read_to_end() if refresh or store.snapshot.session_key is None else store.snapshot
+        if snapshot.session_key is None:
+            raise FencingRequestError("the config topic holds no session key yet; the leader writes one")
+        return snapshot.session_key
+
+
+def signed_request(
+    access: _ConfigTopicAccess, method: str, url: str, path: str, body: dict[str, Any], timeout: float
+) -> httpx.Response:
+    """Send a request signed with the current session key, re-reading the key once on a 403."""
+    payload = json.dumps(body).encode()
+    response: httpx.Response | None = None
+    for attempt in range(2):
+        headers = {
+            "Content-Type": "application/json",
+            **sign_request(access.session_key(attempt > 0), method, path, payload),
+        }
+        response = httpx.request(method, url + path, content=payload, headers=headers, timeout=timeout)
+        if response.status_code != 403:
+            return response
+    assert response is not None
+    return response
+
+
+@dataclass
+class RestStartupCoordinator:
+    worker_url: str
+    worker_props: dict[str, str]
+    request_timeout_s: float = 120.0
+    access: _ConfigTopicAccess = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.access = _ConfigTopicAccess(self.worker_props)
+
+    def fence_zombies(self, connector: str) -> None:
+        response = signed_request(
+            self.access, "PUT", self.worker_url, f"/connectors/{connector}/fence", {}, self.request_timeout_s
+        )
+        if response.status_code >= 300:
+            try:
+                message = response.json().get("message", response.text)
+            except ValueError:
+                message = response.text
+            raise FencingRequestError(
+                f"the leader could not fence zombies of connector {connector!r} "
+                f"(HTTP {response.status_code}): {message}"
+            )
+
+    def ensure_latest_generation(self, connector: str, generation: int) -> None:
+        snapshot = self.access.store().read_to_end()
+        latest = snapshot.generation(connector)
+        if latest != generation:
+            raise GenerationSuperseded(
+                f"connector {connector!r}: this task belongs to generation {generation}, the config topic's "
+                f"latest is {latest}"
+            )
+        if snapshot.pending_fencing(connector):
+            raise GenerationSuperseded(
+                f"connector {connector!r}: generation {generation} has no task-count record yet "
+                "(a newer fencing round is due)"
+            )
+
+
+@dataclass
+class RestTaskControl:
+    worker_url: str
+    worker_props: dict[str, str]
+    connector: str
+    task: int
+    generation: int
+    _access: _ConfigTopicAccess | None = field(default=None, repr=False)
+    _metrics: TaskMetrics | None = field(default=None, repr=False)
+    _last_beat: float = field(default=0.0, repr=False)
+    _last_ok: float = field(default_factory=time.monotonic, repr=False)
+    _directive: Directive = field(default=Directive.RUN, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_access=None, _metrics=None)
+        return state
+
+    def attach(self, metrics: TaskMetrics) -> None:
+        self._metrics = metrics
+
+    def directive(self) -> Directive:
+        now = time.monotonic()
+        if now - self._last_beat >= HEARTBEAT_INTERVAL_S:
+            self._last_beat = now
+            state = "PAUSED" if self._directive is Directive.PAUSE else "RUNNING"
+            answer = self._report({"state": state})
+            if answer is not None:
+                self._directive = answer
+                self._last_ok = now
+            elif now - self._last_ok > ORPHAN_TIMEOUT_S:
+                log.warning(
+                    "[%s-%s] no answer from worker %s for %.0fs; stopping",
+                    self.connector,
+                    self.task,
+                    self.worker_url,
+                    now - self._last_ok,
+                )
+                self._directive = Directive.STOP
+        return self._directive
+
+    def report_outcome(self, state: str, trace: str | None) -> None:
+        """The task has ended (STOPPED, FAILED or SUPERSEDED): tell the worker, best effort."""
+        self._report({"state": state, "trace": trace, "final": True})
+
+    def _report(self, report: dict[str, Any]) -> Directive | None:
+        if self._access is None:
+            self._access = _ConfigTopicAccess(self.worker_props)
+        body = {
+            **report,
+            "generation": self.generation,
+            "pid": os.getpid(),
+            "metrics": self._metrics.snapshot() if self._metrics is not None else {},
+        }
+        path = f"/connectors/{self.connector}/tasks/{self.task}/heartbeat"
+        try:
+            response = signed_request(self._access, "PUT", self.worker_url, path, body, 10.0)
+            if response.status_code == 200:
+                return Directive(response.json().get("directive", "run"))
+            if response.status_code in (404, 410):
+                return Directive.STOP
+            log.warning(
+                "[%s-%s] heartbeat answered %s: %s",
+                self.connector,
+                self.task,
+                response.status_code,
+                response.text[:200],
+            )
+        except (httpx.HTTPError, FencingRequestError, ValueError) as exc:
+            log.warning("[%s-%s] heartbeat to %s failed: %s", self.connector, self.task, self.worker_url, exc)
+        return None

@@ -1,0 +1,231 @@
+"""`FileStreamSource`: the lines of a file into a topic, as Kafka's `FileStreamSourceConnector` does.
+
+Same settings (`file`, `topic`, `batch.size`), same offsets: the source partition is
+`{"filename": <file>}` and each record's offset is `{"position": <byte offset just after its line>}`,
+so a restarted task seeks there and continues with the next line. Kafka's task counts characters
+but seeks in bytes; this one counts bytes throughout, so files with multi-byte UTF-8 characters
+resume at the right place too.
+
+A line ends with `\\n` (a `\\r\\n` ending is stripped as well). A last line without its newline
+is not emitted until the newline arrives: a writer may still be in the middle of it, and emitting
+it early would commit a position inside the line. The value is the line as a string (key null);
+with the default JSON converter it is written as a JSON string, with
+`value.converter=org.apache.kafka.connect.storage.StringConverter` as plain text.
+
+Re-reading a file from a committed byte position yields the same lines, so exactly-once delivery
+is SUPPORTED, provided the file is only appended to. A file that shrinks below the committed
+position (truncated, or replaced by a shorter one) fails the task with an explanation instead of
+silently skipping or repeating lines. There is one task: a file is one ordered stream.
+
+Unlike Kafka's connector, `file` is required: reading standard input makes no sense inside a
+Spark task and could not be replayed. (`FileStreamSink` needs the sink runtime and does not exist yet.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from typing import IO
+
+from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.errors import ConnectException
+from eosconnect.api.records import SourceRecord
+from eosconnect.api.source import ExactlyOnceSupport, SourceConnector, SourceTask
+from eosconnect.api.validators import NonEmptyString, Range, Validator
+
+__all__ = [
+    "CONFIG_DEF",
+    "FILENAME_FIELD",
+    "POSITION_FIELD",
+    "FileStreamSourceConnector",
+    "FileStreamSourceTask",
+]
+
+VERSION = "1.0.0"
+FILENAME_FIELD = "filename"
+POSITION_FIELD = "position"
+#: How long an idle `poll()` waits for the file to grow before returning nothing.
+IDLE_WAIT_S = 0.2
+#: Bytes read from the file per system call.
+READ_CHUNK = 64 * 1024
+
+log = logging.getLogger(__name__)
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        "file",
+        ConfigType.STRING,
+        importance=Importance.HIGH,
+        documentation=(
+            "Path of the file to read, as seen by the Spark executors (use an absolute path). Lines "
+            "appended later are picked up; the file may not exist yet when the task starts."
+        ),
+        validator=NonEmptyString(),
+    )
+    .define(
+        "topic",
+        ConfigType.STRING,
+        importance=Importance.HIGH,
+        documentation="The topic the lines are written to (one topic).",
+        validator=Validator.of(
+            lambda v: bool(v.strip()) and "," not in v, "a single topic name (no commas)", "lines"
+        ),
+    )
+    .define(
+        "batch.size",
+        ConfigType.INT,
+        2000,
+        Importance.LOW,
+        "The maximum number of lines returned by one poll().",
+        Range.at_least(1),
+    )
+)
+
+
+class FileStreamSourceConnector(SourceConnector):
+    """Streams the lines of one file into one topic (Kafka's `FileStreamSourceConnector`)."""
+
+    def version(self) -> str:
+        return VERSION
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def start(self, config: dict[str, str]) -> None:
+        CONFIG_DEF.parse(config)
+        self._config = dict(config)
+
+    def task_class(self) -> type[SourceTask]:
+        return FileStreamSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self._config)]  # one file, one ordered stream, one task
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        return ExactlyOnceSupport.SUPPORTED
+
+
+class FileStreamSourceTask(SourceTask):
+    def version(self) -> str:
+        return VERSION
+
+    def start(self, config: dict[str, str]) -> None:
+        values = CONFIG_DEF.parse(config)
+        self.filename: str = values["file"]
+        self.topic: str = values["topic"]
+        self.batch_size: int = values["batch.size"]
+        self.partition = {FILENAME_FIELD: self.filename}
+        stored = self.context.offset_storage_reader.offset(self.partition)
+        position = stored.get(POSITION_FIELD) if stored else None
+        if position is not None and (isinstance(position, bool) or not isinstance(position, int)):
+            raise ConnectException(
+                f"the stored offset of file {self.filename!r} is {stored!r}; {POSITION_FIELD!r} must be a "
+                "byte position (an integer). Reset the connector's offsets to re-read the file."
+            )
+        self.position: int = position or 0
+        self._stream: IO[bytes] | None = None
+        self._buffer = b""  # bytes read after `position` that do not yet form a complete line
+        self._stopping = threading.Event()
+        self._warned_missing = False
+        if self.position:
+            log.info("file %s: resuming at byte %d", self.filename, self.position)
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self._stopping.is_set():
+            return None
+        stream = self._open()
+        if stream is None:
+            self._stopping.wait(IDLE_WAIT_S)
+            return None
+        try:
+            self._check_not_truncated(stream)
+            lines = self._complete_lines(self.batch_size)
+            while len(lines) < self.batch_size:
+                chunk = stream.read(READ_CHUNK)
+                if not chunk:
+                    break
+                self._buffer += chunk
+                lines.extend(self._complete_lines(self.batch_size - len(lines)))
+        except ValueError:
+            if self._stopping.is_set():  # stop() closed the file under us
+                return None
+            raise
+        if not lines:
+            self._stopping.wait(IDLE_WAIT_S)
+            return None
+        return [
+            SourceRecord(
+                source_partition=self.partition,
+                source_offset={POSITION_FIELD: end},
+                topic=self.topic,
+                value=line,
+            )
+            for line, end in lines
+        ]
+
+    def stop(self) -> None:
+        self._stopping.set()
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+
+    # ------------------------------------------------------------------------------------------
+
+    def _open(self) -> IO[bytes] | None:
+        if self._stream is not None:
+            return self._stream
+        try:
+            stream = open(self.filename, "rb")  # noqa: SIM115 - kept open across polls, closed in stop()
+        except FileNotFoundError:
+            if not self._warned_missing:
+                log.warning("file %s does not exist (yet); waiting for it", self.filename)
+                self._warned_missing = True
+            return None
+        except OSError as exc:
+            raise ConnectException(f"cannot open file {self.filename!r}: {exc}") from exc
+        size = os.fstat(stream.fileno()).st_size
+        if size < self.position:
+            stream.close()
+            raise self._truncated(size)
+        stream.seek(self.position)
+        self._buffer = b""
+        self._stream = stream
+        log.info("file %s: reading from byte %d", self.filename, self.position)
+        return stream
+
+    def _check_not_truncated(self, stream: IO[bytes]) -> None:
+        size = os.fstat(stream.fileno()).st_size
+        if size < self.position + len(self._buffer):
+            raise self._truncated(size)
+
+    def _truncated(self, size: int) -> ConnectException:
+        return ConnectException(
+            f"file {self.filename!r} has {size} bytes, fewer than the committed position {self.position}: "
+            "it was truncated or replaced. Its lines cannot be matched to the committed offsets any more, "
+            "so the task stops rather than skip or repeat lines. Point `file` at a new path (or delete the "
+            "connector's offsets) to read the new content from the start."
+        )
+
+    def _complete_lines(self, limit: int | None = None) -> list[tuple[str, int]]:
+        """Split complete lines off the buffer: (text, byte position just after its newline).
+
+        The buffer always starts at `self.position`, which moves past every line split off.
+        """
+        lines: list[tuple[str, int]] = []
+        start = 0
+        while limit is None or len(lines) < limit:
+            end = self._buffer.find(b"\n", start)
+            if end < 0:
+                break
+            raw = self._buffer[start:end]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            lines.append((raw.decode("utf-8", errors="replace"), self.position + end + 1))
+            start = end + 1
+        if start:
+            self._buffer = self._buffer[start:]
+            self.position += start
+        return lines
