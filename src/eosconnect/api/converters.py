@@ -96,6 +96,12 @@ class JsonConverter(Converter):
     def from_connect(self, topic: str, value: Any) -> bytes | None:
         if value is None:
             return None
+        if _is_flat_json(value):
+            # The common case (a flat dict of JSON primitives or a primitive) needs no preparation walk.
+            try:
+                return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+            except ValueError:
+                pass  # NaN or infinity: the full path below reports it properly
         try:
             plain = _to_json_ready(value, "")
             return json.dumps(plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
@@ -124,6 +130,18 @@ class JsonConverter(Converter):
                 f"{exc}. If the topic holds plain strings or binary data, use StringConverter or "
                 f"ByteArrayConverter for {self._prefix().rstrip('.')}."
             ) from None
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _is_flat_json(value: Any) -> bool:
+    """A JSON scalar, or a dict with string keys and scalar values (checked by exact type)."""
+    if type(value) in _JSON_SCALARS:
+        return True
+    if type(value) is not dict:
+        return False
+    return all(type(k) is str and type(v) in _JSON_SCALARS for k, v in value.items())
 
 
 def _schemas_disabled(name: str, value: Any) -> None:

@@ -42,6 +42,11 @@ SETTING = "connector.class"
 BUILTIN_CONNECTORS: dict[str, str] = {
     # Short name -> dotted path of eosconnect's own connectors, imported only when used, e.g.
     "SequenceSource": "eosconnect.connectors.sequence.SequenceSourceConnector",
+    "FileStreamSource": "eosconnect.connectors.file_stream.FileStreamSourceConnector",
+    "org.apache.kafka.connect.file.FileStreamSourceConnector": (
+        "eosconnect.connectors.file_stream.FileStreamSourceConnector"
+    ),
+    "JdbcSource": "eosconnect.connectors.jdbc.JdbcSourceConnector",
 }
 """The built-in connectors' short names. Add one line per built-in connector here."""
 

@@ -8,7 +8,10 @@ Bodies follow Kafka Connect's REST API (JSON shapes in the docstrings).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from eosconnect.storage.session_key import SessionKey
 
 
 class HerderError(Exception):
@@ -96,6 +99,14 @@ class Herder(Protocol):
         """Validate (BadRequestError with per-field errors) and store; returns (created, info)."""
         ...
 
+    def create_connector(self, name: str, config: Mapping[str, str], initial_state: str) -> dict[str, Any]:
+        """`POST /connectors` with `initial_state` (KIP-980): create a connector whose first target
+        state is `initial_state` (RUNNING | PAUSED | STOPPED, upper case), so a PAUSED or STOPPED
+        connector never starts its tasks. ConflictError if it exists; validation as in
+        put_connector_config. Returns the info body. (Without `initial_state` the REST layer calls
+        put_connector_config(name, config, allow_replace=False).)"""
+        ...
+
     def delete_connector(self, name: str) -> None: ...
 
     def pause_connector(self, name: str) -> None: ...
@@ -135,7 +146,12 @@ class Herder(Protocol):
 
     def reset_connector_offsets(self, name: str) -> str: ...
 
-    # ---- internal task channel
+    # ---- internal requests
+    def session_keys(self) -> list[SessionKey]:
+        """The session keys a signed internal request may use: the current key first, then the
+        previous one (rotation). Empty before the leader has distributed one (requests then get 403)."""
+        ...
+
     def task_heartbeat(self, name: str, task: int, generation: int, report: Mapping[str, Any]) -> str:
         """A running task reports state and metrics; returns the directive: run | pause | stop."""
         ...

@@ -39,7 +39,15 @@ the task asks for a commit after the last record of every poll. The usual caveat
 incrementing mode applies: a row whose id was allocated before an already-read row's but committed
 after it is not seen (use `timestamp+incrementing` with a delay if writers commit out of order).
 
-**Heartbeats (KIP-910, `update_offsets`).** See `JdbcSourceTask.update_offsets`.
+**Heartbeats (KIP-910).** While a table has no new rows, its offset is still committed every
+`heartbeat.interval.ms` through `update_offsets`, as spec/003 describes for a CDC source's quiet
+tables. In the timestamp modes it advances to the point up to which the table was last read
+complete: `{"timestamp": <read bound>, "incrementing": null}` (null: every row with that timestamp
+was read). In incrementing mode the last id read is committed again: an id position cannot move
+without rows, and jumping to the current MAX(id) would skip rows inserted since the last poll.
+Both carry `"heartbeat": <epoch ms>`, when the table was last found complete (ignored on resume).
+Heartbeats ride on the commits of the busy tables; with `transaction.boundary=interval` they also
+go out while every table is idle. Details in `JdbcSourceTask.update_offsets`.
 """
 
 from __future__ import annotations
@@ -68,7 +76,7 @@ from eosconnect.api.source import (
     SourceConnector,
     SourceTask,
 )
-from eosconnect.api.validators import NonEmptyString, Range, Validator, ValidString
+from eosconnect.api.validators import Range, Validator, ValidString
 
 __all__ = [
     "CONFIG_DEF",
@@ -377,7 +385,8 @@ def _database_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
                 table = reflect_table(engine, name)
             except NoSuchTableError:
                 errors.setdefault("tables", []).append(
-                    f"table {name!r} does not exist in {safe_url(values)}. Create it or remove it from tables."
+                    f"table {name!r} does not exist in {safe_url(values)}. "
+                    "Create it or remove it from tables."
                 )
                 continue
             except SQLAlchemyError as exc:
@@ -385,7 +394,10 @@ def _database_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
                 continue
             columns = [c.name for c in table.columns]
             for setting, used in (
-                ("incrementing.column.name", mode.uses_incrementing or bool(values["incrementing.column.name"])),
+                (
+                    "incrementing.column.name",
+                    mode.uses_incrementing or bool(values["incrementing.column.name"]),
+                ),
                 ("timestamp.column.name", mode.uses_timestamp),
             ):
                 column = values[setting]
@@ -400,8 +412,8 @@ def _database_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
                     table.columns[column].type, sqltypes.Integer | sqltypes.Numeric
                 ):
                     errors.setdefault(setting, []).append(
-                        f"column {column!r} of table {name!r} is {table.columns[column].type}, not an integer "
-                        "column; the incrementing column must be a strictly increasing number."
+                        f"column {column!r} of table {name!r} is {table.columns[column].type}, not an "
+                        "integer column; the incrementing column must be a strictly increasing number."
                     )
     finally:
         engine.dispose()
@@ -479,6 +491,8 @@ class _TableState:
     table: Any
     topic: str
     partition: SourcePartition
+    ts_kind: _TsKind | None = None
+    ts_aware: bool = False
     incrementing: Any = None  # last id read (None: nothing read yet)
     timestamp: Any = None  # last timestamp read, as bound in queries (None: nothing read yet)
     next_poll: float = 0.0
@@ -495,8 +509,6 @@ class JdbcSourceTask(SourceTask):
         return VERSION
 
     def start(self, config: dict[str, str]) -> None:
-        from sqlalchemy import types as sqltypes
-
         values = CONFIG_DEF.parse(config)
         self.mode = Mode(values["mode"])
         self.inc_column: str = values["incrementing.column.name"]
@@ -519,32 +531,29 @@ class JdbcSourceTask(SourceTask):
         partitions = [SourcePartition({TABLE_FIELD: name}) for name in names]
         stored = self.context.offset_storage_reader.offsets(partitions)
         for name, partition in zip(names, partitions, strict=True):
-            table = self._call(lambda name=name: reflect_table(self.engine, name), f"reading table {name!r}")
+            table = self._call_retrying(
+                lambda name=name: reflect_table(self.engine, name), f"reading {name!r}"
+            )
             state = _TableState(name, table, self.prefix + name, partition)
-            self.tables[name] = state
             if self.mode.uses_timestamp:
-                column_type = table.columns[self.ts_column].type
-                if isinstance(column_type, sqltypes.DateTime) and self.engine.dialect.name != "sqlite":
-                    state_kind = _TsKind.DATETIME
-                elif isinstance(column_type, sqltypes.Integer | sqltypes.Numeric | sqltypes.Float):
-                    state_kind = _TsKind.NUMBER
-                else:
-                    state_kind = _TsKind.TEXT
-                self._ts_kinds[name] = state_kind
-                self._ts_aware[name] = bool(getattr(column_type, "timezone", False))
+                state.ts_kind, state.ts_aware = self._timestamp_kind(table.columns[self.ts_column].type)
             self._restore(state, stored.get(partition))
+            self.tables[name] = state
         log.info(
-            "JdbcSource task: tables %s from %s (%s)", names, self.url, ", ".join(self._describe(s) for s in self.tables.values())
+            "JdbcSource task: %s from %s",
+            ", ".join(self._describe(s) for s in self.tables.values()) or "no tables",
+            self.url,
         )
 
-    # The kind of each table's timestamp column (set in start()).
-    @property
-    def _ts_kinds(self) -> dict[str, _TsKind]:
-        return self.__dict__.setdefault("_ts_kinds_map", {})
+    def _timestamp_kind(self, column_type: Any) -> tuple[_TsKind, bool]:
+        from sqlalchemy import types as sqltypes
 
-    @property
-    def _ts_aware(self) -> dict[str, bool]:
-        return self.__dict__.setdefault("_ts_aware_map", {})
+        aware = bool(getattr(column_type, "timezone", False))
+        if isinstance(column_type, sqltypes.DateTime) and self.engine.dialect.name != "sqlite":
+            return _TsKind.DATETIME, aware
+        if isinstance(column_type, sqltypes.Integer | sqltypes.Numeric | sqltypes.Float):
+            return _TsKind.NUMBER, False
+        return _TsKind.TEXT, False
 
     def _describe(self, state: _TableState) -> str:
         if state.incrementing is None and state.timestamp is None:
@@ -566,51 +575,50 @@ class JdbcSourceTask(SourceTask):
         if self.mode.uses_timestamp:
             raw = offset.get(TIMESTAMP_FIELD)
             try:
-                state.timestamp = None if raw is None else self._ts_from_offset(state.name, raw)
+                state.timestamp = None if raw is None else self._ts_from_offset(state, raw)
             except (TypeError, ValueError) as exc:
                 raise ConnectException(
                     f"the stored offset of table {state.name!r} is {dict(offset)!r}: cannot read its "
                     f"{TIMESTAMP_FIELD!r} ({exc}). Reset the connector's offsets for this table."
                 ) from exc
 
-    def _ts_from_offset(self, table: str, raw: Primitive) -> Any:
-        kind = self._ts_kinds[table]
-        if kind is _TsKind.DATETIME:
+    @staticmethod
+    def _ts_from_offset(state: _TableState, raw: Primitive) -> Any:
+        if state.ts_kind is _TsKind.DATETIME:
             return dt.datetime.fromisoformat(str(raw))
-        if kind is _TsKind.NUMBER:
+        if state.ts_kind is _TsKind.NUMBER:
             if isinstance(raw, bool) or not isinstance(raw, int | float):
                 raise TypeError(f"expected a number, got {raw!r}")
             return raw
         return str(raw)
 
-    def _ts_to_offset(self, table: str, value: Any) -> Primitive:
+    @staticmethod
+    def _ts_to_offset(state: _TableState, value: Any) -> Primitive:
         if value is None:
             return None
-        kind = self._ts_kinds[table]
-        if kind is _TsKind.DATETIME:
+        if state.ts_kind is _TsKind.DATETIME:
             return value.isoformat()
-        if kind is _TsKind.NUMBER:
+        if state.ts_kind is _TsKind.NUMBER:
             return _number(value)
         return str(value)
 
     def _position(self, state: _TableState) -> dict[str, Primitive]:
         offset: dict[str, Primitive] = {}
         if self.mode.uses_timestamp:
-            offset[TIMESTAMP_FIELD] = self._ts_to_offset(state.name, state.timestamp)
+            offset[TIMESTAMP_FIELD] = self._ts_to_offset(state, state.timestamp)
         if self.mode.uses_incrementing:
-            offset[INCREMENTING_FIELD] = _number(state.incrementing) if state.incrementing is not None else None
+            offset[INCREMENTING_FIELD] = _number(state.incrementing)
         return offset
 
-    def _read_bound(self, table: str) -> Any:
+    def _read_bound(self, state: _TableState) -> Any:
         """now - timestamp.delay.interval.ms, in the form the timestamp column compares with."""
         now = dt.datetime.now(dt.UTC) - self.delay
-        kind = self._ts_kinds[table]
-        if kind is _TsKind.NUMBER:
+        if state.ts_kind is _TsKind.NUMBER:
             return int(now.timestamp() * 1000)
-        if kind is _TsKind.DATETIME and self._ts_aware[table]:
+        if state.ts_kind is _TsKind.DATETIME and state.ts_aware:
             return now
         local = now.astimezone(self.zone).replace(tzinfo=None)
-        return local if kind is _TsKind.DATETIME else local.strftime(TEXT_TIMESTAMP_FORMAT)
+        return local if state.ts_kind is _TsKind.DATETIME else local.strftime(TEXT_TIMESTAMP_FORMAT)
 
     # ------------------------------------------------------------------------------------ polling
 
@@ -627,11 +635,11 @@ class JdbcSourceTask(SourceTask):
             rows, bound, complete = self._query(state)
         except _Retry:
             return None
-        now_ms = int(time.time() * 1000)
+        polled_ms = int(time.time() * 1000)
         records = [self._record(state, row) for row in rows]
         with self._lock:
             state.uncommitted += len(records)
-            state.complete_until, state.complete_at_ms = (bound, now_ms) if complete else (None, None)
+            state.complete_until, state.complete_at_ms = (bound, polled_ms) if complete else (None, None)
         state.next_poll = time.monotonic() + (self.poll_interval_s if complete else 0)
         if not records:
             return None
@@ -645,62 +653,62 @@ class JdbcSourceTask(SourceTask):
             state.incrementing = row[self.inc_column]
         if self.mode.uses_timestamp:
             state.timestamp = row[self.ts_column]
-        key = _number(row[self.inc_column]) if self.inc_column else None
         return SourceRecord(
             source_partition=state.partition,
             source_offset=self._position(state),
             topic=state.topic,
-            key=key,
+            key=_number(row[self.inc_column]) if self.inc_column else None,
             value={column: _json_value(value) for column, value in row.items()},
         )
 
-    def _query(self, state: _TableState) -> tuple[list[Mapping[str, Any]], Any, bool]:
-        """The next rows of a table, the read bound used, and whether the table is now complete."""
+    def _query(self, state: _TableState) -> tuple[list[dict[str, Any]], Any, bool]:
+        """The next rows of a table, the read bound used, and whether the table is now complete
+        (the query returned fewer than batch.max.rows rows: every row up to the bound is read)."""
         from sqlalchemy import String, and_, or_, select, type_coerce
 
         table = state.table
-        columns = list(table.columns)
-        ts = None
+        columns: list[Any] = list(table.columns)
+        ts: Any = None
         if self.mode.uses_timestamp:
             ts = table.columns[self.ts_column]
-            if self._ts_kinds[state.name] is _TsKind.TEXT:
+            if state.ts_kind is _TsKind.TEXT:
                 columns = [type_coerce(c, String).label(c.name) if c is ts else c for c in columns]
                 ts = type_coerce(ts, String)
         inc = table.columns[self.inc_column] if self.inc_column else None
         limit = self.batch_max_rows
-        bound = self._read_bound(state.name) if ts is not None else None
+        bound = self._read_bound(state) if ts is not None else None
         stmt = select(*columns)
         if self.mode is Mode.INCREMENTING:
-            assert inc is not None
             if state.incrementing is not None:
                 stmt = stmt.where(inc > state.incrementing)
             stmt = stmt.order_by(inc)
         else:
-            assert ts is not None
             stmt = stmt.where(ts <= bound)
             if state.timestamp is not None:
                 if self.mode is Mode.TIMESTAMP_INCREMENTING and state.incrementing is not None:
-                    assert inc is not None
                     stmt = stmt.where(
                         or_(ts > state.timestamp, and_(ts == state.timestamp, inc > state.incrementing))
                     )
-                else:
+                else:  # timestamp mode, or every row with this timestamp was read (a heartbeat)
                     stmt = stmt.where(ts > state.timestamp)
             stmt = stmt.order_by(ts, inc) if self.mode is Mode.TIMESTAMP_INCREMENTING else stmt.order_by(ts)
 
-        def run() -> list[Mapping[str, Any]]:
+        def run() -> tuple[list[dict[str, Any]], bool]:
             with self.engine.connect() as conn:
                 rows = [dict(r) for r in conn.execute(stmt.limit(limit)).mappings()]
-                if self.mode is Mode.TIMESTAMP and len(rows) == limit:
+                full = len(rows) >= limit
+                if self.mode is Mode.TIMESTAMP and full:
                     rows = self._whole_timestamps(conn, stmt, ts, rows)
-                return rows
+                return rows, full
 
-        rows = self._call(run, f"polling table {state.name!r}")
-        return rows, bound, len(rows) < limit
+        rows, full = self._call(run, f"polling table {state.name!r}")
+        return rows, bound, not full
 
-    def _whole_timestamps(self, conn: Any, stmt: Any, ts: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _whole_timestamps(
+        self, conn: Any, stmt: Any, ts: Any, rows: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         """Timestamp mode: never end a batch among rows sharing a timestamp (they could not be told
-        apart on resume). Drop the trailing group, or if the whole batch is one timestamp, read it all."""
+        apart on resume). Drop the trailing group; if the whole batch is one timestamp, read it all."""
         last = rows[-1][self.ts_column]
         kept = [r for r in rows if r[self.ts_column] != last]
         if kept:
@@ -708,13 +716,15 @@ class JdbcSourceTask(SourceTask):
         return [dict(r) for r in conn.execute(stmt.where(ts == last)).mappings()]
 
     def _call(self, fn: Any, doing: str) -> Any:
-        """Run a database call; transient failures are retried on later polls, up to connection.attempts."""
+        """Run a database call. A transient failure (connection lost, database locked) waits
+        connection.backoff.ms and raises `_Retry`; after connection.attempts in a row, or on any
+        other error, the task fails."""
         from sqlalchemy.exc import DBAPIError, OperationalError
 
         try:
             result = fn()
-        except (OperationalError, DBAPIError) as exc:
-            transient = isinstance(exc, OperationalError) or getattr(exc, "connection_invalidated", False)
+        except DBAPIError as exc:
+            transient = isinstance(exc, OperationalError) or exc.connection_invalidated
             self._failures += 1
             reason = str(exc).splitlines()[0]
             if not transient or self._failures >= self.attempts:
@@ -722,11 +732,25 @@ class JdbcSourceTask(SourceTask):
                     f"database error while {doing} on {self.url} ({self._failures} consecutive failure(s), "
                     f"connection.attempts={self.attempts}): {reason}"
                 ) from exc
-            log.warning("database error while %s (attempt %d of %d), retrying: %s", doing, self._failures, self.attempts, reason)
+            log.warning(
+                "database error while %s (attempt %d of %d), retrying: %s",
+                doing,
+                self._failures,
+                self.attempts,
+                reason,
+            )
             self._stopping.wait(self.backoff_s)
             raise _Retry from exc
         self._failures = 0
         return result
+
+    def _call_retrying(self, fn: Any, doing: str) -> Any:
+        while True:
+            try:
+                return self._call(fn, doing)
+            except _Retry:
+                if self._stopping.is_set():
+                    raise ConnectException(f"stopped while {doing}") from None
 
     # ------------------------------------------------------------------------------------ commits
 
@@ -746,26 +770,26 @@ class JdbcSourceTask(SourceTask):
         for the quiet partitions so that their offsets stay fresh and a restart re-reads as little
         as possible. For a table polled by query, the position up to which the source has been
         read is the read bound of the last poll that found the table complete (it returned fewer
-        than `batch.max.rows` rows): every row up to it has been emitted.
+        than `batch.max.rows` rows): every row up to that bound has been emitted.
 
         * Timestamp modes: the offset advances to that bound, `{"timestamp": <bound>,
           "incrementing": null}` (null: every row with this timestamp was read), so a restart
           resumes from the bound rather than from the last row, however long ago that was.
         * Incrementing mode: nothing advances a position made of row ids without new rows. Jumping
-          to the current `MAX(id)` would be wrong: a larger id than the last one read means rows
-          not read yet (inserted since the poll), and skipping them loses data. So the last id
-          read is committed again.
+          to the current `MAX(id)` would be wrong: an id above the last one read belongs to a row
+          not read yet (inserted since the poll), and skipping it loses data. So the last id read
+          is committed again.
 
         Either way the offset carries `"heartbeat": <epoch ms of that poll>`, the time up to which
         the table is known complete (it is ignored on resume). A heartbeat is sent for a table at
         most every `heartbeat.interval.ms`, only while all of its records returned by `poll()` are
-        committed (at-least-once mode calls this before in-flight records are acknowledged; jumping
-        past them could lose them), and only for tables the task has polled since it started.
+        committed (at-least-once mode calls this before in-flight records are acknowledged, and
+        moving past them could lose them), and only for tables polled since the task started.
 
-        When it is called: under exactly-once at every transaction commit (with
+        When the runtime calls this: under exactly-once at every transaction commit (with
         `transaction.boundary=connector`, after each table poll that returned rows; with
-        `interval`, also at the end of intervals without any rows, so heartbeats continue while
-        every table is idle), and at every offset flush in at-least-once mode.
+        `interval`, also at the end of intervals without any rows, so heartbeats go on while every
+        table is idle), and at every offset flush in at-least-once mode.
         """
         if self.heartbeat_interval_s <= 0:
             return None
@@ -792,7 +816,7 @@ class JdbcSourceTask(SourceTask):
         offset = self._position(state)
         bound = state.complete_until
         if self.mode.uses_timestamp and bound is not None and _after(bound, state.timestamp):
-            offset[TIMESTAMP_FIELD] = self._ts_to_offset(state.name, bound)
+            offset[TIMESTAMP_FIELD] = self._ts_to_offset(state, bound)
             if self.mode is Mode.TIMESTAMP_INCREMENTING:
                 offset[INCREMENTING_FIELD] = None
         offset[HEARTBEAT_FIELD] = state.complete_at_ms
@@ -851,6 +875,3 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_json_value(v) for v in value]
     return str(value)
-
-
-_ = NonEmptyString  # re-exported validators keep the import list stable for the docs generator

@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import RecordMetadata, SourceRecord
+from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import RequestedTransactionContext
 from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import TransactionBoundary
@@ -84,6 +85,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self._context = (
             RequestedTransactionContext() if self._boundary is TransactionBoundary.CONNECTOR else None
         )
+        # Per-record delivery callbacks cost a Python call each: only pay for them when the task
+        # overrides commit_record() and so can use the metadata.
+        self._wants_metadata = type(self.task).commit_record is not SourceTask.commit_record
 
     def transaction_context(self) -> Any:
         return self._context
@@ -149,6 +153,15 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if outgoing is None:
             self.metrics.record_filtered()
             return
+        on_delivery = self._metadata_callback(record) if self._wants_metadata else None
+
+        try:
+            self.produce(self.producer, outgoing, record, on_delivery)
+        except KafkaException as exc:
+            raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
+        self._txn_sent += 1
+
+    def _metadata_callback(self, record: SourceRecord) -> Any:
         key = id(record)
 
         def on_delivery(err: KafkaError | None, msg: Any) -> None:
@@ -157,11 +170,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                     msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]
                 )
 
-        try:
-            self.produce(self.producer, outgoing, record, on_delivery)
-        except KafkaException as exc:
-            raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
-        self._txn_sent += 1
+        return on_delivery
 
     def _commit_if_interval_passed(self) -> None:
         if time.monotonic() - self._last_commit < self._interval_s:
@@ -206,8 +215,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self._last_commit = time.monotonic()
         self._txn_records, self._txn_sent, self._txn_offsets = [], 0, {}
         self.producer.poll(0)
-        for record in records:
-            self.task.commit_record(record, None if abort else self._metadata.pop(id(record), None))
+        if self._wants_metadata:
+            for record in records:
+                self.task.commit_record(record, None if abort else self._metadata.pop(id(record), None))
         self._metadata.clear()
         self.task.commit()
 

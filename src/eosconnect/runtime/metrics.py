@@ -29,6 +29,11 @@ class TaskMetrics:
     offset_commit_seconds_max: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def mark_started(self) -> None:
+        """Rates count from here: the task's start-up (fencing, offsets read) is not throughput."""
+        with self._lock:
+            self.started_at = time.monotonic()
+
     def record_transaction(self, size: int) -> None:
         """A committed transaction of `size` records (data records, not the offset records)."""
         with self._lock:
@@ -76,6 +81,7 @@ class TaskMetrics:
             return {
                 "connector": self.connector,
                 "task": self.task,
+                "running-seconds": elapsed,
                 "transaction-size-min": self.transaction_size_min,
                 "transaction-size-max": self.transaction_size_max,
                 "transaction-size-avg": self.transaction_size_avg,

@@ -167,6 +167,7 @@ class SourceTaskRunner(ABC):
         self.task.initialize(context)
         self.task.start(dict(self.spec.task_config))
         self._task_started = True
+        self.metrics.mark_started()
         self.log.info("started %s", type(self.task).__name__)
 
     def transaction_context(self) -> Any:
@@ -202,7 +203,9 @@ class SourceTaskRunner(ABC):
         A record too large to send fails the task with the fix in the message; other Kafka errors
         are raised as they are, for the runner to classify.
         """
-        kwargs: dict[str, Any] = {"key": outgoing.key, "value": outgoing.value, "on_delivery": on_delivery}
+        kwargs: dict[str, Any] = {"key": outgoing.key, "value": outgoing.value}
+        if on_delivery is not None:
+            kwargs["on_delivery"] = on_delivery
         if outgoing.partition is not None:
             kwargs["partition"] = outgoing.partition
         if outgoing.headers:

@@ -63,6 +63,7 @@ __all__ = [
     "TargetState",
     "leader_producer_config",
     "leader_transactional_id",
+    "plain_producer_config",
 ]
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,596 @@
+"""The distributed herder: one per worker; the elected leader runs every connector's tasks on Spark.
+
+Each tick the herder reads the config topic to its end. The leader then (1) holds the config
+topic's write privileges (its transactional writer fences any previous leader), (2) keeps a fresh
+session key, (3) regenerates task configs when a connector's config changed, and (4) reconciles
+Spark jobs with the config: one job per connector generation, stopped gracefully (heartbeat
+directive) when its generation is replaced, the connector paused, stopped or deleted, and cancelled
+if it does not stop within `task.shutdown.graceful.timeout.ms`. Followers only serve reads and
+forward the rest to the leader (the REST layer does the forwarding on `NotLeaderError`).
+
+Tasks report through signed heartbeats (cluster/task_channel.py); the herder turns reports into
+status records and answers with the directive for the task's generation.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka.admin import AdminClient
+
+from eosconnect import __version__
+from eosconnect.api.plugins import available_connectors, resolve_connector_class
+from eosconnect.api.source import SourceConnector
+from eosconnect.cluster.fencing import FencingError
+from eosconnect.cluster.herder_api import (
+    BadRequestError,
+    ConflictError,
+    HerderError,
+    NotFoundError,
+    NotLeaderError,
+)
+from eosconnect.cluster.jobs import SparkTaskJob, free_task_slots, task_configs_for
+from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
+from eosconnect.cluster.validation import config_errors, validate_connector_config
+from eosconnect.runtime.config import WorkerConfig
+from eosconnect.runtime.source_task import TaskSpec
+from eosconnect.storage.clients import client_config
+from eosconnect.storage.config_state import ConfigSnapshot, TargetState
+from eosconnect.storage.config_store import ConfigStore, FencingConflict, LeaderFencedError
+from eosconnect.storage.fencing_round import perform_fencing_round
+from eosconnect.storage.session_key import SessionKey
+from eosconnect.storage.status_store import ConnectState, Status, StatusStore
+from eosconnect.storage.topics import ensure_topic
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.5
+SESSION_KEY_TTL_MS = 60 * 60 * 1000
+
+
+@dataclass
+class TaskRuntime:
+    """What the leader knows about one running task instance, from its heartbeats."""
+
+    state: str = "UNASSIGNED"
+    trace: str | None = None
+    generation: int = -1
+    pid: int | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    last_seen: float = 0.0
+
+
+@dataclass
+class GenerationRun:
+    """The Spark job(s) running one generation of a connector's tasks."""
+
+    connector: str
+    generation: int
+    task_count: int
+    job: SparkTaskJob
+    extra_jobs: list[SparkTaskJob] = field(default_factory=list)
+    stopping_since: float | None = None
+    restart_pending: set[int] = field(default_factory=set)
+    stop_tasks: set[int] = field(default_factory=set)
+
+    def running(self) -> bool:
+        return self.job.running() or any(j.running() for j in self.extra_jobs)
+
+
+class DistributedHerder:
+    def __init__(self, worker: WorkerConfig, spark: SparkSession, rest_url: str) -> None:
+        from eosconnect.cluster.election import LeaderElection
+
+        self.worker = worker
+        self.spark = spark
+        self.rest_url = rest_url.rstrip("/")
+        self.worker_id = self.rest_url.split("://", 1)[-1]
+        self.config_store = ConfigStore(worker)
+        self.status_store = StatusStore(worker)
+        self.election = LeaderElection(worker, self.rest_url, self._wake, self._wake)
+        self._runs: dict[str, GenerationRun] = {}
+        self._tasks: dict[tuple[str, int], TaskRuntime] = {}
+        self._generated_from: dict[str, Mapping[str, str]] = {}
+        self._connector_failures: dict[str, str] = {}
+        self._unassigned: dict[str, str] = {}
+        self._lock = threading.RLock()
+        self._fence_locks: dict[str, threading.Lock] = {}
+        self._wakeup = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
+        self._cluster_id: str | None = None
+
+    # ======================================================================== lifecycle
+    def start(self) -> None:
+        admin = AdminClient(client_config("admin", self.worker.originals))
+        ensure_topic(
+            admin,
+            self.worker.offset_storage_topic,
+            int(self.worker.values["offset.storage.partitions"]),
+            int(self.worker.values["offset.storage.replication.factor"]),
+            partitions_setting="offset.storage.partitions",
+            replication_setting="offset.storage.replication.factor",
+        )
+        self.config_store.start()
+        self.status_store.start()
+        try:
+            self._cluster_id = admin.describe_cluster(request_timeout=10).result(timeout=15).cluster_id
+        except Exception:  # noqa: BLE001 - only shown on GET /
+            self._cluster_id = None
+        self.election.start()
+        self._thread.start()
+        log.info("worker %s started (group %s, exactly.once.source.support=%s)", self.worker_id,
+                 self.worker.group_id, self.worker.exactly_once_source_support.value)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake()
+        self._thread.join(30)
+        self._stop_all_runs(wait=True)
+        self.election.stop()
+        self.config_store.relinquish_write_privileges()
+        self.status_store.close()
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    # ======================================================================== the loop
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wakeup.wait(TICK_S)
+            self._wakeup.clear()
+            try:
+                self._tick()
+            except Exception:
+                log.exception("herder tick failed; retrying")
+                time.sleep(1)
+
+    def _tick(self) -> None:
+        snapshot = self.config_store.read_to_end()
+        if not self.election.is_leader:
+            if self.config_store.has_write_privileges:
+                self.config_store.relinquish_write_privileges()
+            if self._runs:
+                log.warning("worker %s lost leadership; stopping its tasks", self.worker_id)
+                self._stop_all_runs(wait=False)
+            self._reap_runs(snapshot)
+            return
+        if not self.config_store.has_write_privileges:
+            try:
+                self.config_store.claim_write_privileges()
+            except LeaderFencedError as exc:
+                log.warning("could not claim the config topic: %s", exc)
+                return
+            snapshot = self.config_store.read_to_end()
+        self._ensure_session_key(snapshot)
+        for connector in snapshot.connectors():
+            self._reconcile_task_configs(connector, snapshot)
+        snapshot = self.config_store.snapshot
+        self._reconcile_runs(snapshot)
+
+    def _ensure_session_key(self, snapshot: ConfigSnapshot) -> None:
+        now_ms = int(time.time() * 1000)
+        key = snapshot.session_key
+        if key is None or key.expired(now_ms, SESSION_KEY_TTL_MS):
+            self.config_store.put_session_key(SessionKey.generate(now_ms))
+            self.config_store.read_to_end()
+            log.info("leader %s distributed a new session key", self.worker_id)
+
+    def _reconcile_task_configs(self, connector: str, snapshot: ConfigSnapshot) -> None:
+        config = snapshot.connector_config(connector)
+        if config is None or snapshot.target_state(connector) == TargetState.STOPPED:
+            return
+        if self._generated_from.get(connector) == config:
+            return
+        try:
+            instance, task_configs = task_configs_for(config)
+            instance.stop()
+        except Exception as exc:
+            message = f"connector {connector!r} could not produce task configs: {exc}"
+            if self._connector_failures.get(connector) != message:
+                log.error(message)
+                self._connector_failures[connector] = message
+                self._put_connector_status(connector, ConnectState.FAILED, trace=message)
+            return
+        self._connector_failures.pop(connector, None)
+        if tuple(task_configs) != tuple(snapshot.task_configs(connector)) or snapshot.generation(connector) is None:
+            self.config_store.put_task_configs(connector, task_configs)
+            log.info("connector %s: wrote %d task configs (new generation)", connector, len(task_configs))
+        self._generated_from[connector] = config
+        self._put_connector_status(connector, self._connector_state(snapshot, connector))
+
+    def _connector_state(self, snapshot: ConfigSnapshot, connector: str) -> ConnectState:
+        target = snapshot.target_state(connector)
+        if target == TargetState.PAUSED:
+            return ConnectState.PAUSED
+        if target == TargetState.STOPPED:
+            return ConnectState.STOPPED
+        return ConnectState.RUNNING
+
+    # ======================================================================== Spark jobs
+    def _reconcile_runs(self, snapshot: ConfigSnapshot) -> None:
+        graceful_s = self.worker.task_shutdown_graceful_timeout_ms / 1000
+        with self._lock:
+            for name, run in list(self._runs.items()):
+                latest = snapshot.generation(name)
+                target = snapshot.target_state(name)
+                obsolete = not snapshot.contains(name) or target == TargetState.STOPPED or latest != run.generation
+                if obsolete and run.stopping_since is None:
+                    run.stopping_since = time.monotonic()
+                    log.info("connector %s: stopping generation %s", name, run.generation)
+                if run.stopping_since is not None and run.running():
+                    if time.monotonic() - run.stopping_since > graceful_s:
+                        for job in (run.job, *run.extra_jobs):
+                            if job.running():
+                                job.cancel()
+            self._reap_runs(snapshot)
+            busy = sum(r.task_count for r in self._runs.values())
+            for name in snapshot.connectors():
+                if name in self._runs or snapshot.target_state(name) == TargetState.STOPPED:
+                    continue
+                generation = snapshot.generation(name)
+                count = snapshot.task_count(name)
+                if generation is None or count == 0 or name in self._connector_failures:
+                    continue
+                if count > free_task_slots(self.spark, busy):
+                    reason = (
+                        f"not enough free Spark task slots: connector {name!r} needs {count}, "
+                        f"{free_task_slots(self.spark, busy)} of {self.spark.sparkContext.defaultParallelism} "
+                        "are free; lower tasks.max or give Spark more cores/executors"
+                    )
+                    if self._unassigned.get(name) != reason:
+                        self._unassigned[name] = reason
+                        log.warning(reason)
+                        for t in range(count):
+                            self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, reason)
+                    continue
+                self._unassigned.pop(name, None)
+                self._runs[name] = self._launch(name, snapshot, generation, list(range(count)))
+                busy += count
+
+    def _reap_runs(self, snapshot: ConfigSnapshot) -> None:
+        with self._lock:
+            for name, run in list(self._runs.items()):
+                if run.stopping_since is not None and not run.running():
+                    del self._runs[name]
+                    log.info("connector %s: generation %s stopped", name, run.generation)
+                    if snapshot.contains(name) and snapshot.target_state(name) == TargetState.STOPPED:
+                        for t in range(run.task_count):
+                            self._put_task_status(name, t, ConnectState.STOPPED, run.generation)
+
+    def _launch(self, name: str, snapshot: ConfigSnapshot, generation: int, tasks: list[int]) -> GenerationRun:
+        specs = [self._spec(name, snapshot, generation, t) for t in tasks]
+        group = f"eosconnect-{name}-gen{generation}-{int(time.time() * 1000)}"
+        job = SparkTaskJob(self.spark, group, specs, f"eosconnect connector {name} generation {generation}")
+        for t in tasks:
+            self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation)
+        job.start()
+        log.info("connector %s: launched generation %s (%d tasks) as Spark job group %s", name, generation,
+                 len(tasks), group)
+        return GenerationRun(name, generation, snapshot.task_count(name), job)
+
+    def _spec(self, name: str, snapshot: ConfigSnapshot, generation: int, task: int) -> TaskSpec:
+        connector_config = dict(snapshot.connector_config(name) or {})
+        worker_props = dict(self.worker.originals)
+        coordinator = (
+            RestStartupCoordinator(self.rest_url, worker_props) if self.worker.exactly_once_enabled else None
+        )
+        return TaskSpec(
+            connector=name,
+            task=task,
+            task_config=dict(snapshot.task_config(name, task) or {}),
+            connector_config=connector_config,
+            worker_config=worker_props,
+            control=RestTaskControl(self.rest_url, worker_props, name, task, generation),
+            coordinator=coordinator,
+            generation=generation,
+        )
+
+    def _stop_all_runs(self, wait: bool) -> None:
+        with self._lock:
+            for run in self._runs.values():
+                if run.stopping_since is None:
+                    run.stopping_since = time.monotonic()
+            runs = list(self._runs.values())
+        if wait:
+            deadline = time.monotonic() + self.worker.task_shutdown_graceful_timeout_ms / 1000
+            while any(r.running() for r in runs) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            for run in runs:
+                for job in (run.job, *run.extra_jobs):
+                    if job.running():
+                        job.cancel()
+
+    # ======================================================================== task channel
+    def task_heartbeat(self, name: str, task: int, generation: int, report: Mapping[str, Any]) -> str:
+        state = str(report.get("state", "RUNNING"))
+        with self._lock:
+            runtime = self._tasks.setdefault((name, task), TaskRuntime())
+            changed = (runtime.state, runtime.generation) != (state, generation)
+            runtime.state, runtime.generation = state, generation
+            runtime.trace = report.get("trace")
+            runtime.pid = report.get("pid")
+            runtime.metrics = dict(report.get("metrics") or {})
+            runtime.last_seen = time.monotonic()
+            run = self._runs.get(name)
+            directive = "stop"
+            if run is not None and run.generation == generation and run.stopping_since is None:
+                if task in run.stop_tasks:
+                    directive = "stop"
+                elif self.config_store.snapshot.target_state(name) == TargetState.PAUSED:
+                    directive = "pause"
+                else:
+                    directive = "run"
+            if report.get("final"):
+                self._task_finished(name, task, generation, run)
+        if changed and state != "SUPERSEDED":
+            self._put_task_status(name, task, ConnectState(state) if state in ConnectState.__members__ else
+                                  ConnectState.FAILED, generation, runtime.trace)
+        return directive
+
+    def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> None:
+        if run is None or run.generation != generation or task not in run.restart_pending:
+            return
+        run.restart_pending.discard(task)
+        run.stop_tasks.discard(task)
+        snapshot = self.config_store.snapshot
+        extra = SparkTaskJob(
+            self.spark, f"eosconnect-{name}-gen{generation}-task{task}-{int(time.time() * 1000)}",
+            [self._spec(name, snapshot, generation, task)], f"eosconnect task {name}-{task} restart",
+        )
+        run.extra_jobs.append(extra.start())
+        log.info("connector %s: restarted task %d", name, task)
+
+    def task_runtimes(self) -> dict[str, dict[str, Any]]:
+        """Internal view for operators and tests: pid, state and generation of every known task."""
+        with self._lock:
+            return {
+                f"{c}-{t}": {"connector": c, "task": t, "state": r.state, "generation": r.generation, "pid": r.pid}
+                for (c, t), r in self._tasks.items()
+            }
+
+    # ======================================================================== fencing
+    def fence_zombies(self, name: str) -> None:
+        self._require_leader()
+        lock = self._fence_locks.setdefault(name, threading.Lock())
+        with lock:
+            snapshot = self.config_store.read_to_end()
+            if not snapshot.contains(name):
+                raise NotFoundError(f"Connector {name} not found")
+            try:
+                perform_fencing_round(self.config_store, snapshot, name)
+            except FencingConflict as exc:
+                raise ConflictError(f"new task configs for connector {name} arrived during fencing: {exc}") from exc
+            except FencingError as exc:
+                raise HerderError(f"zombie fencing for connector {name} failed: {exc}") from exc
+            except LeaderFencedError as exc:
+                raise NotLeaderError(self.election.leader_url(max_age_s=0)) from exc
+
+    def session_keys(self) -> list[SessionKey]:
+        snapshot = self.config_store.snapshot
+        keys = [snapshot.session_key, snapshot.previous_session_key]
+        if snapshot.session_key is None:
+            keys = [self.config_store.read_to_end().session_key, None]
+        return [k for k in keys if k is not None]
+
+    # ======================================================================== Herder API: reads
+    def is_leader(self) -> bool:
+        return self.election.is_leader
+
+    def leader_url(self) -> str | None:
+        return self.election.leader_url()
+
+    def kafka_cluster_id(self) -> str | None:
+        return self._cluster_id
+
+    def server_info(self) -> dict[str, Any]:
+        return {"version": __version__, "commit": "eosconnect", "kafka_cluster_id": self._cluster_id}
+
+    def connectors(self) -> list[str]:
+        return sorted(self.config_store.snapshot.connectors())
+
+    def _snapshot_with(self, name: str) -> ConfigSnapshot:
+        snapshot = self.config_store.snapshot
+        if not snapshot.contains(name):
+            snapshot = self.config_store.read_to_end()
+            if not snapshot.contains(name):
+                raise NotFoundError(f"Connector {name} not found")
+        return snapshot
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._snapshot_with(name).connector_config(name) or {})
+
+    def connector_info(self, name: str) -> dict[str, Any]:
+        snapshot = self._snapshot_with(name)
+        return {
+            "name": name,
+            "config": dict(snapshot.connector_config(name) or {}),
+            "tasks": [{"connector": name, "task": t} for t in range(snapshot.task_count(name))],
+            "type": "source",
+        }
+
+    def task_configs(self, name: str) -> list[dict[str, Any]]:
+        snapshot = self._snapshot_with(name)
+        return [
+            {"id": {"connector": name, "task": t}, "config": dict(cfg)}
+            for t, cfg in enumerate(snapshot.task_configs(name))
+        ]
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        snapshot = self._snapshot_with(name)
+        statuses = self.status_store.read_to_end()
+        conn = statuses.connector(name)
+        connector_state = {"state": conn.state.value if conn else "UNASSIGNED",
+                           "worker_id": conn.worker_id if conn else self.worker_id}
+        if conn and conn.trace:
+            connector_state["trace"] = conn.trace
+        tasks = []
+        task_statuses = statuses.tasks_of(name)
+        for t in range(snapshot.task_count(name)):
+            st = task_statuses.get(t)
+            entry: dict[str, Any] = {"id": t, "state": st.state.value if st else "UNASSIGNED",
+                                     "worker_id": st.worker_id if st else self.worker_id}
+            if st and st.trace:
+                entry["trace"] = st.trace
+            tasks.append(entry)
+        return {"name": name, "connector": connector_state, "tasks": tasks, "type": "source"}
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        status = self.connector_status(name)
+        for entry in status["tasks"]:
+            if entry["id"] == task:
+                return entry
+        raise NotFoundError(f"Task {name}-{task} not found")
+
+    def connector_topics(self, name: str) -> list[str]:
+        self._snapshot_with(name)
+        return []
+
+    # ======================================================================== Herder API: writes
+    def _require_leader(self) -> None:
+        if not self.election.is_leader:
+            raise NotLeaderError(self.election.leader_url())
+
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str], allow_replace: bool
+    ) -> tuple[bool, dict[str, Any]]:
+        self._require_leader()
+        config = {str(k): str(v) for k, v in config.items()}
+        if config.get("name", name) != name:
+            raise BadRequestError(
+                f"Connector name configuration ({config['name']}) doesn't match connector name in the URL ({name})"
+            )
+        config["name"] = name
+        infos = validate_connector_config(config, self.worker)
+        if infos["error_count"]:
+            errors = config_errors(infos)
+            detail = "; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items())
+            raise BadRequestError(
+                f"Connector configuration is invalid and contains the following {infos['error_count']} "
+                f"error(s): {detail}",
+                errors,
+            )
+        snapshot = self.config_store.read_to_end()
+        exists = snapshot.contains(name)
+        if exists and not allow_replace:
+            raise ConflictError(f"Connector {name} already exists")
+        self.config_store.put_connector_config(name, config, None if exists else TargetState.STARTED)
+        self.config_store.read_to_end()
+        self._wake()
+        return not exists, self.connector_info(name)
+
+    def delete_connector(self, name: str) -> None:
+        self._require_leader()
+        snapshot = self._snapshot_with(name)
+        self.config_store.delete_connector(name)
+        self.status_store.delete_connector_status(name)
+        for t in range(snapshot.task_count(name)):
+            self.status_store.delete_task_status(name, t)
+        self._generated_from.pop(name, None)
+        self.config_store.read_to_end()
+        self._wake()
+
+    def _set_target(self, name: str, state: TargetState) -> None:
+        self._snapshot_with(name)
+        self.config_store.put_target_state(name, state)
+        self.config_store.read_to_end()
+        self._wake()
+
+    def pause_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.PAUSED)
+        self._put_connector_status(name, ConnectState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STARTED)
+        self._put_connector_status(name, ConnectState.RUNNING)
+
+    def stop_connector(self, name: str) -> None:
+        self._require_leader()
+        self._set_target(name, TargetState.STOPPED)
+        self._generated_from.pop(name, None)
+        self._put_connector_status(name, ConnectState.STOPPED)
+
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
+        self._require_leader()
+        snapshot = self.config_store.read_to_end()
+        if not snapshot.contains(name):
+            raise NotFoundError(f"Connector {name} not found")
+        self._generated_from.pop(name, None)
+        self._connector_failures.pop(name, None)
+        self._wake()
+        if not include_tasks and not only_failed:
+            return None
+        status = self.connector_status(name)
+        for entry in status["tasks"]:
+            if only_failed and entry["state"] != "FAILED":
+                continue
+            self.restart_task(name, entry["id"])
+            entry["state"] = "RESTARTING"
+        return status
+
+    def restart_task(self, name: str, task: int) -> None:
+        self._require_leader()
+        snapshot = self.config_store.read_to_end()
+        if not snapshot.contains(name) or task >= snapshot.task_count(name):
+            raise NotFoundError(f"Task {name}-{task} not found")
+        if snapshot.pending_fencing(name) and self.worker.exactly_once_enabled and name not in self._runs:
+            raise ConflictError(f"Cannot complete request: a rebalance is pending for connector {name}")
+        with self._lock:
+            run = self._runs.get(name)
+            if run is None or run.generation != snapshot.generation(name):
+                raise ConflictError(f"Cannot complete request: connector {name} has no running generation")
+            runtime = self._tasks.get((name, task))
+            run.restart_pending.add(task)
+            self._put_task_status(name, task, ConnectState.RESTARTING, run.generation)
+            if runtime is not None and runtime.state in ("FAILED", "STOPPED", "SUPERSEDED"):
+                self._task_finished(name, task, run.generation, run)
+            else:
+                run.stop_tasks.add(task)
+
+    # ======================================================================== validation, plugins
+    def validate_connector_config(self, plugin: str, config: Mapping[str, str]) -> dict[str, Any]:
+        return validate_connector_config({**config, "connector.class": config.get("connector.class", plugin)},
+                                         self.worker)
+
+    def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
+        plugins = []
+        for short, path in sorted(available_connectors().items()):
+            try:
+                cls = resolve_connector_class(short)
+                version = cls().version() if issubclass(cls, SourceConnector) else "unknown"
+            except Exception:  # noqa: BLE001 - a broken plugin is listed, not fatal
+                version = "unknown"
+            plugins.append({"class": str(path), "type": "source", "version": version})
+        return plugins
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        cls = resolve_connector_class(plugin)
+        return [info.__dict__ for info in cls().config_def().describe()]
+
+    # ======================================================================== status helpers
+    def _put_connector_status(self, name: str, state: ConnectState, trace: str | None = None) -> None:
+        try:
+            self.status_store.put_connector_status(name, Status(state, self.worker_id, 0, trace))
+        except Exception as exc:  # noqa: BLE001 - status is advisory; never fail the caller
+            log.warning("could not write status of connector %s: %s", name, exc)
+
+    def _put_task_status(
+        self, name: str, task: int, state: ConnectState, generation: int, trace: str | None = None
+    ) -> None:
+        try:
+            self.status_store.put_task_status(name, task, Status(state, self.worker_id, generation, trace))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("could not write status of task %s-%s: %s", name, task, exc)
+
+    # ======================================================================== metrics
+    def task_metrics(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r.metrics) for r in self._tasks.values() if r.metrics]

@@ -1,0 +1,128 @@
+"""Connector config validation for create, update and `.../config/validate` (KIP-618 pre-flight).
+
+The result is Kafka Connect's ConfigInfos body: one entry per setting (the framework's and the
+connector's), each with its errors, so a UI can show every problem next to its field at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eosconnect.api.config import ConfigDef, ConfigValue
+from eosconnect.api.errors import ConfigException
+from eosconnect.api.plugins import resolve_connector_class
+from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
+from eosconnect.runtime.config import SOURCE_CONNECTOR_CONFIG_DEF, WorkerConfig
+
+
+def exactly_once_preflight(
+    connector: SourceConnector, config: Mapping[str, str], worker: WorkerConfig
+) -> dict[str, list[str]]:
+    """spec/000 "REST API pre-flight validation", worded as the KIP words it."""
+    errors: dict[str, list[str]] = {}
+    if config.get("exactly.once.support", "requested").strip().lower() == "required":
+        if not worker.exactly_once_enabled:
+            errors.setdefault("exactly.once.support", []).append(
+                "This worker does not have exactly-once source support enabled "
+                "(exactly.once.source.support=enabled), so exactly-once delivery cannot be required; set "
+                "exactly.once.support to requested or enable exactly-once support on every worker."
+            )
+        support = connector.exactly_once_support(dict(config))
+        if support is None:
+            errors.setdefault("exactly.once.support", []).append(
+                "The connector does not say whether it provides exactly-once delivery guarantees with this "
+                "configuration. Consult its documentation carefully before proceeding, and possibly set "
+                "exactly.once.support to requested."
+            )
+        elif support == ExactlyOnceSupport.UNSUPPORTED:
+            errors.setdefault("exactly.once.support", []).append(
+                "The connector does not provide exactly-once delivery guarantees with this configuration."
+            )
+    if config.get("transaction.boundary", "poll").strip().lower() == "connector":
+        boundaries = connector.can_define_transaction_boundaries(dict(config))
+        if boundaries != ConnectorTransactionBoundaries.SUPPORTED:
+            errors.setdefault("transaction.boundary", []).append(
+                "The connector does not support defining its own transaction boundaries with this "
+                "configuration; set transaction.boundary to poll or interval instead."
+            )
+    return errors
+
+
+def _value_entry(key: Any, value: ConfigValue | None, extra_errors: list[str]) -> dict[str, Any]:
+    errors = [*(value.errors if value is not None else []), *extra_errors]
+    return {
+        "definition": {
+            "name": key.name,
+            "type": str(key.type),
+            "required": key.required,
+            "default_value": None if key.required else _text(key.default),
+            "importance": str(key.importance),
+            "documentation": key.documentation,
+            "group": key.group,
+            "width": "NONE",
+            "display_name": key.display_name or key.name,
+            "dependents": [],
+            "order": -1,
+        },
+        "value": {
+            "name": key.name,
+            "value": _text(value.value) if value is not None else None,
+            "recommended_values": list(value.recommended_values) if value is not None else [],
+            "errors": errors,
+            "visible": True,
+        },
+    }
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -> dict[str, Any]:
+    """ConfigInfos for `config`: framework settings, connector settings and pre-flight checks."""
+    class_name = config.get("connector.class", "")
+    extra: dict[str, list[str]] = {}
+    connector_def = ConfigDef()
+    connector: SourceConnector | None = None
+    if class_name:
+        try:
+            cls = resolve_connector_class(class_name)
+            instance = cls()
+            if not isinstance(instance, SourceConnector):
+                extra["connector.class"] = [f"{class_name!r} is not a source connector"]
+            else:
+                connector = instance
+                connector_def = connector.config_def()
+        except ConfigException as exc:
+            extra["connector.class"] = [str(exc)]
+    if connector is not None:
+        for name, errors in exactly_once_preflight(connector, config, worker).items():
+            extra.setdefault(name, []).extend(errors)
+    framework = ConfigDef(SOURCE_CONNECTOR_CONFIG_DEF)
+    configs: list[dict[str, Any]] = []
+    for definition, prefix_def in ((framework, framework), (connector_def, connector_def)):
+        values = {v.name: v for v in definition.validate(config)}
+        for key in prefix_def:
+            if definition is connector_def and key.name in framework:
+                continue
+            configs.append(_value_entry(key, values.get(key.name), extra.pop(key.name, [])))
+    for name, errors in extra.items():  # errors for settings no definition describes
+        configs.append({"definition": None, "value": {"name": name, "value": config.get(name),
+                                                       "recommended_values": [], "errors": errors, "visible": True}})
+    error_count = sum(len(c["value"]["errors"]) for c in configs)
+    return {
+        "name": class_name,
+        "error_count": error_count,
+        "groups": sorted({c["definition"]["group"] for c in configs if c["definition"] and c["definition"]["group"]}),
+        "configs": configs,
+    }
+
+
+def config_errors(infos: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Just the errors of a ConfigInfos body, by setting name."""
+    return {c["value"]["name"]: list(c["value"]["errors"]) for c in infos["configs"] if c["value"]["errors"]}

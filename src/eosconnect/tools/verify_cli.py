@@ -1,0 +1,237 @@
+"""`eosconnect verify`: check a topic against its source of truth, exactly once, read_committed.
+
+Two sources of truth:
+
+* `--sequence`: SequenceSource output. With `--tasks N --records-per-task M`, every task's key must
+  hold the sequence numbers 0..M-1 exactly once (minus the transactions SequenceSource aborts on
+  purpose with `--abort-every`/`--commit-every`); without counts, per key no gap and no duplicate
+  from 0 (from the lowest number seen when reading `--from-offsets`).
+* `--jdbc URL --table T --id-column id`: JdbcSource output. Every row of the table exactly once,
+  matched by its id.
+
+Prints a summary table (expected, seen, duplicates, missing, unexpected, the first anomalies) and
+exits 0 when the topic is exactly right, 1 on any anomaly, 2 on bad usage, 3 when the topic or the
+table cannot be read. The checks themselves live in `eosconnect.tools.verify`; `print_report` is
+shared with the demo.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from eosconnect.storage.topic_reader import TopicRecord
+from eosconnect.tools.verify import (
+    SequenceReport,
+    parse_start_offsets,
+    verify_jdbc_topic,
+    verify_sequence_topic,
+)
+
+__all__ = ["EXIT_ANOMALIES", "EXIT_UNREADABLE", "print_report", "render_report", "verify_app"]
+
+EXIT_ANOMALIES = 1
+EXIT_USAGE = 2
+EXIT_UNREADABLE = 3
+#: Topics with at least this many records to read get a progress bar.
+PROGRESS_THRESHOLD = 10_000
+
+verify_app = typer.Typer(
+    help="Check a topic against its source of truth: every record exactly once (read_committed).",
+    no_args_is_help=True,
+)
+console = Console()
+
+
+def render_report(report: SequenceReport, title: str) -> Table:
+    table = Table(title=title, show_header=True)
+    table.add_column("check")
+    table.add_column("value", justify="right")
+    for name, value in report.summary_rows():
+        style = "" if name != "verdict" else ("bold green" if report.ok else "bold red")
+        table.add_row(name, f"[{style}]{value}[/]" if style else value)
+    return table
+
+
+def print_report(report: SequenceReport, title: str, out: Console | None = None) -> None:
+    """The summary table, then the first anomalies (what the demo and the CLI print)."""
+    out = out or console
+    out.print(render_report(report, title))
+    if report.anomalies:
+        out.print("[bold]first anomalies:[/]")
+        for anomaly in report.anomalies:
+            out.print(f"  [red]{anomaly}[/]")
+
+
+def _client_config(bootstrap_servers: str, settings: list[str] | None) -> dict[str, Any]:
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers}
+    for item in settings or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--consumer-config")
+        config[key.strip()] = value.strip()
+    return config
+
+
+def _records_to_read(config: dict[str, Any], topic: str, start: dict[int, int] | None) -> int:
+    """Records between the start offsets and the high watermarks (an upper bound: control records
+    and aborted records are counted too), for the progress bar."""
+    from confluent_kafka.admin import AdminClient
+
+    from eosconnect.storage.topic_reader import end_offsets, topic_partitions
+
+    admin = AdminClient({**config, "log_level": 0})
+    partitions = topic_partitions(admin, topic, 30)
+    ends = end_offsets(admin, partitions, timeout=30)
+    return sum(max(0, end - (start or {}).get(p, 0)) for (_, p), end in ends.items())
+
+
+def _with_progress(
+    total: int, show: bool, run: Callable[[Callable[[TopicRecord], None] | None], SequenceReport]
+) -> SequenceReport:
+    if not show or total < PROGRESS_THRESHOLD:
+        with console.status(f"Reading up to {total} records with read_committed ..."):
+            return run(None)
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("reading (read_committed)", total=total)
+        seen = 0
+
+        def tick(_record: TopicRecord) -> None:
+            nonlocal seen
+            seen += 1
+            if seen % 500 == 0:
+                progress.update(task, completed=seen)
+
+        report = run(tick)
+        progress.update(task, completed=total)
+        return report
+
+
+@verify_app.callback(invoke_without_command=True)
+def verify(
+    topic: Annotated[str, typer.Option("--topic", "-t", help="The topic to check.", show_default=False)],
+    sequence: Annotated[bool, typer.Option("--sequence", help="Check SequenceSource output.")] = False,
+    tasks: Annotated[
+        int | None, typer.Option(help="--sequence: the connector's task count (keys 0..N-1).", min=1)
+    ] = None,
+    records_per_task: Annotated[
+        int | None, typer.Option(help="--sequence: records.per.task, so seqs 0..M-1 per key.", min=0)
+    ] = None,
+    commit_every: Annotated[
+        int | None, typer.Option(help="--sequence: transaction.commit.every of the connector.", min=1)
+    ] = None,
+    abort_every: Annotated[
+        int, typer.Option(help="--sequence: transaction.abort.every of the connector (0: none).", min=0)
+    ] = 0,
+    jdbc: Annotated[
+        str | None,
+        typer.Option("--jdbc", help="Check JdbcSource output against this SQLAlchemy database URL."),
+    ] = None,
+    table: Annotated[
+        str | None, typer.Option(help="--jdbc: the table (schema.table) the topic holds.")
+    ] = None,
+    id_column: Annotated[str, typer.Option(help="--jdbc: the column identifying a row.")] = "id",
+    bootstrap_servers: Annotated[
+        str,
+        typer.Option(
+            "--bootstrap-servers",
+            "-b",
+            envvar="EOSCONNECT_BOOTSTRAP_SERVERS",
+            help="Kafka cluster of the topic.",
+        ),
+    ] = "localhost:9092",
+    consumer_config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--consumer-config", "-c", help="Extra consumer setting KEY=VALUE, e.g. security (repeatable)."
+        ),
+    ] = None,
+    from_offsets: Annotated[
+        str | None,
+        typer.Option(help="Start at these offsets, PARTITION:OFFSET,... (other partitions: beginning)."),
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to reach the end of the topic.", min=1)] = 120.0,
+    max_anomalies: Annotated[int, typer.Option(help="Anomalies to list.", min=0)] = 10,
+    progress: Annotated[
+        bool, typer.Option(help=f"Show a progress bar for topics of {PROGRESS_THRESHOLD}+ records.")
+    ] = True,
+) -> None:
+    """Read TOPIC to its end with read_committed and check it against its source of truth.
+
+    Exit codes: 0 exactly once, 1 anomalies, 2 bad usage, 3 topic or table unreadable.
+    """
+    if sequence == (jdbc is not None):
+        raise typer.BadParameter("choose one check: --sequence or --jdbc URL", param_hint="--sequence/--jdbc")
+    if jdbc is not None and not table:
+        raise typer.BadParameter("--jdbc needs --table", param_hint="--table")
+    if (tasks is None) != (records_per_task is None):
+        raise typer.BadParameter("give both --tasks and --records-per-task, or neither", param_hint="--tasks")
+    if abort_every and (commit_every is None or tasks is None):
+        raise typer.BadParameter(
+            "--abort-every needs --commit-every, --tasks and --records-per-task", param_hint="--abort-every"
+        )
+    try:
+        start = parse_start_offsets(from_offsets)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--from-offsets") from None
+    config = _client_config(bootstrap_servers, consumer_config)
+
+    def run(on_record: Callable[[TopicRecord], None] | None) -> SequenceReport:
+        if jdbc is not None:
+            assert table is not None
+            return verify_jdbc_topic(
+                config,
+                topic,
+                jdbc,
+                table,
+                id_column,
+                start_offsets=start,
+                timeout=timeout,
+                max_anomalies=max_anomalies,
+                on_record=on_record,
+            )
+        return verify_sequence_topic(
+            config,
+            topic,
+            start_offsets=start,
+            timeout=timeout,
+            on_record=on_record,
+            tasks=tasks,
+            records_per_task=records_per_task,
+            commit_every=commit_every,
+            abort_every=abort_every,
+            max_anomalies=max_anomalies,
+        )
+
+    try:
+        total = _records_to_read(config, topic, start)
+        report = _with_progress(total, progress and not os.environ.get("EOSCONNECT_NO_PROGRESS"), run)
+    except Exception as exc:  # topic missing, read timeout, database unreachable, ...
+        console.print(f"[red]cannot verify {topic!r}: {exc}[/]")
+        raise typer.Exit(EXIT_UNREADABLE) from exc
+    source = f"table {table} ({jdbc and _hide_password(jdbc)})" if jdbc else "SequenceSource sequences"
+    print_report(report, f"{topic} against {source}, read_committed")
+    if not report.ok:
+        raise typer.Exit(EXIT_ANOMALIES)
+
+
+def _hide_password(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<url>"
