@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from eosconnect.devkafka.cli import app as kafka_app
@@ -21,9 +24,24 @@ def version() -> None:
 
 
 @app.command()
+def worker(
+    properties: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="worker.properties file.")],
+    ready_file: Annotated[Path | None, typer.Option(help="Write the URL and pid here when ready.")] = None,
+    log_level: Annotated[str, typer.Option(help="Python log level.")] = "INFO",
+) -> None:
+    """Run a worker: Spark driver, herder (leader election, fencing) and the REST API."""
+    import logging
+
+    from eosconnect.cluster.worker import load_properties, run_worker
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    run_worker(load_properties(properties), ready_file)
+
+
+@app.command()
 def demo(
-    tasks: int = typer.Option(4, help="Number of Spark tasks."),
-    records: int = typer.Option(5000, help="Records per task."),
+    tasks: Annotated[int, typer.Option(help="Number of Spark tasks.")] = 4,
+    records: Annotated[int, typer.Option(help="Records per task.")] = 5000,
 ) -> None:
     """Run the pipeline end to end on a local broker and Spark local[*]; exit 1 unless verified."""
     from eosconnect.tools.demo import run_demo

@@ -97,6 +97,10 @@ class DistributedHerder:
         self.status_store = StatusStore(worker)
         self.election = LeaderElection(worker, self.rest_url, self._wake, self._wake)
         self._runs: dict[str, GenerationRun] = {}
+        self._abandoned: list[GenerationRun] = []
+        self._zombie_cancel_s = (
+            int(worker.originals.get("eosconnect.zombie.cancel.timeout.ms", "60000")) / 1000
+        )
         self._tasks: dict[tuple[str, int], TaskRuntime] = {}
         self._generated_from: dict[str, Mapping[str, str]] = {}
         self._connector_failures: dict[str, str] = {}
@@ -123,12 +127,16 @@ class DistributedHerder:
         self.status_store.start()
         try:
             self._cluster_id = admin.describe_cluster(request_timeout=10).result(timeout=15).cluster_id
-        except Exception:  # noqa: BLE001 - only shown on GET /
+        except Exception:
             self._cluster_id = None
         self.election.start()
         self._thread.start()
-        log.info("worker %s started (group %s, exactly.once.source.support=%s)", self.worker_id,
-                 self.worker.group_id, self.worker.exactly_once_source_support.value)
+        log.info(
+            "worker %s started (group %s, exactly.once.source.support=%s)",
+            self.worker_id,
+            self.worker.group_id,
+            self.worker.exactly_once_source_support.value,
+        )
 
     def stop(self) -> None:
         self._stop.set()
@@ -201,7 +209,10 @@ class DistributedHerder:
                 self._put_connector_status(connector, ConnectState.FAILED, trace=message)
             return
         self._connector_failures.pop(connector, None)
-        if tuple(task_configs) != tuple(snapshot.task_configs(connector)) or snapshot.generation(connector) is None:
+        if (
+            tuple(task_configs) != tuple(snapshot.task_configs(connector))
+            or snapshot.generation(connector) is None
+        ):
             self.config_store.put_task_configs(connector, task_configs)
             log.info("connector %s: wrote %d task configs (new generation)", connector, len(task_configs))
         self._generated_from[connector] = config
@@ -222,17 +233,40 @@ class DistributedHerder:
             for name, run in list(self._runs.items()):
                 latest = snapshot.generation(name)
                 target = snapshot.target_state(name)
-                obsolete = not snapshot.contains(name) or target == TargetState.STOPPED or latest != run.generation
+                obsolete = (
+                    not snapshot.contains(name) or target == TargetState.STOPPED or latest != run.generation
+                )
                 if obsolete and run.stopping_since is None:
                     run.stopping_since = time.monotonic()
                     log.info("connector %s: stopping generation %s", name, run.generation)
-                if run.stopping_since is not None and run.running():
-                    if time.monotonic() - run.stopping_since > graceful_s:
-                        for job in (run.job, *run.extra_jobs):
-                            if job.running():
-                                job.cancel()
+                overdue = (
+                    run.stopping_since is not None and time.monotonic() - run.stopping_since > graceful_s
+                )
+                if overdue and run.running():
+                    # KIP-618: tasks that do not stop in time are abandoned, not waited for; the
+                    # next generation's fencing round disables them. Their Spark job is
+                    # cancelled later, once they can no longer do harm or hold slots for long.
+                    log.warning(
+                        "connector %s: %d task(s) of generation %s did not stop within %.0fs; abandoning",
+                        name,
+                        run.task_count,
+                        run.generation,
+                        graceful_s,
+                    )
+                    del self._runs[name]
+                    self._abandoned.append(run)
+            for run in list(self._abandoned):
+                if not run.running():
+                    self._abandoned.remove(run)
+                elif (
+                    run.stopping_since is not None
+                    and time.monotonic() - run.stopping_since > self._zombie_cancel_s
+                ):
+                    for job in (run.job, *run.extra_jobs):
+                        if job.running():
+                            job.cancel()
             self._reap_runs(snapshot)
-            busy = sum(r.task_count for r in self._runs.values())
+            busy = sum(r.task_count for r in (*self._runs.values(), *self._abandoned))
             for name in snapshot.connectors():
                 if name in self._runs or snapshot.target_state(name) == TargetState.STOPPED:
                     continue
@@ -243,7 +277,8 @@ class DistributedHerder:
                 if count > free_task_slots(self.spark, busy):
                     reason = (
                         f"not enough free Spark task slots: connector {name!r} needs {count}, "
-                        f"{free_task_slots(self.spark, busy)} of {self.spark.sparkContext.defaultParallelism} "
+                        f"{free_task_slots(self.spark, busy)} of "
+                        f"{self.spark.sparkContext.defaultParallelism} "
                         "are free; lower tasks.max or give Spark more cores/executors"
                     )
                     if self._unassigned.get(name) != reason:
@@ -266,15 +301,22 @@ class DistributedHerder:
                         for t in range(run.task_count):
                             self._put_task_status(name, t, ConnectState.STOPPED, run.generation)
 
-    def _launch(self, name: str, snapshot: ConfigSnapshot, generation: int, tasks: list[int]) -> GenerationRun:
+    def _launch(
+        self, name: str, snapshot: ConfigSnapshot, generation: int, tasks: list[int]
+    ) -> GenerationRun:
         specs = [self._spec(name, snapshot, generation, t) for t in tasks]
         group = f"eosconnect-{name}-gen{generation}-{int(time.time() * 1000)}"
         job = SparkTaskJob(self.spark, group, specs, f"eosconnect connector {name} generation {generation}")
         for t in tasks:
             self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation)
         job.start()
-        log.info("connector %s: launched generation %s (%d tasks) as Spark job group %s", name, generation,
-                 len(tasks), group)
+        log.info(
+            "connector %s: launched generation %s (%d tasks) as Spark job group %s",
+            name,
+            generation,
+            len(tasks),
+            group,
+        )
         return GenerationRun(name, generation, snapshot.task_count(name), job)
 
     def _spec(self, name: str, snapshot: ConfigSnapshot, generation: int, task: int) -> TaskSpec:
@@ -313,14 +355,15 @@ class DistributedHerder:
     def task_heartbeat(self, name: str, task: int, generation: int, report: Mapping[str, Any]) -> str:
         state = str(report.get("state", "RUNNING"))
         with self._lock:
+            run = self._runs.get(name)
             runtime = self._tasks.setdefault((name, task), TaskRuntime())
             changed = (runtime.state, runtime.generation) != (state, generation)
-            runtime.state, runtime.generation = state, generation
-            runtime.trace = report.get("trace")
-            runtime.pid = report.get("pid")
-            runtime.metrics = dict(report.get("metrics") or {})
-            runtime.last_seen = time.monotonic()
-            run = self._runs.get(name)
+            if run is None or run.generation == generation or runtime.generation <= generation:
+                runtime.state, runtime.generation = state, generation
+                runtime.trace = report.get("trace")
+                runtime.pid = report.get("pid")
+                runtime.metrics = dict(report.get("metrics") or {})
+                runtime.last_seen = time.monotonic()
             directive = "stop"
             if run is not None and run.generation == generation and run.stopping_since is None:
                 if task in run.stop_tasks:
@@ -329,11 +372,17 @@ class DistributedHerder:
                     directive = "pause"
                 else:
                     directive = "run"
+            current = run is not None and run.generation == generation
             if report.get("final"):
                 self._task_finished(name, task, generation, run)
-        if changed and state != "SUPERSEDED":
-            self._put_task_status(name, task, ConnectState(state) if state in ConnectState.__members__ else
-                                  ConnectState.FAILED, generation, runtime.trace)
+        if changed and current and state != "SUPERSEDED":
+            self._put_task_status(
+                name,
+                task,
+                ConnectState(state) if state in ConnectState.__members__ else ConnectState.FAILED,
+                generation,
+                runtime.trace,
+            )
         return directive
 
     def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> None:
@@ -343,8 +392,10 @@ class DistributedHerder:
         run.stop_tasks.discard(task)
         snapshot = self.config_store.snapshot
         extra = SparkTaskJob(
-            self.spark, f"eosconnect-{name}-gen{generation}-task{task}-{int(time.time() * 1000)}",
-            [self._spec(name, snapshot, generation, task)], f"eosconnect task {name}-{task} restart",
+            self.spark,
+            f"eosconnect-{name}-gen{generation}-task{task}-{int(time.time() * 1000)}",
+            [self._spec(name, snapshot, generation, task)],
+            f"eosconnect task {name}-{task} restart",
         )
         run.extra_jobs.append(extra.start())
         log.info("connector %s: restarted task %d", name, task)
@@ -353,7 +404,13 @@ class DistributedHerder:
         """Internal view for operators and tests: pid, state and generation of every known task."""
         with self._lock:
             return {
-                f"{c}-{t}": {"connector": c, "task": t, "state": r.state, "generation": r.generation, "pid": r.pid}
+                f"{c}-{t}": {
+                    "connector": c,
+                    "task": t,
+                    "state": r.state,
+                    "generation": r.generation,
+                    "pid": r.pid,
+                }
                 for (c, t), r in self._tasks.items()
             }
 
@@ -368,7 +425,9 @@ class DistributedHerder:
             try:
                 perform_fencing_round(self.config_store, snapshot, name)
             except FencingConflict as exc:
-                raise ConflictError(f"new task configs for connector {name} arrived during fencing: {exc}") from exc
+                raise ConflictError(
+                    f"new task configs for connector {name} arrived during fencing: {exc}"
+                ) from exc
             except FencingError as exc:
                 raise HerderError(f"zombie fencing for connector {name} failed: {exc}") from exc
             except LeaderFencedError as exc:
@@ -428,16 +487,21 @@ class DistributedHerder:
         snapshot = self._snapshot_with(name)
         statuses = self.status_store.read_to_end()
         conn = statuses.connector(name)
-        connector_state = {"state": conn.state.value if conn else "UNASSIGNED",
-                           "worker_id": conn.worker_id if conn else self.worker_id}
+        connector_state = {
+            "state": conn.state.value if conn else "UNASSIGNED",
+            "worker_id": conn.worker_id if conn else self.worker_id,
+        }
         if conn and conn.trace:
             connector_state["trace"] = conn.trace
         tasks = []
         task_statuses = statuses.tasks_of(name)
         for t in range(snapshot.task_count(name)):
             st = task_statuses.get(t)
-            entry: dict[str, Any] = {"id": t, "state": st.state.value if st else "UNASSIGNED",
-                                     "worker_id": st.worker_id if st else self.worker_id}
+            entry: dict[str, Any] = {
+                "id": t,
+                "state": st.state.value if st else "UNASSIGNED",
+                "worker_id": st.worker_id if st else self.worker_id,
+            }
             if st and st.trace:
                 entry["trace"] = st.trace
             tasks.append(entry)
@@ -466,7 +530,8 @@ class DistributedHerder:
         config = {str(k): str(v) for k, v in config.items()}
         if config.get("name", name) != name:
             raise BadRequestError(
-                f"Connector name configuration ({config['name']}) doesn't match connector name in the URL ({name})"
+                f"Connector name configuration ({config['name']}) doesn't match connector name in the URL "
+                f"({name})"
             )
         config["name"] = name
         infos = validate_connector_config(config, self.worker)
@@ -557,8 +622,9 @@ class DistributedHerder:
 
     # ======================================================================== validation, plugins
     def validate_connector_config(self, plugin: str, config: Mapping[str, str]) -> dict[str, Any]:
-        return validate_connector_config({**config, "connector.class": config.get("connector.class", plugin)},
-                                         self.worker)
+        return validate_connector_config(
+            {**config, "connector.class": config.get("connector.class", plugin)}, self.worker
+        )
 
     def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
         plugins = []
@@ -566,7 +632,7 @@ class DistributedHerder:
             try:
                 cls = resolve_connector_class(short)
                 version = cls().version() if issubclass(cls, SourceConnector) else "unknown"
-            except Exception:  # noqa: BLE001 - a broken plugin is listed, not fatal
+            except Exception:
                 version = "unknown"
             plugins.append({"class": str(path), "type": "source", "version": version})
         return plugins
@@ -579,7 +645,7 @@ class DistributedHerder:
     def _put_connector_status(self, name: str, state: ConnectState, trace: str | None = None) -> None:
         try:
             self.status_store.put_connector_status(name, Status(state, self.worker_id, 0, trace))
-        except Exception as exc:  # noqa: BLE001 - status is advisory; never fail the caller
+        except Exception as exc:
             log.warning("could not write status of connector %s: %s", name, exc)
 
     def _put_task_status(
@@ -587,7 +653,7 @@ class DistributedHerder:
     ) -> None:
         try:
             self.status_store.put_task_status(name, task, Status(state, self.worker_id, generation, trace))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.warning("could not write status of task %s-%s: %s", name, task, exc)
 
     # ======================================================================== metrics

@@ -112,13 +112,25 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
                 continue
             configs.append(_value_entry(key, values.get(key.name), extra.pop(key.name, [])))
     for name, errors in extra.items():  # errors for settings no definition describes
-        configs.append({"definition": None, "value": {"name": name, "value": config.get(name),
-                                                       "recommended_values": [], "errors": errors, "visible": True}})
+        configs.append(
+            {
+                "definition": None,
+                "value": {
+                    "name": name,
+                    "value": config.get(name),
+                    "recommended_values": [],
+                    "errors": errors,
+                    "visible": True,
+                },
+            }
+        )
     error_count = sum(len(c["value"]["errors"]) for c in configs)
     return {
         "name": class_name,
         "error_count": error_count,
-        "groups": sorted({c["definition"]["group"] for c in configs if c["definition"] and c["definition"]["group"]}),
+        "groups": sorted(
+            {c["definition"]["group"] for c in configs if c["definition"] and c["definition"]["group"]}
+        ),
         "configs": configs,
     }
 

@@ -76,7 +76,9 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     scheme, host, port = listener_of(props)
     url = advertised_url(props, scheme, host, port)
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
-    spark = create_spark_session(props.get("spark.master", DEFAULT_MASTER), f"eosconnect-worker-{port}", spark_conf)
+    spark = create_spark_session(
+        props.get("spark.master", DEFAULT_MASTER), f"eosconnect-worker-{port}", spark_conf
+    )
     herder = DistributedHerder(worker, spark, url)
     server = RestServer.from_worker_props(herder, props, host, port)
     stop = threading.Event()

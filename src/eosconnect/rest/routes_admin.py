@@ -1,0 +1,125 @@
+"""`GET /`, `GET /health`, `GET /metrics` and `/admin/loggers`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Request
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.responses import JSONResponse, Response
+
+from eosconnect.cluster.herder_api import BadRequestError, NotFoundError
+from eosconnect.rest.deps import HerderDep, error_responses
+from eosconnect.rest.loggers import LoggerLevels, parse_level
+from eosconnect.rest.models import Health, LoggerLevel, ServerInfo
+
+log = logging.getLogger("eosconnect.rest")
+
+router = APIRouter()
+
+
+@router.get(
+    "/",
+    summary="Worker version, commit and Kafka cluster id",
+    tags=["worker"],
+    responses={200: {"model": ServerInfo}},
+    response_model=None,
+)
+def server_info(request: Request, herder: HerderDep) -> Response:
+    state = request.app.state
+    return JSONResponse(
+        {"version": state.version, "commit": state.commit, "kafka_cluster_id": herder.kafka_cluster_id()}
+    )
+
+
+@router.get(
+    "/health",
+    summary="Whether the worker is up and can serve requests",
+    tags=["worker"],
+    responses={200: {"model": Health}, 503: {"model": Health, "description": "Unhealthy"}},
+    response_model=None,
+)
+def health(herder: HerderDep) -> Response:
+    try:
+        herder.connectors()
+    except Exception as exc:
+        log.warning("health check failed: %s", exc)
+        return JSONResponse({"status": "unhealthy", "message": f"Worker cannot serve requests: {exc}"}, 503)
+    return JSONResponse({"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."})
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics of every connector and task",
+    tags=["worker"],
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}, "description": "Metrics"}},
+    response_model=None,
+)
+def metrics(herder: HerderDep) -> Response:
+    return Response(content=herder.metrics_text(), media_type=CONTENT_TYPE_LATEST)
+
+
+def _levels(request: Request) -> LoggerLevels:
+    return request.app.state.logger_levels
+
+
+@router.get(
+    "/admin/loggers",
+    summary="List the loggers with an explicit level, and the root logger",
+    tags=["admin"],
+    responses={200: {"model": dict[str, LoggerLevel]}},
+    response_model=None,
+)
+def list_loggers(request: Request) -> Response:
+    return JSONResponse(_levels(request).all_levels())
+
+
+@router.get(
+    "/admin/loggers/{logger}",
+    summary="Get a logger's (effective) level",
+    tags=["admin"],
+    responses={200: {"model": LoggerLevel}, **error_responses(404)},
+    response_model=None,
+)
+def get_logger(logger: str, request: Request) -> Response:
+    level = _levels(request).level(logger)
+    if level is None:
+        raise NotFoundError(f"Logger {logger} not found.")
+    return JSONResponse(level)
+
+
+@router.put(
+    "/admin/loggers/{logger}",
+    summary="Set a logger's level (and its descendants'); returns the loggers changed",
+    description=(
+        "Body `{\"level\": \"DEBUG\"}`. Python and log4j level names are accepted. Only `scope=worker` "
+        "(the default) is supported: `scope=cluster` answers 400. A missing level is a 400 and an "
+        "unknown level a 404, as in Kafka Connect."
+    ),
+    tags=["admin"],
+    responses={200: {"model": list[str]}, **error_responses(400, 404)},
+    response_model=None,
+)
+def set_logger(
+    logger: str,
+    request: Request,
+    body: Annotated[dict[str, Any], Body(description='{"level": "DEBUG"}')],
+    scope: Annotated[str, Query(description="worker (default); cluster is not supported")] = "worker",
+) -> Response:
+    raw = body.get("level")
+    if raw is None:
+        raise BadRequestError("Desired 'level' parameter was not specified in request.")
+    if not isinstance(raw, str) or parse_level(raw) is None:
+        raise NotFoundError(f"invalid log level '{raw}'.")
+    if scope.lower() == "cluster":
+        raise BadRequestError(
+            "scope=cluster is not supported by eosconnect: set the level on each worker with scope=worker"
+        )
+    if scope.lower() != "worker":
+        log.warning("Received invalid scope '%s' in request to adjust logging level; will default to worker", scope)
+    level = parse_level(raw)
+    assert level is not None
+    affected = _levels(request).set_level(logger, level)
+    log.info("set the level of logger %s to %s (%d loggers)", logger, raw.upper(), len(affected))
+    return JSONResponse(affected)

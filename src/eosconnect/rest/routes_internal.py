@@ -1,0 +1,67 @@
+"""Internal worker-to-worker and task-to-worker endpoints, signed with the session key.
+
+- `PUT /connectors/{c}/fence`: a starting exactly-once task asks the leader to fence the previous
+  generation's producers (KIP-618). 204 when done.
+- `PUT /connectors/{c}/tasks/{t}/heartbeat`: a task running on a Spark executor reports its state
+  and metrics and learns whether to keep running, pause or stop (Spark has no driver-to-task channel).
+
+Both answer 403 unless the request carries a valid signature (`X-Connect-Authorization`,
+`X-Connect-Request-Signature-Timestamp`) made with the current or the previous session key within
+the allowed age; basic authentication does not apply to them.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+from starlette.responses import JSONResponse, Response
+
+from eosconnect.cluster.herder_api import BadRequestError
+from eosconnect.rest.deps import HerderDep, SignedDep, error_responses
+from eosconnect.rest.errors import validation_error_message
+from eosconnect.rest.forwarding import request_body
+from eosconnect.rest.models import HeartbeatRequest, HeartbeatResponse
+
+router = APIRouter(prefix="/connectors", tags=["internal"])
+
+_DIRECTIVES = {"run", "pause", "stop"}
+
+
+@router.put(
+    "/{connector}/fence",
+    status_code=204,
+    summary="Internal: fence the zombie producers of a connector's previous generation",
+    dependencies=[SignedDep],
+    responses={204: {"description": "Fenced"}, **error_responses(403, 404, 409, 500)},
+    response_model=None,
+)
+def fence_zombies(connector: str, herder: HerderDep) -> Response:
+    herder.fence_zombies(connector)
+    return Response(status_code=204)
+
+
+@router.put(
+    "/{connector}/tasks/{task}/heartbeat",
+    summary="Internal: a running task reports its state and metrics and gets its directive",
+    dependencies=[SignedDep],
+    responses={200: {"model": HeartbeatResponse}, **error_responses(400, 403, 404, 409)},
+    response_model=None,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": HeartbeatRequest.model_json_schema()}},
+        }
+    },
+)
+def task_heartbeat(connector: str, task: int, request: Request, herder: HerderDep) -> Response:
+    # The body is parsed here, after the signature check, so an unsigned request gets 403 whatever it holds.
+    try:
+        body = HeartbeatRequest.model_validate_json(request_body(request) or b"null")
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", *e.get("loc", ()))} for e in exc.errors()]
+        raise BadRequestError(validation_error_message(errors)) from None
+    report = body.model_dump(exclude={"generation"})
+    directive = herder.task_heartbeat(connector, task, body.generation, report)
+    if directive not in _DIRECTIVES:
+        raise ValueError(f"the herder answered the unknown directive {directive!r}")
+    return JSONResponse({"directive": directive})

@@ -1,0 +1,187 @@
+"""The worker end to end: a real `eosconnect worker` process, its REST API, its tasks on Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from eosconnect.connectors.sequence import parse_value
+from eosconnect.tools.verify import check_sequences
+from support.workers import WorkerProcess
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+@pytest.fixture
+def workers(worker_props, tmp_path: Path):
+    started: list[WorkerProcess] = []
+
+    def _start(name: str = "w1", **overrides: str) -> WorkerProcess:
+        props = {
+            **worker_props("enabled"),
+            "config.storage.topic": worker_group_topic(worker_props, "configs"),
+            "status.storage.topic": worker_group_topic(worker_props, "status"),
+            "config.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "status.storage.partitions": "1",
+            "listeners": "http://127.0.0.1:0",
+            "task.shutdown.graceful.timeout.ms": "3000",
+            "spark.master": "local[8,4]",
+            "spark.driver.memory": "768m",
+            **overrides,
+        }
+        worker = WorkerProcess(props, tmp_path / name).start()
+        started.append(worker)
+        return worker
+
+    yield _start
+    for worker in started:
+        worker.stop()
+
+
+_shared_topics: dict[int, dict[str, str]] = {}
+
+
+def worker_group_topic(worker_props, role: str) -> str:
+    """The same internal topic names for every worker of one test (one group)."""
+    base = worker_props("enabled")["offset.storage.topic"]
+    return base.replace("-offsets-", f"-{role}-")
+
+
+def sequence(name: str, topic: str, tasks: int, total: int, **extra: str) -> dict[str, str]:
+    return {
+        "connector.class": "SequenceSource",
+        "tasks.max": str(tasks),
+        "topic": topic,
+        "records.per.task": str(total),
+        "batch.size": "20",
+        "rate.per.task": extra.pop("rate", "500"),
+        "payload.bytes": "10",
+        **extra,
+    }
+
+
+def committed_sequences(read_committed, topic: str) -> list[tuple[int, int]]:
+    return [parse_value(r.value) for r in read_committed(topic)]
+
+
+def test_connector_lifecycle_on_one_worker(workers, topic_name, create_topic, read_committed):
+    data = create_topic(topic_name("data"), partitions=2)
+    worker = workers()
+    assert worker.request("GET", "/").json()["version"]
+
+    created = worker.request(
+        "POST", "/connectors", json={"name": "seq", "config": sequence("seq", data, 2, 1500)}
+    )
+    assert created.status_code == 201, created.text
+    worker.wait_for(lambda: worker.task_states("seq") == ["RUNNING", "RUNNING"], 90, "two RUNNING tasks")
+
+    assert worker.request("PUT", "/connectors/seq/pause").status_code == 202
+    worker.wait_for(lambda: worker.task_states("seq") == ["PAUSED", "PAUSED"], 30, "tasks PAUSED")
+    paused_count = len(read_committed(data))
+    time.sleep(2)
+    assert len(read_committed(data)) == paused_count, "a paused connector kept writing"
+    assert worker.request("PUT", "/connectors/seq/resume").status_code == 202
+
+    worker.wait_for(lambda: len(read_committed(data)) >= 3000, 120, "3000 committed records")
+    report = check_sequences(committed_sequences(read_committed, data), {0: 1500, 1: 1500})
+    assert report.ok, report.anomalies
+
+    unsigned = worker.request("PUT", "/connectors/seq/fence")
+    assert unsigned.status_code == 403
+    forged = worker.request(
+        "PUT",
+        "/connectors/seq/fence",
+        headers={
+            "X-Connect-Authorization": "Zm9yZ2Vk",
+            "X-Connect-Request-Signature-Timestamp": str(int(time.time() * 1000)),
+        },
+    )
+    assert forged.status_code == 403
+
+    assert worker.request("DELETE", "/connectors/seq").status_code == 204
+    assert worker.request("GET", "/connectors/seq").status_code == 404
+
+
+def test_reconfiguration_fences_a_frozen_zombie(workers, topic_name, create_topic, read_committed):
+    """3 tasks -> 2 -> 4 while a generation-0 task's Python worker is frozen with SIGSTOP."""
+    data = create_topic(topic_name("data"), partitions=4)
+    worker = workers(**{"eosconnect.zombie.cancel.timeout.ms": "600000"})
+    config = sequence(
+        "zz",
+        data,
+        3,
+        100000,
+        rate="200",
+        transaction_boundary="interval",
+        **{"transaction.boundary.interval.ms": "1000"},
+    )
+    assert worker.request("POST", "/connectors", json={"name": "zz", "config": config}).status_code == 201
+    worker.wait_for(lambda: worker.task_states("zz") == ["RUNNING"] * 3, 90, "three RUNNING tasks")
+    worker.wait_for(lambda: len(read_committed(data)) > 300, 60, "some committed records")
+
+    runtimes = worker.request("GET", "/internal/tasks").json()
+    zombie_pid = runtimes["zz-2"]["pid"]
+    os.kill(zombie_pid, signal.SIGSTOP)
+    try:
+        frozen_at = len([1 for t, _ in committed_sequences(read_committed, data) if t == 2])
+        assert (
+            worker.request("PUT", "/connectors/zz/config", json={**config, "tasks.max": "2"}).status_code
+            == 200
+        )
+        worker.wait_for(lambda: worker.task_states("zz") == ["RUNNING"] * 2, 90, "generation with 2 tasks")
+        assert (
+            worker.request("PUT", "/connectors/zz/config", json={**config, "tasks.max": "4"}).status_code
+            == 200
+        )
+        worker.wait_for(lambda: worker.task_states("zz") == ["RUNNING"] * 4, 90, "generation with 4 tasks")
+        worker.wait_for(
+            lambda: (
+                len([1 for t, _ in committed_sequences(read_committed, data) if t == 2]) > frozen_at + 200
+            ),
+            90,
+            "the new task 2 to write",
+        )
+    finally:
+        os.kill(zombie_pid, signal.SIGCONT)
+    time.sleep(5)  # let the zombie try to commit what it had open
+    assert worker.request("DELETE", "/connectors/zz").status_code == 204
+    observed = committed_sequences(read_committed, data)
+    highest: dict[int, int] = {}
+    for task, seq in observed:
+        highest[task] = max(highest.get(task, -1), seq)
+    report = check_sequences(observed, {t: n + 1 for t, n in highest.items()})
+    assert report.ok, report.anomalies
+
+
+def test_leader_failover_keeps_exactly_once(workers, topic_name, create_topic, read_committed):
+    data = create_topic(topic_name("data"), partitions=2)
+    first = workers("w1")
+    second = workers("w2")
+    leader, follower = (first, second)
+    config = sequence("ha", data, 2, 2500, rate="250")
+    response = follower.request("POST", "/connectors", json={"name": "ha", "config": config})
+    assert response.status_code == 201, response.text  # forwarded to the leader
+    leader.wait_for(lambda: leader.task_states("ha") == ["RUNNING", "RUNNING"], 90, "tasks RUNNING")
+    leader.wait_for(lambda: len(read_committed(data)) > 400, 60, "some records")
+
+    leader.kill()
+    follower.wait_for(
+        lambda: (
+            httpx.get(follower.url + "/connectors/ha/status", timeout=10).json()["tasks"][0]["worker_id"]
+            == follower.url.split("://")[1]
+            and follower.task_states("ha") == ["RUNNING", "RUNNING"]
+        ),
+        90,
+        "the follower to take over",
+    )
+    follower.wait_for(lambda: len(read_committed(data)) >= 5000, 180, "all 5000 records")
+    report = check_sequences(committed_sequences(read_committed, data), {0: 2500, 1: 2500})
+    assert report.ok, report.anomalies
+    assert json.loads(json.dumps(report.summary_rows()))

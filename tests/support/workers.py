@@ -1,0 +1,107 @@
+"""Worker processes for end-to-end tests: `eosconnect worker` started as a real subprocess.
+
+Each worker is its own Spark driver (a JVM) plus herder and REST server, exactly as operators run
+it; tests talk to it over HTTP and kill or freeze it with signals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+@dataclass
+class WorkerProcess:
+    props: dict[str, str]
+    workdir: Path
+    proc: subprocess.Popen[bytes] | None = None
+    url: str = ""
+    log_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log_path = self.workdir / "worker.log"
+
+    def start(self, timeout: float = 120.0) -> WorkerProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        props_file = self.workdir / "worker.properties"
+        props_file.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        ready = self.workdir / "ready"
+        ready.unlink(missing_ok=True)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "eosconnect.cli", "worker", str(props_file), "--ready-file", str(ready)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "EOSCONNECT_LOG_LEVEL": "INFO"},
+        )
+        deadline = time.monotonic() + timeout
+        while not ready.exists():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited with {self.proc.returncode}; log:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"worker did not become ready; log:\n{self.tail()}")
+            time.sleep(0.2)
+        self.url = ready.read_text().splitlines()[0]
+        return self
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Signal the worker's whole process group (driver JVM and Python workers included)."""
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.signal(signal.SIGCONT)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(10)
+
+    # ------------------------------------------------------------------ REST helpers
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.request(method, self.url + path, timeout=60, **kwargs)
+
+    def wait_for(self, check: Any, timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            try:
+                last = check()
+                if last:
+                    return last
+            except httpx.HTTPError as exc:
+                last = exc
+            time.sleep(0.5)
+        raise AssertionError(f"timed out waiting for {what} (last: {last}); worker log:\n{self.tail()}")
+
+    def status(self, connector: str) -> dict[str, Any]:
+        response = self.request("GET", f"/connectors/{connector}/status")
+        return response.json() if response.status_code == 200 else {}
+
+    def task_states(self, connector: str) -> list[str]:
+        return [t["state"] for t in self.status(connector).get("tasks", [])]

@@ -1,0 +1,28 @@
+"""docs/connectors.md is generated from the connectors' ConfigDefs and must be kept up to date."""
+
+from __future__ import annotations
+
+from eosconnect.api.plugins import BUILTIN_CONNECTORS
+from eosconnect.tools.gen_connector_docs import DEFAULT_OUTPUT, main, render_connectors_doc
+
+
+def test_generated_reference_is_up_to_date() -> None:
+    assert DEFAULT_OUTPUT.read_text(encoding="utf-8") == render_connectors_doc(), (
+        "docs/connectors.md is stale: run python -m eosconnect.tools.gen_connector_docs"
+    )
+    assert main(["--check"]) == 0
+
+
+def test_every_builtin_connector_and_setting_is_documented() -> None:
+    text = render_connectors_doc()
+    for name in ("SequenceSource", "FileStreamSource", "JdbcSource"):
+        assert f"## {name}\n" in text and name in BUILTIN_CONNECTORS
+    for setting in ("`connection.url`", "`heartbeat.interval.ms`", "`batch.size`", "`records.per.task`"):
+        assert setting in text
+
+
+def test_check_mode_reports_a_stale_file(tmp_path) -> None:
+    stale = tmp_path / "connectors.md"
+    stale.write_text("old")
+    assert main(["--check", "--output", str(stale)]) == 1
+    assert main(["--output", str(stale)]) == 0 and stale.read_text() == render_connectors_doc()

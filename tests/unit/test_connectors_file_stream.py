@@ -1,0 +1,108 @@
+"""FileStreamSource without Kafka or Spark: lines, byte offsets, resume, partial lines, config errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eosconnect.api import (
+    ConfigException,
+    ConnectException,
+    ExactlyOnceSupport,
+    InMemoryOffsetStorageReader,
+    SourceTaskContext,
+    resolve_connector_class,
+)
+from eosconnect.connectors.file_stream import FileStreamSourceConnector, FileStreamSourceTask
+
+
+def start_task(path: Path, position: int | None = None, **settings: str) -> FileStreamSourceTask:
+    offsets = [({"filename": str(path)}, {"position": position})] if position is not None else []
+    task = FileStreamSourceTask()
+    task.initialize(SourceTaskContext(offset_storage_reader=InMemoryOffsetStorageReader(offsets)))
+    task.start({"file": str(path), "topic": "lines", **settings})
+    return task
+
+
+def drain(task: FileStreamSourceTask) -> list[tuple[str, int]]:
+    out = []
+    while batch := task.poll():
+        out.extend((r.value, r.source_offset["position"]) for r in batch)
+    return out
+
+
+def test_lines_with_kafka_partition_and_byte_offsets(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_bytes("alpha\nbé\r\n\nlast".encode())
+    task = start_task(path)
+    batch = task.poll()
+    assert batch is not None
+    assert [(r.value, dict(r.source_offset)) for r in batch] == [
+        ("alpha", {"position": 6}),
+        ("bé", {"position": 11}),  # "bé\r\n" is 5 bytes
+        ("", {"position": 12}),
+    ]
+    assert all(dict(r.source_partition) == {"filename": str(path)} for r in batch)
+    assert all(r.topic == "lines" and r.key is None for r in batch)
+    assert task.poll() is None, "a last line without its newline is not emitted yet"
+    with path.open("ab") as f:
+        f.write(b" line\nmore")
+    assert drain(task) == [("last line", 22)]
+    task.stop()
+
+
+def test_resume_from_stored_position(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("one\ntwo\nthree\n")
+    assert drain(start_task(path, position=4)) == [("two", 8), ("three", 14)]
+    assert drain(start_task(path, position=14)) == []
+
+
+def test_batch_size_limits_lines_per_poll(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(25)))
+    task = start_task(path, **{"batch.size": "10"})
+    sizes = []
+    while batch := task.poll():
+        sizes.append(len(batch))
+    assert sizes == [10, 10, 5]
+
+
+def test_missing_file_is_waited_for(tmp_path: Path) -> None:
+    path = tmp_path / "later.txt"
+    task = start_task(path)
+    assert task.poll() is None
+    path.write_text("hello\n")
+    assert drain(task) == [("hello", 6)]
+
+
+def test_truncated_file_fails_with_explanation(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("one\ntwo\n")
+    task = start_task(path, position=8)
+    path.write_text("x\n")
+    with pytest.raises(ConnectException, match="truncated or replaced"):
+        task.poll()
+
+
+def test_config_errors_name_each_setting() -> None:
+    connector = FileStreamSourceConnector()
+    with pytest.raises(ConfigException) as info:
+        connector.start({"topic": "a,b", "batch.size": "0"})
+    assert set(info.value.errors) == {"file", "topic", "batch.size"}
+    assert "no commas" in info.value.errors["topic"][0]
+
+
+def test_one_task_and_exactly_once_supported(tmp_path: Path) -> None:
+    connector = FileStreamSourceConnector()
+    config = {"file": str(tmp_path / "f"), "topic": "t"}
+    connector.start(config)
+    assert connector.task_configs(4) == [config]
+    assert connector.exactly_once_support(config) is ExactlyOnceSupport.SUPPORTED
+
+
+def test_kafka_class_name_resolves() -> None:
+    cls = resolve_connector_class("org.apache.kafka.connect.file.FileStreamSourceConnector")
+    assert cls is FileStreamSourceConnector
+    assert resolve_connector_class("FileStreamSource") is FileStreamSourceConnector

@@ -1,0 +1,297 @@
+"""JdbcSource on SQLite without Kafka or Spark: modes, tie-breaks, late commits, heartbeats, config."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from eosconnect.api import (
+    ConfigException,
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    InMemoryOffsetStorageReader,
+    RequestedTransactionContext,
+    SourcePartition,
+    SourceRecord,
+    SourceTaskContext,
+    resolve_connector_class,
+)
+from eosconnect.connectors.jdbc import (
+    JdbcSourceConnector,
+    JdbcSourceTask,
+    _json_value,
+    assign_tables,
+)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> tuple[str, sa.Engine]:
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        for table in ("orders", "quiet"):
+            conn.exec_driver_sql(
+                f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, updated_at DATETIME NOT NULL, item TEXT)"
+            )
+    yield url, engine
+    engine.dispose()
+
+
+def ts(seconds_ago: float = 0.0) -> str:
+    moment = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=seconds_ago)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def insert(engine: sa.Engine, table: str, rows: list[tuple[int, str]]) -> None:
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"INSERT INTO {table} (id, updated_at, item) VALUES (?, ?, ?)",
+            [(i, stamp, f"item-{i}") for i, stamp in rows],
+        )
+
+
+def config(url: str, mode: str = "incrementing", **extra: str) -> dict[str, str]:
+    return {
+        "connection.url": url,
+        "tables": "orders",
+        "mode": mode,
+        "incrementing.column.name": "id",
+        "timestamp.column.name": "updated_at" if mode != "incrementing" else "",
+        "topic.prefix": "shop-",
+        "poll.interval.ms": "1",
+        **{k.replace("_", "."): v for k, v in extra.items()},
+    }
+
+
+def start(
+    cfg: dict[str, str],
+    offsets: dict[str, dict[str, Any]] | None = None,
+    txn: RequestedTransactionContext | None = None,
+) -> JdbcSourceTask:
+    connector = JdbcSourceConnector()
+    connector.start(cfg)
+    (task_config,) = connector.task_configs(1)
+    reader = InMemoryOffsetStorageReader([({"table": t}, o) for t, o in (offsets or {}).items()])
+    task = JdbcSourceTask()
+    task.initialize(SourceTaskContext(offset_storage_reader=reader, transaction_context=txn))
+    task.start(task_config)
+    return task
+
+
+def drain(task: JdbcSourceTask, polls: int = 6) -> list[SourceRecord]:
+    out: list[SourceRecord] = []
+    for _ in range(polls):
+        out.extend(task.poll() or [])
+        time.sleep(0.005)
+    for record in out:
+        task.commit_record(record, None)
+    return out
+
+
+def ids(records: list[SourceRecord]) -> list[int]:
+    return [r.key for r in records]
+
+
+def test_incrementing_mode_records_offsets_and_resume(db) -> None:
+    url, engine = db
+    insert(engine, "orders", [(i, ts()) for i in (1, 2, 3)])
+    task = start(config(url, batch_max_rows="2"))
+    records = drain(task)
+    assert ids(records) == [1, 2, 3]
+    first = records[0]
+    assert first.topic == "shop-orders" and dict(first.source_partition) == {"table": "orders"}
+    assert dict(first.source_offset) == {"incrementing": 1}
+    assert first.value["item"] == "item-1" and first.value["id"] == 1
+    task.stop()
+
+    insert(engine, "orders", [(4, ts()), (5, ts())])
+    resumed = start(config(url), offsets={"orders": {"incrementing": 3}})
+    assert ids(drain(resumed)) == [4, 5]
+
+
+def test_timestamp_incrementing_tie_break_across_batches(db) -> None:
+    url, engine = db
+    same = ts(10)
+    insert(engine, "orders", [(i, same) for i in range(1, 8)])
+    task = start(config(url, "timestamp+incrementing", batch_max_rows="3"))
+    records = drain(task, polls=8)
+    assert ids(records) == list(range(1, 8)), "rows sharing a timestamp are all read, once"
+    assert dict(records[2].source_offset) == {"timestamp": same, "incrementing": 3}
+    task.stop()
+    resumed = start(
+        config(url, "timestamp+incrementing"), offsets={"orders": {"timestamp": same, "incrementing": 5}}
+    )
+    assert ids(drain(resumed)) == [6, 7]
+
+
+def test_timestamp_mode_never_splits_a_timestamp(db) -> None:
+    url, engine = db
+    early, late = ts(20), ts(10)
+    insert(engine, "orders", [(1, early), (2, early), (3, late), (4, late), (5, late)])
+    task = start(config(url, "timestamp", batch_max_rows="3"))
+    first = task.poll()
+    assert ids(first) == [1, 2], "the batch ends before the group it would split"
+    second = task.poll()
+    assert ids(second) == [3, 4, 5], "a batch made of one timestamp is read whole"
+    assert dict(second[-1].source_offset) == {"timestamp": late}
+
+
+def test_delay_keeps_late_commits_with_the_same_timestamp(db) -> None:
+    """A row stamped at T but committed after another row stamped T was read would be lost by a
+    poll that reads up to 'now'; the delay leaves recent timestamps for later."""
+    url, engine = db
+    stamp = ts()
+    insert(engine, "orders", [(2, stamp)])
+    task = start(config(url, "timestamp+incrementing", timestamp_delay_interval_ms="400"))
+    assert drain(task, polls=2) == [], "rows younger than the delay are not read yet"
+    insert(engine, "orders", [(1, stamp)])  # same timestamp, smaller id, committed later
+    time.sleep(0.5)
+    assert ids(drain(task)) == [1, 2]
+
+    # Without the delay the same sequence loses the late row: what the delay is for.
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM orders")
+    insert(engine, "orders", [(12, ts())])
+    eager = start(config(url, "timestamp+incrementing", timestamp_delay_interval_ms="0"))
+    assert ids(drain(eager)) == [12]
+    insert(engine, "orders", [(11, eager.tables["orders"].timestamp)])
+    assert drain(eager) == []
+
+
+def test_connector_boundaries_one_transaction_per_table_poll(db) -> None:
+    url, engine = db
+    insert(engine, "orders", [(i, ts()) for i in range(1, 6)])
+    txn = RequestedTransactionContext()
+    task = start(config(url, batch_max_rows="2"), txn=txn)
+    batch = task.poll()
+    assert batch is not None and len(batch) == 2
+    assert not txn.should_commit_on(batch[0])
+    assert txn.should_commit_on(batch[1])
+
+
+def test_heartbeat_incrementing_recommits_the_last_id(db) -> None:
+    url, engine = db
+    insert(engine, "orders", [(1, ts()), (2, ts())])
+    insert(engine, "quiet", [(7, ts())])
+    task = start(config(url, tables="orders,quiet", heartbeat_interval_ms="1"))
+    records = drain(task)
+    assert sorted(ids(records)) == [1, 2, 7]
+    time.sleep(0.01)
+    busy = SourcePartition({"table": "orders"})
+    result = task.update_offsets({busy: records[1].source_offset})
+    assert result is not None
+    assert result[busy] == {"incrementing": 2}, "partitions with records are left as they are"
+    quiet = dict(result[SourcePartition({"table": "quiet"})])
+    assert quiet["incrementing"] == 7 and quiet["heartbeat"] > 0
+    assert task.update_offsets({}) is None, "at most one heartbeat per heartbeat.interval.ms"
+
+
+def test_heartbeat_timestamp_mode_advances_to_the_read_bound(db) -> None:
+    url, engine = db
+    old = ts(60)
+    insert(engine, "quiet", [(1, old)])
+    task = start(
+        config(
+            url,
+            "timestamp+incrementing",
+            tables="quiet",
+            heartbeat_interval_ms="1",
+            timestamp_delay_interval_ms="0",
+        )
+    )
+    assert ids(drain(task)) == [1]
+    time.sleep(0.01)
+    result = task.update_offsets({})
+    assert result is not None
+    offset = dict(result[SourcePartition({"table": "quiet"})])
+    assert offset["incrementing"] is None and str(offset["timestamp"]) > old
+    task.stop()
+
+    # Resuming from the heartbeat reads the rows after the bound, and only those.
+    insert(engine, "quiet", [(2, ts(30)), (3, ts())])
+    resumed = start(config(url, "timestamp+incrementing", tables="quiet"), offsets={"quiet": offset})
+    time.sleep(1.1)
+    assert ids(drain(resumed)) == [3]
+
+
+def test_no_heartbeat_while_records_are_uncommitted(db) -> None:
+    url, engine = db
+    insert(engine, "quiet", [(1, ts())])
+    task = start(config(url, tables="quiet", heartbeat_interval_ms="1"))
+    pending = []
+    for _ in range(3):
+        pending.extend(task.poll() or [])
+    time.sleep(0.01)
+    assert task.update_offsets({}) is None, "at-least-once: record 1 is not acknowledged yet"
+    task.commit_record(pending[0], None)
+    assert task.update_offsets({}) is not None
+
+
+def test_heartbeat_disabled() -> None:
+    task = JdbcSourceTask()
+    task.heartbeat_interval_s = 0
+    assert task.update_offsets({}) is None
+
+
+def test_tasks_get_tables_round_robin(db) -> None:
+    assert assign_tables(["a", "b", "c", "d", "e"], 2) == [["a", "c", "e"], ["b", "d"]]
+    assert assign_tables(["a"], 4) == [["a"]]
+    url, _ = db
+    connector = JdbcSourceConnector()
+    connector.start(config(url, tables="orders", table_whitelist="quiet"))
+    assert [c["task.tables"] for c in connector.task_configs(5)] == ['["orders"]', '["quiet"]']
+    assert connector.exactly_once_support({}) is ExactlyOnceSupport.SUPPORTED
+    assert connector.can_define_transaction_boundaries({}) is ConnectorTransactionBoundaries.SUPPORTED
+    assert resolve_connector_class("JdbcSource") is JdbcSourceConnector
+
+
+def test_config_errors_are_field_level(db) -> None:
+    url, _ = db
+    with pytest.raises(ConfigException) as info:
+        JdbcSourceConnector().start({"connection.url": url, "mode": "sometimes", "batch.max.rows": "0"})
+    assert set(info.value.errors) == {"mode", "topic.prefix", "batch.max.rows"}
+
+    with pytest.raises(ConfigException) as info:
+        JdbcSourceConnector().start(
+            {"connection.url": url, "mode": "timestamp+incrementing", "topic.prefix": ""}
+        )
+    assert set(info.value.errors) == {"tables", "incrementing.column.name", "timestamp.column.name"}
+
+    results = JdbcSourceConnector().validate(
+        config(url, "timestamp+incrementing", tables="orders,missing", timestamp_column_name="nope")
+    )
+    errors = {r.name: r.errors for r in results if r.errors}
+    assert "table 'missing' does not exist" in errors["tables"][0]
+    assert "has no column 'nope'" in errors["timestamp.column.name"][0]
+
+    results = JdbcSourceConnector().validate(config(url, incrementing_column_name="item"))
+    assert "not an integer column" in next(r for r in results if r.errors).errors[0]
+
+
+def test_unreachable_database_is_reported_on_the_url(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}"
+    results = JdbcSourceConnector().validate(config(url))
+    errors = {r.name: r.errors for r in results if r.errors}
+    assert list(errors) == ["connection.url"] and "cannot connect" in errors["connection.url"][0]
+
+
+def test_password_is_hidden_in_errors() -> None:
+    cfg = config("postgresql+psycopg://app:s3cret@127.0.0.1:1/shop", connection_password="other")
+    results = JdbcSourceConnector().validate(cfg)
+    errors = " ".join(e for r in results for e in r.errors)
+    assert "cannot connect to postgresql+psycopg://app:***@127.0.0.1:1/shop" in errors
+    assert "s3cret" not in errors and "other" not in errors
+
+
+def test_values_become_json_friendly() -> None:
+    moment = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.UTC)
+    assert _json_value(moment) == "2024-05-01T12:30:00+00:00"
+    assert _json_value(decimal.Decimal("12")) == 12 and _json_value(decimal.Decimal("1.5")) == 1.5
+    assert _json_value(b"\x00\x01") == "AAE="
+    assert _json_value({"a": [dt.date(2024, 1, 2)]}) == {"a": ["2024-01-02"]}
