@@ -13,7 +13,7 @@ import pytest
 
 from eosconnect.connectors.sequence import parse_value
 from eosconnect.tools.verify import check_sequences
-from support.workers import WorkerProcess
+from eosconnect.tools.worker_process import WorkerProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -76,9 +76,7 @@ def test_connector_lifecycle_on_one_worker(workers, topic_name, create_topic, re
     worker = workers()
     assert worker.request("GET", "/").json()["version"]
 
-    created = worker.request(
-        "POST", "/connectors", json={"name": "seq", "config": sequence("seq", data, 2, 1500)}
-    )
+    created = worker.create_connector("seq", sequence("seq", data, 2, 1500))
     assert created.status_code == 201, created.text
     worker.wait_for(lambda: worker.task_states("seq") == ["RUNNING", "RUNNING"], 90, "two RUNNING tasks")
 
@@ -122,7 +120,7 @@ def test_reconfiguration_fences_a_frozen_zombie(workers, topic_name, create_topi
         transaction_boundary="interval",
         **{"transaction.boundary.interval.ms": "1000"},
     )
-    assert worker.request("POST", "/connectors", json={"name": "zz", "config": config}).status_code == 201
+    assert worker.create_connector("zz", config).status_code == 201
     worker.wait_for(lambda: worker.task_states("zz") == ["RUNNING"] * 3, 90, "three RUNNING tasks")
     worker.wait_for(lambda: len(read_committed(data)) > 300, 60, "some committed records")
 
@@ -166,7 +164,7 @@ def test_leader_failover_keeps_exactly_once(workers, topic_name, create_topic, r
     second = workers("w2")
     leader, follower = (first, second)
     config = sequence("ha", data, 2, 2500, rate="250")
-    response = follower.request("POST", "/connectors", json={"name": "ha", "config": config})
+    response = follower.create_connector("ha", config)
     assert response.status_code == 201, response.text  # forwarded to the leader
     leader.wait_for(lambda: leader.task_states("ha") == ["RUNNING", "RUNNING"], 90, "tasks RUNNING")
     leader.wait_for(lambda: len(read_committed(data)) > 400, 60, "some records")

@@ -103,7 +103,8 @@ class Herder(Protocol):
         """`POST /connectors` with `initial_state` (KIP-980): create a connector whose first target
         state is `initial_state` (RUNNING | PAUSED | STOPPED, upper case), so a PAUSED or STOPPED
         connector never starts its tasks. ConflictError if it exists; validation as in
-        put_connector_config. Returns the info body. (Without `initial_state` the REST layer calls
+        put_connector_config. Returns the info body. (The REST layer calls this only for PAUSED and
+        STOPPED; without `initial_state`, or with RUNNING, it calls
         put_connector_config(name, config, allow_replace=False).)"""
         ...
 

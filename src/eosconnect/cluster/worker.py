@@ -52,7 +52,7 @@ def listener_of(props: dict[str, str]) -> tuple[str, str, int]:
         listener = f"http://127.0.0.1:{props['rest.port']}" if "rest.port" in props else DEFAULT_LISTENER
     parsed = urlparse(listener)
     host = parsed.hostname or "127.0.0.1"
-    port = parsed.port or 8083
+    port = parsed.port if parsed.port is not None else 8083
     if port == 0:
         with socket.socket() as s:
             s.bind((host, 0))
@@ -70,7 +70,8 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     """Start everything and block until a termination signal."""
     from eosconnect.cluster.herder import DistributedHerder
     from eosconnect.cluster.spark import create_spark_session
-    from eosconnect.rest.server import RestServer
+    from eosconnect.rest.app import create_app
+    from eosconnect.rest.server import RestServer, RestServerConfig
 
     worker = WorkerConfig.parse(props)
     scheme, host, port = listener_of(props)
@@ -80,7 +81,10 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
         props.get("spark.master", DEFAULT_MASTER), f"eosconnect-worker-{port}", spark_conf
     )
     herder = DistributedHerder(worker, spark, url)
-    server = RestServer.from_worker_props(herder, props, host, port)
+    rest_config = RestServerConfig.from_properties(props)
+    rest_config.host, rest_config.port, rest_config.advertised_url = host, port, url
+    app = create_app(herder, basic_auth=rest_config.basic_auth_users or None, own_url=url)
+    server = RestServer.from_config(app, rest_config)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:

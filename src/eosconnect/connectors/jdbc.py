@@ -602,12 +602,17 @@ class JdbcSourceTask(SourceTask):
             return _number(value)
         return str(value)
 
-    def _position(self, state: _TableState) -> dict[str, Primitive]:
+    def _position(
+        self, state: _TableState, incrementing: Any = None, timestamp: Any = None
+    ) -> dict[str, Primitive]:
+        """The offset for a position (the table's current one unless given)."""
+        if incrementing is None and timestamp is None:
+            incrementing, timestamp = state.incrementing, state.timestamp
         offset: dict[str, Primitive] = {}
         if self.mode.uses_timestamp:
-            offset[TIMESTAMP_FIELD] = self._ts_to_offset(state, state.timestamp)
+            offset[TIMESTAMP_FIELD] = self._ts_to_offset(state, timestamp)
         if self.mode.uses_incrementing:
-            offset[INCREMENTING_FIELD] = _number(state.incrementing)
+            offset[INCREMENTING_FIELD] = _number(incrementing)
         return offset
 
     def _read_bound(self, state: _TableState) -> Any:
@@ -636,8 +641,18 @@ class JdbcSourceTask(SourceTask):
         except _Retry:
             return None
         polled_ms = int(time.time() * 1000)
-        records = [self._record(state, row) for row in rows]
+        incrementing, timestamp = state.incrementing, state.timestamp
+        records = []
+        for row in rows:
+            if self.mode.uses_incrementing:
+                incrementing = row[self.inc_column]
+            if self.mode.uses_timestamp:
+                timestamp = row[self.ts_column]
+            records.append(self._record(state, row, self._position(state, incrementing, timestamp)))
+        # One step, so that update_offsets (maybe on another thread) never sees a position that is
+        # ahead of the records handed to the runtime, nor a half-updated one.
         with self._lock:
+            state.incrementing, state.timestamp = incrementing, timestamp
             state.uncommitted += len(records)
             state.complete_until, state.complete_at_ms = (bound, polled_ms) if complete else (None, None)
         state.next_poll = time.monotonic() + (self.poll_interval_s if complete else 0)
@@ -648,14 +663,12 @@ class JdbcSourceTask(SourceTask):
             txn.commit_transaction(records[-1])  # one transaction per table poll
         return records
 
-    def _record(self, state: _TableState, row: Mapping[str, Any]) -> SourceRecord:
-        if self.mode.uses_incrementing:
-            state.incrementing = row[self.inc_column]
-        if self.mode.uses_timestamp:
-            state.timestamp = row[self.ts_column]
+    def _record(
+        self, state: _TableState, row: Mapping[str, Any], offset: dict[str, Primitive]
+    ) -> SourceRecord:
         return SourceRecord(
             source_partition=state.partition,
-            source_offset=self._position(state),
+            source_offset=offset,
             topic=state.topic,
             key=_number(row[self.inc_column]) if self.inc_column else None,
             value={column: _json_value(value) for column, value in row.items()},

@@ -63,7 +63,11 @@ def free_port() -> int:
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's Uuid format; like Kafka, never starting with '-' (the storage tool would read an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _die_with_parent() -> None:

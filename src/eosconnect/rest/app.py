@@ -135,7 +135,9 @@ def create_app(
                         "400",
                         {
                             "description": "Bad request",
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorMessage"}}},
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/ErrorMessage"}}
+                            },
                         },
                     )
         components = schema.setdefault("components", {}).setdefault("schemas", {})
@@ -154,7 +156,10 @@ def create_app(
             },
         )
         if users:
-            schema["components"].setdefault("securitySchemes", {})["basicAuth"] = {"type": "http", "scheme": "basic"}
+            schema["components"].setdefault("securitySchemes", {})["basicAuth"] = {
+                "type": "http",
+                "scheme": "basic",
+            }
             schema["security"] = [{"basicAuth": []}]
         app.openapi_schema = schema
         return schema

@@ -79,7 +79,11 @@ def require_connector_class(config: dict[str, str]) -> None:
             f'Missing required configuration "{CONNECTOR_CLASS}" which has no default value.\n'
             "You can also find the above list of errors at the endpoint "
             "`/connector-plugins/{connectorType}/config/validate`",
-            {CONNECTOR_CLASS: [f'Missing required configuration "{CONNECTOR_CLASS}" which has no default value.']},
+            {
+                CONNECTOR_CLASS: [
+                    f'Missing required configuration "{CONNECTOR_CLASS}" which has no default value.'
+                ]
+            },
         )
 
 

@@ -15,6 +15,7 @@ Connect does).
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Mapping
 
 import httpx
@@ -84,7 +85,10 @@ class Forwarder:
         self.own_url = own_url
         self.max_hops = max_hops
         self.timeout = timeout
-        self.verify = verify
+        # A CA file becomes an SSLContext (httpx deprecates verify=<path>).
+        self.verify: bool | ssl.SSLContext = (
+            ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
+        )
 
     async def forward(self, request: Request, exc: NotLeaderError) -> Response:
         hops = forwarded_hops(request.headers)
@@ -101,7 +105,9 @@ class Forwarder:
                 "(leadership is changing; retry in a few seconds)",
             )
         if self.own_url and _same_worker(self.own_url, leader):
-            return error_response(409, f"{exc}; this worker believes it is the leader but cannot serve it yet")
+            return error_response(
+                409, f"{exc}; this worker believes it is the leader but cannot serve it yet"
+            )
 
         url = leader.rstrip("/") + request_raw_path(request)
         query = request.scope.get("query_string", b"")
@@ -116,6 +122,8 @@ class Forwarder:
                 answer = await client.request(request.method, url, content=body or None, headers=headers)
         except httpx.HTTPError as err:
             log.warning("could not forward %s %s to the leader at %s: %s", request.method, url, leader, err)
-            return error_response(500, f"IO Error trying to forward REST request to the leader at {leader}: {err}")
+            return error_response(
+                500, f"IO Error trying to forward REST request to the leader at {leader}: {err}"
+            )
         out_headers = {k: v for k, v in answer.headers.items() if k.lower() in _PASS_RESPONSE_HEADERS}
         return Response(content=answer.content, status_code=answer.status_code, headers=out_headers)

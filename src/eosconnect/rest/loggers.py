@@ -76,7 +76,9 @@ class LoggerLevels:
         now = int(time.time() * 1000)
         with self._lock:
             if name == ROOT:
-                targets = [ROOT] + [n for n, lg in self._manager_loggers().items() if isinstance(lg, logging.Logger)]
+                targets = [ROOT] + [
+                    n for n, lg in self._manager_loggers().items() if isinstance(lg, logging.Logger)
+                ]
             else:
                 prefix = name + "."
                 targets = [name] + [

@@ -45,7 +45,11 @@ _KNOWN: dict[str, tuple[str, str, str]] = {
     "transactions-aborted": ("transactions_aborted", "counter", "Transactions aborted"),
     "source-record-poll-total": ("source_record_poll", "counter", "Records returned by poll()"),
     "source-record-write-total": ("source_record_write", "counter", "Records written to Kafka"),
-    "source-record-filtered-total": ("source_record_filtered", "counter", "Records dropped by transformations"),
+    "source-record-filtered-total": (
+        "source_record_filtered",
+        "counter",
+        "Records dropped by transformations",
+    ),
     "source-record-poll-rate": ("source_record_poll_rate", "gauge", "Records polled per second"),
     "source-record-write-rate": ("source_record_write_rate", "gauge", "Records written per second"),
     "offset-commit-avg-time-ms": ("offset_commit_avg_time_ms", "gauge", "Average offset commit time (ms)"),
@@ -103,13 +107,18 @@ class TaskMetricsCollector(Collector):
             connectors: Counter[str] = Counter()
             tasks: Counter[str] = Counter()
             per_connector = family(
-                "eosconnect_connector_tasks", "gauge", "Tasks of a connector per state", ("connector", "state")
+                "eosconnect_connector_tasks",
+                "gauge",
+                "Tasks of a connector per state",
+                ("connector", "state"),
             )
             for status in self.statuses:
                 name = str(status.get("name", ""))
                 state = str((status.get("connector") or {}).get("state", "UNASSIGNED"))
                 connectors[state] += 1
-                mine: Counter[str] = Counter(str(t.get("state", "UNASSIGNED")) for t in status.get("tasks") or [])
+                mine: Counter[str] = Counter(
+                    str(t.get("state", "UNASSIGNED")) for t in status.get("tasks") or []
+                )
                 tasks.update(mine)
                 for st in sorted(set(STATES) | set(mine)):
                     per_connector.add_metric([name, st], mine.get(st, 0))
@@ -120,7 +129,10 @@ class TaskMetricsCollector(Collector):
             for st in sorted(set(STATES) | set(tasks)):
                 fam_t.add_metric([st], tasks.get(st, 0))
         else:
-            for name, doc in (("eosconnect_connectors", "Connectors per state"), ("eosconnect_tasks", "Tasks per state")):
+            for name, doc in (
+                ("eosconnect_connectors", "Connectors per state"),
+                ("eosconnect_tasks", "Tasks per state"),
+            ):
                 fam = family(name, "gauge", doc, ("state",))
                 for st in STATES:
                     fam.add_metric([st], 0)

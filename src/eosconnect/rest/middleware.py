@@ -146,7 +146,9 @@ class RequestBufferMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
-                await _send_json(send, 413, error_body(413, f"Request body larger than {self.max_body_bytes} bytes"))
+                await _send_json(
+                    send, 413, error_body(413, f"Request body larger than {self.max_body_bytes} bytes")
+                )
                 return
             chunks.append(chunk)
             more = message.get("more_body", False)
@@ -198,5 +200,7 @@ class RequestBufferMiddleware:
                 await _send_json(
                     send,
                     500,
-                    error_body(500, f"Internal server error ({type(exc).__name__}: {text}); see the worker log"),
+                    error_body(
+                        500, f"Internal server error ({type(exc).__name__}: {text}); see the worker log"
+                    ),
                 )

@@ -108,8 +108,10 @@ class CreateConnectorRequest(BaseModel):
 class PartitionOffset(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    partition: dict[str, Any] = Field(description="The source partition, e.g. {\"filename\": \"a.txt\"}")
-    offset: dict[str, Any] | None = Field(description="The source offset; null removes the partition's offset")
+    partition: dict[str, Any] = Field(description='The source partition, e.g. {"filename": "a.txt"}')
+    offset: dict[str, Any] | None = Field(
+        description="The source offset; null removes the partition's offset"
+    )
 
 
 class ConnectorOffsets(BaseModel):
@@ -121,7 +123,9 @@ class ConnectorOffsets(BaseModel):
 
 
 class LoggerLevelRequest(BaseModel):
-    level: str | None = Field(default=None, description="DEBUG, INFO, WARNING (WARN), ERROR, CRITICAL (FATAL), ...")
+    level: str | None = Field(
+        default=None, description="DEBUG, INFO, WARNING (WARN), ERROR, CRITICAL (FATAL), ..."
+    )
 
 
 class HeartbeatRequest(BaseModel):

@@ -46,14 +46,18 @@ def health(herder: HerderDep) -> Response:
     except Exception as exc:
         log.warning("health check failed: %s", exc)
         return JSONResponse({"status": "unhealthy", "message": f"Worker cannot serve requests: {exc}"}, 503)
-    return JSONResponse({"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."})
+    return JSONResponse(
+        {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
+    )
 
 
 @router.get(
     "/metrics",
     summary="Prometheus metrics of every connector and task",
     tags=["worker"],
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}, "description": "Metrics"}},
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}, "description": "Metrics"}
+    },
     response_model=None,
 )
 def metrics(herder: HerderDep) -> Response:
@@ -93,7 +97,7 @@ def get_logger(logger: str, request: Request) -> Response:
     "/admin/loggers/{logger}",
     summary="Set a logger's level (and its descendants'); returns the loggers changed",
     description=(
-        "Body `{\"level\": \"DEBUG\"}`. Python and log4j level names are accepted. Only `scope=worker` "
+        'Body `{"level": "DEBUG"}`. Python and log4j level names are accepted. Only `scope=worker` '
         "(the default) is supported: `scope=cluster` answers 400. A missing level is a 400 and an "
         "unknown level a 404, as in Kafka Connect."
     ),
@@ -117,7 +121,9 @@ def set_logger(
             "scope=cluster is not supported by eosconnect: set the level on each worker with scope=worker"
         )
     if scope.lower() != "worker":
-        log.warning("Received invalid scope '%s' in request to adjust logging level; will default to worker", scope)
+        log.warning(
+            "Received invalid scope '%s' in request to adjust logging level; will default to worker", scope
+        )
     level = parse_level(raw)
     assert level is not None
     affected = _levels(request).set_level(logger, level)

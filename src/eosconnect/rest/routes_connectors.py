@@ -42,7 +42,7 @@ _PRIMITIVES = (str, int, float, bool, type(None))
     summary="List connectors",
     description=(
         "The names of all connectors. With `expand=status` and/or `expand=info` (repeatable), a map "
-        "from each name to `{\"status\": ..., \"info\": ...}`; unknown expansions are ignored."
+        'from each name to `{"status": ..., "info": ...}`; unknown expansions are ignored.'
     ),
     responses={
         200: {
@@ -92,7 +92,7 @@ def list_connectors(
     "",
     status_code=201,
     summary="Create a connector",
-    description="Body `{\"name\", \"config\", \"initial_state\"?}`. 409 if the connector exists.",
+    description='Body `{"name", "config", "initial_state"?}`. 409 if the connector exists.',
     responses={201: {"model": ConnectorInfo, "description": "Created"}, **error_responses(400, 409, 500)},
     response_model=None,
 )
@@ -102,7 +102,7 @@ def create_connector(body: CreateConnectorRequest, herder: HerderDep) -> Respons
     config = dict(body.config)
     check_and_put_name(name, config, where="the request body")
     require_connector_class(config)
-    if body.initial_state is None:
+    if body.initial_state in (None, "RUNNING"):
         _, info = herder.put_connector_config(name, config, False)
     else:
         info = herder.create_connector(name, config, body.initial_state)
@@ -135,7 +135,11 @@ def delete_connector(connector: str, herder: HerderDep) -> Response:
     "/{connector}/config",
     summary="Get a connector's configuration",
     responses={
-        200: {"content": {"application/json": {"schema": {"type": "object", "additionalProperties": {"type": "string"}}}}},
+        200: {
+            "content": {
+                "application/json": {"schema": {"type": "object", "additionalProperties": {"type": "string"}}}
+            }
+        },
         **error_responses(404, 500),
     },
     response_model=None,
@@ -156,7 +160,9 @@ def get_connector_config(connector: str, herder: HerderDep) -> Response:
     response_model=None,
 )
 def put_connector_config(
-    connector: str, config: Annotated[ConnectorConfig, Body(description="The full configuration")], herder: HerderDep
+    connector: str,
+    config: Annotated[ConnectorConfig, Body(description="The full configuration")],
+    herder: HerderDep,
 ) -> Response:
     config = dict(config)
     check_and_put_name(connector, config)
@@ -171,7 +177,10 @@ def put_connector_config(
     "/{connector}/config",
     summary="Patch a connector's configuration",
     description="Keys with values are set, keys with null values are removed; other keys stay.",
-    responses={200: {"model": ConnectorInfo, "description": "Reconfigured"}, **error_responses(400, 404, 409, 500)},
+    responses={
+        200: {"model": ConnectorInfo, "description": "Reconfigured"},
+        **error_responses(400, 404, 409, 500),
+    },
     response_model=None,
 )
 def patch_connector_config(
@@ -204,7 +213,7 @@ def get_connector_status(connector: str, herder: HerderDep) -> Response:
 @router.get(
     "/{connector}/topics",
     summary="Get the topics a connector has used",
-    description="`{\"<connector>\": {\"topics\": [...]}}`.",
+    description='`{"<connector>": {"topics": [...]}}`.',
     responses={200: {"model": ActiveTopics}, **error_responses(404)},
     response_model=None,
 )
@@ -332,7 +341,7 @@ def _check_primitive_map(where: str, values: dict[str, Any]) -> None:
 @router.patch(
     "/{connector}/offsets",
     summary="Alter the offsets of a STOPPED connector",
-    description="Body `{\"offsets\": [{\"partition\": {...}, \"offset\": {...} | null}]}`; null removes one.",
+    description='Body `{"offsets": [{"partition": {...}, "offset": {...} | null}]}`; null removes one.',
     responses={200: {"model": Message}, **error_responses(400, 404, 409, 500)},
     response_model=None,
 )

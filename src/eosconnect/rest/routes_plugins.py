@@ -35,7 +35,8 @@ def plugin_matches(included: str, requested: str) -> bool:
     "",
     summary="List installed plugins",
     description=(
-        "Source and sink connectors; with `connectorsOnly=false` also transformations, predicates and converters."
+        "Source and sink connectors; with `connectorsOnly=false` also transformations, predicates "
+        "and converters."
     ),
     responses={200: {"model": list[PluginInfo]}},
     response_model=None,

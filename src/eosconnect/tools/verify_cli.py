@@ -25,6 +25,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from eosconnect.storage.topic_reader import TopicRecord
 from eosconnect.tools.verify import (
@@ -50,23 +51,23 @@ console = Console()
 
 
 def render_report(report: SequenceReport, title: str) -> Table:
-    table = Table(title=title, show_header=True)
+    """The summary table: counts, the verdict, and the first anomalies."""
+    table = Table(title=title, show_header=True, min_width=60)
     table.add_column("check")
     table.add_column("value", justify="right")
     for name, value in report.summary_rows():
         style = "" if name != "verdict" else ("bold green" if report.ok else "bold red")
         table.add_row(name, f"[{style}]{value}[/]" if style else value)
+    if report.anomalies:
+        table.add_section()
+        text = Text("\n".join(report.anomalies), style="red", justify="left")
+        table.add_row("first anomalies", text)
     return table
 
 
 def print_report(report: SequenceReport, title: str, out: Console | None = None) -> None:
-    """The summary table, then the first anomalies (what the demo and the CLI print)."""
-    out = out or console
-    out.print(render_report(report, title))
-    if report.anomalies:
-        out.print("[bold]first anomalies:[/]")
-        for anomaly in report.anomalies:
-            out.print(f"  [red]{anomaly}[/]")
+    """Print the summary table (what the demo and the CLI show)."""
+    (out or console).print(render_report(report, title))
 
 
 def _client_config(bootstrap_servers: str, settings: list[str] | None) -> dict[str, Any]:
@@ -86,7 +87,8 @@ def _records_to_read(config: dict[str, Any], topic: str, start: dict[int, int] |
 
     from eosconnect.storage.topic_reader import end_offsets, topic_partitions
 
-    admin = AdminClient({**config, "log_level": 0})
+    # Never auto-create the topic being checked (brokers with auto.create.topics.enable=true would).
+    admin = AdminClient({**config, "allow.auto.create.topics": False, "log_level": 0})
     partitions = topic_partitions(admin, topic, 30)
     ends = end_offsets(admin, partitions, timeout=30)
     return sum(max(0, end - (start or {}).get(p, 0)) for (_, p), end in ends.items())
@@ -169,7 +171,7 @@ def verify(
         bool, typer.Option(help=f"Show a progress bar for topics of {PROGRESS_THRESHOLD}+ records.")
     ] = True,
 ) -> None:
-    """Read TOPIC to its end with read_committed and check it against its source of truth.
+    """Read the topic to its end with read_committed and check it against its source of truth.
 
     Exit codes: 0 exactly once, 1 anomalies, 2 bad usage, 3 topic or table unreadable.
     """
@@ -224,6 +226,8 @@ def verify(
         raise typer.Exit(EXIT_UNREADABLE) from exc
     source = f"table {table} ({jdbc and _hide_password(jdbc)})" if jdbc else "SequenceSource sequences"
     print_report(report, f"{topic} against {source}, read_committed")
+    if report.seen == 0:
+        console.print(f"[yellow]note: {topic!r} holds no committed records[/]")
     if not report.ok:
         raise typer.Exit(EXIT_ANOMALIES)
 

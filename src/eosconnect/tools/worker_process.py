@@ -1,7 +1,7 @@
-"""Worker processes for end-to-end tests: `eosconnect worker` started as a real subprocess.
+"""Run `eosconnect worker` as a real subprocess: used by the demo and the end-to-end tests.
 
 Each worker is its own Spark driver (a JVM) plus herder and REST server, exactly as operators run
-it; tests talk to it over HTTP and kill or freeze it with signals.
+it; callers talk to it over HTTP and may kill or freeze it with signals.
 """
 
 from __future__ import annotations
@@ -98,6 +98,15 @@ class WorkerProcess:
                 last = exc
             time.sleep(0.5)
         raise AssertionError(f"timed out waiting for {what} (last: {last}); worker log:\n{self.tail()}")
+
+    def create_connector(self, name: str, config: dict[str, str], timeout: float = 60.0) -> httpx.Response:
+        """POST /connectors, retrying while the group has no leader yet (right after start-up)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self.request("POST", "/connectors", json={"name": name, "config": config})
+            if response.status_code != 409 or "no leader" not in response.text or time.monotonic() > deadline:
+                return response
+            time.sleep(0.5)
 
     def status(self, connector: str) -> dict[str, Any]:
         response = self.request("GET", f"/connectors/{connector}/status")

@@ -1,0 +1,507 @@
+"""`eosconnect connectors ...` and `eosconnect plugins ...`: the REST API from the command line.
+
+Two Typer apps, wired into the main CLI with::
+
+    app.add_typer(connectors_app, name="connectors")
+    app.add_typer(plugins_app, name="plugins")
+
+Every command takes `--url` (default http://localhost:8083, env `EOSCONNECT_URL`), `--auth
+user:password` (env `EOSCONNECT_AUTH`), `--insecure` / `--cacert FILE` for HTTPS, and `--output
+table|json`. A failed request prints the server's message and exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from eosconnect.clients.rest import ConnectClient, ConnectError
+
+__all__ = ["connectors_app", "plugins_app"]
+
+connectors_app = typer.Typer(help="Manage connectors through a worker's REST API.", no_args_is_help=True)
+plugins_app = typer.Typer(help="List connector plugins and validate configurations.", no_args_is_help=True)
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+
+
+UrlOpt = Annotated[
+    str, typer.Option("--url", envvar="EOSCONNECT_URL", help="The worker's REST URL.", show_default=True)
+]
+AuthOpt = Annotated[
+    str | None,
+    typer.Option("--auth", envvar="EOSCONNECT_AUTH", help="user:password for basic authentication."),
+]
+InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Do not verify the server's TLS certificate.")]
+CaOpt = Annotated[
+    Path | None, typer.Option("--cacert", help="CA certificate (PEM) to verify the server with.")
+]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table (readable) or json.")]
+NameArg = Annotated[str, typer.Argument(help="The connector's name.")]
+DEFAULT_URL = "http://localhost:8083"
+
+
+def _console() -> Console:
+    return Console(soft_wrap=False)
+
+
+def _fail(message: str) -> NoReturn:
+    Console(stderr=True).print(Text(f"Error: {message}", style="bold red"))
+    raise typer.Exit(1)
+
+
+def _client(url: str, auth: str | None, insecure: bool, cacert: Path | None) -> ConnectClient:
+    credentials = None
+    if auth:
+        user, sep, password = auth.partition(":")
+        if not sep:
+            _fail("--auth must be user:password")
+        credentials = (user, password)
+    verify: bool | str = False if insecure else (str(cacert) if cacert else True)
+    return ConnectClient(url, auth=credentials, verify=verify)
+
+
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except ConnectError as exc:
+        _fail(str(exc))
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=False) + "\n")
+
+
+def _read_file(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot read {path}: {exc}")
+    if path.suffix == ".properties":
+        props: dict[str, str] = {}
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+            if sep < 0:
+                props[line] = ""
+            else:
+                props[line[:sep].strip()] = line[sep + 1 :].strip()
+        return props
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        _fail(f"{path} is not valid JSON: {exc}")
+
+
+def _first_line(text: str | None, width: int = 80) -> str:
+    if not text:
+        return ""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+_STATE_STYLE = {
+    "RUNNING": "green",
+    "PAUSED": "yellow",
+    "STOPPED": "yellow",
+    "FAILED": "bold red",
+    "UNASSIGNED": "magenta",
+    "RESTARTING": "cyan",
+}
+
+
+def _state(state: str | None) -> Text:
+    state = state or "?"
+    return Text(state, style=_STATE_STYLE.get(state, ""))
+
+
+def _print_info(info: dict[str, Any]) -> None:
+    console = _console()
+    tasks = info.get("tasks") or []
+    console.print(
+        f"[bold]{info.get('name')}[/bold]  type: {info.get('type') or '?'}  tasks: {len(tasks)}",
+        highlight=False,
+    )
+    _print_config(info.get("config") or {})
+
+
+def _print_config(config: dict[str, Any]) -> None:
+    table = Table("Key", "Value", title="Configuration", title_justify="left")
+    for key in sorted(config):
+        table.add_row(key, Text(str(config[key])))
+    _console().print(table)
+
+
+def _print_status(status: dict[str, Any]) -> None:
+    console = _console()
+    conn = status.get("connector") or {}
+    line = Text.assemble(
+        (str(status.get("name")), "bold"),
+        f"  type: {status.get('type') or '?'}  connector: ",
+        _state(conn.get("state")),
+        f"  worker: {conn.get('worker_id') or '-'}",
+    )
+    console.print(line)
+    if conn.get("trace"):
+        console.print(Text(f"  {_first_line(conn['trace'], 200)}", style="red"))
+    table = Table("Task", "State", "Worker", "Trace")
+    for task in status.get("tasks") or []:
+        table.add_row(
+            str(task.get("id")),
+            _state(task.get("state")),
+            task.get("worker_id") or "-",
+            _first_line(task.get("trace")),
+        )
+    console.print(table)
+
+
+def _done(output: Output, message: str, **fields: Any) -> None:
+    if output is Output.json:
+        _print_json({"message": message, **fields})
+    else:
+        _console().print(message, highlight=False)
+
+
+# ---------------------------------------------------------------------- connectors
+
+
+@connectors_app.command("list")
+def list_connectors(
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """List connectors with their type, state and tasks."""
+    with _client(url, auth, insecure, cacert) as client:
+        expanded = _call(client.list_connectors, ["status", "info"])
+    if output is Output.json:
+        _print_json(expanded)
+        return
+    table = Table("Name", "Type", "State", "Tasks running", "Class")
+    for name in sorted(expanded):
+        entry = expanded[name] or {}
+        status = entry.get("status") or {}
+        info = entry.get("info") or {}
+        tasks = status.get("tasks") or []
+        running = sum(1 for t in tasks if t.get("state") == "RUNNING")
+        table.add_row(
+            name,
+            str(status.get("type") or info.get("type") or "?"),
+            _state((status.get("connector") or {}).get("state")),
+            f"{running}/{len(tasks)}",
+            str((info.get("config") or {}).get("connector.class", "")),
+        )
+    console = _console()
+    console.print(table)
+    if not expanded:
+        console.print("No connectors.")
+
+
+@connectors_app.command("create")
+def create_connector(
+    file: Annotated[
+        Path,
+        typer.Option("--file", "-f", help='JSON {"name", "config"}, a flat JSON config, or .properties.'),
+    ],
+    name: Annotated[str | None, typer.Option("--name", help="The name (default: from the file).")] = None,
+    initial_state: Annotated[
+        str | None, typer.Option("--initial-state", help="RUNNING (default), PAUSED or STOPPED.")
+    ] = None,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Create a connector from a file."""
+    data = _read_file(file)
+    if not isinstance(data, dict):
+        _fail(f"{file} must hold a JSON object")
+    if isinstance(data.get("config"), dict):
+        config = dict(data["config"])
+        name = name or data.get("name") or config.get("name")
+        initial_state = initial_state or data.get("initial_state")
+    else:
+        config = dict(data)
+        name = name or config.get("name")
+    if not name:
+        _fail(f"no connector name: put one in {file} or pass --name")
+    with _client(url, auth, insecure, cacert) as client:
+        info = _call(client.create_connector, str(name), config, initial_state)
+    if output is Output.json:
+        _print_json(info)
+    else:
+        _console().print(f"Created connector [bold]{info.get('name')}[/bold].", highlight=False)
+        _print_info(info)
+
+
+@connectors_app.command("get")
+def get_connector(
+    name: NameArg,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Show a connector's type, tasks and configuration."""
+    with _client(url, auth, insecure, cacert) as client:
+        info = _call(client.get_connector, name)
+    if output is Output.json:
+        _print_json(info)
+    else:
+        _print_info(info)
+
+
+@connectors_app.command("config")
+def connector_config(
+    name: NameArg,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Show a connector's configuration."""
+    with _client(url, auth, insecure, cacert) as client:
+        config = _call(client.get_config, name)
+    if output is Output.json:
+        _print_json(config)
+    else:
+        _print_config(config)
+
+
+@connectors_app.command("status")
+def connector_status(
+    name: NameArg,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Show the state of a connector and of each of its tasks."""
+    with _client(url, auth, insecure, cacert) as client:
+        status = _call(client.status, name)
+    if output is Output.json:
+        _print_json(status)
+    else:
+        _print_status(status)
+
+
+def _action(verb: str, past: str) -> Any:
+    def command(
+        name: NameArg,
+        url: UrlOpt = DEFAULT_URL,
+        output: OutputOpt = Output.table,
+        auth: AuthOpt = None,
+        insecure: InsecureOpt = False,
+        cacert: CaOpt = None,
+    ) -> None:
+        with _client(url, auth, insecure, cacert) as client:
+            _call(getattr(client, verb), name)
+        _done(output, f"{past} connector {name}.", name=name)
+
+    command.__doc__ = {
+        "pause": "Pause a connector and its tasks.",
+        "resume": "Resume a paused or stopped connector.",
+        "stop": "Stop a connector (its tasks shut down; offsets can then be changed).",
+        "delete": "Delete a connector.",
+    }[verb]
+    command.__name__ = f"{verb}_connector"
+    return command
+
+
+connectors_app.command("pause")(_action("pause", "Paused"))
+connectors_app.command("resume")(_action("resume", "Resumed"))
+connectors_app.command("stop")(_action("stop", "Stopped"))
+connectors_app.command("delete")(_action("delete", "Deleted"))
+
+
+@connectors_app.command("restart")
+def restart_connector(
+    name: NameArg,
+    include_tasks: Annotated[bool, typer.Option("--include-tasks", help="Restart the tasks too.")] = False,
+    only_failed: Annotated[bool, typer.Option("--only-failed", help="Only what has FAILED.")] = False,
+    task: Annotated[int | None, typer.Option("--task", help="Restart only this task.")] = None,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Restart a connector (optionally its tasks, or only the failed ones), or one task."""
+    with _client(url, auth, insecure, cacert) as client:
+        if task is not None:
+            _call(client.restart_task, name, task)
+            _done(output, f"Restarted task {task} of connector {name}.", name=name, task=task)
+            return
+        status = _call(client.restart, name, include_tasks, only_failed)
+    if status is None:
+        _done(output, f"Restarted connector {name}.", name=name)
+    elif output is Output.json:
+        _print_json(status)
+    else:
+        _console().print(f"Restart of connector {name} accepted.", highlight=False)
+        _print_status(status)
+
+
+@connectors_app.command("offsets")
+def connector_offsets(
+    name: NameArg,
+    reset: Annotated[
+        bool, typer.Option("--reset", help="Delete all offsets (the connector must be STOPPED).")
+    ] = False,
+    alter: Annotated[
+        Path | None,
+        typer.Option(
+            "--alter", help='JSON file {"offsets": [{"partition": {...}, "offset": {...}}]} (or the list).'
+        ),
+    ] = None,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Show, alter or reset a connector's offsets."""
+    if reset and alter is not None:
+        _fail("--reset and --alter exclude each other")
+    with _client(url, auth, insecure, cacert) as client:
+        if reset:
+            result = _call(client.reset_offsets, name)
+            _done(output, str(result.get("message", "Offsets reset.")), name=name)
+            return
+        if alter is not None:
+            data = _read_file(alter)
+            entries = data.get("offsets") if isinstance(data, dict) else data
+            if not isinstance(entries, list):
+                _fail(f'{alter} must hold {{"offsets": [...]}} or a JSON list')
+            result = _call(client.alter_offsets, name, entries)
+            _done(output, str(result.get("message", "Offsets altered.")), name=name)
+            return
+        offsets = _call(client.offsets, name)
+    if output is Output.json:
+        _print_json(offsets)
+        return
+    table = Table("Partition", "Offset", title=f"Offsets of {name}", title_justify="left")
+    for entry in offsets.get("offsets") or []:
+        table.add_row(
+            Text(json.dumps(entry.get("partition"), sort_keys=True)),
+            Text(json.dumps(entry.get("offset"), sort_keys=True)),
+        )
+    _console().print(table)
+
+
+# ---------------------------------------------------------------------- plugins
+
+
+@plugins_app.command("list")
+def list_plugins(
+    all_plugins: Annotated[
+        bool, typer.Option("--all", help="Also transformations, predicates and converters.")
+    ] = False,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """List the installed connector plugins and their versions."""
+    with _client(url, auth, insecure, cacert) as client:
+        plugins = _call(client.plugins, not all_plugins)
+    if output is Output.json:
+        _print_json(plugins)
+        return
+    table = Table("Class", "Type", "Version")
+    for plugin in plugins:
+        table.add_row(str(plugin.get("class")), str(plugin.get("type")), str(plugin.get("version") or ""))
+    _console().print(table)
+
+
+@plugins_app.command("config")
+def plugin_config(
+    plugin: Annotated[str, typer.Argument(help="The plugin's class or alias.")],
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Show a plugin's configuration definitions."""
+    with _client(url, auth, insecure, cacert) as client:
+        definitions = _call(client.plugin_config, plugin)
+    if output is Output.json:
+        _print_json(definitions)
+        return
+    table = Table("Name", "Type", "Required", "Default", "Importance", "Documentation")
+    for d in definitions:
+        table.add_row(
+            str(d.get("name")),
+            str(d.get("type") or ""),
+            "yes" if d.get("required") else "",
+            Text(str(d.get("default_value") if d.get("default_value") is not None else "")),
+            str(d.get("importance") or ""),
+            Text(_first_line(d.get("documentation"), 60)),
+        )
+    _console().print(table)
+
+
+@plugins_app.command("validate")
+def validate_config(
+    plugin: Annotated[str, typer.Argument(help="The connector class (or alias) to validate against.")],
+    file: Annotated[
+        Path, typer.Option("--file", "-f", help="The config: flat JSON, {name, config} or .properties.")
+    ],
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Validate a configuration; exits 1 when it has errors."""
+    data = _read_file(file)
+    if not isinstance(data, dict):
+        _fail(f"{file} must hold a JSON object")
+    config = dict(data["config"]) if isinstance(data.get("config"), dict) else dict(data)
+    with _client(url, auth, insecure, cacert) as client:
+        result = _call(client.validate, plugin, config)
+    errors = int(result.get("error_count") or 0)
+    if output is Output.json:
+        _print_json(result)
+    else:
+        table = Table("Name", "Value", "Errors")
+        for item in result.get("configs") or []:
+            value = item.get("value") or {}
+            problems = value.get("errors") or []
+            if problems or value.get("name") in config:
+                table.add_row(
+                    str(value.get("name")),
+                    Text(str(value.get("value") if value.get("value") is not None else "")),
+                    Text("\n".join(problems), style="red"),
+                )
+        console = _console()
+        console.print(table)
+        if errors:
+            console.print(
+                Text(f"{errors} error(s) in the configuration of {result.get('name')}.", style="bold red")
+            )
+        else:
+            console.print(Text(f"The configuration of {result.get('name')} is valid.", style="green"))
+    if errors:
+        raise typer.Exit(1)
