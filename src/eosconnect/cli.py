@@ -7,12 +7,15 @@ from typing import Annotated
 
 import typer
 
+from eosconnect.clients.cli import connectors_app, plugins_app
 from eosconnect.devkafka.cli import app as kafka_app
 
 app = typer.Typer(
     help="eosconnect: Kafka Connect-style connectors on Spark, exactly once into Kafka.", no_args_is_help=True
 )
 app.add_typer(kafka_app, name="kafka")
+app.add_typer(connectors_app, name="connectors")
+app.add_typer(plugins_app, name="plugins")
 
 
 @app.command()

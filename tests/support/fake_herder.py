@@ -425,6 +425,9 @@ class FakeHerder:
                 self.snapshots[(name, task)] = dict(report["metrics"])
             return {"STARTED": "run", "PAUSED": "pause", "STOPPED": "stop"}[self.target[name]]
 
+    def task_runtimes(self) -> dict[str, dict[str, Any]]:
+        return {}
+
     def metrics_text(self) -> bytes:
         with self._lock:
             statuses = [self.connector_status(n) for n in sorted(self.configs)]

@@ -146,12 +146,12 @@ def test_delay_keeps_late_commits_with_the_same_timestamp(db) -> None:
     """A row stamped at T but committed after another row stamped T was read would be lost by a
     poll that reads up to 'now'; the delay leaves recent timestamps for later."""
     url, engine = db
+    task = start(config(url, "timestamp+incrementing", timestamp_delay_interval_ms="1500"))
     stamp = ts()
     insert(engine, "orders", [(2, stamp)])
-    task = start(config(url, "timestamp+incrementing", timestamp_delay_interval_ms="400"))
     assert drain(task, polls=2) == [], "rows younger than the delay are not read yet"
     insert(engine, "orders", [(1, stamp)])  # same timestamp, smaller id, committed later
-    time.sleep(0.5)
+    time.sleep(1.6)
     assert ids(drain(task)) == [1, 2]
 
     # Without the delay the same sequence loses the late row: what the delay is for.
@@ -216,7 +216,7 @@ def test_heartbeat_timestamp_mode_advances_to_the_read_bound(db) -> None:
     # Resuming from the heartbeat reads the rows after the bound, and only those.
     insert(engine, "quiet", [(2, ts(30)), (3, ts())])
     resumed = start(config(url, "timestamp+incrementing", tables="quiet"), offsets={"quiet": offset})
-    time.sleep(1.1)
+    time.sleep(1.3)
     assert ids(drain(resumed)) == [3]
 
 

@@ -281,6 +281,7 @@ EXPECTED_OPERATIONS = {
     ("delete", "/connectors/{connector}/offsets"),
     ("put", "/connectors/{connector}/fence"),
     ("put", "/connectors/{connector}/tasks/{task}/heartbeat"),
+    ("get", "/internal/tasks"),
     ("get", "/connector-plugins"),
     ("get", "/connector-plugins/{plugin}/config"),
     ("put", "/connector-plugins/{plugin}/config/validate"),

@@ -25,8 +25,9 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
 from eosconnect.api.plugins import available_connectors, resolve_connector_class
+from eosconnect.api.records import SourceOffset, SourcePartition
 from eosconnect.api.source import SourceConnector
-from eosconnect.cluster.fencing import FencingError
+from eosconnect.cluster.fencing import FencingError, fence_transactional_ids, task_transactional_id
 from eosconnect.cluster.herder_api import (
     BadRequestError,
     ConflictError,
@@ -43,6 +44,12 @@ from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.config_store import ConfigStore, FencingConflict, LeaderFencedError
 from eosconnect.storage.fencing_round import perform_fencing_round
+from eosconnect.storage.offsets import (
+    ConnectorOffsetView,
+    OffsetsTopicPlacement,
+    offsets_topic_for,
+    write_offsets,
+)
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.status_store import ConnectState, Status, StatusStore
 from eosconnect.storage.topics import ensure_topic
@@ -523,10 +530,7 @@ class DistributedHerder:
         if not self.election.is_leader:
             raise NotLeaderError(self.election.leader_url())
 
-    def put_connector_config(
-        self, name: str, config: Mapping[str, str], allow_replace: bool
-    ) -> tuple[bool, dict[str, Any]]:
-        self._require_leader()
+    def _validated(self, name: str, config: Mapping[str, str]) -> dict[str, str]:
         config = {str(k): str(v) for k, v in config.items()}
         if config.get("name", name) != name:
             raise BadRequestError(
@@ -543,6 +547,13 @@ class DistributedHerder:
                 f"error(s): {detail}",
                 errors,
             )
+        return config
+
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str], allow_replace: bool
+    ) -> tuple[bool, dict[str, Any]]:
+        self._require_leader()
+        config = self._validated(name, config)
         snapshot = self.config_store.read_to_end()
         exists = snapshot.contains(name)
         if exists and not allow_replace:
@@ -551,6 +562,19 @@ class DistributedHerder:
         self.config_store.read_to_end()
         self._wake()
         return not exists, self.connector_info(name)
+
+    def create_connector(self, name: str, config: Mapping[str, str], initial_state: str) -> dict[str, Any]:
+        self._require_leader()
+        config = self._validated(name, config)
+        if self.config_store.read_to_end().contains(name):
+            raise ConflictError(f"Connector {name} already exists")
+        state = {"RUNNING": TargetState.STARTED, "PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED}
+        if initial_state.upper() not in state:
+            raise BadRequestError(f"initial_state must be RUNNING, PAUSED or STOPPED, got {initial_state!r}")
+        self.config_store.put_connector_config(name, config, state[initial_state.upper()])
+        self.config_store.read_to_end()
+        self._wake()
+        return self.connector_info(name)
 
     def delete_connector(self, name: str) -> None:
         self._require_leader()
@@ -656,7 +680,83 @@ class DistributedHerder:
         except Exception as exc:
             log.warning("could not write status of task %s-%s: %s", name, task, exc)
 
+    # ======================================================================== offsets (STOPPED connectors)
+    def _stopped_connector(self, name: str) -> tuple[ConfigSnapshot, OffsetsTopicPlacement]:
+        snapshot = self._snapshot_with(name)
+        if snapshot.target_state(name) != TargetState.STOPPED or name in self._runs:
+            raise BadRequestError(
+                f"Connectors must be in the STOPPED state before their offsets can be modified. This can be "
+                "done for the specified connector by issuing a 'PUT' request to the "
+                f"'/connectors/{name}/stop' endpoint"
+            )
+        config = dict(snapshot.connector_config(name) or {})
+        return snapshot, offsets_topic_for(name, config, self.worker.originals)
+
+    def connector_offsets(self, name: str) -> dict[str, Any]:
+        snapshot = self._snapshot_with(name)
+        placement = offsets_topic_for(
+            name, dict(snapshot.connector_config(name) or {}), self.worker.originals
+        )
+        view = ConnectorOffsetView.create(name, placement)
+        return {
+            "offsets": [
+                {"partition": partition.to_dict(), "offset": offset.to_dict()}
+                for partition, offset in view.snapshot().items()
+            ]
+        }
+
+    def _write_offsets_of_stopped(
+        self, name: str, offsets: dict[SourcePartition, SourceOffset | None]
+    ) -> None:
+        self._require_leader()
+        snapshot, placement = self._stopped_connector(name)
+        if self.worker.exactly_once_enabled:
+            # Zombies of the last generation could still commit offsets over ours: fence them first.
+            count = max(snapshot.task_count_record(name) or 0, snapshot.task_count(name))
+            fence_transactional_ids(
+                client_config("producer", self.worker.originals, snapshot.connector_config(name)),
+                [task_transactional_id(self.worker.group_id, name, t) for t in range(count)],
+            )
+        write_offsets(
+            placement.client if placement.separate else placement.global_producer_config,
+            placement.topic,
+            name,
+            offsets,
+        )
+        if placement.separate:
+            write_offsets(placement.global_producer_config, placement.global_topic, name, offsets)
+
+    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        parsed: dict[SourcePartition, SourceOffset | None] = {}
+        for i, entry in enumerate(offsets):
+            try:
+                partition = SourcePartition.of(entry["partition"])
+                offset = entry.get("offset")
+                parsed[partition] = None if offset is None else SourceOffset.of(offset)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise BadRequestError(
+                    f'offsets[{i}] must be {{"partition": {{...}}, "offset": {{...}}}}: {exc}'
+                ) from None
+        self._write_offsets_of_stopped(name, parsed)
+        return "The offsets for this connector have been altered successfully"
+
+    def reset_connector_offsets(self, name: str) -> str:
+        current = self.connector_offsets(name)["offsets"]
+        self._write_offsets_of_stopped(name, {SourcePartition.of(o["partition"]): None for o in current})
+        return "The offsets for this connector have been reset successfully"
+
     # ======================================================================== metrics
     def task_metrics(self) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(r.metrics) for r in self._tasks.values() if r.metrics]
+
+    def metrics_text(self) -> bytes:
+        from eosconnect.rest.metrics import render_prometheus
+
+        statuses = []
+        for name in self.connectors():
+            try:
+                statuses.append(self.connector_status(name))
+            except HerderError:
+                continue
+        return render_prometheus(self.task_metrics(), statuses)

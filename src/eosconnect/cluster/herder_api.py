@@ -157,6 +157,11 @@ class Herder(Protocol):
         """A running task reports state and metrics; returns the directive: run | pause | stop."""
         ...
 
+    def task_runtimes(self) -> dict[str, dict[str, Any]]:
+        """Internal, for operators and tests: `{"<c>-<t>": {"connector", "task", "state", "generation",
+        "pid"}}` for every task instance this worker has heard from (pid of its Python worker)."""
+        ...
+
     def metrics_text(self) -> bytes:
         """Prometheus exposition of every task's and connector's metrics."""
         ...

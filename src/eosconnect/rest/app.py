@@ -111,6 +111,7 @@ def create_app(
     app.include_router(routes_admin.router)
     app.include_router(routes_connectors.router)
     app.include_router(routes_internal.router)
+    app.include_router(routes_internal.internal_router)
     app.include_router(routes_plugins.router)
 
     # Outermost last: authentication first, then body buffering and the 500 barrier.

@@ -65,3 +65,11 @@ def task_heartbeat(connector: str, task: int, request: Request, herder: HerderDe
     if directive not in _DIRECTIVES:
         raise ValueError(f"the herder answered the unknown directive {directive!r}")
     return JSONResponse({"directive": directive})
+
+
+internal_router = APIRouter(prefix="/internal", tags=["internal"])
+
+
+@internal_router.get("/tasks", summary="Internal: task instances this worker runs, with their pids")
+def task_runtimes(herder: HerderDep) -> JSONResponse:
+    return JSONResponse(herder.task_runtimes())
