@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint soak bench kafka install clean
+.PHONY: demo test lint soak bench kafka postgres install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+postgres:  ## PostgreSQL binaries for the JdbcSource tests (Debian packages; tests start their own server)
+	@command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || \
+	  (mkdir -p /etc/postgresql-common/createcluster.d && \
+	   echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/no-main.conf && \
+	   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql) \
+	  || echo "PostgreSQL could not be installed: its JdbcSource tests will be skipped"
 
 kafka: $(STAMP)  ## fetch the Apache Kafka jars once (cached outside the repo)
 	$(BIN)/python -c "from eosconnect.devkafka import ensure_kafka; print(ensure_kafka())"
@@ -24,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 
-test: kafka lint
+test: kafka postgres lint
 	$(BIN)/pytest -m "not soak" -p no:cacheprovider
 
 soak: kafka

@@ -652,7 +652,11 @@ class DistributedHerder:
 
     def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
         plugins = []
+        seen: set[str] = set()
         for short, path in sorted(available_connectors().items()):
+            if str(path) in seen:  # one class may have several names (e.g. Kafka's class name)
+                continue
+            seen.add(str(path))
             try:
                 cls = resolve_connector_class(short)
                 version = cls().version() if issubclass(cls, SourceConnector) else "unknown"
