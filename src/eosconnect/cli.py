@@ -45,13 +45,12 @@ def worker(
 
 @app.command()
 def demo(
-    tasks: Annotated[int, typer.Option(help="Number of Spark tasks.")] = 4,
-    records: Annotated[int, typer.Option(help="Records per task.")] = 5000,
+    seconds: Annotated[float, typer.Option(help="Seconds of streaming between the demo's steps.")] = 8.0,
 ) -> None:
-    """Run the pipeline end to end on a local broker and Spark local[*]; exit 1 unless verified."""
+    """The pipeline end to end: broker, worker, JdbcSource, a SIGKILL and a reconfiguration, verified."""
     from eosconnect.tools.demo import run_demo
 
-    if not run_demo(tasks=tasks, records_per_task=records):
+    if not run_demo(seconds_per_phase=seconds):
         raise typer.Exit(1)
 
 

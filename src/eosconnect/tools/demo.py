@@ -1,79 +1,180 @@
-"""`make demo`: the pipeline end to end on a local broker and Spark `local[*]`.
+"""`make demo`: the real pipeline, end to end, with the failures exactly-once must survive.
 
-For now this runs the walking skeleton (each Spark task writes sequence-numbered records and its
-offset record in one transaction) and verifies the output with read_committed.
+1. start a local Apache Kafka broker;
+2. start a worker (`eosconnect worker`) on Spark `local[*]`-style slots with exactly-once enabled;
+3. create a JdbcSource connector (2 tasks) on an SQLite database into which a generator keeps
+   inserting rows (three tables);
+4. SIGKILL one task's Python worker mid-stream (Spark retries the task, which fences its
+   predecessor and resumes from the committed offsets);
+5. reconfigure the connector from 2 to 3 tasks (a new generation, zombie fencing by the leader);
+6. stop the generator, wait for the tail, and verify every table's topic with read_committed.
+Exits non-zero unless every row is in Kafka exactly once.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import signal
+import sqlite3
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
-from rich.table import Table
 
-from eosconnect.cluster.spark import create_spark_session
 from eosconnect.devkafka import LocalKafkaCluster
-from eosconnect.runtime.skeleton import SkeletonJob, run_skeleton
-from eosconnect.storage.topic_reader import read_to_end
-from eosconnect.tools.verify import SequenceReport, check_sequences
+from eosconnect.tools.verify import verify_jdbc_topic
+from eosconnect.tools.verify_cli import print_report
+from eosconnect.tools.worker_process import WorkerProcess
 
 console = Console()
+TABLES = ("orders", "payments", "shipments")
 
 
-def print_report(report: SequenceReport, title: str) -> None:
-    table = Table(title=title)
-    table.add_column("check")
-    table.add_column("value", justify="right")
-    for name, value in report.summary_rows():
-        table.add_row(name, value)
-    console.print(table)
-    for anomaly in report.anomalies:
-        console.print(f"  [red]{anomaly}[/red]")
+class RowGenerator:
+    """Inserts rows into the three tables from a background thread, like an application would."""
+
+    def __init__(self, path: Path, rate_per_s: float = 150.0) -> None:
+        self.path = path
+        self.rate = rate_per_s
+        self.inserted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="row-generator", daemon=True)
+        with sqlite3.connect(path) as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            for table in TABLES:
+                db.execute(
+                    f"CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                    "item TEXT NOT NULL, amount REAL NOT NULL)"
+                )
+
+    def start(self) -> RowGenerator:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        db = sqlite3.connect(self.path, timeout=30)
+        n = 0
+        while not self._stop.is_set():
+            table = TABLES[n % len(TABLES)]
+            db.execute(f"INSERT INTO {table} (item, amount) VALUES (?, ?)", (f"item-{n}", n * 1.5))
+            db.commit()
+            n += 1
+            self.inserted = n
+            time.sleep(1 / self.rate)
+        db.close()
 
 
-def run_demo(tasks: int = 4, records_per_task: int = 5000, run_dir: Path | None = None) -> bool:
+def _step(text: str) -> None:
+    console.print(f"[bold cyan]>>[/] {text}")
+
+
+def run_demo(run_dir: Path | None = None, seconds_per_phase: float = 8.0) -> bool:
     started = time.monotonic()
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="eosconnect-demo-"))
+    suffix = uuid.uuid4().hex[:6]
     cluster = LocalKafkaCluster(run_dir / "kafka", brokers=1, tie_to_parent=True)
     with console.status("Starting a local Apache Kafka broker ..."):
         bootstrap = cluster.start()
-    console.print(f"Apache Kafka {cluster.version} at {bootstrap}")
+    _step(f"Apache Kafka {cluster.version} is running at {bootstrap}")
+    database = run_dir / "shop.db"
+    generator = RowGenerator(database).start()
+    worker = WorkerProcess(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"demo-{suffix}",
+            "config.storage.topic": f"demo-configs-{suffix}",
+            "offset.storage.topic": f"demo-offsets-{suffix}",
+            "status.storage.topic": f"demo-status-{suffix}",
+            "config.storage.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "offset.storage.partitions": "1",
+            "status.storage.partitions": "1",
+            "exactly.once.source.support": "enabled",
+            "listeners": "http://127.0.0.1:0",
+            "task.shutdown.graceful.timeout.ms": "5000",
+            "spark.driver.memory": "1g",
+        },
+        run_dir / "worker",
+    )
     try:
-        suffix = uuid.uuid4().hex[:6]
-        data, offsets = f"demo-data-{suffix}", f"demo-offsets-{suffix}"
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        for fut in admin.create_topics([NewTopic(data, tasks, 1), NewTopic(offsets, 1, 1)]).values():
-            fut.result(30)
-        with console.status("Starting Spark local[*] ..."):
-            spark = create_spark_session("local[*]", app_name="eosconnect-demo")
-        job = SkeletonJob(bootstrap, data, offsets, f"demo-{suffix}", records_per_task)
-        with console.status(
-            f"Running {tasks} Spark tasks, {records_per_task} records each, exactly once ..."
-        ):
-            reports = run_skeleton(spark, job, tasks)
-        console.print(
-            f"{len(reports)} Spark tasks committed (Python worker pids {sorted({r['pid'] for r in reports})})"
+        with console.status("Starting the eosconnect worker (Spark driver, herder, REST API) ..."):
+            worker.start()
+        _step(f"worker is up at {worker.url} (exactly.once.source.support=enabled); log: {worker.log_path}")
+        config = {
+            "connector.class": "JdbcSource",
+            "tasks.max": "2",
+            "connection.url": f"sqlite:///{database}",
+            "tables": ",".join(TABLES),
+            "mode": "incrementing",
+            "incrementing.column.name": "id",
+            "topic.prefix": f"shop-{suffix}-",
+            "poll.interval.ms": "200",
+            "exactly.once.support": "required",
+            "transaction.boundary": "connector",
+        }
+        response = worker.create_connector("shop", config)
+        if response.status_code != 201:
+            console.print(f"[red]creating the connector failed: {response.text}[/red]")
+            return False
+        worker.wait_for(lambda: worker.task_states("shop") == ["RUNNING", "RUNNING"], 120, "2 RUNNING tasks")
+        _step("JdbcSource 'shop' is RUNNING with 2 tasks; the generator keeps inserting rows")
+        time.sleep(seconds_per_phase)
+
+        runtimes = worker.request("GET", "/internal/tasks").json()
+        victim = runtimes.get("shop-0", {}).get("pid")
+        if victim:
+            os.kill(int(victim), signal.SIGKILL)
+            _step(f"SIGKILLed the Python worker of task shop-0 (pid {victim}) mid-stream; Spark retries it")
+        worker.wait_for(
+            lambda: (
+                worker.request("GET", "/internal/tasks").json().get("shop-0", {}).get("pid")
+                not in (None, victim)
+            ),
+            120,
+            "the retried task to report",
         )
-        with console.status("Reading the output back with read_committed ..."):
-            records = read_to_end({"bootstrap.servers": bootstrap}, data)
-            offset_records = read_to_end({"bootstrap.servers": bootstrap}, offsets)
-        observed = []
-        for rec in records:
-            value = json.loads(rec.value or b"{}")
-            observed.append((value["task"], value["seq"]))
-        report = check_sequences(observed, {t: records_per_task for t in range(tasks)})
-        print_report(report, f"Verification of {data} (read_committed)")
-        offsets_ok = len(offset_records) == tasks
-        console.print(f"offset records committed with the data: {len(offset_records)} of {tasks}")
-        spark.stop()
-        ok = report.ok and offsets_ok
-        verdict = "[green]demo passed[/]" if ok else "[red]demo FAILED[/]"
-        console.print(f"{verdict} in {time.monotonic() - started:.1f}s")
+        time.sleep(seconds_per_phase / 2)
+
+        response = worker.request("PUT", "/connectors/shop/config", json={**config, "tasks.max": "3"})
+        _step(
+            f"reconfigured the connector from 2 to 3 tasks (HTTP {response.status_code}): new generation, "
+            "zombies fenced by the leader"
+        )
+        worker.wait_for(lambda: worker.task_states("shop") == ["RUNNING"] * 3, 120, "3 RUNNING tasks")
+        time.sleep(seconds_per_phase)
+
+        generator.stop()
+        _step(f"stopped the generator after {generator.inserted} rows; waiting for the tail to be committed")
+        ok = True
+        for table in TABLES:
+            topic = f"shop-{suffix}-{table}"
+            deadline = time.monotonic() + 60
+            report = verify_jdbc_topic(
+                {"bootstrap.servers": bootstrap}, topic, f"sqlite:///{database}", table
+            )
+            while report.missing and time.monotonic() < deadline:
+                time.sleep(1)
+                report = verify_jdbc_topic(
+                    {"bootstrap.servers": bootstrap}, topic, f"sqlite:///{database}", table
+                )
+            print_report(report, f"eosconnect verify: table {table} -> topic {topic} (read_committed)")
+            ok = ok and report.ok
+        status = worker.status("shop")
+        console.print(
+            f"connector state {status['connector']['state']}, tasks {[t['state'] for t in status['tasks']]}"
+        )
+        verdict = "[green]demo passed: every row exactly once[/]" if ok else "[red]demo FAILED[/]"
+        console.print(f"{verdict} in {time.monotonic() - started:.0f}s")
         return ok
     finally:
+        generator.stop()
+        worker.stop()
         cluster.stop()
