@@ -1,0 +1,375 @@
+"""The worker end to end, continued (issue 4): mode changes, failed fencing, zombie leaders, lost tasks.
+
+Each test runs real `eosconnect worker` processes (one Spark driver each, at most two at a time)
+against the real broker and checks the output topic with read_committed: no gap, and no duplicate
+wherever exactly-once is promised.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from eosconnect.connectors.sequence import parse_value
+from eosconnect.storage.config_state import ConfigStateBuilder
+from eosconnect.storage.serialization import decode_key, decode_value
+from eosconnect.storage.topic_reader import TopicRecord, end_offsets
+from eosconnect.tools.verify import check_sequences
+from eosconnect.tools.worker_process import WorkerProcess
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+GROUP_TOPICS = ("configs", "status")
+
+
+@pytest.fixture
+def workers(worker_props, tmp_path: Path):
+    """Start `eosconnect worker` processes of one group (same internal topics); stopped at the end."""
+    started: list[WorkerProcess] = []
+    base = worker_props("enabled")
+
+    def _start(name: str, mode: str = "enabled", **overrides: str) -> WorkerProcess:
+        props = {
+            **base,
+            "exactly.once.source.support": mode,
+            "config.storage.topic": base["offset.storage.topic"].replace("-offsets-", "-configs-"),
+            "status.storage.topic": base["offset.storage.topic"].replace("-offsets-", "-status-"),
+            "config.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "status.storage.partitions": "1",
+            "listeners": "http://127.0.0.1:0",
+            "task.shutdown.graceful.timeout.ms": "3000",
+            "spark.master": "local[8,4]",
+            "spark.driver.memory": "768m",
+            **overrides,
+        }
+        worker = WorkerProcess(props, tmp_path / name).start()
+        started.append(worker)
+        return worker
+
+    yield _start
+    for worker in started:
+        worker.stop()
+
+
+def sequence(topic: str, tasks: int, rate: int = 200, **extra: str) -> dict[str, str]:
+    """An endless SequenceSource: task i writes (i, 0), (i, 1), ... at `rate` records per second."""
+    return {
+        "connector.class": "SequenceSource",
+        "tasks.max": str(tasks),
+        "topic": topic,
+        "records.per.task": "-1",
+        "batch.size": "20",
+        "rate.per.task": str(rate),
+        "payload.bytes": "10",
+        **extra,
+    }
+
+
+def worker_id(worker: WorkerProcess) -> str:
+    return worker.url.split("://", 1)[1]
+
+
+def running_on(worker: WorkerProcess, connector: str, tasks: int, via: WorkerProcess | None = None) -> bool:
+    """All `tasks` tasks RUNNING, as reported by `worker` (status records outlive their writer)."""
+    status = (via or worker).status(connector)
+    entries = status.get("tasks", [])
+    return len(entries) == tasks and all(
+        t["state"] == "RUNNING" and t["worker_id"] == worker_id(worker) for t in entries
+    )
+
+
+def sequences(records: list[TopicRecord]) -> list[tuple[int, int]]:
+    return [parse_value(r.value) for r in records]
+
+
+def highest(observed: list[tuple[int, int]]) -> dict[int, int]:
+    top: dict[int, int] = {}
+    for task, seq in observed:
+        top[task] = max(top.get(task, -1), seq)
+    return top
+
+
+def assert_exactly_once(observed: list[tuple[int, int]]) -> None:
+    """Every sequence number from 0 to the highest seen, per task, exactly once."""
+    report = check_sequences(observed, {t: n + 1 for t, n in highest(observed).items()})
+    assert report.ok, report.anomalies
+
+
+def assert_no_gap(observed: list[tuple[int, int]]) -> None:
+    seen: dict[int, set[int]] = {}
+    for task, seq in observed:
+        seen.setdefault(task, set()).add(seq)
+    for task, seqs in seen.items():
+        missing = sorted(set(range(max(seqs) + 1)) - seqs)
+        assert not missing, f"task {task}: {len(missing)} sequence numbers lost, first {missing[:10]}"
+
+
+def count_of(read_committed, topic: str, task: int) -> int:
+    return sum(1 for t, _ in sequences(read_committed(topic)) if t == task)
+
+
+# ============================================================================ 1. rolling upgrade
+
+
+def test_rolling_upgrade_disabled_preparing_enabled(
+    workers, worker_props, bootstrap, topic_name, create_topic, read_committed
+):
+    """spec/000 "Rolling upgrade(s)": disabled -> preparing -> enabled with a connector running
+    throughout. Nothing is lost in any phase; from `enabled` on, nothing is duplicated either, and
+    the exactly-once tasks resume from the offsets the at-least-once tasks committed. In `preparing`
+    the leader already writes the config topic transactionally (`connect-cluster-<group.id>`)."""
+    data = create_topic(topic_name("data"), partitions=2)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = sequence(data, 2, rate=200)
+
+    # -- disabled: at-least-once, the config topic is written by a plain idempotent producer
+    disabled = workers("disabled", "disabled")
+    config_topic = disabled.props["config.storage.topic"]
+    offsets_topic = disabled.props["offset.storage.topic"]
+    assert disabled.create_connector("up", config).status_code == 201
+    disabled.wait_for(lambda: running_on(disabled, "up", 2), 90, "tasks RUNNING (disabled)")
+    disabled.wait_for(lambda: count_of(read_committed, data, 1) > 200, 60, "records (disabled)")
+    disabled.stop()
+    disabled_config_records = read_committed(config_topic)
+
+    # -- preparing: still at-least-once, but the leader's config writes are transactions
+    preparing = workers("preparing", "preparing")
+    preparing.wait_for(lambda: running_on(preparing, "up", 2), 90, "tasks RUNNING (preparing)")
+    reconfigured = {**config, "rate.per.task": "250"}  # new connector and task configs: leader writes
+    assert preparing.request("PUT", "/connectors/up/config", json=reconfigured).status_code == 200
+    preparing.wait_for(
+        lambda: preparing.request("GET", "/connectors/up/tasks").json()[0]["config"]["rate.per.task"]
+        == "250",
+        30,
+        "the new task configs",
+    )
+    preparing.wait_for(lambda: running_on(preparing, "up", 2), 60, "new generation RUNNING (preparing)")
+    before = count_of(read_committed, data, 1)
+    preparing.wait_for(lambda: count_of(read_committed, data, 1) > before + 200, 60, "records (preparing)")
+    preparing.stop()
+    time.sleep(1)  # requests the killed at-least-once producers had in flight are appended by now
+
+    config_records = read_committed(config_topic)
+    plain = [r.offset for r in disabled_config_records]
+    assert plain == list(range(len(plain))), "disabled: config writes should carry no transaction markers"
+    written = [r for r in config_records if r.offset > plain[-1]]
+    keys = [r.key.decode() for r in written if r.key]
+    assert "connector-up" in keys and "commit-up" in keys, keys
+    offsets = {r.offset for r in config_records}
+    for r in written:
+        # each leader write is one committed transaction: its last record is followed by the
+        # transaction's COMMIT marker, which takes an offset but is no record
+        if r.offset + 1 not in offsets:
+            continue
+        assert r.key and r.key.decode().startswith("task-up-"), f"{r.key!r} at {r.offset} not in a transaction"
+    transactions = [r for r in written if r.offset + 1 not in offsets]
+    assert len(transactions) >= 2, f"expected transactional writes, got offsets {[r.offset for r in written]}"
+    group = preparing.props["group.id"]
+    assert f"as connect-cluster-{group}" in preparing.log_path.read_text(), "no transactional leader writer"
+
+    # the boundary: everything after these offsets is written by the exactly-once worker
+    boundary = end_offsets(admin, [TopicPartition(data, p) for p in (0, 1)])
+    committed: dict[int, int] = {}
+    for r in read_committed(offsets_topic):
+        _, partition = decode_key(r.key)
+        offset = decode_value(r.value)
+        if offset is not None:
+            committed[int(partition["task"])] = int(offset["seq"])
+
+    # -- enabled: exactly-once from here on
+    enabled = workers("enabled", "enabled")
+    enabled.wait_for(lambda: running_on(enabled, "up", 2), 90, "tasks RUNNING (enabled)")
+    counts = {t: count_of(read_committed, data, t) for t in (0, 1)}
+    enabled.wait_for(
+        lambda: all(count_of(read_committed, data, t) > counts[t] + 300 for t in (0, 1)),
+        90,
+        "records (enabled)",
+    )
+    assert enabled.request("DELETE", "/connectors/up").status_code == 204
+    time.sleep(2)
+
+    records = read_committed(data)
+    everything = sequences(records)
+    assert_no_gap(everything)
+    after = [parse_value(r.value) for r in records if r.offset >= boundary[(data, r.partition)]]
+    assert {t for t, _ in after} == {0, 1}
+    duplicates = [key for key, n in Counter(after).items() if n > 1]
+    assert not duplicates, f"duplicates after exactly-once was enabled: {duplicates[:10]}"
+    for task in (0, 1):
+        seqs = sorted(s for t, s in after if t == task)
+        assert seqs == list(range(committed[task] + 1, seqs[-1] + 1)), (
+            f"task {task}: the exactly-once task should resume right after the committed offset "
+            f"{committed[task]} and write without gaps; got {seqs[:5]}...{seqs[-5:]}"
+        )
+    # the exactly-once leader fenced the connector's first generation under its watch
+    fencing = [r for r in read_committed(config_topic) if r.key == b"tasks-fencing-up"]
+    assert fencing, "the enabled leader should have written a task-count record"
+
+
+# ============================================================================ 2. failed fencing
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_failed_fencing_round_fails_tasks_until_fixed(workers, topic_name, create_topic, read_committed):
+    """spec/000 "Cannot fence out producers during zombie fencing": a reconfiguration 2 -> 1 tasks needs
+    the old ids fenced with the connector's producer settings; pointed at an unreachable cluster, the
+    round fails, the task is FAILED with the leader's reason in its trace, and nothing is written.
+    With the cause removed (a good config) the connector runs exactly once again."""
+    data = create_topic(topic_name("data"), partitions=2)
+    worker = workers("w1")
+    config = sequence(data, 2, rate=200)
+    assert worker.create_connector("ff", config).status_code == 201
+    worker.wait_for(lambda: running_on(worker, "ff", 2), 90, "two RUNNING tasks")
+    worker.wait_for(lambda: count_of(read_committed, data, 1) > 200, 60, "some records")
+
+    unreachable = {
+        **config,
+        "tasks.max": "1",
+        "producer.override.bootstrap.servers": f"127.0.0.1:{closed_port()}",
+    }
+    assert worker.request("PUT", "/connectors/ff/config", json=unreachable).status_code == 200
+    worker.wait_for(lambda: worker.task_states("ff") == ["FAILED"], 120, "the task to FAIL")
+    trace = worker.status("ff")["tasks"][0]["trace"]
+    assert "could not fence zombies of connector 'ff'" in trace, trace
+    assert "HTTP 500" in trace and "could not fence 2 of 2 transactional ids" in trace, trace
+    group = worker.props["group.id"]
+    assert f"{group}-ff-0" in trace and f"{group}-ff-1" in trace, trace
+    failed_at = len(read_committed(data))
+    time.sleep(2)
+    assert len(read_committed(data)) == failed_at, "a task wrote although its fencing round failed"
+
+    fixed = {**config, "tasks.max": "1"}
+    assert worker.request("PUT", "/connectors/ff/config", json=fixed).status_code == 200
+    worker.wait_for(lambda: running_on(worker, "ff", 1), 90, "the fixed task RUNNING")
+    before = count_of(read_committed, data, 0)
+    worker.wait_for(lambda: count_of(read_committed, data, 0) > before + 300, 60, "records after the fix")
+
+    restarted = worker.request("POST", "/connectors/ff/restart?includeTasks=true")
+    assert restarted.status_code in (200, 202), restarted.text
+    worker.wait_for(lambda: running_on(worker, "ff", 1), 60, "RUNNING after a restart")
+    before = count_of(read_committed, data, 0)
+    worker.wait_for(lambda: count_of(read_committed, data, 0) > before + 200, 60, "records after restart")
+    assert worker.request("DELETE", "/connectors/ff").status_code == 204
+    time.sleep(2)
+    assert_exactly_once(sequences(read_committed(data)))
+
+
+# ============================================================================ 3. zombie leader
+
+
+def test_zombie_leader_cannot_write_the_config_topic(workers, topic_name, create_topic, read_committed):
+    """Leader failover with a frozen (SIGSTOP) leader: the other worker takes over and reconfigures;
+    when the old leader wakes up (SIGCONT), its config writer is fenced, so nothing it writes lands
+    in the config topic, and the output stays exactly once."""
+    data = create_topic(topic_name("data"), partitions=3)
+    first = workers("w1")
+    second = workers("w2")
+    config = sequence(data, 2, rate=200)
+    assert first.create_connector("zl", config).status_code == 201
+    first.wait_for(
+        lambda: running_on(first, "zl", 2) or running_on(second, "zl", 2, via=first), 90, "tasks RUNNING"
+    )
+    leader, other = (first, second) if running_on(first, "zl", 2) else (second, first)
+    other.wait_for(lambda: count_of(read_committed, data, 1) > 200, 60, "some records")
+
+    leader.signal(signal.SIGSTOP)
+    try:
+        other.wait_for(lambda: running_on(other, "zl", 2), 90, "the other worker to take over")
+        reconfigured = {**config, "tasks.max": "3"}
+        assert other.request("PUT", "/connectors/zl/config", json=reconfigured).status_code == 200
+        other.wait_for(lambda: running_on(other, "zl", 3), 90, "3 tasks RUNNING on the new leader")
+        config_topic = other.props["config.storage.topic"]
+        before = read_committed(config_topic)
+        # A request the zombie will serve as soon as it wakes up, while it may still think it leads.
+        zombie_answer: dict[str, Any] = {}
+
+        def ask_zombie() -> None:
+            try:
+                response = httpx.put(
+                    leader.url + "/connectors/zl/config",
+                    json={**reconfigured, "rate.per.task": "201"},
+                    timeout=60,
+                )
+                zombie_answer.update(status=response.status_code, body=response.text)
+            except httpx.HTTPError as exc:
+                zombie_answer.update(error=str(exc))
+
+        asker = threading.Thread(target=ask_zombie, daemon=True)
+        asker.start()
+        time.sleep(1)
+    finally:
+        leader.signal(signal.SIGCONT)
+    asker.join(60)
+    time.sleep(5)
+    after = read_committed(config_topic)
+    print("zombie answered", zombie_answer)
+    new_records = after[len(before) :]
+    state = ConfigStateBuilder()
+    for r in after:
+        state.apply(r.key, r.value, r.offset)
+    snapshot = state.snapshot()
+    assert snapshot.task_count("zl") == 3
+    assert not snapshot.pending_fencing("zl")
+    assert new_records == [] or zombie_answer.get("status") == 200, (zombie_answer, new_records)
+    assert other.wait_for(lambda: running_on(other, "zl", 3, via=other), 60, "tasks RUNNING on the leader")
+    counts = {t: count_of(read_committed, data, t) for t in range(3)}
+    other.wait_for(
+        lambda: all(count_of(read_committed, data, t) > counts[t] + 100 for t in range(3)), 60, "records"
+    )
+    assert other.request("DELETE", "/connectors/zl").status_code == 204
+    time.sleep(2)
+    assert_exactly_once(sequences(read_committed(data)))
+
+
+# ============================================================================ 4. SIGKILL of a task
+
+
+def test_sigkilled_task_python_worker_is_retried_exactly_once(
+    workers, topic_name, create_topic, read_committed
+):
+    """SIGKILL of the Python worker process running a task: Spark re-runs the task (master
+    `local[8,4]`), the new attempt fences the dead one's open transaction and resumes from the
+    committed offsets: no duplicate, no gap, and the task is RUNNING again in a new process."""
+    data = create_topic(topic_name("data"), partitions=2)
+    worker = workers("w1")
+    config = sequence(
+        data, 2, rate=200, **{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "1000"}
+    )
+    assert worker.create_connector("kk", config).status_code == 201
+    worker.wait_for(lambda: running_on(worker, "kk", 2), 90, "two RUNNING tasks")
+    worker.wait_for(lambda: count_of(read_committed, data, 0) > 200, 60, "some records")
+
+    runtimes = worker.request("GET", "/internal/tasks").json()
+    victim, bystander = runtimes["kk-0"]["pid"], runtimes["kk-1"]["pid"]
+    assert victim and bystander and victim != bystander
+    before = count_of(read_committed, data, 0)
+    os.kill(victim, signal.SIGKILL)
+
+    def retried() -> bool:
+        task = worker.request("GET", "/internal/tasks").json()["kk-0"]
+        return task["pid"] not in (None, victim) and task["state"] == "RUNNING"
+
+    worker.wait_for(retried, 90, "task 0 to run again in a new Python worker")
+    worker.wait_for(lambda: running_on(worker, "kk", 2), 30, "both tasks RUNNING")
+    assert worker.request("GET", "/internal/tasks").json()["kk-1"]["pid"] == bystander
+    worker.wait_for(lambda: count_of(read_committed, data, 0) > before + 400, 60, "task 0 to write again")
+    assert worker.request("DELETE", "/connectors/kk").status_code == 204
+    time.sleep(2)
+    assert_exactly_once(sequences(read_committed(data)))
