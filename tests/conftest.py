@@ -114,3 +114,7 @@ def worker_props(bootstrap: str, topic_name: Callable[[str], str]) -> Callable[.
         }
 
     return _props
+
+
+# Shared fixtures defined next to their helpers (tests/support), registered for every test module.
+from support.runtime_helpers import run_job  # noqa: E402, F401

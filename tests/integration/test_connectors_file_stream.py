@@ -6,11 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from support import runtime_helpers
 from support.runtime_helpers import committed_offsets, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-run_job = runtime_helpers.run_job  # the shared fixture
 
 
 def file_config(name: str, path: Path, topic: str) -> dict[str, str]:

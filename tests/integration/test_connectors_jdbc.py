@@ -24,11 +24,9 @@ import pytest
 import sqlalchemy as sa
 
 from eosconnect.tools.verify import verify_jdbc_topic
-from support import runtime_helpers
 from support.runtime_helpers import committed_offsets, offset_history, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-run_job = runtime_helpers.run_job  # the shared fixture
 
 MODES = ["incrementing", "timestamp+incrementing"]
 

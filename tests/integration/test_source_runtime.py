@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
-from eosconnect.cluster.jobs import ConnectorJob
 from eosconnect.connectors.sequence import expected_sequences, parse_value, record_key
 from eosconnect.tools.verify import SequenceReport, check_sequences
+from support.runtime_helpers import committed_offsets, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -29,17 +26,6 @@ def sequence_config(name: str, topic: str, tasks: int, total: int, **extra: str)
     }
 
 
-def wait_until(check: Callable[[], bool], timeout: float, what: str, job: ConnectorJob | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        if job is not None and not job.running():
-            pytest.fail(f"the connector's Spark job ended before {what}: {job.outcomes} {job.error}")
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")
-
-
 def verify(records, tasks: int, expected: list[int]) -> SequenceReport:
     observed = [parse_value(r.value) for r in records]
     return (
@@ -53,30 +39,6 @@ def _verify_subset(observed: list[tuple[int, int]], tasks: int, expected: list[i
     index = {seq: i for i, seq in enumerate(expected)}
     mapped = [(t, index.get(s, -1)) for t, s in observed]
     return check_sequences(mapped, {t: len(expected) for t in range(tasks)})
-
-
-def committed_offsets(read_committed, topic: str, connector: str) -> dict[str, dict]:
-    result: dict[str, dict] = {}
-    for rec in read_committed(topic):
-        name, partition = json.loads(rec.key)
-        if name == connector:
-            result[json.dumps(partition, sort_keys=True)] = json.loads(rec.value) if rec.value else None
-    return result
-
-
-@pytest.fixture
-def run_job(spark, tmp_path: Path):
-    jobs: list[ConnectorJob] = []
-
-    def _run(connector: dict[str, str], worker: dict[str, str], **kwargs) -> ConnectorJob:
-        job = ConnectorJob(spark, connector, worker, tmp_path / f"control-{len(jobs)}", **kwargs).start()
-        jobs.append(job)
-        return job
-
-    yield _run
-    for job in jobs:
-        if job.running():
-            job.stop(10)
 
 
 def test_poll_boundary_one_transaction_per_batch(

@@ -24,11 +24,9 @@ from eosconnect.tools.verify import (
     verify_sequence_topic,
 )
 from eosconnect.tools.verify_cli import verify_app
-from support import runtime_helpers
 from support.runtime_helpers import wait_until
 
 runner = CliRunner()
-run_job = runtime_helpers.run_job  # the shared fixture
 
 
 # ------------------------------------------------------------------------------------ pure checks

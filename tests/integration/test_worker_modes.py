@@ -150,8 +150,9 @@ def test_rolling_upgrade_disabled_preparing_enabled(
     reconfigured = {**config, "rate.per.task": "250"}  # new connector and task configs: leader writes
     assert preparing.request("PUT", "/connectors/up/config", json=reconfigured).status_code == 200
     preparing.wait_for(
-        lambda: preparing.request("GET", "/connectors/up/tasks").json()[0]["config"]["rate.per.task"]
-        == "250",
+        lambda: (
+            preparing.request("GET", "/connectors/up/tasks").json()[0]["config"]["rate.per.task"] == "250"
+        ),
         30,
         "the new task configs",
     )
@@ -173,7 +174,9 @@ def test_rolling_upgrade_disabled_preparing_enabled(
         # transaction's COMMIT marker, which takes an offset but is no record
         if r.offset + 1 not in offsets:
             continue
-        assert r.key and r.key.decode().startswith("task-up-"), f"{r.key!r} at {r.offset} not in a transaction"
+        assert r.key and r.key.decode().startswith("task-up-"), (
+            f"{r.key!r} at {r.offset} not in a transaction"
+        )
     transactions = [r for r in written if r.offset + 1 not in offsets]
     assert len(transactions) >= 2, f"expected transactional writes, got offsets {[r.offset for r in written]}"
     group = preparing.props["group.id"]

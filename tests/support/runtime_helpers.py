@@ -1,10 +1,6 @@
 """Helpers for tests that run connectors end to end on the real broker and Spark.
 
-Make the `run_job` fixture available in a test module by binding it there::
-
-    from support import runtime_helpers
-
-    run_job = runtime_helpers.run_job
+`run_job` is registered for every test module by tests/conftest.py.
 """
 
 from __future__ import annotations
