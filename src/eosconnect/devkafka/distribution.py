@@ -105,10 +105,21 @@ def _pom(version: str, with_binding: bool = True) -> str:
 """
 
 
+def maven_repo() -> Path:
+    """Our own Maven local repository inside the cache: its location is known (Java's user.home
+    need not match $HOME) and nothing of ours lands in the user's ~/.m2."""
+    return cache_root() / "m2-repository"
+
+
 def _run_mvn(mvn: str, workdir: Path, pom: str, goal_args: list[str]) -> subprocess.CompletedProcess[str]:
     (workdir / "pom.xml").write_text(pom)
     return subprocess.run(
-        [mvn, "-B", "-q", *goal_args], cwd=workdir, capture_output=True, text=True, timeout=900, check=False
+        [mvn, "-B", "-q", f"-Dmaven.repo.local={maven_repo()}", *goal_args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
 
 
@@ -124,7 +135,7 @@ def _candidate_versions(mvn: str, workdir: Path) -> list[str]:
             f"-DoutputDirectory={workdir / 'probe'}",
         ],
     )
-    repo = Path.home() / ".m2" / "repository" / KAFKA_GROUP.replace(".", "/") / KAFKA_ARTIFACT
+    repo = maven_repo() / KAFKA_GROUP.replace(".", "/") / KAFKA_ARTIFACT
     versions: set[str] = set()
     for meta in repo.glob("maven-metadata*.xml"):
         versions.update(re.findall(r"<version>(4\.\d+\.\d+)</version>", meta.read_text()))
