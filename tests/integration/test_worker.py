@@ -183,3 +183,45 @@ def test_leader_failover_keeps_exactly_once(workers, topic_name, create_topic, r
     report = check_sequences(committed_sequences(read_committed, data), {0: 2500, 1: 2500})
     assert report.ok, report.anomalies
     assert json.loads(json.dumps(report.summary_rows()))
+
+
+def test_kafka_connect_py_drives_the_real_worker(workers, topic_name, create_topic, read_committed):
+    """A client written for Kafka Connect (kafka-connect-py from PyPI) works unchanged."""
+    kafka_connect = pytest.importorskip("kafka_connect")
+    data = create_topic(topic_name("data"))
+    worker = workers()
+    connect = kafka_connect.KafkaConnect(url=worker.url)
+    assert set(connect.get_cluster_info()) == {"version", "commit", "kafka_cluster_id"}
+    assert "eosconnect.connectors.sequence.SequenceSourceConnector" in {
+        p["class"] for p in connect.list_connector_plugins()
+    }
+    bad = connect.validate_connector_config(
+        "SequenceSource", {"connector.class": "SequenceSource", "tasks.max": "0"}
+    )
+    assert bad["error_count"] >= 1
+    config = sequence("kc", data, 1, 100000, rate="100")
+    worker.wait_for(lambda: worker.create_connector("kc", config).status_code in (201, 409), 60, "creation")
+    assert connect.list_connectors() == ["kc"]
+    worker.wait_for(
+        lambda: connect.get_connector_status("kc")["tasks"][0]["state"] == "RUNNING", 90, "RUNNING"
+    )
+    assert connect.update_connector("kc", {**config, "rate.per.task": "200"})["name"] == "kc"
+    assert connect.get_connector_config("kc")["rate.per.task"] == "200"
+    connect.pause_connector("kc")
+    worker.wait_for(lambda: connect.get_connector_status("kc")["tasks"][0]["state"] == "PAUSED", 60, "PAUSED")
+    connect.resume_connector("kc")
+    worker.wait_for(
+        lambda: connect.get_connector_status("kc")["tasks"][0]["state"] == "RUNNING", 60, "RUNNING"
+    )
+    connect.restart_connector_task("kc", 0)
+    worker.wait_for(
+        lambda: connect.get_connector_status("kc")["tasks"][0]["state"] == "RUNNING", 90, "restarted"
+    )
+    worker.wait_for(
+        lambda: connect.list_connector_topics("kc") == {"kc": {"topics": [data]}}, 30, "active topics"
+    )
+    connect.delete_connector("kc")
+    assert connect.list_connectors() == []
+    observed = committed_sequences(read_committed, data)
+    report = check_sequences(observed, {0: max(s for _, s in observed) + 1})
+    assert report.ok, report.anomalies

@@ -27,6 +27,8 @@ class TaskMetrics:
     offset_commits: int = 0
     offset_commit_seconds_total: float = 0.0
     offset_commit_seconds_max: float = 0.0
+    #: Topics the task has written to (Kafka Connect's "active topics", GET /connectors/c/topics).
+    topics: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def mark_started(self) -> None:
@@ -96,4 +98,5 @@ class TaskMetrics:
                 if commits
                 else None,
                 "offset-commit-max-time-ms": 1000 * self.offset_commit_seconds_max if commits else None,
+                "topics": sorted(self.topics),
             }

@@ -212,6 +212,7 @@ class SourceTaskRunner(ABC):
             kwargs["headers"] = outgoing.headers
         if outgoing.timestamp is not None:
             kwargs["timestamp"] = outgoing.timestamp
+        self.metrics.topics.add(outgoing.topic)
         while True:
             try:
                 producer.produce(outgoing.topic, **kwargs)

@@ -94,7 +94,7 @@ class WorkerProcess:
                 last = check()
                 if last:
                     return last
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, LookupError) as exc:  # not reachable yet, or not there yet
                 last = exc
             time.sleep(0.5)
         raise AssertionError(f"timed out waiting for {what} (last: {last}); worker log:\n{self.tail()}")
