@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from confluent_kafka import KafkaException
 
 from eosconnect.connectors.sequence import expected_sequences, parse_value, record_key
 from eosconnect.tools.verify import SequenceReport, check_sequences
@@ -315,3 +316,39 @@ def test_oversized_record_fails_the_task_without_committing_its_offset(
     assert outcome["state"] == "FAILED"
     assert "message.max.bytes" in outcome["trace"]
     assert committed_offsets(read_committed, worker["offset.storage.topic"], "seq-big") == {}
+
+
+def test_separate_offsets_topic_is_created_used_and_copied_to_the_global_topic(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    separate = topic_name("own-offsets")
+    connector = sequence_config("seq-own", data, tasks=1, total=300, offsets_storage_topic=separate)
+    job = run_job(connector, worker)
+
+    def final_offset_in_own_topic() -> bool:
+        try:
+            return committed_offsets(read_committed, separate, "seq-own") == {
+                json.dumps({"task": 0}): {"seq": 299}
+            }
+        except KafkaException:  # the task has not created its offsets topic yet
+            return False
+
+    wait_until(
+        final_offset_in_own_topic,
+        90,
+        "the final offset in the connector's own offsets topic",
+        job,
+    )
+    wait_until(
+        lambda: (
+            committed_offsets(read_committed, worker["offset.storage.topic"], "seq-own")
+            == {json.dumps({"task": 0}): {"seq": 299}}
+        ),
+        60,
+        "the copy in the worker's global offsets topic",
+        job,
+    )
+    job.stop()
+    assert verify(read_committed(data), 1, list(range(300))).ok
