@@ -6,6 +6,12 @@ leader. A dead or frozen leader stops heartbeating, its session expires (`sessio
 the partition moves to another worker within seconds. The consumer never reads or commits: the
 partition is paused as soon as it is assigned.
 
+The assignment is cooperative-sticky: a worker that joins (or a frozen ex-leader that rejoins) does
+not take the partition from the current leader, and the leader keeps it through the rebalances of
+other members, so leadership, and with it every running task, moves only when the leader leaves or
+dies. (With the range assignor the member whose id sorts first wins every rebalance: all tasks would
+migrate to it, and the leader would briefly lose leadership at every join.)
+
 A frozen ex-leader that wakes up may still believe it leads until its consumer notices the
 rebalance; that is why every config-topic write of the leader goes through its transactional
 producer, which the new leader fenced (DESIGN.md section 4).
@@ -48,6 +54,9 @@ class LeaderElection:
         self._on_demoted = on_demoted
         self._session_timeout_ms = session_timeout_ms
         self._leader = False
+        #: Increases each time this worker becomes leader; lets the herder tell one term from the next.
+        self.term = 0
+        self._rejoin = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
         self._leader_url_cache: tuple[float, str | None] = (0.0, None)
@@ -96,7 +105,7 @@ class LeaderElection:
                 "enable.auto.commit": False,
                 "session.timeout.ms": self._session_timeout_ms,
                 "heartbeat.interval.ms": max(500, self._session_timeout_ms // 6),
-                "partition.assignment.strategy": "range",
+                "partition.assignment.strategy": "cooperative-sticky",
                 "auto.offset.reset": "latest",
             }
         )
@@ -115,13 +124,25 @@ class LeaderElection:
         try:
             while not self._stop.is_set():
                 consumer.poll(0.2)
+                if self._rejoin.is_set():
+                    self._rejoin.clear()
+                    self._set_leader(False)
+                    consumer.unsubscribe()
+                    consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
         finally:
             self._set_leader(False)
             consumer.close()
 
+    def step_down(self) -> None:
+        """A fenced leader gives up leadership and rejoins the group (KIP-618: a fenced leader
+        steps down and re-reads); the group coordinator then decides who leads."""
+        self._rejoin.set()
+
     def _set_leader(self, leader: bool) -> None:
         if leader == self._leader:
             return
+        if leader:
+            self.term += 1
         self._leader = leader
         self._leader_url_cache = (0.0, None)
         log.info(

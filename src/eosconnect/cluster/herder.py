@@ -118,6 +118,7 @@ class DistributedHerder:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
         self._cluster_id: str | None = None
+        self._claimed_term = -1
 
     # ======================================================================== lifecycle
     def start(self) -> None:
@@ -179,16 +180,26 @@ class DistributedHerder:
             self._reap_runs(snapshot)
             return
         if not self.config_store.has_write_privileges:
+            if self._claimed_term == self.election.term:
+                # We held the config topic in this term and lost it: another leader fenced our writer.
+                # Re-claiming would fence the real leader; step down and let the group decide.
+                log.warning(
+                    "worker %s was fenced as leader; stepping down and rejoining the group", self.worker_id
+                )
+                self.election.step_down()
+                return
             try:
                 self.config_store.claim_write_privileges()
+                self._claimed_term = self.election.term
             except LeaderFencedError as exc:
                 log.warning("could not claim the config topic: %s", exc)
                 return
             snapshot = self.config_store.read_to_end()
         self._ensure_session_key(snapshot)
-        for connector in snapshot.connectors():
-            self._reconcile_task_configs(connector, snapshot)
-        snapshot = self.config_store.snapshot
+        wrote = [self._reconcile_task_configs(connector, snapshot) for connector in snapshot.connectors()]
+        # Launch from what is in the topic now: a generation written just above must not be
+        # launched as the one it replaces (its tasks would only find themselves superseded).
+        snapshot = self.config_store.read_to_end() if any(wrote) else self.config_store.snapshot
         self._reconcile_runs(snapshot)
 
     def _ensure_session_key(self, snapshot: ConfigSnapshot) -> None:
@@ -199,12 +210,13 @@ class DistributedHerder:
             self.config_store.read_to_end()
             log.info("leader %s distributed a new session key", self.worker_id)
 
-    def _reconcile_task_configs(self, connector: str, snapshot: ConfigSnapshot) -> None:
+    def _reconcile_task_configs(self, connector: str, snapshot: ConfigSnapshot) -> bool:
+        """Regenerate the connector's task configs if its config changed; True if it wrote some."""
         config = snapshot.connector_config(connector)
         if config is None or snapshot.target_state(connector) == TargetState.STOPPED:
-            return
+            return False
         if self._generated_from.get(connector) == config:
-            return
+            return False
         try:
             instance, task_configs = task_configs_for(config)
             instance.stop()
@@ -214,16 +226,18 @@ class DistributedHerder:
                 log.error(message)
                 self._connector_failures[connector] = message
                 self._put_connector_status(connector, ConnectState.FAILED, trace=message)
-            return
+            return False
         self._connector_failures.pop(connector, None)
-        if (
+        wrote = (
             tuple(task_configs) != tuple(snapshot.task_configs(connector))
             or snapshot.generation(connector) is None
-        ):
+        )
+        if wrote:
             self.config_store.put_task_configs(connector, task_configs)
             log.info("connector %s: wrote %d task configs (new generation)", connector, len(task_configs))
         self._generated_from[connector] = config
         self._put_connector_status(connector, self._connector_state(snapshot, connector))
+        return wrote
 
     def _connector_state(self, snapshot: ConfigSnapshot, connector: str) -> ConnectState:
         target = snapshot.target_state(connector)
@@ -382,7 +396,10 @@ class DistributedHerder:
             current = run is not None and run.generation == generation
             if report.get("final"):
                 self._task_finished(name, task, generation, run)
-        if changed and current and state != "SUPERSEDED":
+        # Only the leader publishes task states. A worker that lost leadership (say, a frozen
+        # ex-leader that woke up) still hears from its old tasks, which its successor fenced:
+        # their FAILED would overwrite the successor's RUNNING for the same task ids.
+        if changed and current and state != "SUPERSEDED" and self.election.is_leader:
             self._put_task_status(
                 name,
                 task,
@@ -429,14 +446,33 @@ class DistributedHerder:
             snapshot = self.config_store.read_to_end()
             if not snapshot.contains(name):
                 raise NotFoundError(f"Connector {name} not found")
+            # Fencing runs with the connector's producer settings. When they cannot reach the
+            # cluster, init_transactions() only says "timed out"; the clients' error callbacks
+            # say why (connection refused, authentication failed, ...): keep those for the answer.
+            producer_config = client_config(
+                "producer", self.worker.originals, snapshot.connector_config(name)
+            )
+            client_errors: list[str] = []
+
+            def on_client_error(err: Any) -> None:
+                text = str(err.str() if hasattr(err, "str") else err)
+                if text not in client_errors and len(client_errors) < 5:
+                    client_errors.append(text)
+
+            producer_config["error_cb"] = on_client_error
             try:
-                perform_fencing_round(self.config_store, snapshot, name)
+                perform_fencing_round(self.config_store, snapshot, name, producer_config)
             except FencingConflict as exc:
                 raise ConflictError(
                     f"new task configs for connector {name} arrived during fencing: {exc}"
                 ) from exc
             except FencingError as exc:
-                raise HerderError(f"zombie fencing for connector {name} failed: {exc}") from exc
+                servers = producer_config.get("bootstrap.servers")
+                reported = f"; the producers reported: {'; '.join(client_errors)}" if client_errors else ""
+                raise HerderError(
+                    f"zombie fencing for connector {name} failed: {exc} (connector producer "
+                    f"bootstrap.servers={servers}){reported}"
+                ) from exc
             except LeaderFencedError as exc:
                 raise NotLeaderError(self.election.leader_url(max_age_s=0)) from exc
 
@@ -522,8 +558,13 @@ class DistributedHerder:
         raise NotFoundError(f"Task {name}-{task} not found")
 
     def connector_topics(self, name: str) -> list[str]:
+        """Topics the connector's tasks have written to since this worker ran them."""
         self._snapshot_with(name)
-        return []
+        with self._lock:
+            topics = {
+                t for (c, _), r in self._tasks.items() if c == name for t in r.metrics.get("topics", [])
+            }
+        return sorted(topics)
 
     # ======================================================================== Herder API: writes
     def _require_leader(self) -> None:

@@ -100,6 +100,6 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
         ready_file.write_text(f"{url}\n{os.getpid()}\n")
     print(f"eosconnect worker listening on {url}", flush=True)
     stop.wait()
+    herder.stop()  # first: tasks learn "stop" through their heartbeats to the REST server
     server.stop()
-    herder.stop()
     spark.stop()

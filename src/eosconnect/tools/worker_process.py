@@ -61,7 +61,9 @@ class WorkerProcess:
             return "(no log)"
 
     def signal(self, sig: signal.Signals) -> None:
-        """Signal the worker's whole process group (driver JVM and Python workers included)."""
+        """Signal the worker's process group: the Python driver and Spark's JVM. Spark's Python
+        workers run in a process group of their own (pyspark's daemon calls setpgid): signal
+        their pids (GET /internal/tasks) to reach a task."""
         assert self.proc is not None
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, sig)
