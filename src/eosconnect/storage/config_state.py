@@ -301,7 +301,7 @@ class ConfigStateBuilder:
         if not connector:
             raise _Skip("empty connector name")
         if value is None:
-            log.info("connector %r deleted (tombstone in the config topic)", connector)
+            log.debug("connector %r deleted (tombstone in the config topic)", connector)
             self._connectors.pop(connector, None)
             self._task_configs.pop(connector, None)
             self._task_counts.pop(connector, None)
