@@ -38,7 +38,8 @@ soak: kafka
 	$(BIN)/pytest -m soak -p no:cacheprovider
 
 bench: kafka
-	$(BIN)/python bench/source_throughput.py
+	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
+	PYTHONPATH=. $(BIN)/python bench/fencing.py
 
 clean:
 	rm -rf $(VENV) .eosconnect
