@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
+from eosconnect.tools.worker_process import WorkerProcess
 
 SPARK_MASTER = os.environ.get("EOSCONNECT_TEST_SPARK_MASTER", "local[6,4]")
 TESTS_DIR = Path(__file__).resolve().parent
@@ -114,6 +115,36 @@ def worker_props(bootstrap: str, topic_name: Callable[[str], str]) -> Callable[.
         }
 
     return _props
+
+
+@pytest.fixture
+def workers(worker_props, tmp_path: Path):
+    """Start `eosconnect worker` processes of one group (same internal topics); stopped at the end."""
+    started: list[WorkerProcess] = []
+    base = worker_props("enabled")
+
+    def _start(name: str = "w1", mode: str = "enabled", **overrides: str) -> WorkerProcess:
+        props = {
+            **base,
+            "exactly.once.source.support": mode,
+            "config.storage.topic": base["offset.storage.topic"].replace("-offsets-", "-configs-"),
+            "status.storage.topic": base["offset.storage.topic"].replace("-offsets-", "-status-"),
+            "config.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "status.storage.partitions": "1",
+            "listeners": "http://127.0.0.1:0",
+            "task.shutdown.graceful.timeout.ms": "3000",
+            "spark.master": "local[8,4]",
+            "spark.driver.memory": "768m",
+            **overrides,
+        }
+        worker = WorkerProcess(props, tmp_path / name).start()
+        started.append(worker)
+        return worker
+
+    yield _start
+    for worker in started:
+        worker.stop()
 
 
 # Shared fixtures defined next to their helpers (tests/support), registered for every test module.

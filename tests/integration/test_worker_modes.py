@@ -14,7 +14,6 @@ import socket
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -30,36 +29,6 @@ from eosconnect.tools.verify import check_sequences
 from eosconnect.tools.worker_process import WorkerProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-
-
-@pytest.fixture
-def workers(worker_props, tmp_path: Path):
-    """Start `eosconnect worker` processes of one group (same internal topics); stopped at the end."""
-    started: list[WorkerProcess] = []
-    base = worker_props("enabled")
-
-    def _start(name: str, mode: str = "enabled", **overrides: str) -> WorkerProcess:
-        props = {
-            **base,
-            "exactly.once.source.support": mode,
-            "config.storage.topic": base["offset.storage.topic"].replace("-offsets-", "-configs-"),
-            "status.storage.topic": base["offset.storage.topic"].replace("-offsets-", "-status-"),
-            "config.storage.replication.factor": "1",
-            "status.storage.replication.factor": "1",
-            "status.storage.partitions": "1",
-            "listeners": "http://127.0.0.1:0",
-            "task.shutdown.graceful.timeout.ms": "3000",
-            "spark.master": "local[8,4]",
-            "spark.driver.memory": "768m",
-            **overrides,
-        }
-        worker = WorkerProcess(props, tmp_path / name).start()
-        started.append(worker)
-        return worker
-
-    yield _start
-    for worker in started:
-        worker.stop()
 
 
 def sequence(topic: str, tasks: int, rate: int = 200, **extra: str) -> dict[str, str]:

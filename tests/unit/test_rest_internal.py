@@ -170,18 +170,3 @@ def test_heartbeat_body_is_bound_by_the_signature(client: Any, keys: list[Sessio
     tampered = body.replace(b"RUNNING", b"FAILED!")
     response = client.put("/connectors/c/tasks/0/heartbeat", content=tampered, headers=headers)
     assert response.status_code == 403
-
-
-def test_internal_client_helpers(herder: FakeHerder, keys: list[SessionKey]) -> None:
-    from eosconnect.rest.internal_client import InternalRequestError, request_fencing, send_heartbeat
-
-    with make_test_client(create_app(herder)) as client:
-        directive = send_heartbeat(
-            "http://testserver", keys[0], "c", 1, generation=1, state="RUNNING", client=client
-        )
-        assert directive == "run"
-        request_fencing("http://testserver", keys[0], "c", client=client)
-        assert herder.calls[-1] == ("fence_zombies", ("c",))
-        with pytest.raises(InternalRequestError) as err:
-            request_fencing("http://testserver", SessionKey.generate(), "c", client=client)
-        assert err.value.status == 403

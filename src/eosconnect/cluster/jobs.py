@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,9 +208,3 @@ class ConnectorJob:
         if self._connector is not None:
             self._connector.stop()
         return self.outcomes
-
-
-def new_control_dir(base: Path) -> Path:
-    path = base / f"control-{uuid.uuid4().hex[:8]}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path

@@ -19,6 +19,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -94,7 +95,12 @@ class RestStartupCoordinator:
 
     def fence_zombies(self, connector: str) -> None:
         response = signed_request(
-            self.access, "PUT", self.worker_url, f"/connectors/{connector}/fence", {}, self.request_timeout_s
+            self.access,
+            "PUT",
+            self.worker_url,
+            f"/connectors/{quote(connector, safe='')}/fence",
+            {},
+            self.request_timeout_s,
         )
         if response.status_code >= 300:
             try:
@@ -175,7 +181,7 @@ class RestTaskControl:
             "pid": os.getpid(),
             "metrics": self._metrics.snapshot() if self._metrics is not None else {},
         }
-        path = f"/connectors/{self.connector}/tasks/{self.task}/heartbeat"
+        path = f"/connectors/{quote(self.connector, safe='')}/tasks/{self.task}/heartbeat"
         try:
             response = signed_request(self._access, "PUT", self.worker_url, path, body, 10.0)
             if response.status_code == 200:

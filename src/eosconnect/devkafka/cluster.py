@@ -19,7 +19,6 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -508,8 +507,3 @@ class LocalKafkaCluster:
     def _save(self) -> None:
         if self.state is not None:
             self.state.save()
-
-
-def iter_live_nodes(run_dir: Path) -> Iterator[Node]:
-    state = ClusterState.load(run_dir)
-    yield from (n for n in state.nodes if pid_alive(n.pid))

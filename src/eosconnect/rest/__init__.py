@@ -3,7 +3,6 @@
 - `create_app(herder, *, basic_auth=None, ...)` (rest/app.py): the FastAPI app;
 - `RestServer`, `RestServerConfig` (rest/server.py): uvicorn in a background thread, HTTP or HTTPS;
 - `render_prometheus` (rest/metrics.py): task metric snapshots as Prometheus text;
-- `send_heartbeat`, `request_fencing` (rest/internal_client.py): signed internal requests.
 """
 
 from eosconnect.rest.app import create_app

@@ -147,7 +147,8 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if not self._txn_open:
             self._call_producer(self.producer.begin_transaction)
             self._txn_open, self._txn_started = True, time.monotonic()
-        self._txn_records.append(record)
+        if self._wants_metadata:  # kept only for commit_record(); also keeps id(record) unique
+            self._txn_records.append(record)
         partition, offset = offset_of(record)
         self._txn_offsets[partition] = offset
         if outgoing is None:
