@@ -329,9 +329,9 @@ class FakeHerder:
                 raise NotFoundError(f"Unknown task {name}-{task}")
             self.task_state[(name, task)] = "RUNNING"
 
-    def fence_zombies(self, name: str) -> None:
+    def fence_zombies(self, name: str, generation: int | None = None) -> None:
         with self._lock:
-            self._write("fence_zombies", name)
+            self._write("fence_zombies", *((name,) if generation is None else (name, generation)))
             self._get(name)
 
     def validate_connector_config(self, plugin: str, config: Mapping[str, str]) -> dict[str, Any]:

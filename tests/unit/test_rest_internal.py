@@ -49,6 +49,16 @@ def test_fence_signed_with_current_key_is_204(
     assert herder.calls == [("fence_zombies", ("c",))]
 
 
+def test_fence_passes_the_tasks_generation_and_rejects_a_bad_body(
+    client: Any, herder: FakeHerder, keys: list[SessionKey]
+) -> None:
+    assert signed_put(client, keys[0], "/connectors/c/fence", {"generation": 3}).status_code == 204
+    assert herder.calls == [("fence_zombies", ("c", 3))]
+    response = signed_put(client, keys[0], "/connectors/c/fence", {"generation": "three"})
+    assert response.status_code == 400
+    assert "generation" in response.json()["message"]
+
+
 def test_fence_signed_with_previous_key_is_accepted(
     client: Any, herder: FakeHerder, keys: list[SessionKey]
 ) -> None:

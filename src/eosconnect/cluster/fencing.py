@@ -3,7 +3,9 @@
 librdkafka has no `fenceProducers` admin call, so an id is fenced the way the broker defines it:
 a producer with that `transactional.id` calls `init_transactions()`, which bumps the epoch and rolls
 back whatever transaction the previous holder left open; the producer is then closed unused.
-Ids are fenced in parallel: a generation of 64 tasks must not take 64 round trips.
+Ids are fenced in parallel, one thread per id: librdkafka retries an `InitProducerId` answered with
+CONCURRENT_TRANSACTIONS (the broker is still rolling back the zombie's transaction) only every
+500 ms, so each id costs at least that much waiting, and waiting in batches would multiply it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 log = logging.getLogger(__name__)
+
+#: Producers alive at once during a fencing round; each is mostly waiting on the broker.
+MAX_PARALLEL_FENCES = 128
 
 
 class FencingError(RuntimeError):
@@ -44,7 +49,7 @@ def fence_transactional_ids(
 
     if not transactional_ids:
         return
-    with ThreadPoolExecutor(max_workers=min(32, len(transactional_ids))) as pool:
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_FENCES, len(transactional_ids))) as pool:
         failures = [f for f in pool.map(fence, transactional_ids) if f]
     if failures:
         raise FencingError(

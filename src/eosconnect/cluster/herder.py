@@ -439,10 +439,14 @@ class DistributedHerder:
             }
 
     # ======================================================================== fencing
-    def fence_zombies(self, name: str) -> None:
+    def fence_zombies(self, name: str, generation: int | None = None) -> None:
         self._require_leader()
+        if generation is not None and self._already_fenced(self.config_store.snapshot, name, generation):
+            return  # every task of a generation asks; only the first needs a round
         lock = self._fence_locks.setdefault(name, threading.Lock())
         with lock:
+            if generation is not None and self._already_fenced(self.config_store.snapshot, name, generation):
+                return
             snapshot = self.config_store.read_to_end()
             if not snapshot.contains(name):
                 raise NotFoundError(f"Connector {name} not found")
@@ -475,6 +479,16 @@ class DistributedHerder:
                 ) from exc
             except LeaderFencedError as exc:
                 raise NotLeaderError(self.election.leader_url(max_age_s=0)) from exc
+
+    @staticmethod
+    def _already_fenced(snapshot: ConfigSnapshot, name: str, generation: int) -> bool:
+        """The round for `generation` (or a later one) is done, as this leader last read the topic.
+
+        Safe to answer from memory: only the leader writes task configs, so a newer generation than
+        the one in memory cannot be fenced yet without this worker knowing; and the task re-checks
+        its generation against the topic itself right after (DESIGN.md section 3, step 2)."""
+        latest = snapshot.generation(name)
+        return latest is not None and latest >= generation and not snapshot.pending_fencing(name)
 
     def session_keys(self) -> list[SessionKey]:
         snapshot = self.config_store.snapshot

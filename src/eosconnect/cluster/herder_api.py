@@ -122,8 +122,10 @@ class Herder(Protocol):
 
     def restart_task(self, name: str, task: int) -> None: ...
 
-    def fence_zombies(self, name: str) -> None:
-        """Internal: fence the previous generation's producers (KIP-618 zombie fencing round)."""
+    def fence_zombies(self, name: str, generation: int | None = None) -> None:
+        """Internal: fence the previous generation's producers (KIP-618 zombie fencing round).
+
+        `generation` is the requesting task's; when given and already fenced, no round is needed."""
         ...
 
     # ---- validation and plugins

@@ -26,6 +26,8 @@ LEAN_DEFAULTS: dict[str, str] = {
     # Long-running tasks must not be re-launched speculatively: two copies would fence each other.
     "spark.speculation": "false",
     "spark.locality.wait": "0s",
+    # Python workers are forked from a daemon that already imported the task runtime (see there).
+    "spark.python.daemon.module": "eosconnect.cluster.spark_daemon",
 }
 
 

@@ -93,13 +93,13 @@ class RestStartupCoordinator:
     def __post_init__(self) -> None:
         self.access = _ConfigTopicAccess(self.worker_props)
 
-    def fence_zombies(self, connector: str) -> None:
+    def fence_zombies(self, connector: str, generation: int | None = None) -> None:
         response = signed_request(
             self.access,
             "PUT",
             self.worker_url,
             f"/connectors/{quote(connector, safe='')}/fence",
-            {},
+            {} if generation is None else {"generation": generation},
             self.request_timeout_s,
         )
         if response.status_code >= 300:

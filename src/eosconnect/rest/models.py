@@ -128,6 +128,16 @@ class LoggerLevelRequest(BaseModel):
     )
 
 
+class FenceRequest(BaseModel):
+    """A starting exactly-once task's fencing request (internal, signed); the body is optional."""
+
+    generation: int | None = Field(
+        default=None,
+        description="The generation the task belongs to; lets the leader answer from memory when that "
+        "generation's fencing round is already done",
+    )
+
+
 class HeartbeatRequest(BaseModel):
     """A running task's report to its worker (internal, signed)."""
 

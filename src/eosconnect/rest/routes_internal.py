@@ -1,7 +1,8 @@
 """Internal worker-to-worker and task-to-worker endpoints, signed with the session key.
 
 - `PUT /connectors/{c}/fence`: a starting exactly-once task asks the leader to fence the previous
-  generation's producers (KIP-618). 204 when done.
+  generation's producers (KIP-618). 204 when done. The optional body `{"generation": N}` names the
+  task's generation, so that the leader can answer from memory once that round is done.
 - `PUT /connectors/{c}/tasks/{t}/heartbeat`: a task running on a Spark executor reports its state
   and metrics and learns whether to keep running, pause or stop (Spark has no driver-to-task channel).
 
@@ -12,19 +13,22 @@ the allowed age; basic authentication does not apply to them.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from fastapi import APIRouter, Request
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.responses import JSONResponse, Response
 
 from eosconnect.cluster.herder_api import BadRequestError
 from eosconnect.rest.deps import HerderDep, SignedDep, error_responses
 from eosconnect.rest.errors import validation_error_message
 from eosconnect.rest.forwarding import request_body
-from eosconnect.rest.models import HeartbeatRequest, HeartbeatResponse
+from eosconnect.rest.models import FenceRequest, HeartbeatRequest, HeartbeatResponse
 
 router = APIRouter(prefix="/connectors", tags=["internal"])
 
 _DIRECTIVES = {"run", "pause", "stop"}
+_Body = TypeVar("_Body", bound=BaseModel)
 
 
 @router.put(
@@ -35,8 +39,9 @@ _DIRECTIVES = {"run", "pause", "stop"}
     responses={204: {"description": "Fenced"}, **error_responses(403, 404, 409, 500)},
     response_model=None,
 )
-def fence_zombies(connector: str, herder: HerderDep) -> Response:
-    herder.fence_zombies(connector)
+def fence_zombies(connector: str, request: Request, herder: HerderDep) -> Response:
+    body = _parse(FenceRequest, request_body(request) or b"{}")
+    herder.fence_zombies(connector, body.generation)
     return Response(status_code=204)
 
 
@@ -54,17 +59,22 @@ def fence_zombies(connector: str, herder: HerderDep) -> Response:
     },
 )
 def task_heartbeat(connector: str, task: int, request: Request, herder: HerderDep) -> Response:
-    # The body is parsed here, after the signature check, so an unsigned request gets 403 whatever it holds.
-    try:
-        body = HeartbeatRequest.model_validate_json(request_body(request) or b"null")
-    except ValidationError as exc:
-        errors = [{**e, "loc": ("body", *e.get("loc", ()))} for e in exc.errors()]
-        raise BadRequestError(validation_error_message(errors)) from None
+    body = _parse(HeartbeatRequest, request_body(request) or b"null")
     report = body.model_dump(exclude={"generation"})
     directive = herder.task_heartbeat(connector, task, body.generation, report)
     if directive not in _DIRECTIVES:
         raise ValueError(f"the herder answered the unknown directive {directive!r}")
     return JSONResponse({"directive": directive})
+
+
+def _parse(model: type[_Body], raw: bytes) -> _Body:
+    """Bodies are parsed in the handler, after the signature check: an unsigned request gets 403
+    whatever it holds."""
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", *e.get("loc", ()))} for e in exc.errors()]
+        raise BadRequestError(validation_error_message(errors)) from None
 
 
 internal_router = APIRouter(prefix="/internal", tags=["internal"])

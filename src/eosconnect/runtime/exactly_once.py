@@ -45,7 +45,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if coordinator is None:
             raise ConnectException(f"{self.task_id}: exactly-once tasks need a start-up coordinator")
         # 1. the leader fences zombies of the previous generation
-        coordinator.fence_zombies(name)
+        coordinator.fence_zombies(name, self.spec.generation)
         # 2. our generation must still be the latest
         coordinator.ensure_latest_generation(name, self.spec.generation)
         # 3. a separate offsets topic is created if missing

@@ -20,8 +20,10 @@ class GenerationSuperseded(Exception):
 
 
 class StartupCoordinator(Protocol):
-    def fence_zombies(self, connector: str) -> None:
-        """Fence the previous generation's producers; raises on failure (the task then FAILS)."""
+    def fence_zombies(self, connector: str, generation: int | None = None) -> None:
+        """Fence the previous generation's producers; raises on failure (the task then FAILS).
+
+        `generation` is the asking task's, so that a round already done need not be repeated."""
         ...
 
     def ensure_latest_generation(self, connector: str, generation: int) -> None:
@@ -44,7 +46,7 @@ class LocalStartupCoordinator:
     generation: int = 0
     _fenced: bool = field(default=False, repr=False)
 
-    def fence_zombies(self, connector: str) -> None:
+    def fence_zombies(self, connector: str, generation: int | None = None) -> None:
         stale = range(self.task_count, self.previous_task_count)
         if stale and not self._fenced:
             fence_transactional_ids(

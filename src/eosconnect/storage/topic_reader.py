@@ -24,6 +24,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+READER_FETCH_WAIT_MS = 20
+
 
 class ReadTimeout(TimeoutError):
     """The end was not reached in time, usually because a transaction stayed open."""
@@ -96,6 +98,10 @@ def read_to_end(
             "enable.auto.offset.store": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
+            # The broker holds an empty fetch for up to this long. The default (500 ms) is paid
+            # whenever the end is a commit marker not yet written (right after a transactional
+            # write, the config store's common case); this consumer lives for one short read.
+            "fetch.wait.max.ms": READER_FETCH_WAIT_MS,
         }
     )
     records: list[TopicRecord] = []
