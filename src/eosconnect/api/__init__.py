@@ -71,7 +71,15 @@ from eosconnect.api.records import (
     SourceRecord,
     TopicPartition,
 )
-from eosconnect.api.sink import SinkConnector, SinkTask
+from eosconnect.api.sink import (
+    SINK_TOPICS_CONFIG_DEF,
+    TOPICS_CONFIG,
+    TOPICS_REGEX_CONFIG,
+    SinkConnector,
+    SinkTask,
+    sink_topics,
+    sink_topics_errors,
+)
 from eosconnect.api.source import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
@@ -107,6 +115,9 @@ __all__ = [
     "CONVERTER_ALIASES",
     "ENTRY_POINT_GROUP",
     "NO_DEFAULT",
+    "SINK_TOPICS_CONFIG_DEF",
+    "TOPICS_CONFIG",
+    "TOPICS_REGEX_CONFIG",
     "ByteArrayConverter",
     "CallableValidator",
     "ConfigDef",
@@ -180,5 +191,7 @@ __all__ = [
     "resolve_converter_class",
     "resolve_predicate_class",
     "resolve_transformation_class",
+    "sink_topics",
+    "sink_topics_errors",
     "unregister_connector",
 ]

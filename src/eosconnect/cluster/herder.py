@@ -39,7 +39,7 @@ from eosconnect.cluster.jobs import SparkTaskJob, free_task_slots, task_configs_
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.cluster.validation import config_errors, validate_connector_config
 from eosconnect.runtime.config import WorkerConfig
-from eosconnect.runtime.source_task import TaskSpec
+from eosconnect.runtime.task import TaskSpec
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.config_store import ConfigStore, FencingConflict, LeaderFencedError

@@ -21,8 +21,8 @@ from eosconnect.api.source import SourceConnector
 from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
 from eosconnect.runtime.control import Directive, FileTaskControl
 from eosconnect.runtime.executor import spark_task_entry
-from eosconnect.runtime.source_task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.startup import LocalStartupCoordinator, StartupCoordinator
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.topics import ensure_topic
 
