@@ -311,6 +311,11 @@ class SourceConnectorConfig:
         return worker.offset_flush_interval_ms
 
 
+def sink_consumer_group(connector: str) -> str:
+    """Kafka Connect's group for a sink connector: every task of it consumes in this group."""
+    return f"connect-{connector}"
+
+
 @dataclass(frozen=True)
 class SinkConnectorConfig:
     name: str
@@ -343,8 +348,7 @@ class SinkConnectorConfig:
 
     @property
     def consumer_group(self) -> str:
-        """Kafka Connect's group for a sink connector: every task of it consumes in this group."""
-        return f"connect-{self.name}"
+        return sink_consumer_group(self.name)
 
     def subscription(self) -> list[str]:
         """What to subscribe to; librdkafka takes a regex as a name starting with `^`, and Kafka
