@@ -72,10 +72,13 @@ class ConsumerGroupCommitter:
 
 
 def kafka_offsets(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> list[KafkaTopicPartition]:
-    return [
-        KafkaTopicPartition(tp.topic, tp.partition, om.offset, om.metadata or None, om.leader_epoch)
-        for tp, om in sorted(offsets.items())
-    ]
+    result = []
+    for tp, om in sorted(offsets.items()):
+        extra: dict[str, Any] = {"metadata": om.metadata} if om.metadata else {}
+        if om.leader_epoch is not None:
+            extra["leader_epoch"] = om.leader_epoch
+        result.append(KafkaTopicPartition(tp.topic, tp.partition, om.offset, **extra))
+    return result
 
 
 def _kafka_tp(tp: TopicPartition) -> KafkaTopicPartition:
