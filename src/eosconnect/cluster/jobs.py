@@ -139,9 +139,8 @@ class ConnectorJob:
         self._ensure_global_offsets_topic(worker)
         self.control_dir.mkdir(parents=True, exist_ok=True)
         self.control.set(Directive.RUN)
-        coordinator = (
-            None if isinstance(self._connector, SinkConnector) else self._coordinator(worker, task_configs)
-        )
+        sink = isinstance(self._connector, SinkConnector)
+        coordinator = None if sink else self._coordinator(worker, len(task_configs))
         specs = [
             TaskSpec(
                 connector=self.name,
