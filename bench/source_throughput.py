@@ -30,8 +30,8 @@ from rich.table import Table
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.executor import run_source_task
-from eosconnect.runtime.source_task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.startup import LocalStartupCoordinator
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.storage.topics import ensure_topic
 
 console = Console(stderr=True)

@@ -19,8 +19,8 @@ import pytest
 from eosconnect.connectors.sequence import parse_value
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.executor import run_source_task
-from eosconnect.runtime.source_task import TASK_CLASS_KEY, TaskSpec, TaskState
 from eosconnect.runtime.startup import LocalStartupCoordinator
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec, TaskState
 from eosconnect.storage.offsets import read_offsets
 from eosconnect.tools.verify import check_sequences
 

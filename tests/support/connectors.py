@@ -3,13 +3,17 @@ tests/conftest.py puts the tests directory on PYTHONPATH before Spark starts."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 from pathlib import Path
 
-from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
+from eosconnect.api.config import ConfigDef
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, SourceOffset, SourcePartition, SourceRecord
+from eosconnect.api.sink import SinkConnector, SinkTask
 from eosconnect.api.source import SourceTask
+from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
 
 
@@ -75,3 +79,82 @@ class HeartbeatTask(SequenceSourceTask):
 class HeartbeatConnector(SequenceSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return HeartbeatTask
+
+
+class RecordingSinkTask(SinkTask):
+    """Appends every call the runtime makes to `record.file` (one JSON object a line), because it
+    runs in a Spark Python worker: the test reads the file to see the calls in order.
+
+    `pre_commit` holds back the last record of each partition (commits its offset, not the one
+    after it), so a test can tell "what pre_commit returned" from "what was consumed".
+    """
+
+    def start(self, config: dict[str, str]) -> None:
+        self._log = Path(config["record.file"]).open("a", encoding="utf-8")  # noqa: SIM115
+        self._event("start")
+
+    def _event(self, call: str, **data: object) -> None:
+        self._log.write(json.dumps({"call": call, **data}) + "\n")
+        self._log.flush()
+
+    def open(self, partitions):
+        self._event("open", partitions=sorted(str(tp) for tp in partitions))
+
+    def close(self, partitions):
+        self._event("close", partitions=sorted(str(tp) for tp in partitions))
+
+    def put(self, records: list[SinkRecord]) -> None:
+        if records:
+            self._event(
+                "put", records=[[r.topic, r.kafka_partition, r.kafka_offset, r.value] for r in records]
+            )
+
+    def flush(self, current_offsets):
+        self._event("flush", offsets={str(tp): om.offset for tp, om in current_offsets.items()})
+
+    def pre_commit(self, current_offsets):
+        self.flush(current_offsets)
+        returned = {tp: OffsetAndMetadata(om.offset - 1) for tp, om in current_offsets.items()}
+        self._event("pre_commit", returned={str(tp): om.offset for tp, om in returned.items()})
+        return returned
+
+    def stop(self) -> None:
+        self._event("stop")
+        self._log.close()
+
+
+class RecordingSinkConnector(SinkConnector):
+    def config_def(self) -> ConfigDef:
+        return ConfigDef()
+
+    def start(self, config: dict[str, str]) -> None:
+        self._config = dict(config)
+
+    def task_class(self) -> type[SinkTask]:
+        return RecordingSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self._config)]
+
+
+class KillingFileStreamSinkTask(FileStreamSinkTask):
+    """SIGKILLs its own Python worker in `put()` once, after `crash.after.records` records were
+    written; the marker file makes only the first attempt crash."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._written = 0
+        self._crash_after = int(config["crash.after.records"])
+        self._marker = Path(config["crash.marker.dir"]) / "crashed-sink"
+
+    def put(self, records: list[SinkRecord]) -> None:
+        super().put(records)
+        self._written += len(records)
+        if self._written > self._crash_after and not self._marker.exists():
+            self._marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class KillingFileStreamSinkConnector(FileStreamSinkConnector):
+    def task_class(self) -> type[SinkTask]:
+        return KillingFileStreamSinkTask

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,14 @@ from eosconnect.api import (
     ConfigException,
     ExactlyOnceSupport,
     InMemoryOffsetStorageReader,
+    OffsetAndMetadata,
+    SinkConnector,
+    SinkRecord,
+    SinkTaskContext,
     SourceConnector,
     SourceTask,
     SourceTaskContext,
+    TopicPartition,
 )
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "connector-guide.md"
@@ -71,3 +77,34 @@ def test_counter_connector_rejects_bad_config(example: dict[str, Any]) -> None:
     with pytest.raises(ConfigException) as info:
         example["CounterSourceConnector"]().start({"batch.size": "0"})
     assert set(info.value.errors) == {"topic", "batch.size"}
+
+
+@pytest.fixture(scope="module")
+def sink_example() -> dict[str, Any]:
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+    (code,) = [b for b in blocks if "class JsonLinesSinkConnector" in b]
+    assert len(code.strip().splitlines()) <= 45
+    namespace: dict[str, Any] = {"__name__": "connector_guide_sink_example"}
+    exec(compile(code, str(GUIDE), "exec"), namespace)
+    return namespace
+
+
+def test_sink_example_appends_json_lines_and_flushes(sink_example: dict[str, Any], tmp_path) -> None:
+    connector = sink_example["JsonLinesSinkConnector"]()
+    assert isinstance(connector, SinkConnector)
+    path = tmp_path / "out.jsonl"
+    connector.start({"path": str(path), "topics": "orders"})
+    (task_config,) = connector.task_configs(3)
+    task = connector.task_class()()
+    task.initialize(SinkTaskContext(configs=task_config))
+    task.start(task_config)
+    task.put([SinkRecord("orders", 0, 7, None, {"id": 1}), SinkRecord("orders", 0, 8, None, "x")])
+    offsets = {TopicPartition("orders", 0): OffsetAndMetadata(9)}
+    assert task.pre_commit(offsets) == offsets  # flushed, so everything may be committed
+    task.stop()
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [
+        {"topic": "orders", "offset": 7, "value": {"id": 1}},
+        {"topic": "orders", "offset": 8, "value": "x"},
+    ]
+    with pytest.raises(ConfigException):
+        connector.start({"topics": "orders"})

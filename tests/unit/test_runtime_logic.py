@@ -8,7 +8,8 @@ from pathlib import Path
 from eosconnect.api.records import SourceOffset, SourcePartition
 from eosconnect.runtime.control import Directive, FileTaskControl
 from eosconnect.runtime.metrics import TaskMetrics
-from eosconnect.runtime.source_task import TaskLogAdapter, apply_update_offsets
+from eosconnect.runtime.source_task import apply_update_offsets
+from eosconnect.runtime.task import TaskLogAdapter
 
 
 class _Task:

@@ -50,7 +50,9 @@ from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageRea
 from eosconnect.api.plugins import (
     BUILTIN_CONNECTORS,
     ENTRY_POINT_GROUP,
+    ConnectorType,
     available_connectors,
+    connector_type,
     import_class,
     register_connector,
     resolve_connector_class,
@@ -71,7 +73,15 @@ from eosconnect.api.records import (
     SourceRecord,
     TopicPartition,
 )
-from eosconnect.api.sink import SinkConnector, SinkTask
+from eosconnect.api.sink import (
+    SINK_TOPICS_CONFIG_DEF,
+    TOPICS_CONFIG,
+    TOPICS_REGEX_CONFIG,
+    SinkConnector,
+    SinkTask,
+    sink_topics,
+    sink_topics_errors,
+)
 from eosconnect.api.source import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
@@ -107,6 +117,9 @@ __all__ = [
     "CONVERTER_ALIASES",
     "ENTRY_POINT_GROUP",
     "NO_DEFAULT",
+    "SINK_TOPICS_CONFIG_DEF",
+    "TOPICS_CONFIG",
+    "TOPICS_REGEX_CONFIG",
     "ByteArrayConverter",
     "CallableValidator",
     "ConfigDef",
@@ -121,6 +134,7 @@ __all__ = [
     "ConnectorClassNotFound",
     "ConnectorContext",
     "ConnectorTransactionBoundaries",
+    "ConnectorType",
     "Converter",
     "DataException",
     "ExactlyOnceSupport",
@@ -173,6 +187,7 @@ __all__ = [
     "Validator",
     "ValidatorLike",
     "available_connectors",
+    "connector_type",
     "converter_from_config",
     "import_class",
     "register_connector",
@@ -180,5 +195,7 @@ __all__ = [
     "resolve_converter_class",
     "resolve_predicate_class",
     "resolve_transformation_class",
+    "sink_topics",
+    "sink_topics_errors",
     "unregister_connector",
 ]

@@ -59,22 +59,36 @@ class SourceTaskContext:
 class SinkTaskContext:
     """Given to `SinkTask.initialize`: the task's assignment and its requests to the runtime.
 
-    The runtime reads `requested_offsets` (rewinds asked by the task, e.g. to resume from offsets
-    it stored itself) and `commit_requested` after each `put`, and resets them.
+    The runtime reads the requests (rewinds in `requested_offsets`, `paused`/`resumed` partitions,
+    `commit_requested`) after each `put` and each `open`, applies them to its consumer and resets
+    them; a task only calls the methods.
     """
 
     configs: dict[str, str] = field(default_factory=dict)
     assigned: set[TopicPartition] = field(default_factory=set)
     requested_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    paused: set[TopicPartition] = field(default_factory=set)
+    resumed: set[TopicPartition] = field(default_factory=set)
     commit_requested: bool = False
 
     def assignment(self) -> set[TopicPartition]:
+        """The partitions this task consumes right now (changes on rebalances: see open/close)."""
         return set(self.assigned)
 
     def offset(self, offsets: Mapping[TopicPartition, int] | Iterable[tuple[TopicPartition, int]]) -> None:
-        """Ask the runtime to continue consuming these partitions from these offsets."""
+        """Ask the runtime to continue consuming these partitions from these offsets, e.g. to
+        resume from positions the task stored in the target system itself."""
         pairs = offsets.items() if isinstance(offsets, Mapping) else offsets
         self.requested_offsets.update(pairs)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching these partitions (e.g. while the target is overloaded) until `resume`."""
+        self.paused.update(partitions)
+        self.resumed.difference_update(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self.resumed.update(partitions)
+        self.paused.difference_update(partitions)
 
     def request_commit(self) -> None:
         """Ask for offsets to be committed soon instead of at the next interval."""

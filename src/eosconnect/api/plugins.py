@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 from collections.abc import Iterable
+from enum import StrEnum
 from typing import Any
 
 from eosconnect.api.connector import Connector
@@ -29,7 +30,9 @@ from eosconnect.api.errors import ConfigException, ConnectorClassNotFound
 __all__ = [
     "BUILTIN_CONNECTORS",
     "ENTRY_POINT_GROUP",
+    "ConnectorType",
     "available_connectors",
+    "connector_type",
     "import_class",
     "register_connector",
     "resolve_connector_class",
@@ -47,10 +50,33 @@ BUILTIN_CONNECTORS: dict[str, str] = {
         "eosconnect.connectors.file_stream.FileStreamSourceConnector"
     ),
     "JdbcSource": "eosconnect.connectors.jdbc.JdbcSourceConnector",
+    "FileStreamSink": "eosconnect.connectors.file_stream.FileStreamSinkConnector",
+    "org.apache.kafka.connect.file.FileStreamSinkConnector": (
+        "eosconnect.connectors.file_stream.FileStreamSinkConnector"
+    ),
 }
 """The built-in connectors' short names. Add one line per built-in connector here."""
 
 _registered: dict[str, type | str] = {}
+
+
+class ConnectorType(StrEnum):
+    """Which way a connector moves data; the REST API's `type` field."""
+
+    SOURCE = "source"
+    SINK = "sink"
+
+
+def connector_type(cls: type) -> ConnectorType:
+    """SOURCE or SINK for a connector class (or task class); raises TypeError for anything else."""
+    from eosconnect.api.sink import SinkConnector, SinkTask
+    from eosconnect.api.source import SourceConnector, SourceTask
+
+    if issubclass(cls, SourceConnector | SourceTask):
+        return ConnectorType.SOURCE
+    if issubclass(cls, SinkConnector | SinkTask):
+        return ConnectorType.SINK
+    raise TypeError(f"{cls.__module__}.{cls.__qualname__} is neither a source nor a sink connector or task")
 
 
 def import_class(path: str) -> type:

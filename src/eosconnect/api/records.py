@@ -344,6 +344,16 @@ class SinkRecord(_RecordMixin):
         setattr_(self, "leader_epoch", leader_epoch)
 
     @property
+    def kafka_partition(self) -> int:
+        """Kafka Connect's name for `partition` (`SinkRecord.kafkaPartition()`)."""
+        return self.partition
+
+    @property
+    def kafka_offset(self) -> int:
+        """Kafka Connect's name for `offset` (`SinkRecord.kafkaOffset()`)."""
+        return self.offset
+
+    @property
     def topic_partition(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
 

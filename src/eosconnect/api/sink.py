@@ -1,18 +1,93 @@
-"""Sink connectors and tasks: consume records from Kafka and deliver them elsewhere (KIP-656 work).
+"""Sink connectors and tasks: consume records from Kafka and deliver them elsewhere.
 
-Kept deliberately small and close to Kafka Connect's shape so existing sink designs carry over.
+Kept deliberately close to Kafka Connect's shape so existing sink designs carry over. The runtime
+consumes the configured topics in the consumer group `connect-<connector>`, hands batches to
+`put`, and commits the offsets `pre_commit` returns every `offset.flush.interval.ms`: delivery is
+at least once, so a task must make what it got from `put` durable in `flush` (or report smaller
+offsets from `pre_commit`) before those offsets are committed.
+
+Which topics a sink reads is a framework setting, `topics` (a list) or `topics.regex`, exactly
+one of them (Kafka Connect's rule); `sink_topics_errors` checks it and `SINK_TOPICS_CONFIG_DEF`
+describes both, for connectors that want them in their own `config_def()` (and thus their docs).
 """
 
 from __future__ import annotations
 
+import re
 from abc import abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
+from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.connector import Connector, Task
 from eosconnect.api.context import SinkTaskContext
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
+from eosconnect.api.validators import ValidRegex
 
-__all__ = ["SinkConnector", "SinkTask"]
+__all__ = [
+    "SINK_TOPICS_CONFIG_DEF",
+    "TOPICS_CONFIG",
+    "TOPICS_REGEX_CONFIG",
+    "SinkConnector",
+    "SinkTask",
+    "sink_topics",
+    "sink_topics_errors",
+]
+
+TOPICS_CONFIG = "topics"
+TOPICS_REGEX_CONFIG = "topics.regex"
+
+SINK_TOPICS_CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        TOPICS_CONFIG,
+        ConfigType.LIST,
+        "",
+        Importance.HIGH,
+        "Comma-separated topics to consume. Set exactly one of topics and topics.regex.",
+    )
+    .define(
+        TOPICS_REGEX_CONFIG,
+        ConfigType.STRING,
+        "",
+        Importance.HIGH,
+        "A regular expression; every topic whose whole name matches it is consumed, including topics "
+        "created later. Set exactly one of topics and topics.regex.",
+        ValidRegex(),
+    )
+)
+
+
+def sink_topics(config: Mapping[str, str]) -> tuple[list[str], str]:
+    """The configured topic list and regex (either may be empty), whitespace trimmed."""
+    topics = [t.strip() for t in str(config.get(TOPICS_CONFIG) or "").split(",") if t.strip()]
+    return topics, str(config.get(TOPICS_REGEX_CONFIG) or "").strip()
+
+
+def sink_topics_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
+    """Kafka Connect's rule for sinks: exactly one of `topics` and `topics.regex`, by field.
+
+    Both fields get the error, so a UI shows it next to whichever one the operator looks at.
+    """
+    topics, regex = sink_topics(config)
+    if topics and regex:
+        problem = (
+            "topics and topics.regex are both set, but a sink connector takes exactly one of them. "
+            "Remove one: list the topics in topics, or match them with topics.regex."
+        )
+        return {TOPICS_CONFIG: [problem], TOPICS_REGEX_CONFIG: [problem]}
+    if not topics and not regex:
+        problem = (
+            "a sink connector needs the topics to consume, and neither topics nor topics.regex is set. "
+            "Set topics to a comma-separated list (e.g. topics=orders,payments) or topics.regex to a "
+            "regular expression (e.g. topics.regex=orders-.*)."
+        )
+        return {TOPICS_CONFIG: [problem], TOPICS_REGEX_CONFIG: [problem]}
+    if regex:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            return {TOPICS_REGEX_CONFIG: [f"is not a valid regular expression ({exc}). Fix the pattern."]}
+    return {}
 
 
 class SinkConnector(Connector):
@@ -24,7 +99,8 @@ class SinkConnector(Connector):
 
 class SinkTask(Task):
     """Base class for sink tasks. The runtime calls `initialize`, `start`, `open` for assigned
-    partitions, then `put` with batches and `pre_commit` before committing consumer offsets."""
+    partitions, then `put` with batches, `pre_commit` before committing consumer offsets, `close`
+    for partitions taken away (rebalance or shutdown) and finally `stop`."""
 
     @property
     def context(self) -> SinkTaskContext:
@@ -43,18 +119,26 @@ class SinkTask(Task):
         self.context = context
 
     @abstractmethod
-    def put(self, records: Sequence[SinkRecord]) -> None:
-        """Deliver (or buffer) a batch. Raise `RetriableException` to get the same batch again."""
+    def put(self, records: list[SinkRecord]) -> None:
+        """Deliver (or buffer) a batch; it may be empty (a chance for time-based flushing).
 
-    def flush(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        Raise `RetriableException` to get the same batch again after a short back-off; anything
+        else fails the task.
+        """
+
+    def flush(self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Make everything given to `put` up to these offsets durable. The default does nothing."""
 
     def pre_commit(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+        self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> Mapping[TopicPartition, OffsetAndMetadata]:
-        """Return the offsets that are safe to commit; the default flushes and returns them all."""
-        self.flush(offsets)
-        return offsets
+        """Return the offsets that are safe to commit; the default flushes and returns them all.
+
+        Override it to commit less (a task that writes asynchronously), or return {} to keep the
+        consumer group's offsets untouched (a task that stores its positions itself).
+        """
+        self.flush(current_offsets)
+        return current_offsets
 
     def open(self, partitions: Iterable[TopicPartition]) -> None:
         """Partitions were assigned to this task; set up per-partition writers here."""

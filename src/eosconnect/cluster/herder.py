@@ -10,6 +10,10 @@ forward the rest to the leader (the REST layer does the forwarding on `NotLeader
 
 Tasks report through signed heartbeats (cluster/task_channel.py); the herder turns reports into
 status records and answers with the directive for the task's generation.
+
+Source and sink connectors run the same way (one Spark job per generation, the same heartbeats
+and states); where they differ (the exactly-once start-up protocol, the `type` shown, where their
+offsets live) the herder asks the connector's `ConnectorKind` (cluster/connector_kinds.py).
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
-from eosconnect.api.plugins import available_connectors, resolve_connector_class
+from eosconnect.api.errors import ConfigException
+from eosconnect.api.plugins import available_connectors, connector_type, resolve_connector_class
 from eosconnect.api.records import SourceOffset, SourcePartition
-from eosconnect.api.source import SourceConnector
+from eosconnect.cluster import sink_offsets
+from eosconnect.cluster.connector_kinds import kind_of_config
 from eosconnect.cluster.fencing import FencingError, fence_transactional_ids, task_transactional_id
 from eosconnect.cluster.herder_api import (
     BadRequestError,
@@ -38,8 +44,8 @@ from eosconnect.cluster.herder_api import (
 from eosconnect.cluster.jobs import SparkTaskJob, free_task_slots, task_configs_for
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.cluster.validation import config_errors, validate_connector_config
-from eosconnect.runtime.config import WorkerConfig
-from eosconnect.runtime.source_task import TaskSpec
+from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
+from eosconnect.runtime.task import TaskSpec
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.config_store import ConfigStore, FencingConflict, LeaderFencedError
@@ -343,9 +349,8 @@ class DistributedHerder:
     def _spec(self, name: str, snapshot: ConfigSnapshot, generation: int, task: int) -> TaskSpec:
         connector_config = dict(snapshot.connector_config(name) or {})
         worker_props = dict(self.worker.originals)
-        coordinator = (
-            RestStartupCoordinator(self.rest_url, worker_props) if self.worker.exactly_once_enabled else None
-        )
+        fenced = self._uses_fencing(connector_config)
+        coordinator = RestStartupCoordinator(self.rest_url, worker_props) if fenced else None
         return TaskSpec(
             connector=name,
             task=task,
@@ -356,6 +361,10 @@ class DistributedHerder:
             coordinator=coordinator,
             generation=generation,
         )
+
+    def _uses_fencing(self, connector_config: Mapping[str, str] | None) -> bool:
+        """Whether the connector's tasks go through the exactly-once start-up (never for sinks)."""
+        return self.worker.exactly_once_enabled and kind_of_config(connector_config).exactly_once_startup
 
     def _stop_all_runs(self, wait: bool) -> None:
         with self._lock:
@@ -530,7 +539,7 @@ class DistributedHerder:
             "name": name,
             "config": dict(snapshot.connector_config(name) or {}),
             "tasks": [{"connector": name, "task": t} for t in range(snapshot.task_count(name))],
-            "type": "source",
+            "type": kind_of_config(snapshot.connector_config(name)).type.value,
         }
 
     def task_configs(self, name: str) -> list[dict[str, Any]]:
@@ -562,7 +571,8 @@ class DistributedHerder:
             if st and st.trace:
                 entry["trace"] = st.trace
             tasks.append(entry)
-        return {"name": name, "connector": connector_state, "tasks": tasks, "type": "source"}
+        kind = kind_of_config(snapshot.connector_config(name))
+        return {"name": name, "connector": connector_state, "tasks": tasks, "type": kind.type.value}
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
         status = self.connector_status(name)
@@ -685,7 +695,8 @@ class DistributedHerder:
         snapshot = self.config_store.read_to_end()
         if not snapshot.contains(name) or task >= snapshot.task_count(name):
             raise NotFoundError(f"Task {name}-{task} not found")
-        if snapshot.pending_fencing(name) and self.worker.exactly_once_enabled and name not in self._runs:
+        fenced = self._uses_fencing(snapshot.connector_config(name))
+        if fenced and snapshot.pending_fencing(name) and name not in self._runs:
             raise ConflictError(f"Cannot complete request: a rebalance is pending for connector {name}")
         with self._lock:
             run = self._runs.get(name)
@@ -714,10 +725,10 @@ class DistributedHerder:
             seen.add(str(path))
             try:
                 cls = resolve_connector_class(short)
-                version = cls().version() if issubclass(cls, SourceConnector) else "unknown"
+                kind, version = connector_type(cls).value, cls().version()
             except Exception:
-                version = "unknown"
-            plugins.append({"class": str(path), "type": "source", "version": version})
+                kind, version = "source", "unknown"
+            plugins.append({"class": str(path), "type": kind, "version": version})
         return plugins
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
@@ -751,8 +762,18 @@ class DistributedHerder:
         config = dict(snapshot.connector_config(name) or {})
         return snapshot, offsets_topic_for(name, config, self.worker.originals)
 
+    def _sink_admin_config(self, snapshot: ConfigSnapshot, name: str) -> dict[str, Any] | None:
+        """The admin settings for a sink connector's consumer group; None for a source connector."""
+        config = snapshot.connector_config(name)
+        if not kind_of_config(config).is_sink:
+            return None
+        return client_config("admin", self.worker.originals, config)
+
     def connector_offsets(self, name: str) -> dict[str, Any]:
         snapshot = self._snapshot_with(name)
+        sink_admin = self._sink_admin_config(snapshot, name)
+        if sink_admin is not None:
+            return {"offsets": sink_offsets.read_sink_offsets(sink_admin, sink_consumer_group(name))}
         placement = offsets_topic_for(
             name, dict(snapshot.connector_config(name) or {}), self.worker.originals
         )
@@ -785,7 +806,24 @@ class DistributedHerder:
         if placement.separate:
             write_offsets(placement.global_producer_config, placement.global_topic, name, offsets)
 
+    def _sink_offsets_of_stopped(self, name: str) -> dict[str, Any] | None:
+        """The admin settings if `name` is a STOPPED sink connector, None for a source."""
+        self._require_leader()
+        snapshot = self._snapshot_with(name)
+        if not kind_of_config(snapshot.connector_config(name)).is_sink:
+            return None
+        self._stopped_connector(name)
+        return self._sink_admin_config(snapshot, name)
+
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        sink_admin = self._sink_offsets_of_stopped(name)
+        if sink_admin is not None:
+            try:
+                parsed_sink = sink_offsets.parse_sink_offsets(offsets)
+            except ConfigException as exc:
+                raise BadRequestError(str(exc), exc.errors) from None
+            sink_offsets.alter_sink_offsets(sink_admin, sink_consumer_group(name), parsed_sink)
+            return "The offsets for this connector have been altered successfully"
         parsed: dict[SourcePartition, SourceOffset | None] = {}
         for i, entry in enumerate(offsets):
             try:
@@ -800,6 +838,10 @@ class DistributedHerder:
         return "The offsets for this connector have been altered successfully"
 
     def reset_connector_offsets(self, name: str) -> str:
+        sink_admin = self._sink_offsets_of_stopped(name)
+        if sink_admin is not None:
+            sink_offsets.reset_sink_offsets(sink_admin, sink_consumer_group(name))
+            return "The offsets for this connector have been reset successfully"
         current = self.connector_offsets(name)["offsets"]
         self._write_offsets_of_stopped(name, {SourcePartition.of(o["partition"]): None for o in current})
         return "The offsets for this connector have been reset successfully"

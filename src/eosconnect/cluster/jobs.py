@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eosconnect.api.connector import Connector
 from eosconnect.api.plugins import resolve_connector_class
-from eosconnect.api.source import SourceConnector
-from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
+from eosconnect.api.sink import SinkConnector
+from eosconnect.runtime.config import WorkerConfig
 from eosconnect.runtime.control import Directive, FileTaskControl
 from eosconnect.runtime.executor import spark_task_entry
-from eosconnect.runtime.source_task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.startup import LocalStartupCoordinator, StartupCoordinator
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.topics import ensure_topic
 
@@ -36,13 +37,13 @@ class NotEnoughSlotsError(RuntimeError):
     """The connector's tasks do not fit into Spark's free task slots."""
 
 
-def task_configs_for(connector_props: Mapping[str, str]) -> tuple[SourceConnector, list[dict[str, str]]]:
+def task_configs_for(connector_props: Mapping[str, str]) -> tuple[Connector, list[dict[str, str]]]:
     """Start the connector on the driver and collect its task configs, each naming its task class."""
-    config = SourceConnectorConfig.parse(connector_props)
-    cls = resolve_connector_class(config.connector_class)
+    from eosconnect.cluster.connector_kinds import kind_of
+
+    cls = resolve_connector_class(str(connector_props.get("connector.class", "")))
+    config = kind_of(cls).parse(connector_props)
     connector = cls()
-    if not isinstance(connector, SourceConnector):
-        raise TypeError(f"connector.class={config.connector_class!r} is not a SourceConnector")
     connector.start(dict(connector_props))
     task_class = connector.task_class()
     path = f"{task_class.__module__}.{task_class.__qualname__}"
@@ -96,9 +97,10 @@ def free_task_slots(spark: SparkSession, busy: int) -> int:
 
 @dataclass
 class ConnectorJob:
-    """Run a source connector's tasks on Spark until told to stop.
+    """Run a connector's tasks on Spark until told to stop.
 
-    `coordinator` defaults to a `LocalStartupCoordinator` (single process owns the connector).
+    For a source, `coordinator` defaults to a `LocalStartupCoordinator` (single process owns the
+    connector); sink tasks have no start-up protocol and get none.
     """
 
     spark: SparkSession
@@ -111,7 +113,7 @@ class ConnectorJob:
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     error: BaseException | None = None
     _job: SparkTaskJob | None = None
-    _connector: SourceConnector | None = None
+    _connector: Connector | None = None
 
     @property
     def name(self) -> str:
@@ -137,13 +139,8 @@ class ConnectorJob:
         self._ensure_global_offsets_topic(worker)
         self.control_dir.mkdir(parents=True, exist_ok=True)
         self.control.set(Directive.RUN)
-        coordinator = self.coordinator or LocalStartupCoordinator(
-            group_id=worker.group_id,
-            producer_config=client_config("producer", worker.originals, self.connector_config),
-            task_count=len(task_configs),
-            previous_task_count=self.previous_task_count,
-            generation=self.generation,
-        )
+        sink = isinstance(self._connector, SinkConnector)
+        coordinator = None if sink else self._coordinator(worker, len(task_configs))
         specs = [
             TaskSpec(
                 connector=self.name,
@@ -164,6 +161,15 @@ class ConnectorJob:
             "connector %s: launched %d tasks as Spark job group %s", self.name, len(specs), self.job_group
         )
         return self
+
+    def _coordinator(self, worker: WorkerConfig, task_count: int) -> StartupCoordinator:
+        return self.coordinator or LocalStartupCoordinator(
+            group_id=worker.group_id,
+            producer_config=client_config("producer", worker.originals, self.connector_config),
+            task_count=task_count,
+            previous_task_count=self.previous_task_count,
+            generation=self.generation,
+        )
 
     @staticmethod
     def _ensure_global_offsets_topic(worker: WorkerConfig) -> None:

@@ -1,5 +1,9 @@
 """Connector config validation for create, update and `.../config/validate` (KIP-618 pre-flight).
 
+Sources and sinks have different framework settings and pre-flight checks (their `ConnectorKind`):
+a source's exactly-once settings are checked against the worker and the connector; a sink must
+name its topics (exactly one of `topics`/`topics.regex`) and must not carry source-only settings.
+
 The result is Kafka Connect's ConfigInfos body: one entry per setting (the framework's and the
 connector's), each with its errors, so a UI can show every problem next to its field at once.
 """
@@ -10,10 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
+from eosconnect.api.connector import Connector
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import resolve_connector_class
+from eosconnect.api.sink import sink_topics_errors
 from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
-from eosconnect.runtime.config import SOURCE_CONNECTOR_CONFIG_DEF, WorkerConfig
+from eosconnect.cluster.connector_kinds import SOURCE, ConnectorKind, kind_of
+from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS, WorkerConfig
 
 
 def exactly_once_preflight(
@@ -47,6 +54,24 @@ def exactly_once_preflight(
                 "configuration; set transaction.boundary to poll or interval instead."
             )
     return errors
+
+
+def sink_preflight(config: Mapping[str, str]) -> dict[str, list[str]]:
+    """A sink needs its topics, and exactly-once source settings make no sense on it."""
+    errors = sink_topics_errors(config)
+    for name in SOURCE_ONLY_SETTINGS:
+        if config.get(name) is not None:
+            errors.setdefault(name, []).append(
+                f"is a source connector setting (exactly-once source support, KIP-618); sink connectors "
+                f"deliver at least once and do not take it. Remove {name} from this sink's config."
+            )
+    return errors
+
+
+def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:
+    if isinstance(connector, SourceConnector):
+        return exactly_once_preflight(connector, config, worker)
+    return sink_preflight(config)
 
 
 def _value_entry(key: Any, value: ConfigValue | None, extra_errors: list[str]) -> dict[str, Any]:
@@ -88,22 +113,22 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
     class_name = config.get("connector.class", "")
     extra: dict[str, list[str]] = {}
     connector_def = ConfigDef()
-    connector: SourceConnector | None = None
+    connector: Connector | None = None
+    kind: ConnectorKind = SOURCE
     if class_name:
         try:
             cls = resolve_connector_class(class_name)
-            instance = cls()
-            if not isinstance(instance, SourceConnector):
-                extra["connector.class"] = [f"{class_name!r} is not a source connector"]
-            else:
-                connector = instance
-                connector_def = connector.config_def()
+            kind = kind_of(cls)
+            connector = cls()
+            connector_def = connector.config_def()
         except ConfigException as exc:
             extra["connector.class"] = [str(exc)]
+        except TypeError as exc:
+            extra["connector.class"] = [f"{class_name!r} is neither a source nor a sink connector: {exc}"]
     if connector is not None:
-        for name, errors in exactly_once_preflight(connector, config, worker).items():
+        for name, errors in preflight(connector, config, worker).items():
             extra.setdefault(name, []).extend(errors)
-    framework = ConfigDef(SOURCE_CONNECTOR_CONFIG_DEF)
+    framework = ConfigDef(kind.framework_config_def)
     configs: list[dict[str, Any]] = []
     for definition, prefix_def in ((framework, framework), (connector_def, connector_def)):
         values = {v.name: v for v in definition.validate(config)}

@@ -1,24 +1,5 @@
-"""`FileStreamSource`: the lines of a file into a topic, as Kafka's `FileStreamSourceConnector` does.
-
-Same settings (`file`, `topic`, `batch.size`), same offsets: the source partition is
-`{"filename": <file>}` and each record's offset is `{"position": <byte offset just after its line>}`,
-so a restarted task seeks there and continues with the next line. Kafka's task counts characters
-but seeks in bytes; this one counts bytes throughout, so files with multi-byte UTF-8 characters
-resume at the right place too.
-
-A line ends with `\\n` (a `\\r\\n` ending is stripped as well). A last line without its newline
-is not emitted until the newline arrives: a writer may still be in the middle of it, and emitting
-it early would commit a position inside the line. The value is the line as a string (key null);
-with the default JSON converter it is written as a JSON string, with
-`value.converter=org.apache.kafka.connect.storage.StringConverter` as plain text.
-
-Re-reading a file from a committed byte position yields the same lines, so exactly-once delivery
-is SUPPORTED, provided the file is only appended to. A file that shrinks below the committed
-position (truncated, or replaced by a shorter one) fails the task with an explanation instead of
-silently skipping or repeating lines. There is one task: a file is one ordered stream.
-
-Unlike Kafka's connector, `file` is required: reading standard input makes no sense inside a
-Spark task and could not be replayed. (`FileStreamSink` needs the sink runtime and does not exist yet.)
+"""`FileStreamSource` and `FileStreamSink`: lines of a file into a topic and back, as Kafka's file
+connectors do. Each connector class describes itself (the generated docs show those texts).
 """
 
 from __future__ import annotations
@@ -27,11 +8,12 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
-from typing import IO
+from typing import IO, Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
-from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import SourceRecord
+from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, SourceRecord, TopicPartition
+from eosconnect.api.sink import SINK_TOPICS_CONFIG_DEF, SinkConnector, SinkTask, sink_topics_errors
 from eosconnect.api.source import ExactlyOnceSupport, SourceConnector, SourceTask
 from eosconnect.api.validators import NonEmptyString, Range, Validator
 
@@ -39,6 +21,9 @@ __all__ = [
     "CONFIG_DEF",
     "FILENAME_FIELD",
     "POSITION_FIELD",
+    "SINK_CONFIG_DEF",
+    "FileStreamSinkConnector",
+    "FileStreamSinkTask",
     "FileStreamSourceConnector",
     "FileStreamSourceTask",
 ]
@@ -86,7 +71,28 @@ CONFIG_DEF = (
 
 
 class FileStreamSourceConnector(SourceConnector):
-    """Streams the lines of one file into one topic (Kafka's `FileStreamSourceConnector`)."""
+    """Streams the lines of one file into one topic (Kafka's `FileStreamSourceConnector`).
+
+    Same settings (`file`, `topic`, `batch.size`), same offsets: the source partition is
+    `{"filename": <file>}` and each record's offset is `{"position": <byte offset just after its line>}`,
+    so a restarted task seeks there and continues with the next line. Kafka's task counts characters
+    but seeks in bytes; this one counts bytes throughout, so files with multi-byte UTF-8 characters
+    resume at the right place too.
+
+    A line ends with `\\n` (a `\\r\\n` ending is stripped as well). A last line without its newline
+    is not emitted until the newline arrives: a writer may still be in the middle of it, and emitting
+    it early would commit a position inside the line. The value is the line as a string (key null);
+    with the default JSON converter it is written as a JSON string, with
+    `value.converter=org.apache.kafka.connect.storage.StringConverter` as plain text.
+
+    Re-reading a file from a committed byte position yields the same lines, so exactly-once delivery
+    is SUPPORTED, provided the file is only appended to. A file that shrinks below the committed
+    position (truncated, or replaced by a shorter one) fails the task with an explanation instead of
+    silently skipping or repeating lines. There is one task: a file is one ordered stream.
+
+    Unlike Kafka's connector, `file` is required: reading standard input makes no sense inside a
+    Spark task and could not be replayed.
+    """
 
     def version(self) -> str:
         return VERSION
@@ -229,3 +235,100 @@ class FileStreamSourceTask(SourceTask):
             self._buffer = self._buffer[start:]
             self.position += start
         return lines
+
+
+# ============================================================================================ sink
+
+SINK_CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        "file",
+        ConfigType.STRING,
+        importance=Importance.HIGH,
+        documentation=(
+            "Path of the file the lines are appended to, as seen by the Spark executors (use an "
+            "absolute path); created if missing."
+        ),
+        validator=NonEmptyString(),
+    )
+    .merge(SINK_TOPICS_CONFIG_DEF)
+)
+
+
+def parse_sink_config(config: Mapping[str, str]) -> dict[str, Any]:
+    """Typed settings; one `ConfigException` naming every bad one, the topics rule included."""
+    errors = {v.name: v.errors for v in SINK_CONFIG_DEF.validate(config) if v.errors}
+    for name, problems in sink_topics_errors(config).items():
+        errors.setdefault(name, []).extend(problems)
+    if errors:
+        raise ConfigException(errors=errors)
+    return SINK_CONFIG_DEF.parse(config)
+
+
+def line_of(value: Any) -> str:
+    """The text of one record value, as Kafka's FileStreamSinkTask prints it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
+class FileStreamSinkConnector(SinkConnector):
+    """Appends the values of records from `topics` to one file (Kafka's `FileStreamSinkConnector`).
+
+    Each record's value becomes one line: a string as it is, bytes decoded as UTF-8, null as `null`
+    (as Kafka's sink prints it), anything else as `str(value)`. Settings: `file` (required) and the
+    topics to read, `topics` or `topics.regex`. Each `put` batch is written with one unbuffered
+    write, and `flush` fsyncs the file before the runtime commits the consumer offsets, so every
+    committed record is on disk. Delivery is at least once: after a crash (not a clean stop or
+    restart) the lines written after the last commit are appended again. There is one task, so the
+    lines of one partition keep their order; read a single-partition topic to keep a file's order.
+    """
+
+    def version(self) -> str:
+        return VERSION
+
+    def config_def(self) -> ConfigDef:
+        return SINK_CONFIG_DEF
+
+    def start(self, config: dict[str, str]) -> None:
+        parse_sink_config(config)
+        self._config = dict(config)
+
+    def task_class(self) -> type[SinkTask]:
+        return FileStreamSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self._config)]  # one file, one writer
+
+
+class FileStreamSinkTask(SinkTask):
+    def version(self) -> str:
+        return VERSION
+
+    def start(self, config: dict[str, str]) -> None:
+        self.filename: str = parse_sink_config(config)["file"]
+        try:
+            # Unbuffered: each put() is one write() of whole lines, so a killed process never
+            # leaves half a line behind for the redelivered records to be appended to.
+            self._file = open(self.filename, "ab", buffering=0)  # noqa: SIM115 - closed in stop()
+        except OSError as exc:
+            raise ConnectException(f"cannot open file {self.filename!r} for appending: {exc}") from exc
+        log.info("file %s: appending at byte %d", self.filename, os.fstat(self._file.fileno()).st_size)
+
+    def put(self, records: list[SinkRecord]) -> None:
+        if not records:
+            return
+        data = memoryview("".join(line_of(r.value) + "\n" for r in records).encode("utf-8"))
+        while data:
+            written = self._file.write(data)
+            data = data[written or 0 :]
+
+    def flush(self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        os.fsync(self._file.fileno())
+
+    def stop(self) -> None:
+        file = getattr(self, "_file", None)
+        if file is not None and not file.closed:
+            file.close()

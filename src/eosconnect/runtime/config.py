@@ -1,4 +1,4 @@
-"""The framework's own settings: the worker's and every source connector's, as Kafka Connect names them.
+"""The framework's own settings: the worker's and every connector's, as Kafka Connect names them.
 
 They are defined with the same `ConfigDef` connector authors use, so validation errors look the same
 everywhere (field name, problem, fix) and the REST validate endpoint can describe them. The parsed
@@ -14,6 +14,8 @@ from enum import StrEnum
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.errors import ConfigException
+from eosconnect.api.sink import SINK_TOPICS_CONFIG_DEF, sink_topics, sink_topics_errors
 from eosconnect.api.validators import NonEmptyString, Range, ValidString
 
 
@@ -31,6 +33,13 @@ class TransactionBoundary(StrEnum):
     POLL = "poll"
     INTERVAL = "interval"
     CONNECTOR = "connector"
+
+
+class ErrorsTolerance(StrEnum):
+    """Connector setting `errors.tolerance`: fail on a bad record, or skip it with a warning."""
+
+    NONE = "none"
+    ALL = "all"
 
 
 class ExactlyOnceRequirement(StrEnum):
@@ -146,7 +155,8 @@ WORKER_CONFIG_DEF = (
     )
 )
 
-SOURCE_CONNECTOR_CONFIG_DEF = (
+#: Settings every connector has, source or sink.
+CONNECTOR_CONFIG_DEF = (
     ConfigDef()
     .define(
         "name",
@@ -177,6 +187,10 @@ SOURCE_CONNECTOR_CONFIG_DEF = (
         Importance.LOW,
         "Converter for record values.",
     )
+)
+
+SOURCE_CONNECTOR_CONFIG_DEF = (
+    ConfigDef(CONNECTOR_CONFIG_DEF)
     .define(
         "exactly.once.support",
         ConfigType.STRING,
@@ -207,6 +221,29 @@ SOURCE_CONNECTOR_CONFIG_DEF = (
         None,
         Importance.LOW,
         "A separate offsets topic for this connector, on the cluster it produces to.",
+    )
+)
+
+
+#: The settings exactly-once source support adds; a sink connector must not set them.
+SOURCE_ONLY_SETTINGS = (
+    "exactly.once.support",
+    "transaction.boundary",
+    "transaction.boundary.interval.ms",
+    "offsets.storage.topic",
+)
+
+SINK_CONNECTOR_CONFIG_DEF = (
+    ConfigDef(CONNECTOR_CONFIG_DEF)
+    .merge(SINK_TOPICS_CONFIG_DEF)
+    .define(
+        "errors.tolerance",
+        ConfigType.STRING,
+        "none",
+        Importance.MEDIUM,
+        "none: a record that cannot be converted or transformed fails the task; all: it is skipped "
+        "with a logged warning (its offset is committed).",
+        ValidString.in_(*[t.value for t in ErrorsTolerance], case_sensitive=False),
     )
 )
 
@@ -272,3 +309,50 @@ class SourceConnectorConfig:
         if self.transaction_boundary_interval_ms is not None:
             return self.transaction_boundary_interval_ms
         return worker.offset_flush_interval_ms
+
+
+def sink_consumer_group(connector: str) -> str:
+    """Kafka Connect's group for a sink connector: every task of it consumes in this group."""
+    return f"connect-{connector}"
+
+
+@dataclass(frozen=True)
+class SinkConnectorConfig:
+    name: str
+    connector_class: str
+    tasks_max: int
+    topics: tuple[str, ...]
+    topics_regex: str | None
+    errors_tolerance: ErrorsTolerance
+    originals: Mapping[str, str] = field(repr=False)
+
+    @classmethod
+    def parse(cls, props: Mapping[str, str]) -> SinkConnectorConfig:
+        """Raises one `ConfigException` naming every bad setting, the topics rule included."""
+        errors = {v.name: v.errors for v in SINK_CONNECTOR_CONFIG_DEF.validate(props) if v.errors}
+        for name, problems in sink_topics_errors(props).items():
+            errors.setdefault(name, []).extend(p for p in problems if p not in errors.get(name, []))
+        if errors:
+            raise ConfigException(errors=errors)
+        values = SINK_CONNECTOR_CONFIG_DEF.parse(props)
+        topics, regex = sink_topics(props)
+        return cls(
+            name=values["name"],
+            connector_class=values["connector.class"],
+            tasks_max=values["tasks.max"],
+            topics=tuple(topics),
+            topics_regex=regex or None,
+            errors_tolerance=ErrorsTolerance(values["errors.tolerance"].lower()),
+            originals={k: str(v) for k, v in props.items()},
+        )
+
+    @property
+    def consumer_group(self) -> str:
+        return sink_consumer_group(self.name)
+
+    def subscription(self) -> list[str]:
+        """What to subscribe to; librdkafka takes a regex as a name starting with `^`, and Kafka
+        Connect matches `topics.regex` against whole topic names, hence the anchors."""
+        if self.topics_regex:
+            return [f"^({self.topics_regex.removeprefix('^').removesuffix('$')})$"]
+        return list(self.topics)

@@ -1,4 +1,5 @@
-"""The entry point a Spark task calls: run one connector task to its end and report how it ended."""
+"""The entry point a Spark task calls: run one connector task (source or sink) to its end and report
+how it ended."""
 
 from __future__ import annotations
 
@@ -8,9 +9,23 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
-from eosconnect.runtime.source_task import TaskOutcome, TaskSpec, TaskState, parse_configs
+from eosconnect.api.plugins import ConnectorType, connector_type
+from eosconnect.runtime.source_task import parse_configs
+from eosconnect.runtime.task import TaskOutcome, TaskSpec, TaskState, task_class_of
 
 log = logging.getLogger(__name__)
+
+
+def run_task(spec: TaskSpec) -> TaskOutcome:
+    """Run a source or sink task, by the type of its task class; never raises."""
+    from eosconnect.runtime.sink_task import run_sink_task
+
+    try:
+        kind = connector_type(task_class_of(spec))
+    except Exception:
+        log.exception("[%s-%s] could not be created", spec.connector, spec.task)
+        return TaskOutcome(spec.connector, spec.task, TaskState.FAILED, traceback.format_exc())
+    return run_sink_task(spec) if kind is ConnectorType.SINK else run_source_task(spec)
 
 
 def run_source_task(spec: TaskSpec) -> TaskOutcome:
@@ -36,7 +51,7 @@ def spark_task_entry(specs: list[TaskSpec]) -> Any:
     def run_partition(index: int, _rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
         _configure_executor_logging()
         spec = specs[index]
-        outcome = run_source_task(spec)
+        outcome = run_task(spec)
         report = getattr(spec.control, "report_outcome", None)
         if report is not None:
             report(outcome.state.value, outcome.trace)

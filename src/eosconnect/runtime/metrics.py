@@ -100,3 +100,34 @@ class TaskMetrics:
                 "offset-commit-max-time-ms": 1000 * self.offset_commit_seconds_max if commits else None,
                 "topics": sorted(self.topics),
             }
+
+
+@dataclass
+class SinkTaskMetrics(TaskMetrics):
+    """A sink task's counters under Kafka Connect's sink metric names.
+
+    Same counters as a source task, other meanings: `records_polled` are records read from Kafka,
+    `records_written` records handed to `put`, `records_filtered` records dropped by a
+    transformation or skipped as malformed (`errors.tolerance=all`); `topics` are the topics read.
+    """
+
+    def snapshot(self) -> dict[str, float | int | str | None]:
+        with self._lock:
+            elapsed = max(time.monotonic() - self.started_at, 1e-9)
+            commits = self.offset_commits
+            return {
+                "connector": self.connector,
+                "task": self.task,
+                "running-seconds": elapsed,
+                "sink-record-read-total": self.records_polled,
+                "sink-record-send-total": self.records_written,
+                "sink-record-skipped-total": self.records_filtered,
+                "sink-record-read-rate": self.records_polled / elapsed,
+                "sink-record-send-rate": self.records_written / elapsed,
+                "offset-commit-completion-total": commits,
+                "offset-commit-avg-time-ms": 1000 * self.offset_commit_seconds_total / commits
+                if commits
+                else None,
+                "offset-commit-max-time-ms": 1000 * self.offset_commit_seconds_max if commits else None,
+                "topics": sorted(self.topics),
+            }

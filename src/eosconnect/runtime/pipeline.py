@@ -1,7 +1,11 @@
-"""From a `SourceRecord` to the bytes a producer sends: transformations, then converters.
+"""Records between connectors and Kafka: transformations and converters, in both directions.
 
-A record dropped by a transformation is not sent, but its source offset still counts: the runtime
-must not poll it again (Kafka Connect behaves the same way).
+Source side (`RecordPipeline`): from a `SourceRecord` to the bytes a producer sends, transformations
+first, then converters. A record dropped by a transformation is not sent, but its source offset
+still counts: the runtime must not poll it again (Kafka Connect behaves the same way).
+
+Sink side (`SinkRecordPipeline`): the other way round, converters first (bytes to values), then
+transformations. A dropped record is not given to `put`, but its Kafka offset is committed.
 """
 
 from __future__ import annotations
@@ -10,9 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
+
 from eosconnect.api.converters import Converter, converter_from_config
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import SourceRecord
+from eosconnect.api.records import SinkRecord, SourceRecord
 from eosconnect.api.transforms import TransformationChain
 
 
@@ -30,13 +36,23 @@ class OutgoingRecord:
     timestamp: int | None
 
 
-class RecordPipeline:
-    def __init__(
-        self, connector_config: Mapping[str, str], forbidden_topics: frozenset[str] = frozenset()
-    ) -> None:
+class _Pipeline:
+    """The connector's transformation chain and key/value converters, built from its config."""
+
+    def __init__(self, connector_config: Mapping[str, str]) -> None:
         self.transforms = TransformationChain.from_config(connector_config)
         self.key_converter: Converter = converter_from_config(connector_config, is_key=True)
         self.value_converter: Converter = converter_from_config(connector_config, is_key=False)
+
+    def close(self) -> None:
+        self.transforms.close()
+
+
+class RecordPipeline(_Pipeline):
+    def __init__(
+        self, connector_config: Mapping[str, str], forbidden_topics: frozenset[str] = frozenset()
+    ) -> None:
+        super().__init__(connector_config)
         self.forbidden_topics = forbidden_topics
 
     def convert(self, record: SourceRecord) -> OutgoingRecord | None:
@@ -60,8 +76,25 @@ class RecordPipeline:
             timestamp=transformed.timestamp,
         )
 
-    def close(self) -> None:
-        self.transforms.close()
+
+class SinkRecordPipeline(_Pipeline):
+    def convert(self, message: Any) -> SinkRecord | None:
+        """A consumed confluent-kafka `Message` as the `SinkRecord` the task gets, or None if a
+        transformation dropped it. Converter and transformation errors propagate as they are."""
+        topic = message.topic()
+        timestamp_type, timestamp = message.timestamp()
+        epoch = message.leader_epoch()
+        record = SinkRecord(
+            topic,
+            message.partition(),
+            message.offset(),
+            self.key_converter.to_connect(topic, message.key()),
+            self.value_converter.to_connect(topic, message.value()),
+            timestamp if timestamp_type != TIMESTAMP_NOT_AVAILABLE and timestamp >= 0 else None,
+            message.headers(),
+            epoch if epoch is not None and epoch >= 0 else None,
+        )
+        return self.transforms.apply(record)
 
 
 def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:

@@ -9,26 +9,23 @@ the records (exactly-once) or after the producer acknowledged them (at-least-onc
 from __future__ import annotations
 
 import logging
-import os
 import time
 import traceback
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.plugins import import_class
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
-from eosconnect.runtime.control import Directive, TaskControl
+from eosconnect.runtime.control import Directive
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.pipeline import OutgoingRecord, RecordPipeline
-from eosconnect.runtime.startup import GenerationSuperseded, StartupCoordinator
+from eosconnect.runtime.startup import GenerationSuperseded
+from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.storage.offsets import (
     ConnectorOffsetView,
     GlobalOffsetCopier,
@@ -38,7 +35,6 @@ from eosconnect.storage.offsets import (
 
 log = logging.getLogger(__name__)
 
-TASK_CLASS_KEY = "task.class"
 #: How long an idle loop (poll returned nothing) sleeps, so a task without its own wait cannot spin.
 IDLE_SLEEP_S = 0.01
 PAUSE_SLEEP_S = 0.1
@@ -50,43 +46,6 @@ Offsets = dict[SourcePartition, SourceOffset | None]
 def offset_of(record: SourceRecord) -> tuple[SourcePartition, SourceOffset | None]:
     offset = record.source_offset
     return SourcePartition.of(record.source_partition), None if offset is None else SourceOffset.of(offset)
-
-
-class TaskState(StrEnum):
-    STOPPED = "STOPPED"
-    FAILED = "FAILED"
-    SUPERSEDED = "SUPERSEDED"
-
-
-@dataclass
-class TaskSpec:
-    """Everything a Spark task needs to run one connector task; pickled to the executor."""
-
-    connector: str
-    task: int
-    task_config: dict[str, str]
-    connector_config: dict[str, str]
-    worker_config: dict[str, str]
-    control: TaskControl
-    coordinator: StartupCoordinator | None = None
-    generation: int = 0
-
-
-@dataclass
-class TaskOutcome:
-    connector: str
-    task: int
-    state: TaskState
-    trace: str | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-    pid: int = field(default_factory=os.getpid)
-
-
-class TaskLogAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """Prefixes every line with the connector and task it concerns."""
-
-    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
-        return f"[{self.extra['id']}] {msg}", kwargs  # type: ignore[index]
 
 
 class SourceTaskRunner(ABC):
@@ -101,7 +60,7 @@ class SourceTaskRunner(ABC):
             spec.connector, connector.originals, worker.originals
         )
         self.pipeline = RecordPipeline(connector.originals, frozenset({self.placement.topic}))
-        self.task: SourceTask = self._instantiate_task()
+        self.task: SourceTask = instantiate_task(spec, SourceTask)
         self.offset_view: ConnectorOffsetView | None = None
         self.copier: GlobalOffsetCopier | None = None
         self._task_started = False
@@ -233,18 +192,6 @@ class SourceTaskRunner(ABC):
             self.copier.submit(offsets)
 
     # ----------------------------------------------------------------------------- internals
-    def _instantiate_task(self) -> SourceTask:
-        path = self.spec.task_config.get(TASK_CLASS_KEY)
-        if not path:
-            raise ConnectException(
-                f"task config of {self.task_id} has no {TASK_CLASS_KEY!r}; the worker must set it from the "
-                "connector's task_class()"
-            )
-        cls = import_class(path)
-        if not (isinstance(cls, type) and issubclass(cls, SourceTask)):
-            raise ConnectException(f"{TASK_CLASS_KEY}={path!r} is not a SourceTask subclass")
-        return cls()
-
     def _shutdown(self) -> None:
         if self._task_started:
             try:

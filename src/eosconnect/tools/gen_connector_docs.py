@@ -31,8 +31,9 @@ HEADER = """\
 
 Set `connector.class` to a short name below (with or without the `Connector` suffix) or to the
 class path. Every connector also takes the framework's settings (`name`, `tasks.max`,
-`key.converter`, `value.converter`, `transforms`, `exactly.once.support`, `transaction.boundary`,
-`offsets.storage.topic`, `producer.override.*`, ...), described in [the connector guide](connector-guide.md).
+`key.converter`, `value.converter`, `transforms`, ...); source connectors `exactly.once.support`,
+`transaction.boundary`, `offsets.storage.topic`, `producer.override.*`; sink connectors `topics` or
+`topics.regex`, `errors.tolerance`, `consumer.override.*`. See [the connector guide](connector-guide.md).
 Settings are validated before the connector starts: every bad setting is reported at once, by name,
 with what it must be.
 """
@@ -42,10 +43,11 @@ def _cell(text: object) -> str:
     return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
 
 
-def _intro(cls: type) -> str:
-    """The connector module's docstring: the connector's own description of itself."""
-    doc = inspect.getdoc(sys.modules[cls.__module__]) or inspect.getdoc(cls) or ""
-    return doc.strip()
+def _intro(cls: type, module_hosts_several: bool) -> str:
+    """The connector's own description of itself: its module's docstring, or its class docstring
+    when one module holds several built-in connectors (each then describes itself)."""
+    module_doc = None if module_hosts_several else inspect.getdoc(sys.modules[cls.__module__])
+    return (module_doc or inspect.getdoc(cls) or "").strip()
 
 
 def _capabilities(connector: Connector) -> str:
@@ -101,14 +103,16 @@ def _connectors() -> dict[str, tuple[type, list[str]]]:
 
 def render_connectors_doc() -> str:
     parts = [HEADER]
-    for path, (cls, names) in sorted(_connectors().items(), key=lambda item: item[1][1][0]):
+    connectors = _connectors()
+    modules = [cls.__module__ for cls, _ in connectors.values()]
+    for path, (cls, names) in sorted(connectors.items(), key=lambda item: item[1][1][0]):
         connector = cls()
         assert isinstance(connector, Connector)
         kind = "source" if isinstance(connector, SourceConnector) else "sink"
         parts.append(f"## {names[0]}\n")
         aliases = ", ".join(f"`{n}`" for n in names)
         parts.append(f"A {kind} connector. `connector.class`: {aliases} or `{path}`.\n")
-        intro = _intro(cls)
+        intro = _intro(cls, modules.count(cls.__module__) > 1)
         if intro:
             parts.append(intro + "\n")
         capabilities = _capabilities(connector)
