@@ -21,7 +21,8 @@ import eosconnect.connectors.file_stream
 import eosconnect.connectors.sequence
 import eosconnect.runtime.at_least_once
 import eosconnect.runtime.exactly_once
-import eosconnect.runtime.executor  # noqa: F401
+import eosconnect.runtime.executor
+import eosconnect.runtime.sink_task  # noqa: F401
 
 if __name__ == "__main__":
     manager()
