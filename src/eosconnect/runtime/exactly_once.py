@@ -16,6 +16,7 @@ the callbacks and metrics of the committed transaction, in order).
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -246,8 +247,18 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         offsets = self.updated_offsets(self._txn_offsets)
         self._write_offsets(offsets)
         timeout_s = max(60, self.transaction_timeout_ms / 1000)
+        started = threading.Event()
+
+        def commit() -> None:
+            started.set()
+            self.producer.commit_transaction(timeout_s)  # releases the GIL while it waits
+
+        future = self._committer.submit(commit)
+        # Hand the GIL over until the commit is under way: left to the interpreter, the helper
+        # thread would wait for the task thread's next forced switch (sys.getswitchinterval(), 5 ms).
+        started.wait()
         self._pending = _PendingCommit(
-            future=self._committer.submit(self.producer.commit_transaction, timeout_s),
+            future=future,
             records=self._txn_records,
             sent=self._txn_sent,
             offsets=offsets,

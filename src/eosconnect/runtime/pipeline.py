@@ -7,8 +7,7 @@ must not poll it again (Kafka Connect behaves the same way).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from eosconnect.api.converters import Converter, converter_from_config
 from eosconnect.api.errors import ConnectException
@@ -20,8 +19,9 @@ class ForbiddenTopicError(ConnectException):
     """A task tried to write to its own offsets topic (KIP-618 forbids it)."""
 
 
-@dataclass(frozen=True)
-class OutgoingRecord:
+class OutgoingRecord(NamedTuple):
+    """A record as the producer takes it; a tuple because one is built per record sent."""
+
     topic: str
     partition: int | None
     key: bytes | None
@@ -41,7 +41,7 @@ class RecordPipeline:
 
     def convert(self, record: SourceRecord) -> OutgoingRecord | None:
         """The record ready to send, or None if a transformation dropped it."""
-        transformed = self.transforms.apply(record)
+        transformed = self.transforms.apply(record) if self.transforms.stages else record
         if transformed is None:
             return None
         topic = transformed.topic
