@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
 
+from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.connectors.sequence import expected_sequences, parse_value
 from eosconnect.tools.verify import SequenceReport, check_sequences
 from support.runtime_helpers import committed_offsets, wait_until
@@ -341,3 +344,102 @@ def test_separate_offsets_topic_is_created_used_and_copied_to_the_global_topic(
     )
     job.stop()
     assert verify(read_committed(data), 1, 300).ok
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def assert_commit_records_match(calls: list[dict[str, Any]], records: list[Any], aborted: set[int]) -> None:
+    """One commit_record() per record whose offset was committed, in order; the metadata of a written
+    record is where Kafka holds it, None for an aborted one."""
+    where = {parse_value(r.value)[1]: (r.partition, r.offset) for r in records}
+    assert [c["seq"] for c in calls] == sorted(set(where) | aborted)
+    for call in calls:
+        if call["seq"] in aborted:
+            assert call["offset"] is None, call
+        else:
+            assert (call["partition"], call["offset"]) == where[call["seq"]], call
+
+
+@pytest.mark.parametrize("fence_at", ["update_offsets", "poll"])
+def test_fenced_mid_pipeline_commits_nothing_of_the_batch_polled_meanwhile(
+    fence_at, run_job, worker_props, topic_name, create_topic, read_committed, bootstrap, tmp_path
+):
+    """With poll boundaries the commit of batch 5 runs while batch 6 is polled and converted. The
+    task is fenced there: at batch 5's boundary, so that very commit fails (`update_offsets`), or
+    during poll 6, racing the commit in flight (`poll`; the commit may win). Either way the task
+    fails, no record of batch 6 is in Kafka, the data is an exact prefix matching the committed
+    offset, and commit_record() ran for exactly the committed records."""
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    name = f"seq-fence-{fence_at.replace('_', '-')}"
+    connector = sequence_config(
+        name,
+        data,
+        tasks=1,
+        total=2000,
+        batch_size="20",
+        connector_class="support.connectors.FencingSequenceConnector",
+        fence_after_polls="5",
+        fence_at=fence_at,
+        fence_bootstrap_servers=bootstrap,
+        fence_transactional_id=task_transactional_id(worker["group.id"], name, 0),
+        log_dir=str(logs),
+    )
+    (outcome,) = run_job(connector, worker).wait(120)
+    assert outcome["state"] == "FAILED"
+    assert "fenced" in outcome["trace"] and "zombie" in outcome["trace"]
+
+    records = read_committed(data)
+    seqs = [parse_value(r.value)[1] for r in records]
+    batches = len(seqs) // 20
+    assert seqs == list(range(20 * batches)), "an exact prefix of whole batches, no duplicate"
+    assert batches == 4 if fence_at == "update_offsets" else batches in (4, 5)
+    polled = {p["poll"]: p["seqs"] for p in read_jsonl(logs / "polled-0.jsonl")}
+    assert polled[6] == list(range(100, 120)), "batch 6 was polled while batch 5 was committing"
+    assert not set(polled[6]) & set(seqs)
+    offsets = committed_offsets(read_committed, worker["offset.storage.topic"], name)
+    assert offsets == {json.dumps({"task": 0}): {"seq": seqs[-1]}}
+    assert_commit_records_match(read_jsonl(logs / "committed-0.jsonl"), records, aborted=set())
+
+
+def test_commit_record_follows_commits_in_order(
+    run_job, worker_props, topic_name, create_topic, read_committed, tmp_path
+):
+    """Connector boundaries end transactions mid-batch (the next record then waits for the pipelined
+    commit): commit_record() still runs once per record, in order, None for aborted records, and
+    never for the records of the transaction still open (and aborted) at stop."""
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    connector = sequence_config(
+        "seq-commit-record",
+        data,
+        tasks=1,
+        total=310,
+        batch_size="45",
+        connector_class="support.connectors.FencingSequenceConnector",
+        transaction_boundary="connector",
+        transaction_commit_every="30",
+        transaction_abort_every="3",
+        log_dir=str(logs),
+    )
+    job = run_job(connector, worker)
+    wait_until(
+        lambda: len(read_jsonl(logs / "committed-0.jsonl")) >= 300, 120, "commit_record() up to seq 299", job
+    )
+    wait_until(lambda: len(read_jsonl(logs / "polled-0.jsonl")) == 7, 30, "all 310 records polled", job)
+    (outcome,) = job.stop()
+    assert outcome["state"] == "STOPPED"
+
+    records = read_committed(data)
+    expected = expected_sequences(300, 30, 3)
+    assert sorted(parse_value(r.value)[1] for r in records) == expected
+    aborted = set(range(300)) - set(expected)
+    assert_commit_records_match(read_jsonl(logs / "committed-0.jsonl"), records, aborted)
+    offsets = committed_offsets(read_committed, worker["offset.storage.topic"], "seq-commit-record")
+    assert offsets == {json.dumps({"task": 0}): {"seq": 299}}

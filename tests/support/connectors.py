@@ -10,9 +10,17 @@ import time
 from pathlib import Path
 
 from eosconnect.api.config import ConfigDef
-from eosconnect.api.records import OffsetAndMetadata, SinkRecord, SourceOffset, SourcePartition, SourceRecord
+from eosconnect.api.records import (
+    OffsetAndMetadata,
+    RecordMetadata,
+    SinkRecord,
+    SourceOffset,
+    SourcePartition,
+    SourceRecord,
+)
 from eosconnect.api.sink import SinkConnector, SinkTask
 from eosconnect.api.source import SourceTask
+from eosconnect.cluster.fencing import fence_transactional_ids
 from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
 
@@ -158,3 +166,63 @@ class KillingFileStreamSinkTask(FileStreamSinkTask):
 class KillingFileStreamSinkConnector(FileStreamSinkConnector):
     def task_class(self) -> type[SinkTask]:
         return KillingFileStreamSinkTask
+
+
+class FencingSequenceTask(SequenceSourceTask):
+    """Logs what it polled and was told was committed; optionally fences its own transactional id.
+
+    `fence.at=update_offsets` fences at the boundary of that poll's batch, after its records were
+    sent and before its offsets are written: the pipelined commit of that batch then fails while the
+    next `poll()` runs. `fence.at=poll` fences inside the next `poll()`, racing the commit in flight.
+    Without `fence.at` it never fences. Every poll's sequence numbers go to `polled-<task>.jsonl`
+    and every `commit_record()` call to `committed-<task>.jsonl` in `log.dir`, for the test to
+    compare with what Kafka holds.
+    """
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._polls = 0
+        self._fence_after = int(config.get("fence.after.polls", "-1"))
+        self._fence_at = config.get("fence.at", "never")
+        self._fence_config = {
+            "bootstrap.servers": config.get("fence.bootstrap.servers", ""),
+            "transactional.id": config.get("fence.transactional.id", ""),
+        }
+        log_dir = Path(config["log.dir"])
+        self._polled_log = log_dir / f"polled-{self.task_index}.jsonl"
+        self._committed_log = log_dir / f"committed-{self.task_index}.jsonl"
+
+    def poll(self) -> list[SourceRecord] | None:
+        self._polls += 1
+        if self._fence_at == "poll" and self._polls == self._fence_after + 1:
+            self._fence()
+        records = super().poll()
+        if records:
+            seqs = [r.source_offset["seq"] for r in records if r.source_offset is not None]
+            self._append(self._polled_log, {"poll": self._polls, "seqs": seqs})
+        return records
+
+    def update_offsets(self, offsets: dict[SourcePartition, SourceOffset]) -> None:
+        if self._fence_at == "update_offsets" and self._polls == self._fence_after:
+            self._fence()
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        entry = {"seq": record.source_offset["seq"] if record.source_offset else None, "offset": None}
+        if metadata is not None:
+            entry.update(topic=metadata.topic, partition=metadata.partition, offset=metadata.offset)
+        self._append(self._committed_log, entry)
+
+    def _fence(self) -> None:
+        """Take over the task's transactional id, as a second instance of the task would."""
+        fence_transactional_ids(self._fence_config, [self._fence_config["transactional.id"]])
+        self._fence_at = "done"
+
+    @staticmethod
+    def _append(path: Path, entry: dict[str, object]) -> None:
+        with path.open("a") as out:
+            out.write(json.dumps(entry) + "\n")
+
+
+class FencingSequenceConnector(SequenceSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return FencingSequenceTask

@@ -99,12 +99,12 @@ class JsonConverter(Converter):
         if _is_flat_json(value):
             # The common case (a flat dict of JSON primitives or a primitive) needs no preparation walk.
             try:
-                return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+                return _COMPACT_JSON(value).encode()
             except ValueError:
                 pass  # NaN or infinity: the full path below reports it properly
         try:
             plain = _to_json_ready(value, "")
-            return json.dumps(plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+            return _COMPACT_JSON(plain).encode()
         except _NotJsonable as exc:
             raise DataException(
                 f"JsonConverter cannot serialise the record {self._what()} for topic {topic!r}: {exc}. "
@@ -133,6 +133,9 @@ class JsonConverter(Converter):
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
+#: What `json.dumps(..., separators=(",", ":"), ensure_ascii=False, allow_nan=False)` does, without
+#: building a new encoder per call (json.dumps only caches its default-settings encoder).
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
 def _is_flat_json(value: Any) -> bool:

@@ -41,6 +41,8 @@ HeaderValue: TypeAlias = bytes | str | None
 """Header values as the Kafka producer takes them (str is sent as UTF-8)."""
 
 _PRIMITIVE_TYPES = (str, int, float, bool, type(None))
+#: Exact types that need no further check (floats must be finite, subclasses are checked in full).
+_FAST_PRIMITIVE_TYPES = frozenset({str, int, bool, type(None)})
 
 
 class _Unset(Enum):
@@ -57,32 +59,39 @@ class _FrozenPrimitiveMap(Mapping[str, Primitive]):
     _what: ClassVar[str] = "map"
 
     def __init__(self, data: Mapping[str, Primitive] | None = None, /, **fields: Primitive) -> None:
-        if data is not None and not isinstance(data, Mapping):
+        if data is not None and type(data) is not dict and not isinstance(data, Mapping):
             raise DataException(
                 f"{self._what} must be a dict of str to str/int/float/bool/None, got {type(data).__name__}: "
                 f"{data!r}"
             )
-        items = dict(data or {})
-        items.update(fields)
+        items = dict(data) if data else {}
+        if fields:
+            items.update(fields)
         for key, value in items.items():
-            if not isinstance(key, str):
-                raise DataException(
-                    f"{self._what} has a non-string key {key!r} ({type(key).__name__}); only string keys "
-                    "are allowed because partitions and offsets are stored as JSON objects in the "
-                    f"offsets topic. Use str({key!r}) as the key."
-                )
-            if not isinstance(value, _PRIMITIVE_TYPES):
-                raise DataException(
-                    f"{self._what} key {key!r} has a value of type {type(value).__name__} ({value!r}); "
-                    "only str, int, float, bool or None values are allowed in source partitions and "
-                    "offsets. Flatten it into primitives, e.g. one key per field or a string."
-                )
-            if isinstance(value, float) and not math.isfinite(value):
-                raise DataException(
-                    f"{self._what} key {key!r} is {value!r}, which JSON cannot store; use a finite number."
-                )
+            # Every record builds two of these: check the common exact types first, cheaply.
+            if type(key) is not str or type(value) not in _FAST_PRIMITIVE_TYPES:
+                self._check_item(key, value)
         self._data: dict[str, Primitive] = items
         self._hash: int | None = None
+
+    @classmethod
+    def _check_item(cls, key: Any, value: Any) -> None:
+        if not isinstance(key, str):
+            raise DataException(
+                f"{cls._what} has a non-string key {key!r} ({type(key).__name__}); only string keys "
+                "are allowed because partitions and offsets are stored as JSON objects in the "
+                f"offsets topic. Use str({key!r}) as the key."
+            )
+        if not isinstance(value, _PRIMITIVE_TYPES):
+            raise DataException(
+                f"{cls._what} key {key!r} has a value of type {type(value).__name__} ({value!r}); "
+                "only str, int, float, bool or None values are allowed in source partitions and "
+                "offsets. Flatten it into primitives, e.g. one key per field or a string."
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DataException(
+                f"{cls._what} key {key!r} is {value!r}, which JSON cannot store; use a finite number."
+            )
 
     @classmethod
     def of(cls, data: Mapping[str, Primitive]) -> Self:
@@ -104,6 +113,8 @@ class _FrozenPrimitiveMap(Mapping[str, Primitive]):
         return self._hash
 
     def __eq__(self, other: object) -> bool:
+        if type(other) is type(self):  # the runtime's offset maps compare these per record
+            return self._data == other._data  # type: ignore[attr-defined]
         if isinstance(other, Mapping):
             return self._data == dict(other.items())
         return NotImplemented
@@ -290,9 +301,13 @@ class SourceRecord(_RecordMixin):
         headers: HeadersLike = None,
         timestamp: int | None = None,
     ) -> None:
-        _check_topic(topic)
-        _check_optional_int("partition", partition, 0)
-        _check_optional_int("timestamp", timestamp, 0)
+        # Connectors build one of these per record: skip the checks of fields left at None.
+        if type(topic) is not str or not topic:
+            _check_topic(topic)
+        if partition is not None:
+            _check_optional_int("partition", partition, 0)
+        if timestamp is not None:
+            _check_optional_int("timestamp", timestamp, 0)
         setattr_ = object.__setattr__
         setattr_(self, "source_partition", SourcePartition.of(source_partition))
         setattr_(self, "source_offset", None if source_offset is None else SourceOffset.of(source_offset))
@@ -300,7 +315,7 @@ class SourceRecord(_RecordMixin):
         setattr_(self, "value", value)
         setattr_(self, "key", key)
         setattr_(self, "partition", partition)
-        setattr_(self, "headers", _normalize_headers(headers))
+        setattr_(self, "headers", () if headers is None else _normalize_headers(headers))
         setattr_(self, "timestamp", timestamp)
 
 

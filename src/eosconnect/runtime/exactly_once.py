@@ -5,12 +5,21 @@ lazily begun transaction while their source offsets are collected; at the bounda
 written to the offsets topic *with the same producer in the same transaction*, and the transaction
 commits. Only then do `commit_record()` and `commit()` run. An abort drops the records but commits
 their offsets in a fresh transaction, so they are not polled again.
+
+Commits are pipelined: `commit_transaction()` blocks for a network round trip or more, so it runs
+on one helper thread per task while the task thread polls and converts the next batch. librdkafka
+allows one transaction at a time, so nothing of the next batch is produced before the commit has
+returned (`_await_commit`, which also re-raises the commit's error on the task thread and then runs
+the callbacks and metrics of the committed transaction, in order).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -21,12 +30,14 @@ from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import RequestedTransactionContext
 from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import TransactionBoundary
-from eosconnect.runtime.source_task import Offsets, SourceTaskRunner, offset_of
+from eosconnect.runtime.pipeline import OutgoingRecord
+from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
 from eosconnect.storage.clients import client_config, forced
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.topics import ensure_topic
 
 LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 
 
 class TaskFencedError(ConnectException):
@@ -35,6 +46,18 @@ class TaskFencedError(ConnectException):
 
 class TransactionTimedOutError(ConnectException):
     """The transaction outlived `transaction.timeout.ms`; the message lists the remedies."""
+
+
+@dataclass
+class _PendingCommit:
+    """A transaction whose `commit_transaction()` runs on the helper thread."""
+
+    future: Future[None]
+    records: list[SourceRecord]  # kept only when the task overrides commit_record()
+    sent: int
+    offsets: Offsets
+    txn_started: float
+    commit_started: float
 
 
 class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
@@ -75,10 +98,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         coordinator.ensure_latest_generation(name, self.spec.generation)
         self._txn_open = False
         self._txn_started = 0.0
-        self._txn_records: list[SourceRecord] = []
-        self._txn_sent = 0
-        self._txn_offsets: Offsets = {}
+        self._reset_transaction()
         self._metadata: dict[int, RecordMetadata] = {}
+        # One long-lived thread: the commits of a task are strictly sequential anyway.
+        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"commit-{self.task_id}")
+        self._pending: _PendingCommit | None = None
         self._boundary = self.connector.transaction_boundary
         self._interval_s = self.connector.interval_ms(self.worker) / 1000
         self._last_commit = time.monotonic()
@@ -94,33 +118,43 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     # ----------------------------------------------------------------------------- per batch
     def send_batch(self, batch: list[SourceRecord]) -> None:
-        for record in batch:
-            self._send(record)
-            if self._context is not None:
-                if self._context.should_abort_on(record):
+        try:
+            # Transformations and converters run while the previous commit is still in flight.
+            converted = [self.pipeline.convert(record) for record in batch]
+        finally:
+            self._await_commit()
+        context = self._context
+        for record, outgoing in zip(batch, converted, strict=True):
+            self._send(record, outgoing)
+            if context is not None:
+                if context.should_abort_on(record):
                     self._end_transaction(abort=True)
-                elif self._context.should_commit_on(record):
+                elif context.should_commit_on(record):
                     self._end_transaction(abort=False)
-        self.producer.poll(0)
         if self._boundary is TransactionBoundary.POLL:
-            self._end_transaction(abort=False)
-        elif self._boundary is TransactionBoundary.INTERVAL:
+            self._end_transaction(abort=False)  # the commit serves the batch's delivery reports
+            return
+        self.producer.poll(0)  # a transaction may span many batches: serve their delivery reports
+        if self._boundary is TransactionBoundary.INTERVAL:
             self._commit_if_interval_passed()
-        elif self._context is not None:
-            if self._context.should_abort_batch():
+        elif context is not None:
+            if context.should_abort_batch():
                 self._end_transaction(abort=True)
-            elif self._context.should_commit_batch():
+            elif context.should_commit_batch():
                 self._end_transaction(abort=False)
 
     def on_idle(self) -> None:
+        self._await_commit()  # nothing to overlap it with
         if self._boundary is TransactionBoundary.INTERVAL:
             self._commit_if_interval_passed()
         elif self._context is not None:
             self._context.check()
 
     def on_pause(self) -> None:
+        self._await_commit()
         if self._boundary is not TransactionBoundary.CONNECTOR and self._txn_open:
             self._end_transaction(abort=False)
+            self._await_commit()
 
     def on_stop(self) -> None:
         if self._context is not None:
@@ -134,28 +168,30 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 self._txn_open = False
         elif self._txn_open:
             self._end_transaction(abort=False)
+        self._await_commit()  # the final commit, or the last pipelined one
 
     def close_clients(self) -> None:
+        self._abandon_pending_commit()
+        committer = getattr(self, "_committer", None)
+        if committer is not None:
+            committer.shutdown(wait=True)
         producer = getattr(self, "producer", None)
         if producer is not None:
             with contextlib.suppress(KafkaException):  # a fenced producer raises its fatal error
                 producer.flush(0)
 
     # ----------------------------------------------------------------------------- transactions
-    def _send(self, record: SourceRecord) -> None:
-        outgoing = self.pipeline.convert(record)
+    def _send(self, record: SourceRecord, outgoing: OutgoingRecord | None) -> None:
         if not self._txn_open:
-            self._call_producer(self.producer.begin_transaction)
-            self._txn_open, self._txn_started = True, time.monotonic()
+            self._begin()
         if self._wants_metadata:  # kept only for commit_record(); also keeps id(record) unique
             self._txn_records.append(record)
-        partition, offset = offset_of(record)
-        self._txn_offsets[partition] = offset
+        # SourceRecord stores its partition and offset frozen, ready to key and value the map.
+        self._txn_offsets[record.source_partition] = record.source_offset
         if outgoing is None:
             self.metrics.record_filtered()
             return
         on_delivery = self._metadata_callback(record) if self._wants_metadata else None
-
         try:
             self.produce(self.producer, outgoing, record, on_delivery)
         except KafkaException as exc:
@@ -173,6 +209,17 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
         return on_delivery
 
+    def _begin(self) -> None:
+        """Open a transaction; a pipelined commit must have returned first (one at a time)."""
+        self._await_commit()
+        self._call_producer(self.producer.begin_transaction)
+        self._txn_open, self._txn_started = True, time.monotonic()
+
+    def _reset_transaction(self) -> None:
+        self._txn_records: list[SourceRecord] = []
+        self._txn_sent = 0
+        self._txn_offsets: Offsets = {}
+
     def _commit_if_interval_passed(self) -> None:
         if time.monotonic() - self._last_commit < self._interval_s:
             return
@@ -189,44 +236,95 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if not self._txn_open:
             if abort:
                 return
-            self._call_producer(self.producer.begin_transaction)
-            self._txn_open, self._txn_started = True, time.monotonic()
+            self._begin()
+        if abort:
+            self._abort()
+        else:
+            self._start_commit()
+
+    def _start_commit(self) -> None:
+        """Write the offsets into the open transaction and hand its commit to the helper thread."""
+        offsets = self.updated_offsets(self._txn_offsets)
+        self._write_offsets(offsets)
+        timeout_s = max(60, self.transaction_timeout_ms / 1000)
+        started = threading.Event()
+
+        def commit() -> None:
+            started.set()
+            self.producer.commit_transaction(timeout_s)  # releases the GIL while it waits
+
+        future = self._committer.submit(commit)
+        # Hand the GIL over until the commit is under way: left to the interpreter, the helper
+        # thread would wait for the task thread's next forced switch (sys.getswitchinterval(), 5 ms).
+        started.wait()
+        self._pending = _PendingCommit(
+            future=future,
+            records=self._txn_records,
+            sent=self._txn_sent,
+            offsets=offsets,
+            txn_started=self._txn_started,
+            commit_started=time.monotonic(),
+        )
+        self._txn_open = False
+        self._reset_transaction()
+
+    def _await_commit(self) -> None:
+        """Join the pipelined commit, if any: raise its error here, else run what follows a commit."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        try:
+            pending.future.result()
+        except KafkaException as exc:
+            raise self._classify(exc, "committing the transaction", pending.txn_started) from exc
+        self.offsets_committed(pending.offsets)
+        self.metrics.record_transaction(pending.sent)
+        self.metrics.record_write(pending.sent)
+        self._after_transaction(pending.records, pending.commit_started, aborted=False)
+
+    def _abort(self) -> None:
         started = time.monotonic()
         records, sent = self._txn_records, self._txn_sent
         offsets = self.updated_offsets(self._txn_offsets)
-        if abort:
-            # Let in-flight sends settle first: an EndTxn(abort) racing the transaction's first
-            # AddPartitions/Produce requests is rejected by Kafka 4 with INVALID_TXN_STATE (fatal).
-            self.producer.flush(60)
-            self._call_producer(lambda: self.producer.abort_transaction(60))
-            self._txn_open = False
-            self.metrics.record_abort()
-            self.log.info("aborted a transaction of %d records; committing their offsets", sent)
-            self._commit_offsets_only(offsets)
-        else:
-            self._write_offsets(offsets)
-            self._call_producer(
-                lambda: self.producer.commit_transaction(max(60, self.transaction_timeout_ms / 1000))
-            )
-            self._txn_open = False
-            self.offsets_committed(offsets)
-            self.metrics.record_transaction(sent)
-            self.metrics.record_write(sent)
-        self.metrics.record_offset_commit(time.monotonic() - started)
+        # Let in-flight sends settle first: an EndTxn(abort) racing the transaction's first
+        # AddPartitions/Produce requests is rejected by Kafka 4 with INVALID_TXN_STATE (fatal).
+        self.producer.flush(60)
+        self._call_producer(lambda: self.producer.abort_transaction(60))
+        self._txn_open = False
+        self._reset_transaction()
+        self.metrics.record_abort()
+        self.log.info("aborted a transaction of %d records; committing their offsets", sent)
+        self._commit_offsets_only(offsets)
+        self._after_transaction(records, started, aborted=True)
+
+    def _after_transaction(self, records: list[SourceRecord], started: float, aborted: bool) -> None:
+        """On the task thread, in transaction order: metrics, then commit_record() and commit()."""
         self._last_commit = time.monotonic()
-        self._txn_records, self._txn_sent, self._txn_offsets = [], 0, {}
-        self.producer.poll(0)
-        if self._wants_metadata:
-            for record in records:
-                self.task.commit_record(record, None if abort else self._metadata.pop(id(record), None))
+        self.metrics.record_offset_commit(self._last_commit - started)
+        for record in records:  # empty unless the task overrides commit_record()
+            self.task.commit_record(record, None if aborted else self._metadata.pop(id(record), None))
         self._metadata.clear()
         self.task.commit()
+
+    def _abandon_pending_commit(self) -> None:
+        """The task failed with a commit in flight: let it end before the producer is closed.
+
+        Its outcome no longer matters to exactly-once (the broker either committed the records with
+        their offsets or neither), and the callbacks are skipped: the task is failing.
+        """
+        pending, self._pending = getattr(self, "_pending", None), None
+        if pending is None:
+            return
+        try:
+            pending.future.result()
+            self.log.info("the transaction in flight when the task failed committed")
+        except Exception as exc:
+            self.log.info("the transaction in flight when the task failed did not commit: %s", exc)
 
     def _commit_offsets_only(self, offsets: Offsets) -> None:
         if not offsets:
             return
-        self._call_producer(self.producer.begin_transaction)
-        self._txn_open, self._txn_started = True, time.monotonic()
+        self._begin()
         self._write_offsets(offsets)
         self._call_producer(lambda: self.producer.commit_transaction(60))
         self._txn_open = False
@@ -243,11 +341,14 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         except KafkaException as exc:
             raise self._classify(exc, "committing the transaction") from exc
 
-    def _classify(self, exc: KafkaException, doing: str) -> Exception:
+    def _classify(self, exc: KafkaException, doing: str, txn_started: float | None = None) -> Exception:
+        """A task-failing error for `exc`; `txn_started` is when the failed transaction began
+        (default: the open one, if any)."""
         err: KafkaError = exc.args[0]
-        fenced_codes = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
-        open_for_ms = (time.monotonic() - self._txn_started) * 1000 if self._txn_open else 0
-        if self._txn_open and open_for_ms >= self.transaction_timeout_ms:
+        if txn_started is None and self._txn_open:
+            txn_started = self._txn_started
+        open_for_ms = (time.monotonic() - txn_started) * 1000 if txn_started is not None else 0
+        if txn_started is not None and open_for_ms >= self.transaction_timeout_ms:
             return TransactionTimedOutError(
                 f"{self.task_id}: the transaction was open for {open_for_ms / 1000:.1f}s, longer than the "
                 f"producer's transaction.timeout.ms ({self.transaction_timeout_ms} ms), and the broker "
@@ -256,7 +357,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 "(up to the broker's transaction.max.timeout.ms), lower transaction.boundary.interval.ms, "
                 "or use transaction.boundary=poll."
             )
-        if err.code() in fenced_codes:
+        if err.code() in FENCED_CODES:
             return TaskFencedError(
                 f"{self.task_id}: fenced while {doing}: another instance of this task (transactional.id "
                 f"{self.producer_transactional_id}) has started, so this one is a zombie and stops "

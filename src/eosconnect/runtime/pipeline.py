@@ -11,8 +11,7 @@ transformations. A dropped record is not given to `put`, but its Kafka offset is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
@@ -26,8 +25,9 @@ class ForbiddenTopicError(ConnectException):
     """A task tried to write to its own offsets topic (KIP-618 forbids it)."""
 
 
-@dataclass(frozen=True)
-class OutgoingRecord:
+class OutgoingRecord(NamedTuple):
+    """A record as the producer takes it; a tuple because one is built per record sent."""
+
     topic: str
     partition: int | None
     key: bytes | None
@@ -57,7 +57,7 @@ class RecordPipeline(_Pipeline):
 
     def convert(self, record: SourceRecord) -> OutgoingRecord | None:
         """The record ready to send, or None if a transformation dropped it."""
-        transformed = self.transforms.apply(record)
+        transformed = self.transforms.apply(record) if self.transforms.stages else record
         if transformed is None:
             return None
         topic = transformed.topic

@@ -162,19 +162,22 @@ class SourceTaskRunner(ABC):
         A record too large to send fails the task with the fix in the message; other Kafka errors
         are raised as they are, for the runner to classify.
         """
-        kwargs: dict[str, Any] = {"key": outgoing.key, "value": outgoing.value}
-        if on_delivery is not None:
-            kwargs["on_delivery"] = on_delivery
-        if outgoing.partition is not None:
-            kwargs["partition"] = outgoing.partition
-        if outgoing.headers:
-            kwargs["headers"] = outgoing.headers
-        if outgoing.timestamp is not None:
-            kwargs["timestamp"] = outgoing.timestamp
-        self.metrics.topics.add(outgoing.topic)
+        topic = outgoing.topic
+        # The producer's own defaults stand for "none": partition -1 (partitioner), timestamp 0 (now).
+        partition = -1 if outgoing.partition is None else outgoing.partition
+        timestamp = outgoing.timestamp or 0
+        self.metrics.topics.add(topic)
         while True:
             try:
-                producer.produce(outgoing.topic, **kwargs)
+                producer.produce(
+                    topic,
+                    value=outgoing.value,
+                    key=outgoing.key,
+                    partition=partition,
+                    on_delivery=on_delivery,
+                    timestamp=timestamp,
+                    headers=outgoing.headers,
+                )
                 return
             except BufferError:
                 producer.poll(0.05)
