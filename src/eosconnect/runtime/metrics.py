@@ -78,12 +78,9 @@ class TaskMetrics:
 
     def snapshot(self) -> dict[str, float | int | str | None]:
         with self._lock:
-            elapsed = max(time.monotonic() - self.started_at, 1e-9)
-            commits = self.offset_commits
+            common, elapsed = self._common(), self._elapsed()
             return {
-                "connector": self.connector,
-                "task": self.task,
-                "running-seconds": elapsed,
+                **common,
                 "transaction-size-min": self.transaction_size_min,
                 "transaction-size-max": self.transaction_size_max,
                 "transaction-size-avg": self.transaction_size_avg,
@@ -94,12 +91,23 @@ class TaskMetrics:
                 "source-record-filtered-total": self.records_filtered,
                 "source-record-poll-rate": self.records_polled / elapsed,
                 "source-record-write-rate": self.records_written / elapsed,
-                "offset-commit-avg-time-ms": 1000 * self.offset_commit_seconds_total / commits
-                if commits
-                else None,
-                "offset-commit-max-time-ms": 1000 * self.offset_commit_seconds_max if commits else None,
-                "topics": sorted(self.topics),
             }
+
+    def _elapsed(self) -> float:
+        return max(time.monotonic() - self.started_at, 1e-9)
+
+    def _common(self) -> dict[str, float | int | str | None]:
+        """What source and sink tasks report alike (call with the lock held)."""
+        commits = self.offset_commits
+        total_s, max_s = self.offset_commit_seconds_total, self.offset_commit_seconds_max
+        return {
+            "connector": self.connector,
+            "task": self.task,
+            "running-seconds": self._elapsed(),
+            "offset-commit-avg-time-ms": 1000 * total_s / commits if commits else None,
+            "offset-commit-max-time-ms": 1000 * max_s if commits else None,
+            "topics": sorted(self.topics),
+        }
 
 
 @dataclass
@@ -113,21 +121,13 @@ class SinkTaskMetrics(TaskMetrics):
 
     def snapshot(self) -> dict[str, float | int | str | None]:
         with self._lock:
-            elapsed = max(time.monotonic() - self.started_at, 1e-9)
-            commits = self.offset_commits
+            common, elapsed = self._common(), self._elapsed()
             return {
-                "connector": self.connector,
-                "task": self.task,
-                "running-seconds": elapsed,
+                **common,
                 "sink-record-read-total": self.records_polled,
                 "sink-record-send-total": self.records_written,
                 "sink-record-skipped-total": self.records_filtered,
                 "sink-record-read-rate": self.records_polled / elapsed,
                 "sink-record-send-rate": self.records_written / elapsed,
-                "offset-commit-completion-total": commits,
-                "offset-commit-avg-time-ms": 1000 * self.offset_commit_seconds_total / commits
-                if commits
-                else None,
-                "offset-commit-max-time-ms": 1000 * self.offset_commit_seconds_max if commits else None,
-                "topics": sorted(self.topics),
+                "offset-commit-completion-total": self.offset_commits,
             }
