@@ -226,3 +226,52 @@ class FencingSequenceTask(SequenceSourceTask):
 class FencingSequenceConnector(SequenceSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return FencingSequenceTask
+
+
+class CollectingSinkTask(SinkTask):
+    """Appends what it is given to `<collect.dir>/task-<task.index>.jsonl`, one JSON object a line:
+    `{"call": "start"}`, `{"call": "open"|"close", "partitions": [...]}` and
+    `{"call": "put", "records": [[topic, partition, offset, value], ...]}`. The default `pre_commit`
+    (commit everything put) applies, so a graceful stop or rebalance commits exactly what was put."""
+
+    def start(self, config: dict[str, str]) -> None:
+        path = Path(config["collect.dir"]) / f"task-{config['task.index']}.jsonl"
+        self._log = path.open("a", encoding="utf-8")
+        self._event("start")
+
+    def _event(self, call: str, **data: object) -> None:
+        self._log.write(json.dumps({"call": call, "pid": os.getpid(), **data}) + "\n")
+        self._log.flush()
+
+    def open(self, partitions):
+        self._event("open", partitions=sorted(str(tp) for tp in partitions))
+
+    def close(self, partitions):
+        self._event("close", partitions=sorted(str(tp) for tp in partitions))
+
+    def put(self, records: list[SinkRecord]) -> None:
+        if records:
+            self._event(
+                "put", records=[[r.topic, r.kafka_partition, r.kafka_offset, r.value] for r in records]
+            )
+
+    def stop(self) -> None:
+        log = getattr(self, "_log", None)
+        if log is not None and not log.closed:
+            log.close()
+
+
+class CollectingSinkConnector(SinkConnector):
+    """`tasks.max` tasks, each told its index (`task.index`) so it writes a file of its own."""
+
+    def config_def(self) -> ConfigDef:
+        return ConfigDef()
+
+    def start(self, config: dict[str, str]) -> None:
+        self._config = dict(config)
+
+    def task_class(self) -> type[SinkTask]:
+        return CollectingSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{**self._config, "task.index": str(i)} for i in range(max_tasks)]

@@ -753,6 +753,8 @@ class DistributedHerder:
     # ======================================================================== offsets (STOPPED connectors)
     def _stopped_connector(self, name: str) -> tuple[ConfigSnapshot, OffsetsTopicPlacement]:
         snapshot = self._snapshot_with(name)
+        if snapshot.target_state(name) == TargetState.STOPPED:
+            self._wait_for_run_to_end(name)
         if snapshot.target_state(name) != TargetState.STOPPED or name in self._runs:
             raise BadRequestError(
                 f"Connectors must be in the STOPPED state before their offsets can be modified. This can be "
@@ -761,6 +763,18 @@ class DistributedHerder:
             )
         config = dict(snapshot.connector_config(name) or {})
         return snapshot, offsets_topic_for(name, config, self.worker.originals)
+
+    def _wait_for_run_to_end(self, name: str) -> None:
+        """A stop is accepted before the tasks are down: they see it on their next heartbeat, report
+        STOPPED, and the herder reaps their Spark job a tick later. Kafka Connect's herder finishes
+        the stop before it serves the next request, so an offsets request right after PUT /stop (or
+        once the status says STOPPED) succeeds there; wait for the run here instead of refusing.
+        Bounded: a run still there after the graceful shutdown timeout is abandoned (leaves _runs)."""
+        graceful_s = self.worker.task_shutdown_graceful_timeout_ms / 1000
+        deadline = time.monotonic() + graceful_s + 4 * TICK_S
+        while name in self._runs and time.monotonic() < deadline:
+            self._wake()
+            time.sleep(0.05)
 
     def _sink_admin_config(self, snapshot: ConfigSnapshot, name: str) -> dict[str, Any] | None:
         """The admin settings for a sink connector's consumer group; None for a source connector."""
