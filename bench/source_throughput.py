@@ -1,10 +1,12 @@
 """Source throughput: exactly-once (poll, interval) vs at-least-once vs a bare transactional loop.
 
 Everything runs in this one process against one local broker, side by side, so the ratios compare
-like with like on whatever machine runs it. Tasks run through the real task runners
-(`run_source_task`, the same code a Spark task calls) on threads, which isolates the runtime's cost
-from Spark's scheduling. The ceiling (d) is a confluent-kafka transactional producer loop that
-commits at the same batch size as the poll boundary, with the same offset record per transaction.
+like with like on whatever machine runs it; every case runs in several interleaved rounds and each
+cell is the median (single runs move by tens of percent with the machine's load). Tasks run
+through the real task runners (`run_source_task`, the same code a Spark task calls) on threads,
+which isolates the runtime's cost from Spark's scheduling. The ceiling (d) is a confluent-kafka
+transactional producer loop that commits at the same batch size as the poll boundary, with the same
+offset record per transaction.
 
 The last line is machine-readable:
     ratio eos_poll/alos=<a/c> eos_interval/alos=<b/c> eos_poll/ceiling=<a/d>
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import tempfile
 import threading
 import time
@@ -169,6 +172,7 @@ def warm_up(bootstrap: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000, help="records per task")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every case; cells are medians")
     parser.add_argument("--bootstrap", help="use a running broker instead of starting one")
     args = parser.parse_args()
     records = args.records - args.records % BATCH
@@ -180,30 +184,38 @@ def main() -> None:
         bootstrap = cluster.start()
     try:
         warm_up(bootstrap)
-        table = Table(title=f"Source throughput, records/s ({records} records per task, batch {BATCH})")
-        for col in (
-            "tasks",
-            "value",
-            "(a) eos poll",
-            "(b) eos interval 1s",
-            "(c) at-least-once",
-            "(d) ceiling",
-        ):
+        # Rounds interleave every case, so drift in the machine's load hits all columns alike;
+        # each cell is the median of its rounds.
+        rates: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
+        for round_no in range(1, args.rounds + 1):
+            for tasks in (1, 4):
+                for size in (100, 1024):
+                    console.print(f"round {round_no}/{args.rounds}: {tasks} task(s), {size}-byte values ...")
+                    a = run_runtime(bootstrap, "enabled", "poll", tasks, size, records)
+                    b = run_runtime(bootstrap, "enabled", "interval", tasks, size, records)
+                    c = run_runtime(bootstrap, "disabled", "poll", tasks, size, records)
+                    d = run_ceiling(bootstrap, tasks, size, records)
+                    rates.setdefault((tasks, size), []).append((a, b, c, d))
+            a, b, c, d = rates[(1, 100)][-1]
+            console.print(
+                f"round {round_no} headline: eos_poll/alos={a / c:.2f} eos_interval/alos={b / c:.2f} "
+                f"eos_poll/ceiling={a / d:.2f}"
+            )
+        table = Table(
+            title=f"Source throughput, records/s ({records} records per task, batch {BATCH}, "
+            f"median of {args.rounds} rounds)"
+        )
+        columns = ("(a) eos poll", "(b) eos interval 1s", "(c) at-least-once", "(d) ceiling")
+        for col in ("tasks", "value", *columns):
             table.add_column(col, justify="right")
-        headline: tuple[float, float, float, float] | None = None
-        for tasks in (1, 4):
-            for size in (100, 1024):
-                console.print(f"running {tasks} task(s), {size}-byte values ...")
-                a = run_runtime(bootstrap, "enabled", "poll", tasks, size, records)
-                b = run_runtime(bootstrap, "enabled", "interval", tasks, size, records)
-                c = run_runtime(bootstrap, "disabled", "poll", tasks, size, records)
-                d = run_ceiling(bootstrap, tasks, size, records)
-                table.add_row(str(tasks), f"{size} B", *(f"{x:,.0f}" for x in (a, b, c, d)))
-                if tasks == 1 and size == 100:
-                    headline = (a, b, c, d)
+        medians = {
+            case: [statistics.median(cells) for cells in zip(*runs, strict=True)]
+            for case, runs in rates.items()
+        }
+        for (tasks, size), cells in medians.items():
+            table.add_row(str(tasks), f"{size} B", *(f"{x:,.0f}" for x in cells))
         Console().print(table)
-        assert headline is not None
-        a, b, c, d = headline
+        a, b, c, d = medians[(1, 100)]
         print(f"ratio eos_poll/alos={a / c:.2f} eos_interval/alos={b / c:.2f} eos_poll/ceiling={a / d:.2f}")
     finally:
         if cluster is not None:
