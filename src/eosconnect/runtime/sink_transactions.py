@@ -39,6 +39,17 @@ log = logging.getLogger(__name__)
 
 #: How long init/commit/abort and the offsets call may take before the task fails.
 CALL_TIMEOUT_S = 60.0
+#: Errors of an offset fetch that go away by themselves.
+RETRIABLE_FETCH_CODES = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+    }
+)
 
 
 class TransactionalSinkProducer:
@@ -124,14 +135,24 @@ class TransactionalSinkProducer:
         wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         if not wanted:
             return {}
-        try:
-            # read_committed makes librdkafka ask for stable offsets (KIP-447): an offset commit
-            # of a transaction still completing is waited for, never read half done.
-            result = self.group_consumer.committed(wanted, timeout=CALL_TIMEOUT_S)
-        except KafkaException as exc:
-            raise ConnectException(
-                f"{self.task_id}: could not read the committed offsets of group {self.group_id!r}: {exc}"
-            ) from exc
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while True:
+            try:
+                # read_committed makes librdkafka ask for stable offsets (KIP-447): an offset commit
+                # of a transaction still completing is waited for, never read half done.
+                result = self.group_consumer.committed(wanted, timeout=10)
+                break
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                # A fresh cluster is still loading __consumer_offsets; a moved coordinator is found again.
+                if err.code() in RETRIABLE_FETCH_CODES and time.monotonic() < deadline:
+                    log.info("[%s] reading committed offsets: %s; retrying", self.task_id, err.str())
+                    time.sleep(0.5)
+                    continue
+                raise ConnectException(
+                    f"{self.task_id}: could not read the committed offsets of group {self.group_id!r} on the "
+                    f"cluster the task writes to: {err.name()}: {err.str()}"
+                ) from exc
         found = {TopicPartition(p.topic, p.partition): p.offset for p in result if p.offset >= 0}
         self._last_committed.update({tp: OffsetAndMetadata(o) for tp, o in found.items()})
         return found
