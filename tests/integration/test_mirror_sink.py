@@ -155,23 +155,25 @@ def test_sigkilled_tasks_resume_from_the_target_offsets_exactly_once(
 def test_zombie_is_fenced_and_none_of_its_writes_become_visible(
     run_job, worker_props, topic_name, create_topic, bootstrap, target
 ):
+    """A second instance of the same task (same transactional id) starts while the first is still
+    copying: the first is fenced on its next write, fails as a zombie, and its open transaction
+    never becomes visible; the second resumes from the target's offsets."""
     source = create_topic(topic_name("src"), partitions=PARTITIONS)
-    produce_sequences(bootstrap, source, 0, 600)
+    produce_sequences(bootstrap, source, 0, 1500)
     name = topic_name("mm")
     worker = worker_props("enabled")
     mirror_topic = f"src.{source}"
-    config = mirror_config(name, source, target, tasks_max="1", put_delay_ms="40")
 
-    zombie = run_job(config, worker)
-    wait_until(
-        lambda: mirrored_count(target, mirror_topic) >= 150, 120, "the first instance to commit", zombie
-    )
+    zombie = run_job(mirror_config(name, source, target, tasks_max="1", put_delay_ms="1500"), worker)
+    wait_until(lambda: mirrored_count(target, mirror_topic) > 0, 120, "the first instance to commit", zombie)
     successor = run_job(mirror_config(name, source, target, tasks_max="1"), worker)
-    (zombie_outcome,) = zombie.wait(60)
+    (zombie_outcome,) = zombie.wait(120)
     assert zombie_outcome["state"] == "FAILED", zombie_outcome
     assert "fenced" in zombie_outcome["trace"] and "zombie" in zombie_outcome["trace"]
 
-    wait_until(lambda: mirrored_count(target, mirror_topic) >= 600 * PARTITIONS, 120, "everything", successor)
+    wait_until(
+        lambda: mirrored_count(target, mirror_topic) >= 1500 * PARTITIONS, 120, "everything", successor
+    )
     (outcome,) = successor.stop()
     assert outcome["state"] == "STOPPED", outcome
-    assert_exactly_once(mirrored(target, mirror_topic), 600)
+    assert_exactly_once(mirrored(target, mirror_topic), 1500)
