@@ -177,3 +177,36 @@ def test_zombie_is_fenced_and_none_of_its_writes_become_visible(
     (outcome,) = successor.stop()
     assert outcome["state"] == "STOPPED", outcome
     assert_exactly_once(mirrored(target, mirror_topic), 1500)
+
+
+def test_worker_mirrors_exactly_once_across_a_new_generation(
+    workers, topic_name, create_topic, bootstrap, target
+):
+    """Through a real worker: the leader's fencing endpoint and task-count records, a
+    reconfiguration from 2 to 3 tasks (new static assignment) in the middle of the stream."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    produce_sequences(bootstrap, source, 0, 500)
+    worker = workers()
+    mirror_topic = f"src.{source}"
+    config = mirror_config("mm", source, target)
+    config["connector.class"] = "MirrorSink"
+
+    created = worker.create_connector("mm", config)
+    assert created.status_code == 201, created.text
+    worker.wait_for(
+        lambda: mirrored_count(target, mirror_topic) >= 500 * PARTITIONS, 120, "the first records"
+    )
+    assert worker.task_states("mm") == ["RUNNING", "RUNNING"]
+
+    updated = worker.request("PUT", "/connectors/mm/config", json={**config, "tasks.max": "3"})
+    assert updated.status_code == 200, updated.text
+    worker.wait_for(lambda: worker.task_states("mm") == ["RUNNING"] * 3, 120, "three RUNNING tasks")
+    produce_sequences(bootstrap, source, 500, 300)
+    worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 800 * PARTITIONS, 120, "the new records")
+
+    assert_exactly_once(mirrored(target, mirror_topic), 800)
+    source_end = end_offsets(bootstrap, source)
+    expected = {(mirror_topic, p): source_end[p] for p in range(PARTITIONS)}
+    worker.wait_for(
+        lambda: group_offsets(target, "connect-mm") == expected, 30, "the target offsets at the end"
+    )
