@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from eosconnect.api import TopicPartition
+from eosconnect.api import SinkRecord, SinkTaskContext, TopicPartition
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, decode_partitions, encode_partitions
 from eosconnect.cluster.connector_kinds import fencing_producer_config, uses_exactly_once_startup
 from eosconnect.cluster.validation import config_errors, validate_connector_config
-from eosconnect.connectors.mirror import MirrorSinkConnector, policy_of
+from eosconnect.connectors.mirror import MirrorSinkConnector, MirrorSinkTask, policy_of
 from eosconnect.connectors.mirror_policy import ReplicationPolicy, spread_partitions
 from eosconnect.runtime.config import WorkerConfig
 
@@ -118,3 +118,30 @@ def test_task_configs_without_a_runtime_fail_only_when_transactional() -> None:
     connector.start({**BASE, "transaction.producer": "true"})
     with pytest.raises(Exception, match="source cluster's settings"):
         connector.task_configs(2)
+
+
+class _OpenTransaction:
+    """Stands in for the transactional producer: a transaction open for `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.produced: list[tuple] = []
+
+    def open_for_s(self) -> float:
+        return self.seconds
+
+    def produce(self, *args: object) -> None:
+        self.produced.append(args)
+
+
+@pytest.mark.parametrize(("open_for", "asks"), [(0.5, False), (2.0, True)])
+def test_a_long_open_transaction_asks_for_a_commit(open_for: float, asks: bool) -> None:
+    task = MirrorSinkTask()
+    task.initialize(SinkTaskContext())
+    task.start({**BASE, "transaction.commit.interval.ms": "1000"})
+    writer = _OpenTransaction(open_for)
+    task.writer = writer  # type: ignore[assignment]
+    task._target_partitions = {"source.orders": 1}
+    task.put([SinkRecord("orders", 0, 7, b"k", b"v", 1234, [("h", b"1")])])
+    assert writer.produced == [("source.orders", 0, b"k", b"v", [("h", b"1")], 1234)]
+    assert task.context.commit_requested is asks

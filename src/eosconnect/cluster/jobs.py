@@ -109,8 +109,9 @@ def free_task_slots(spark: SparkSession, busy: int) -> int:
 class ConnectorJob:
     """Run a connector's tasks on Spark until told to stop.
 
-    For a source, `coordinator` defaults to a `LocalStartupCoordinator` (single process owns the
-    connector); sink tasks have no start-up protocol and get none.
+    For a source, and a sink that delivers exactly once on an exactly-once worker, `coordinator`
+    defaults to a `LocalStartupCoordinator` (single process owns the connector); other sink tasks
+    have no start-up protocol and get none.
     """
 
     spark: SparkSession

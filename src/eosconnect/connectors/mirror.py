@@ -44,7 +44,7 @@ from eosconnect.api.sink import (
     encode_partitions,
     sink_topics,
 )
-from eosconnect.api.validators import Validator, ValidString
+from eosconnect.api.validators import Range, Validator, ValidString
 from eosconnect.connectors.mirror_policy import (
     POLICIES,
     ReplicationPolicy,
@@ -74,6 +74,7 @@ SOURCE_ALIAS_CONFIG = "source.cluster.alias"
 POLICY_CONFIG = "replication.policy.class"
 SEPARATOR_CONFIG = "replication.policy.separator"
 REPLICATION_FACTOR_CONFIG = "target.topic.replication.factor"
+COMMIT_INTERVAL_CONFIG = "transaction.commit.interval.ms"
 #: Task config key (written by the connector): source partition count per topic, for topic creation.
 PARTITION_COUNTS_KEY = "mirror.source.partition.counts"
 
@@ -126,6 +127,16 @@ MIRROR_CONFIG_DEF = (
         ".",
         Importance.LOW,
         "The separator between the alias and the topic name under the default policy.",
+    )
+    .define(
+        COMMIT_INTERVAL_CONFIG,
+        ConfigType.LONG,
+        5_000,
+        Importance.MEDIUM,
+        "With transaction.producer=true: the longest a transaction stays open before the task asks for "
+        "a commit (the worker's offset.flush.interval.ms also commits). Keep it well below the target "
+        "producer's transaction.timeout.ms (60 s by default), or the broker aborts the transaction.",
+        Range.at_least(1),
     )
     .define(
         REPLICATION_FACTOR_CONFIG,
@@ -274,7 +285,8 @@ class MirrorSinkTask(SinkTask):
         self.transactional = is_transactional(config)
         self.partition_counts = parse_topic_partition_counts(config.get(PARTITION_COUNTS_KEY, ""))
         self.replication_factor = int(config.get(REPLICATION_FACTOR_CONFIG) or -1)
-        self.task_id = f"{config.get('name', 'mirror')}-{self.context.transactional_id or ''}"
+        self.task_id = str(config.get("name", "mirror"))
+        self.commit_interval_s = int(config.get(COMMIT_INTERVAL_CONFIG) or 5_000) / 1000
         self.admin = AdminClient(dict(target_client_config("admin", config).validate()))
         #: Target topic -> partitions known to exist there.
         self._target_partitions: dict[str, int] = {}
@@ -298,7 +310,7 @@ class MirrorSinkTask(SinkTask):
                 timeout_remedies=(
                     "tune the target producer for throughput (target.cluster.linger.ms, batch.size), "
                     "raise target.cluster.transaction.timeout.ms (up to the broker's "
-                    "transaction.max.timeout.ms), or lower the worker's offset.flush.interval.ms"
+                    "transaction.max.timeout.ms), or lower transaction.commit.interval.ms"
                 ),
             )
             self.writer.start()
@@ -368,6 +380,10 @@ class MirrorSinkTask(SinkTask):
                 )
             else:
                 self._produce(topic, record, headers)
+        if self.writer is not None and self.writer.open_for_s() >= self.commit_interval_s:
+            # The worker's flush interval (60 s by default) may be as long as the transaction
+            # timeout: ask for the commit ourselves, well before the broker would abort.
+            self.context.request_commit()
 
     def _produce(self, topic: str, record: SinkRecord, headers: list[tuple[str, bytes | None]]) -> None:
         assert self.producer is not None

@@ -158,6 +158,10 @@ class TransactionalSinkProducer:
         return found
 
     # ----------------------------------------------------------------------------- transactions
+    def open_for_s(self) -> float:
+        """How long the current transaction has been open (0 when none is)."""
+        return 0.0 if self._txn_started is None else time.monotonic() - self._txn_started
+
     def produce(
         self,
         topic: str,
