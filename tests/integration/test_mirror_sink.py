@@ -179,6 +179,30 @@ def test_zombie_is_fenced_and_none_of_its_writes_become_visible(
     assert_exactly_once(mirrored(target, mirror_topic), 1500)
 
 
+def test_at_least_once_mirror_commits_on_the_source_cluster(
+    run_job, worker_props, topic_name, create_topic, bootstrap, target
+):
+    """transaction.producer=false: group subscription, idempotent producer, offsets on the source."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    produce_sequences(bootstrap, source, 0, 200)
+    name = topic_name("mm")
+    config = {
+        **mirror_config(name, source, target, replication_policy_class="identity"),
+        "connector.class": "MirrorSink",
+        "transaction.producer": "false",
+    }
+    job = run_job(config, worker_props("disabled"))
+    wait_until(lambda: mirrored_count(target, source) >= 200 * PARTITIONS, 120, "everything mirrored", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED", "STOPPED"], outcomes
+    assert_exactly_once(mirrored(target, source), 200)
+    source_end = end_offsets(bootstrap, source)
+    assert group_offsets(bootstrap, f"connect-{name}") == {
+        (source, p): source_end[p] for p in range(PARTITIONS)
+    }
+    assert group_offsets(target, f"connect-{name}") == {}
+
+
 def test_worker_mirrors_exactly_once_across_a_new_generation(
     workers, topic_name, create_topic, bootstrap, target
 ):
