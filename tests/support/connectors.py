@@ -22,6 +22,7 @@ from eosconnect.api.sink import SinkConnector, SinkTask
 from eosconnect.api.source import SourceTask
 from eosconnect.cluster.fencing import fence_transactional_ids
 from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
+from eosconnect.connectors.mirror import MirrorSinkConnector, MirrorSinkTask
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
 
 
@@ -275,3 +276,38 @@ class CollectingSinkConnector(SinkConnector):
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         return [{**self._config, "task.index": str(i)} for i in range(max_tasks)]
+
+
+class CrashingMirrorSinkTask(MirrorSinkTask):
+    """A mirror task that puts slowly (`put.delay.ms`) and, once per task (marker files in
+    `crash.marker.dir`), SIGKILLs its own Python worker in the first non-empty put after its
+    `crash.after.commits`-th commit, right after producing, i.e. with records in an open
+    transaction. The Spark retry runs normally."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._commits = 0
+        self._delay_s = int(config.get("put.delay.ms", "0")) / 1000
+        self._crash_after = int(config.get("crash.after.commits", "1"))
+        marker_dir = config.get("crash.marker.dir")
+        task = (self.context.transactional_id or "x-0").rsplit("-", 1)[1]
+        self._marker = Path(marker_dir) / f"crashed-{task}" if marker_dir else None
+
+    def put(self, records: list[SinkRecord]) -> None:
+        super().put(records)
+        if not records:
+            return
+        time.sleep(self._delay_s)
+        if self._marker is not None and self._commits >= self._crash_after and not self._marker.exists():
+            self._marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def pre_commit(self, current_offsets):  # type: ignore[no-untyped-def]
+        result = super().pre_commit(current_offsets)
+        self._commits += 1
+        return result
+
+
+class CrashingMirrorSinkConnector(MirrorSinkConnector):
+    def task_class(self) -> type[SinkTask]:
+        return CrashingMirrorSinkTask

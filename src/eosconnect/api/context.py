@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageReader
 from eosconnect.api.records import TopicPartition
@@ -41,6 +42,11 @@ class ConnectorContext:
     raise_error: Callable[[BaseException], None] = _log_error
     """Fail the connector with this error from outside a runtime call (e.g. a background thread)."""
 
+    client_config: Callable[[str], dict[str, Any]] | None = None
+    """The Kafka client settings (`"producer"`, `"consumer"` or `"admin"`) the runtime would give
+    this connector's tasks: the worker's with the connector's `<kind>.override.*`. Lets a connector
+    look at the cluster its tasks use (a mirror lists its source partitions). None outside a runtime."""
+
 
 @dataclass
 class SourceTaskContext:
@@ -70,6 +76,12 @@ class SinkTaskContext:
     paused: set[TopicPartition] = field(default_factory=set)
     resumed: set[TopicPartition] = field(default_factory=set)
     commit_requested: bool = False
+    #: The connector's consumer group, `connect-<connector>` (set by the runtime).
+    consumer_group: str = ""
+    #: Set by the runtime only for a connector that delivers exactly once
+    #: (`SinkConnector.exactly_once_delivery`): `<group.id>-<connector>-<task>`. The task's
+    #: transactional producer must use it, since zombie fencing fences exactly these ids.
+    transactional_id: str | None = None
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this task consumes right now (changes on rebalances: see open/close)."""

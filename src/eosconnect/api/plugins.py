@@ -51,6 +51,7 @@ BUILTIN_CONNECTORS: dict[str, str] = {
     ),
     "JdbcSource": "eosconnect.connectors.jdbc.JdbcSourceConnector",
     "FileStreamSink": "eosconnect.connectors.file_stream.FileStreamSinkConnector",
+    "MirrorSink": "eosconnect.connectors.mirror.MirrorSinkConnector",
     "org.apache.kafka.connect.file.FileStreamSinkConnector": (
         "eosconnect.connectors.file_stream.FileStreamSinkConnector"
     ),

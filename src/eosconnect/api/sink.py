@@ -9,6 +9,18 @@ offsets from `pre_commit`) before those offsets are committed.
 Which topics a sink reads is a framework setting, `topics` (a list) or `topics.regex`, exactly
 one of them (Kafka Connect's rule); `sink_topics_errors` checks it and `SINK_TOPICS_CONFIG_DEF`
 describes both, for connectors that want them in their own `config_def()` (and thus their docs).
+
+Two opt-ins exist for sinks that deliver *exactly once* into Kafka itself (KIP-656's mirror sink):
+
+- static assignment: a connector that puts `task.assigned.partitions` (`ASSIGNED_PARTITIONS_CONFIG`,
+  written with `encode_partitions`) into a task config gets exactly those partitions for that task,
+  assigned without a consumer group rebalance. A partition then only moves between tasks with a new
+  generation of task configs, which the runtime fences; with group rebalancing a paused old owner
+  could still commit after its partitions moved on.
+- `SinkConnector.exactly_once_delivery(config)`: the tasks write inside Kafka transactions with the
+  transactional id the runtime hands them (`SinkTaskContext.transactional_id`), so the runtime runs
+  KIP-618's start-up protocol for them (zombie fencing by the leader, generation checks). It needs
+  the worker's `exactly.once.source.support=enabled`.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from __future__ import annotations
 import re
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.connector import Connector, Task
@@ -24,17 +37,25 @@ from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.validators import ValidRegex
 
 __all__ = [
+    "ASSIGNED_PARTITIONS_CONFIG",
     "SINK_TOPICS_CONFIG_DEF",
     "TOPICS_CONFIG",
     "TOPICS_REGEX_CONFIG",
+    "TRANSACTION_PRODUCER_CONFIG",
     "SinkConnector",
     "SinkTask",
+    "decode_partitions",
+    "encode_partitions",
     "sink_topics",
     "sink_topics_errors",
 ]
 
 TOPICS_CONFIG = "topics"
 TOPICS_REGEX_CONFIG = "topics.regex"
+#: Task config key: the partitions this task consumes, assigned statically (see the module doc).
+ASSIGNED_PARTITIONS_CONFIG = "task.assigned.partitions"
+#: KIP-656's name for the setting a sink uses to ask for exactly-once (transactional) delivery.
+TRANSACTION_PRODUCER_CONFIG = "transaction.producer"
 
 SINK_TOPICS_CONFIG_DEF = (
     ConfigDef()
@@ -90,17 +111,58 @@ def sink_topics_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
     return {}
 
 
+def encode_partitions(partitions: Iterable[TopicPartition]) -> str:
+    """`topic:partition,...` for `ASSIGNED_PARTITIONS_CONFIG` (Kafka topic names never hold `:`)."""
+    return ",".join(f"{tp.topic}:{tp.partition}" for tp in sorted(set(partitions)))
+
+
+def decode_partitions(text: str) -> list[TopicPartition]:
+    """The partitions `encode_partitions` wrote; an empty string is no partition at all."""
+    result = []
+    for item in (part.strip() for part in text.split(",")):
+        if item:
+            topic, _, partition = item.rpartition(":")
+            if not topic or not partition.isdigit():
+                raise ValueError(f"{ASSIGNED_PARTITIONS_CONFIG}: {item!r} is not topic:partition")
+            result.append(TopicPartition(topic, int(partition)))
+    return result
+
+
 class SinkConnector(Connector):
     """Base class for sink connectors; the topics come from the `topics`/`topics.regex` settings."""
 
     @abstractmethod
     def task_class(self) -> type[SinkTask]: ...
 
+    def exactly_once_delivery(self, config: Mapping[str, str]) -> bool:
+        """Whether tasks with this config write into Kafka inside transactions (default: no).
+
+        If so, the runtime fences zombies before a new generation starts and gives each task its
+        transactional id; the connector must then assign partitions statically
+        (`ASSIGNED_PARTITIONS_CONFIG`) and report the setting that asked for it as
+        `TRANSACTION_PRODUCER_CONFIG`, where validation tells the user when the worker cannot do it.
+        """
+        return False
+
+    def transactional_producer_config(
+        self, config: Mapping[str, str], worker_props: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """Client settings reaching the cluster the tasks' transactional producers write to, with
+        their principal: zombie fencing runs with them. The default is the connector's producer
+        (worker settings plus `producer.override.*`); a connector writing elsewhere overrides it."""
+        from eosconnect.storage.clients import client_config
+
+        return dict(client_config("producer", worker_props, config))
+
 
 class SinkTask(Task):
     """Base class for sink tasks. The runtime calls `initialize`, `start`, `open` for assigned
     partitions, then `put` with batches, `pre_commit` before committing consumer offsets, `close`
     for partitions taken away (rebalance or shutdown) and finally `stop`."""
+
+    #: True for a task that copies records as they are (a mirror): the runtime then uses
+    #: ByteArrayConverter for keys and values whatever the connector's converter settings say.
+    raw_bytes: ClassVar[bool] = False
 
     @property
     def context(self) -> SinkTaskContext:

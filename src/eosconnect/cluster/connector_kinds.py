@@ -2,26 +2,38 @@
 
 The herder, the validation and the job launcher ask a connector's `ConnectorKind` instead of
 testing for sinks here and there: which framework settings apply, how they are parsed, and
-whether tasks go through KIP-618's exactly-once start-up protocol (fencing, transactional ids),
-which sinks never do.
+whether tasks go through KIP-618's exactly-once start-up protocol (fencing, transactional ids):
+sources always do when the worker enables it; a sink only when its connector delivers exactly
+once with the given config (`SinkConnector.exactly_once_delivery`, KIP-656's mirror sink).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from eosconnect.api.config import ConfigDef
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import ConnectorType, connector_type, resolve_connector_class
+from eosconnect.api.sink import SinkConnector
 from eosconnect.runtime.config import (
     SINK_CONNECTOR_CONFIG_DEF,
     SOURCE_CONNECTOR_CONFIG_DEF,
     SinkConnectorConfig,
     SourceConnectorConfig,
 )
+from eosconnect.storage.clients import client_config
 
-__all__ = ["SINK", "SOURCE", "ConnectorKind", "kind_of", "kind_of_config"]
+__all__ = [
+    "SINK",
+    "SOURCE",
+    "ConnectorKind",
+    "fencing_producer_config",
+    "kind_of",
+    "kind_of_config",
+    "uses_exactly_once_startup",
+]
 
 
 @dataclass(frozen=True)
@@ -29,16 +41,14 @@ class ConnectorKind:
     type: ConnectorType
     framework_config_def: ConfigDef
     parse: Callable[[Mapping[str, str]], SourceConnectorConfig | SinkConnectorConfig]
-    #: Tasks fence zombies and use transactional ids when the worker has exactly-once enabled.
-    exactly_once_startup: bool
 
     @property
     def is_sink(self) -> bool:
         return self.type is ConnectorType.SINK
 
 
-SOURCE = ConnectorKind(ConnectorType.SOURCE, SOURCE_CONNECTOR_CONFIG_DEF, SourceConnectorConfig.parse, True)
-SINK = ConnectorKind(ConnectorType.SINK, SINK_CONNECTOR_CONFIG_DEF, SinkConnectorConfig.parse, False)
+SOURCE = ConnectorKind(ConnectorType.SOURCE, SOURCE_CONNECTOR_CONFIG_DEF, SourceConnectorConfig.parse)
+SINK = ConnectorKind(ConnectorType.SINK, SINK_CONNECTOR_CONFIG_DEF, SinkConnectorConfig.parse)
 
 
 def kind_of(cls: type) -> ConnectorKind:
@@ -52,3 +62,29 @@ def kind_of_config(config: Mapping[str, str] | None) -> ConnectorKind:
         return kind_of(resolve_connector_class(str((config or {}).get("connector.class", ""))))
     except (ConfigException, TypeError):
         return SOURCE
+
+
+def _sink_connector(config: Mapping[str, str] | None) -> SinkConnector | None:
+    try:
+        cls = resolve_connector_class(str((config or {}).get("connector.class", "")))
+    except (ConfigException, TypeError):
+        return None
+    return cls() if kind_of(cls).is_sink else None
+
+
+def uses_exactly_once_startup(config: Mapping[str, str] | None) -> bool:
+    """Whether this connector config's tasks go through the exactly-once start-up (given a worker
+    with exactly-once enabled): every source, and sinks that deliver exactly once with it."""
+    if not kind_of_config(config).is_sink:
+        return True
+    connector = _sink_connector(config)
+    return connector is not None and connector.exactly_once_delivery(dict(config or {}))
+
+
+def fencing_producer_config(worker_props: Mapping[str, str], config: Mapping[str, str]) -> dict[str, Any]:
+    """The producer settings zombie fencing uses for this connector: its tasks' transactional
+    producers' cluster and principal (a mirror sink's target cluster, say)."""
+    connector = _sink_connector(config)
+    if connector is not None:
+        return connector.transactional_producer_config(config, worker_props)
+    return dict(client_config("producer", worker_props, config))

@@ -32,7 +32,11 @@ from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import available_connectors, connector_type, resolve_connector_class
 from eosconnect.api.records import SourceOffset, SourcePartition
 from eosconnect.cluster import sink_offsets
-from eosconnect.cluster.connector_kinds import kind_of_config
+from eosconnect.cluster.connector_kinds import (
+    fencing_producer_config,
+    kind_of_config,
+    uses_exactly_once_startup,
+)
 from eosconnect.cluster.fencing import FencingError, fence_transactional_ids, task_transactional_id
 from eosconnect.cluster.herder_api import (
     BadRequestError,
@@ -224,7 +228,7 @@ class DistributedHerder:
         if self._generated_from.get(connector) == config:
             return False
         try:
-            instance, task_configs = task_configs_for(config)
+            instance, task_configs = task_configs_for(config, self.worker.originals)
             instance.stop()
         except Exception as exc:
             message = f"connector {connector!r} could not produce task configs: {exc}"
@@ -363,8 +367,9 @@ class DistributedHerder:
         )
 
     def _uses_fencing(self, connector_config: Mapping[str, str] | None) -> bool:
-        """Whether the connector's tasks go through the exactly-once start-up (never for sinks)."""
-        return self.worker.exactly_once_enabled and kind_of_config(connector_config).exactly_once_startup
+        """Whether the connector's tasks go through the exactly-once start-up (sources, and sinks
+        that deliver exactly once)."""
+        return self.worker.exactly_once_enabled and uses_exactly_once_startup(connector_config)
 
     def _stop_all_runs(self, wait: bool) -> None:
         with self._lock:
@@ -462,8 +467,8 @@ class DistributedHerder:
             # Fencing runs with the connector's producer settings. When they cannot reach the
             # cluster, init_transactions() only says "timed out"; the clients' error callbacks
             # say why (connection refused, authentication failed, ...): keep those for the answer.
-            producer_config = client_config(
-                "producer", self.worker.originals, snapshot.connector_config(name)
+            producer_config = fencing_producer_config(
+                self.worker.originals, snapshot.connector_config(name) or {}
             )
             client_errors: list[str] = []
 

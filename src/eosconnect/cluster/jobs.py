@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eosconnect.api.connector import Connector
+from eosconnect.api.context import ConnectorContext
 from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.sink import SinkConnector
 from eosconnect.runtime.config import WorkerConfig
@@ -37,13 +38,22 @@ class NotEnoughSlotsError(RuntimeError):
     """The connector's tasks do not fit into Spark's free task slots."""
 
 
-def task_configs_for(connector_props: Mapping[str, str]) -> tuple[Connector, list[dict[str, str]]]:
-    """Start the connector on the driver and collect its task configs, each naming its task class."""
+def task_configs_for(
+    connector_props: Mapping[str, str], worker_props: Mapping[str, str] | None = None
+) -> tuple[Connector, list[dict[str, str]]]:
+    """Start the connector on the driver and collect its task configs, each naming its task class.
+
+    With `worker_props`, the connector's context can build the clients its tasks would get."""
     from eosconnect.cluster.connector_kinds import kind_of
 
     cls = resolve_connector_class(str(connector_props.get("connector.class", "")))
     config = kind_of(cls).parse(connector_props)
     connector = cls()
+    if worker_props is not None:
+        worker, props = dict(worker_props), dict(connector_props)
+        connector.context = ConnectorContext(
+            client_config=lambda kind: dict(client_config(kind, worker, props))  # type: ignore[arg-type]
+        )
     connector.start(dict(connector_props))
     task_class = connector.task_class()
     path = f"{task_class.__module__}.{task_class.__qualname__}"
@@ -99,8 +109,9 @@ def free_task_slots(spark: SparkSession, busy: int) -> int:
 class ConnectorJob:
     """Run a connector's tasks on Spark until told to stop.
 
-    For a source, `coordinator` defaults to a `LocalStartupCoordinator` (single process owns the
-    connector); sink tasks have no start-up protocol and get none.
+    For a source, and a sink that delivers exactly once on an exactly-once worker, `coordinator`
+    defaults to a `LocalStartupCoordinator` (single process owns the connector); other sink tasks
+    have no start-up protocol and get none.
     """
 
     spark: SparkSession
@@ -129,7 +140,7 @@ class ConnectorJob:
 
     def start(self) -> ConnectorJob:
         worker = WorkerConfig.parse(self.worker_config)
-        self._connector, task_configs = task_configs_for(self.connector_config)
+        self._connector, task_configs = task_configs_for(self.connector_config, self.worker_config)
         slots = self.spark.sparkContext.defaultParallelism
         if len(task_configs) > slots:
             raise NotEnoughSlotsError(
@@ -139,8 +150,11 @@ class ConnectorJob:
         self._ensure_global_offsets_topic(worker)
         self.control_dir.mkdir(parents=True, exist_ok=True)
         self.control.set(Directive.RUN)
+        from eosconnect.cluster.connector_kinds import uses_exactly_once_startup
+
+        fenced = worker.exactly_once_enabled and uses_exactly_once_startup(self.connector_config)
         sink = isinstance(self._connector, SinkConnector)
-        coordinator = None if sink else self._coordinator(worker, len(task_configs))
+        coordinator = self._coordinator(worker, len(task_configs)) if fenced or not sink else None
         specs = [
             TaskSpec(
                 connector=self.name,
@@ -163,9 +177,11 @@ class ConnectorJob:
         return self
 
     def _coordinator(self, worker: WorkerConfig, task_count: int) -> StartupCoordinator:
+        from eosconnect.cluster.connector_kinds import fencing_producer_config
+
         return self.coordinator or LocalStartupCoordinator(
             group_id=worker.group_id,
-            producer_config=client_config("producer", worker.originals, self.connector_config),
+            producer_config=fencing_producer_config(worker.originals, self.connector_config),
             task_count=task_count,
             previous_task_count=self.previous_task_count,
             generation=self.generation,

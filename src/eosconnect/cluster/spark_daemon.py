@@ -18,6 +18,7 @@ from pyspark.daemon import manager
 
 import eosconnect.cluster.task_channel
 import eosconnect.connectors.file_stream
+import eosconnect.connectors.mirror
 import eosconnect.connectors.sequence
 import eosconnect.runtime.at_least_once
 import eosconnect.runtime.exactly_once

@@ -17,7 +17,7 @@ from eosconnect.api.config import ConfigDef, ConfigValue
 from eosconnect.api.connector import Connector
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import resolve_connector_class
-from eosconnect.api.sink import sink_topics_errors
+from eosconnect.api.sink import TRANSACTION_PRODUCER_CONFIG, SinkConnector, sink_topics_errors
 from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
 from eosconnect.cluster.connector_kinds import SOURCE, ConnectorKind, kind_of
 from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS, WorkerConfig
@@ -56,9 +56,24 @@ def exactly_once_preflight(
     return errors
 
 
-def sink_preflight(config: Mapping[str, str]) -> dict[str, list[str]]:
-    """A sink needs its topics, and exactly-once source settings make no sense on it."""
+def sink_preflight(
+    config: Mapping[str, str], worker: WorkerConfig, connector: SinkConnector | None = None
+) -> dict[str, list[str]]:
+    """A sink needs its topics, exactly-once source settings make no sense on it, and exactly-once
+    delivery (KIP-656) needs the worker's fencing and transactional ids."""
     errors = sink_topics_errors(config)
+    if (
+        connector is not None
+        and connector.exactly_once_delivery(dict(config))
+        and not worker.exactly_once_enabled
+    ):
+        errors.setdefault(TRANSACTION_PRODUCER_CONFIG, []).append(
+            f"{TRANSACTION_PRODUCER_CONFIG}=true asks for exactly-once delivery, which needs zombie fencing "
+            "and transactional ids from the worker, but this worker has "
+            f"exactly.once.source.support={worker.exactly_once_source_support.value}. Set "
+            "exactly.once.source.support=enabled on every worker, or set "
+            f"{TRANSACTION_PRODUCER_CONFIG}=false for at-least-once delivery."
+        )
     for name in SOURCE_ONLY_SETTINGS:
         if config.get(name) is not None:
             errors.setdefault(name, []).append(
@@ -71,7 +86,7 @@ def sink_preflight(config: Mapping[str, str]) -> dict[str, list[str]]:
 def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:
     if isinstance(connector, SourceConnector):
         return exactly_once_preflight(connector, config, worker)
-    return sink_preflight(config)
+    return sink_preflight(config, worker, connector if isinstance(connector, SinkConnector) else None)
 
 
 def _value_entry(key: Any, value: ConfigValue | None, extra_errors: list[str]) -> dict[str, Any]:
@@ -131,7 +146,11 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
     framework = ConfigDef(kind.framework_config_def)
     configs: list[dict[str, Any]] = []
     for definition, prefix_def in ((framework, framework), (connector_def, connector_def)):
-        values = {v.name: v for v in definition.validate(config)}
+        checked = connector.validate(config) if definition is connector_def and connector else None
+        values = {v.name: v for v in (checked if checked is not None else definition.validate(config))}
+        for name, value in values.items():  # cross-setting checks on names no definition has
+            if value.errors and name not in definition and name not in framework:
+                extra.setdefault(name, []).extend(value.errors)
         for key in prefix_def:
             if definition is connector_def and key.name in framework:
                 continue

@@ -48,6 +48,44 @@ class TransactionTimedOutError(ConnectException):
     """The transaction outlived `transaction.timeout.ms`; the message lists the remedies."""
 
 
+def classify_transaction_error(
+    exc: KafkaException,
+    doing: str,
+    *,
+    task_id: str,
+    transactional_id: str,
+    transaction_timeout_ms: int,
+    txn_started: float | None,
+    timeout_remedies: str = (
+        "tune the producer for throughput (producer.override.linger.ms, batch.size), raise "
+        "producer.override.transaction.timeout.ms (up to the broker's transaction.max.timeout.ms), lower "
+        "transaction.boundary.interval.ms, or use transaction.boundary=poll"
+    ),
+) -> Exception:
+    """The task-failing error for a transactional producer's `exc` while `doing` something.
+
+    Shared by every task that writes inside transactions (exactly-once sources, the KIP-656 mirror
+    sink), so that a zombie and a timed-out transaction read the same everywhere. `txn_started` is
+    the monotonic time the failed transaction began (None: no transaction was open); the caller
+    names its own settings in `timeout_remedies`.
+    """
+    err: KafkaError = exc.args[0]
+    open_for_ms = (time.monotonic() - txn_started) * 1000 if txn_started is not None else 0
+    if txn_started is not None and open_for_ms >= transaction_timeout_ms:
+        return TransactionTimedOutError(
+            f"{task_id}: the transaction was open for {open_for_ms / 1000:.1f}s, longer than the "
+            f"producer's transaction.timeout.ms ({transaction_timeout_ms} ms), and the broker "
+            f"aborted it ({err.str()}). Remedies: {timeout_remedies}."
+        )
+    if err.code() in FENCED_CODES:
+        return TaskFencedError(
+            f"{task_id}: fenced while {doing}: another instance of this task (transactional.id "
+            f"{transactional_id}) has started, so this one is a zombie and stops "
+            f"without committing ({err.str()})"
+        )
+    return ConnectException(f"{task_id}: Kafka error while {doing}: {err.name()}: {err.str()}")
+
+
 @dataclass
 class _PendingCommit:
     """A transaction whose `commit_transaction()` runs on the helper thread."""
@@ -344,26 +382,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _classify(self, exc: KafkaException, doing: str, txn_started: float | None = None) -> Exception:
         """A task-failing error for `exc`; `txn_started` is when the failed transaction began
         (default: the open one, if any)."""
-        err: KafkaError = exc.args[0]
         if txn_started is None and self._txn_open:
             txn_started = self._txn_started
-        open_for_ms = (time.monotonic() - txn_started) * 1000 if txn_started is not None else 0
-        if txn_started is not None and open_for_ms >= self.transaction_timeout_ms:
-            return TransactionTimedOutError(
-                f"{self.task_id}: the transaction was open for {open_for_ms / 1000:.1f}s, longer than the "
-                f"producer's transaction.timeout.ms ({self.transaction_timeout_ms} ms), and the broker "
-                f"aborted it ({err.str()}). Remedies: tune the producer for throughput "
-                "(producer.override.linger.ms, batch.size), raise producer.override.transaction.timeout.ms "
-                "(up to the broker's transaction.max.timeout.ms), lower transaction.boundary.interval.ms, "
-                "or use transaction.boundary=poll."
-            )
-        if err.code() in FENCED_CODES:
-            return TaskFencedError(
-                f"{self.task_id}: fenced while {doing}: another instance of this task (transactional.id "
-                f"{self.producer_transactional_id}) has started, so this one is a zombie and stops "
-                f"without committing ({err.str()})"
-            )
-        return ConnectException(f"{self.task_id}: Kafka error while {doing}: {err.name()}: {err.str()}")
+        return classify_transaction_error(
+            exc,
+            doing,
+            task_id=self.task_id,
+            transactional_id=self.producer_transactional_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+            txn_started=txn_started,
+        )
 
     @property
     def producer_transactional_id(self) -> str:

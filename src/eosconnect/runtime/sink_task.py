@@ -12,6 +12,13 @@ data durable, so nothing acknowledged is lost; records `put` after the last comm
 again after a crash. Committing is a strategy object (`OffsetCommitter`) so that KIP-656's
 exactly-once sink can reuse this loop and commit the offsets inside a producer transaction.
 
+Two opt-ins serve sinks that deliver exactly once into Kafka (KIP-656, see api/sink.py): a task
+config with `task.assigned.partitions` gets those partitions by `assign` (no group rebalances, still
+`open`ed and `close`d), and a connector whose `exactly_once_delivery` holds (given a `coordinator`
+by the worker) goes through KIP-618's start-up first: the leader fences zombies, the generation must
+still be the latest before and after the task's `start` (which creates its transactional producer
+with the id in its context), else the task quietly does not start (SUPERSEDED).
+
 A record the converters or transformations reject fails the task naming its topic, partition
 and offset (`errors.tolerance=none`, Kafka Connect's default); with `errors.tolerance=all` it is
 skipped with a warning and its offset committed like any other.
@@ -32,11 +39,13 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from eosconnect.api.context import SinkTaskContext
 from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
-from eosconnect.api.sink import SinkTask
+from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
+from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig, WorkerConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline
+from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.storage.clients import ClientConfig, client_config
 
@@ -109,9 +118,17 @@ class SinkTaskRunner:
         self.task_id = f"{spec.connector}-{spec.task}"
         self.log = TaskLogAdapter(log, {"id": self.task_id})
         self.metrics = SinkTaskMetrics(spec.connector, spec.task)
-        self.pipeline = SinkRecordPipeline(connector.originals)
         self.task: SinkTask = instantiate_task(spec, SinkTask)
-        self.context = SinkTaskContext(configs=dict(spec.task_config))
+        self.pipeline = SinkRecordPipeline(self._pipeline_config())
+        self.context = SinkTaskContext(
+            configs=dict(spec.task_config), consumer_group=connector.consumer_group
+        )
+        #: Partitions the connector assigned to this task itself; None: the consumer group decides.
+        self.static_partitions: list[TopicPartition] | None = (
+            decode_partitions(spec.task_config[ASSIGNED_PARTITIONS_CONFIG])
+            if ASSIGNED_PARTITIONS_CONFIG in spec.task_config
+            else None
+        )
         self.consumer: Consumer | None = None
         self.committer: OffsetCommitter | None = None
         #: Per partition, the position after the last record given to `put` (what may be committed).
@@ -133,6 +150,9 @@ class SinkTaskRunner:
             self.commit_offsets()
             self._close_partitions(self.context.assignment())
             self.log.info("stopped after %s records", self.metrics.records_written)
+        except GenerationSuperseded as exc:
+            state = TaskState.SUPERSEDED
+            self.log.info("not starting: %s", exc)
         except Exception as exc:
             self._failed = True
             state, trace = TaskState.FAILED, traceback.format_exc()
@@ -145,24 +165,49 @@ class SinkTaskRunner:
         attach = getattr(self.spec.control, "attach", None)
         if attach is not None:
             attach(self.metrics)  # the heartbeat carries the metrics to the worker
+        coordinator = self.spec.coordinator
+        if coordinator is not None:
+            # KIP-618 start-up, steps 1 and 2: zombies of older generations fenced, ours the latest.
+            coordinator.fence_zombies(self.spec.connector, self.spec.generation)
+            coordinator.ensure_latest_generation(self.spec.connector, self.spec.generation)
+            self.context.transactional_id = task_transactional_id(
+                self.worker.group_id, self.spec.connector, self.spec.task
+            )
         self.consumer = Consumer(sink_consumer_config(self.worker, self.connector))
         self.committer = self.make_committer(self.consumer)
         self.task.initialize(self.context)
-        self.task.start(dict(self.spec.task_config))
+        self.task.start(dict(self.spec.task_config))  # step 4: a transactional task inits its producer
         self._task_started = True
-        self.consumer.subscribe(
-            self.connector.subscription(),
-            on_assign=self._on_assign,
-            on_revoke=self._on_revoke,
-            on_lost=self._on_lost,
-        )
+        if coordinator is not None:  # step 5: still the latest after the (possibly slow) start
+            coordinator.ensure_latest_generation(self.spec.connector, self.spec.generation)
+        if self.static_partitions is not None:
+            self._assign_static(self.static_partitions)
+            where = f"assigned partitions {[str(tp) for tp in self.static_partitions]}"
+        else:
+            self.consumer.subscribe(
+                self.connector.subscription(),
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_lost,
+            )
+            where = f"consumer group {self.connector.consumer_group} on {self.connector.subscription()}"
         self.metrics.mark_started()
-        self.log.info(
-            "started %s in consumer group %s on %s",
-            type(self.task).__name__,
-            self.connector.consumer_group,
-            self.connector.subscription(),
-        )
+        self.log.info("started %s in %s", type(self.task).__name__, where)
+
+    def _pipeline_config(self) -> dict[str, str]:
+        """The connector's converter and transform settings; raw-bytes tasks get ByteArrayConverter."""
+        config = dict(self.connector.originals)
+        if type(self.task).raw_bytes:
+            for key in ("key.converter", "value.converter"):
+                if config.get(key, "ByteArrayConverter") not in ("ByteArrayConverter", "bytes"):
+                    self.log.warning(
+                        "Ignoring %s=%s: %s copies records as bytes, so ByteArrayConverter is used",
+                        key,
+                        config[key],
+                        type(self.task).__name__,
+                    )
+                config[key] = "ByteArrayConverter"
+        return config
 
     def make_committer(self, consumer: Consumer) -> OffsetCommitter:
         """The commit strategy; KIP-656's exactly-once sink returns a transactional one."""
@@ -287,6 +332,15 @@ class SinkTaskRunner:
         self.log.debug("committed %s", {str(tp): om.offset for tp, om in to_commit.items()})
 
     # ----------------------------------------------------------------------------- rebalances
+    def _assign_static(self, partitions: list[TopicPartition]) -> None:
+        """Static assignment: the same open()/rewind steps as a group assignment, then `assign`.
+
+        Partitions the task did not rewind start from the consumer group's committed offset on the
+        consumer's cluster, else from `auto.offset.reset` (librdkafka's OFFSET_INVALID).
+        """
+        assert self.consumer is not None
+        self._on_assign(self.consumer, [_kafka_tp(tp) for tp in partitions])
+
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
         self.context.assigned.update(assigned)

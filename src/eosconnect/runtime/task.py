@@ -30,8 +30,8 @@ class TaskState(StrEnum):
 class TaskSpec:
     """Everything a Spark task needs to run one connector task; pickled to the executor.
 
-    `coordinator` drives the exactly-once start-up protocol (KIP-618) of source tasks; sink tasks
-    have none.
+    `coordinator` drives the exactly-once start-up protocol (KIP-618) of source tasks, and of sink
+    tasks whose connector delivers exactly once (KIP-656); other sink tasks have none.
     """
 
     connector: str

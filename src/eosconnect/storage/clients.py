@@ -30,6 +30,7 @@ __all__ = [
     "client_config",
     "forced",
     "kafka_logger",
+    "prefixed_client_config",
     "validate_client_config",
 ]
 
@@ -185,6 +186,24 @@ def client_config(
         _check_override_policy(kind, worker, overrides)
         for key, value in overrides.items():
             config[key], origin[key] = value, f"{override}{key}"
+    config.setdefault("logger", logger or kafka_logger(kind))
+    return ClientConfig(kind, config, origin)
+
+
+def prefixed_client_config(
+    kind: ClientKind, settings: Mapping[str, Any], prefix: str, *, logger: logging.Logger | None = None
+) -> ClientConfig:
+    """A `kind` client for another cluster, configured only by `settings` keys under `prefix`.
+
+    A connector that talks to a second cluster (the mirror sink's `target.cluster.*`) must not
+    inherit the worker's connection settings or principal, so only `DEFAULTS` apply besides its own
+    keys; each key's origin is the prefixed name the user wrote, so `validate()` names it.
+    """
+    config: dict[str, Any] = dict(DEFAULTS[kind])
+    origin: dict[str, str] = {}
+    for key, value in settings.items():
+        if key.startswith(prefix) and len(key) > len(prefix) and value is not None:
+            config[key[len(prefix) :]], origin[key[len(prefix) :]] = value, key
     config.setdefault("logger", logger or kafka_logger(kind))
     return ClientConfig(kind, config, origin)
 

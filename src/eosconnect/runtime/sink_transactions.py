@@ -1,0 +1,247 @@
+"""A sink's records and its consumed positions in one Kafka transaction (KIP-656, DESIGN.md section 7).
+
+A sink that writes into Kafka can deliver exactly once the way a Kafka Streams application does:
+its records go through a transactional producer, and at the commit point the positions it has
+consumed are sent *into the same transaction* for a consumer group on the cluster it writes to,
+then the transaction commits. Either both become visible or neither does, so after any crash the
+task resumes from the group's committed offsets there and writes nothing twice.
+
+The group's metadata comes from a consumer built on that cluster with the group's id and never
+subscribed: it only names the group (`consumer_group_metadata()`) and reads its committed offsets
+back. The transactional id is the runtime's (`<group.id>-<connector>-<task>`): `init_transactions()`
+fences a predecessor with the same id (a Spark retry), and the leader's fencing round fences the
+ids of older generations. Errors are classified as the exactly-once source runtime does it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from eosconnect.api.errors import ConnectException
+from eosconnect.api.records import OffsetAndMetadata, TopicPartition
+from eosconnect.runtime.exactly_once import (
+    LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS,
+    classify_transaction_error,
+)
+from eosconnect.runtime.sink_task import kafka_offsets
+from eosconnect.storage.clients import forced
+
+__all__ = ["TransactionalSinkProducer"]
+
+log = logging.getLogger(__name__)
+
+#: How long init/commit/abort and the offsets call may take before the task fails.
+CALL_TIMEOUT_S = 60.0
+#: Errors of an offset fetch that go away by themselves.
+RETRIABLE_FETCH_CODES = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+    }
+)
+
+
+class TransactionalSinkProducer:
+    """A transactional producer plus the consumer group its commits carry offsets for.
+
+    Records are produced inside a lazily begun transaction; `commit(offsets)` adds the offsets and
+    commits (it is an `OffsetCommitter`). Not thread-safe: one task thread uses it.
+    """
+
+    def __init__(
+        self,
+        producer_config: Mapping[str, Any],
+        consumer_config: Mapping[str, Any],
+        *,
+        transactional_id: str,
+        group_id: str,
+        task_id: str,
+        timeout_remedies: str,
+    ) -> None:
+        producer = forced(
+            dict(producer_config),
+            "transactional.id",
+            transactional_id,
+            "exactly-once tasks use <group.id>-<connector>-<task>",
+            origin=getattr(producer_config, "origin", {}),
+        )
+        self._producer_config = forced(producer, "enable.idempotence", True, "transactions need idempotence")
+        consumer = forced(
+            dict(consumer_config),
+            "group.id",
+            group_id,
+            "offsets are committed for the connector's group",
+            origin=getattr(consumer_config, "origin", {}),
+        )
+        consumer["enable.auto.commit"] = False
+        consumer["isolation.level"] = "read_committed"
+        self._consumer_config = consumer
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.task_id = task_id
+        self.timeout_remedies = timeout_remedies
+        self.transaction_timeout_ms = int(
+            self._producer_config.get("transaction.timeout.ms", LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS)
+        )
+        self.producer: Producer | None = None
+        self.group_consumer: Consumer | None = None
+        self._txn_started: float | None = None
+        self._delivery_error: KafkaError | None = None
+        self._last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.records_in_transaction = 0
+
+    # ----------------------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Create both clients; `init_transactions()` fences any predecessor with our id."""
+        self.group_consumer = Consumer(self._consumer_config)  # never subscribed: it names the group
+        self.producer = Producer(self._producer_config)
+        producer = self.producer
+        self._call(
+            "initialising the transactional producer", lambda: producer.init_transactions(CALL_TIMEOUT_S)
+        )
+        log.info("[%s] transactional producer %s ready", self.task_id, self.transactional_id)
+
+    def close(self) -> None:
+        """Abort what is open (best effort: a fenced producer cannot) and release the clients."""
+        if self.producer is not None:
+            if self._txn_started is not None:
+                with contextlib.suppress(KafkaException):
+                    self.producer.abort_transaction(10)
+                self._txn_started = None
+            with contextlib.suppress(KafkaException):
+                self.producer.flush(0)
+            self.producer = None
+        if self.group_consumer is not None:
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self.group_consumer.close()
+            self.group_consumer = None
+
+    # ----------------------------------------------------------------------------- offsets
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The group's committed offsets (only committed transactions count) for these partitions;
+        partitions with none are left out."""
+        assert self.group_consumer is not None
+        wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
+        if not wanted:
+            return {}
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while True:
+            try:
+                # read_committed makes librdkafka ask for stable offsets (KIP-447): an offset commit
+                # of a transaction still completing is waited for, never read half done.
+                result = self.group_consumer.committed(wanted, timeout=10)
+                break
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                # A fresh cluster is still loading __consumer_offsets; a moved coordinator is found again.
+                if err.code() in RETRIABLE_FETCH_CODES and time.monotonic() < deadline:
+                    log.info("[%s] reading committed offsets: %s; retrying", self.task_id, err.str())
+                    time.sleep(0.5)
+                    continue
+                raise ConnectException(
+                    f"{self.task_id}: could not read the committed offsets of group {self.group_id!r} on the "
+                    f"cluster the task writes to: {err.name()}: {err.str()}"
+                ) from exc
+        found = {TopicPartition(p.topic, p.partition): p.offset for p in result if p.offset >= 0}
+        self._last_committed.update({tp: OffsetAndMetadata(o) for tp, o in found.items()})
+        return found
+
+    # ----------------------------------------------------------------------------- transactions
+    def open_for_s(self) -> float:
+        """How long the current transaction has been open (0 when none is)."""
+        return 0.0 if self._txn_started is None else time.monotonic() - self._txn_started
+
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        timestamp: int | None,
+    ) -> None:
+        producer = self.producer
+        assert producer is not None
+        if self._delivery_error is not None:
+            raise self._delivery_failure()
+        if self._txn_started is None:
+            self._call("beginning a transaction", producer.begin_transaction)
+            self._txn_started = time.monotonic()
+        extra: dict[str, Any] = {}
+        if headers:
+            extra["headers"] = headers
+        if timestamp is not None:
+            extra["timestamp"] = timestamp
+        while True:
+            try:
+                producer.produce(topic, value, key, partition, on_delivery=self._on_delivery, **extra)
+                break
+            except BufferError:  # the local queue is full: serve deliveries, then try again
+                producer.poll(0.1)
+            except KafkaException as exc:
+                raise self._classified(exc, f"sending a record to {topic!r}") from exc
+        self.records_in_transaction += 1
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Send `offsets` (next offset to read, keyed by partitions of this cluster) into the open
+        transaction and commit it; with no records open, offsets that moved commit on their own."""
+        producer, consumer = self.producer, self.group_consumer
+        assert producer is not None and consumer is not None
+        offsets = {tp: OffsetAndMetadata(om.offset, om.metadata) for tp, om in offsets.items()}
+        if self._txn_started is None:
+            if all(self._last_committed.get(tp) == om for tp, om in offsets.items()):
+                return
+            self._call("beginning a transaction", producer.begin_transaction)
+            self._txn_started = time.monotonic()
+        if offsets:
+            metadata = consumer.consumer_group_metadata()
+            self._call(
+                "sending offsets to the transaction",
+                lambda: producer.send_offsets_to_transaction(
+                    kafka_offsets(offsets), metadata, CALL_TIMEOUT_S
+                ),
+            )
+        self._call("committing the transaction", lambda: producer.commit_transaction(CALL_TIMEOUT_S))
+        if self._delivery_error is not None:  # commit_transaction normally raises first
+            raise self._delivery_failure()
+        self._txn_started = None
+        self.records_in_transaction = 0
+        self._last_committed.update(offsets)
+
+    # ----------------------------------------------------------------------------- errors
+    def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
+        if err is not None and self._delivery_error is None:
+            self._delivery_error = err
+
+    def _delivery_failure(self) -> Exception:
+        err = self._delivery_error
+        assert err is not None
+        return self._classified(KafkaException(err), "delivering a record")
+
+    def _call(self, doing: str, call: Any) -> Any:
+        try:
+            return call()
+        except KafkaException as exc:
+            raise self._classified(exc, doing) from exc
+
+    def _classified(self, exc: KafkaException, doing: str) -> Exception:
+        return classify_transaction_error(
+            exc,
+            doing,
+            task_id=self.task_id,
+            transactional_id=self.transactional_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+            txn_started=self._txn_started,
+            timeout_remedies=self.timeout_remedies,
+        )

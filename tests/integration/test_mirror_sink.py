@@ -1,0 +1,236 @@
+"""KIP-656: the mirror sink on Spark between two real clusters, exactly once across crashes and zombies.
+
+The session broker is the source cluster; a second single-node cluster (module scope) is the
+target, so the target group's offsets really live elsewhere than the consumer's cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.storage.topic_reader import read_to_end
+from support.runtime_helpers import wait_until
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    cluster = LocalKafkaCluster(tmp_path_factory.mktemp("target"), brokers=1, tie_to_parent=True)
+    cluster.start()
+    yield cluster.bootstrap_servers
+    cluster.stop()
+
+
+def produce_sequences(bootstrap: str, topic: str, start: int, count: int) -> None:
+    """`count` records per partition, values {"p": partition, "seq": start..start+count-1}."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for seq in range(start, start + count):
+        for p in range(PARTITIONS):
+            value = json.dumps({"p": p, "seq": seq}).encode()
+            producer.produce(topic, value, f"k{seq}".encode(), p, headers=[("h", b"%d" % seq)])
+    assert producer.flush(30) == 0
+
+
+def produce_aborted(bootstrap: str, topic: str, count: int) -> None:
+    """`count` records per partition in a transaction that aborts: they must never be mirrored."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-aborter"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(count):
+        for p in range(PARTITIONS):
+            producer.produce(topic, json.dumps({"p": p, "aborted": i}).encode(), None, p)
+    producer.flush(30)
+    producer.abort_transaction(30)
+
+
+def group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
+    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), 30)[1] for p in range(PARTITIONS)
+        }
+    finally:
+        consumer.close()
+
+
+def mirrored(target: str, topic: str) -> list:
+    return read_to_end({"bootstrap.servers": target}, topic, timeout=60)
+
+
+def mirrored_count(target: str, topic: str) -> int:
+    """How many records are committed on the target so far (0 while the topic does not exist)."""
+    try:
+        return len(mirrored(target, topic))
+    except KafkaException:
+        return 0
+
+
+def assert_exactly_once(records: list, per_partition: int) -> None:
+    """Each target partition holds its source partition's sequence 0..n-1, in order, once each."""
+    by_partition: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+    for r in records:
+        value = json.loads(r.value)
+        assert "aborted" not in value, f"a record of an aborted transaction was mirrored: {value}"
+        assert value["p"] == r.partition, "every record goes to the same partition number"
+        assert r.key == f"k{value['seq']}".encode() and dict(r.headers)["h"] == b"%d" % value["seq"]
+        by_partition[r.partition].append(value["seq"])
+    for p, seqs in by_partition.items():
+        assert seqs == list(range(per_partition)), f"partition {p}: duplicates, gaps or disorder"
+
+
+def mirror_config(name: str, topic: str, target: str, **extra: str) -> dict[str, str]:
+    return {
+        "name": name,
+        "connector.class": "support.connectors.CrashingMirrorSinkConnector",
+        "tasks.max": "2",
+        "topics": topic,
+        "target.cluster.bootstrap.servers": target,
+        "source.cluster.alias": "src",
+        "transaction.producer": "true",
+        **{k.replace("_", "."): v for k, v in extra.items()},
+    }
+
+
+def test_sigkilled_tasks_resume_from_the_target_offsets_exactly_once(
+    run_job, worker_props, topic_name, create_topic, bootstrap, target, tmp_path: Path
+):
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    produce_sequences(bootstrap, source, 0, 1000)
+    produce_aborted(bootstrap, source, 25)
+    produce_sequences(bootstrap, source, 1000, 1000)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    name = topic_name("mm")
+    worker = worker_props("enabled")
+    config = mirror_config(
+        name, source, target, put_delay_ms="300", crash_after_commits="1", crash_marker_dir=str(markers)
+    )
+    mirror_topic = f"src.{source}"
+
+    job = run_job(config, worker)
+    wait_until(
+        lambda: mirrored_count(target, mirror_topic) >= 2000 * PARTITIONS, 180, "everything mirrored", job
+    )
+    outcomes = job.stop()
+    assert sorted(p.name for p in markers.iterdir()) == ["crashed-0", "crashed-1"], "both tasks crashed"
+    assert [o["state"] for o in outcomes] == ["STOPPED", "STOPPED"], outcomes
+    assert_exactly_once(mirrored(target, mirror_topic), 2000)
+
+    source_end = end_offsets(bootstrap, source)
+    group = f"connect-{name}"
+    assert group_offsets(target, group) == {(mirror_topic, p): source_end[p] for p in range(PARTITIONS)}
+    assert group_offsets(bootstrap, group) == {}, "nothing is committed on the source cluster"
+
+    # Restart with more data: the source group has no offsets (auto.offset.reset=earliest would
+    # copy everything again), so only the target's offsets keep the copy exactly once.
+    produce_sequences(bootstrap, source, 2000, 100)
+    job = run_job(mirror_config(name, source, target), worker)
+    wait_until(lambda: mirrored_count(target, mirror_topic) >= 2100 * PARTITIONS, 120, "the new records", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED", "STOPPED"], outcomes
+    assert_exactly_once(mirrored(target, mirror_topic), 2100)
+    source_end = end_offsets(bootstrap, source)
+    assert group_offsets(target, group) == {(mirror_topic, p): source_end[p] for p in range(PARTITIONS)}
+
+
+def test_zombie_is_fenced_and_none_of_its_writes_become_visible(
+    run_job, worker_props, topic_name, create_topic, bootstrap, target
+):
+    """A second instance of the same task (same transactional id) starts while the first is still
+    copying: the first is fenced on its next write, fails as a zombie, and its open transaction
+    never becomes visible; the second resumes from the target's offsets."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    produce_sequences(bootstrap, source, 0, 1500)
+    name = topic_name("mm")
+    worker = worker_props("enabled")
+    mirror_topic = f"src.{source}"
+
+    zombie = run_job(mirror_config(name, source, target, tasks_max="1", put_delay_ms="1500"), worker)
+    wait_until(lambda: mirrored_count(target, mirror_topic) > 0, 120, "the first instance to commit", zombie)
+    successor = run_job(mirror_config(name, source, target, tasks_max="1"), worker)
+    (zombie_outcome,) = zombie.wait(120)
+    assert zombie_outcome["state"] == "FAILED", zombie_outcome
+    assert "fenced" in zombie_outcome["trace"] and "zombie" in zombie_outcome["trace"]
+
+    wait_until(
+        lambda: mirrored_count(target, mirror_topic) >= 1500 * PARTITIONS, 120, "everything", successor
+    )
+    (outcome,) = successor.stop()
+    assert outcome["state"] == "STOPPED", outcome
+    assert_exactly_once(mirrored(target, mirror_topic), 1500)
+
+
+def test_at_least_once_mirror_commits_on_the_source_cluster(
+    run_job, worker_props, topic_name, create_topic, bootstrap, target
+):
+    """transaction.producer=false: group subscription, idempotent producer, offsets on the source."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    produce_sequences(bootstrap, source, 0, 200)
+    name = topic_name("mm")
+    config = {
+        **mirror_config(name, source, target, replication_policy_class="identity"),
+        "connector.class": "MirrorSink",
+        "transaction.producer": "false",
+    }
+    job = run_job(config, worker_props("disabled"))
+    wait_until(lambda: mirrored_count(target, source) >= 200 * PARTITIONS, 120, "everything mirrored", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED", "STOPPED"], outcomes
+    assert_exactly_once(mirrored(target, source), 200)
+    source_end = end_offsets(bootstrap, source)
+    assert group_offsets(bootstrap, f"connect-{name}") == {
+        (source, p): source_end[p] for p in range(PARTITIONS)
+    }
+    assert group_offsets(target, f"connect-{name}") == {}
+
+
+def test_worker_mirrors_exactly_once_across_a_new_generation(
+    workers, topic_name, create_topic, bootstrap, target
+):
+    """Through a real worker: the leader's fencing endpoint and task-count records, a
+    reconfiguration from 2 to 3 tasks (new static assignment) in the middle of the stream."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    produce_sequences(bootstrap, source, 0, 500)
+    worker = workers()
+    mirror_topic = f"src.{source}"
+    config = mirror_config("mm", source, target)
+    config["connector.class"] = "MirrorSink"
+
+    created = worker.create_connector("mm", config)
+    assert created.status_code == 201, created.text
+    worker.wait_for(
+        lambda: mirrored_count(target, mirror_topic) >= 500 * PARTITIONS, 120, "the first records"
+    )
+    assert worker.task_states("mm") == ["RUNNING", "RUNNING"]
+
+    updated = worker.request("PUT", "/connectors/mm/config", json={**config, "tasks.max": "3"})
+    assert updated.status_code == 200, updated.text
+    worker.wait_for(lambda: worker.task_states("mm") == ["RUNNING"] * 3, 120, "three RUNNING tasks")
+    produce_sequences(bootstrap, source, 500, 300)
+    worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 800 * PARTITIONS, 120, "the new records")
+
+    assert_exactly_once(mirrored(target, mirror_topic), 800)
+    source_end = end_offsets(bootstrap, source)
+    expected = {(mirror_topic, p): source_end[p] for p in range(PARTITIONS)}
+    worker.wait_for(
+        lambda: group_offsets(target, "connect-mm") == expected, 30, "the target offsets at the end"
+    )
