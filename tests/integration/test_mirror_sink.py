@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.storage.topic_reader import read_to_end
@@ -234,3 +234,46 @@ def test_worker_mirrors_exactly_once_across_a_new_generation(
     worker.wait_for(
         lambda: group_offsets(target, "connect-mm") == expected, 30, "the target offsets at the end"
     )
+
+
+def test_worker_mirror_finds_new_source_partitions_by_itself(
+    workers, topic_name, create_topic, bootstrap, admin, target
+):
+    """The connector stays started on the leader and watches the source: a partition added there
+    gets a new generation of tasks (fenced hand-over) without any REST call, and is mirrored exactly
+    once like the others."""
+    source = create_topic(topic_name("grow"), partitions=PARTITIONS)
+    produce_sequences(bootstrap, source, 0, 200)
+    worker = workers()
+    mirror_topic = f"src.{source}"
+    config = {**mirror_config("grow", source, target), "connector.class": "MirrorSink"}
+    config["refresh.topics.interval.seconds"] = "1"
+    created = worker.create_connector("grow", config)
+    assert created.status_code == 201, created.text
+    first_records = 200 * PARTITIONS
+    worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= first_records, 120, "the first records")
+    first = worker.request("GET", "/connectors/grow/tasks").json()
+
+    admin.create_partitions([NewPartitions(source, PARTITIONS + 1)])[source].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for seq in range(200):
+        value = json.dumps({"p": PARTITIONS, "seq": seq}).encode()
+        producer.produce(source, value, f"k{seq}".encode(), PARTITIONS, headers=[("h", b"%d" % seq)])
+    assert producer.flush(30) == 0
+
+    total = 200 * (PARTITIONS + 1)
+    worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= total, 120, "the new partition's records")
+    tasks = worker.request("GET", "/connectors/grow/tasks").json()
+    assert tasks != first, "the watcher's request must have produced new task configs"
+    assigned = " ".join(t["config"]["task.assigned.partitions"] for t in tasks)
+    assert f"{source}:{PARTITIONS}" in assigned, assigned
+
+    records = mirrored(target, mirror_topic)
+    by_partition: dict[int, list[int]] = {}
+    for r in records:
+        value = json.loads(r.value)
+        assert value["p"] == r.partition
+        by_partition.setdefault(r.partition, []).append(value["seq"])
+    assert by_partition == {p: list(range(200)) for p in range(PARTITIONS + 1)}, "exactly once, in order"
+    assert worker.task_states("grow") == ["RUNNING", "RUNNING"]
+    assert "asked for new task configs" in worker.log_path.read_text(errors="replace")

@@ -187,3 +187,37 @@ def test_kafka_connect_py_drives_the_real_worker(workers, topic_name, create_top
     observed = committed_sequences(read_committed, data)
     report = check_sequences(observed, {0: max(s for _, s in observed) + 1})
     assert report.ok, report.anomalies
+
+
+def test_running_connector_asks_for_new_task_configs_and_can_fail_itself(
+    workers, topic_name, create_topic, read_committed, tmp_path
+):
+    """The leader keeps the connector started: its own thread asks for new task configs (a new
+    generation starts without any REST call) and can fail it (FAILED with the error, tasks go on,
+    until a restart)."""
+    data = create_topic(topic_name("watched"), partitions=2)
+    watch = tmp_path / "watch"
+    watch.write_text("tasks=1")
+    worker = workers()
+    config = sequence("w", data, 2, 1500, rate="300")
+    config["connector.class"] = "support.connectors.WatchingSequenceConnector"
+    config["watch.file"] = str(watch)
+    assert worker.create_connector("w", config).status_code == 201
+    worker.wait_for(lambda: worker.task_states("w") == ["RUNNING"], 90, "one RUNNING task")
+
+    watch.write_text("tasks=2")
+    worker.wait_for(lambda: worker.task_states("w") == ["RUNNING", "RUNNING"], 90, "a second task, unasked")
+
+    watch.write_text("fail")
+    worker.wait_for(lambda: worker.status("w")["connector"]["state"] == "FAILED", 30, "the connector FAILED")
+    status = worker.status("w")
+    assert "the watched source is gone" in status["connector"]["trace"]
+    assert [t["state"] for t in status["tasks"]] == ["RUNNING", "RUNNING"], "tasks keep running"
+
+    watch.write_text("tasks=2")
+    assert worker.request("POST", "/connectors/w/restart").status_code in (200, 202, 204)
+    worker.wait_for(lambda: worker.status("w")["connector"]["state"] == "RUNNING", 30, "RUNNING again")
+
+    worker.wait_for(lambda: len(read_committed(data)) >= 3000, 120, "3000 committed records")
+    report = check_sequences(committed_sequences(read_committed, data), {0: 1500, 1: 1500})
+    assert report.ok, report.anomalies

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -88,6 +89,39 @@ class HeartbeatTask(SequenceSourceTask):
 class HeartbeatConnector(SequenceSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return HeartbeatTask
+
+
+class WatchingSequenceConnector(SequenceSourceConnector):
+    """Watches `watch.file` from a thread of its own, as a connector watching its source would:
+    `tasks=N` asks the runtime for N task configs (new generation), `fail` fails the connector."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._path = Path(config["watch.file"])
+        self._seen = self._path.read_text().strip()
+        self._tasks = int(self._seen.removeprefix("tasks="))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            content = self._path.read_text().strip()
+            if content == self._seen:
+                continue
+            self._seen = content
+            if content == "fail":
+                self.context.raise_error(RuntimeError("the watched source is gone"))
+            else:
+                self._tasks = int(content.removeprefix("tasks="))
+                self.context.request_task_reconfiguration()
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return super().task_configs(min(self._tasks, max_tasks))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
 
 
 class RecordingSinkTask(SinkTask):

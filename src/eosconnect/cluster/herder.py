@@ -2,7 +2,8 @@
 
 Each tick the herder reads the config topic to its end. The leader then (1) holds the config
 topic's write privileges (its transactional writer fences any previous leader), (2) keeps a fresh
-session key, (3) regenerates task configs when a connector's config changed, and (4) reconciles
+session key, (3) regenerates task configs when a connector's config changed or the connector, which
+the leader keeps started (cluster/live_connectors.py), asked for it, and (4) reconciles
 Spark jobs with the config: one job per connector generation, stopped gracefully (heartbeat
 directive) when its generation is replaced, the connector paused, stopped or deleted, and cancelled
 if it does not stop within `task.shutdown.graceful.timeout.ms`. Followers only serve reads and
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,7 +47,8 @@ from eosconnect.cluster.herder_api import (
     NotFoundError,
     NotLeaderError,
 )
-from eosconnect.cluster.jobs import SparkTaskJob, free_task_slots, task_configs_for
+from eosconnect.cluster.jobs import SparkTaskJob, free_task_slots
+from eosconnect.cluster.live_connectors import LiveConnectors
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.cluster.validation import config_errors, validate_connector_config
 from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
@@ -121,6 +124,7 @@ class DistributedHerder:
         self._tasks: dict[tuple[str, int], TaskRuntime] = {}
         self._generated_from: dict[str, Mapping[str, str]] = {}
         self._connector_failures: dict[str, str] = {}
+        self._live = LiveConnectors(worker.originals, self._wake)
         self._unassigned: dict[str, str] = {}
         self._lock = threading.RLock()
         self._fence_locks: dict[str, threading.Lock] = {}
@@ -160,6 +164,7 @@ class DistributedHerder:
         self._stop.set()
         self._wake()
         self._thread.join(30)
+        self._live.stop_all()
         self._stop_all_runs(wait=True)
         self.election.stop()
         self.config_store.relinquish_write_privileges()
@@ -184,6 +189,8 @@ class DistributedHerder:
         if not self.election.is_leader:
             if self.config_store.has_write_privileges:
                 self.config_store.relinquish_write_privileges()
+            self._live.stop_all()
+            self._generated_from.clear()  # a later leadership starts the connectors afresh
             if self._runs:
                 log.warning("worker %s lost leadership; stopping its tasks", self.worker_id)
                 self._stop_all_runs(wait=False)
@@ -207,6 +214,7 @@ class DistributedHerder:
             snapshot = self.config_store.read_to_end()
         self._ensure_session_key(snapshot)
         wrote = [self._reconcile_task_configs(connector, snapshot) for connector in snapshot.connectors()]
+        self._live.retain(snapshot.connectors())
         # Launch from what is in the topic now: a generation written just above must not be
         # launched as the one it replaces (its tasks would only find themselves superseded).
         snapshot = self.config_store.read_to_end() if any(wrote) else self.config_store.snapshot
@@ -221,16 +229,27 @@ class DistributedHerder:
             log.info("leader %s distributed a new session key", self.worker_id)
 
     def _reconcile_task_configs(self, connector: str, snapshot: ConfigSnapshot) -> bool:
-        """Regenerate the connector's task configs if its config changed; True if it wrote some."""
+        """Regenerate the connector's task configs if its config changed or the running connector
+        asked for it (cluster/live_connectors.py); True if it wrote some."""
         config = snapshot.connector_config(connector)
         if config is None or snapshot.target_state(connector) == TargetState.STOPPED:
+            self._live.stop(connector)
             return False
-        if self._generated_from.get(connector) == config:
-            return False
+        live = self._live.get(connector)
+        if self._generated_from.get(connector) == config and live is not None:
+            if live.error is not None:
+                if live.instance is not None:
+                    self._connector_raised(connector, live.error)
+                    self._live.fail(live)
+                return False
+            if not self._live.take_request(live):
+                return False
         try:
-            instance, task_configs = task_configs_for(config, self.worker.originals)
-            instance.stop()
+            if live is None or self._generated_from.get(connector) != config:
+                live = self._live.start(connector, config)
+            task_configs = self._live.task_configs(live)
         except Exception as exc:
+            self._live.stop(connector)
             message = f"connector {connector!r} could not produce task configs: {exc}"
             if self._connector_failures.get(connector) != message:
                 log.error(message)
@@ -248,6 +267,13 @@ class DistributedHerder:
         self._generated_from[connector] = config
         self._put_connector_status(connector, self._connector_state(snapshot, connector))
         return wrote
+
+    def _connector_raised(self, connector: str, error: BaseException) -> None:
+        """The connector failed itself (`context.raise_error`): FAILED until restarted or
+        reconfigured; its tasks keep running, as in Kafka Connect."""
+        trace = "".join(traceback.format_exception(error))
+        log.error("connector %s failed: %s; its tasks keep running", connector, error)
+        self._put_connector_status(connector, ConnectState.FAILED, trace=trace)
 
     def _connector_state(self, snapshot: ConfigSnapshot, connector: str) -> ConnectState:
         target = snapshot.target_state(connector)

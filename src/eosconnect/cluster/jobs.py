@@ -38,27 +38,45 @@ class NotEnoughSlotsError(RuntimeError):
     """The connector's tasks do not fit into Spark's free task slots."""
 
 
-def task_configs_for(
-    connector_props: Mapping[str, str], worker_props: Mapping[str, str] | None = None
-) -> tuple[Connector, list[dict[str, str]]]:
-    """Start the connector on the driver and collect its task configs, each naming its task class.
+def start_connector(
+    connector_props: Mapping[str, str],
+    worker_props: Mapping[str, str] | None = None,
+    context: ConnectorContext | None = None,
+) -> Connector:
+    """Instantiate and start the connector on the driver.
 
-    With `worker_props`, the connector's context can build the clients its tasks would get."""
+    With `worker_props`, the connector's context can build the clients its tasks would get; a
+    `context` given also carries the runtime's callbacks (see cluster/live_connectors.py)."""
     from eosconnect.cluster.connector_kinds import kind_of
 
     cls = resolve_connector_class(str(connector_props.get("connector.class", "")))
-    config = kind_of(cls).parse(connector_props)
+    kind_of(cls).parse(connector_props)
     connector = cls()
+    context = context or ConnectorContext()
     if worker_props is not None:
         worker, props = dict(worker_props), dict(connector_props)
-        connector.context = ConnectorContext(
-            client_config=lambda kind: dict(client_config(kind, worker, props))  # type: ignore[arg-type]
-        )
+        context.client_config = lambda kind: dict(client_config(kind, worker, props))  # type: ignore[arg-type]
+    connector.context = context
     connector.start(dict(connector_props))
+    return connector
+
+
+def connector_task_configs(connector: Connector, connector_props: Mapping[str, str]) -> list[dict[str, str]]:
+    """The started connector's task configs for its `tasks.max`, each naming its task class."""
+    from eosconnect.cluster.connector_kinds import kind_of
+
+    tasks_max = kind_of(type(connector)).parse(connector_props).tasks_max
     task_class = connector.task_class()
     path = f"{task_class.__module__}.{task_class.__qualname__}"
-    configs = [{**tc, TASK_CLASS_KEY: path} for tc in connector.task_configs(config.tasks_max)]
-    return connector, configs
+    return [{**tc, TASK_CLASS_KEY: path} for tc in connector.task_configs(tasks_max)]
+
+
+def task_configs_for(
+    connector_props: Mapping[str, str], worker_props: Mapping[str, str] | None = None
+) -> tuple[Connector, list[dict[str, str]]]:
+    """Start the connector on the driver and collect its task configs, each naming its task class."""
+    connector = start_connector(connector_props, worker_props)
+    return connector, connector_task_configs(connector, connector_props)
 
 
 class SparkTaskJob:

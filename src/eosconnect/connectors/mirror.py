@@ -17,14 +17,19 @@ which is therefore the source of truth: a task (re)starts from those offsets, an
 committed on the source cluster. Partitions are assigned statically (listed on the source when
 the task configs are made), so a partition is only ever written by one transactional id, and a
 new generation of tasks first fences every id of the previous one. Consumers of the target topics
-must read with `isolation.level=read_committed`. Partitions or topics added on the source later are
-picked up when the connector is reconfigured (its task configs are made again), not by themselves.
+must read with `isolation.level=read_committed`.
+
+Partitions or topics added on the source later are found by the connector itself: every
+`refresh.topics.interval.seconds` it lists the source partitions again and, when they changed, asks
+the runtime for new task configs (a new generation of tasks; with transactions, the old ones are
+fenced first), as MirrorMaker 2's source connector does.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -75,6 +80,8 @@ POLICY_CONFIG = "replication.policy.class"
 SEPARATOR_CONFIG = "replication.policy.separator"
 REPLICATION_FACTOR_CONFIG = "target.topic.replication.factor"
 COMMIT_INTERVAL_CONFIG = "transaction.commit.interval.ms"
+REFRESH_ENABLED_CONFIG = "refresh.topics.enabled"
+REFRESH_INTERVAL_CONFIG = "refresh.topics.interval.seconds"
 #: Task config key (written by the connector): source partition count per topic, for topic creation.
 PARTITION_COUNTS_KEY = "mirror.source.partition.counts"
 
@@ -136,6 +143,23 @@ MIRROR_CONFIG_DEF = (
         "With transaction.producer=true: the longest a transaction stays open before the task asks for "
         "a commit (the worker's offset.flush.interval.ms also commits). Keep it well below the target "
         "producer's transaction.timeout.ms (60 s by default), or the broker aborts the transaction.",
+        Range.at_least(1),
+    )
+    .define(
+        REFRESH_ENABLED_CONFIG,
+        ConfigType.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Whether the connector watches the source cluster for new topics (topics.regex, or listed "
+        "topics created later) and partitions, and starts a new generation of tasks when they change.",
+    )
+    .define(
+        REFRESH_INTERVAL_CONFIG,
+        ConfigType.LONG,
+        600,
+        Importance.LOW,
+        "How often, in seconds, the connector lists the source cluster's partitions (MirrorMaker 2's "
+        "setting of the same name).",
         Range.at_least(1),
     )
     .define(
@@ -211,6 +235,42 @@ class MirrorSinkConnector(SinkConnector):
         if errors:
             raise ConfigException(errors=errors)
         self._config = dict(config)
+        #: The source partitions the current task configs were made from.
+        self._known: frozenset[TopicPartition] | None = None
+        self._stop_watching = threading.Event()
+        self._watcher: threading.Thread | None = None
+        values = MIRROR_CONFIG_DEF.parse(config)
+        if values[REFRESH_ENABLED_CONFIG] and self.context.client_config is not None:
+            interval_s = float(values[REFRESH_INTERVAL_CONFIG])
+            self._watcher = threading.Thread(
+                target=self._watch_source,
+                args=(interval_s,),
+                name=f"mirror-watch-{config.get('name')}",
+                daemon=True,
+            )
+            self._watcher.start()
+
+    def stop(self) -> None:
+        self._stop_watching.set()
+        if self._watcher is not None:
+            self._watcher.join(5)
+
+    def _watch_source(self, interval_s: float) -> None:
+        """Ask for new task configs when the source partitions differ from the current configs'."""
+        name = self._config.get("name")
+        while not self._stop_watching.wait(interval_s):
+            try:
+                partitions = self._source_partitions(required=False)
+            except Exception as exc:  # the source cluster may be unreachable for a while
+                log.warning("mirror %s: could not list the source partitions: %s", name, exc)
+                continue
+            known = self._known
+            if partitions is None or known is None or frozenset(partitions) == known:
+                continue
+            added = sorted(str(tp) for tp in frozenset(partitions) - known)
+            removed = sorted(str(tp) for tp in known - frozenset(partitions))
+            log.info("mirror %s: source partitions changed (added %s, removed %s)", name, added, removed)
+            self.context.request_task_reconfiguration()
 
     def task_class(self) -> type[SinkTask]:
         return MirrorSinkTask
@@ -218,6 +278,7 @@ class MirrorSinkConnector(SinkConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         base = dict(self._config)
         partitions = self._source_partitions(required=is_transactional(base))
+        self._known = frozenset(partitions) if partitions is not None else None
         if partitions is not None:
             counts: dict[str, int] = {}
             for tp in partitions:
