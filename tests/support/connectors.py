@@ -24,6 +24,7 @@ from eosconnect.api.source import SourceTask
 from eosconnect.cluster.fencing import fence_transactional_ids
 from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
 from eosconnect.connectors.mirror import MirrorSinkConnector, MirrorSinkTask
+from eosconnect.connectors.mirror_source import MirrorSourceConnector, MirrorSourceTask
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
 
 
@@ -332,3 +333,32 @@ class CrashingMirrorSinkTask(MirrorSinkTask):
 class CrashingMirrorSinkConnector(MirrorSinkConnector):
     def task_class(self) -> type[SinkTask]:
         return CrashingMirrorSinkTask
+
+
+class CrashingMirrorSourceTask(MirrorSourceTask):
+    """Once per task (marker files in `crash.marker.dir`), SIGKILLs its own Python worker in the
+    poll after its `crash.after.polls`-th non-empty one, so a transaction with records in it is left
+    open; the Spark retry runs normally."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._polls = 0
+        self._crash_after = int(config.get("crash.after.polls", "3"))
+        marker_dir = config.get("crash.marker.dir")
+        first = config.get("task.assigned.partitions", "").split(",")[0].replace(":", "-")
+        self._marker = Path(marker_dir) / f"crashed-{first}" if marker_dir else None
+
+    def poll(self) -> list[SourceRecord] | None:
+        records = super().poll()
+        if records:
+            self._polls += 1
+            time.sleep(0.05)
+        if self._marker is not None and self._polls > self._crash_after and not self._marker.exists():
+            self._marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return records
+
+
+class CrashingMirrorSourceConnector(MirrorSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return CrashingMirrorSourceTask

@@ -8,8 +8,9 @@ from eosconnect.api import SinkRecord, SinkTaskContext, TopicPartition
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, decode_partitions, encode_partitions
 from eosconnect.cluster.connector_kinds import fencing_producer_config, uses_exactly_once_startup
 from eosconnect.cluster.validation import config_errors, validate_connector_config
-from eosconnect.connectors.mirror import MirrorSinkConnector, MirrorSinkTask, policy_of
+from eosconnect.connectors.mirror import MirrorSinkConnector, MirrorSinkTask
 from eosconnect.connectors.mirror_policy import ReplicationPolicy, spread_partitions
+from eosconnect.connectors.mirror_topics import policy_of
 from eosconnect.runtime.config import WorkerConfig
 
 ENABLED = WorkerConfig.parse(
@@ -145,3 +146,51 @@ def test_a_long_open_transaction_asks_for_a_commit(open_for: float, asks: bool) 
     task.put([SinkRecord("orders", 0, 7, b"k", b"v", 1234, [("h", b"1")])])
     assert writer.produced == [("source.orders", 0, b"k", b"v", [("h", b"1")], 1234)]
     assert task.context.commit_requested is asks
+
+
+# ============================================================================ MirrorSource
+
+SOURCE = {
+    "name": "from-east",
+    "connector.class": "MirrorSource",
+    "topics": "orders",
+    "source.cluster.bootstrap.servers": "127.0.0.1:9999",
+    "source.cluster.alias": "east",
+}
+
+
+def test_mirror_source_valid_config_and_its_exactly_once_support() -> None:
+    from eosconnect.api import ExactlyOnceSupport
+    from eosconnect.connectors.mirror_source import MirrorSourceConnector, source_client_config
+
+    assert errors_of({**SOURCE, "exactly.once.support": "required"}) == {}
+    connector = MirrorSourceConnector()
+    assert connector.exactly_once_support(SOURCE) is ExactlyOnceSupport.SUPPORTED
+    uncommitted = {**SOURCE, "source.cluster.isolation.level": "read_uncommitted"}
+    assert connector.exactly_once_support(uncommitted) is ExactlyOnceSupport.UNSUPPORTED
+    assert "exactly.once.support" in errors_of({**uncommitted, "exactly.once.support": "required"})
+    # the alias is the connector's setting, not a client setting under the same prefix
+    consumer = source_client_config("consumer", SOURCE)
+    assert consumer["bootstrap.servers"] == "127.0.0.1:9999" and "alias" not in consumer
+
+
+def test_mirror_source_names_bad_source_client_settings_and_topic_choices() -> None:
+    errors = errors_of({**SOURCE, "source.cluster.no.such.setting": "1"})
+    assert set(errors) == {"source.cluster.no.such.setting"}
+    assert len(errors["source.cluster.no.such.setting"]) == 1, "once, though two clients see it"
+    both = errors_of({**SOURCE, "topics.regex": "orders.*"})
+    assert set(both) == {"topics", "topics.regex"}
+    assert set(errors_of({k: v for k, v in SOURCE.items() if k != "source.cluster.bootstrap.servers"})) == {
+        "source.cluster.bootstrap.servers"
+    }
+
+
+def test_mirror_source_task_records_are_mm2_shaped_and_copied_as_bytes() -> None:
+    from eosconnect.connectors.mirror_source import MirrorSourceTask, wrap_partition
+
+    assert MirrorSourceTask.raw_bytes
+    assert wrap_partition("east", TopicPartition("orders", 3)) == {
+        "cluster": "east",
+        "partition": 3,
+        "topic": "orders",
+    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from typing import ClassVar
 
 from eosconnect.api.config import ConfigDef, ConfigValue
 from eosconnect.api.context import ConnectorContext
@@ -74,6 +75,10 @@ class Connector(ABC):
 
 class Task(ABC):
     """Base of `SourceTask` and `SinkTask`."""
+
+    #: True for a task that copies records as they are (a mirror): the runtime then uses
+    #: ByteArrayConverter for keys and values whatever the connector's converter settings say.
+    raw_bytes: ClassVar[bool] = False
 
     def version(self) -> str:
         return _module_version(self)

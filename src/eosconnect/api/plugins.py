@@ -52,6 +52,10 @@ BUILTIN_CONNECTORS: dict[str, str] = {
     "JdbcSource": "eosconnect.connectors.jdbc.JdbcSourceConnector",
     "FileStreamSink": "eosconnect.connectors.file_stream.FileStreamSinkConnector",
     "MirrorSink": "eosconnect.connectors.mirror.MirrorSinkConnector",
+    "MirrorSource": "eosconnect.connectors.mirror_source.MirrorSourceConnector",
+    "org.apache.kafka.connect.mirror.MirrorSourceConnector": (
+        "eosconnect.connectors.mirror_source.MirrorSourceConnector"
+    ),
     "org.apache.kafka.connect.file.FileStreamSinkConnector": (
         "eosconnect.connectors.file_stream.FileStreamSinkConnector"
     ),

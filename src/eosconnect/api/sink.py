@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from abc import abstractmethod
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.connector import Connector, Task
@@ -159,10 +159,6 @@ class SinkTask(Task):
     """Base class for sink tasks. The runtime calls `initialize`, `start`, `open` for assigned
     partitions, then `put` with batches, `pre_commit` before committing consumer offsets, `close`
     for partitions taken away (rebalance or shutdown) and finally `stop`."""
-
-    #: True for a task that copies records as they are (a mirror): the runtime then uses
-    #: ByteArrayConverter for keys and values whatever the connector's converter settings say.
-    raw_bytes: ClassVar[bool] = False
 
     @property
     def context(self) -> SinkTaskContext:

@@ -28,13 +28,11 @@ fenced first), as MirrorMaker 2's source connector does.
 from __future__ import annotations
 
 import logging
-import re
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
@@ -42,31 +40,35 @@ from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import (
     ASSIGNED_PARTITIONS_CONFIG,
-    SINK_TOPICS_CONFIG_DEF,
     TRANSACTION_PRODUCER_CONFIG,
     SinkConnector,
     SinkTask,
     encode_partitions,
-    sink_topics,
 )
-from eosconnect.api.validators import Range, Validator, ValidString
+from eosconnect.api.validators import Range
 from eosconnect.connectors.mirror_policy import (
-    POLICIES,
-    ReplicationPolicy,
     encode_topic_partition_counts,
     parse_topic_partition_counts,
     spread_partitions,
+)
+from eosconnect.connectors.mirror_topics import (
+    MIRROR_TOPICS_CONFIG_DEF,
+    REPLICATION_FACTOR_CONFIG,
+    PartitionWatcher,
+    connection_settings,
+    ensure_mirror_topic,
+    list_source_partitions,
+    policy_of,
+    prefixed_client_errors,
 )
 from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
 from eosconnect.storage.clients import (
     KINDS,
     ClientConfig,
-    ClientConfigError,
     ClientKind,
     forced,
     prefixed_client_config,
 )
-from eosconnect.storage.topics import ensure_topic
 
 __all__ = ["MirrorSinkConnector", "MirrorSinkTask"]
 
@@ -75,18 +77,12 @@ log = logging.getLogger(__name__)
 VERSION = __version__
 TARGET_PREFIX = "target.cluster."
 TARGET_BOOTSTRAP_CONFIG = "target.cluster.bootstrap.servers"
-SOURCE_ALIAS_CONFIG = "source.cluster.alias"
-POLICY_CONFIG = "replication.policy.class"
-SEPARATOR_CONFIG = "replication.policy.separator"
-REPLICATION_FACTOR_CONFIG = "target.topic.replication.factor"
 COMMIT_INTERVAL_CONFIG = "transaction.commit.interval.ms"
-REFRESH_ENABLED_CONFIG = "refresh.topics.enabled"
-REFRESH_INTERVAL_CONFIG = "refresh.topics.interval.seconds"
 #: Task config key (written by the connector): source partition count per topic, for topic creation.
 PARTITION_COUNTS_KEY = "mirror.source.partition.counts"
 
 MIRROR_CONFIG_DEF = (
-    ConfigDef(SINK_TOPICS_CONFIG_DEF)
+    ConfigDef(MIRROR_TOPICS_CONFIG_DEF)
     .define(
         TARGET_BOOTSTRAP_CONFIG,
         ConfigType.STRING,
@@ -107,35 +103,6 @@ MIRROR_CONFIG_DEF = (
         "least once, offsets committed on the source cluster.",
     )
     .define(
-        SOURCE_ALIAS_CONFIG,
-        ConfigType.STRING,
-        "source",
-        Importance.MEDIUM,
-        "The source cluster's alias, the prefix of target topic names under the default policy.",
-        Validator.of(
-            lambda v: re.fullmatch(r"[A-Za-z0-9._-]+", v) is not None,
-            "a topic-name prefix (letters, digits, . _ -)",
-            "us-east",
-        ),
-    )
-    .define(
-        POLICY_CONFIG,
-        ConfigType.STRING,
-        "default",
-        Importance.MEDIUM,
-        "How target topics are named: default (MirrorMaker 2's DefaultReplicationPolicy, "
-        "<source.cluster.alias><separator><topic>) or identity (the source topic's name). MM2's Java "
-        "class names are accepted too.",
-        ValidString.in_(*POLICIES),
-    )
-    .define(
-        SEPARATOR_CONFIG,
-        ConfigType.STRING,
-        ".",
-        Importance.LOW,
-        "The separator between the alias and the topic name under the default policy.",
-    )
-    .define(
         COMMIT_INTERVAL_CONFIG,
         ConfigType.LONG,
         5_000,
@@ -145,42 +112,7 @@ MIRROR_CONFIG_DEF = (
         "producer's transaction.timeout.ms (60 s by default), or the broker aborts the transaction.",
         Range.at_least(1),
     )
-    .define(
-        REFRESH_ENABLED_CONFIG,
-        ConfigType.BOOLEAN,
-        True,
-        Importance.LOW,
-        "Whether the connector watches the source cluster for new topics (topics.regex, or listed "
-        "topics created later) and partitions, and starts a new generation of tasks when they change.",
-    )
-    .define(
-        REFRESH_INTERVAL_CONFIG,
-        ConfigType.LONG,
-        600,
-        Importance.LOW,
-        "How often, in seconds, the connector lists the source cluster's partitions (MirrorMaker 2's "
-        "setting of the same name).",
-        Range.at_least(1),
-    )
-    .define(
-        REPLICATION_FACTOR_CONFIG,
-        ConfigType.INT,
-        -1,
-        Importance.LOW,
-        "Replication factor of target topics the connector creates; -1 takes the target broker's default.",
-    )
 )
-
-#: Client settings the runtime sets itself on the target clients.
-_CONNECTION_KEYS = ("bootstrap.servers", "security.protocol")
-
-
-def policy_of(config: Mapping[str, str]) -> ReplicationPolicy:
-    return ReplicationPolicy.of(
-        str(config.get(POLICY_CONFIG) or "default"),
-        str(config.get(SOURCE_ALIAS_CONFIG) or "source"),
-        str(config.get(SEPARATOR_CONFIG) or "."),
-    )
 
 
 def is_transactional(config: Mapping[str, str]) -> bool:
@@ -190,20 +122,6 @@ def is_transactional(config: Mapping[str, str]) -> bool:
 def target_client_config(kind: ClientKind, config: Mapping[str, str]) -> ClientConfig:
     """The `kind` client on the target cluster: only `target.cluster.*` settings apply."""
     return prefixed_client_config(kind, config, TARGET_PREFIX)
-
-
-def target_client_errors(config: Mapping[str, str]) -> dict[str, list[str]]:
-    """librdkafka's verdict on the `target.cluster.*` settings, by the setting the user wrote."""
-    errors: dict[str, list[str]] = {}
-    for kind in KINDS:
-        try:
-            target_client_config(kind, config).validate()
-        except ClientConfigError as exc:
-            for name, problems in (exc.errors or {}).items():
-                for problem in problems:
-                    if problem not in errors.get(name, []):
-                        errors.setdefault(name, []).append(problem)
-    return errors
 
 
 class MirrorSinkConnector(SinkConnector):
@@ -218,7 +136,7 @@ class MirrorSinkConnector(SinkConnector):
 
     def validate(self, config: Mapping[str, str]) -> list[ConfigValue]:
         values = super().validate(config)
-        for name, problems in target_client_errors(config).items():
+        for name, problems in prefixed_client_errors(config, TARGET_PREFIX, KINDS).items():
             values.append(ConfigValue(name, config.get(name), errors=problems))
         return values
 
@@ -235,42 +153,17 @@ class MirrorSinkConnector(SinkConnector):
         if errors:
             raise ConfigException(errors=errors)
         self._config = dict(config)
-        #: The source partitions the current task configs were made from.
-        self._known: frozenset[TopicPartition] | None = None
-        self._stop_watching = threading.Event()
-        self._watcher: threading.Thread | None = None
-        values = MIRROR_CONFIG_DEF.parse(config)
-        if values[REFRESH_ENABLED_CONFIG] and self.context.client_config is not None:
-            interval_s = float(values[REFRESH_INTERVAL_CONFIG])
-            self._watcher = threading.Thread(
-                target=self._watch_source,
-                args=(interval_s,),
-                name=f"mirror-watch-{config.get('name')}",
-                daemon=True,
+        self._watcher: PartitionWatcher | None = None
+        if self.context.client_config is not None:
+            self._watcher = PartitionWatcher.for_config(
+                config,
+                lambda: self._source_partitions(required=False),
+                self.context.request_task_reconfiguration,
             )
-            self._watcher.start()
 
     def stop(self) -> None:
-        self._stop_watching.set()
         if self._watcher is not None:
-            self._watcher.join(5)
-
-    def _watch_source(self, interval_s: float) -> None:
-        """Ask for new task configs when the source partitions differ from the current configs'."""
-        name = self._config.get("name")
-        while not self._stop_watching.wait(interval_s):
-            try:
-                partitions = self._source_partitions(required=False)
-            except Exception as exc:  # the source cluster may be unreachable for a while
-                log.warning("mirror %s: could not list the source partitions: %s", name, exc)
-                continue
-            known = self._known
-            if partitions is None or known is None or frozenset(partitions) == known:
-                continue
-            added = sorted(str(tp) for tp in frozenset(partitions) - known)
-            removed = sorted(str(tp) for tp in known - frozenset(partitions))
-            log.info("mirror %s: source partitions changed (added %s, removed %s)", name, added, removed)
-            self.context.request_task_reconfiguration()
+            self._watcher.stop()
 
     def task_class(self) -> type[SinkTask]:
         return MirrorSinkTask
@@ -278,7 +171,8 @@ class MirrorSinkConnector(SinkConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         base = dict(self._config)
         partitions = self._source_partitions(required=is_transactional(base))
-        self._known = frozenset(partitions) if partitions is not None else None
+        if self._watcher is not None and partitions is not None:
+            self._watcher.known = frozenset(partitions)
         if partitions is not None:
             counts: dict[str, int] = {}
             for tp in partitions:
@@ -303,34 +197,9 @@ class MirrorSinkConnector(SinkConnector):
                     "source cluster's settings"
                 )
             return None
-        consumer = make_config("consumer")
-        admin_config = {
-            k: v for k, v in consumer.items() if k in _CONNECTION_KEYS or k.startswith(("sasl.", "ssl."))
-        }
-        try:
-            metadata = AdminClient(admin_config).list_topics(timeout=30)
-        except KafkaException as exc:
-            if not required:
-                log.warning("could not list the source cluster's topics: %s", exc)
-                return None
-            raise ConnectException(
-                f"could not list the source cluster's topics (bootstrap.servers="
-                f"{admin_config.get('bootstrap.servers')}): {exc}"
-            ) from exc
-        topics, regex = sink_topics(self._config)
-        if regex:
-            pattern = re.compile(regex)
-            chosen = sorted(t for t in metadata.topics if pattern.fullmatch(t) and not t.startswith("__"))
-        else:
-            missing = [t for t in topics if t not in metadata.topics]
-            if missing and required:
-                raise ConnectException(
-                    f"source topics {missing} do not exist; with transaction.producer=true the "
-                    "partitions are assigned when the task configs are made: create the topics, then "
-                    "restart the connector"
-                )
-            chosen = [t for t in topics if t in metadata.topics]
-        return [TopicPartition(t, p) for t in chosen for p in sorted(metadata.topics[t].partitions)]
+        return list_source_partitions(
+            connection_settings(make_config("consumer")), self._config, required=required
+        )
 
 
 class MirrorSinkTask(SinkTask):
@@ -406,26 +275,9 @@ class MirrorSinkTask(SinkTask):
             return
         source_topic = next((s for s in self.partition_counts if self.policy.target_topic(s) == topic), None)
         wanted = max(partition + 1, self.partition_counts.get(source_topic or "", 0))
-        ensure_topic(
-            self.admin,
-            topic,
-            partitions=wanted,
-            replication_factor=self.replication_factor,
-            compacted=False,
-            replication_setting=REPLICATION_FACTOR_CONFIG,
+        self._target_partitions[topic] = ensure_mirror_topic(
+            self.admin, topic, wanted, self.replication_factor
         )
-        metadata = self.admin.list_topics(topic, timeout=30).topics[topic]
-        have = len(metadata.partitions)
-        if have < wanted:
-            log.info("[%s] adding partitions to %s: %d -> %d", self.task_id, topic, have, wanted)
-            future = self.admin.create_partitions([NewPartitions(topic, wanted)])[topic]
-            try:
-                future.result(30)
-            except KafkaException as exc:
-                if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:  # someone grew it already
-                    raise
-            have = wanted
-        self._target_partitions[topic] = have
 
     # ----------------------------------------------------------------------------- records
     def put(self, records: list[SinkRecord]) -> None:

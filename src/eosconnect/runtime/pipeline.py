@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
+from eosconnect.api.connector import Task
 from eosconnect.api.converters import Converter, converter_from_config
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SinkRecord, SourceRecord
@@ -95,6 +96,23 @@ class SinkRecordPipeline(_Pipeline):
             epoch if epoch is not None and epoch >= 0 else None,
         )
         return self.transforms.apply(record)
+
+
+def pipeline_config(connector_config: Mapping[str, str], task: Task, task_log: Any) -> dict[str, str]:
+    """The connector's converter and transform settings; raw-bytes tasks (`Task.raw_bytes`, the
+    mirrors) get ByteArrayConverter for keys and values, with a warning for any other setting."""
+    config = dict(connector_config)
+    if type(task).raw_bytes:
+        for key in ("key.converter", "value.converter"):
+            if config.get(key, "ByteArrayConverter") not in ("ByteArrayConverter", "bytes"):
+                task_log.warning(
+                    "Ignoring %s=%s: %s copies records as bytes, so ByteArrayConverter is used",
+                    key,
+                    config[key],
+                    type(task).__name__,
+                )
+            config[key] = "ByteArrayConverter"
+    return config
 
 
 def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:

@@ -44,7 +44,7 @@ from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig, WorkerConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.metrics import SinkTaskMetrics
-from eosconnect.runtime.pipeline import SinkRecordPipeline
+from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.storage.clients import ClientConfig, client_config
@@ -119,7 +119,7 @@ class SinkTaskRunner:
         self.log = TaskLogAdapter(log, {"id": self.task_id})
         self.metrics = SinkTaskMetrics(spec.connector, spec.task)
         self.task: SinkTask = instantiate_task(spec, SinkTask)
-        self.pipeline = SinkRecordPipeline(self._pipeline_config())
+        self.pipeline = SinkRecordPipeline(pipeline_config(self.connector.originals, self.task, self.log))
         self.context = SinkTaskContext(
             configs=dict(spec.task_config), consumer_group=connector.consumer_group
         )
@@ -193,21 +193,6 @@ class SinkTaskRunner:
             where = f"consumer group {self.connector.consumer_group} on {self.connector.subscription()}"
         self.metrics.mark_started()
         self.log.info("started %s in %s", type(self.task).__name__, where)
-
-    def _pipeline_config(self) -> dict[str, str]:
-        """The connector's converter and transform settings; raw-bytes tasks get ByteArrayConverter."""
-        config = dict(self.connector.originals)
-        if type(self.task).raw_bytes:
-            for key in ("key.converter", "value.converter"):
-                if config.get(key, "ByteArrayConverter") not in ("ByteArrayConverter", "bytes"):
-                    self.log.warning(
-                        "Ignoring %s=%s: %s copies records as bytes, so ByteArrayConverter is used",
-                        key,
-                        config[key],
-                        type(self.task).__name__,
-                    )
-                config[key] = "ByteArrayConverter"
-        return config
 
     def make_committer(self, consumer: Consumer) -> OffsetCommitter:
         """The commit strategy; KIP-656's exactly-once sink returns a transactional one."""

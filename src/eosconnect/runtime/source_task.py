@@ -23,7 +23,7 @@ from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
-from eosconnect.runtime.pipeline import OutgoingRecord, RecordPipeline
+from eosconnect.runtime.pipeline import OutgoingRecord, RecordPipeline, pipeline_config
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.storage.offsets import (
@@ -59,8 +59,10 @@ class SourceTaskRunner(ABC):
         self.placement: OffsetsTopicPlacement = offsets_topic_for(
             spec.connector, connector.originals, worker.originals
         )
-        self.pipeline = RecordPipeline(connector.originals, frozenset({self.placement.topic}))
         self.task: SourceTask = instantiate_task(spec, SourceTask)
+        self.pipeline = RecordPipeline(
+            pipeline_config(connector.originals, self.task, self.log), frozenset({self.placement.topic})
+        )
         self.offset_view: ConnectorOffsetView | None = None
         self.copier: GlobalOffsetCopier | None = None
         self._task_started = False

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Literal, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -191,18 +191,24 @@ def client_config(
 
 
 def prefixed_client_config(
-    kind: ClientKind, settings: Mapping[str, Any], prefix: str, *, logger: logging.Logger | None = None
+    kind: ClientKind,
+    settings: Mapping[str, Any],
+    prefix: str,
+    *,
+    exclude: Collection[str] = (),
+    logger: logging.Logger | None = None,
 ) -> ClientConfig:
     """A `kind` client for another cluster, configured only by `settings` keys under `prefix`.
 
     A connector that talks to a second cluster (the mirror sink's `target.cluster.*`) must not
     inherit the worker's connection settings or principal, so only `DEFAULTS` apply besides its own
-    keys; each key's origin is the prefixed name the user wrote, so `validate()` names it.
+    keys; each key's origin is the prefixed name the user wrote, so `validate()` names it. Keys in
+    `exclude` are the connector's own settings under the same prefix (`source.cluster.alias`).
     """
     config: dict[str, Any] = dict(DEFAULTS[kind])
     origin: dict[str, str] = {}
     for key, value in settings.items():
-        if key.startswith(prefix) and len(key) > len(prefix) and value is not None:
+        if key.startswith(prefix) and len(key) > len(prefix) and value is not None and key not in exclude:
             config[key[len(prefix) :]], origin[key[len(prefix) :]] = value, key
     config.setdefault("logger", logger or kafka_logger(kind))
     return ClientConfig(kind, config, origin)

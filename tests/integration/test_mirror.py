@@ -1,7 +1,9 @@
-"""KIP-656: the mirror sink on Spark between two real clusters, exactly once across crashes and zombies.
+"""Both mirrors on Spark between two real clusters, exactly once across crashes and zombies.
 
-The session broker is the source cluster; a second single-node cluster (module scope) is the
-target, so the target group's offsets really live elsewhere than the consumer's cluster.
+MirrorSink (KIP-656): the session broker is the source cluster; a second single-node cluster
+(module scope, fixture `target`) is the target, so the target group's offsets really live
+elsewhere than the consumer's cluster. MirrorSource (KIP-618): the other way round, the second
+cluster is the source and the session broker, where the runtime writes, the target.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions
 
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.storage.topic_reader import read_to_end
+from eosconnect.storage.topics import ensure_topic
 from support.runtime_helpers import wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -277,3 +280,49 @@ def test_worker_mirror_finds_new_source_partitions_by_itself(
     assert by_partition == {p: list(range(200)) for p in range(PARTITIONS + 1)}, "exactly once, in order"
     assert worker.task_states("grow") == ["RUNNING", "RUNNING"]
     assert "asked for new task configs" in worker.log_path.read_text(errors="replace")
+
+
+# ============================================================================ MirrorSource
+
+
+def test_mirror_source_copies_another_cluster_exactly_once_across_crashes(
+    run_job, worker_props, topic_name, target, read_committed, tmp_path: Path
+):
+    """Both tasks SIGKILL their Python worker with records in an open transaction; Spark retries
+    them. Every committed record of the source cluster arrives once, in order, none of an aborted
+    transaction; a new generation started later copies only what is new."""
+    source = topic_name("remote")
+    ensure_topic(AdminClient({"bootstrap.servers": target}), source, PARTITIONS, 1, compacted=False)
+    produce_sequences(target, source, 0, 300)
+    produce_aborted(target, source, 20)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    connector = {
+        "name": "mm-source",
+        "connector.class": "support.connectors.CrashingMirrorSourceConnector",
+        "tasks.max": "2",
+        "topics": source,
+        "source.cluster.bootstrap.servers": target,
+        "source.cluster.alias": "remote",
+        "max.poll.records": "40",
+        "transaction.boundary": "interval",
+        "transaction.boundary.interval.ms": "500",
+        "crash.after.polls": "3",
+        "crash.marker.dir": str(markers),
+        "exactly.once.support": "required",
+    }
+    worker = worker_props("enabled")
+    mirror_topic = f"remote.{source}"
+    job = run_job(connector, worker)
+    wait_until(lambda: len(read_committed(mirror_topic)) >= 300 * PARTITIONS, 180, "the first records", job)
+    produce_sequences(target, source, 300, 200)
+    wait_until(lambda: len(read_committed(mirror_topic)) >= 500 * PARTITIONS, 120, "the new records", job)
+    assert all(o["state"] == "STOPPED" for o in job.stop())
+    assert len(list(markers.iterdir())) == 2, "both tasks must have crashed once"
+    assert_exactly_once(read_committed(mirror_topic), 500)
+
+    produce_sequences(target, source, 500, 100)
+    job = run_job(connector, worker, generation=1, previous_task_count=2)
+    wait_until(lambda: len(read_committed(mirror_topic)) >= 600 * PARTITIONS, 120, "the last records", job)
+    job.stop()
+    assert_exactly_once(read_committed(mirror_topic), 600)

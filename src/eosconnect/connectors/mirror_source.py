@@ -1,0 +1,287 @@
+"""Copies topics from another Kafka cluster into the worker's, exactly once, as a source connector.
+
+The KIP-618 way of exactly-once mirroring (what Apache Kafka's MirrorMaker 2 does since 3.5): the
+tasks read the source cluster (`source.cluster.bootstrap.servers`, plus any
+`source.cluster.<client setting>`) with `isolation.level=read_committed` and return the records as
+source records; the runtime writes them and their source offsets in one transaction, so with
+`exactly.once.source.support=enabled` every committed source record lands once. Key, value,
+headers and timestamp are copied as bytes, to the same partition number of the target topic,
+named by `replication.policy.class` (`<source.cluster.alias>.<topic>` by default). Target topics
+are created by the connector with the source topic's partition count.
+
+Source partitions and offsets are MirrorMaker 2's: `{"cluster": alias, "topic": t, "partition": p}`
+-> `{"offset": n}`, n the last copied offset, plus the record's `leader.epoch` (KIP-320). A task
+resumes at n + 1 *with that epoch*, on a consumer that never joins a group, so librdkafka checks
+the position against the source log: if the source partition was truncated below it (an unclean
+leader election), the task fails naming the partition (`source.cluster.auto.offset.reset=error`, the
+default here) instead of silently skipping or repeating records. Partitions are assigned
+statically (listed when task configs are made) and watched for changes every
+`refresh.topics.interval.seconds`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
+
+from eosconnect import __version__
+from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
+from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.api.records import SourcePartition, SourceRecord, TopicPartition
+from eosconnect.api.sink import (
+    ASSIGNED_PARTITIONS_CONFIG,
+    decode_partitions,
+    encode_partitions,
+    sink_topics_errors,
+)
+from eosconnect.api.source import (
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SourceConnector,
+    SourceTask,
+)
+from eosconnect.api.validators import Range
+from eosconnect.connectors.mirror_policy import spread_partitions
+from eosconnect.connectors.mirror_topics import (
+    MIRROR_TOPICS_CONFIG_DEF,
+    REPLICATION_FACTOR_CONFIG,
+    SOURCE_ALIAS_CONFIG,
+    PartitionWatcher,
+    connection_settings,
+    ensure_mirror_topic,
+    list_source_partitions,
+    policy_of,
+    prefixed_client_errors,
+)
+from eosconnect.storage.clients import forced, prefixed_client_config
+
+__all__ = ["MirrorSourceConnector", "MirrorSourceTask"]
+
+log = logging.getLogger(__name__)
+
+SOURCE_PREFIX = "source.cluster."
+SOURCE_BOOTSTRAP_CONFIG = "source.cluster.bootstrap.servers"
+BATCH_CONFIG = "max.poll.records"
+POLL_TIMEOUT_CONFIG = "poll.timeout.ms"
+#: The connector's own settings under the source client prefix.
+NOT_CLIENT = frozenset({SOURCE_ALIAS_CONFIG})
+
+MIRROR_SOURCE_CONFIG_DEF = (
+    ConfigDef(MIRROR_TOPICS_CONFIG_DEF)
+    .define(
+        SOURCE_BOOTSTRAP_CONFIG,
+        ConfigType.STRING,
+        importance=Importance.HIGH,
+        documentation="The source cluster's bootstrap servers. Every other source.cluster.<setting> is a "
+        "librdkafka client setting (security.protocol, sasl.*, ssl.*, isolation.level, "
+        "auto.offset.reset, ...) for the consumer and admin client there; the worker's settings do "
+        "not apply to the source cluster.",
+    )
+    .define(
+        BATCH_CONFIG,
+        ConfigType.INT,
+        500,
+        Importance.LOW,
+        "The most records one poll() returns; with transaction.boundary=poll, one transaction each.",
+        Range.between(1, 100_000),
+    )
+    .define(
+        POLL_TIMEOUT_CONFIG,
+        ConfigType.INT,
+        1_000,
+        Importance.LOW,
+        "How long one poll() waits for source records before returning none.",
+        Range.at_least(0),
+    )
+)
+
+
+def source_client_config(kind: str, config: Mapping[str, str]) -> dict[str, Any]:
+    """The `kind` client on the source cluster: only `source.cluster.*` settings apply."""
+    client = prefixed_client_config(kind, config, SOURCE_PREFIX, exclude=NOT_CLIENT)  # type: ignore[arg-type]
+    return dict(client.validate())
+
+
+def reads_committed_only(config: Mapping[str, str]) -> bool:
+    return str(config.get(f"{SOURCE_PREFIX}isolation.level", "read_committed")) == "read_committed"
+
+
+def wrap_partition(alias: str, tp: TopicPartition) -> dict[str, str | int]:
+    """MirrorMaker 2's source partition for a source topic partition."""
+    return {"cluster": alias, "partition": tp.partition, "topic": tp.topic}
+
+
+class MirrorSourceConnector(SourceConnector):
+    """Mirrors topics of another cluster into the worker's cluster through exactly-once source tasks
+    (KIP-618). See the module documentation."""
+
+    def version(self) -> str:
+        return __version__
+
+    def config_def(self) -> ConfigDef:
+        return MIRROR_SOURCE_CONFIG_DEF
+
+    def validate(self, config: Mapping[str, str]) -> list[ConfigValue]:
+        values = super().validate(config)
+        for name, problems in sink_topics_errors(config).items():
+            values.append(ConfigValue(name, config.get(name), errors=problems))
+        kinds = ("consumer", "admin")
+        for name, problems in prefixed_client_errors(config, SOURCE_PREFIX, kinds, NOT_CLIENT).items():
+            values.append(ConfigValue(name, config.get(name), errors=problems))
+        return values
+
+    def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        # A read_uncommitted consumer would copy records of transactions that later abort.
+        return (
+            ExactlyOnceSupport.SUPPORTED if reads_committed_only(config) else ExactlyOnceSupport.UNSUPPORTED
+        )
+
+    def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
+        return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def start(self, config: dict[str, str]) -> None:
+        errors = {v.name: v.errors for v in self.validate(config) if v.errors}
+        if errors:
+            raise ConfigException(errors=errors)
+        self._config = dict(config)
+        self._policy = policy_of(config)
+        self._admin_config = connection_settings(source_client_config("admin", config))
+        self._watcher = PartitionWatcher.for_config(
+            config,
+            lambda: list_source_partitions(self._admin_config, self._config, required=False),
+            self.context.request_task_reconfiguration,
+        )
+
+    def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+
+    def task_class(self) -> type[SourceTask]:
+        return MirrorSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        partitions = list_source_partitions(self._admin_config, self._config, required=True) or []
+        if self._watcher is not None:
+            self._watcher.known = frozenset(partitions)
+        self._create_target_topics(partitions)
+        return [
+            {**self._config, ASSIGNED_PARTITIONS_CONFIG: encode_partitions(group)}
+            for group in spread_partitions(partitions, max_tasks)
+        ]
+
+    def _create_target_topics(self, partitions: list[TopicPartition]) -> None:
+        """Target topics on the worker's cluster, with the source topics' partition counts."""
+        make_config = self.context.client_config
+        if make_config is None:
+            return  # outside a runtime (a unit test): nothing to create them on
+        counts: dict[str, int] = {}
+        for tp in partitions:
+            counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+        admin = AdminClient(connection_settings(make_config("admin")))
+        replication_factor = int(self._config.get(REPLICATION_FACTOR_CONFIG) or -1)
+        for topic, count in counts.items():
+            ensure_mirror_topic(admin, self._policy.target_topic(topic), count, replication_factor)
+
+
+class MirrorSourceTask(SourceTask):
+    """Reads its statically assigned source partitions and returns their records as they are."""
+
+    raw_bytes = True
+
+    def version(self) -> str:
+        return __version__
+
+    def start(self, config: dict[str, str]) -> None:
+        self.policy = policy_of(config)
+        self.alias = self.policy.source_alias
+        self.batch = int(config.get(BATCH_CONFIG) or 500)
+        self.poll_timeout_s = int(config.get(POLL_TIMEOUT_CONFIG) or 1_000) / 1000
+        consumer_config = source_client_config("consumer", config)
+        consumer_config.setdefault("auto.offset.reset", "error")
+        consumer_config.setdefault("isolation.level", "read_committed")
+        why = "the task assigns its partitions and keeps its positions in the offsets topic"
+        consumer_config = forced(consumer_config, "enable.auto.commit", False, why)
+        consumer_config = forced(consumer_config, "enable.auto.offset.store", False, why)
+        consumer_config.setdefault("group.id", f"eosconnect-mirror-source-{config.get('name', 'mirror')}")
+        self.reset = str(consumer_config["auto.offset.reset"])
+        partitions = decode_partitions(config.get(ASSIGNED_PARTITIONS_CONFIG, ""))
+        stored = self.context.offset_storage_reader.offsets(
+            wrap_partition(self.alias, tp) for tp in partitions
+        )
+        assignment = []
+        fresh_start = OFFSET_END if self.reset in ("latest", "largest", "end") else OFFSET_BEGINNING
+        for tp in partitions:
+            offset = stored.get(SourcePartition.of(wrap_partition(self.alias, tp)))
+            if offset is None:  # nothing copied yet
+                assignment.append(KafkaTopicPartition(tp.topic, tp.partition, fresh_start))
+            else:
+                epoch = offset.get("leader.epoch")
+                assignment.append(
+                    KafkaTopicPartition(
+                        tp.topic,
+                        tp.partition,
+                        int(offset["offset"]) + 1,  # type: ignore[arg-type]
+                        leader_epoch=int(epoch) if isinstance(epoch, int) else None,
+                    )
+                )
+        self.consumer = Consumer(consumer_config)
+        self.consumer.assign(assignment)
+        log.info(
+            "mirror source task reads %s from %s",
+            ", ".join(f"{p.topic}-{p.partition}@{p.offset}" for p in assignment) or "nothing",
+            consumer_config.get("bootstrap.servers"),
+        )
+
+    def poll(self) -> list[SourceRecord] | None:
+        messages = self.consumer.consume(self.batch, self.poll_timeout_s)
+        records: list[SourceRecord] = []
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                self._raise(message, error)
+            epoch = message.leader_epoch()
+            offset: dict[str, str | int] = {"offset": message.offset()}
+            if epoch is not None and epoch >= 0:
+                offset["leader.epoch"] = epoch
+            topic, partition = message.topic(), message.partition()
+            timestamp_type, timestamp = message.timestamp()
+            records.append(
+                SourceRecord(
+                    source_partition=wrap_partition(self.alias, TopicPartition(topic, partition)),
+                    source_offset=offset,
+                    topic=self.policy.target_topic(topic),
+                    partition=partition,
+                    key=message.key(),
+                    value=message.value(),
+                    headers=message.headers(),
+                    timestamp=timestamp if timestamp_type and timestamp >= 0 else None,
+                )
+            )
+        return records or None
+
+    def _raise(self, message: Any, error: KafkaError) -> None:
+        where = f"source partition {message.topic()}-{message.partition()}"
+        if error.code() == KafkaError._AUTO_OFFSET_RESET:
+            raise ConnectException(
+                f"{where}: the position this task resumes from is not valid on the source cluster "
+                f"({error.str()}). If the source log was truncated (an unclean leader election, KIP-320), "
+                "records after the divergence point were lost there; decide how to go on: set "
+                "source.cluster.auto.offset.reset=earliest or latest, or alter this connector's offsets "
+                "(PATCH /connectors/<name>/offsets) to where copying should resume"
+            )
+        if error.fatal() or not error.retriable():
+            raise ConnectException(f"{where}: {error.name()}: {error.str()}")
+        log.warning("%s: %s (retrying)", where, error.str())
+
+    def stop(self) -> None:
+        consumer = getattr(self, "consumer", None)
+        if consumer is not None:
+            with contextlib.suppress(KafkaException):
+                consumer.close()
+            self.consumer = None
