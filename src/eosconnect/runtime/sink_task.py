@@ -19,6 +19,13 @@ by the worker) goes through KIP-618's start-up first: the leader fences zombies,
 still be the latest before and after the task's `start` (which creates its transactional producer
 with the id in its context), else the task quietly does not start (SUPERSEDED).
 
+Log truncation (KIP-320): every committed offset carries the leader epoch of the record before it,
+and the runtime assigns each partition at its committed offset *with that epoch* so that librdkafka
+checks it against the leader's log; the consumer runs with `auto.offset.reset=error` so that a
+truncation reaches the runtime instead of being repaired silently (see runtime/truncation.py).
+`log.truncation.policy` then fails the task naming the partition and offsets, or continues from the
+divergence offset with a warning and a count; other resets follow the user's `auto.offset.reset`.
+
 A record the converters or transformations reject fails the task naming its topic, partition
 and offset (`errors.tolerance=none`, Kafka Connect's default); with `errors.tolerance=all` it is
 skipped with a warning and its offset committed like any other.
@@ -26,6 +33,7 @@ skipped with a warning and its offset committed like any other.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import traceback
@@ -33,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.context import SinkTaskContext
@@ -41,12 +49,13 @@ from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
 from eosconnect.cluster.fencing import task_transactional_id
-from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig, WorkerConfig
+from eosconnect.runtime.config import ErrorsTolerance, LogTruncationPolicy, SinkConnectorConfig, WorkerConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
+from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation
 from eosconnect.storage.clients import ClientConfig, client_config
 
 log = logging.getLogger(__name__)
@@ -57,6 +66,8 @@ MAX_BATCH = 500
 POLL_TIMEOUT_S = 0.5
 #: How long to wait before giving a batch to `put` again after a RetriableException.
 RETRY_BACKOFF_S = 1.0
+#: How long fetching the group's committed offsets on assignment may take.
+COMMITTED_TIMEOUT_S = 30.0
 
 Offsets = dict[TopicPartition, OffsetAndMetadata]
 
@@ -97,14 +108,26 @@ def _kafka_tp(tp: TopicPartition) -> KafkaTopicPartition:
 def sink_consumer_config(worker: WorkerConfig, connector: SinkConnectorConfig) -> ClientConfig:
     """The task consumer's settings: the worker's `consumer.*`, the connector's
     `consumer.override.*`, then what the runtime needs (warning when that overrides the user)."""
+    return sink_consumer_settings(worker, connector)[0]
+
+
+def sink_consumer_settings(
+    worker: WorkerConfig, connector: SinkConnectorConfig
+) -> tuple[ClientConfig, OffsetReset]:
+    """The consumer's settings and the user's `auto.offset.reset` (default earliest, as Kafka
+    Connect's sink consumers), which the runtime applies itself: librdkafka gets `error` so that a
+    log truncation is reported instead of silently repaired (KIP-320)."""
     config = client_config("consumer", worker.originals, connector.originals)
-    config.setdefault("auto.offset.reset", "earliest")  # Kafka Connect's default for sink consumers
+    setting = config.origin.get("auto.offset.reset", "consumer.override.auto.offset.reset")
+    reset = OffsetReset.parse(config.pop("auto.offset.reset", "earliest"), setting)
+    config.origin.pop("auto.offset.reset", None)
+    config["auto.offset.reset"] = "error"
     config.force(
         "group.id", connector.consumer_group, "a sink connector's tasks share the group connect-<name>"
     )
     config.force("enable.auto.commit", False, "the sink runtime commits offsets after pre_commit()")
     config.force("isolation.level", "read_committed", "sinks deliver only records of committed transactions")
-    return config.validate()
+    return config.validate(), reset
 
 
 class SinkTaskRunner:
@@ -130,6 +153,8 @@ class SinkTaskRunner:
             else None
         )
         self.consumer: Consumer | None = None
+        #: The user's auto.offset.reset, applied by the runtime (the consumer itself has `error`).
+        self.offset_reset = OffsetReset.EARLIEST
         self.committer: OffsetCommitter | None = None
         #: Per partition, the position after the last record given to `put` (what may be committed).
         self.current: Offsets = {}
@@ -173,7 +198,8 @@ class SinkTaskRunner:
             self.context.transactional_id = task_transactional_id(
                 self.worker.group_id, self.spec.connector, self.spec.task
             )
-        self.consumer = Consumer(sink_consumer_config(self.worker, self.connector))
+        consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
+        self.consumer = Consumer(consumer_config)
         self.committer = self.make_committer(self.consumer)
         self.task.initialize(self.context)
         self.task.start(dict(self.spec.task_config))  # step 4: a transactional task inits its producer
@@ -259,9 +285,8 @@ class SinkTaskRunner:
         records: list[SinkRecord] = []
         positions: Offsets = {}
         for message in messages:
-            error = message.error()
-            if error is not None:
-                self._consumer_error(error)
+            if message.error() is not None:
+                self._consumer_error(message)
                 continue
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             self.metrics.record_poll(1)
@@ -289,12 +314,96 @@ class SinkTaskRunner:
             records.append(record)
         return records, positions
 
-    def _consumer_error(self, error: KafkaError) -> None:
+    def _consumer_error(self, message: Any) -> None:
+        error: KafkaError = message.error()
         if error.code() == KafkaError._PARTITION_EOF:
+            return
+        if error.code() == KafkaError._AUTO_OFFSET_RESET:
+            self._offset_reset_needed(message.topic(), message.partition(), error.str())
             return
         if error.fatal():
             raise KafkaException(error)
         self.log.warning("consumer error: %s", error.str())
+
+    # ----------------------------------------------------------------------------- resets, truncation
+    def _offset_reset_needed(self, topic: str, partition: int, text: str) -> None:
+        """librdkafka stopped fetching a partition (our `auto.offset.reset=error`): a truncation
+        goes to `log.truncation.policy`, anything else to the user's `auto.offset.reset`."""
+        truncation = parse_truncation(text, topic, partition)
+        if truncation is not None:
+            self._on_truncation(truncation)
+        else:
+            self._apply_offset_reset(TopicPartition(topic, partition), text)
+
+    def _apply_offset_reset(self, tp: TopicPartition, reason: str) -> None:
+        """No usable position (none committed, or out of range): what `auto.offset.reset` says."""
+        target = self.offset_reset.logical_offset
+        if target is None:
+            raise ConnectException(
+                f"{self.task_id}: no valid position on topic {tp.topic!r} partition {tp.partition} "
+                f"({reason}) and auto.offset.reset=error. Set consumer.override.auto.offset.reset to "
+                f"earliest or latest, or set the connector's offsets (PUT /connectors/{self.spec.connector}"
+                f"/stop, then PATCH /connectors/{self.spec.connector}/offsets)."
+            )
+        self.log.warning(
+            "%s partition %s: %s; auto.offset.reset=%s", tp.topic, tp.partition, reason, self.offset_reset
+        )
+        self._seek(KafkaTopicPartition(tp.topic, tp.partition, target))
+
+    def _on_truncation(self, truncation: LogTruncation) -> None:
+        """KIP-320: records this task consumed are gone from the partition; never silently."""
+        self.metrics.record_log_truncation()
+        policy = self.connector.log_truncation_policy
+        if policy is LogTruncationPolicy.FAIL:
+            self.log.error("%s (log.truncation.policy=fail)", truncation.describe())
+            raise ConnectException(self._truncation_failure(truncation))
+        tp = TopicPartition(truncation.topic, truncation.partition)
+        if truncation.divergence_offset is None:
+            self.log.warning(
+                "%s; log.truncation.policy=continue-from-divergence cannot continue from it, applying "
+                "auto.offset.reset=%s",
+                truncation.describe(),
+                self.offset_reset,
+            )
+            self._apply_offset_reset(tp, "log truncated, divergence offset unknown")
+            return
+        lost = truncation.consumed_offset
+        self.log.warning(
+            "%s; continuing from offset %s (log.truncation.policy=continue-from-divergence): records %s "
+            "that this connector consumed are no longer in Kafka, records the new leader wrote from "
+            "offset %s on are delivered",
+            truncation.describe(),
+            truncation.divergence_offset,
+            f"at offsets {truncation.divergence_offset}..{lost - 1}" if lost else "after the divergence",
+            truncation.divergence_offset,
+        )
+        position = OffsetAndMetadata(truncation.divergence_offset, leader_epoch=truncation.divergence_epoch)
+        self._seek(kafka_offsets({tp: position})[0])
+        if tp in self.context.assigned:
+            self.current[tp] = position  # the next commit moves the group back to the divergence
+
+    def _truncation_failure(self, truncation: LogTruncation) -> str:
+        """The FAILED task's message: what happened, where, and how an operator gets going again."""
+        name = self.spec.connector
+        offset = truncation.divergence_offset if truncation.divergence_offset is not None else "<offset>"
+        entry = {
+            "partition": {"kafka_topic": truncation.topic, "kafka_partition": truncation.partition},
+            "offset": {"kafka_offset": offset},
+        }
+        patch = json.dumps({"offsets": [entry]})
+        return (
+            f"{self.task_id}: {truncation.describe()}. An unclean leader election lost records this "
+            "connector had already consumed, and records written since at the same offsets would be "
+            "skipped (log.truncation.policy=fail). To go on: PUT /connectors/"
+            f"{name}/stop, then either PATCH /connectors/{name}/offsets with {patch} to continue from the "
+            f"divergence, or DELETE /connectors/{name}/offsets to start over per auto.offset.reset, then "
+            f"PUT /connectors/{name}/resume; or set log.truncation.policy=continue-from-divergence. "
+            f"librdkafka said: {truncation.detail}"
+        )
+
+    def _seek(self, position: KafkaTopicPartition) -> None:
+        assert self.consumer is not None
+        self.consumer.seek(position)
 
     def _poll_nothing(self) -> None:
         """Serve the consumer (rebalances, heartbeats) without taking records: all are paused."""
@@ -302,7 +411,7 @@ class SinkTaskRunner:
         self._pause_assigned(True)
         for message in self.consumer.consume(num_messages=1, timeout=POLL_TIMEOUT_S / 5):
             if message.error() is not None:
-                self._consumer_error(message.error())
+                self._consumer_error(message)
             else:  # fetched before the pause took effect: read it again after resuming
                 self.consumer.seek(
                     KafkaTopicPartition(message.topic(), message.partition(), message.offset())
@@ -346,13 +455,58 @@ class SinkTaskRunner:
         self.context.assigned.update(assigned)
         self.log.info("assigned %s", [str(tp) for tp in assigned])
         self.task.open(assigned)
-        for p in partitions:  # rewinds the task asked for in open()
-            rewind = self.context.requested_offsets.pop(TopicPartition(p.topic, p.partition), None)
-            if rewind is not None:
-                p.offset = rewind
+        rewinds = {
+            (p.topic, p.partition): self.context.requested_offsets.pop(TopicPartition(p.topic, p.partition))
+            for p in partitions
+            if TopicPartition(p.topic, p.partition) in self.context.requested_offsets
+        }
+        positions = self._committed_positions(
+            consumer, [p for p in partitions if (p.topic, p.partition) not in rewinds]
+        )
+        partitions = [
+            KafkaTopicPartition(p.topic, p.partition, rewinds[(p.topic, p.partition)])
+            if (p.topic, p.partition) in rewinds  # rewinds the task asked for in open()
+            else positions[(p.topic, p.partition)]
+            for p in partitions
+        ]
         consumer.assign(partitions)
         if self._paused_by_worker or self._retry is not None:
             consumer.pause(partitions)
+
+    def _committed_positions(
+        self, consumer: Consumer, partitions: list[KafkaTopicPartition]
+    ) -> dict[tuple[str, int], KafkaTopicPartition]:
+        """Each partition's committed offset *with its leader epoch*, to be given to `assign`.
+
+        librdkafka validates a position against the leader's log (KIP-320) only when it is handed
+        one with an epoch; left to fetch the committed offset itself it does not, and would read
+        past a truncation. Partitions without a committed offset start per `auto.offset.reset`.
+        """
+        if not partitions:
+            return {}
+        committed = consumer.committed(
+            [KafkaTopicPartition(p.topic, p.partition) for p in partitions], timeout=COMMITTED_TIMEOUT_S
+        )
+        start = self.offset_reset.logical_offset
+        positions = {}
+        for c in committed:
+            key = (c.topic, c.partition)
+            if c.offset >= 0:
+                epoch = c.leader_epoch if c.leader_epoch is not None and c.leader_epoch >= 0 else None
+                extra = {} if epoch is None else {"leader_epoch": epoch}
+                positions[key] = KafkaTopicPartition(c.topic, c.partition, c.offset, **extra)
+                self.log.info(
+                    "%s partition %s: resuming from committed offset %s (leader epoch %s)",
+                    c.topic,
+                    c.partition,
+                    c.offset,
+                    "none: not validated" if epoch is None else f"{epoch}, validated by the leader",
+                )
+            else:  # no committed offset: auto.offset.reset (error: librdkafka reports it, see above)
+                positions[key] = KafkaTopicPartition(
+                    c.topic, c.partition, OFFSET_INVALID if start is None else start
+                )
+        return positions
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
