@@ -160,6 +160,8 @@ class SinkTaskRunner:
         self.current: Offsets = {}
         self.committed: Offsets = {}
         self._retry: tuple[list[SinkRecord], Offsets] | None = None
+        #: Assigned positions with a leader epoch, paused until `_validate_positions` seeks them.
+        self._to_validate: list[KafkaTopicPartition] = []
         self._retry_at = 0.0
         self._paused_by_worker = False
         self._failed = False
@@ -247,6 +249,8 @@ class SinkTaskRunner:
             if directive is Directive.STOP:
                 return
             self._pause_for_worker(directive is Directive.PAUSE)
+            if self._to_validate:
+                self._validate_positions()
             if directive is Directive.RUN:
                 self._deliver_next_batch()
             else:
@@ -470,8 +474,29 @@ class SinkTaskRunner:
             for p in partitions
         ]
         consumer.assign(partitions)
+        validate = [p for p in partitions if (p.leader_epoch or -1) >= 0]
+        if validate:  # held back until seek() has them validated, see _validate_positions
+            consumer.pause(validate)
+            self._to_validate.extend(validate)
         if self._paused_by_worker or self._retry is not None:
             consumer.pause(partitions)
+
+    def _validate_positions(self) -> None:
+        """Seek the newly assigned partitions to their committed positions again, with the leader
+        epochs, then let them fetch. librdkafka checks a position against the leader's log
+        (OffsetForLeaderEpoch) on `seek`; on `assign`, in a group member, it did not (librdkafka
+        2.16: the consumer read on past a truncation), nor on a seek inside the rebalance callback.
+        The partitions stay paused in between so that nothing is fetched from an unchecked position."""
+        assert self.consumer is not None
+        pending, self._to_validate = self._to_validate, []
+        assigned = {(p.topic, p.partition) for p in self.consumer.assignment()}
+        pending = [p for p in pending if (p.topic, p.partition) in assigned]
+        for position in pending:
+            self.consumer.seek(position)
+        held = self.context.paused
+        resumable = [p for p in pending if TopicPartition(p.topic, p.partition) not in held]
+        if resumable and not self._paused_by_worker and self._retry is None:
+            self.consumer.resume(resumable)
 
     def _committed_positions(
         self, consumer: Consumer, partitions: list[KafkaTopicPartition]
