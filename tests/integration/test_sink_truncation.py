@@ -120,7 +120,6 @@ class SinkRun:
             "value.converter": "StringConverter",
             "log.truncation.policy": policy,
             "consumer.override.session.timeout.ms": "6000",
-            "consumer.override.debug": "fetch,topic",
         }
         worker = {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": "300"}
         task_config = {**connector, TASK_CLASS_KEY: "eosconnect.connectors.file_stream.FileStreamSinkTask"}
