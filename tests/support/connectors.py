@@ -99,11 +99,14 @@ class RecordingSinkTask(SinkTask):
     """
 
     def start(self, config: dict[str, str]) -> None:
-        self._log = Path(config["record.file"]).open("a", encoding="utf-8")  # noqa: SIM115
+        self._log = self._log_path(config).open("a", encoding="utf-8")
         self._event("start")
 
+    def _log_path(self, config: dict[str, str]) -> Path:
+        return Path(config["record.file"])
+
     def _event(self, call: str, **data: object) -> None:
-        self._log.write(json.dumps({"call": call, **data}) + "\n")
+        self._log.write(json.dumps({"call": call, "pid": os.getpid(), **data}) + "\n")
         self._log.flush()
 
     def open(self, partitions):
@@ -229,37 +232,21 @@ class FencingSequenceConnector(SequenceSourceConnector):
         return FencingSequenceTask
 
 
-class CollectingSinkTask(SinkTask):
-    """Appends what it is given to `<collect.dir>/task-<task.index>.jsonl`, one JSON object a line:
-    `{"call": "start"}`, `{"call": "open"|"close", "partitions": [...]}` and
-    `{"call": "put", "records": [[topic, partition, offset, value], ...]}`. The default `pre_commit`
-    (commit everything put) applies, so a graceful stop or rebalance commits exactly what was put."""
+class CollectingSinkTask(RecordingSinkTask):
+    """Appends what it is given to `<collect.dir>/task-<task.index>.jsonl` (one file per task), in
+    `RecordingSinkTask`'s format. The default `pre_commit` (commit everything put) applies, so a
+    graceful stop or rebalance commits exactly what was put."""
 
-    def start(self, config: dict[str, str]) -> None:
-        path = Path(config["collect.dir"]) / f"task-{config['task.index']}.jsonl"
-        self._log = path.open("a", encoding="utf-8")
-        self._event("start")
+    def _log_path(self, config: dict[str, str]) -> Path:
+        return Path(config["collect.dir"]) / f"task-{config['task.index']}.jsonl"
 
-    def _event(self, call: str, **data: object) -> None:
-        self._log.write(json.dumps({"call": call, "pid": os.getpid(), **data}) + "\n")
-        self._log.flush()
-
-    def open(self, partitions):
-        self._event("open", partitions=sorted(str(tp) for tp in partitions))
-
-    def close(self, partitions):
-        self._event("close", partitions=sorted(str(tp) for tp in partitions))
-
-    def put(self, records: list[SinkRecord]) -> None:
-        if records:
-            self._event(
-                "put", records=[[r.topic, r.kafka_partition, r.kafka_offset, r.value] for r in records]
-            )
+    def pre_commit(self, current_offsets):
+        return SinkTask.pre_commit(self, current_offsets)
 
     def stop(self) -> None:
         log = getattr(self, "_log", None)
         if log is not None and not log.closed:
-            log.close()
+            super().stop()
 
 
 class CollectingSinkConnector(SinkConnector):

@@ -828,11 +828,10 @@ class DistributedHerder:
     def _sink_offsets_of_stopped(self, name: str) -> dict[str, Any] | None:
         """The admin settings if `name` is a STOPPED sink connector, None for a source."""
         self._require_leader()
-        snapshot = self._snapshot_with(name)
-        if not kind_of_config(snapshot.connector_config(name)).is_sink:
-            return None
-        self._stopped_connector(name)
-        return self._sink_admin_config(snapshot, name)
+        sink_admin = self._sink_admin_config(self._snapshot_with(name), name)
+        if sink_admin is not None:
+            self._stopped_connector(name)  # raises unless STOPPED (waiting for a stop under way)
+        return sink_admin
 
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
         sink_admin = self._sink_offsets_of_stopped(name)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,7 @@ from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import TransactionBoundary
 from eosconnect.runtime.pipeline import OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
-from eosconnect.storage.clients import client_config, forced
+from eosconnect.storage.clients import C, client_config, forced
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.topics import ensure_topic
 
@@ -46,6 +47,20 @@ class TaskFencedError(ConnectException):
 
 class TransactionTimedOutError(ConnectException):
     """The transaction outlived `transaction.timeout.ms`; the message lists the remedies."""
+
+
+def transactional_producer_config(
+    config: C, transactional_id: str, origin: Mapping[str, str] | None = None
+) -> tuple[C, int]:
+    """The runtime's settings forced onto a task's transactional producer (a user value is ignored
+    with a warning, as KIP-618 asks), and its transaction timeout in ms for classifying failures.
+
+    Shared by every task that writes inside transactions, so both use `<group.id>-<connector>-<task>`
+    the same way and the fencing round finds their ids."""
+    why = "exactly-once tasks use <group.id>-<connector>-<task>"
+    config = forced(config, "transactional.id", transactional_id, why, origin=origin)
+    config = forced(config, "enable.idempotence", True, "transactions need idempotence", origin=origin)
+    return config, int(config.get("transaction.timeout.ms", LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS))
 
 
 def classify_transaction_error(
@@ -119,16 +134,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 replication_setting="offset.storage.replication.factor",
             )
         # 4. the transactional producer; init_transactions() fences our own predecessor
-        config = client_config("producer", self.worker.originals, self.connector.originals).validate()
-        config = forced(
-            config,
-            "transactional.id",
+        config, self.transaction_timeout_ms = transactional_producer_config(
+            client_config("producer", self.worker.originals, self.connector.originals).validate(),
             task_transactional_id(self.worker.group_id, name, self.spec.task),
-            "exactly-once source tasks use <group.id>-<connector>-<task>",
-        )
-        config = forced(config, "enable.idempotence", True, "transactions need idempotence")
-        self.transaction_timeout_ms = int(
-            config.get("transaction.timeout.ms", LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS)
         )
         self.producer = Producer(config)
         self._call_producer(lambda: self.producer.init_transactions(60))

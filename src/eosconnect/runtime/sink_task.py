@@ -286,36 +286,45 @@ class SinkTaskRunner:
         self.current.update(positions)
 
     def _convert(self, messages: list[Any]) -> tuple[list[SinkRecord], Offsets]:
+        """Records for `put` and, per partition, the position after the batch's last message.
+
+        Counters and positions are gathered per batch: a lock and two objects per record would be
+        paid on the hot path for values only the last message of each partition decides."""
         records: list[SinkRecord] = []
-        positions: Offsets = {}
+        last: dict[tuple[str, int], tuple[int, int | None]] = {}
+        polled = filtered = 0
         for message in messages:
             if message.error() is not None:
                 self._consumer_error(message)
                 continue
             topic, partition, offset = message.topic(), message.partition(), message.offset()
-            self.metrics.record_poll(1)
-            self.metrics.topics.add(topic)
-            epoch = message.leader_epoch()
-            positions[TopicPartition(topic, partition)] = OffsetAndMetadata(
-                offset + 1, leader_epoch=epoch if epoch is not None and epoch >= 0 else None
-            )
+            polled += 1
+            last[(topic, partition)] = (offset, message.leader_epoch())
             try:
                 record = self.pipeline.convert(message)
             except Exception as exc:
                 where = f"topic {topic!r} partition {partition} offset {offset}"
-                if self.connector.errors_tolerance is ErrorsTolerance.ALL:
-                    self.log.warning("skipping the record at %s (errors.tolerance=all): %s", where, exc)
-                    self.metrics.record_filtered()
-                    continue
-                raise ConnectException(
-                    f"{self.task_id}: the record at {where} could not be converted or transformed: {exc}. "
-                    "Fix the data or the key.converter/value.converter/transforms settings, or set "
-                    "errors.tolerance=all to skip such records (they are then logged and lost)."
-                ) from exc
+                if self.connector.errors_tolerance is not ErrorsTolerance.ALL:
+                    raise ConnectException(
+                        f"{self.task_id}: the record at {where} could not be converted or transformed: "
+                        f"{exc}. Fix the data or the key.converter/value.converter/transforms settings, or "
+                        "set errors.tolerance=all to skip such records (they are then logged and lost)."
+                    ) from exc
+                self.log.warning("skipping the record at %s (errors.tolerance=all): %s", where, exc)
+                record = None
             if record is None:
-                self.metrics.record_filtered()
+                filtered += 1
                 continue
             records.append(record)
+        self.metrics.record_poll(polled)
+        self.metrics.record_filtered(filtered)
+        self.metrics.topics.update(topic for topic, _ in last)
+        positions: Offsets = {
+            TopicPartition(topic, partition): OffsetAndMetadata(
+                offset + 1, leader_epoch=epoch if epoch is not None and epoch >= 0 else None
+            )
+            for (topic, partition), (offset, epoch) in last.items()
+        }
         return records, positions
 
     def _consumer_error(self, message: Any) -> None:

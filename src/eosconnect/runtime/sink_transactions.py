@@ -26,10 +26,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition
-from eosconnect.runtime.exactly_once import (
-    LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS,
-    classify_transaction_error,
-)
+from eosconnect.runtime.exactly_once import classify_transaction_error, transactional_producer_config
 from eosconnect.runtime.sink_task import kafka_offsets
 from eosconnect.storage.clients import forced
 
@@ -69,14 +66,9 @@ class TransactionalSinkProducer:
         task_id: str,
         timeout_remedies: str,
     ) -> None:
-        producer = forced(
-            dict(producer_config),
-            "transactional.id",
-            transactional_id,
-            "exactly-once tasks use <group.id>-<connector>-<task>",
-            origin=getattr(producer_config, "origin", {}),
+        self._producer_config, self.transaction_timeout_ms = transactional_producer_config(
+            dict(producer_config), transactional_id, origin=getattr(producer_config, "origin", {})
         )
-        self._producer_config = forced(producer, "enable.idempotence", True, "transactions need idempotence")
         consumer = forced(
             dict(consumer_config),
             "group.id",
@@ -91,9 +83,6 @@ class TransactionalSinkProducer:
         self.group_id = group_id
         self.task_id = task_id
         self.timeout_remedies = timeout_remedies
-        self.transaction_timeout_ms = int(
-            self._producer_config.get("transaction.timeout.ms", LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS)
-        )
         self.producer: Producer | None = None
         self.group_consumer: Consumer | None = None
         self._txn_started: float | None = None
