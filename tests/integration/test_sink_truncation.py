@@ -1,43 +1,42 @@
-"""KIP-320 on real brokers: an unclean leader election truncates records a sink task committed past.
+"""KIP-320 on real brokers: an unclean leader election truncates records sink tasks consumed.
 
-Topic on brokers 1 (leader L) and 2 (follower F), `min.insync.replicas=1`, topic-level unclean
-leader election. Batch A is on both; F stops; batch B is only on L; two sink connectors (one per
-`log.truncation.policy`) consume A+B and commit offset 15 with B's leader epoch. L dies, F becomes
-leader without B, batch C (longer than B, so offset 15 is valid again: the silent-skip case) is
-written, L comes back and truncates B. Restarted from their committed offsets the sinks must not
-read on at offset 15 as if nothing happened.
+Each scenario has its own topic on brokers 1 (leader L) and 2 (follower F), with
+`min.insync.replicas=1` and topic-level unclean leader election. Batch A (10 records) is on both;
+F stops; batch B (5 records) is only on L. Sink connectors (RecordingSinkTask on Spark) consume A+B
+and commit offset 15 with B's leader epoch. Then L dies, the controller elects F without B (a new
+leader epoch), batch C (8 records, longer than B, so offset 15 exists again: the silent-skip case)
+lands at offsets 10..17, and L comes back and truncates B away. All scenarios share this one
+truncation (one bounce of the brokers for the module):
 
-The sink tasks run in-process (`SinkTaskRunner`, the code a Spark task runs) so the test stays
-well under two minutes including the cluster's start.
+- restarted with `log.truncation.policy=fail`: the task fails naming the partition, the committed
+  offset 15 and the divergence offset 10, and puts nothing;
+- restarted with `continue-from-divergence`: it puts C from offset 10 on, none skipped, counts the
+  truncation and logs a warning;
+- running through the leader change (one statically assigned, one a group member): librdkafka
+  checks the running consumer's position after the leader change and the same policy (continue)
+  applies.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
+import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
-    ElectionType,
-    KafkaException,
-    Producer,
-    TopicPartition,
-)
+from confluent_kafka import Consumer, ElectionType, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosconnect.cluster.jobs import ConnectorJob
 from eosconnect.devkafka import LocalKafkaCluster
-from eosconnect.runtime.config import SinkConnectorConfig, WorkerConfig
-from eosconnect.runtime.control import Directive
-from eosconnect.runtime.sink_task import SinkTaskRunner
-from eosconnect.runtime.task import TASK_CLASS_KEY, TaskOutcome, TaskSpec, TaskState
 
-pytestmark = [pytest.mark.kafka, pytest.mark.cluster3]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
 
+RECORDING = "support.connectors.RecordingSinkConnector"
 LEADER, FOLLOWER = 1, 2
 A = [f"A{i}" for i in range(10)]
 B = [f"B{i}" for i in range(5)]
@@ -49,12 +48,15 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
     while time.monotonic() < deadline:
         if check():
             return
-        time.sleep(0.2)
+        time.sleep(0.5)
     pytest.fail(f"timed out after {timeout}s waiting for {what}")
 
 
 def leader_and_isr(admin: AdminClient, topic: str) -> tuple[int | None, list[int]]:
-    partition = admin.list_topics(topic, timeout=5).topics[topic].partitions.get(0)
+    try:
+        partition = admin.list_topics(topic, timeout=5).topics[topic].partitions.get(0)
+    except KafkaException:
+        return None, []
     return (None, []) if partition is None else (partition.leader, sorted(partition.isrs))
 
 
@@ -68,179 +70,272 @@ def produce(bootstrap: str, topic: str, values: list[str], acks: str) -> None:
     assert producer.flush(30) == 0 and not failures, failures
 
 
-def committed(bootstrap: str, group: str) -> TopicPartition | None:
-    """The group's committed position on partition 0 (None while the coordinator moves or loads)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+def committed(bootstrap: str, group: str, topic: str) -> KafkaTopicPartition | None:
+    """The group's committed position on partition 0 of `topic`, with its leader epoch (None while
+    there is none or the coordinator moves or loads).
+
+    A consumer that never subscribes asks, not `AdminClient.list_consumer_group_offsets`: with
+    librdkafka 2.16 that crashed the process (NULL group in rd_kafka_handle_OffsetFetch) when the
+    coordinator answered with an error while the brokers bounced."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
     try:
-        result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
+        [position] = consumer.committed([KafkaTopicPartition(topic, 0)], timeout=10)
     except KafkaException:
         return None
-    return next((tp for tp in result.topic_partitions if tp.offset >= 0), None)
+    finally:
+        consumer.close()
+    return position if position.offset >= 0 else None
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def put_records(path: Path) -> list[tuple[int, str]]:
+    """(offset, value) of every record `put`, in order."""
+    return [(r[2], r[3]) for e in events(path) if e["call"] == "put" for r in e["records"]]
+
+
+def truncation_warnings(path: Path) -> list[str]:
+    return [
+        e["message"]
+        for e in events(path)
+        if e["call"] == "log" and e["level"] == "WARNING" and "log truncation detected" in e["message"]
+    ]
 
 
 @dataclass
-class StopControl:
-    """`TaskControl` for an in-process runner: RUN until `stop()`."""
-
-    stopped: threading.Event = field(default_factory=threading.Event)
-
-    def directive(self) -> Directive:
-        return Directive.STOP if self.stopped.is_set() else Directive.RUN
-
-
-@pytest.fixture
-def sink_runs() -> Iterator[list[SinkRun]]:
-    """Every `SinkRun` a test starts is stopped before the cluster goes: a consumer thread left
-    running into interpreter shutdown can crash the process."""
-    runs: list[SinkRun] = []
-    yield runs
-    for run in runs:
-        if run.thread is not None and run.thread.is_alive():
-            run.control.stopped.set()
-            run.thread.join(30)
-
-
-@dataclass
-class SinkRun:
-    """One `SinkTaskRunner` of a FileStreamSink connector on a thread."""
+class Sink:
+    """One sink connector of the module (its own topic and group `connect-<name>`) and its runs."""
 
     name: str
-    output: Path
-    control: StopControl = field(default_factory=StopControl)
-    outcome: TaskOutcome | None = None
-    thread: threading.Thread | None = None
+    topic: str
+    policy: str
+    static: bool
+    spark: Any
+    bootstrap: str
+    workdir: Path
 
-    def start(self, bootstrap: str, topic: str, policy: str) -> SinkRun:
+    @property
+    def group(self) -> str:
+        return f"connect-{self.name}"
+
+    def start(self, run: str) -> tuple[ConnectorJob, Path]:
+        """A Spark job running the connector's task; `run` names its call log."""
+        calls = self.workdir / f"{self.name}-{run}.jsonl"
         connector = {
             "name": self.name,
-            "connector.class": "FileStreamSink",
-            "topics": topic,
-            "file": str(self.output),
+            "connector.class": RECORDING,
+            "tasks.max": "1",
+            "topics": self.topic,
             "key.converter": "StringConverter",
             "value.converter": "StringConverter",
-            "log.truncation.policy": policy,
+            "log.truncation.policy": self.policy,
             "consumer.override.session.timeout.ms": "6000",
+            "record.file": str(calls),
+            "record.hold.back": "0",  # commit what was put, with its leader epoch
+            "record.warnings": "true",
         }
-        worker = {"bootstrap.servers": bootstrap, "offset.flush.interval.ms": "300"}
-        task_config = {**connector, TASK_CLASS_KEY: "eosconnect.connectors.file_stream.FileStreamSinkTask"}
-        spec = TaskSpec(self.name, 0, task_config, connector, worker, self.control)
-        runner = SinkTaskRunner(spec, WorkerConfig.parse(worker), SinkConnectorConfig.parse(connector))
-        self.thread = threading.Thread(target=lambda: setattr(self, "outcome", runner.run()), daemon=True)
-        self.thread.start()
-        return self
-
-    def lines(self) -> list[str]:
-        return self.output.read_text().splitlines() if self.output.exists() else []
-
-    def stop(self, timeout: float = 30) -> TaskOutcome:
-        self.control.stopped.set()
-        return self.wait(timeout)
-
-    def wait(self, timeout: float = 30) -> TaskOutcome:
-        assert self.thread is not None
-        self.thread.join(timeout)
-        assert self.outcome is not None, f"{self.name} did not end within {timeout}s"
-        return self.outcome
+        if self.static:
+            connector["task.assigned.partitions"] = f"{self.topic}:0"
+        worker = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": f"worker-{self.name}",
+            "offset.storage.topic": f"offsets-{self.name}",
+            "offset.storage.partitions": "1",
+            "offset.storage.replication.factor": "1",
+            "exactly.once.source.support": "disabled",
+            "offset.flush.interval.ms": "300",
+        }
+        job = ConnectorJob(self.spark, connector, worker, self.workdir / f"control-{self.name}-{run}")
+        return job.start(), calls
 
 
-def truncate_under_committed_sinks(
-    kafka3: LocalKafkaCluster, topic: str, runs: dict[str, SinkRun], policies: dict[str, str]
-) -> None:
-    """A on L+F, B only on L, the sinks commit past B, then L dies and F leads without B."""
+@dataclass
+class Truncated:
+    """The module's state after the truncation: the sinks, and the tasks that ran through it."""
+
+    bootstrap: str
+    sinks: dict[str, Sink]
+    running: dict[str, tuple[ConnectorJob, Path]]
+    jobs: list[ConnectorJob]
+
+    def start(self, key: str, run: str) -> tuple[ConnectorJob, Path]:
+        job, calls = self.sinks[key].start(run)
+        self.jobs.append(job)
+        return job, calls
+
+
+def stop(job: ConnectorJob) -> dict[str, Any]:
+    [outcome] = job.stop(30)
+    return outcome
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode, which places a group on a partition of __consumer_offsets."""
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h
+
+
+def name_coordinated_by(admin: AdminClient, broker: int, base: str) -> str:
+    """A connector name whose group `connect-<name>` has `broker` as its coordinator, preferred
+    and current, so that the group stays put while the other brokers are stopped and killed."""
+    wait_for(
+        lambda: bool(ps := offsets_partitions(admin)) and all(p.leader >= 0 for p in ps.values()),
+        30,
+        "__consumer_offsets leaders",
+    )
+    partitions = offsets_partitions(admin)
+    for i in range(1000):
+        name = f"{base}{i}"
+        p = partitions[(java_hash(f"connect-{name}") & 0x7FFFFFFF) % len(partitions)]
+        if p.leader == broker and p.replicas[0] == broker:
+            return name
+    raise AssertionError(f"no __consumer_offsets partition is led by broker {broker}: {partitions}")
+
+
+def offsets_partitions(admin: AdminClient) -> dict[int, Any]:
+    try:
+        topic = admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
+    except KafkaException:
+        return {}
+    return dict(topic.partitions)
+
+
+@pytest.fixture(scope="module")
+def truncated(
+    kafka3: LocalKafkaCluster, spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Truncated]:
+    """A on L+F, B only on L, sinks commit past B (one keeps running), L dies, F leads without B, C."""
     bootstrap = kafka3.bootstrap_servers
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    workdir = tmp_path_factory.mktemp("truncation")
+    suffix = f"{int(time.time() * 1000) % 10**8}"
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    committed(bootstrap, "warm-up", "warm-up")  # creates __consumer_offsets while all brokers run
+    names = {key: f"trunc-{key}-{suffix}" for key in ("fail", "continue", "running")}
+    names["running-group"] = name_coordinated_by(admin, 3, f"trunc-running-group-{suffix}-")
+    policies = {"fail": "fail"}
+    sinks = {
+        key: Sink(
+            name,
+            f"truncated-{key}-{suffix}",
+            policies.get(key, "continue-from-divergence"),
+            key == "running",  # statically assigned, like the mirror sink's tasks
+            spark,
+            bootstrap,
+            workdir,
+        )
+        for key, name in names.items()
+    }
+    topics = [s.topic for s in sinks.values()]
     config = {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}
-    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[LEADER, FOLLOWER]], config=config)])[
-        topic
-    ].result(30)
-    wait_for(lambda: leader_and_isr(admin, topic) == (LEADER, [LEADER, FOLLOWER]), 30, "the topic's ISR")
-    produce(bootstrap, topic, A, acks="all")
+    for future in admin.create_topics(
+        [NewTopic(t, 1, replica_assignment=[[LEADER, FOLLOWER]], config=config) for t in topics]
+    ).values():
+        future.result(30)
+    for t in topics:
+        wait_for(lambda t=t: leader_and_isr(admin, t) == (LEADER, [LEADER, FOLLOWER]), 30, f"{t}'s ISR")
+        produce(bootstrap, t, A, acks="all")
 
     kafka3.stop_node(FOLLOWER)
-    wait_for(lambda: leader_and_isr(admin, topic) == (LEADER, [LEADER]), 30, "the ISR to shrink to L")
-    produce(bootstrap, topic, B, acks="1")
+    for t in topics:
+        wait_for(lambda t=t: leader_and_isr(admin, t) == (LEADER, [LEADER]), 30, f"{t}'s ISR to shrink to L")
+        produce(bootstrap, t, B, acks="1")
 
-    for key, run in runs.items():
-        run.start(bootstrap, topic, policies[key])
-        group = f"connect-{run.name}"
-        wait_for(
-            lambda g=group: (c := committed(bootstrap, g)) is not None and c.offset == 15,
-            60,
-            f"{group} at 15",
-        )
-        assert run.stop().state is TaskState.STOPPED
-        assert run.lines() == A + B
-        position = committed(bootstrap, group)
+    jobs: list[ConnectorJob] = []
+    started = {key: sink.start("before") for key, sink in sinks.items()}
+    jobs.extend(job for job, _ in started.values())
+    for key, sink in sinks.items():
+        position = None
+
+        def at_15(sink: Sink = sink) -> bool:
+            nonlocal position
+            position = committed(bootstrap, sink.group, sink.topic)
+            return position is not None and position.offset == 15
+
+        wait_for(at_15, 90, f"{sink.group} to commit offset 15")
         assert position is not None and position.leader_epoch is not None and position.leader_epoch >= 0, (
             f"the committed offset must carry B's leader epoch: {position}"
         )
+        assert put_records(started[key][1]) == list(enumerate(A + B))
+    for key in ("fail", "continue"):
+        assert stop(started[key][0])["state"] == "STOPPED"
 
     kafka3.kill_node(LEADER)
     kafka3.start_node(FOLLOWER)
-    try:  # the controller elects F by itself (topic-level unclean election) within seconds
-        wait_for(lambda: leader_and_isr(admin, topic)[0] == FOLLOWER, 15, "an unclean election of F")
-    except pytest.fail.Exception:
-        admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, 0)]).result(30)
-        wait_for(lambda: leader_and_isr(admin, topic)[0] == FOLLOWER, 15, "F elected by elect_leaders")
-    produce(bootstrap, topic, C, acks="all")  # ISR is {F}: C lands at offsets 10..17, epoch bumped
+    for t in topics:  # the controller elects F by itself (topic-level unclean election)
+        try:
+            wait_for(lambda t=t: leader_and_isr(admin, t)[0] == FOLLOWER, 20, f"an unclean election on {t}")
+        except pytest.fail.Exception:
+            admin.elect_leaders(ElectionType.UNCLEAN, [KafkaTopicPartition(t, 0)]).result(30)
+            wait_for(lambda t=t: leader_and_isr(admin, t)[0] == FOLLOWER, 20, f"F elected on {t}")
+        produce(bootstrap, t, C, acks="all")  # ISR is {F}: C lands at offsets 10..17, new epoch
     kafka3.start_node(LEADER)
-    wait_for(
-        lambda: leader_and_isr(admin, topic) == (FOLLOWER, [LEADER, FOLLOWER]), 60, "L to truncate, rejoin"
-    )
+    for t in topics:
+        wait_for(
+            lambda t=t: leader_and_isr(admin, t) == (FOLLOWER, [LEADER, FOLLOWER]), 60, f"L to rejoin {t}"
+        )
+    yield Truncated(bootstrap, sinks, {key: started[key] for key in ("running", "running-group")}, jobs)
+    for job in jobs:
+        if job.running():
+            job.stop(10)
 
 
-def test_truncation_below_committed_offsets_is_never_silent(
-    kafka3: LocalKafkaCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture, sink_runs: list[SinkRun]
-):
-    started = time.monotonic()
-    suffix = f"{int(time.time() * 1000) % 10**8}"
-    topic = f"truncated-{suffix}"
-    runs = {
-        "fail": SinkRun(f"trunc-fail-{suffix}", tmp_path / "fail.txt"),
-        "continue": SinkRun(f"trunc-continue-{suffix}", tmp_path / "continue.txt"),
-    }
-    sink_runs.extend(runs.values())
-    policies = {"fail": "fail", "continue": "continue-from-divergence"}
-    truncate_under_committed_sinks(kafka3, topic, runs, policies)
-    bootstrap = kafka3.bootstrap_servers
-
-    # fail: the task ends FAILED naming the partition, both offsets and the REST fix; nothing put.
-    failing = SinkRun(runs["fail"].name, runs["fail"].output)
-    sink_runs.append(failing.start(bootstrap, topic, policies["fail"]))
-    outcome = failing.wait(60)
-    assert outcome.state is TaskState.FAILED, outcome
-    trace = outcome.trace or ""
-    assert f"log truncation detected on topic '{topic}' partition 0" in trace, trace
-    assert "the committed position is offset 15 (leader epoch" in trace, trace
+def test_fail_policy_fails_the_restarted_task_naming_partition_and_offsets(truncated: Truncated):
+    sink = truncated.sinks["fail"]
+    job, calls = truncated.start("fail", "after")
+    [outcome] = job.wait(90)
+    assert outcome["state"] == "FAILED", outcome
+    trace = outcome["trace"] or ""
+    assert f"log truncation detected on topic '{sink.topic}' partition 0" in trace, trace
+    assert "the committed position is offset 15 (leader epoch 0)" in trace, trace
     assert "the log diverges at offset 10" in trace, trace
-    name = runs["fail"].name
-    assert f"PUT /connectors/{name}/stop" in trace and f"PATCH /connectors/{name}/offsets" in trace
-    assert f"DELETE /connectors/{name}/offsets" in trace
-    assert outcome.metrics["sink-log-truncations-total"] == 1
-    assert failing.lines() == A + B, "with policy fail nothing after the truncation is delivered"
-    position = committed(bootstrap, f"connect-{name}")
+    assert f"PUT /connectors/{sink.name}/stop" in trace and f"PATCH /connectors/{sink.name}/offsets" in trace
+    assert "continue-from-divergence" in trace
+    assert outcome["metrics"]["sink-log-truncations-total"] == 1
+    assert put_records(calls) == [], "with policy fail nothing after the truncation is put"
+    position = committed(truncated.bootstrap, sink.group, sink.topic)
     assert position is not None and position.offset == 15, "a failed task leaves the offsets alone"
 
-    # continue-from-divergence: a WARNING, a count, and C delivered from the divergence offset.
-    caplog.set_level(logging.WARNING, logger="eosconnect.runtime.sink_task")
-    resumed = SinkRun(runs["continue"].name, runs["continue"].output).start(
-        bootstrap, topic, policies["continue"]
-    )
-    group = f"connect-{resumed.name}"
-    wait_for(lambda: len(resumed.lines()) >= len(A + B + C), 60, "batch C delivered")
+
+def test_continue_policy_puts_the_new_leaders_records_from_the_divergence_offset(truncated: Truncated):
+    sink = truncated.sinks["continue"]
+    job, calls = truncated.start("continue", "after")
+    wait_for(lambda: len(put_records(calls)) >= len(C), 90, "batch C put")
     wait_for(
-        lambda: (c := committed(bootstrap, group)) is not None and c.offset == 18, 30, "offset 18 committed"
+        lambda: (c := committed(truncated.bootstrap, sink.group, sink.topic)) is not None and c.offset == 18,
+        30,
+        "offset 18 committed",
     )
-    outcome = resumed.stop()
-    assert outcome.state is TaskState.STOPPED, outcome
-    assert resumed.lines() == A + B + C, "C is delivered once, from the divergence offset 10"
-    assert outcome.metrics["sink-log-truncations-total"] == 1
-    warnings = [
-        r.getMessage()
-        for r in caplog.records
-        if r.levelno == logging.WARNING and "log truncation detected" in r.getMessage()
-    ]
-    assert len(warnings) == 1, warnings
-    assert f"[{resumed.name}-0]" in warnings[0] and f"topic '{topic}' partition 0" in warnings[0]
-    assert "offset 15" in warnings[0] and "continuing from offset 10" in warnings[0]
-    assert time.monotonic() - started < 110
+    outcome = stop(job)
+    assert outcome["state"] == "STOPPED", outcome
+    assert put_records(calls) == [(10 + i, c) for i, c in enumerate(C)], "C from offset 10, none skipped"
+    assert outcome["metrics"]["sink-log-truncations-total"] == 1
+    [warning] = truncation_warnings(calls)
+    assert f"[{sink.name}-0]" in warning and f"topic '{sink.topic}' partition 0" in warning, warning
+    assert "committed position is offset 15" in warning and "continuing from offset 10" in warning, warning
+    assert "5 records (offsets 10..14)" in warning, warning
+
+
+@pytest.mark.parametrize("key", ["running", "running-group"])
+def test_a_running_task_is_checked_after_the_leader_change(truncated: Truncated, key: str):
+    """librdkafka checks a running consumer's position when the leader epoch changes; the runtime
+    restarts the partition at the divergence: a static assignment by replacing that partition, an
+    (eager) group member by assigning all its partitions again."""
+    sink = truncated.sinks[key]
+    job, calls = truncated.running[key]
+    expected = list(enumerate(A + B)) + [(10 + i, c) for i, c in enumerate(C)]
+    wait_for(lambda: len(put_records(calls)) >= len(expected), 60, "batch C put by the running task")
+    wait_for(
+        lambda: (c := committed(truncated.bootstrap, sink.group, sink.topic)) is not None and c.offset == 18,
+        30,
+        "offset 18 committed",
+    )
+    outcome = stop(job)
+    assert outcome["state"] == "STOPPED", outcome
+    assert put_records(calls) == expected, "C from offset 10 after A and B, none skipped"
+    assert outcome["metrics"]["sink-log-truncations-total"] == 1
+    [warning] = truncation_warnings(calls)
+    assert "consumed position is offset 15" in warning and "continuing from offset 10" in warning, warning

@@ -1,14 +1,26 @@
-"""KIP-320 in the sink runtime: librdkafka's truncation texts, the policy and reset settings."""
+"""KIP-320 in the sink runtime without a broker: librdkafka's truncation texts, the policy and
+reset settings, the validating consumer's settings, rewinds that carry a leader epoch, and the mirror
+keeping the source epoch in its target transaction (tests/integration/test_sink_truncation.py has
+the real brokers)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 
-from eosconnect.api import ConfigException
+from eosconnect.api import ConfigException, OffsetAndMetadata, SinkTaskContext, TopicPartition
+from eosconnect.connectors.mirror import MirrorSinkTask
 from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig, WorkerConfig
 from eosconnect.runtime.sink_task import sink_consumer_settings
-from eosconnect.runtime.truncation import OffsetReset, parse_truncation
+from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
+from eosconnect.runtime.truncation import (
+    OffsetReset,
+    parse_truncation,
+    validate_positions,
+    validation_consumer_config,
+)
 
 # As librdkafka 2.16 reported them against Kafka 4.3 (tests/integration/test_sink_truncation.py).
 DETECTED = (
@@ -32,9 +44,11 @@ def test_detected_truncation_gives_partition_committed_and_divergence_offsets() 
     assert t is not None
     assert (t.topic, t.partition, t.consumed_offset, t.consumed_epoch) == ("orders", 3, 15, 0)
     assert (t.divergence_offset, t.divergence_epoch, t.broker) == (10, 0, 2)
-    text = t.describe()
-    assert "topic 'orders' partition 3" in text and "offset 15 (leader epoch 0)" in text
-    assert "diverges at offset 10" in text
+    text = t.describe("committed")
+    assert "topic 'orders' partition 3" in text and "committed position is offset 15 (leader epoch 0)" in text
+    assert "diverges at offset 10" in text and "broker 2" in text
+    assert t.records_affected == 5 and t.affected_range() == "5 records (offsets 10..14)"
+    assert t.divergence == OffsetAndMetadata(10, leader_epoch=0)
 
 
 def test_truncation_without_a_known_divergence_says_so() -> None:
@@ -47,6 +61,7 @@ def test_truncation_without_a_known_divergence_says_so() -> None:
         None,
     )
     assert "divergence offset is unknown" in t.describe()
+    assert t.divergence is None and t.records_affected is None
 
 
 @pytest.mark.parametrize("text", [NO_OFFSET, OUT_OF_RANGE, ""])
@@ -70,7 +85,8 @@ def test_bad_policy_is_a_field_error_naming_the_allowed_values() -> None:
         SinkConnectorConfig.parse({**BASE, "log.truncation.policy": "ignore"})
     assert set(info.value.errors) == {"log.truncation.policy"}
     problem = info.value.errors["log.truncation.policy"][0]
-    assert "fail" in problem and "continue-from-divergence" in problem
+    assert "fail" in problem and "continue-from-divergence" in problem and "ignore" in problem
+    assert '"log.truncation.policy"' in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -101,3 +117,132 @@ def test_default_reset_is_earliest_and_a_bad_one_names_the_setting() -> None:
         )
     assert set(info.value.errors) == {"consumer.override.auto.offset.reset"}
     assert "earliest" in info.value.errors["consumer.override.auto.offset.reset"][0]
+
+
+def test_the_validating_consumer_shares_connection_settings_but_never_commits_or_repairs() -> None:
+    task_consumer = {
+        "bootstrap.servers": "b:9092",
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "u",
+        "group.id": "connect-s",
+        "group.instance.id": "member-1",
+        "auto.offset.reset": "error",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    }
+    config = validation_consumer_config(task_consumer)
+    assert {k: config[k] for k in ("bootstrap.servers", "security.protocol", "sasl.username")} == {
+        "bootstrap.servers": "b:9092",
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "u",
+    }
+    assert config["group.id"] == "connect-s", "the group the principal is authorised for; never joined"
+    assert "group.instance.id" not in config
+    assert config["auto.offset.reset"] == "error" and config["enable.auto.commit"] is False
+    assert config["enable.partition.eof"] is True
+
+
+def test_positions_without_a_leader_epoch_are_not_validated() -> None:
+    """No epoch, nothing to ask the leader: no consumer is even created (the address is bogus)."""
+    positions = {
+        TopicPartition("t", 0): OffsetAndMetadata(15),
+        TopicPartition("t", 1): OffsetAndMetadata(3, leader_epoch=-1),
+    }
+    assert validate_positions({"bootstrap.servers": "192.0.2.1:1", "group.id": "g"}, positions) == {}
+
+
+def test_a_rewind_can_carry_the_leader_epoch_to_validate() -> None:
+    context = SinkTaskContext()
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    context.offset({tp0: OffsetAndMetadata(15, leader_epoch=3), tp1: 7})
+    assert context.requested_offsets == {tp0: 15, tp1: 7}, "plain offsets for tasks that read them"
+    assert context.requested_position(tp0) == OffsetAndMetadata(15, leader_epoch=3)
+    assert context.requested_position(tp1) == OffsetAndMetadata(7)
+    assert context.requested_position(tp0) is None and not context.requested_epochs
+    context.offset({tp0: OffsetAndMetadata(4, leader_epoch=1)})
+    context.offset([(tp0, 5)])  # a later plain rewind drops the epoch
+    assert context.requested_position(tp0) == OffsetAndMetadata(5)
+
+
+MIRROR = {
+    "name": "mm",
+    "connector.class": "MirrorSink",
+    "topics": "orders",
+    "target.cluster.bootstrap.servers": "127.0.0.1:9999",
+}
+
+
+class _RecordingWriter:
+    """Stands in for the mirror's TransactionalSinkProducer: what it was asked to commit."""
+
+    def __init__(self, committed: dict[TopicPartition, OffsetAndMetadata] | None = None) -> None:
+        self.commits: list[dict[TopicPartition, OffsetAndMetadata]] = []
+        self._committed = committed or {}
+
+    def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        self.commits.append(dict(offsets))
+
+    def committed(self, partitions: Any) -> dict[TopicPartition, OffsetAndMetadata]:
+        return {tp: om for tp, om in self._committed.items() if tp in set(partitions)}
+
+
+def _mirror_task(writer: _RecordingWriter) -> MirrorSinkTask:
+    task = MirrorSinkTask()
+    task.initialize(SinkTaskContext())
+    task.start(dict(MIRROR))
+    task.writer = writer  # type: ignore[assignment]
+    task._target_partitions = {"source.orders": 2}
+    return task
+
+
+def test_the_mirror_commits_the_source_leader_epoch_into_the_target_transaction() -> None:
+    writer = _RecordingWriter()
+    task = _mirror_task(writer)
+    returned = task.pre_commit({TopicPartition("orders", 1): OffsetAndMetadata(15, leader_epoch=4)})
+    assert returned == {}, "the target's transaction holds the offsets"
+    assert writer.commits == [{TopicPartition("source.orders", 1): OffsetAndMetadata(15, leader_epoch=4)}]
+
+
+def test_the_mirror_rewinds_with_the_committed_source_epoch_so_the_runtime_validates_it() -> None:
+    writer = _RecordingWriter({TopicPartition("source.orders", 1): OffsetAndMetadata(15, leader_epoch=4)})
+    task = _mirror_task(writer)
+    task.open([TopicPartition("orders", 1)])
+    assert task.context.requested_position(TopicPartition("orders", 1)) == OffsetAndMetadata(
+        15, leader_epoch=4
+    )
+
+
+class _FakeTransactionalProducer:
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def send_offsets_to_transaction(self, offsets: Any, _metadata: Any, _timeout: float) -> None:
+        self.sent.extend(offsets)
+
+    def commit_transaction(self, _timeout: float) -> None:
+        pass
+
+
+class _FakeGroupConsumer:
+    def consumer_group_metadata(self) -> object:
+        return object()
+
+
+def test_offsets_sent_to_the_transaction_keep_their_leader_epoch() -> None:
+    """librdkafka's TxnOffsetCommit carries the epoch (checked on Kafka 4.3: committed() returns it)."""
+    writer = TransactionalSinkProducer(
+        {"bootstrap.servers": "127.0.0.1:9999"},
+        {"bootstrap.servers": "127.0.0.1:9999"},
+        transactional_id="g-mm-0",
+        group_id="connect-mm",
+        task_id="mm-0",
+        timeout_remedies="",
+    )
+    producer = _FakeTransactionalProducer()
+    writer.producer, writer.group_consumer = producer, _FakeGroupConsumer()  # type: ignore[assignment]
+    writer.commit({TopicPartition("source.orders", 1): OffsetAndMetadata(15, leader_epoch=4)})
+    [sent] = producer.sent
+    assert (sent.topic, sent.partition, sent.offset, sent.leader_epoch) == ("source.orders", 1, 15, 4)

@@ -19,12 +19,15 @@ by the worker) goes through KIP-618's start-up first: the leader fences zombies,
 still be the latest before and after the task's `start` (which creates its transactional producer
 with the id in its context), else the task quietly does not start (SUPERSEDED).
 
-Log truncation (KIP-320): every committed offset carries the leader epoch of the record before it,
-and the runtime assigns each partition at its committed offset *with that epoch* so that librdkafka
-checks it against the leader's log; the consumer runs with `auto.offset.reset=error` so that a
-truncation reaches the runtime instead of being repaired silently (see runtime/truncation.py).
-`log.truncation.policy` then fails the task naming the partition and offsets, or continues from the
-divergence offset with a warning and a count; other resets follow the user's `auto.offset.reset`.
+Log truncation (KIP-320, see runtime/truncation.py and docs/truncation.md): every committed offset
+carries the leader epoch of the record before it. On every assignment the runtime reads the
+committed offsets with their epochs and has them checked against the leaders' logs by a consumer
+that is no group member (librdkafka does not check a group member's committed start position);
+while the task runs, librdkafka itself checks the position after a leader change. Either way a
+truncation goes to `log.truncation.policy`: fail naming the partitions and offsets, or continue from
+the divergence offset with a warning and a count. So that librdkafka reports a truncation instead of
+silently seeking, the consumer runs with `auto.offset.reset=error` and the runtime applies the
+user's `auto.offset.reset` (default earliest) to the other resets itself.
 
 A record the converters or transformations reject fails the task naming its topic, partition
 and offset (`errors.tolerance=none`, Kafka Connect's default); with `errors.tolerance=all` it is
@@ -55,7 +58,7 @@ from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
-from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation
+from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation, validate_positions
 from eosconnect.storage.clients import ClientConfig, client_config
 
 log = logging.getLogger(__name__)
@@ -68,6 +71,17 @@ POLL_TIMEOUT_S = 0.5
 RETRY_BACKOFF_S = 1.0
 #: How long fetching the group's committed offsets on assignment may take.
 COMMITTED_TIMEOUT_S = 30.0
+#: Errors of an offset fetch that go away by themselves (a coordinator loading or moving).
+RETRIABLE_FETCH_CODES = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+    }
+)
 
 Offsets = dict[TopicPartition, OffsetAndMetadata]
 
@@ -105,18 +119,14 @@ def _kafka_tp(tp: TopicPartition) -> KafkaTopicPartition:
     return KafkaTopicPartition(tp.topic, tp.partition)
 
 
-def sink_consumer_config(worker: WorkerConfig, connector: SinkConnectorConfig) -> ClientConfig:
-    """The task consumer's settings: the worker's `consumer.*`, the connector's
-    `consumer.override.*`, then what the runtime needs (warning when that overrides the user)."""
-    return sink_consumer_settings(worker, connector)[0]
-
-
 def sink_consumer_settings(
     worker: WorkerConfig, connector: SinkConnectorConfig
 ) -> tuple[ClientConfig, OffsetReset]:
-    """The consumer's settings and the user's `auto.offset.reset` (default earliest, as Kafka
-    Connect's sink consumers), which the runtime applies itself: librdkafka gets `error` so that a
-    log truncation is reported instead of silently repaired (KIP-320)."""
+    """The task consumer's settings (the worker's `consumer.*`, the connector's
+    `consumer.override.*`, then what the runtime needs, warning when that overrides the user) and
+    the user's `auto.offset.reset` (default earliest, as Kafka Connect's sink consumers), which the
+    runtime applies itself: librdkafka gets `error` so that a log truncation is reported instead of
+    silently repaired (KIP-320)."""
     config = client_config("consumer", worker.originals, connector.originals)
     setting = config.origin.get("auto.offset.reset", "consumer.override.auto.offset.reset")
     reset = OffsetReset.parse(config.pop("auto.offset.reset", "earliest"), setting)
@@ -128,6 +138,14 @@ def sink_consumer_settings(
     config.force("enable.auto.commit", False, "the sink runtime commits offsets after pre_commit()")
     config.force("isolation.level", "read_committed", "sinks deliver only records of committed transactions")
     return config.validate(), reset
+
+
+def incremental_assignment(consumer_config: Mapping[str, Any]) -> bool:
+    """Whether a group member changes its assignment with `incremental_*` (the cooperative
+    protocol or KIP-848's) rather than `assign` (the eager protocol, librdkafka's default)."""
+    strategy = str(consumer_config.get("partition.assignment.strategy", "")).lower()
+    protocol = str(consumer_config.get("group.protocol", "classic")).lower()
+    return "cooperative" in strategy or protocol == "consumer"
 
 
 class SinkTaskRunner:
@@ -153,6 +171,8 @@ class SinkTaskRunner:
             else None
         )
         self.consumer: Consumer | None = None
+        #: The consumer's settings, which the positions' validating consumer shares (KIP-320).
+        self.consumer_config: ClientConfig | None = None
         #: The user's auto.offset.reset, applied by the runtime (the consumer itself has `error`).
         self.offset_reset = OffsetReset.EARLIEST
         self.committer: OffsetCommitter | None = None
@@ -160,8 +180,10 @@ class SinkTaskRunner:
         self.current: Offsets = {}
         self.committed: Offsets = {}
         self._retry: tuple[list[SinkRecord], Offsets] | None = None
-        #: Assigned positions with a leader epoch, paused until `_validate_positions` seeks them.
-        self._to_validate: list[KafkaTopicPartition] = []
+        #: Partitions librdkafka stopped (an offset reset or truncation) and where they start again.
+        self._restarts: dict[TopicPartition, KafkaTopicPartition] = {}
+        #: Where each assigned partition was (re)started, for an eager group's re-assignment.
+        self._starts: dict[TopicPartition, KafkaTopicPartition] = {}
         self._retry_at = 0.0
         self._paused_by_worker = False
         self._failed = False
@@ -200,8 +222,8 @@ class SinkTaskRunner:
             self.context.transactional_id = task_transactional_id(
                 self.worker.group_id, self.spec.connector, self.spec.task
             )
-        consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
-        self.consumer = Consumer(consumer_config)
+        self.consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
+        self.consumer = Consumer(self.consumer_config)
         self.committer = self.make_committer(self.consumer)
         self.task.initialize(self.context)
         self.task.start(dict(self.spec.task_config))  # step 4: a transactional task inits its producer
@@ -249,12 +271,12 @@ class SinkTaskRunner:
             if directive is Directive.STOP:
                 return
             self._pause_for_worker(directive is Directive.PAUSE)
-            if self._to_validate:
-                self._validate_positions()
             if directive is Directive.RUN:
                 self._deliver_next_batch()
             else:
                 self._poll_nothing()
+            if self._restarts:
+                self._restart_partitions()
             self._apply_context_requests()
             if self.context.commit_requested or time.monotonic() >= next_commit:
                 self.context.commit_requested = False
@@ -289,13 +311,19 @@ class SinkTaskRunner:
         """Records for `put` and, per partition, the position after the batch's last message.
 
         Counters and positions are gathered per batch: a lock and two objects per record would be
-        paid on the hot path for values only the last message of each partition decides."""
+        paid on the hot path for values only the last message of each partition decides. A
+        partition the consumer had to move (a truncation continued from its divergence offset)
+        gets the position it was moved to."""
         records: list[SinkRecord] = []
         last: dict[tuple[str, int], tuple[int, int | None]] = {}
+        moved: Offsets = {}
         polled = filtered = 0
         for message in messages:
             if message.error() is not None:
-                self._consumer_error(message)
+                position = self._consumer_error(message)
+                if position is not None:
+                    moved[TopicPartition(message.topic(), message.partition())] = position
+                    last.pop((message.topic(), message.partition()), None)
                 continue
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             polled += 1
@@ -325,31 +353,75 @@ class SinkTaskRunner:
             )
             for (topic, partition), (offset, epoch) in last.items()
         }
+        positions.update(moved)
         return records, positions
 
-    def _consumer_error(self, message: Any) -> None:
+    def _consumer_error(self, message: Any) -> OffsetAndMetadata | None:
+        """Handle an error the consumer returned; the partition's new position if it was moved."""
         error: KafkaError = message.error()
         if error.code() == KafkaError._PARTITION_EOF:
-            return
+            return None
         if error.code() == KafkaError._AUTO_OFFSET_RESET:
-            self._offset_reset_needed(message.topic(), message.partition(), error.str())
-            return
+            return self._offset_reset_needed(message.topic(), message.partition(), error.str())
         if error.fatal():
             raise KafkaException(error)
         self.log.warning("consumer error: %s", error.str())
+        return None
 
     # ----------------------------------------------------------------------------- resets, truncation
-    def _offset_reset_needed(self, topic: str, partition: int, text: str) -> None:
+    def _offset_reset_needed(self, topic: str, partition: int, text: str) -> OffsetAndMetadata | None:
         """librdkafka stopped fetching a partition (our `auto.offset.reset=error`): a truncation
-        goes to `log.truncation.policy`, anything else to the user's `auto.offset.reset`."""
+        (found by librdkafka's check after a leader change) goes to `log.truncation.policy`,
+        anything else to the user's `auto.offset.reset`. The partition is restarted where that says
+        (see `_restart_partitions`); returns that position unless it is a logical one."""
+        tp = TopicPartition(topic, partition)
         truncation = parse_truncation(text, topic, partition)
-        if truncation is not None:
-            self._on_truncation(truncation)
+        if truncation is None:
+            start = KafkaTopicPartition(topic, partition, self._reset_offset(tp, text))
         else:
-            self._apply_offset_reset(TopicPartition(topic, partition), text)
+            start = self._on_truncations([truncation], "consumed")[tp]
+        self._restarts[tp] = start
+        if start.offset < 0:  # a logical offset: the next record gives the position
+            return None
+        epoch = start.leader_epoch if start.leader_epoch is not None and start.leader_epoch >= 0 else None
+        return OffsetAndMetadata(start.offset, leader_epoch=epoch)
 
-    def _apply_offset_reset(self, tp: TopicPartition, reason: str) -> None:
-        """No usable position (none committed, or out of range): what `auto.offset.reset` says."""
+    def _restart_partitions(self) -> None:
+        """Start the partitions librdkafka stopped again, where `_offset_reset_needed` decided.
+
+        After an `_AUTO_OFFSET_RESET` error librdkafka 2.16 refuses to `seek` the partition
+        ("Erroneous state"): only a new assignment starts it. Statically assigned partitions and
+        cooperative groups replace just those partitions (`incremental_*`); an eager group member
+        may only `assign` its whole assignment, so the others are assigned at their positions (all
+        records consumed so far were handled). Pauses are applied again afterwards.
+        """
+        assert self.consumer is not None and self.consumer_config is not None
+        restarts, self._restarts = self._restarts, {}
+        assigned = {TopicPartition(p.topic, p.partition) for p in self.consumer.assignment()}
+        restarts = {tp: start for tp, start in restarts.items() if tp in assigned}
+        if not restarts:
+            return
+        if self.static_partitions is not None or incremental_assignment(self.consumer_config):
+            self.consumer.incremental_unassign([_kafka_tp(tp) for tp in restarts])
+            self.consumer.incremental_assign(list(restarts.values()))
+        else:
+            others = [_kafka_tp(tp) for tp in sorted(assigned) if tp not in restarts]
+            positions = [  # nothing consumed yet: where it was assigned
+                p if p.offset >= 0 else self._starts.get(TopicPartition(p.topic, p.partition), p)
+                for p in (self.consumer.position(others) if others else [])
+            ]
+            self.consumer.assign(list(restarts.values()) + positions)
+        self._starts.update(restarts)
+        self.log.info("restarted %s", {str(tp): start.offset for tp, start in restarts.items()})
+        if self._paused_by_worker or self._retry is not None:
+            self._pause_assigned(True)
+        held = [_kafka_tp(tp) for tp in self.context.paused & self.context.assigned]
+        if held:
+            self.consumer.pause(held)
+
+    def _reset_offset(self, tp: TopicPartition, reason: str) -> int:
+        """No usable position (none committed, or out of range): what `auto.offset.reset` says, as a
+        librdkafka logical offset."""
         target = self.offset_reset.logical_offset
         if target is None:
             raise ConnectException(
@@ -361,62 +433,75 @@ class SinkTaskRunner:
         self.log.warning(
             "%s partition %s: %s; auto.offset.reset=%s", tp.topic, tp.partition, reason, self.offset_reset
         )
-        self._seek(KafkaTopicPartition(tp.topic, tp.partition, target))
+        return target
 
-    def _on_truncation(self, truncation: LogTruncation) -> None:
-        """KIP-320: records this task consumed are gone from the partition; never silently."""
-        self.metrics.record_log_truncation()
-        policy = self.connector.log_truncation_policy
-        if policy is LogTruncationPolicy.FAIL:
-            self.log.error("%s (log.truncation.policy=fail)", truncation.describe())
-            raise ConnectException(self._truncation_failure(truncation))
-        tp = TopicPartition(truncation.topic, truncation.partition)
-        if truncation.divergence_offset is None:
+    def _on_truncations(
+        self, truncations: list[LogTruncation], position: str
+    ) -> dict[TopicPartition, KafkaTopicPartition]:
+        """KIP-320: records this task consumed are gone from these partitions; never silently.
+
+        Counts each, then per `log.truncation.policy` fails the task naming them all, or returns
+        where each continues: the divergence offset (the new leader's records from there on are
+        delivered), or `auto.offset.reset` when the leader could not say where the logs diverge.
+        `position` says which position was checked ("committed" on assignment, "consumed" later).
+        """
+        for _ in truncations:
+            self.metrics.record_log_truncation()
+        if self.connector.log_truncation_policy is LogTruncationPolicy.FAIL:
+            for t in truncations:
+                self.log.error("%s (log.truncation.policy=fail)", t.describe(position))
+            raise ConnectException(self._truncation_failure(truncations, position))
+        starts: dict[TopicPartition, KafkaTopicPartition] = {}
+        for t in truncations:
+            tp = t.topic_partition
+            divergence = t.divergence
+            if divergence is None:
+                self.log.warning(
+                    "%s; log.truncation.policy=continue-from-divergence cannot continue from it, applying "
+                    "auto.offset.reset=%s",
+                    t.describe(position),
+                    self.offset_reset,
+                )
+                starts[tp] = KafkaTopicPartition(
+                    tp.topic, tp.partition, self._reset_offset(tp, "log truncated, divergence offset unknown")
+                )
+                continue
             self.log.warning(
-                "%s; log.truncation.policy=continue-from-divergence cannot continue from it, applying "
-                "auto.offset.reset=%s",
-                truncation.describe(),
-                self.offset_reset,
+                "%s; continuing from offset %s (log.truncation.policy=continue-from-divergence): %s "
+                "consumed from the old leader are gone from Kafka, and the new leader's records from offset "
+                "%s on are delivered",
+                t.describe(position),
+                divergence.offset,
+                t.affected_range(),
+                divergence.offset,
             )
-            self._apply_offset_reset(tp, "log truncated, divergence offset unknown")
-            return
-        lost = truncation.consumed_offset
-        self.log.warning(
-            "%s; continuing from offset %s (log.truncation.policy=continue-from-divergence): records %s "
-            "that this connector consumed are no longer in Kafka, records the new leader wrote from "
-            "offset %s on are delivered",
-            truncation.describe(),
-            truncation.divergence_offset,
-            f"at offsets {truncation.divergence_offset}..{lost - 1}" if lost else "after the divergence",
-            truncation.divergence_offset,
-        )
-        position = OffsetAndMetadata(truncation.divergence_offset, leader_epoch=truncation.divergence_epoch)
-        self._seek(kafka_offsets({tp: position})[0])
-        if tp in self.context.assigned:
-            self.current[tp] = position  # the next commit moves the group back to the divergence
+            starts[tp] = kafka_offsets({tp: divergence})[0]
+            if tp in self.context.assigned:
+                self.current[tp] = divergence  # the next commit moves the group back to the divergence
+        return starts
 
-    def _truncation_failure(self, truncation: LogTruncation) -> str:
+    def _truncation_failure(self, truncations: list[LogTruncation], position: str) -> str:
         """The FAILED task's message: what happened, where, and how an operator gets going again."""
         name = self.spec.connector
-        offset = truncation.divergence_offset if truncation.divergence_offset is not None else "<offset>"
-        entry = {
-            "partition": {"kafka_topic": truncation.topic, "kafka_partition": truncation.partition},
-            "offset": {"kafka_offset": offset},
-        }
-        patch = json.dumps({"offsets": [entry]})
+        entries = [
+            {
+                "partition": {"kafka_topic": t.topic, "kafka_partition": t.partition},
+                "offset": {
+                    "kafka_offset": t.divergence_offset if t.divergence_offset is not None else "<offset>"
+                },
+            }
+            for t in truncations
+        ]
+        found = "; ".join(t.describe(position) for t in truncations)
         return (
-            f"{self.task_id}: {truncation.describe()}. An unclean leader election lost records this "
-            "connector had already consumed, and records written since at the same offsets would be "
-            "skipped (log.truncation.policy=fail). To go on: PUT /connectors/"
-            f"{name}/stop, then either PATCH /connectors/{name}/offsets with {patch} to continue from the "
+            f"{self.task_id}: {found}. An unclean leader election lost records this connector had already "
+            "consumed, and the records the new leader wrote at the same offsets would be skipped "
+            f"(log.truncation.policy=fail). To go on: PUT /connectors/{name}/stop, then either "
+            f"PATCH /connectors/{name}/offsets with {json.dumps({'offsets': entries})} to continue from the "
             f"divergence, or DELETE /connectors/{name}/offsets to start over per auto.offset.reset, then "
             f"PUT /connectors/{name}/resume; or set log.truncation.policy=continue-from-divergence. "
-            f"librdkafka said: {truncation.detail}"
+            f"librdkafka said: {' | '.join(t.detail for t in truncations)}"
         )
-
-    def _seek(self, position: KafkaTopicPartition) -> None:
-        assert self.consumer is not None
-        self.consumer.seek(position)
 
     def _poll_nothing(self) -> None:
         """Serve the consumer (rebalances, heartbeats) without taking records: all are paused."""
@@ -424,7 +509,7 @@ class SinkTaskRunner:
         self._pause_assigned(True)
         for message in self.consumer.consume(num_messages=1, timeout=POLL_TIMEOUT_S / 5):
             if message.error() is not None:
-                self._consumer_error(message)
+                self._consumer_error(message)  # a moved partition's position is in self.current
             else:  # fetched before the pause took effect: read it again after resuming
                 self.consumer.seek(
                     KafkaTopicPartition(message.topic(), message.partition(), message.offset())
@@ -468,78 +553,71 @@ class SinkTaskRunner:
         self.context.assigned.update(assigned)
         self.log.info("assigned %s", [str(tp) for tp in assigned])
         self.task.open(assigned)
-        rewinds = {
-            (p.topic, p.partition): self.context.requested_offsets.pop(TopicPartition(p.topic, p.partition))
-            for p in partitions
-            if TopicPartition(p.topic, p.partition) in self.context.requested_offsets
-        }
-        positions = self._committed_positions(
-            consumer, [p for p in partitions if (p.topic, p.partition) not in rewinds]
-        )
-        partitions = [
-            KafkaTopicPartition(p.topic, p.partition, rewinds[(p.topic, p.partition)])
-            if (p.topic, p.partition) in rewinds  # rewinds the task asked for in open()
-            else positions[(p.topic, p.partition)]
-            for p in partitions
-        ]
-        consumer.assign(partitions)
-        validate = [p for p in partitions if (p.leader_epoch or -1) >= 0]
-        if validate:  # held back until seek() has them validated, see _validate_positions
-            consumer.pause(validate)
-            self._to_validate.extend(validate)
+        starts = self._start_positions(consumer, assigned)
+        consumer.assign(starts)
+        self._starts.update({TopicPartition(p.topic, p.partition): p for p in starts})
         if self._paused_by_worker or self._retry is not None:
             consumer.pause(partitions)
 
-    def _validate_positions(self) -> None:
-        """Seek the newly assigned partitions to their committed positions again, with the leader
-        epochs, then let them fetch. librdkafka checks a position against the leader's log
-        (OffsetForLeaderEpoch) on `seek`; on `assign`, in a group member, it did not (librdkafka
-        2.16: the consumer read on past a truncation), nor on a seek inside the rebalance callback.
-        The partitions stay paused in between so that nothing is fetched from an unchecked position."""
-        assert self.consumer is not None
-        pending, self._to_validate = self._to_validate, []
-        assigned = {(p.topic, p.partition) for p in self.consumer.assignment()}
-        pending = [p for p in pending if (p.topic, p.partition) in assigned]
-        for position in pending:
-            self.consumer.seek(position)
-        held = self.context.paused
-        resumable = [p for p in pending if TopicPartition(p.topic, p.partition) not in held]
-        if resumable and not self._paused_by_worker and self._retry is None:
-            self.consumer.resume(resumable)
+    def _start_positions(
+        self, consumer: Consumer, partitions: list[TopicPartition]
+    ) -> list[KafkaTopicPartition]:
+        """Where each newly assigned partition starts, checked against the log (KIP-320).
 
-    def _committed_positions(
-        self, consumer: Consumer, partitions: list[KafkaTopicPartition]
-    ) -> dict[tuple[str, int], KafkaTopicPartition]:
-        """Each partition's committed offset *with its leader epoch*, to be given to `assign`.
-
-        librdkafka validates a position against the leader's log (KIP-320) only when it is handed
-        one with an epoch; left to fetch the committed offset itself it does not, and would read
-        past a truncation. Partitions without a committed offset start per `auto.offset.reset`.
+        A rewind the task asked for in `open()` wins over the group's committed offset; a partition
+        with neither starts per `auto.offset.reset`. Positions with a leader epoch (committed ones,
+        and rewinds that came with one) are validated before the consumer fetches from them, since
+        librdkafka does not validate a group member's start position; a truncated one goes to
+        `log.truncation.policy` (fail, or start at the divergence offset).
         """
+        known: Offsets = {}
+        for tp in partitions:
+            rewind = self.context.requested_position(tp)
+            if rewind is not None:
+                known[tp] = rewind
+        known.update(self._committed_positions(consumer, [tp for tp in partitions if tp not in known]))
+        assert self.consumer_config is not None
+        truncations = validate_positions(self.consumer_config, known, logger=self.log)
+        moved = self._on_truncations(list(truncations.values()), "committed") if truncations else {}
+        starts = []
+        for tp in partitions:
+            if tp in moved:
+                starts.append(moved[tp])
+            elif tp in known:
+                starts.append(kafka_offsets({tp: known[tp]})[0])
+            else:  # nothing committed: auto.offset.reset (error: librdkafka reports it, see above)
+                start = self.offset_reset.logical_offset
+                starts.append(
+                    KafkaTopicPartition(tp.topic, tp.partition, OFFSET_INVALID if start is None else start)
+                )
+        return starts
+
+    def _committed_positions(self, consumer: Consumer, partitions: list[TopicPartition]) -> Offsets:
+        """The group's committed offsets *with their leader epochs* (partitions with one only).
+
+        Fetched here rather than by librdkafka because the epochs are needed for the check; a
+        coordinator that is loading or moving is waited for, as librdkafka would."""
         if not partitions:
             return {}
-        committed = consumer.committed(
-            [KafkaTopicPartition(p.topic, p.partition) for p in partitions], timeout=COMMITTED_TIMEOUT_S
-        )
-        start = self.offset_reset.logical_offset
-        positions = {}
+        deadline = time.monotonic() + COMMITTED_TIMEOUT_S
+        while True:
+            try:
+                committed = consumer.committed([_kafka_tp(tp) for tp in partitions], timeout=10)
+                break
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if err.code() not in RETRIABLE_FETCH_CODES or time.monotonic() >= deadline:
+                    raise
+                self.log.info("reading the committed offsets: %s; retrying", err.str())
+                time.sleep(0.5)
+        positions: Offsets = {}
         for c in committed:
-            key = (c.topic, c.partition)
             if c.offset >= 0:
                 epoch = c.leader_epoch if c.leader_epoch is not None and c.leader_epoch >= 0 else None
-                extra = {} if epoch is None else {"leader_epoch": epoch}
-                positions[key] = KafkaTopicPartition(c.topic, c.partition, c.offset, **extra)
-                self.log.info(
-                    "%s partition %s: resuming from committed offset %s (leader epoch %s)",
-                    c.topic,
-                    c.partition,
-                    c.offset,
-                    "none: not validated" if epoch is None else f"{epoch}, validated by the leader",
+                positions[TopicPartition(c.topic, c.partition)] = OffsetAndMetadata(
+                    c.offset, leader_epoch=epoch
                 )
-            else:  # no committed offset: auto.offset.reset (error: librdkafka reports it, see above)
-                positions[key] = KafkaTopicPartition(
-                    c.topic, c.partition, OFFSET_INVALID if start is None else start
-                )
+        self.log.debug("committed positions %s", {str(tp): om for tp, om in positions.items()})
         return positions
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
@@ -561,6 +639,8 @@ class SinkTaskRunner:
         for tp in closing:
             self.current.pop(tp, None)
             self.committed.pop(tp, None)
+            self._restarts.pop(tp, None)
+            self._starts.pop(tp, None)
         if self._retry is not None:
             records, positions = self._retry
             kept = [r for r in records if r.topic_partition not in closing]
@@ -593,13 +673,16 @@ class SinkTaskRunner:
         assert self.consumer is not None
         context = self.context
         if context.requested_offsets:
-            for tp, offset in list(context.requested_offsets.items()):
+            for tp in list(context.requested_offsets):
+                position = context.requested_position(tp)
+                assert position is not None
                 if tp in context.assigned:
-                    self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
-                    self.current[tp] = OffsetAndMetadata(offset)
+                    # with a leader epoch, librdkafka checks the position (a truncation is reported)
+                    self.consumer.seek(kafka_offsets({tp: position})[0])
+                    self.current[tp] = position
                 else:
                     self.log.warning("offset(): %s is not assigned to this task; ignoring the rewind", tp)
-            context.requested_offsets.clear()
+            context.requested_epochs.clear()
         if context.resumed:
             resumed = [
                 KafkaTopicPartition(tp.topic, tp.partition) for tp in context.resumed & context.assigned
