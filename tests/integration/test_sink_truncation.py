@@ -20,6 +20,7 @@ truncation (one bounce of the brokers for the module):
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from eosconnect.cluster.jobs import ConnectorJob
 from eosconnect.devkafka import LocalKafkaCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
+
+log = logging.getLogger(__name__)
 
 RECORDING = "support.connectors.RecordingSinkConnector"
 LEADER, FOLLOWER = 1, 2
@@ -131,7 +134,8 @@ class Sink:
             "key.converter": "StringConverter",
             "value.converter": "StringConverter",
             "log.truncation.policy": self.policy,
-            "consumer.override.session.timeout.ms": "6000",
+            # long enough that a loaded machine does not make the group rebalance during the bounce
+            "consumer.override.session.timeout.ms": "30000",
             "record.file": str(calls),
             "record.hold.back": "0",  # commit what was put, with its leader epoch
             "record.warnings": "true",
@@ -149,6 +153,18 @@ class Sink:
         }
         job = ConnectorJob(self.spark, connector, worker, self.workdir / f"control-{self.name}-{run}")
         return job.start(), calls
+
+
+class Phases:
+    """Logs how long each step of the set-up took (the module's time goes there)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def __call__(self, what: str) -> None:
+        now = time.monotonic()
+        log.info("%s after %.1fs", what, now - self.last)
+        self.last = now
 
 
 @dataclass
@@ -239,12 +255,15 @@ def truncated(
         wait_for(lambda t=t: leader_and_isr(admin, t) == (LEADER, [LEADER, FOLLOWER]), 30, f"{t}'s ISR")
         produce(bootstrap, t, A, acks="all")
 
+    phase = Phases()
     kafka3.stop_node(FOLLOWER)
+    phase("A produced, F stopped")
     for t in topics:
         wait_for(lambda t=t: leader_and_isr(admin, t) == (LEADER, [LEADER]), 30, f"{t}'s ISR to shrink to L")
         produce(bootstrap, t, B, acks="1")
 
     jobs: list[ConnectorJob] = []
+    phase("B produced")
     started = {key: sink.start("before") for key, sink in sinks.items()}
     jobs.extend(job for job, _ in started.values())
     for key, sink in sinks.items():
@@ -263,8 +282,10 @@ def truncated(
     for key in ("fail", "continue"):
         assert stop(started[key][0])["state"] == "STOPPED"
 
+    phase("sinks at offset 15")
     kafka3.kill_node(LEADER)
     kafka3.start_node(FOLLOWER)
+    phase("L killed, F started")
     for t in topics:  # the controller elects F by itself (topic-level unclean election)
         try:
             wait_for(lambda t=t: leader_and_isr(admin, t)[0] == FOLLOWER, 20, f"an unclean election on {t}")
@@ -272,11 +293,13 @@ def truncated(
             admin.elect_leaders(ElectionType.UNCLEAN, [KafkaTopicPartition(t, 0)]).result(30)
             wait_for(lambda t=t: leader_and_isr(admin, t)[0] == FOLLOWER, 20, f"F elected on {t}")
         produce(bootstrap, t, C, acks="all")  # ISR is {F}: C lands at offsets 10..17, new epoch
+    phase("F elected, C produced")
     kafka3.start_node(LEADER)
     for t in topics:
         wait_for(
             lambda t=t: leader_and_isr(admin, t) == (FOLLOWER, [LEADER, FOLLOWER]), 60, f"L to rejoin {t}"
         )
+    phase("L back in the ISR: B truncated")
     yield Truncated(bootstrap, sinks, {key: started[key] for key in ("running", "running-group")}, jobs)
     for job in jobs:
         if job.running():
@@ -338,4 +361,8 @@ def test_a_running_task_is_checked_after_the_leader_change(truncated: Truncated,
     assert put_records(calls) == expected, "C from offset 10 after A and B, none skipped"
     assert outcome["metrics"]["sink-log-truncations-total"] == 1
     [warning] = truncation_warnings(calls)
-    assert "consumed position is offset 15" in warning and "continuing from offset 10" in warning, warning
+    assert "continuing from offset 10" in warning, warning
+    if key == "running":  # no group: only librdkafka's check of the running consumer can find it
+        assert "consumed position is offset 15" in warning, warning
+    else:  # a rebalance during the bounce (seen under load) finds it in the committed position first
+        assert "consumed position is offset 15" in warning or "committed position is offset 15" in warning

@@ -9,12 +9,16 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api import ConfigException, OffsetAndMetadata, SinkTaskContext, TopicPartition
+from eosconnect.api.errors import ConnectException
+from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG
 from eosconnect.connectors.mirror import MirrorSinkTask
 from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig, WorkerConfig
-from eosconnect.runtime.sink_task import sink_consumer_settings
+from eosconnect.runtime.sink_task import SinkTaskRunner, sink_consumer_settings
 from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.truncation import (
     OffsetReset,
     parse_truncation,
@@ -246,3 +250,102 @@ def test_offsets_sent_to_the_transaction_keep_their_leader_epoch() -> None:
     writer.commit({TopicPartition("source.orders", 1): OffsetAndMetadata(15, leader_epoch=4)})
     [sent] = producer.sent
     assert (sent.topic, sent.partition, sent.offset, sent.leader_epoch) == ("source.orders", 1, 15, 4)
+
+
+# ----------------------------------------------------------------------------------- the runner
+class _StandInConsumer:
+    """Records what the runner asks of its consumer when it restarts stopped partitions (the real
+    librdkafka behaviour is in tests/integration/test_sink_truncation.py and docs/truncation.md)."""
+
+    def __init__(self, positions: dict[int, tuple[int, int | None]]) -> None:
+        self.positions = positions
+        self.calls: list[tuple[str, list[tuple[str, int, int, int | None]]]] = []
+
+    def _record(self, call: str, partitions: list[KafkaTopicPartition]) -> None:
+        self.calls.append((call, [(p.topic, p.partition, p.offset, p.leader_epoch) for p in partitions]))
+
+    def assignment(self) -> list[KafkaTopicPartition]:
+        return [KafkaTopicPartition("t", p) for p in self.positions]
+
+    def position(self, partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
+        result = []
+        for p in partitions:
+            offset, epoch = self.positions[p.partition]
+            extra = {} if epoch is None else {"leader_epoch": epoch}
+            result.append(KafkaTopicPartition(p.topic, p.partition, offset, **extra))
+        return result
+
+    def assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        self._record("assign", partitions)
+
+    def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        self._record("incremental_assign", partitions)
+
+    def incremental_unassign(self, partitions: list[KafkaTopicPartition]) -> None:
+        self._record("incremental_unassign", partitions)
+
+    def pause(self, partitions: list[KafkaTopicPartition]) -> None:
+        self._record("pause", partitions)
+
+    def resume(self, partitions: list[KafkaTopicPartition]) -> None:
+        self._record("resume", partitions)
+
+
+def _runner(
+    policy: str, positions: dict[int, tuple[int, int | None]], static: bool = False
+) -> SinkTaskRunner:
+    connector = {**BASE, "log.truncation.policy": policy}
+    task_config = {**connector, TASK_CLASS_KEY: "eosconnect.connectors.file_stream.FileStreamSinkTask"}
+    if static:
+        task_config[ASSIGNED_PARTITIONS_CONFIG] = ",".join(f"t:{p}" for p in positions)
+    worker = {"bootstrap.servers": "127.0.0.1:9092"}
+    spec = TaskSpec("s", 0, task_config, connector, worker, control=None)  # type: ignore[arg-type]
+    runner = SinkTaskRunner(spec, WorkerConfig.parse(worker), SinkConnectorConfig.parse(connector))
+    runner.consumer_config, runner.offset_reset = sink_consumer_settings(runner.worker, runner.connector)
+    runner.consumer = _StandInConsumer(positions)  # type: ignore[assignment]
+    runner.context.assigned.update(TopicPartition("t", p) for p in positions)
+    return runner
+
+
+def test_a_running_group_member_restarts_the_truncated_partition_with_its_whole_assignment() -> None:
+    """Eager protocol: librdkafka refuses seek() after the error and incremental_* in a group."""
+    runner = _runner("continue-from-divergence", {0: (15, 0), 1: (42, 3), 2: (-1001, None)})
+    runner._starts[TopicPartition("t", 2)] = KafkaTopicPartition("t", 2, 7)  # assigned, nothing read yet
+    runner._paused_by_worker = True
+    moved = runner._offset_reset_needed("t", 0, DETECTED)
+    assert moved == OffsetAndMetadata(10, leader_epoch=0)
+    assert runner.current[TopicPartition("t", 0)] == moved, "the next commit moves the group back"
+    assert runner.metrics.snapshot()["sink-log-truncations-total"] == 1
+    runner._restart_partitions()
+    consumer = runner.consumer
+    assert consumer.calls[0] == ("assign", [("t", 0, 10, 0), ("t", 1, 42, 3), ("t", 2, 7, None)])  # type: ignore[union-attr]
+    assert consumer.calls[1][0] == "pause", "the worker's pause holds after the re-assignment"  # type: ignore[union-attr]
+
+
+def test_a_static_assignment_restarts_only_the_truncated_partition() -> None:
+    runner = _runner("continue-from-divergence", {0: (15, 0), 1: (42, 3)}, static=True)
+    runner._offset_reset_needed("t", 0, DETECTED)
+    runner._restart_partitions()
+    assert runner.consumer.calls == [  # type: ignore[union-attr]
+        ("incremental_unassign", [("t", 0, -1001, None)]),
+        ("incremental_assign", [("t", 0, 10, 0)]),
+    ]
+
+
+def test_a_running_task_with_policy_fail_fails_naming_the_offsets_and_the_fix() -> None:
+    runner = _runner("fail", {0: (15, 0)})
+    with pytest.raises(ConnectException) as info:
+        runner._offset_reset_needed("orders", 3, DETECTED)
+    text = str(info.value)
+    assert "topic 'orders' partition 3: the consumed position is offset 15 (leader epoch 0)" in text
+    assert "the log diverges at offset 10" in text and "PATCH /connectors/s/offsets" in text
+    assert '"kafka_offset": 10' in text and "log.truncation.policy=continue-from-divergence" in text
+    assert runner.metrics.snapshot()["sink-log-truncations-total"] == 1
+
+
+def test_other_resets_follow_the_users_auto_offset_reset() -> None:
+    runner = _runner("fail", {0: (15, 0)})
+    assert runner._offset_reset_needed("t", 0, OUT_OF_RANGE) is None, "a logical offset: no position yet"
+    runner._restart_partitions()
+    assert runner.consumer.calls == [("assign", [("t", 0, OFFSET_BEGINNING, None)])]  # type: ignore[union-attr]
+    assert runner.metrics.snapshot()["sink-log-truncations-total"] == 0
