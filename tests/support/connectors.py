@@ -4,10 +4,12 @@ tests/conftest.py puts the tests directory on PYTHONPATH before Spark starts."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from eosconnect.api.config import ConfigDef
@@ -129,12 +131,19 @@ class RecordingSinkTask(SinkTask):
     """Appends every call the runtime makes to `record.file` (one JSON object a line), because it
     runs in a Spark Python worker: the test reads the file to see the calls in order.
 
-    `pre_commit` holds back the last record of each partition (commits its offset, not the one
-    after it), so a test can tell "what pre_commit returned" from "what was consumed".
+    `pre_commit` holds back the last `record.hold.back` records of each partition (default 1: it
+    commits the last record's offset, not the one after it), so a test can tell "what pre_commit
+    returned" from "what was consumed". With `record.warnings=true` the runtime's WARNING and ERROR
+    log lines of the task's lifetime are recorded too (`{"call": "log", ...}`).
     """
 
     def start(self, config: dict[str, str]) -> None:
         self._log = self._log_path(config).open("a", encoding="utf-8")
+        self._hold_back = int(config.get("record.hold.back", "1"))
+        self._log_handler: logging.Handler | None = None
+        if config.get("record.warnings") == "true":
+            self._log_handler = _EventLogHandler(self._event)
+            logging.getLogger("eosconnect.runtime").addHandler(self._log_handler)
         self._event("start")
 
     def _log_path(self, config: dict[str, str]) -> Path:
@@ -161,13 +170,31 @@ class RecordingSinkTask(SinkTask):
 
     def pre_commit(self, current_offsets):
         self.flush(current_offsets)
-        returned = {tp: OffsetAndMetadata(om.offset - 1) for tp, om in current_offsets.items()}
+        returned = {
+            tp: OffsetAndMetadata(om.offset - self._hold_back, leader_epoch=om.leader_epoch)
+            if self._hold_back == 0
+            else OffsetAndMetadata(om.offset - self._hold_back)
+            for tp, om in current_offsets.items()
+        }
         self._event("pre_commit", returned={str(tp): om.offset for tp, om in returned.items()})
         return returned
 
     def stop(self) -> None:
         self._event("stop")
+        if self._log_handler is not None:  # Spark reuses the Python worker for other tasks
+            logging.getLogger("eosconnect.runtime").removeHandler(self._log_handler)
         self._log.close()
+
+
+class _EventLogHandler(logging.Handler):
+    """Hands WARNING and ERROR log records to a `RecordingSinkTask`'s call log."""
+
+    def __init__(self, event: Callable[..., None]) -> None:
+        super().__init__(logging.WARNING)
+        self._record_event = event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._record_event("log", level=record.levelname, logger=record.name, message=record.getMessage())
 
 
 class RecordingSinkConnector(SinkConnector):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageReader
-from eosconnect.api.records import TopicPartition
+from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 from eosconnect.api.transactions import TransactionContext
 
 __all__ = ["ConnectorContext", "SinkTaskContext", "SourceTaskContext"]
@@ -73,6 +73,9 @@ class SinkTaskContext:
     configs: dict[str, str] = field(default_factory=dict)
     assigned: set[TopicPartition] = field(default_factory=set)
     requested_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    #: Leader epochs of the rewinds that came with one (KIP-320): those positions are checked
+    #: against the partition's log before the task reads from them.
+    requested_epochs: dict[TopicPartition, int] = field(default_factory=dict)
     paused: set[TopicPartition] = field(default_factory=set)
     resumed: set[TopicPartition] = field(default_factory=set)
     commit_requested: bool = False
@@ -87,11 +90,38 @@ class SinkTaskContext:
         """The partitions this task consumes right now (changes on rebalances: see open/close)."""
         return set(self.assigned)
 
-    def offset(self, offsets: Mapping[TopicPartition, int] | Iterable[tuple[TopicPartition, int]]) -> None:
+    def offset(
+        self,
+        offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+        | Iterable[tuple[TopicPartition, int | OffsetAndMetadata]],
+    ) -> None:
         """Ask the runtime to continue consuming these partitions from these offsets, e.g. to
-        resume from positions the task stored in the target system itself."""
+        resume from positions the task stored in the target system itself.
+
+        A task that stored the leader epoch with an offset (the `leader_epoch` of the
+        `OffsetAndMetadata` it was given) passes the `OffsetAndMetadata` back: the runtime then
+        checks the position against the partition's log (KIP-320) and applies the connector's
+        `log.truncation.policy` if records before it were lost. A plain offset is not checked.
+        """
         pairs = offsets.items() if isinstance(offsets, Mapping) else offsets
-        self.requested_offsets.update(pairs)
+        for tp, position in pairs:
+            if isinstance(position, OffsetAndMetadata):
+                self.requested_offsets[tp] = position.offset
+                epoch = position.leader_epoch
+            else:
+                self.requested_offsets[tp] = int(position)
+                epoch = None
+            if epoch is not None and epoch >= 0:
+                self.requested_epochs[tp] = epoch
+            else:
+                self.requested_epochs.pop(tp, None)
+
+    def requested_position(self, tp: TopicPartition) -> OffsetAndMetadata | None:
+        """Take the rewind asked for `tp` (with its leader epoch, if one came with it), or None."""
+        if tp not in self.requested_offsets:
+            return None
+        offset = self.requested_offsets.pop(tp)
+        return OffsetAndMetadata(offset, leader_epoch=self.requested_epochs.pop(tp, None))
 
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching these partitions (e.g. while the target is overloaded) until `resume`."""

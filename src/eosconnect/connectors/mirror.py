@@ -261,12 +261,14 @@ class MirrorSinkTask(SinkTask):
         targets = {self.policy.target_partition(tp): tp for tp in partitions}
         committed = self.writer.committed(targets)
         if committed:
-            self.context.offset({targets[t]: offset for t, offset in committed.items()})
+            # With the source leader epochs committed alongside, the runtime checks these positions
+            # against the source partitions' logs (KIP-320) before reading from them.
+            self.context.offset({targets[t]: position for t, position in committed.items()})
         log.info(
             "[%s] resuming %d partitions from the target's committed offsets %s (others: auto.offset.reset)",
             self.task_id,
             len(committed),
-            {str(t): o for t, o in sorted(committed.items())},
+            {str(t): om.offset for t, om in sorted(committed.items())},
         )
 
     def _ensure_target(self, topic: str, partition: int) -> None:
@@ -323,8 +325,10 @@ class MirrorSinkTask(SinkTask):
         group is not the source of truth). At least once: flush, then let the runtime commit."""
         if self.writer is not None:
             self.writer.commit(
-                {
-                    self.policy.target_partition(tp): OffsetAndMetadata(om.offset)
+                {  # the source leader epoch goes along: see TransactionalSinkProducer.commit
+                    self.policy.target_partition(tp): OffsetAndMetadata(
+                        om.offset, leader_epoch=om.leader_epoch
+                    )
                     for tp, om in current_offsets.items()
                 }
             )

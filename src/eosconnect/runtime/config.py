@@ -42,6 +42,14 @@ class ErrorsTolerance(StrEnum):
     ALL = "all"
 
 
+class LogTruncationPolicy(StrEnum):
+    """Sink connector setting `log.truncation.policy`: what a task does when the partition log it
+    reads lost records it had already consumed (an unclean leader election truncated it, KIP-320)."""
+
+    FAIL = "fail"
+    CONTINUE_FROM_DIVERGENCE = "continue-from-divergence"
+
+
 class ExactlyOnceRequirement(StrEnum):
     """Connector setting `exactly.once.support`."""
 
@@ -245,6 +253,19 @@ SINK_CONNECTOR_CONFIG_DEF = (
         "with a logged warning (its offset is committed).",
         ValidString.in_(*[t.value for t in ErrorsTolerance], case_sensitive=False),
     )
+    .define(
+        "log.truncation.policy",
+        ConfigType.STRING,
+        "fail",
+        Importance.MEDIUM,
+        "What a task does when a partition's log was truncated below its committed offset (an unclean "
+        "leader election lost records it had consumed, KIP-320). fail: the task fails naming the "
+        "partition, the committed offset and the divergence offset, until an operator resets the "
+        "connector's offsets; continue-from-divergence: it logs a warning, counts it in "
+        "sink-log-truncations-total and continues from the divergence offset (the new leader's "
+        "records from there on are delivered; the lost ones stay delivered downstream).",
+        ValidString.in_(*[p.value for p in LogTruncationPolicy], case_sensitive=False),
+    )
 )
 
 
@@ -324,6 +345,7 @@ class SinkConnectorConfig:
     topics: tuple[str, ...]
     topics_regex: str | None
     errors_tolerance: ErrorsTolerance
+    log_truncation_policy: LogTruncationPolicy
     originals: Mapping[str, str] = field(repr=False)
 
     @classmethod
@@ -343,6 +365,7 @@ class SinkConnectorConfig:
             topics=tuple(topics),
             topics_regex=regex or None,
             errors_tolerance=ErrorsTolerance(values["errors.tolerance"].lower()),
+            log_truncation_policy=LogTruncationPolicy(values["log.truncation.policy"].lower()),
             originals={k: str(v) for k, v in props.items()},
         )
 

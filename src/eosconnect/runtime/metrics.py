@@ -117,7 +117,15 @@ class SinkTaskMetrics(TaskMetrics):
     Same counters as a source task, other meanings: `records_polled` are records read from Kafka,
     `records_written` records handed to `put`, `records_filtered` records dropped by a
     transformation or skipped as malformed (`errors.tolerance=all`); `topics` are the topics read.
+    `log_truncations` counts partitions found truncated below the task's position (KIP-320), which
+    operators must see even when `log.truncation.policy` lets the task continue.
     """
+
+    log_truncations: int = 0
+
+    def record_log_truncation(self) -> None:
+        with self._lock:
+            self.log_truncations += 1
 
     def snapshot(self) -> dict[str, float | int | str | None]:
         with self._lock:
@@ -130,4 +138,5 @@ class SinkTaskMetrics(TaskMetrics):
                 "sink-record-read-rate": self.records_polled / elapsed,
                 "sink-record-send-rate": self.records_written / elapsed,
                 "offset-commit-completion-total": self.offset_commits,
+                "sink-log-truncations-total": self.log_truncations,
             }

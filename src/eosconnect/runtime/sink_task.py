@@ -19,6 +19,16 @@ by the worker) goes through KIP-618's start-up first: the leader fences zombies,
 still be the latest before and after the task's `start` (which creates its transactional producer
 with the id in its context), else the task quietly does not start (SUPERSEDED).
 
+Log truncation (KIP-320, see runtime/truncation.py and docs/truncation.md): every committed offset
+carries the leader epoch of the record before it. On every assignment the runtime reads the
+committed offsets with their epochs and has them checked against the leaders' logs by a consumer
+that is no group member (librdkafka does not check a group member's committed start position);
+while the task runs, librdkafka itself checks the position after a leader change. Either way a
+truncation goes to `log.truncation.policy`: fail naming the partitions and offsets, or continue from
+the divergence offset with a warning and a count. So that librdkafka reports a truncation instead of
+silently seeking, the consumer runs with `auto.offset.reset=error` and the runtime applies the
+user's `auto.offset.reset` (default earliest) to the other resets itself.
+
 A record the converters or transformations reject fails the task naming its topic, partition
 and offset (`errors.tolerance=none`, Kafka Connect's default); with `errors.tolerance=all` it is
 skipped with a warning and its offset committed like any other.
@@ -26,6 +36,7 @@ skipped with a warning and its offset committed like any other.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import traceback
@@ -33,7 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.context import SinkTaskContext
@@ -41,12 +52,13 @@ from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
 from eosconnect.cluster.fencing import task_transactional_id
-from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig, WorkerConfig
+from eosconnect.runtime.config import ErrorsTolerance, LogTruncationPolicy, SinkConnectorConfig, WorkerConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
+from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation, validate_positions
 from eosconnect.storage.clients import ClientConfig, client_config
 
 log = logging.getLogger(__name__)
@@ -57,6 +69,19 @@ MAX_BATCH = 500
 POLL_TIMEOUT_S = 0.5
 #: How long to wait before giving a batch to `put` again after a RetriableException.
 RETRY_BACKOFF_S = 1.0
+#: How long fetching the group's committed offsets on assignment may take.
+COMMITTED_TIMEOUT_S = 30.0
+#: Errors of an offset fetch that go away by themselves (a coordinator loading or moving).
+RETRIABLE_FETCH_CODES = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+    }
+)
 
 Offsets = dict[TopicPartition, OffsetAndMetadata]
 
@@ -94,17 +119,33 @@ def _kafka_tp(tp: TopicPartition) -> KafkaTopicPartition:
     return KafkaTopicPartition(tp.topic, tp.partition)
 
 
-def sink_consumer_config(worker: WorkerConfig, connector: SinkConnectorConfig) -> ClientConfig:
-    """The task consumer's settings: the worker's `consumer.*`, the connector's
-    `consumer.override.*`, then what the runtime needs (warning when that overrides the user)."""
+def sink_consumer_settings(
+    worker: WorkerConfig, connector: SinkConnectorConfig
+) -> tuple[ClientConfig, OffsetReset]:
+    """The task consumer's settings (the worker's `consumer.*`, the connector's
+    `consumer.override.*`, then what the runtime needs, warning when that overrides the user) and
+    the user's `auto.offset.reset` (default earliest, as Kafka Connect's sink consumers), which the
+    runtime applies itself: librdkafka gets `error` so that a log truncation is reported instead of
+    silently repaired (KIP-320)."""
     config = client_config("consumer", worker.originals, connector.originals)
-    config.setdefault("auto.offset.reset", "earliest")  # Kafka Connect's default for sink consumers
+    setting = config.origin.get("auto.offset.reset", "consumer.override.auto.offset.reset")
+    reset = OffsetReset.parse(config.pop("auto.offset.reset", "earliest"), setting)
+    config.origin.pop("auto.offset.reset", None)
+    config["auto.offset.reset"] = "error"
     config.force(
         "group.id", connector.consumer_group, "a sink connector's tasks share the group connect-<name>"
     )
     config.force("enable.auto.commit", False, "the sink runtime commits offsets after pre_commit()")
     config.force("isolation.level", "read_committed", "sinks deliver only records of committed transactions")
-    return config.validate()
+    return config.validate(), reset
+
+
+def incremental_assignment(consumer_config: Mapping[str, Any]) -> bool:
+    """Whether a group member changes its assignment with `incremental_*` (the cooperative
+    protocol or KIP-848's) rather than `assign` (the eager protocol, librdkafka's default)."""
+    strategy = str(consumer_config.get("partition.assignment.strategy", "")).lower()
+    protocol = str(consumer_config.get("group.protocol", "classic")).lower()
+    return "cooperative" in strategy or protocol == "consumer"
 
 
 class SinkTaskRunner:
@@ -130,11 +171,19 @@ class SinkTaskRunner:
             else None
         )
         self.consumer: Consumer | None = None
+        #: The consumer's settings, which the positions' validating consumer shares (KIP-320).
+        self.consumer_config: ClientConfig | None = None
+        #: The user's auto.offset.reset, applied by the runtime (the consumer itself has `error`).
+        self.offset_reset = OffsetReset.EARLIEST
         self.committer: OffsetCommitter | None = None
         #: Per partition, the position after the last record given to `put` (what may be committed).
         self.current: Offsets = {}
         self.committed: Offsets = {}
         self._retry: tuple[list[SinkRecord], Offsets] | None = None
+        #: Partitions librdkafka stopped (an offset reset or truncation) and where they start again.
+        self._restarts: dict[TopicPartition, KafkaTopicPartition] = {}
+        #: Where each assigned partition was (re)started, for an eager group's re-assignment.
+        self._starts: dict[TopicPartition, KafkaTopicPartition] = {}
         self._retry_at = 0.0
         self._paused_by_worker = False
         self._failed = False
@@ -173,7 +222,8 @@ class SinkTaskRunner:
             self.context.transactional_id = task_transactional_id(
                 self.worker.group_id, self.spec.connector, self.spec.task
             )
-        self.consumer = Consumer(sink_consumer_config(self.worker, self.connector))
+        self.consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
+        self.consumer = Consumer(self.consumer_config)
         self.committer = self.make_committer(self.consumer)
         self.task.initialize(self.context)
         self.task.start(dict(self.spec.task_config))  # step 4: a transactional task inits its producer
@@ -210,6 +260,8 @@ class SinkTaskRunner:
                 self._deliver_next_batch()
             else:
                 self._poll_nothing()
+            if self._restarts:
+                self._restart_partitions()
             self._apply_context_requests()
             if self.context.commit_requested or time.monotonic() >= next_commit:
                 self.context.commit_requested = False
@@ -244,14 +296,19 @@ class SinkTaskRunner:
         """Records for `put` and, per partition, the position after the batch's last message.
 
         Counters and positions are gathered per batch: a lock and two objects per record would be
-        paid on the hot path for values only the last message of each partition decides."""
+        paid on the hot path for values only the last message of each partition decides. A
+        partition the consumer had to move (a truncation continued from its divergence offset)
+        gets the position it was moved to."""
         records: list[SinkRecord] = []
         last: dict[tuple[str, int], tuple[int, int | None]] = {}
+        moved: Offsets = {}
         polled = filtered = 0
         for message in messages:
-            error = message.error()
-            if error is not None:
-                self._consumer_error(error)
+            if message.error() is not None:
+                position = self._consumer_error(message)
+                if position is not None:
+                    moved[TopicPartition(message.topic(), message.partition())] = position
+                    last.pop((message.topic(), message.partition()), None)
                 continue
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             polled += 1
@@ -281,14 +338,155 @@ class SinkTaskRunner:
             )
             for (topic, partition), (offset, epoch) in last.items()
         }
+        positions.update(moved)
         return records, positions
 
-    def _consumer_error(self, error: KafkaError) -> None:
+    def _consumer_error(self, message: Any) -> OffsetAndMetadata | None:
+        """Handle an error the consumer returned; the partition's new position if it was moved."""
+        error: KafkaError = message.error()
         if error.code() == KafkaError._PARTITION_EOF:
-            return
+            return None
+        if error.code() == KafkaError._AUTO_OFFSET_RESET:
+            return self._offset_reset_needed(message.topic(), message.partition(), error.str())
         if error.fatal():
             raise KafkaException(error)
         self.log.warning("consumer error: %s", error.str())
+        return None
+
+    # ----------------------------------------------------------------------------- resets, truncation
+    def _offset_reset_needed(self, topic: str, partition: int, text: str) -> OffsetAndMetadata | None:
+        """librdkafka stopped fetching a partition (our `auto.offset.reset=error`): a truncation
+        (found by librdkafka's check after a leader change) goes to `log.truncation.policy`,
+        anything else to the user's `auto.offset.reset`. The partition is restarted where that says
+        (see `_restart_partitions`); returns that position unless it is a logical one."""
+        tp = TopicPartition(topic, partition)
+        truncation = parse_truncation(text, topic, partition)
+        if truncation is None:
+            start = KafkaTopicPartition(topic, partition, self._reset_offset(tp, text))
+        else:
+            start = self._on_truncations([truncation], "consumed")[tp]
+        self._restarts[tp] = start
+        if start.offset < 0:  # a logical offset: the next record gives the position
+            return None
+        epoch = start.leader_epoch if start.leader_epoch is not None and start.leader_epoch >= 0 else None
+        return OffsetAndMetadata(start.offset, leader_epoch=epoch)
+
+    def _restart_partitions(self) -> None:
+        """Start the partitions librdkafka stopped again, where `_offset_reset_needed` decided.
+
+        After an `_AUTO_OFFSET_RESET` error librdkafka 2.16 refuses to `seek` the partition
+        ("Erroneous state"): only a new assignment starts it. Statically assigned partitions and
+        cooperative groups replace just those partitions (`incremental_*`); an eager group member
+        may only `assign` its whole assignment, so the others are assigned at their positions (all
+        records consumed so far were handled). Pauses are applied again afterwards.
+        """
+        assert self.consumer is not None and self.consumer_config is not None
+        restarts, self._restarts = self._restarts, {}
+        assigned = {TopicPartition(p.topic, p.partition) for p in self.consumer.assignment()}
+        restarts = {tp: start for tp, start in restarts.items() if tp in assigned}
+        if not restarts:
+            return
+        if self.static_partitions is not None or incremental_assignment(self.consumer_config):
+            self.consumer.incremental_unassign([_kafka_tp(tp) for tp in restarts])
+            self.consumer.incremental_assign(list(restarts.values()))
+        else:
+            others = [_kafka_tp(tp) for tp in sorted(assigned) if tp not in restarts]
+            positions = [  # nothing consumed yet: where it was assigned
+                p if p.offset >= 0 else self._starts.get(TopicPartition(p.topic, p.partition), p)
+                for p in (self.consumer.position(others) if others else [])
+            ]
+            self.consumer.assign(list(restarts.values()) + positions)
+        self._starts.update(restarts)
+        self.log.info("restarted %s", {str(tp): start.offset for tp, start in restarts.items()})
+        if self._paused_by_worker or self._retry is not None:
+            self._pause_assigned(True)
+        held = [_kafka_tp(tp) for tp in self.context.paused & self.context.assigned]
+        if held:
+            self.consumer.pause(held)
+
+    def _reset_offset(self, tp: TopicPartition, reason: str) -> int:
+        """No usable position (none committed, or out of range): what `auto.offset.reset` says, as a
+        librdkafka logical offset."""
+        target = self.offset_reset.logical_offset
+        if target is None:
+            raise ConnectException(
+                f"{self.task_id}: no valid position on topic {tp.topic!r} partition {tp.partition} "
+                f"({reason}) and auto.offset.reset=error. Set consumer.override.auto.offset.reset to "
+                f"earliest or latest, or set the connector's offsets (PUT /connectors/{self.spec.connector}"
+                f"/stop, then PATCH /connectors/{self.spec.connector}/offsets)."
+            )
+        self.log.warning(
+            "%s partition %s: %s; auto.offset.reset=%s", tp.topic, tp.partition, reason, self.offset_reset
+        )
+        return target
+
+    def _on_truncations(
+        self, truncations: list[LogTruncation], position: str
+    ) -> dict[TopicPartition, KafkaTopicPartition]:
+        """KIP-320: records this task consumed are gone from these partitions; never silently.
+
+        Counts each, then per `log.truncation.policy` fails the task naming them all, or returns
+        where each continues: the divergence offset (the new leader's records from there on are
+        delivered), or `auto.offset.reset` when the leader could not say where the logs diverge.
+        `position` says which position was checked ("committed" on assignment, "consumed" later).
+        """
+        for _ in truncations:
+            self.metrics.record_log_truncation()
+        if self.connector.log_truncation_policy is LogTruncationPolicy.FAIL:
+            for t in truncations:
+                self.log.error("%s (log.truncation.policy=fail)", t.describe(position))
+            raise ConnectException(self._truncation_failure(truncations, position))
+        starts: dict[TopicPartition, KafkaTopicPartition] = {}
+        for t in truncations:
+            tp = t.topic_partition
+            divergence = t.divergence
+            if divergence is None:
+                self.log.warning(
+                    "%s; log.truncation.policy=continue-from-divergence cannot continue from it, applying "
+                    "auto.offset.reset=%s",
+                    t.describe(position),
+                    self.offset_reset,
+                )
+                starts[tp] = KafkaTopicPartition(
+                    tp.topic, tp.partition, self._reset_offset(tp, "log truncated, divergence offset unknown")
+                )
+                continue
+            self.log.warning(
+                "%s; continuing from offset %s (log.truncation.policy=continue-from-divergence): %s "
+                "consumed from the old leader are gone from Kafka, and the new leader's records from offset "
+                "%s on are delivered",
+                t.describe(position),
+                divergence.offset,
+                t.affected_range(),
+                divergence.offset,
+            )
+            starts[tp] = kafka_offsets({tp: divergence})[0]
+            if tp in self.context.assigned:
+                self.current[tp] = divergence  # the next commit moves the group back to the divergence
+        return starts
+
+    def _truncation_failure(self, truncations: list[LogTruncation], position: str) -> str:
+        """The FAILED task's message: what happened, where, and how an operator gets going again."""
+        name = self.spec.connector
+        entries = [
+            {
+                "partition": {"kafka_topic": t.topic, "kafka_partition": t.partition},
+                "offset": {
+                    "kafka_offset": t.divergence_offset if t.divergence_offset is not None else "<offset>"
+                },
+            }
+            for t in truncations
+        ]
+        found = "; ".join(t.describe(position) for t in truncations)
+        return (
+            f"{self.task_id}: {found}. An unclean leader election lost records this connector had already "
+            "consumed, and the records the new leader wrote at the same offsets would be skipped "
+            f"(log.truncation.policy=fail). To go on: PUT /connectors/{name}/stop, then either "
+            f"PATCH /connectors/{name}/offsets with {json.dumps({'offsets': entries})} to continue from the "
+            f"divergence, or DELETE /connectors/{name}/offsets to start over per auto.offset.reset, then "
+            f"PUT /connectors/{name}/resume; or set log.truncation.policy=continue-from-divergence. "
+            f"librdkafka said: {' | '.join(t.detail for t in truncations)}"
+        )
 
     def _poll_nothing(self) -> None:
         """Serve the consumer (rebalances, heartbeats) without taking records: all are paused."""
@@ -296,7 +494,7 @@ class SinkTaskRunner:
         self._pause_assigned(True)
         for message in self.consumer.consume(num_messages=1, timeout=POLL_TIMEOUT_S / 5):
             if message.error() is not None:
-                self._consumer_error(message.error())
+                self._consumer_error(message)  # a moved partition's position is in self.current
             else:  # fetched before the pause took effect: read it again after resuming
                 self.consumer.seek(
                     KafkaTopicPartition(message.topic(), message.partition(), message.offset())
@@ -340,13 +538,72 @@ class SinkTaskRunner:
         self.context.assigned.update(assigned)
         self.log.info("assigned %s", [str(tp) for tp in assigned])
         self.task.open(assigned)
-        for p in partitions:  # rewinds the task asked for in open()
-            rewind = self.context.requested_offsets.pop(TopicPartition(p.topic, p.partition), None)
-            if rewind is not None:
-                p.offset = rewind
-        consumer.assign(partitions)
+        starts = self._start_positions(consumer, assigned)
+        consumer.assign(starts)
+        self._starts.update({TopicPartition(p.topic, p.partition): p for p in starts})
         if self._paused_by_worker or self._retry is not None:
             consumer.pause(partitions)
+
+    def _start_positions(
+        self, consumer: Consumer, partitions: list[TopicPartition]
+    ) -> list[KafkaTopicPartition]:
+        """Where each newly assigned partition starts, checked against the log (KIP-320).
+
+        A rewind the task asked for in `open()` wins over the group's committed offset; a partition
+        with neither starts per `auto.offset.reset`. Positions with a leader epoch (committed ones,
+        and rewinds that came with one) are validated before the consumer fetches from them, since
+        librdkafka does not validate a group member's start position; a truncated one goes to
+        `log.truncation.policy` (fail, or start at the divergence offset).
+        """
+        known: Offsets = {}
+        for tp in partitions:
+            rewind = self.context.requested_position(tp)
+            if rewind is not None:
+                known[tp] = rewind
+        known.update(self._committed_positions(consumer, [tp for tp in partitions if tp not in known]))
+        assert self.consumer_config is not None
+        truncations = validate_positions(self.consumer_config, known, logger=self.log)
+        moved = self._on_truncations(list(truncations.values()), "committed") if truncations else {}
+        starts = []
+        for tp in partitions:
+            if tp in moved:
+                starts.append(moved[tp])
+            elif tp in known:
+                starts.append(kafka_offsets({tp: known[tp]})[0])
+            else:  # nothing committed: auto.offset.reset (error: librdkafka reports it, see above)
+                start = self.offset_reset.logical_offset
+                starts.append(
+                    KafkaTopicPartition(tp.topic, tp.partition, OFFSET_INVALID if start is None else start)
+                )
+        return starts
+
+    def _committed_positions(self, consumer: Consumer, partitions: list[TopicPartition]) -> Offsets:
+        """The group's committed offsets *with their leader epochs* (partitions with one only).
+
+        Fetched here rather than by librdkafka because the epochs are needed for the check; a
+        coordinator that is loading or moving is waited for, as librdkafka would."""
+        if not partitions:
+            return {}
+        deadline = time.monotonic() + COMMITTED_TIMEOUT_S
+        while True:
+            try:
+                committed = consumer.committed([_kafka_tp(tp) for tp in partitions], timeout=10)
+                break
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if err.code() not in RETRIABLE_FETCH_CODES or time.monotonic() >= deadline:
+                    raise
+                self.log.info("reading the committed offsets: %s; retrying", err.str())
+                time.sleep(0.5)
+        positions: Offsets = {}
+        for c in committed:
+            if c.offset >= 0:
+                epoch = c.leader_epoch if c.leader_epoch is not None and c.leader_epoch >= 0 else None
+                positions[TopicPartition(c.topic, c.partition)] = OffsetAndMetadata(
+                    c.offset, leader_epoch=epoch
+                )
+        self.log.debug("committed positions %s", {str(tp): om for tp, om in positions.items()})
+        return positions
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
@@ -367,6 +624,8 @@ class SinkTaskRunner:
         for tp in closing:
             self.current.pop(tp, None)
             self.committed.pop(tp, None)
+            self._restarts.pop(tp, None)
+            self._starts.pop(tp, None)
         if self._retry is not None:
             records, positions = self._retry
             kept = [r for r in records if r.topic_partition not in closing]
@@ -399,13 +658,16 @@ class SinkTaskRunner:
         assert self.consumer is not None
         context = self.context
         if context.requested_offsets:
-            for tp, offset in list(context.requested_offsets.items()):
+            for tp in list(context.requested_offsets):
+                position = context.requested_position(tp)
+                assert position is not None
                 if tp in context.assigned:
-                    self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
-                    self.current[tp] = OffsetAndMetadata(offset)
+                    # with a leader epoch, librdkafka checks the position (a truncation is reported)
+                    self.consumer.seek(kafka_offsets({tp: position})[0])
+                    self.current[tp] = position
                 else:
                     self.log.warning("offset(): %s is not assigned to this task; ignoring the rewind", tp)
-            context.requested_offsets.clear()
+            context.requested_epochs.clear()
         if context.resumed:
             resumed = [
                 KafkaTopicPartition(tp.topic, tp.partition) for tp in context.resumed & context.assigned

@@ -27,7 +27,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 from eosconnect.runtime.exactly_once import classify_transaction_error, transactional_producer_config
-from eosconnect.runtime.sink_task import kafka_offsets
+from eosconnect.runtime.sink_task import RETRIABLE_FETCH_CODES, kafka_offsets
 from eosconnect.storage.clients import forced
 
 __all__ = ["TransactionalSinkProducer"]
@@ -36,17 +36,6 @@ log = logging.getLogger(__name__)
 
 #: How long init/commit/abort and the offsets call may take before the task fails.
 CALL_TIMEOUT_S = 60.0
-#: Errors of an offset fetch that go away by themselves.
-RETRIABLE_FETCH_CODES = frozenset(
-    {
-        KafkaError._TIMED_OUT,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.UNSTABLE_OFFSET_COMMIT,
-    }
-)
 
 
 class TransactionalSinkProducer:
@@ -117,9 +106,9 @@ class TransactionalSinkProducer:
             self.group_consumer = None
 
     # ----------------------------------------------------------------------------- offsets
-    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The group's committed offsets (only committed transactions count) for these partitions;
-        partitions with none are left out."""
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (only committed transactions count) for these partitions,
+        with the leader epochs committed with them; partitions with none are left out."""
         assert self.group_consumer is not None
         wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         if not wanted:
@@ -142,8 +131,16 @@ class TransactionalSinkProducer:
                     f"{self.task_id}: could not read the committed offsets of group {self.group_id!r} on the "
                     f"cluster the task writes to: {err.name()}: {err.str()}"
                 ) from exc
-        found = {TopicPartition(p.topic, p.partition): p.offset for p in result if p.offset >= 0}
-        self._last_committed.update({tp: OffsetAndMetadata(o) for tp, o in found.items()})
+        found = {
+            TopicPartition(p.topic, p.partition): OffsetAndMetadata(
+                p.offset,
+                p.metadata or "",
+                leader_epoch=p.leader_epoch if p.leader_epoch is not None and p.leader_epoch >= 0 else None,
+            )
+            for p in result
+            if p.offset >= 0
+        }
+        self._last_committed.update(found)
         return found
 
     # ----------------------------------------------------------------------------- transactions
@@ -184,10 +181,14 @@ class TransactionalSinkProducer:
 
     def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Send `offsets` (next offset to read, keyed by partitions of this cluster) into the open
-        transaction and commit it; with no records open, offsets that moved commit on their own."""
+        transaction and commit it; with no records open, offsets that moved commit on their own.
+
+        Leader epochs are committed with the offsets (TxnOffsetCommit carries them): a mirror keeps
+        the *source* partition's epoch there, so that its restart can check the position against
+        the source log (KIP-320)."""
         producer, consumer = self.producer, self.group_consumer
         assert producer is not None and consumer is not None
-        offsets = {tp: OffsetAndMetadata(om.offset, om.metadata) for tp, om in offsets.items()}
+        offsets = dict(offsets)
         if self._txn_started is None:
             if all(self._last_committed.get(tp) == om for tp, om in offsets.items()):
                 return

@@ -33,7 +33,8 @@ Set `connector.class` to a short name below (with or without the `Connector` suf
 class path. Every connector also takes the framework's settings (`name`, `tasks.max`,
 `key.converter`, `value.converter`, `transforms`, ...); source connectors `exactly.once.support`,
 `transaction.boundary`, `offsets.storage.topic`, `producer.override.*`; sink connectors `topics` or
-`topics.regex`, `errors.tolerance`, `consumer.override.*`. See [the connector guide](connector-guide.md).
+`topics.regex`, `errors.tolerance`, `log.truncation.policy` ([truncation.md](truncation.md)),
+`consumer.override.*`. See [the connector guide](connector-guide.md).
 Settings are validated before the connector starts: every bad setting is reported at once, by name,
 with what it must be.
 """
