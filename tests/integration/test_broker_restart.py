@@ -1,0 +1,89 @@
+"""A broker crash under running exactly-once source tasks (three brokers, every topic replicated 3x
+with min.insync.replicas=2): the tasks ride out the loss of the broker that leads their data
+partitions, keep committing, and the output stays exactly once after it comes back.
+
+The soak (tests/soak/test_chaos.py, `make soak`) does this at random for minutes, with more kinds of
+faults; this is its short, deterministic form for every `make test`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.tools.verify import verify_sequence_topic
+from support.chaos import SequenceFollower, data_leaders, replicated_worker_settings, wait_fully_replicated
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
+
+RATE = 150
+
+
+@pytest.fixture(scope="module")
+def bootstrap(kafka3: LocalKafkaCluster) -> str:
+    """Everything in this module (worker_props, ...) talks to the three brokers."""
+    return kafka3.bootstrap_servers
+
+
+def test_sigkilled_leader_broker_keeps_exactly_once(kafka3: LocalKafkaCluster, workers, topic_name):
+    bootstrap = kafka3.bootstrap_servers
+    # Broker 1 leads both data partitions, so its crash moves every leader the tasks write to.
+    topic = topic_name("data")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    leaders_first = [[1, 2, 3], [1, 3, 2]]
+    new = NewTopic(topic, 2, replica_assignment=leaders_first, config={"min.insync.replicas": "2"})
+    admin.create_topics([new])[topic].result(30)
+    assert set(data_leaders(bootstrap, topic).values()) == {1}
+
+    worker = workers("w1", **replicated_worker_settings(kafka3))
+    follower = SequenceFollower(bootstrap, topic, 2).start()
+    began = time.monotonic()
+
+    def phase(text: str) -> None:
+        print(f"+{time.monotonic() - began:5.1f}s {text}; committed {follower.highest()}", flush=True)
+
+    try:
+        config = {
+            "connector.class": "SequenceSource",
+            "tasks.max": "2",
+            "topic": topic,
+            "records.per.task": "-1",
+            "batch.size": "20",
+            "rate.per.task": str(RATE),
+            "payload.bytes": "10",
+        }
+        assert worker.create_connector("br", config).status_code == 201, "could not create the connector"
+        worker.wait_for(lambda: worker.task_states("br") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
+        follower.wait_for_progress(range(2), 300, 60, "before the broker crash")
+
+        wait_fully_replicated(bootstrap)
+        kafka3.kill_node(1)
+        crashed_at = follower.highest()
+        phase("SIGKILLed broker 1")
+        worker.wait_for(
+            lambda: set(data_leaders(bootstrap, topic).values()) <= {2, 3}, 60, "new data partition leaders"
+        )
+        phase("new leaders elected")
+        follower.wait_for_progress(range(2), 100, 90, "while broker 1 was down", since=crashed_at)
+        phase("committing again without broker 1")
+        kafka3.start_node(1)
+        phase("broker 1 is back")
+        follower.wait_for_progress(range(2), 100, 90, "after broker 1 came back")
+        phase("committing with broker 1 back")
+
+        assert worker.request("PUT", "/connectors/br/stop").status_code == 204
+        worker.wait_for(lambda: worker.task_states("br") == ["STOPPED"] * 2, 60, "the tasks to stop")
+        offsets = worker.request("GET", "/connectors/br/offsets").json()["offsets"]
+        committed = {o["partition"]["task"]: o["offset"]["seq"] for o in offsets}
+        report = verify_sequence_topic(
+            {"bootstrap.servers": bootstrap}, topic
+        )  # from 0, no gap, no duplicate
+        phase(f"stopped with committed offsets {committed}; verified {report.seen} records")
+        assert report.ok, report.anomalies
+        assert follower.highest() == committed, "the topic and the committed source offsets disagree"
+        assert not follower.anomalies, follower.anomalies
+    finally:
+        follower.stop()
