@@ -27,6 +27,7 @@ __all__ = [
     "clock",
     "create_replicated_topic",
     "data_leaders",
+    "group_coordinator",
     "log_problems",
     "replicated_worker_settings",
     "tracebacks",
@@ -89,6 +90,12 @@ def data_leaders(bootstrap: str, topic: str) -> dict[int, int]:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     metadata = admin.list_topics(topic, timeout=10)
     return {p.id: p.leader for p in metadata.topics[topic].partitions.values()}
+
+
+def group_coordinator(bootstrap: str, group: str) -> int:
+    """The broker id coordinating consumer group `group` (for a group with committed offsets only)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    return admin.describe_consumer_groups([group], request_timeout=10)[group].result(15).coordinator.id
 
 
 def clock() -> str:
