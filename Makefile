@@ -34,8 +34,10 @@ lint: $(STAMP)
 test: kafka postgres lint
 	$(BIN)/pytest -m "not soak" -p no:cacheprovider
 
+# Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each
+# kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.
 soak: kafka
-	$(BIN)/pytest -m soak -p no:cacheprovider
+	$(BIN)/pytest -m soak -p no:cacheprovider -s
 
 bench: kafka
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py

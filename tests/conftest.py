@@ -36,12 +36,14 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluste
 
 @pytest.fixture(scope="module")
 def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
-    """Three brokers plus a controller, started only for the modules that ask for it."""
+    """Three brokers plus a controller, started only for the modules that ask for it. Topics
+    default to three replicas (the launcher's default) and min.insync.replicas=2, so that losing any
+    one broker loses no acknowledged write and leaves every partition writable."""
     cluster = LocalKafkaCluster(
         tmp_path_factory.mktemp("kafka3"),
         brokers=3,
         tie_to_parent=True,
-        extra_config={"unclean.leader.election.enable": "false"},
+        extra_config={"unclean.leader.election.enable": "false", "min.insync.replicas": "2"},
     )
     cluster.start()
     yield cluster

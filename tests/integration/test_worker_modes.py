@@ -374,3 +374,53 @@ def test_sigkilled_task_python_worker_is_retried_exactly_once(
     assert worker.request("DELETE", "/connectors/kk").status_code == 204
     time.sleep(2)
     assert_exactly_once(sequences(read_committed(data)))
+
+
+def test_task_spark_gave_up_on_fails_and_its_siblings_run_on(
+    workers, topic_name, create_topic, read_committed
+):
+    """A task whose Python worker dies once per attempt uses up Spark's attempts (`local[8,4]`: 4,
+    counted over the task's whole life); Spark then aborts the generation's job and kills its other
+    tasks too. The worker must notice: the task Spark gave up on is FAILED with Spark's reason
+    (until a REST restart), the tasks killed along with it run again at once, and the output stays
+    exactly once. (It used to keep both tasks RUNNING in its status while nothing ran any more.)"""
+    data = create_topic(topic_name("data"), partitions=2)
+    worker = workers("w1")
+    assert worker.create_connector("gu", sequence(data, 2, rate=200)).status_code == 201
+    worker.wait_for(lambda: running_on(worker, "gu", 2), 90, "two RUNNING tasks")
+
+    def runtime(task: int) -> dict[str, Any]:
+        return worker.request("GET", "/internal/tasks").json()[f"gu-{task}"]
+
+    bystander = runtime(1)["pid"]
+    for attempt in range(4):
+        victim = runtime(0)["pid"]
+        os.kill(victim, signal.SIGKILL)
+        if attempt < 3:  # Spark runs attempts 2..4 of the task
+            worker.wait_for(
+                lambda v=victim: runtime(0)["pid"] not in (None, v) and runtime(0)["state"] == "RUNNING",
+                90,
+                f"attempt {attempt + 2} of task 0",
+            )
+    worker.wait_for(lambda: worker.task_states("gu")[0] == "FAILED", 60, "task 0 to be FAILED")
+    trace = worker.status("gu")["tasks"][0]["trace"]
+    assert "task gu-0 was lost: Spark gave up on it (Task 0 in stage" in trace, trace
+    assert "failed 4 times" in trace and "POST /connectors/gu/tasks/0/restart" in trace, trace
+    assert "Python worker exited unexpectedly" in trace, trace
+
+    # task 1 was killed with the job; it runs again, in a new Python worker, and writes on
+    worker.wait_for(
+        lambda: runtime(1)["pid"] not in (None, bystander) and worker.task_states("gu")[1] == "RUNNING",
+        90,
+        "task 1 to run again",
+    )
+    before = count_of(read_committed, data, 1)
+    worker.wait_for(lambda: count_of(read_committed, data, 1) > before + 200, 60, "task 1 to write again")
+
+    assert worker.request("POST", "/connectors/gu/tasks/0/restart").status_code == 204
+    worker.wait_for(lambda: running_on(worker, "gu", 2), 90, "task 0 RUNNING after its restart")
+    before = count_of(read_committed, data, 0)
+    worker.wait_for(lambda: count_of(read_committed, data, 0) > before + 200, 60, "task 0 to write again")
+    assert worker.request("DELETE", "/connectors/gu").status_code == 204
+    time.sleep(2)
+    assert_exactly_once(sequences(read_committed(data)))

@@ -20,6 +20,7 @@ offsets live) the herder asks the connector's `ConnectorKind` (cluster/connector
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import traceback
@@ -74,6 +75,11 @@ log = logging.getLogger(__name__)
 
 TICK_S = 0.5
 SESSION_KEY_TTL_MS = 60 * 60 * 1000
+#: States a task reports when it has ended (its last heartbeat is marked final).
+FINAL_STATES = frozenset({"FAILED", "STOPPED", "SUPERSEDED"})
+#: Spark's reason for aborting a job whose task used up its attempts (`spark.task.maxFailures`, the F of
+#: `local[N,F]`); the task number is the partition index, i.e. the position in the job's specs.
+ATTEMPTS_EXHAUSTED = re.compile(r"Task (\d+) in stage \S+ failed (\d+) times[^\n]*")
 
 
 @dataclass
@@ -100,6 +106,10 @@ class GenerationRun:
     stopping_since: float | None = None
     restart_pending: set[int] = field(default_factory=set)
     stop_tasks: set[int] = field(default_factory=set)
+    #: The Spark job each task runs in now: the generation's job, or the one that restarted it.
+    owners: dict[int, SparkTaskJob] = field(default_factory=dict)
+    #: Jobs whose end the herder has looked at (`_recover_lost_tasks`).
+    ended_jobs: set[str] = field(default_factory=set)
 
     def running(self) -> bool:
         return self.job.running() or any(j.running() for j in self.extra_jobs)
@@ -299,6 +309,8 @@ class DistributedHerder:
                 overdue = (
                     run.stopping_since is not None and time.monotonic() - run.stopping_since > graceful_s
                 )
+                if run.stopping_since is None:
+                    self._recover_lost_tasks(name, run)
                 if overdue and run.running():
                     # KIP-618: tasks that do not stop in time are abandoned, not waited for; the
                     # next generation's fencing round disables them. Their Spark job is
@@ -374,7 +386,9 @@ class DistributedHerder:
             len(tasks),
             group,
         )
-        return GenerationRun(name, generation, snapshot.task_count(name), job)
+        run = GenerationRun(name, generation, snapshot.task_count(name), job)
+        run.owners = dict.fromkeys(tasks, job)
+        return run
 
     def _spec(self, name: str, snapshot: ConfigSnapshot, generation: int, task: int) -> TaskSpec:
         connector_config = dict(snapshot.connector_config(name) or {})
@@ -454,15 +468,85 @@ class DistributedHerder:
             return
         run.restart_pending.discard(task)
         run.stop_tasks.discard(task)
+        self._relaunch(name, run, [task], "restart")
+        log.info("connector %s: restarted task %d", name, task)
+
+    def _relaunch(self, name: str, run: GenerationRun, tasks: list[int], why: str) -> None:
+        """Run `tasks` of `run`'s generation again, as one more Spark job of that generation."""
         snapshot = self.config_store.snapshot
+        label = "-".join(str(t) for t in tasks)
         extra = SparkTaskJob(
             self.spark,
-            f"eosconnect-{name}-gen{generation}-task{task}-{int(time.time() * 1000)}",
-            [self._spec(name, snapshot, generation, task)],
-            f"eosconnect task {name}-{task} restart",
+            f"eosconnect-{name}-gen{run.generation}-task{label}-{int(time.time() * 1000)}",
+            [self._spec(name, snapshot, run.generation, t) for t in tasks],
+            f"eosconnect tasks {label} of {name}: {why}",
         )
+        for t in tasks:
+            run.owners[t] = extra
         run.extra_jobs.append(extra.start())
-        log.info("connector %s: restarted task %d", name, task)
+
+    def _recover_lost_tasks(self, name: str, run: GenerationRun) -> None:
+        """Tasks whose Spark job ended while they still ran (no final report) are lost.
+
+        That happens when Spark gives up on a job: one task used up its attempts (the F of
+        `local[N,F]`, `spark.task.maxFailures` on a cluster; a long-running task collects them over
+        its whole life, since no attempt ever succeeds) and Spark kills the job's other tasks with
+        it. The task Spark gave up on is FAILED with Spark's reason, as any failed task (restart it
+        over REST); the others did nothing wrong and run again at once. Left alone, the connector
+        would write nothing more while its status still said RUNNING."""
+        for job in (run.job, *run.extra_jobs):
+            if job.running() or job.job_group in run.ended_jobs:
+                continue
+            run.ended_jobs.add(job.job_group)
+            lost = sorted(
+                t
+                for t, owner in run.owners.items()
+                if owner is job and self._tasks.get((name, t), TaskRuntime()).state not in FINAL_STATES
+            )
+            if not lost:
+                continue
+            if job.error is None:  # the job ended, but a task's final report never arrived
+                for outcome in job.outcomes:
+                    if outcome.get("task") in lost:
+                        self._mark_ended(name, run, outcome["task"], outcome["state"], outcome.get("trace"))
+                continue
+            reason = job.failure_reason()
+            exhausted = ATTEMPTS_EXHAUSTED.search(reason)
+            gave_up_on = {job.specs[int(exhausted.group(1))].task} if exhausted else set(lost)
+            for t in sorted(gave_up_on & set(lost)):
+                detail = (
+                    f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
+                    "per attempt. A long-running task gets spark.task.maxFailures attempts (the F of the "
+                    "master local[N,F]) over its whole life. "
+                    if exhausted
+                    else "its Spark job ended with an error. "
+                )
+                trace = (
+                    f"task {name}-{t} was lost: {detail}Restart it with "
+                    f"POST /connectors/{name}/tasks/{t}/restart.\n\n{reason}"
+                )
+                log.error("connector %s: %s", name, trace.splitlines()[0])
+                self._mark_ended(name, run, t, "FAILED", trace)
+            others = [t for t in lost if t not in gave_up_on]
+            if others:
+                log.warning(
+                    "connector %s: Spark job %s ended (%s) and took task(s) %s down; running them again",
+                    name,
+                    job.job_group,
+                    reason.splitlines()[0][:300],
+                    others,
+                )
+                for t in others:
+                    self._mark_ended(name, run, t, "RESTARTING", None)
+                self._relaunch(name, run, others, "lost with a failed Spark job")
+
+    def _mark_ended(self, name: str, run: GenerationRun, task: int, state: str, trace: str | None) -> None:
+        runtime = self._tasks.setdefault((name, task), TaskRuntime())
+        if runtime.generation > run.generation:
+            return
+        runtime.state, runtime.generation, runtime.trace, runtime.pid = state, run.generation, trace, None
+        if state in ConnectState.__members__:  # SUPERSEDED is no status: a newer task replaces it
+            self._put_task_status(name, task, ConnectState(state), run.generation, trace)
 
     def task_runtimes(self) -> dict[str, dict[str, Any]]:
         """Internal view for operators and tests: pid, state and generation of every known task."""

@@ -103,7 +103,19 @@ class SparkTaskJob:
             self.outcomes = rdd.mapPartitionsWithIndex(spark_task_entry(self.specs)).collect()
         except BaseException as exc:
             self.error = exc
-            log.error("Spark job group %s ended with an error: %s", self.job_group, str(exc).splitlines()[0])
+            log.error("Spark job group %s ended with an error: %s", self.job_group, self.failure_reason())
+
+    def failure_reason(self) -> str:
+        """Why the job failed, in Spark's words: the "Job aborted ..." line rather than py4j's
+        "An error occurred while calling ..." header; "" if it did not fail."""
+        if self.error is None:
+            return ""
+        lines = [line.strip() for line in str(self.error).splitlines() if line.strip()]
+        for line in lines:
+            if "Job aborted" in line or "Job cancelled" in line:
+                return line.removeprefix(": ")
+        useful = [line for line in lines if not line.startswith("An error occurred while calling")]
+        return (useful or lines or [repr(self.error)])[0].removeprefix(": ")
 
     def running(self) -> bool:
         return self._thread.is_alive()

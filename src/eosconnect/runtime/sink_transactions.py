@@ -11,14 +11,22 @@ subscribed: it only names the group (`consumer_group_metadata()`) and reads its 
 back. The transactional id is the runtime's (`<group.id>-<connector>-<task>`): `init_transactions()`
 fences a predecessor with the same id (a Spark retry), and the leader's fencing round fences the
 ids of older generations. Errors are classified as the exactly-once source runtime does it.
+
+The offsets and commit calls run on a helper thread and are waited for at most a little longer
+than their own timeout: librdkafka's `send_offsets_to_transaction()` can block forever, past its
+timeout, once the group coordinator's broker has died (librdkafka issues 5456 and 5511, open in
+2.16). The task then fails saying so, instead of looking RUNNING while it copies nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
@@ -36,6 +44,8 @@ log = logging.getLogger(__name__)
 
 #: How long init/commit/abort and the offsets call may take before the task fails.
 CALL_TIMEOUT_S = 60.0
+#: How much longer than its own timeout a transaction call is waited for before it counts as hung.
+HUNG_CALL_GRACE_S = 15.0
 
 
 class TransactionalSinkProducer:
@@ -78,6 +88,7 @@ class TransactionalSinkProducer:
         self._delivery_error: KafkaError | None = None
         self._last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
         self.records_in_transaction = 0
+        self._hung: str | None = None  # the call that never returned: the producer must not be used
 
     # ----------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -92,6 +103,12 @@ class TransactionalSinkProducer:
 
     def close(self) -> None:
         """Abort what is open (best effort: a fenced producer cannot) and release the clients."""
+        if self._hung is not None:
+            # A call is still blocked inside librdkafka: any other call could block as well, and
+            # destroying the client under it is unsafe. Leave it to the helper thread that holds it;
+            # the next instance of the task fences its transactional id.
+            log.warning("[%s] abandoning the producer: %s never returned", self.task_id, self._hung)
+            self.producer = None
         if self.producer is not None:
             if self._txn_started is not None:
                 with contextlib.suppress(KafkaException):
@@ -196,13 +213,13 @@ class TransactionalSinkProducer:
             self._txn_started = time.monotonic()
         if offsets:
             metadata = consumer.consumer_group_metadata()
-            self._call(
+            self._bounded_call(
                 "sending offsets to the transaction",
                 lambda: producer.send_offsets_to_transaction(
                     kafka_offsets(offsets), metadata, CALL_TIMEOUT_S
                 ),
             )
-        self._call("committing the transaction", lambda: producer.commit_transaction(CALL_TIMEOUT_S))
+        self._bounded_call("committing the transaction", lambda: producer.commit_transaction(CALL_TIMEOUT_S))
         if self._delivery_error is not None:  # commit_transaction normally raises first
             raise self._delivery_failure()
         self._txn_started = None
@@ -224,6 +241,31 @@ class TransactionalSinkProducer:
             return call()
         except KafkaException as exc:
             raise self._classified(exc, doing) from exc
+
+    def _bounded_call(self, doing: str, call: Callable[[], Any]) -> Any:
+        """`_call` on the helper thread, failing the task if it outlives its own timeout."""
+        future: Future[Any] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(call())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        # A daemon thread, not an executor's: a hung call must not hold up the process's exit.
+        threading.Thread(target=run, name=f"txn-{self.task_id}", daemon=True).start()
+        limit = CALL_TIMEOUT_S + HUNG_CALL_GRACE_S
+        try:
+            return self._call(doing, lambda: future.result(timeout=limit))
+        except FutureTimeoutError:
+            self._hung = doing
+            raise ConnectException(
+                f"{self.task_id}: {doing} did not return within {limit:.0f}s although librdkafka was "
+                f"given {CALL_TIMEOUT_S:.0f}s: librdkafka can hang there after the broker coordinating "
+                f"group {self.group_id!r} died (librdkafka issues 5456 and 5511). Its transaction commits "
+                "with its offsets or not at all (a successor fences it); restart the task (POST "
+                "/connectors/<name>/tasks/<id>/restart): it resumes from the group's committed offsets."
+            ) from None
 
     def _classified(self, exc: KafkaException, doing: str) -> Exception:
         return classify_transaction_error(

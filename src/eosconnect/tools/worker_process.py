@@ -102,11 +102,13 @@ class WorkerProcess:
         raise AssertionError(f"timed out waiting for {what} (last: {last}); worker log:\n{self.tail()}")
 
     def create_connector(self, name: str, config: dict[str, str], timeout: float = 60.0) -> httpx.Response:
-        """POST /connectors, retrying while the group has no leader yet (right after start-up)."""
+        """POST /connectors, retrying while the group has no leader yet (right after start-up: no
+        leader elected, or this worker elected but not told so by its group consumer yet)."""
         deadline = time.monotonic() + timeout
         while True:
             response = self.request("POST", "/connectors", json={"name": name, "config": config})
-            if response.status_code != 409 or "no leader" not in response.text or time.monotonic() > deadline:
+            electing = "no leader" in response.text or "not the leader" in response.text
+            if response.status_code != 409 or not electing or time.monotonic() > deadline:
                 return response
             time.sleep(0.5)
 

@@ -1,0 +1,478 @@
+"""Chaos soak: exactly-once through random faults, broker crashes included (`make soak`).
+
+One real `eosconnect worker` (exactly.once.source.support=enabled) runs an endless SequenceSource
+against three brokers (every topic, internal ones included, with three replicas and
+min.insync.replicas=2, so losing one broker keeps exactly-once possible), and an exactly-once
+MirrorSink (transaction.producer=true) that copies the source's topic to `mirror.<topic>` on the
+same cluster. For `EOSCONNECT_SOAK_SECONDS` (default 600) the test injects one random fault after
+another, each once the previous one has been recovered from (and at least one of each kind, however
+short the time):
+
+- kill_task:          SIGKILL a task's Python worker, of the source or the mirror (Spark retries it;
+                      when that was the task's last Spark attempt it is FAILED and restarted over REST)
+- freeze_task:        SIGSTOP a source task's Python worker, replace it by a new generation (zombie
+                      fencing), SIGCONT it 8-30 s later (its transaction timeout is 20 s): the zombie
+                      must not get anything committed
+- kill_broker:        SIGKILL a broker, start it again 3-20 s later
+- restart_broker:     controlled shutdown of a broker, then start it again
+- reconfigure:        change the source's tasks.max (2, 3, 4): a new generation
+- restart_connector:  POST /connectors/<source or mirror>/restart?includeTasks=true
+
+After each fault every task of the source's current generation must commit again, and the mirror
+must copy on, within a bounded time. Two read_committed followers check every record as it is
+committed, on the source topic and on the mirror's (each task's sequence must go up by exactly one).
+At the end the source is bounded (records.per.task), every task runs to its end, the mirror catches
+up, and `eosconnect.tools.verify` checks both topics whole: every source partition's sequence
+complete, no gap, no duplicate, matching the committed source offsets. The worker log must hold no
+error or traceback other than those the injected faults explain.
+
+The schedule comes from a seeded RNG: the seed and every fault are printed with timestamps (`make
+soak` shows them live) and `EOSCONNECT_SOAK_SEED=<seed>` replays the same schedule (timings, and so
+interleavings, differ from run to run). The timeline and the worker log are kept in
+`.eosconnect/soak/<time>-seed<seed>/` (`EOSCONNECT_SOAK_DIR`), with the brokers' logs if it failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import shutil
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.tools.verify import verify_sequence_topic
+from eosconnect.tools.worker_process import WorkerProcess
+from support.chaos import (
+    SequenceFollower,
+    clock,
+    create_replicated_topic,
+    log_problems,
+    replicated_worker_settings,
+    unexpected_problems,
+    wait_fully_replicated,
+)
+
+SOAK_SECONDS = float(os.environ.get("EOSCONNECT_SOAK_SECONDS", "600"))
+SEED = int(os.environ.get("EOSCONNECT_SOAK_SEED") or random.SystemRandom().randrange(1, 2**31))
+ARTIFACTS = Path(
+    os.environ.get("EOSCONNECT_SOAK_DIR", Path(__file__).resolve().parents[2] / ".eosconnect/soak")
+)
+
+pytestmark = [pytest.mark.soak, pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
+
+SOURCE, MIRROR = "chaos", "chaos-mirror"
+PARTITIONS = 4
+TASK_COUNTS = (2, 3, 4)
+RATE = 100  # records per second per source task
+TRANSACTION_TIMEOUT_MS = 20_000
+#: How long every task may take to commit again after a fault.
+RECOVERY_S = 150.0
+PROGRESS = 50  # records each task must commit after a fault
+KINDS = ("kill_task", "freeze_task", "kill_broker", "restart_broker", "reconfigure", "restart_connector")
+
+#: The mirror task's error when librdkafka's send_offsets_to_transaction() hung after the group
+#: coordinator's broker died (librdkafka issues 5456, 5511): the task fails and needs a restart.
+LIBRDKAFKA_HANG = "librdkafka issues 5456 and 5511"
+#: Worker log lines the injected faults explain (see `log_problems`), by fault kind.
+_HANG_LINE = r"ERROR eosconnect\.runtime\.sink_task \[chaos-mirror-\d\] failed: .* did not return within"
+#: Known, left open: the herder's config-topic read can block in ListOffsets for its whole 60 s
+#: timeout after the partition's leader died, then the tick fails (TimeoutError) and is retried.
+_HERDER_STALL = (
+    r"ERROR eosconnect\.cluster\.herder herder tick failed; retrying",
+    r"^Traceback: TimeoutError$",
+)
+EXPECTED_PROBLEMS = {
+    "kill_broker": (_HANG_LINE, *_HERDER_STALL),
+    "restart_broker": (_HANG_LINE, *_HERDER_STALL),
+    "kill_task": (
+        r"ERROR Executor: Exception in task",  # Spark: the Python worker died
+        r"ERROR TaskSetManager: Task \d+ in stage \S+ failed \d+ times; aborting job",
+        r"ERROR eosconnect\.cluster\.jobs Spark job group \S+ ended with an error: Job aborted",
+        r"ERROR eosconnect\.cluster\.herder connector \S+: task \S+ was lost: Spark gave up on it",
+    ),
+    "freeze_task": (  # the zombie, woken up, finds itself fenced or its transaction aborted
+        r"ERROR eosconnect\.runtime\.source_task \[chaos-\d\] failed: chaos-\d: fenced while",
+        r"ERROR eosconnect\.runtime\.source_task \[chaos-\d\] failed: chaos-\d: the transaction was open for",
+        r"CRITICAL eosconnect\.kafka\.producer (TXNERR|FATAL) .*(fenced|epoch)",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def bootstrap(kafka3: LocalKafkaCluster) -> str:
+    """Everything in this module (worker_props, read_committed, ...) talks to the three brokers."""
+    return kafka3.bootstrap_servers
+
+
+def source_config(topic: str, tasks: int) -> dict[str, str]:
+    return {
+        "connector.class": "SequenceSource",
+        "tasks.max": str(tasks),
+        "topic": topic,
+        "records.per.task": "-1",
+        "batch.size": "20",
+        "rate.per.task": str(RATE),
+        "payload.bytes": "10",
+        "producer.override.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
+    }
+
+
+def mirror_config(topic: str, bootstrap: str) -> dict[str, str]:
+    return {
+        "connector.class": "MirrorSink",
+        "tasks.max": "2",
+        "topics": topic,
+        "target.cluster.bootstrap.servers": bootstrap,
+        "source.cluster.alias": "mirror",
+        "transaction.producer": "true",
+        "transaction.commit.interval.ms": "1000",
+    }
+
+
+@dataclass
+class Connector:
+    name: str
+    config: dict[str, str]
+    follower: SequenceFollower  # of the topic it writes
+
+    @property
+    def tasks(self) -> int:
+        return int(self.config["tasks.max"])
+
+
+class Chaos:
+    """The fault injector: the connectors as the test drives them, and the timeline."""
+
+    def __init__(
+        self,
+        worker: WorkerProcess,
+        cluster: LocalKafkaCluster,
+        source: Connector,
+        mirror: Connector,
+        rng: random.Random,
+        timeline: Path,
+    ) -> None:
+        self.worker = worker
+        self.cluster = cluster
+        self.source = source
+        self.mirror = mirror
+        self.rng = rng
+        self.started = time.monotonic()
+        self.timeline = timeline
+        self.faults: Counter[str] = Counter()
+        self.recovery: dict[str, list[float]] = {}
+        self.current = "start-up"
+        self.hang_restarts = 0
+
+    # ------------------------------------------------------------------ bookkeeping
+    def log(self, text: str) -> None:
+        line = f"[chaos {clock()} +{time.monotonic() - self.started:6.1f}s] {text}"
+        print(line, flush=True)
+        with self.timeline.open("a") as f:
+            f.write(line + "\n")
+
+    def dead(self) -> str | None:
+        """Why waiting is pointless: the worker process is gone."""
+        assert self.worker.proc is not None
+        code = self.worker.proc.poll()
+        return None if code is None else f"the worker exited with {code}; log:\n{self.worker.tail(60)}"
+
+    def internal_tasks(self, connector: Connector) -> dict[int, dict[str, Any]]:
+        runtimes = self.worker.request("GET", "/internal/tasks").json()
+        return {r["task"]: r for r in runtimes.values() if r["connector"] == connector.name}
+
+    def restart_hung(self) -> None:
+        """A mirror task that failed because librdkafka hung (see LIBRDKAFKA_HANG) is restarted over
+        REST, as its error says to, and counted: it is a known availability bug upstream, not lost
+        exactly-once. Everything else FAILED stays failed, and the recovery wait times out."""
+        for entry in self.worker.status(MIRROR).get("tasks", []):
+            if entry["state"] == "FAILED" and LIBRDKAFKA_HANG in entry.get("trace", ""):
+                task = entry["id"]
+                self.worker.request("POST", f"/connectors/{MIRROR}/tasks/{task}/restart")
+                self.hang_restarts += 1
+                self.log(f"{self.current}: {MIRROR}-{task} FAILED as librdkafka hung; restarted it over REST")
+
+    def watch(self) -> str | None:
+        """Called while waiting for progress: restarts hung mirror tasks; why to stop waiting, if any."""
+        with contextlib.suppress(Exception):  # REST not answering for a moment
+            self.restart_hung()
+        return self.dead()
+
+    def all_running(self, connector: Connector) -> bool:
+        """tasks.max tasks, all RUNNING in one generation, by status and by their heartbeats."""
+        self.restart_hung()
+        if self.worker.task_states(connector.name) != ["RUNNING"] * connector.tasks:
+            return False
+        runtimes = self.internal_tasks(connector)
+        current = [runtimes.get(t) for t in range(connector.tasks)]
+        if any(r is None or r["state"] != "RUNNING" or not r["pid"] for r in current):
+            return False
+        return len({r["generation"] for r in current if r}) == 1
+
+    def wait(self, check: Callable[[], Any], timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            reason = self.dead()
+            if reason:
+                raise AssertionError(f"{self.current}: {reason}")
+            try:
+                last = check()
+                if last:
+                    return last
+            except Exception as exc:  # REST not answering for a moment, a key not there yet
+                last = exc
+            time.sleep(0.5)
+        statuses = [self.worker.request("GET", f"/connectors/{c.name}/status").text for c in self.connectors]
+        raise AssertionError(
+            f"{self.current}: timed out after {timeout:.0f}s waiting for {what} (last: {last!r}); "
+            f"seed {SEED}; status {statuses}; worker log:\n{self.worker.tail(60)}"
+        )
+
+    @property
+    def connectors(self) -> tuple[Connector, Connector]:
+        return self.source, self.mirror
+
+    def recovered(self, kind: str) -> None:
+        """Every task RUNNING, every source task committing again and the mirror copying on."""
+        began = time.monotonic()
+        for connector in self.connectors:
+            self.wait(
+                lambda c=connector: self.all_running(c),
+                RECOVERY_S,
+                f"{connector.tasks} RUNNING tasks of {connector.name} after {self.current}",
+            )
+        source_at = self.source.follower.highest()
+        for connector in self.connectors:
+            connector.follower.wait_for_progress(
+                range(self.source.tasks),
+                PROGRESS,
+                max(10.0, RECOVERY_S - (time.monotonic() - began)),
+                f"on {connector.follower.topic} after {self.current} (seed {SEED})",
+                alive=self.watch,
+                since=source_at,  # the mirror must get past where the source was
+            )
+        took = time.monotonic() - began
+        self.recovery.setdefault(kind, []).append(took)
+        self.log(f"recovered from {self.current} in {took:.1f}s; committed {self.source.follower.highest()}")
+        for connector in self.connectors:
+            if connector.follower.anomalies:
+                raise AssertionError(
+                    f"{connector.follower.topic} broke exactly-once around {self.current} (seed {SEED}): "
+                    f"{connector.follower.anomalies[:10]}"
+                )
+
+    # ------------------------------------------------------------------ faults
+    def inject(self, kind: str) -> None:
+        self.faults[kind] += 1
+        self.current = f"fault #{sum(self.faults.values())} {kind}"
+        getattr(self, kind)()
+
+    def put_config(self, connector: Connector, config: dict[str, str]) -> None:
+        response = self.worker.request("PUT", f"/connectors/{connector.name}/config", json=config)
+        assert response.status_code == 200, f"{self.current}: PUT config answered {response.text}"
+        connector.config = config
+
+    def kill_task(self) -> None:
+        connector = self.rng.choice(self.connectors)
+        task = self.rng.randrange(connector.tasks)
+        pid = self.internal_tasks(connector)[task]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        self.log(f"{self.current}: SIGKILLed the Python worker of task {connector.name}-{task} (pid {pid})")
+
+        def outcome() -> str | None:
+            runtime = self.internal_tasks(connector)[task]
+            if runtime["state"] == "FAILED":
+                return "FAILED"
+            return "retried" if runtime["pid"] not in (None, pid) else None
+
+        if self.wait(outcome, RECOVERY_S, f"task {connector.name}-{task} to be retried") == "FAILED":
+            # That was the task's last Spark attempt (local[N,4]): FAILED, as any failed task.
+            trace = self.worker.status(connector.name)["tasks"][task].get("trace", "")
+            assert "Spark gave up on it" in trace, f"{self.current}: unexpected failure: {trace}"
+            response = self.worker.request("POST", f"/connectors/{connector.name}/tasks/{task}/restart")
+            assert response.status_code == 204, response.text
+            self.log(
+                f"{self.current}: Spark gave up on the task after its last attempt; restarted it over REST"
+            )
+        self.recovered("kill_task")
+
+    def freeze_task(self) -> None:
+        task = self.rng.randrange(self.source.tasks)
+        freeze_s = self.rng.uniform(8, 30)
+        new_count = self.rng.choice([n for n in TASK_COUNTS if n != self.source.tasks])
+        pid = self.internal_tasks(self.source)[task]["pid"]
+        os.kill(pid, signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        self.log(
+            f"{self.current}: SIGSTOPped the Python worker of task {task} (pid {pid}) for {freeze_s:.0f}s "
+            f"({'beyond' if freeze_s * 1000 > TRANSACTION_TIMEOUT_MS else 'within'} its transaction "
+            f"timeout); replacing it by a generation of {new_count} tasks"
+        )
+        try:
+            self.put_config(self.source, {**self.source.config, "tasks.max": str(new_count)})
+            self.recovered("freeze_task")
+            rest = freeze_s - (time.monotonic() - frozen_at)
+            if rest > 0:
+                time.sleep(rest)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        self.log(
+            f"{self.current}: SIGCONT to the zombie (pid {pid}) {time.monotonic() - frozen_at:.0f}s later"
+        )
+        time.sleep(3)  # whatever the zombie still tries, it tries now
+        self.recovered("freeze_task")
+
+    def _broker(self) -> int:
+        wait_fully_replicated(self.worker.props["bootstrap.servers"])
+        return self.rng.choice(self.cluster.broker_ids())
+
+    def kill_broker(self) -> None:
+        broker = self._broker()
+        down_s = self.rng.uniform(3, 20)
+        before = self.source.follower.highest()
+        self.cluster.kill_node(broker)
+        self.log(f"{self.current}: SIGKILLed broker {broker}; starting it again in {down_s:.0f}s")
+        time.sleep(down_s)
+        now = self.source.follower.highest()
+        during = sum(now.get(t, -1) - before.get(t, -1) for t in range(self.source.tasks))
+        self.cluster.start_node(broker)
+        self.log(f"{self.current}: broker {broker} is back; {during} records were committed meanwhile")
+        self.recovered("kill_broker")
+
+    def restart_broker(self) -> None:
+        broker = self._broker()
+        self.cluster.stop_node(broker)
+        self.log(f"{self.current}: stopped broker {broker} (controlled shutdown); starting it again")
+        self.cluster.start_node(broker)
+        self.recovered("restart_broker")
+
+    def reconfigure(self) -> None:
+        new_count = self.rng.choice([n for n in TASK_COUNTS if n != self.source.tasks])
+        self.log(f"{self.current}: tasks.max {self.source.tasks} -> {new_count}")
+        self.put_config(self.source, {**self.source.config, "tasks.max": str(new_count)})
+        self.recovered("reconfigure")
+
+    def restart_connector(self) -> None:
+        connector = self.rng.choice(self.connectors)
+        path = f"/connectors/{connector.name}/restart?includeTasks=true"
+        response = self.worker.request("POST", path)
+        self.log(f"{self.current}: POST {path} -> {response.status_code}")
+        assert response.status_code == 202, f"{self.current}: {response.text}"
+        self.recovered("restart_connector")
+
+
+def committed_offsets(worker: WorkerProcess) -> dict[int, int]:
+    """The source connector's committed source offsets: task -> last sequence number."""
+    response = worker.request("GET", f"/connectors/{SOURCE}/offsets")
+    assert response.status_code == 200, response.text
+    return {e["partition"]["task"]: e["offset"]["seq"] for e in response.json()["offsets"]}
+
+
+@pytest.mark.timeout(SOAK_SECONDS + 1200)
+def test_exactly_once_through_chaos(kafka3: LocalKafkaCluster, workers, topic_name, tmp_path: Path):
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per REST call drowns the timeline
+    bootstrap = kafka3.bootstrap_servers
+    rng = random.Random(SEED)
+    topic = create_replicated_topic(bootstrap, topic_name("data"), PARTITIONS)
+    worker = workers(
+        "w1",
+        **replicated_worker_settings(kafka3),
+        # room for a frozen zombie generation next to the source's 4 tasks and the mirror's 2
+        **{"spark.master": "local[12,4]", "eosconnect.zombie.cancel.timeout.ms": "120000"},
+    )
+    source = Connector(SOURCE, source_config(topic, 3), SequenceFollower(bootstrap, topic, PARTITIONS))
+    mirror_topic = f"mirror.{topic}"
+    mirror = Connector(
+        MIRROR, mirror_config(topic, bootstrap), SequenceFollower(bootstrap, mirror_topic, PARTITIONS)
+    )
+    artifacts = ARTIFACTS / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{SEED}"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    chaos = Chaos(worker, kafka3, source, mirror, rng, artifacts / "timeline.txt")
+    chaos.log(
+        f"seed {SEED} (replay: EOSCONNECT_SOAK_SEED={SEED} EOSCONNECT_SOAK_SECONDS={SOAK_SECONDS:.0f} "
+        f"make soak); {SOAK_SECONDS:.0f}s of faults; timeline and worker log in {artifacts}"
+    )
+    passed = False
+    try:
+        source.follower.start()
+        for connector in (source, mirror):
+            created = worker.create_connector(connector.name, connector.config)
+            assert created.status_code == 201, created.text
+        mirror.follower.start()  # the mirror has created its topic by the time it runs
+        chaos.recovered("start-up")
+
+        # Every kind once, in a seeded order, then at random until the time is up.
+        schedule = rng.sample(KINDS, len(KINDS))
+        deadline = time.monotonic() + SOAK_SECONDS
+        while schedule or time.monotonic() < deadline:
+            chaos.inject(schedule.pop(0) if schedule else rng.choice(KINDS))
+            time.sleep(rng.uniform(1, 6))  # quiet time: let it make progress
+
+        # -- the end: bound the source, let every task run to the end, verify both topics whole
+        chaos.current = "the final run to the end"
+        assert worker.request("PUT", f"/connectors/{SOURCE}/stop").status_code == 204
+        chaos.wait(lambda: worker.task_states(SOURCE) == ["STOPPED"] * source.tasks, 60, "the source to stop")
+        offsets = committed_offsets(worker)
+        total = max(offsets.values(), default=0) + 1 + 2 * RATE
+        chaos.log(f"source stopped at committed source offsets {offsets}; running every task to {total}")
+        tasks = max(TASK_COUNTS)
+        final = {"tasks.max": str(tasks), "records.per.task": str(total), "rate.per.task": "2000"}
+        chaos.put_config(source, {**source.config, **final})
+        assert worker.request("PUT", f"/connectors/{SOURCE}/resume").status_code == 202
+        chaos.wait(lambda: chaos.all_running(source), RECOVERY_S, "the final generation RUNNING")
+        end = dict.fromkeys(range(tasks), total - 1)
+        for connector in (source, mirror):
+            connector.follower.wait_for_progress(
+                range(tasks), 0, 300, f"{connector.follower.topic} to the end (seed {SEED})", chaos.watch, end
+            )
+        chaos.wait(lambda: committed_offsets(worker) == end, 60, f"committed source offsets {end}")
+        time.sleep(2)
+        for name in (topic, mirror_topic):
+            report = verify_sequence_topic(
+                {"bootstrap.servers": bootstrap}, name, tasks=tasks, records_per_task=total, timeout=300
+            )
+            chaos.log(
+                f"verified {name}: {report.seen} records of {report.expected} expected, {report.duplicates} "
+                f"duplicates, {report.missing} missing, {report.unexpected} unexpected"
+            )
+            assert report.ok, f"exactly-once broken in {name} (seed {SEED}): {report.anomalies}"
+        for connector in (source, mirror):
+            assert not connector.follower.anomalies, (
+                f"seen live (seed {SEED}): {connector.follower.anomalies}"
+            )
+            assert worker.request("DELETE", f"/connectors/{connector.name}").status_code == 204
+
+        problems = log_problems(worker.log_path.read_text(errors="replace"))
+        expected = [p for kind in chaos.faults for p in EXPECTED_PROBLEMS.get(kind, ())]
+        unexpected = unexpected_problems(problems, expected)
+        chaos.log(f"worker log: {len(problems)} error lines or tracebacks, {len(unexpected)} unexpected")
+        assert not unexpected, f"errors no injected fault explains (seed {SEED}):\n" + "\n".join(
+            unexpected[:30]
+        )
+        passed = True
+    finally:
+        for connector in (source, mirror):
+            connector.follower.stop()
+        recovery = {k: f"max {max(v):.0f}s" for k, v in chaos.recovery.items()}
+        chaos.log(
+            f"faults injected: {dict(chaos.faults)}; recovery times: {recovery}; mirror tasks restarted "
+            f"after librdkafka hung: {chaos.hang_restarts}"
+        )
+        if worker.log_path.exists():
+            shutil.copy(worker.log_path, artifacts / "worker.log")
+        if not passed:
+            for broker in (100, *kafka3.broker_ids()):
+                with contextlib.suppress(OSError):
+                    shutil.copy(kafka3.log_file(broker), artifacts / f"kafka-node-{broker}.log")

@@ -1,0 +1,250 @@
+"""Helpers for the chaos tests (tests/soak, tests/integration/test_broker_restart.py): a live
+read_committed follower of SequenceSource output, replication checks for the three-broker cluster,
+and the worker-log scan for tracebacks.
+
+The follower is the live half of the referee: it sees a gap, a duplicate or a reordering the
+moment it is committed and notes the wall-clock time, so that an anomaly can be matched with the
+fault that caused it. The final verdict is still `eosconnect.tools.verify`'s, over the whole topic.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eosconnect.connectors.sequence import parse_value
+from eosconnect.devkafka import LocalKafkaCluster
+
+__all__ = [
+    "SequenceFollower",
+    "clock",
+    "create_replicated_topic",
+    "data_leaders",
+    "group_coordinator",
+    "log_problems",
+    "replicated_worker_settings",
+    "tracebacks",
+    "under_replicated",
+    "unexpected_problems",
+    "wait_fully_replicated",
+]
+
+
+def replicated_worker_settings(cluster: LocalKafkaCluster, replication: int = 3) -> dict[str, str]:
+    """Worker overrides (for the `workers` fixture) that put its internal topics on `cluster`
+    with `replication` replicas each."""
+    return {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "offset.storage.replication.factor": str(replication),
+        "config.storage.replication.factor": str(replication),
+        "status.storage.replication.factor": str(replication),
+    }
+
+
+def create_replicated_topic(
+    bootstrap: str, name: str, partitions: int, replication: int = 3, min_isr: int = 2
+) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    config = {"min.insync.replicas": str(min_isr)}
+    for future in admin.create_topics([NewTopic(name, partitions, replication, config=config)]).values():
+        future.result(30)
+    return name
+
+
+def under_replicated(bootstrap: str) -> list[str]:
+    """Partitions (of every topic) without a leader or with fewer in-sync replicas than replicas."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    metadata = admin.list_topics(timeout=10)
+    short = []
+    for topic in metadata.topics.values():
+        for p in topic.partitions.values():
+            if p.leader < 0 or len(p.isrs) < len(p.replicas):
+                short.append(f"{topic.topic}-{p.id} (leader {p.leader}, isr {p.isrs}, replicas {p.replicas})")
+    return short
+
+
+def wait_fully_replicated(bootstrap: str, timeout: float = 120.0) -> None:
+    """Every partition has a leader and all its replicas in sync: a broker may be taken down."""
+    deadline = time.monotonic() + timeout
+    short: list[str] = []
+    while time.monotonic() < deadline:
+        try:
+            short = under_replicated(bootstrap)
+        except Exception as exc:  # metadata request timed out while a broker restarts
+            short = [repr(exc)]
+        if not short:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the cluster did not get fully replicated within {timeout:.0f}s: {short[:10]}")
+
+
+def data_leaders(bootstrap: str, topic: str) -> dict[int, int]:
+    """Partition -> leader broker id of `topic`."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    metadata = admin.list_topics(topic, timeout=10)
+    return {p.id: p.leader for p in metadata.topics[topic].partitions.values()}
+
+
+def group_coordinator(bootstrap: str, group: str) -> int:
+    """The broker id coordinating consumer group `group` (for a group with committed offsets only)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    return admin.describe_consumer_groups([group], request_timeout=10)[group].result(15).coordinator.id
+
+
+def clock() -> str:
+    return datetime.now().strftime("%H:%M:%S.%f")[:-3]
+
+
+class SequenceFollower:
+    """Follows a SequenceSource topic with read_committed from a background thread.
+
+    Per task (= source partition = record key) it keeps the highest committed sequence number and
+    checks, record by record, that each one is the previous one plus one: one task's records all go
+    to one Kafka partition, in order, so anything else is a gap, a duplicate or a reordering. Those
+    are collected in `anomalies` with the wall-clock time they were read.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.topic = topic
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"chaos-follower-{uuid.uuid4().hex[:8]}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                "log_level": 0,
+            }
+        )
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        self._lock = threading.Lock()
+        self._highest: dict[int, int] = {}
+        self.count = 0
+        self.anomalies: list[str] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sequence-follower", daemon=True)
+
+    def start(self) -> SequenceFollower:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        self._consumer.close()
+
+    def highest(self) -> dict[int, int]:
+        with self._lock:
+            return dict(self._highest)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            messages = self._consumer.consume(500, 0.5)
+            with self._lock:
+                for message in messages:
+                    error = message.error()
+                    if error is not None:
+                        if error.code() != KafkaError._PARTITION_EOF and len(self.errors) < 20:
+                            self.errors.append(f"{clock()} {error}")
+                        continue
+                    self._note(message.partition(), message.offset(), message.value())
+
+    def _note(self, partition: int, offset: int, value: bytes | None) -> None:
+        self.count += 1
+        try:
+            task, seq = parse_value(value)
+        except (ValueError, KeyError, TypeError) as exc:
+            note = f"{clock()} partition {partition} offset {offset}: not a sequence ({exc!r})"
+            self.anomalies.append(note)
+            return
+        expected = self._highest.get(task, -1) + 1
+        if seq != expected:
+            kind = "duplicate or reordering" if seq < expected else f"gap of {seq - expected}"
+            if len(self.anomalies) < 50:
+                self.anomalies.append(
+                    f"{clock()} task {task}: read seq {seq} after {expected - 1} ({kind}) "
+                    f"at partition {partition} offset {offset}"
+                )
+        self._highest[task] = max(seq, self._highest.get(task, -1))
+
+    def wait_for_progress(
+        self,
+        tasks: Iterable[int],
+        advance: int,
+        timeout: float,
+        what: str,
+        alive: Callable[[], str | None] = lambda: None,
+        since: dict[int, int] | None = None,
+    ) -> float:
+        """Wait until each task's committed sequence moved `advance` past `since` (default: now).
+
+        Returns the seconds it took; fails naming `what` and the stuck tasks. `alive()` returns a
+        reason to give up early (a dead worker), or None.
+        """
+        tasks = sorted(tasks)
+        start = self.highest() if since is None else since
+        began = time.monotonic()
+        deadline = began + timeout
+        while True:
+            now = self.highest()
+            stuck = {t: now.get(t, -1) for t in tasks if now.get(t, -1) < start.get(t, -1) + advance}
+            if not stuck:
+                return time.monotonic() - began
+            reason = alive()
+            if reason:
+                raise AssertionError(f"{what}: {reason}")
+            if time.monotonic() > deadline:
+                detail = ", ".join(f"task {t} at seq {s} (from {start.get(t, -1)})" for t, s in stuck.items())
+                raise AssertionError(
+                    f"no committed progress within {timeout:.0f}s {what}: {detail} "
+                    f"(need +{advance} each; follower errors: {self.errors[-3:]})"
+                )
+            time.sleep(0.5)
+
+
+TRACEBACK_START = "Traceback (most recent call last):"
+#: Log lines at these levels are problems; librdkafka's own ERROR lines (eosconnect.kafka.*: connection
+#: refused, transaction state) are expected whenever a broker goes away, its CRITICAL ones are not.
+_PROBLEM = re.compile(r" (ERROR|CRITICAL) ")
+
+
+def tracebacks(text: str) -> list[str]:
+    """The exception line of every Python traceback in a log: `module.Error: message`."""
+    found = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip().endswith(TRACEBACK_START):
+            j = i + 1
+            while j < len(lines) and (lines[j].startswith((" ", "\t")) or not lines[j].strip()):
+                j += 1
+            # chained tracebacks ("During handling ...", "The above exception ...") are separate entries
+            found.append(lines[j].strip() if j < len(lines) else "(truncated traceback)")
+            i = j
+        i += 1
+    return found
+
+
+def log_problems(text: str) -> list[str]:
+    """Python tracebacks (their exception lines) and ERROR/CRITICAL lines of a worker log (the
+    worker's, Spark's and the tasks' loggers), except librdkafka's ERROR chatter."""
+    problems = [f"Traceback: {line}" for line in tracebacks(text)]
+    for line in text.splitlines():
+        if _PROBLEM.search(line) and " ERROR eosconnect.kafka." not in line:
+            problems.append(line.strip())
+    return problems
+
+
+def unexpected_problems(problems: Iterable[str], expected: Iterable[str]) -> list[str]:
+    """The problems that match none of the `expected` regular expressions."""
+    patterns = [re.compile(p) for p in expected]
+    return [p for p in problems if not any(pattern.search(p) for pattern in patterns)]
