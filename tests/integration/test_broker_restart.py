@@ -44,9 +44,9 @@ def test_sigkilled_leader_broker_keeps_exactly_once(kafka3: LocalKafkaCluster, w
     leaders_first = [[1, 2, 3], [1, 3, 2]]
     new = NewTopic(topic, 2, replica_assignment=leaders_first, config={"min.insync.replicas": "2"})
     admin.create_topics([new])[topic].result(30)
-    assert set(data_leaders(bootstrap, topic).values()) == {1}
 
     worker = workers("w1", **replicated_worker_settings(kafka3))
+    worker.wait_for(lambda: set(data_leaders(bootstrap, topic).values()) == {1}, 30, "broker 1 to lead")
     follower = SequenceFollower(bootstrap, topic, 2).start()
     began = time.monotonic()
 
