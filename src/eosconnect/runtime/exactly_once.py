@@ -190,7 +190,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if self._boundary is TransactionBoundary.POLL:
             self._end_transaction(abort=False)  # the commit serves the batch's delivery reports
             return
-        self.producer.poll(0)  # a transaction may span many batches: serve their delivery reports
+        try:
+            self.producer.poll(0)  # a transaction may span many batches: serve their delivery reports
+        except KafkaException as exc:  # a fatal error (fenced) surfaces here first
+            raise self._classify(exc, "sending records") from exc
         if self._boundary is TransactionBoundary.INTERVAL:
             self._commit_if_interval_passed()
         elif context is not None:
@@ -393,8 +396,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self.offsets_committed(offsets)
 
     def _write_offsets(self, offsets: Offsets) -> None:
-        for key, value in encode_offset_records(self.spec.connector, offsets):
-            self.producer.produce(self.placement.topic, key=key, value=value)
+        try:
+            for key, value in encode_offset_records(self.spec.connector, offsets):
+                self.producer.produce(self.placement.topic, key=key, value=value)
+        except KafkaException as exc:
+            raise self._classify(exc, f"writing offsets to {self.placement.topic!r}") from exc
 
     # ----------------------------------------------------------------------------- errors
     def _call_producer(self, call: Any) -> Any:
@@ -409,13 +415,24 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if txn_started is None and self._txn_open:
             txn_started = self._txn_started
         return classify_transaction_error(
-            exc,
+            self._fatal_cause(exc),
             doing,
             task_id=self.task_id,
             transactional_id=self.producer_transactional_id,
             transaction_timeout_ms=self.transaction_timeout_ms,
             txn_started=txn_started,
         )
+
+    def _fatal_cause(self, exc: KafkaException) -> KafkaException:
+        """`produce()` on a producer that already hit a fatal error (e.g. fenced, learnt from a
+        produce response) only says _FATAL; any transactional call then raises the cause itself."""
+        if exc.args[0].code() != KafkaError._FATAL:
+            return exc
+        try:
+            self.producer.abort_transaction(0.1)
+        except KafkaException as cause:
+            return cause if cause.args[0].code() != KafkaError._FATAL else exc
+        return exc
 
     @property
     def producer_transactional_id(self) -> str:
