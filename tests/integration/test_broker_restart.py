@@ -20,6 +20,7 @@ from support.chaos import (
     SequenceFollower,
     create_replicated_topic,
     data_leaders,
+    endless_sequence,
     group_coordinator,
     replicated_worker_settings,
     wait_fully_replicated,
@@ -54,15 +55,7 @@ def test_sigkilled_leader_broker_keeps_exactly_once(kafka3: LocalKafkaCluster, w
         print(f"+{time.monotonic() - began:5.1f}s {text}; committed {follower.highest()}", flush=True)
 
     try:
-        config = {
-            "connector.class": "SequenceSource",
-            "tasks.max": "2",
-            "topic": topic,
-            "records.per.task": "-1",
-            "batch.size": "20",
-            "rate.per.task": str(RATE),
-            "payload.bytes": "10",
-        }
+        config = endless_sequence(topic, 2, RATE)
         assert worker.create_connector("br", config).status_code == 201, "could not create the connector"
         worker.wait_for(lambda: worker.task_states("br") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
         follower.wait_for_progress(range(2), 300, 60, "before the broker crash")
@@ -120,15 +113,7 @@ def test_mirror_sink_survives_a_crash_of_its_group_coordinator(
         )
 
     try:
-        config = {
-            "connector.class": "SequenceSource",
-            "tasks.max": "2",
-            "topic": topic,
-            "records.per.task": "-1",
-            "batch.size": "20",
-            "rate.per.task": str(RATE),
-            "payload.bytes": "10",
-        }
+        config = endless_sequence(topic, 2, RATE)
         assert worker.create_connector("src", config).status_code == 201
         mirror_config = {
             "connector.class": "MirrorSink",

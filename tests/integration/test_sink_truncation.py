@@ -323,15 +323,25 @@ def test_fail_policy_fails_the_restarted_task_naming_partition_and_offsets(trunc
     assert position is not None and position.offset == 15, "a failed task leaves the offsets alone"
 
 
+def wait_committed(truncated: Truncated, sink, offset: int) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the sink's group has committed `offset` on its partition."""
+
+    def done() -> bool:
+        position = committed(truncated.bootstrap, sink.group, sink.topic)
+        return position is not None and position.offset == offset
+
+    wait_for(
+        done,
+        30,
+        f"offset {offset} committed",
+    )
+
+
 def test_continue_policy_puts_the_new_leaders_records_from_the_divergence_offset(truncated: Truncated):
     sink = truncated.sinks["continue"]
     job, calls = truncated.start("continue", "after")
     wait_for(lambda: len(put_records(calls)) >= len(C), 90, "batch C put")
-    wait_for(
-        lambda: (c := committed(truncated.bootstrap, sink.group, sink.topic)) is not None and c.offset == 18,
-        30,
-        "offset 18 committed",
-    )
+    wait_committed(truncated, sink, 18)
     outcome = stop(job)
     assert outcome["state"] == "STOPPED", outcome
     assert put_records(calls) == [(10 + i, c) for i, c in enumerate(C)], "C from offset 10, none skipped"
@@ -351,11 +361,7 @@ def test_a_running_task_is_checked_after_the_leader_change(truncated: Truncated,
     job, calls = truncated.running[key]
     expected = list(enumerate(A + B)) + [(10 + i, c) for i, c in enumerate(C)]
     wait_for(lambda: len(put_records(calls)) >= len(expected), 60, "batch C put by the running task")
-    wait_for(
-        lambda: (c := committed(truncated.bootstrap, sink.group, sink.topic)) is not None and c.offset == 18,
-        30,
-        "offset 18 committed",
-    )
+    wait_committed(truncated, sink, 18)
     outcome = stop(job)
     assert outcome["state"] == "STOPPED", outcome
     assert put_records(calls) == expected, "C from offset 10 after A and B, none skipped"

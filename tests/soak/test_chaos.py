@@ -56,6 +56,7 @@ from support.chaos import (
     SequenceFollower,
     clock,
     create_replicated_topic,
+    endless_sequence,
     log_problems,
     replicated_worker_settings,
     unexpected_problems,
@@ -115,16 +116,7 @@ def bootstrap(kafka3: LocalKafkaCluster) -> str:
 
 
 def source_config(topic: str, tasks: int) -> dict[str, str]:
-    return {
-        "connector.class": "SequenceSource",
-        "tasks.max": str(tasks),
-        "topic": topic,
-        "records.per.task": "-1",
-        "batch.size": "20",
-        "rate.per.task": str(RATE),
-        "payload.bytes": "10",
-        "producer.override.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
-    }
+    return endless_sequence(topic, tasks, RATE)
 
 
 def mirror_config(topic: str, bootstrap: str) -> dict[str, str]:

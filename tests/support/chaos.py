@@ -27,6 +27,7 @@ __all__ = [
     "clock",
     "create_replicated_topic",
     "data_leaders",
+    "endless_sequence",
     "group_coordinator",
     "log_problems",
     "replicated_worker_settings",
@@ -35,6 +36,19 @@ __all__ = [
     "unexpected_problems",
     "wait_fully_replicated",
 ]
+
+
+def endless_sequence(topic: str, tasks: int, rate: int) -> dict[str, str]:
+    """An unbounded SequenceSource config: task i writes (i, 0), (i, 1), ... at `rate` records/s."""
+    return {
+        "connector.class": "SequenceSource",
+        "tasks.max": str(tasks),
+        "topic": topic,
+        "records.per.task": "-1",
+        "batch.size": "20",
+        "rate.per.task": str(rate),
+        "payload.bytes": "10",
+    }
 
 
 def replicated_worker_settings(cluster: LocalKafkaCluster, replication: int = 3) -> dict[str, str]:
