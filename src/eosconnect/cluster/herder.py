@@ -201,7 +201,7 @@ class DistributedHerder:
                 self.config_store.relinquish_write_privileges()
             self._live.stop_all()
             self._generated_from.clear()  # a later leadership starts the connectors afresh
-            if self._runs:
+            if any(run.stopping_since is None for run in self._runs.values()):  # once, not every tick
                 log.warning("worker %s lost leadership; stopping its tasks", self.worker_id)
                 self._stop_all_runs(wait=False)
             self._reap_runs(snapshot)

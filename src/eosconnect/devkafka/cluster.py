@@ -69,8 +69,11 @@ def _new_cluster_id() -> str:
             return cluster_id
 
 
-def _die_with_parent() -> None:
-    """preexec_fn: have the kernel SIGKILL the JVM when the spawning process dies (tests)."""
+def die_with_parent() -> None:
+    """preexec_fn: have the kernel SIGKILL the child when the spawning process dies (tests, demo).
+
+    Linux sends the signal when the spawning *thread* exits: spawn from a thread that outlives the child.
+    """
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
@@ -449,7 +452,7 @@ class LocalKafkaCluster:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent if self.tie_to_parent else None,
+            preexec_fn=die_with_parent if self.tie_to_parent else None,
         )
         out.close()
         self._procs[node.node_id] = proc

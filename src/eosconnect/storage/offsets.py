@@ -27,6 +27,7 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.offsets import OffsetStorageReader
 from eosconnect.api.records import Primitive, SourceOffset, SourcePartition
 from eosconnect.storage.clients import ClientConfig, ClientKind, client_config
+from eosconnect.storage.retrying_read import read_to_end_retrying
 from eosconnect.storage.serialization import (
     OffsetRecordError,
     decode_key,
@@ -34,7 +35,7 @@ from eosconnect.storage.serialization import (
     encode_key,
     encode_value,
 )
-from eosconnect.storage.topic_reader import TopicRecord, read_to_end
+from eosconnect.storage.topic_reader import TopicRecord
 
 __all__ = [
     "ConnectorOffsetView",
@@ -106,12 +107,12 @@ class OffsetsTopic:
         after `timeout` (default: the constructor's) with the partitions still behind.
         """
         with self._lock:
-            read_to_end(
+            read_to_end_retrying(
                 self._client_config,
                 self.topic,
-                start_offsets=dict(self._positions),
-                timeout=self.timeout if timeout is None else timeout,
-                on_record=self._apply,
+                lambda: dict(self._positions),
+                self._apply,
+                self.timeout if timeout is None else timeout,
             )
             self.loaded = True
 

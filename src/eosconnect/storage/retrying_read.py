@@ -1,4 +1,4 @@
-"""`read_to_end` that rides out a partition leader moving, for the config and status stores.
+"""`read_to_end` that rides out a partition leader moving, for the config, status and offsets stores.
 
 Right after a topic is created, or while a broker restarts, listing offsets or fetching can fail
 with NOT_LEADER_FOR_PARTITION and similar retriable errors. The stores apply records one by one
@@ -12,22 +12,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
 
-from eosconnect.storage.topic_reader import TopicRecord, read_to_end
+from eosconnect.storage.topic_reader import TopicRecord, is_transient, read_to_end
 
 log = logging.getLogger(__name__)
-
-#: Errors that mean "ask again shortly", even where librdkafka does not flag them retriable.
-TRANSIENT_CODES = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._TRANSPORT,
-    }
-)
 
 
 def read_to_end_retrying(
@@ -51,9 +40,7 @@ def read_to_end_retrying(
             )
             return
         except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            transient = isinstance(err, KafkaError) and (err.retriable() or err.code() in TRANSIENT_CODES)
-            if not transient or time.monotonic() >= deadline:
+            if not is_transient(exc) or time.monotonic() >= deadline:
                 raise
-            log.info("reading %r failed transiently (%s); retrying", topic, err)
+            log.info("reading %r failed transiently (%s); retrying", topic, exc.args[0])
             time.sleep(0.2)

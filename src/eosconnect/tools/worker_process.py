@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from eosconnect.devkafka.cluster import die_with_parent
+
 
 @dataclass
 class WorkerProcess:
@@ -25,6 +27,9 @@ class WorkerProcess:
     workdir: Path
     proc: subprocess.Popen[bytes] | None = None
     url: str = ""
+    #: The worker (and with it its Spark JVM and Python workers) dies with the process that started
+    #: it, so a killed test run or demo leaves nothing behind. Start it from the main thread.
+    tie_to_parent: bool = True
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -42,6 +47,7 @@ class WorkerProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent if self.tie_to_parent else None,
             env={**os.environ, "EOSCONNECT_LOG_LEVEL": "INFO"},
         )
         deadline = time.monotonic() + timeout
