@@ -63,6 +63,15 @@ def group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
 
+def rewind_group(bootstrap: str, group: str, topic: str) -> None:
+    """Set the (memberless) group's offsets of every partition of `topic` to 0."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    zero = [KafkaTopicPartition(topic, p, 0) for p in range(PARTITIONS)]
+    request = ConsumerGroupTopicPartitions(group, zero)
+    admin.alter_consumer_group_offsets([request])[group].result(30)
+    assert group_offsets(bootstrap, group) == {(topic, p): 0 for p in range(PARTITIONS)}
+
+
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     from confluent_kafka import Consumer
 
@@ -141,10 +150,12 @@ def test_sigkilled_tasks_resume_from_the_target_offsets_exactly_once(
     source_end = end_offsets(bootstrap, source)
     group = f"connect-{name}"
     assert group_offsets(target, group) == {(mirror_topic, p): source_end[p] for p in range(PARTITIONS)}
-    assert group_offsets(bootstrap, group) == {}, "nothing is committed on the source cluster"
+    # KIP-656: after each target commit the source group gets the same positions, to show the lag.
+    assert group_offsets(bootstrap, group) == {(source, p): source_end[p] for p in range(PARTITIONS)}
 
-    # Restart with more data: the source group has no offsets (auto.offset.reset=earliest would
-    # copy everything again), so only the target's offsets keep the copy exactly once.
+    # Restart with more data after rewinding the source group to 0: were its offsets the truth,
+    # everything would be copied again; only the target's offsets keep the copy exactly once.
+    rewind_group(bootstrap, group, source)
     produce_sequences(bootstrap, source, 2000, 100)
     job = run_job(mirror_config(name, source, target), worker)
     wait_until(lambda: mirrored_count(target, mirror_topic) >= 2100 * PARTITIONS, 120, "the new records", job)
@@ -153,6 +164,7 @@ def test_sigkilled_tasks_resume_from_the_target_offsets_exactly_once(
     assert_exactly_once(mirrored(target, mirror_topic), 2100)
     source_end = end_offsets(bootstrap, source)
     assert group_offsets(target, group) == {(mirror_topic, p): source_end[p] for p in range(PARTITIONS)}
+    assert group_offsets(bootstrap, group) == {(source, p): source_end[p] for p in range(PARTITIONS)}
 
 
 def test_zombie_is_fenced_and_none_of_its_writes_become_visible(
@@ -237,6 +249,52 @@ def test_worker_mirrors_exactly_once_across_a_new_generation(
     worker.wait_for(
         lambda: group_offsets(target, "connect-mm") == expected, 30, "the target offsets at the end"
     )
+
+
+def test_worker_offsets_of_an_exactly_once_mirror_are_altered_and_reset_on_the_target(
+    workers, topic_name, create_topic, bootstrap, target
+):
+    """KIP-875's endpoints on a KIP-656 mirror: its tasks resume from the target group, so PATCH and
+    DELETE of the stopped connector's offsets must reach that group (the source group's copy alone
+    would change nothing), after fencing the last generation's zombies."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    produce_sequences(bootstrap, source, 0, 300)
+    worker = workers()
+    mirror_topic = f"src.{source}"
+    config = {**mirror_config("mm-offsets", source, target), "connector.class": "MirrorSink"}
+    group = "connect-mm-offsets"
+    assert worker.create_connector("mm-offsets", config).status_code == 201
+    worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 300 * PARTITIONS, 120, "the records")
+
+    assert worker.request("PUT", "/connectors/mm-offsets/stop").status_code == 204
+    source_end = end_offsets(bootstrap, source)
+    worker.wait_for(
+        lambda: group_offsets(target, group) == {(mirror_topic, p): source_end[p] for p in range(PARTITIONS)},
+        60,
+        "the final commit on stop",
+    )
+    rewind = {"partition": {"kafka_topic": source, "kafka_partition": 0}, "offset": {"kafka_offset": 200}}
+    patched = worker.request("PATCH", "/connectors/mm-offsets/offsets", json={"offsets": [rewind]})
+    assert patched.status_code == 200, patched.text
+    assert group_offsets(target, group)[(mirror_topic, 0)] == 200, "the target group was altered"
+    assert group_offsets(bootstrap, group)[(source, 0)] == 200, "and the source group, as for any sink"
+
+    assert worker.request("PUT", "/connectors/mm-offsets/resume").status_code == 202
+    worker.wait_for(
+        lambda: mirrored_count(target, mirror_topic) >= 300 * PARTITIONS + 100, 120, "the re-copied records"
+    )
+    seqs = [json.loads(r.value)["seq"] for r in mirrored(target, mirror_topic) if r.partition == 0]
+    assert seqs == [*range(300), *range(200, 300)], "partition 0 was copied again from offset 200"
+    assert len(mirrored(target, mirror_topic)) == 300 * PARTITIONS + 100, "the other partitions were not"
+
+    assert worker.request("PUT", "/connectors/mm-offsets/stop").status_code == 204
+    worker.wait_for(
+        lambda: worker.request("DELETE", "/connectors/mm-offsets/offsets").status_code == 200,
+        60,
+        "the offsets reset of the stopped connector",
+    )
+    assert group_offsets(target, group) == {}, "the target group was reset"
+    assert group_offsets(bootstrap, group) == {}, "and the source group"
 
 
 def test_worker_mirror_finds_new_source_partitions_by_itself(

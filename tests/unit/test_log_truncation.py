@@ -203,7 +203,8 @@ def test_the_mirror_commits_the_source_leader_epoch_into_the_target_transaction(
     writer = _RecordingWriter()
     task = _mirror_task(writer)
     returned = task.pre_commit({TopicPartition("orders", 1): OffsetAndMetadata(15, leader_epoch=4)})
-    assert returned == {}, "the target's transaction holds the offsets"
+    # The target's transaction holds the offsets; the runtime copies them to the source group (KIP-656).
+    assert returned == {TopicPartition("orders", 1): OffsetAndMetadata(15, leader_epoch=4)}
     assert writer.commits == [{TopicPartition("source.orders", 1): OffsetAndMetadata(15, leader_epoch=4)}]
 
 

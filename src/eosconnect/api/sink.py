@@ -154,6 +154,17 @@ class SinkConnector(Connector):
 
         return dict(client_config("producer", worker_props, config))
 
+    def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[TopicPartition, int] | None) -> bool:
+        """KIP-875's hook: the user alters (`PATCH .../offsets`) or, with `offsets=None`, resets
+        (`DELETE .../offsets`) the offsets of this stopped connector.
+
+        Called before the runtime writes them to the consumer group `connect-<name>`; raising refuses
+        the request and nothing is written. A connector that keeps its positions somewhere else as
+        well (an exactly-once sink's target cluster, say) applies them there and returns True; the
+        default returns False: the consumer group is all there is.
+        """
+        return False
+
 
 class SinkTask(Task):
     """Base class for sink tasks. The runtime calls `initialize`, `start`, `open` for assigned

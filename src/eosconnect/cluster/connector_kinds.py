@@ -16,6 +16,7 @@ from typing import Any
 from eosconnect.api.config import ConfigDef
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import ConnectorType, connector_type, resolve_connector_class
+from eosconnect.api.records import TopicPartition
 from eosconnect.api.sink import SinkConnector
 from eosconnect.runtime.config import (
     SINK_CONNECTOR_CONFIG_DEF,
@@ -88,3 +89,11 @@ def fencing_producer_config(worker_props: Mapping[str, str], config: Mapping[str
     if connector is not None:
         return connector.transactional_producer_config(config, worker_props)
     return dict(client_config("producer", worker_props, config))
+
+
+def alter_sink_connector_offsets(
+    config: Mapping[str, str], offsets: Mapping[TopicPartition, int] | None
+) -> bool:
+    """Give a sink connector its KIP-875 say on altered (or, with None, reset) offsets."""
+    connector = _sink_connector(config)
+    return connector is not None and connector.alter_offsets(dict(config), offsets)

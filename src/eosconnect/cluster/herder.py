@@ -33,9 +33,9 @@ from confluent_kafka.admin import AdminClient
 from eosconnect import __version__
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import available_connectors, connector_type, resolve_connector_class
-from eosconnect.api.records import SourceOffset, SourcePartition
-from eosconnect.cluster import sink_offsets
+from eosconnect.api.records import SourceOffset, SourcePartition, TopicPartition
 from eosconnect.cluster.connector_kinds import (
+    alter_sink_connector_offsets,
     fencing_producer_config,
     kind_of_config,
     uses_exactly_once_startup,
@@ -54,6 +54,7 @@ from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskCont
 from eosconnect.cluster.validation import config_errors, validate_connector_config
 from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
 from eosconnect.runtime.task import TaskSpec
+from eosconnect.storage import sink_offsets
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.config_store import ConfigStore, FencingConflict, LeaderFencedError
@@ -920,12 +921,7 @@ class DistributedHerder:
         self._require_leader()
         snapshot, placement = self._stopped_connector(name)
         if self.worker.exactly_once_enabled:
-            # Zombies of the last generation could still commit offsets over ours: fence them first.
-            count = max(snapshot.task_count_record(name) or 0, snapshot.task_count(name))
-            fence_transactional_ids(
-                client_config("producer", self.worker.originals, snapshot.connector_config(name)),
-                [task_transactional_id(self.worker.group_id, name, t) for t in range(count)],
-            )
+            self._fence_last_generation(snapshot, name)
         write_offsets(
             placement.client if placement.separate else placement.global_producer_config,
             placement.topic,
@@ -935,21 +931,43 @@ class DistributedHerder:
         if placement.separate:
             write_offsets(placement.global_producer_config, placement.global_topic, name, offsets)
 
-    def _sink_offsets_of_stopped(self, name: str) -> dict[str, Any] | None:
-        """The admin settings if `name` is a STOPPED sink connector, None for a source."""
+    def _fence_last_generation(self, snapshot: ConfigSnapshot, name: str) -> None:
+        """Zombies of the last generation could still commit offsets over the user's: fence them."""
+        count = max(snapshot.task_count_record(name) or 0, snapshot.task_count(name))
+        fence_transactional_ids(
+            fencing_producer_config(self.worker.originals, snapshot.connector_config(name) or {}),
+            [task_transactional_id(self.worker.group_id, name, t) for t in range(count)],
+        )
+
+    def _sink_offsets_of_stopped(
+        self, name: str, offsets: Mapping[TopicPartition, int] | None
+    ) -> dict[str, Any] | None:
+        """For a STOPPED sink connector: its own say first (KIP-875's hook, e.g. an exactly-once
+        mirror's target-side offsets, after fencing its zombies), then the admin settings for its
+        consumer group. None for a source connector."""
         self._require_leader()
         sink_admin = self._sink_admin_config(self._snapshot_with(name), name)
         if sink_admin is not None:
-            self._stopped_connector(name)  # raises unless STOPPED (waiting for a stop under way)
+            snapshot, _ = self._stopped_connector(name)  # raises unless STOPPED (waiting for a stop)
+            config = snapshot.connector_config(name) or {}
+            if self._uses_fencing(config):
+                self._fence_last_generation(snapshot, name)
+            try:
+                alter_sink_connector_offsets(config, offsets)
+            except ConfigException as exc:
+                raise BadRequestError(str(exc), exc.errors) from None
         return sink_admin
 
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
-        sink_admin = self._sink_offsets_of_stopped(name)
-        if sink_admin is not None:
+        self._require_leader()
+        if self._sink_admin_config(self._snapshot_with(name), name) is not None:
             try:
                 parsed_sink = sink_offsets.parse_sink_offsets(offsets)
             except ConfigException as exc:
                 raise BadRequestError(str(exc), exc.errors) from None
+            wanted = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in parsed_sink}
+            sink_admin = self._sink_offsets_of_stopped(name, wanted)
+            assert sink_admin is not None
             sink_offsets.alter_sink_offsets(sink_admin, sink_consumer_group(name), parsed_sink)
             return "The offsets for this connector have been altered successfully"
         parsed: dict[SourcePartition, SourceOffset | None] = {}
@@ -966,7 +984,7 @@ class DistributedHerder:
         return "The offsets for this connector have been altered successfully"
 
     def reset_connector_offsets(self, name: str) -> str:
-        sink_admin = self._sink_offsets_of_stopped(name)
+        sink_admin = self._sink_offsets_of_stopped(name, None)
         if sink_admin is not None:
             sink_offsets.reset_sink_offsets(sink_admin, sink_consumer_group(name))
             return "The offsets for this connector have been reset successfully"

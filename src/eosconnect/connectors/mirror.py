@@ -13,11 +13,12 @@ and the runtime commits the consumer group's offsets on the source cluster after
 With `transaction.producer=true` delivery is exactly once (needs `exactly.once.source.support=enabled`
 on the workers): each task writes with a transactional producer on the target cluster and sends its
 consumed positions into the same transaction, for the group `connect-<connector>` *on the target*,
-which is therefore the source of truth: a task (re)starts from those offsets, and nothing is
-committed on the source cluster. Partitions are assigned statically (listed on the source when
-the task configs are made), so a partition is only ever written by one transactional id, and a
-new generation of tasks first fences every id of the previous one. Consumers of the target topics
-must read with `isolation.level=read_committed`.
+which is therefore the source of truth: a task (re)starts from those offsets. After each target
+commit the same positions go to the source cluster's group too, for lag monitoring only (KIP-656).
+Partitions are assigned statically (listed on the source when the task configs are made), so a
+partition is only ever written by one transactional id, and a new generation of tasks first fences
+every id of the previous one. Consumers of the target topics must read with
+`isolation.level=read_committed`.
 
 Partitions or topics added on the source later are found by the connector itself: every
 `refresh.topics.interval.seconds` it lists the source partitions again and, when they changed, asks
@@ -32,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
@@ -61,6 +63,7 @@ from eosconnect.connectors.mirror_topics import (
     policy_of,
     prefixed_client_errors,
 )
+from eosconnect.runtime.config import sink_consumer_group
 from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
 from eosconnect.storage.clients import (
     KINDS,
@@ -69,6 +72,7 @@ from eosconnect.storage.clients import (
     forced,
     prefixed_client_config,
 )
+from eosconnect.storage.sink_offsets import alter_sink_offsets, reset_sink_offsets
 
 __all__ = ["MirrorSinkConnector", "MirrorSinkTask"]
 
@@ -147,6 +151,25 @@ class MirrorSinkConnector(SinkConnector):
         self, config: Mapping[str, str], worker_props: Mapping[str, str]
     ) -> dict[str, Any]:
         return dict(target_client_config("producer", config))
+
+    def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[TopicPartition, int] | None) -> bool:
+        """Exactly once, the tasks resume from the target group's offsets: apply the user's there too
+        (keyed by the target partitions), else altering the source group would change nothing."""
+        if not is_transactional(config):
+            return False
+        admin = dict(target_client_config("admin", config).validate())
+        group = sink_consumer_group(config["name"])
+        if offsets is None:
+            reset_sink_offsets(admin, group)
+        else:
+            policy = policy_of(config)
+            targets = []
+            for tp, offset in sorted(offsets.items()):
+                target = policy.target_partition(tp)
+                targets.append(KafkaTopicPartition(target.topic, target.partition, offset))
+            alter_sink_offsets(admin, group, targets)
+        log.info("offsets of %s on the target cluster %s", group, "reset" if offsets is None else "altered")
+        return True
 
     def start(self, config: dict[str, str]) -> None:
         errors = {v.name: v.errors for v in self.validate(config) if v.errors}
@@ -321,8 +344,9 @@ class MirrorSinkTask(SinkTask):
     def pre_commit(
         self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> Mapping[TopicPartition, OffsetAndMetadata]:
-        """Exactly once: commit the target transaction with the offsets and return {} (the source
-        group is not the source of truth). At least once: flush, then let the runtime commit."""
+        """Exactly once: commit the target transaction with the offsets, then let the runtime copy
+        them to the source group, where they only show the lag (KIP-656). At least once: flush, then
+        let the runtime commit them to the source group, the truth in that mode."""
         if self.writer is not None:
             self.writer.commit(
                 {  # the source leader epoch goes along: see TransactionalSinkProducer.commit
@@ -332,7 +356,7 @@ class MirrorSinkTask(SinkTask):
                     for tp, om in current_offsets.items()
                 }
             )
-            return {}
+            return current_offsets
         assert self.producer is not None
         remaining = self.producer.flush(60)
         if self._delivery_error is not None or remaining:

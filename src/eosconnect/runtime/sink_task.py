@@ -105,6 +105,30 @@ class ConsumerGroupCommitter:
             self.consumer.commit(offsets=kafka_offsets(offsets), asynchronous=False)
 
 
+@dataclass
+class InformationalGroupCommitter:
+    """KIP-656: a transactional sink's positions live on its target cluster, in its transactions.
+
+    The source group's offsets are still written after each target commit, as KIP-656 asks: they
+    let operators measure the lag on the source cluster, and restore a lost target group with few
+    duplicates (a partition without target offsets starts from them). Being information only, a
+    failure to write them is logged and never fails the task.
+    """
+
+    consumer: Consumer
+    log: logging.LoggerAdapter
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        try:
+            ConsumerGroupCommitter(self.consumer).commit(offsets)
+        except KafkaException as exc:
+            self.log.warning(
+                "could not record the consumed positions in the source cluster's group (used only to "
+                "show lag there; the target's offsets are the truth): %s",
+                exc.args[0] if exc.args else exc,
+            )
+
+
 def kafka_offsets(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> list[KafkaTopicPartition]:
     result = []
     for tp, om in sorted(offsets.items()):
@@ -245,7 +269,10 @@ class SinkTaskRunner:
         self.log.info("started %s in %s", type(self.task).__name__, where)
 
     def make_committer(self, consumer: Consumer) -> OffsetCommitter:
-        """The commit strategy; KIP-656's exactly-once sink returns a transactional one."""
+        """The commit strategy: the source group's offsets are the truth unless the task commits
+        its positions into its own transactions (KIP-656), where they are only information."""
+        if self.context.transactional_id is not None:
+            return InformationalGroupCommitter(consumer, self.log)
         return ConsumerGroupCommitter(consumer)
 
     def loop(self) -> None:
