@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, ResourceType
 
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.storage.topic_reader import read_to_end
@@ -61,6 +61,23 @@ def group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(30)
     return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+#: Set on source topics; min.insync.replicas is in MirrorMaker 2's default exclusions.
+SOURCE_TOPIC_SETTINGS = {
+    "retention.ms": "123456789",
+    "max.message.bytes": "2000000",
+    "min.insync.replicas": "1",
+}
+COPIED_SETTINGS = {"retention.ms": "123456789", "max.message.bytes": "2000000"}
+
+
+def topic_settings(bootstrap: str, topic: str) -> dict[str, str]:
+    """The settings set on the topic itself (not inherited from the broker)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entries = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).popitem()[1].result(30)
+    own = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    return {k: e.value for k, e in entries.items() if int(getattr(e.source, "value", e.source)) == own}
 
 
 def rewind_group(bootstrap: str, group: str, topic: str) -> None:
@@ -197,8 +214,9 @@ def test_zombie_is_fenced_and_none_of_its_writes_become_visible(
 def test_at_least_once_mirror_commits_on_the_source_cluster(
     run_job, worker_props, topic_name, create_topic, bootstrap, target
 ):
-    """transaction.producer=false: group subscription, idempotent producer, offsets on the source."""
-    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    """transaction.producer=false: group subscription, idempotent producer, offsets on the source.
+    The target topic is created with the source topic's own settings, minus the excluded ones."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS, config=SOURCE_TOPIC_SETTINGS)
     produce_sequences(bootstrap, source, 0, 200)
     name = topic_name("mm")
     config = {
@@ -216,6 +234,7 @@ def test_at_least_once_mirror_commits_on_the_source_cluster(
         (source, p): source_end[p] for p in range(PARTITIONS)
     }
     assert group_offsets(target, f"connect-{name}") == {}
+    assert topic_settings(target, source) == COPIED_SETTINGS
 
 
 def test_worker_mirrors_exactly_once_across_a_new_generation(
@@ -344,13 +363,14 @@ def test_worker_mirror_finds_new_source_partitions_by_itself(
 
 
 def test_mirror_source_copies_another_cluster_exactly_once_across_crashes(
-    run_job, worker_props, topic_name, target, read_committed, tmp_path: Path
+    run_job, worker_props, topic_name, target, read_committed, bootstrap, tmp_path: Path
 ):
     """Both tasks SIGKILL their Python worker with records in an open transaction; Spark retries
     them. Every committed record of the source cluster arrives once, in order, none of an aborted
     transaction; a new generation started later copies only what is new."""
     source = topic_name("remote")
-    ensure_topic(AdminClient({"bootstrap.servers": target}), source, PARTITIONS, 1, compacted=False)
+    admin = AdminClient({"bootstrap.servers": target})
+    ensure_topic(admin, source, PARTITIONS, 1, config=SOURCE_TOPIC_SETTINGS, compacted=False)
     produce_sequences(target, source, 0, 300)
     produce_aborted(target, source, 20)
     markers = tmp_path / "markers"
@@ -384,3 +404,4 @@ def test_mirror_source_copies_another_cluster_exactly_once_across_crashes(
     wait_until(lambda: len(read_committed(mirror_topic)) >= 600 * PARTITIONS, 120, "the last records", job)
     job.stop()
     assert_exactly_once(read_committed(mirror_topic), 600)
+    assert topic_settings(bootstrap, mirror_topic) == COPIED_SETTINGS

@@ -47,6 +47,14 @@ def test_transaction_producer_needs_an_enabled_worker_and_says_how() -> None:
     assert "exactly.once.source.support=enabled" in message and "transaction.producer=false" in message
 
 
+def test_excluded_topic_settings_must_be_regular_expressions() -> None:
+    assert errors_of({**BASE, "config.properties.exclude": r"retention\..*,segment\.bytes"}) == {}
+    errors = errors_of({**BASE, "config.properties.exclude": "retention.(ms"})
+    assert list(errors) == ["config.properties.exclude"]
+    assert "regular expressions" in errors["config.properties.exclude"][0]
+    assert set(errors_of({**BASE, "sync.topic.configs.enabled": "maybe"})) == {"sync.topic.configs.enabled"}
+
+
 def test_replication_policy_and_alias_are_checked() -> None:
     assert set(errors_of({**BASE, "replication.policy.class": "fancy"})) == {"replication.policy.class"}
     assert set(errors_of({**BASE, "source.cluster.alias": "a b"})) == {"source.cluster.alias"}

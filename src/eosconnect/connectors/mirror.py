@@ -28,6 +28,7 @@ fenced first), as MirrorMaker 2's source connector does.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -62,6 +63,7 @@ from eosconnect.connectors.mirror_topics import (
     list_source_partitions,
     policy_of,
     prefixed_client_errors,
+    source_topic_configs,
 )
 from eosconnect.runtime.config import sink_consumer_group
 from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
@@ -84,6 +86,8 @@ TARGET_BOOTSTRAP_CONFIG = "target.cluster.bootstrap.servers"
 COMMIT_INTERVAL_CONFIG = "transaction.commit.interval.ms"
 #: Task config key (written by the connector): source partition count per topic, for topic creation.
 PARTITION_COUNTS_KEY = "mirror.source.partition.counts"
+#: Task config: JSON of source topic -> the settings its target copy is created with.
+TOPIC_CONFIGS_KEY = "mirror.source.topic.configs"
 
 MIRROR_CONFIG_DEF = (
     ConfigDef(MIRROR_TOPICS_CONFIG_DEF)
@@ -201,6 +205,9 @@ class MirrorSinkConnector(SinkConnector):
             for tp in partitions:
                 counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
             base[PARTITION_COUNTS_KEY] = encode_topic_partition_counts(counts)
+            base[TOPIC_CONFIGS_KEY] = json.dumps(
+                source_topic_configs(self._source_admin_config(), self._config, counts), sort_keys=True
+            )
         if not is_transactional(base):
             return [dict(base) for _ in range(max_tasks)]  # the consumer group spreads partitions
         assert partitions is not None
@@ -220,9 +227,12 @@ class MirrorSinkConnector(SinkConnector):
                     "source cluster's settings"
                 )
             return None
-        return list_source_partitions(
-            connection_settings(make_config("consumer")), self._config, required=required
-        )
+        return list_source_partitions(self._source_admin_config(), self._config, required=required)
+
+    def _source_admin_config(self) -> dict[str, Any]:
+        """How an admin client reaches the source cluster (the tasks' consumers' cluster)."""
+        assert self.context.client_config is not None
+        return connection_settings(self.context.client_config("consumer"))
 
 
 class MirrorSinkTask(SinkTask):
@@ -237,6 +247,8 @@ class MirrorSinkTask(SinkTask):
         self.policy = policy_of(config)
         self.transactional = is_transactional(config)
         self.partition_counts = parse_topic_partition_counts(config.get(PARTITION_COUNTS_KEY, ""))
+        #: Source topic -> the settings its target copy is created with.
+        self.topic_configs: dict[str, dict[str, str]] = json.loads(config.get(TOPIC_CONFIGS_KEY) or "{}")
         self.replication_factor = int(config.get(REPLICATION_FACTOR_CONFIG) or -1)
         self.task_id = str(config.get("name", "mirror"))
         self.commit_interval_s = int(config.get(COMMIT_INTERVAL_CONFIG) or 5_000) / 1000
@@ -301,7 +313,7 @@ class MirrorSinkTask(SinkTask):
         source_topic = next((s for s in self.partition_counts if self.policy.target_topic(s) == topic), None)
         wanted = max(partition + 1, self.partition_counts.get(source_topic or "", 0))
         self._target_partitions[topic] = ensure_mirror_topic(
-            self.admin, topic, wanted, self.replication_factor
+            self.admin, topic, wanted, self.replication_factor, self.topic_configs.get(source_topic or "")
         )
 
     # ----------------------------------------------------------------------------- records

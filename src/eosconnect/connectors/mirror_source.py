@@ -58,6 +58,7 @@ from eosconnect.connectors.mirror_topics import (
     list_source_partitions,
     policy_of,
     prefixed_client_errors,
+    source_topic_configs,
 )
 from eosconnect.storage.clients import forced, prefixed_client_config
 
@@ -185,8 +186,10 @@ class MirrorSourceConnector(SourceConnector):
             counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
         admin = AdminClient(connection_settings(make_config("admin")))
         replication_factor = int(self._config.get(REPLICATION_FACTOR_CONFIG) or -1)
+        configs = source_topic_configs(self._admin_config, self._config, counts)
         for topic, count in counts.items():
-            ensure_mirror_topic(admin, self._policy.target_topic(topic), count, replication_factor)
+            target = self._policy.target_topic(topic)
+            ensure_mirror_topic(admin, target, count, replication_factor, configs.get(topic))
 
 
 class MirrorSourceTask(SourceTask):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, ResourceType
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConnectException
@@ -32,6 +32,7 @@ __all__ = [
     "list_source_partitions",
     "policy_of",
     "prefixed_client_errors",
+    "source_topic_configs",
 ]
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,29 @@ SEPARATOR_CONFIG = "replication.policy.separator"
 REPLICATION_FACTOR_CONFIG = "target.topic.replication.factor"
 REFRESH_ENABLED_CONFIG = "refresh.topics.enabled"
 REFRESH_INTERVAL_CONFIG = "refresh.topics.interval.seconds"
+SYNC_CONFIGS_CONFIG = "sync.topic.configs.enabled"
+CONFIG_EXCLUDE_CONFIG = "config.properties.exclude"
+#: MirrorMaker 2's default exclusions: settings that belong to a cluster, not to the data.
+DEFAULT_CONFIG_EXCLUDE = (
+    r"follower\.replication\.throttled\.replicas,leader\.replication\.throttled\.replicas,"
+    r"message\.timestamp\.difference\.max\.ms,message\.timestamp\.type,"
+    r"unclean\.leader\.election\.enable,min\.insync\.replicas"
+)
+
+
+def _excluded_patterns(value: str | Iterable[str]) -> list[re.Pattern[str]]:
+    """`config.properties.exclude` as written (comma-separated) or as parsed (a list)."""
+    items = value.split(",") if isinstance(value, str) else value
+    return [re.compile(p.strip()) for p in items if p.strip()]
+
+
+def _all_compile(value: str | Iterable[str]) -> bool:
+    try:
+        _excluded_patterns(value)
+    except re.error:
+        return False
+    return True
+
 
 MIRROR_TOPICS_CONFIG_DEF = (
     ConfigDef(SINK_TOPICS_CONFIG_DEF)
@@ -97,6 +121,24 @@ MIRROR_TOPICS_CONFIG_DEF = (
         -1,
         Importance.LOW,
         "Replication factor of target topics the connector creates; -1 takes the target broker's default.",
+    )
+    .define(
+        SYNC_CONFIGS_CONFIG,
+        ConfigType.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Whether a target topic is created with the settings set on its source topic "
+        "(cleanup.policy, retention.ms, ...: the topic's own, not the broker's defaults), minus "
+        f"{CONFIG_EXCLUDE_CONFIG}. Only at creation: later changes on the source are not copied.",
+    )
+    .define(
+        CONFIG_EXCLUDE_CONFIG,
+        ConfigType.LIST,
+        DEFAULT_CONFIG_EXCLUDE,
+        Importance.LOW,
+        "Regular expressions (comma-separated) of topic settings never copied to the target "
+        "(MirrorMaker 2's setting and default).",
+        Validator.of(_all_compile, "regular expressions that compile", r"retention\..*"),
     )
 )
 
@@ -227,17 +269,67 @@ class PartitionWatcher:
             self._on_change()
 
 
-def ensure_mirror_topic(admin: AdminClient, topic: str, partitions: int, replication_factor: int) -> int:
-    """The target `topic` exists with at least `partitions` partitions (created or grown); returns
-    how many it has."""
-    ensure_topic(
-        admin,
-        topic,
-        partitions=partitions,
-        replication_factor=replication_factor,
-        compacted=False,
-        replication_setting=REPLICATION_FACTOR_CONFIG,
+def source_topic_configs(
+    admin_config: Mapping[str, Any], config: Mapping[str, str], topics: Iterable[str]
+) -> dict[str, dict[str, str]]:
+    """Per source topic, the settings its target copy is created with (`sync.topic.configs.enabled`).
+
+    Only settings set on the topic itself count: a broker default of the source cluster is not the
+    topic's choice, and the target's own defaults should apply there. A topic whose settings cannot
+    be read is created with the target's defaults, with a warning: data is never held back for it.
+    """
+    wanted = sorted(set(topics))
+    if not wanted or str(config.get(SYNC_CONFIGS_CONFIG, "true")).strip().lower() != "true":
+        return {}
+    excluded = _excluded_patterns(str(config.get(CONFIG_EXCLUDE_CONFIG, DEFAULT_CONFIG_EXCLUDE)))
+    own = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    futures = AdminClient(dict(admin_config)).describe_configs(
+        [ConfigResource(ResourceType.TOPIC, t) for t in wanted], request_timeout=30
     )
+    result: dict[str, dict[str, str]] = {}
+    for resource, future in futures.items():
+        try:
+            entries = future.result(30)
+        except KafkaException as exc:
+            log.warning(
+                "could not read the settings of source topic %s (creating its copy with the "
+                "target's defaults): %s",
+                resource.name,
+                exc,
+            )
+            continue
+        result[resource.name] = {
+            name: str(entry.value)
+            for name, entry in entries.items()
+            if int(getattr(entry.source, "value", entry.source)) == own
+            and entry.value is not None
+            and not any(p.fullmatch(name) for p in excluded)
+        }
+    return result
+
+
+def ensure_mirror_topic(
+    admin: AdminClient,
+    topic: str,
+    partitions: int,
+    replication_factor: int,
+    topic_config: Mapping[str, str] | None = None,
+) -> int:
+    """The target `topic` exists with at least `partitions` partitions (created or grown), created
+    with `topic_config` (see `source_topic_configs`); returns how many partitions it has."""
+    if (
+        ensure_topic(
+            admin,
+            topic,
+            partitions=partitions,
+            replication_factor=replication_factor,
+            config=topic_config,
+            compacted=False,
+            replication_setting=REPLICATION_FACTOR_CONFIG,
+        )
+        and topic_config
+    ):
+        log.info("created %s with the source topic's settings %s", topic, dict(topic_config))
     have = len(admin.list_topics(topic, timeout=30).topics[topic].partitions)
     if have >= partitions:
         return have
