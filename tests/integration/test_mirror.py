@@ -75,7 +75,9 @@ COPIED_SETTINGS = {"retention.ms": "123456789", "max.message.bytes": "2000000"}
 def topic_settings(bootstrap: str, topic: str) -> dict[str, str]:
     """The settings set on the topic itself (not inherited from the broker)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    entries = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).popitem()[1].result(30)
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    futures = admin.describe_configs([resource])
+    entries = futures[resource].result(30)
     own = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     return {k: e.value for k, e in entries.items() if int(getattr(e.source, "value", e.source)) == own}
 

@@ -283,7 +283,8 @@ def source_topic_configs(
         return {}
     excluded = _excluded_patterns(str(config.get(CONFIG_EXCLUDE_CONFIG, DEFAULT_CONFIG_EXCLUDE)))
     own = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-    futures = AdminClient(dict(admin_config)).describe_configs(
+    admin = AdminClient(dict(admin_config))  # kept referenced: a freed client fails its futures
+    futures = admin.describe_configs(
         [ConfigResource(ResourceType.TOPIC, t) for t in wanted], request_timeout=30
     )
     result: dict[str, dict[str, str]] = {}
