@@ -60,6 +60,7 @@ from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation, validate_positions
 from eosconnect.storage.clients import ClientConfig, client_config
+from eosconnect.storage.transient import retry_transient
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +72,6 @@ POLL_TIMEOUT_S = 0.5
 RETRY_BACKOFF_S = 1.0
 #: How long fetching the group's committed offsets on assignment may take.
 COMMITTED_TIMEOUT_S = 30.0
-#: Errors of an offset fetch that go away by themselves (a coordinator loading or moving).
-RETRIABLE_FETCH_CODES = frozenset(
-    {
-        KafkaError._TIMED_OUT,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.UNSTABLE_OFFSET_COMMIT,
-    }
-)
 
 Offsets = dict[TopicPartition, OffsetAndMetadata]
 
@@ -611,17 +601,13 @@ class SinkTaskRunner:
         coordinator that is loading or moving is waited for, as librdkafka would."""
         if not partitions:
             return {}
-        deadline = time.monotonic() + COMMITTED_TIMEOUT_S
-        while True:
-            try:
-                committed = consumer.committed([_kafka_tp(tp) for tp in partitions], timeout=10)
-                break
-            except KafkaException as exc:
-                err: KafkaError = exc.args[0]
-                if err.code() not in RETRIABLE_FETCH_CODES or time.monotonic() >= deadline:
-                    raise
-                self.log.info("reading the committed offsets: %s; retrying", err.str())
-                time.sleep(0.5)
+        committed = retry_transient(
+            lambda: consumer.committed([_kafka_tp(tp) for tp in partitions], timeout=10),
+            timeout=COMMITTED_TIMEOUT_S,
+            doing="reading the committed offsets",
+            logger=self.log,
+            pause_s=0.5,
+        )
         positions: Offsets = {}
         for c in committed:
             if c.offset >= 0:

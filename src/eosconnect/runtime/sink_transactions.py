@@ -35,8 +35,9 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 from eosconnect.runtime.exactly_once import classify_transaction_error, transactional_producer_config
-from eosconnect.runtime.sink_task import RETRIABLE_FETCH_CODES, kafka_offsets
+from eosconnect.runtime.sink_task import kafka_offsets
 from eosconnect.storage.clients import forced
+from eosconnect.storage.transient import retry_transient
 
 __all__ = ["TransactionalSinkProducer"]
 
@@ -130,24 +131,23 @@ class TransactionalSinkProducer:
         wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         if not wanted:
             return {}
-        deadline = time.monotonic() + CALL_TIMEOUT_S
-        while True:
-            try:
-                # read_committed makes librdkafka ask for stable offsets (KIP-447): an offset commit
-                # of a transaction still completing is waited for, never read half done.
-                result = self.group_consumer.committed(wanted, timeout=10)
-                break
-            except KafkaException as exc:
-                err: KafkaError = exc.args[0]
-                # A fresh cluster is still loading __consumer_offsets; a moved coordinator is found again.
-                if err.code() in RETRIABLE_FETCH_CODES and time.monotonic() < deadline:
-                    log.info("[%s] reading committed offsets: %s; retrying", self.task_id, err.str())
-                    time.sleep(0.5)
-                    continue
-                raise ConnectException(
-                    f"{self.task_id}: could not read the committed offsets of group {self.group_id!r} on the "
-                    f"cluster the task writes to: {err.name()}: {err.str()}"
-                ) from exc
+        # read_committed makes librdkafka ask for stable offsets (KIP-447): an offset commit of a
+        # transaction still completing is waited for, never read half done. A fresh cluster still
+        # loading __consumer_offsets, or a moved coordinator, is waited for too.
+        try:
+            result = retry_transient(
+                lambda: self.group_consumer.committed(wanted, timeout=10),
+                timeout=CALL_TIMEOUT_S,
+                doing=f"[{self.task_id}] reading committed offsets",
+                logger=log,
+                pause_s=0.5,
+            )
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            raise ConnectException(
+                f"{self.task_id}: could not read the committed offsets of group {self.group_id!r} on the "
+                f"cluster the task writes to: {err.name()}: {err.str()}"
+            ) from exc
         found = {
             TopicPartition(p.topic, p.partition): OffsetAndMetadata(
                 p.offset,

@@ -7,16 +7,12 @@ and remember their position, so a failed read can simply be retried from where i
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaException
-
-from eosconnect.storage.topic_reader import TopicRecord, is_transient, read_to_end
-
-log = logging.getLogger(__name__)
+from eosconnect.storage.topic_reader import TopicRecord, read_to_end
+from eosconnect.storage.transient import retry_transient
 
 
 def read_to_end_retrying(
@@ -32,15 +28,11 @@ def read_to_end_retrying(
     read twice.
     """
     deadline = time.monotonic() + timeout
-    while True:
+
+    def attempt() -> None:
         remaining = max(1.0, deadline - time.monotonic())
-        try:
-            read_to_end(
-                dict(client_config), topic, start_offsets=positions(), timeout=remaining, on_record=on_record
-            )
-            return
-        except KafkaException as exc:
-            if not is_transient(exc) or time.monotonic() >= deadline:
-                raise
-            log.info("reading %r failed transiently (%s); retrying", topic, exc.args[0])
-            time.sleep(0.2)
+        read_to_end(
+            dict(client_config), topic, start_offsets=positions(), timeout=remaining, on_record=on_record
+        )
+
+    retry_transient(attempt, timeout=timeout, doing=f"reading {topic!r}")

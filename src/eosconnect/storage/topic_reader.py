@@ -9,7 +9,6 @@ the offsets and config stores and by the verifier alike.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -25,32 +24,12 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from eosconnect.storage.transient import retry_transient
+
 READER_FETCH_WAIT_MS = 20
 #: One ListOffsets attempt. A request to a leader that just died waits out this timeout, not the
 #: caller's whole one: the next attempt looks the leaders up again.
 LIST_OFFSETS_ATTEMPT_S = 8.0
-
-#: Errors that mean "ask again shortly", even where librdkafka does not flag them retriable. The
-#: leader-epoch ones come back from ListOffsets while a restarted broker's leadership propagates.
-TRANSIENT_CODES = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.FENCED_LEADER_EPOCH,
-        KafkaError.UNKNOWN_LEADER_EPOCH,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._TIMED_OUT,
-        KafkaError._TRANSPORT,
-    }
-)
-
-log = logging.getLogger(__name__)
-
-
-def is_transient(exc: KafkaException) -> bool:
-    err = exc.args[0] if exc.args else None
-    return isinstance(err, KafkaError) and (err.retriable() or err.code() in TRANSIENT_CODES)
 
 
 class ReadTimeout(TimeoutError):
@@ -81,18 +60,15 @@ def end_offsets(
     if not request:
         return {}
     deadline = time.monotonic() + timeout
-    while True:
-        attempt = min(LIST_OFFSETS_ATTEMPT_S, max(1.0, deadline - time.monotonic()))
-        futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=attempt)
-        try:
-            # librdkafka answers every future by `attempt`; the margin only guards against a hang.
-            wait = attempt + 5
-            return {(tp.topic, tp.partition): f.result(timeout=wait).offset for tp, f in futures.items()}
-        except KafkaException as exc:
-            if not is_transient(exc) or time.monotonic() >= deadline:
-                raise
-            log.info("listing end offsets failed transiently (%s); retrying", exc.args[0])
-            time.sleep(0.2)
+
+    def attempt() -> dict[tuple[str, int], int]:
+        attempt_s = min(LIST_OFFSETS_ATTEMPT_S, max(1.0, deadline - time.monotonic()))
+        futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=attempt_s)
+        # librdkafka answers every future by `attempt_s`; the margin only guards against a hang.
+        wait = attempt_s + 5
+        return {(tp.topic, tp.partition): f.result(timeout=wait).offset for tp, f in futures.items()}
+
+    return retry_transient(attempt, timeout=timeout, doing="listing end offsets")
 
 
 def topic_partitions(admin: AdminClient, topic: str, timeout: float = 30.0) -> list[TopicPartition]:
