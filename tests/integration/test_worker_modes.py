@@ -27,22 +27,14 @@ from eosconnect.storage.serialization import decode_key, decode_value
 from eosconnect.storage.topic_reader import TopicRecord, end_offsets
 from eosconnect.tools.verify import check_sequences
 from eosconnect.tools.worker_process import WorkerProcess
+from support.chaos import endless_sequence
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 
 def sequence(topic: str, tasks: int, rate: int = 200, **extra: str) -> dict[str, str]:
-    """An endless SequenceSource: task i writes (i, 0), (i, 1), ... at `rate` records per second."""
-    return {
-        "connector.class": "SequenceSource",
-        "tasks.max": str(tasks),
-        "topic": topic,
-        "records.per.task": "-1",
-        "batch.size": "20",
-        "rate.per.task": str(rate),
-        "payload.bytes": "10",
-        **extra,
-    }
+    """`endless_sequence` plus connector settings of the test."""
+    return {**endless_sequence(topic, tasks, rate), **extra}
 
 
 def worker_id(worker: WorkerProcess) -> str:

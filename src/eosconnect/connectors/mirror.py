@@ -53,6 +53,7 @@ from eosconnect.connectors.mirror_policy import (
     encode_topic_partition_counts,
     parse_topic_partition_counts,
     spread_partitions,
+    topic_partition_counts,
 )
 from eosconnect.connectors.mirror_topics import (
     MIRROR_TOPICS_CONFIG_DEF,
@@ -201,9 +202,7 @@ class MirrorSinkConnector(SinkConnector):
         if self._watcher is not None and partitions is not None:
             self._watcher.known = frozenset(partitions)
         if partitions is not None:
-            counts: dict[str, int] = {}
-            for tp in partitions:
-                counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+            counts = topic_partition_counts(partitions)
             base[PARTITION_COUNTS_KEY] = encode_topic_partition_counts(counts)
             base[TOPIC_CONFIGS_KEY] = json.dumps(
                 source_topic_configs(self._source_admin_config(), self._config, counts), sort_keys=True

@@ -78,6 +78,14 @@ def spread_partitions(partitions: Iterable[TopicPartition], tasks: int) -> list[
     return [g for g in groups if g] or [[]]
 
 
+def topic_partition_counts(partitions: Iterable[TopicPartition]) -> dict[str, int]:
+    """Per topic, how many partitions a copy needs to hold these (the highest number + 1)."""
+    counts: dict[str, int] = {}
+    for tp in partitions:
+        counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+    return counts
+
+
 def encode_topic_partition_counts(counts: Mapping[str, int]) -> str:
     return ",".join(f"{topic}:{n}" for topic, n in sorted(counts.items()))
 
