@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageReader
-from eosconnect.api.records import OffsetAndMetadata, TopicPartition
+from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
 from eosconnect.api.transactions import TransactionContext
 
 __all__ = ["ConnectorContext", "SinkTaskContext", "SourceTaskContext"]
@@ -111,7 +111,7 @@ class SinkTaskContext:
             else:
                 self.requested_offsets[tp] = int(position)
                 epoch = None
-            if epoch is not None and epoch >= 0:
+            if known_or_none(epoch) is not None:
                 self.requested_epochs[tp] = epoch
             else:
                 self.requested_epochs.pop(tp, None)

@@ -394,6 +394,11 @@ class TopicPartition:
         return f"{self.topic}-{self.partition}"
 
 
+def known_or_none(value: int | None) -> int | None:
+    """An offset or leader epoch, with Kafka's "unknown" (-1, or any negative value) as None."""
+    return value if value is not None and value >= 0 else None
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
     """A consumer position for a sink partition: the next offset to read, plus its leader epoch."""

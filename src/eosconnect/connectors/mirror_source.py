@@ -33,7 +33,7 @@ from confluent_kafka.admin import AdminClient
 from eosconnect import __version__
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.records import SourcePartition, SourceRecord, TopicPartition
+from eosconnect.api.records import SourcePartition, SourceRecord, TopicPartition, known_or_none
 from eosconnect.api.sink import (
     ASSIGNED_PARTITIONS_CONFIG,
     decode_partitions,
@@ -47,7 +47,7 @@ from eosconnect.api.source import (
     SourceTask,
 )
 from eosconnect.api.validators import Range
-from eosconnect.connectors.mirror_policy import spread_partitions
+from eosconnect.connectors.mirror_policy import spread_partitions, topic_partition_counts
 from eosconnect.connectors.mirror_topics import (
     MIRROR_TOPICS_CONFIG_DEF,
     REPLICATION_FACTOR_CONFIG,
@@ -181,9 +181,7 @@ class MirrorSourceConnector(SourceConnector):
         make_config = self.context.client_config
         if make_config is None:
             return  # outside a runtime (a unit test): nothing to create them on
-        counts: dict[str, int] = {}
-        for tp in partitions:
-            counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+        counts = topic_partition_counts(partitions)
         admin = AdminClient(connection_settings(make_config("admin")))
         replication_factor = int(self._config.get(REPLICATION_FACTOR_CONFIG) or -1)
         configs = source_topic_configs(self._admin_config, self._config, counts)
@@ -214,13 +212,20 @@ class MirrorSourceTask(SourceTask):
         consumer_config.setdefault("group.id", f"eosconnect-mirror-source-{config.get('name', 'mirror')}")
         self.reset = str(consumer_config["auto.offset.reset"])
         partitions = decode_partitions(config.get(ASSIGNED_PARTITIONS_CONFIG, ""))
-        stored = self.context.offset_storage_reader.offsets(
-            wrap_partition(self.alias, tp) for tp in partitions
-        )
+        #: Per assigned (topic, partition): its frozen source partition and its target topic, made
+        #: once here rather than for every record polled.
+        self._routes: dict[tuple[str, int], tuple[SourcePartition, str]] = {
+            (tp.topic, tp.partition): (
+                SourcePartition.of(wrap_partition(self.alias, tp)),
+                self.policy.target_topic(tp.topic),
+            )
+            for tp in partitions
+        }
+        stored = self.context.offset_storage_reader.offsets(route[0] for route in self._routes.values())
         assignment = []
         fresh_start = OFFSET_END if self.reset in ("latest", "largest", "end") else OFFSET_BEGINNING
         for tp in partitions:
-            offset = stored.get(SourcePartition.of(wrap_partition(self.alias, tp)))
+            offset = stored.get(self._routes[(tp.topic, tp.partition)][0])
             if offset is None:  # nothing copied yet
                 assignment.append(KafkaTopicPartition(tp.topic, tp.partition, fresh_start))
             else:
@@ -250,15 +255,16 @@ class MirrorSourceTask(SourceTask):
                 self._raise(message, error)
             epoch = message.leader_epoch()
             offset: dict[str, str | int] = {"offset": message.offset()}
-            if epoch is not None and epoch >= 0:
+            if known_or_none(epoch) is not None:
                 offset["leader.epoch"] = epoch
-            topic, partition = message.topic(), message.partition()
+            partition = message.partition()
+            source_partition, target_topic = self._routes[(message.topic(), partition)]
             timestamp_type, timestamp = message.timestamp()
             records.append(
                 SourceRecord(
-                    source_partition=wrap_partition(self.alias, TopicPartition(topic, partition)),
+                    source_partition=source_partition,
                     source_offset=offset,
-                    topic=self.policy.target_topic(topic),
+                    topic=target_topic,
                     partition=partition,
                     key=message.key(),
                     value=message.value(),

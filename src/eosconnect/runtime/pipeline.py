@@ -18,7 +18,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 from eosconnect.api.connector import Task
 from eosconnect.api.converters import Converter, converter_from_config
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import SinkRecord, SourceRecord
+from eosconnect.api.records import SinkRecord, SourceRecord, known_or_none
 from eosconnect.api.transforms import TransformationChain
 
 
@@ -93,7 +93,7 @@ class SinkRecordPipeline(_Pipeline):
             self.value_converter.to_connect(topic, message.value()),
             timestamp if timestamp_type != TIMESTAMP_NOT_AVAILABLE and timestamp >= 0 else None,
             message.headers(),
-            epoch if epoch is not None and epoch >= 0 else None,
+            known_or_none(epoch),
         )
         return self.transforms.apply(record)
 

@@ -49,7 +49,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.context import SinkTaskContext
 from eosconnect.api.errors import ConnectException, RetriableException
-from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
 from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import ErrorsTolerance, LogTruncationPolicy, SinkConnectorConfig, WorkerConfig
@@ -350,9 +350,7 @@ class SinkTaskRunner:
         self.metrics.record_filtered(filtered)
         self.metrics.topics.update(topic for topic, _ in last)
         positions: Offsets = {
-            TopicPartition(topic, partition): OffsetAndMetadata(
-                offset + 1, leader_epoch=epoch if epoch is not None and epoch >= 0 else None
-            )
+            TopicPartition(topic, partition): OffsetAndMetadata(offset + 1, leader_epoch=known_or_none(epoch))
             for (topic, partition), (offset, epoch) in last.items()
         }
         positions.update(moved)
@@ -385,8 +383,7 @@ class SinkTaskRunner:
         self._restarts[tp] = start
         if start.offset < 0:  # a logical offset: the next record gives the position
             return None
-        epoch = start.leader_epoch if start.leader_epoch is not None and start.leader_epoch >= 0 else None
-        return OffsetAndMetadata(start.offset, leader_epoch=epoch)
+        return OffsetAndMetadata(start.offset, leader_epoch=known_or_none(start.leader_epoch))
 
     def _restart_partitions(self) -> None:
         """Start the partitions librdkafka stopped again, where `_offset_reset_needed` decided.
@@ -611,9 +608,8 @@ class SinkTaskRunner:
         positions: Offsets = {}
         for c in committed:
             if c.offset >= 0:
-                epoch = c.leader_epoch if c.leader_epoch is not None and c.leader_epoch >= 0 else None
                 positions[TopicPartition(c.topic, c.partition)] = OffsetAndMetadata(
-                    c.offset, leader_epoch=epoch
+                    c.offset, leader_epoch=known_or_none(c.leader_epoch)
                 )
         self.log.debug("committed positions %s", {str(tp): om for tp, om in positions.items()})
         return positions

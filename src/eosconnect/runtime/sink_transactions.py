@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import OffsetAndMetadata, TopicPartition
+from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
 from eosconnect.runtime.exactly_once import classify_transaction_error, transactional_producer_config
 from eosconnect.runtime.sink_task import kafka_offsets
 from eosconnect.storage.clients import forced
@@ -152,7 +152,7 @@ class TransactionalSinkProducer:
             TopicPartition(p.topic, p.partition): OffsetAndMetadata(
                 p.offset,
                 p.metadata or "",
-                leader_epoch=p.leader_epoch if p.leader_epoch is not None and p.leader_epoch >= 0 else None,
+                leader_epoch=known_or_none(p.leader_epoch),
             )
             for p in result
             if p.offset >= 0

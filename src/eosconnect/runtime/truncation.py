@@ -45,7 +45,7 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.records import OffsetAndMetadata, TopicPartition
+from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
 
 __all__ = ["LogTruncation", "OffsetReset", "parse_truncation", "validate_positions"]
 
@@ -144,11 +144,6 @@ def _int(value: str | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _known(value: int | None) -> int | None:
-    """librdkafka says -1 for "unknown" offsets and epochs."""
-    return value if value is not None and value >= 0 else None
-
-
 def parse_truncation(text: str, topic: str, partition: int) -> LogTruncation | None:
     """The truncation an `_AUTO_OFFSET_RESET` error text reports, or None for any other reset."""
     if _TRUNCATION_MARK not in text.lower():
@@ -160,10 +155,10 @@ def parse_truncation(text: str, topic: str, partition: int) -> LogTruncation | N
     return LogTruncation(
         topic=topic,
         partition=partition,
-        consumed_offset=_known(_int(match["offset"])),
-        consumed_epoch=_known(_int(match["epoch"])),
-        divergence_offset=_known(_int(match["end"])),
-        divergence_epoch=_known(_int(match["end_epoch"])),
+        consumed_offset=known_or_none(_int(match["offset"])),
+        consumed_epoch=known_or_none(_int(match["epoch"])),
+        divergence_offset=known_or_none(_int(match["end"])),
+        divergence_epoch=known_or_none(_int(match["end_epoch"])),
         broker=_int(broker["broker"]) if broker else None,
         detail=text,
     )
@@ -202,7 +197,7 @@ def validate_positions(
     checkable = {
         tp: om
         for tp, om in positions.items()
-        if om.offset >= 0 and om.leader_epoch is not None and om.leader_epoch >= 0
+        if om.offset >= 0 and known_or_none(om.leader_epoch) is not None
     }
     unchecked = sorted(str(tp) for tp in positions if tp not in checkable)
     if unchecked:
