@@ -85,6 +85,7 @@ from eosconnect.api.sink import (
 from eosconnect.api.source import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
+    ReplaySupport,
     SourceConnector,
     SourceTask,
 )
@@ -160,6 +161,7 @@ __all__ = [
     "RecordMetadata",
     "ReplaceField",
     "ReplaceFieldKey",
+    "ReplaySupport",
     "RequestedTransactionContext",
     "RetriableException",
     "SinkConnector",

@@ -15,7 +15,13 @@ from eosconnect.api.connector import Connector, Task
 from eosconnect.api.context import SourceTaskContext
 from eosconnect.api.records import Primitive, RecordMetadata, SourceOffset, SourcePartition, SourceRecord
 
-__all__ = ["ConnectorTransactionBoundaries", "ExactlyOnceSupport", "SourceConnector", "SourceTask"]
+__all__ = [
+    "ConnectorTransactionBoundaries",
+    "ExactlyOnceSupport",
+    "ReplaySupport",
+    "SourceConnector",
+    "SourceTask",
+]
 
 
 class ExactlyOnceSupport(StrEnum):
@@ -27,6 +33,14 @@ class ExactlyOnceSupport(StrEnum):
 
 class ConnectorTransactionBoundaries(StrEnum):
     """Whether a connector's tasks can define their own transaction boundaries (KIP-618)."""
+
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class ReplaySupport(StrEnum):
+    """Whether a connector's tasks can re-read any offset range the same way (a Spark streaming
+    source, `spark.readStream.format("eosconnect")`, see docs/spark.md)."""
 
     SUPPORTED = "SUPPORTED"
     UNSUPPORTED = "UNSUPPORTED"
@@ -51,6 +65,14 @@ class SourceConnector(Connector):
         """Return SUPPORTED if the tasks use `TransactionContext`; needed for
         `transaction.boundary=connector`. The default is UNSUPPORTED."""
         return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def replay_support(self, config: Mapping[str, str]) -> ReplaySupport:
+        """Return SUPPORTED if, with this config, the tasks can serve as a Spark streaming source,
+        which re-reads offset ranges: a task started with offset O for a source partition returns
+        that partition's records after O again, in the same order and with the same offsets, and
+        records that share one offset come from a single `poll()`. The default is UNSUPPORTED.
+        """
+        return ReplaySupport.UNSUPPORTED
 
 
 class SourceTask(Task):

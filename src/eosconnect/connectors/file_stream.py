@@ -14,7 +14,7 @@ from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, SourceRecord, TopicPartition
 from eosconnect.api.sink import SINK_TOPICS_CONFIG_DEF, SinkConnector, SinkTask, sink_topics_errors
-from eosconnect.api.source import ExactlyOnceSupport, SourceConnector, SourceTask
+from eosconnect.api.source import ExactlyOnceSupport, ReplaySupport, SourceConnector, SourceTask
 from eosconnect.api.validators import NonEmptyString, Range, Validator
 
 __all__ = [
@@ -112,6 +112,10 @@ class FileStreamSourceConnector(SourceConnector):
 
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
         return ExactlyOnceSupport.SUPPORTED
+
+    def replay_support(self, config: Mapping[str, str]) -> ReplaySupport:
+        """An append-only file re-read from a byte position yields the same lines."""
+        return ReplaySupport.SUPPORTED
 
 
 class FileStreamSourceTask(SourceTask):

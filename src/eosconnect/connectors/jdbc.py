@@ -73,6 +73,7 @@ from eosconnect.api.records import Primitive, SourceOffset, SourcePartition, Sou
 from eosconnect.api.source import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
+    ReplaySupport,
     SourceConnector,
     SourceTask,
 )
@@ -471,6 +472,11 @@ class JdbcSourceConnector(SourceConnector):
 
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
         return ExactlyOnceSupport.SUPPORTED
+
+    def replay_support(self, config: Mapping[str, str]) -> ReplaySupport:
+        """Rows after an offset come back in (timestamp, id) order, and a batch never ends
+        among rows sharing an offset; see the module docstring for the caveat of incrementing mode."""
+        return ReplaySupport.SUPPORTED
 
     def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.SUPPORTED

@@ -21,6 +21,7 @@ from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
+    ReplaySupport,
     SourceConnector,
     SourceTask,
 )
@@ -118,6 +119,10 @@ class SequenceSourceConnector(SourceConnector):
 
     def exactly_once_support(self, config: Mapping[str, str]) -> ExactlyOnceSupport | None:
         return ExactlyOnceSupport.SUPPORTED
+
+    def replay_support(self, config: Mapping[str, str]) -> ReplaySupport:
+        """Sequence numbers from a stored one are the same records every time."""
+        return ReplaySupport.SUPPORTED
 
     def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.SUPPORTED
