@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint soak bench kafka postgres install clean
+.PHONY: demo demo-spark test lint soak bench kafka postgres install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ kafka: $(STAMP)  ## fetch the Apache Kafka jars once (cached outside the repo)
 demo: kafka
 	$(BIN)/eosconnect demo
 
+demo-spark: kafka  ## JdbcSource -> Spark -> eosconnect-kafka through a driver SIGKILL, verified
+	$(BIN)/eosconnect demo-spark
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
@@ -42,6 +45,7 @@ soak: kafka
 bench: kafka
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
+	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
 
 clean:
 	rm -rf $(VENV) .eosconnect

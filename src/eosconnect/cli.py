@@ -54,5 +54,16 @@ def demo(
         raise typer.Exit(1)
 
 
+@app.command("demo-spark")
+def demo_spark(
+    seconds: Annotated[float, typer.Option(help="Seconds of streaming before the driver is killed.")] = 6.0,
+) -> None:
+    """JdbcSource -> Spark join -> eosconnect-kafka; the driver is SIGKILLed and restarted, then verified."""
+    from eosconnect.tools.demo_spark import run_spark_demo
+
+    if not run_spark_demo(seconds=seconds):
+        raise typer.Exit(1)
+
+
 if __name__ == "__main__":
     app()

@@ -11,15 +11,23 @@ which is how a crashed Spark driver comes back. `--sink eosconnect-kafka` writes
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+from eosconnect.devkafka.cluster import die_with_parent
 
 ITEMS = [(f"item-{i}", f"category-{i % 4}", 1.0 + i % 7) for i in range(10)]
 
 
 def build_query(spark, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """orders (JdbcSource) joined with a static item catalogue, one JSON value per order, key = id."""
-    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql import functions as F
 
     orders = (
         spark.readStream.format("eosconnect")
@@ -44,7 +52,9 @@ def build_query(spark, args: argparse.Namespace):  # type: ignore[no-untyped-def
     out = enriched.select(
         F.col("id").cast("string").alias("key"),
         F.to_json(
-            F.struct("id", "item", "category", "amount", (F.col("amount") * F.col("unit_price")).alias("total"))
+            F.struct(
+                "id", "item", "category", "amount", (F.col("amount") * F.col("unit_price")).alias("total")
+            )
         ).alias("value"),
     )
     writer = (
@@ -105,3 +115,76 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ------------------------------------------------------------------------------------ launcher
+
+#: Jars of Spark's built-in Kafka sink that pyspark does not ship (the rest is in pyspark/jars).
+BUILTIN_SINK_JARS = (
+    "spark-sql-kafka-0-10",
+    "spark-token-provider-kafka-0-10",
+    "kafka-clients",
+    "commons-pool2",
+)
+
+
+def builtin_kafka_sink_jars() -> str:
+    """`spark.jars` for Spark's own Kafka sink: spark-sql-kafka-0-10 of the installed pyspark version
+    (or the newest published 4.x below it, when that version is not on Maven Central), fetched once."""
+    import pyspark
+
+    from eosconnect.devkafka.maven import fetch_artifacts, published_versions
+
+    artifact = "spark-sql-kafka-0-10_2.13"
+    versions = published_versions("org.apache.spark", artifact, f"[4.0,{pyspark.__version__}]")
+    libs = fetch_artifacts(f"spark-sql-kafka-{versions[0]}", [f"org.apache.spark:{artifact}:{versions[0]}"])
+    return ",".join(str(p) for p in sorted(libs.glob("*.jar")) if p.name.startswith(BUILTIN_SINK_JARS))
+
+
+@dataclass
+class SparkQueryProcess:
+    """`python -m eosconnect.tools.spark_query ...` as a child process that dies with its parent."""
+
+    args: list[str]
+    workdir: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 300.0) -> SparkQueryProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        ready = self.workdir / "ready"
+        ready.unlink(missing_ok=True)
+        log = (self.workdir / "query.log").open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "eosconnect.tools.spark_query", *self.args, "--ready-file", str(ready)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+        deadline = time.monotonic() + timeout
+        while not ready.exists():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the query exited with {self.proc.returncode}:\n{self.tail()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the query committed no batch within {timeout:.0f}s:\n{self.tail()}")
+            time.sleep(0.5)
+        return self
+
+    def tail(self, lines: int = 30) -> str:
+        text = (self.workdir / "query.log").read_text(errors="replace").splitlines()
+        return "\n".join(line for line in text if not line.lstrip().startswith("at "))[-4000:]
+
+    def kill(self) -> None:
+        """SIGKILL the driver: its Python process and Spark's JVM (one process group)."""
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+    def wait(self, timeout: float) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
