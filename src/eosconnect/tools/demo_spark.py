@@ -36,10 +36,15 @@ def kill_and_restart(
     sink: str = "eosconnect-kafka",
     jars: str = "",
     seconds: float = 6.0,
+    drop_last_commit: bool = False,
     say=lambda text: None,
 ) -> tuple[str, SequenceReport]:
     """Run the query, SIGKILL its driver mid-stream, restart it from the checkpoint, drain, verify.
-    Returns the topic and the read_committed report against the table."""
+    Returns the topic and the read_committed report against the table.
+
+    `drop_last_commit` also deletes the newest entry of the checkpoint's commit log after the kill:
+    the crash then lands, every time, in the window where a batch is written to Kafka but not yet
+    recorded as done, so Spark replays that batch."""
     suffix = uuid.uuid4().hex[:6]
     topic = f"orders-enriched-{suffix}"
     database = run_dir / "shop.db"
@@ -58,6 +63,10 @@ def kill_and_restart(
         time.sleep(seconds)
         query.kill()
         say(f"SIGKILLed the Spark driver (pid {query.proc.pid if query.proc else '?'}) mid-stream")
+        if drop_last_commit:
+            commits = sorted((run_dir / "checkpoint" / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
+            commits[-1].unlink()
+            say(f"removed commit log entry {commits[-1].name}: Spark replays that batch")
         query = SparkQueryProcess([*args, "--until-idle"], run_dir / "run2")
         query.start()
         say("restarted the query from its checkpoint")
