@@ -121,11 +121,14 @@ def test_register_refuses_speculation():
 @pytest.mark.timeout(1500)
 def test_driver_sigkill_exactly_once_while_builtin_sink_duplicates(bootstrap, tmp_path):
     """The same crash (SIGKILL of the driver after a batch reached Kafka but before Spark recorded
-    it) against both sinks: ours is exactly once, Spark's own writes the replayed batch twice."""
+    it) against both sinks: ours is exactly once, Spark's own writes the replayed batch twice.
+    Before the crash, our run also loses its executors' Python workers mid-batch."""
     from eosconnect.tools.demo_spark import kill_and_restart
     from eosconnect.tools.spark_query import builtin_kafka_sink_jars
 
-    _, ours = kill_and_restart(bootstrap, tmp_path / "ours", seconds=4, drop_last_commit=True)
+    _, ours = kill_and_restart(
+        bootstrap, tmp_path / "ours", seconds=4, drop_last_commit=True, kill_workers=True
+    )
     assert ours.ok, ours.anomalies
     assert ours.seen > 0
     _, builtin = kill_and_restart(

@@ -37,6 +37,7 @@ def kill_and_restart(
     jars: str = "",
     seconds: float = 6.0,
     drop_last_commit: bool = False,
+    kill_workers: bool = False,
     say=lambda text: None,
 ) -> tuple[str, SequenceReport]:
     """Run the query, SIGKILL its driver mid-stream, restart it from the checkpoint, drain, verify.
@@ -44,7 +45,8 @@ def kill_and_restart(
 
     `drop_last_commit` also deletes the newest entry of the checkpoint's commit log after the kill:
     the crash then lands, every time, in the window where a batch is written to Kafka but not yet
-    recorded as done, so Spark replays that batch."""
+    recorded as done, so Spark replays that batch. `kill_workers` first SIGKILLs the executors'
+    Python workers mid-stream (their tasks are retried)."""
     suffix = uuid.uuid4().hex[:6]
     topic = f"orders-enriched-{suffix}"
     database = run_dir / "shop.db"
@@ -60,6 +62,10 @@ def kill_and_restart(
     try:
         query.start()
         say(f"the query ({sink}) committed its first batch; the generator keeps inserting orders")
+        if kill_workers:
+            time.sleep(seconds / 2)
+            killed = query.kill_python_workers()
+            say(f"SIGKILLed the executors' Python workers {killed} mid-batch; Spark retries their tasks")
         time.sleep(seconds)
         query.kill()
         say(f"SIGKILLed the Spark driver (pid {query.proc.pid if query.proc else '?'}) mid-stream")

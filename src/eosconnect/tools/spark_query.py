@@ -174,6 +174,29 @@ class SparkQueryProcess:
         text = (self.workdir / "query.log").read_text(errors="replace").splitlines()
         return "\n".join(line for line in text if not line.lstrip().startswith("at "))[-4000:]
 
+    def kill_python_workers(self) -> list[int]:
+        """SIGKILL the Python workers of Spark's executors (forked by pyspark's daemon, which the JVM
+        started): the tasks running in them fail and Spark retries them. Returns their pids."""
+        assert self.proc is not None
+        parents: dict[int, int] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                parents[int(stat.parent.name)] = int(fields[1])
+
+        def depth_below_driver(pid: int) -> int:
+            depth = 0
+            while pid in parents and pid != self.proc.pid:  # type: ignore[union-attr]
+                pid, depth = parents[pid], depth + 1
+            return depth if pid == self.proc.pid else -1  # type: ignore[union-attr]
+
+        # driver -> JVM (1) -> daemon (2) -> workers (3)
+        workers = [pid for pid in parents if depth_below_driver(pid) == 3]
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return workers
+
     def kill(self) -> None:
         """SIGKILL the driver: its Python process and Spark's JVM (one process group)."""
         assert self.proc is not None
