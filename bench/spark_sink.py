@@ -39,7 +39,8 @@ def make_input(spark, path: Path, rows: int) -> None:  # type: ignore[no-untyped
 
 def one_round(spark, sink: str, data: Path, bootstrap: str, work: Path, rows: int) -> float:  # type: ignore[no-untyped-def]
     topic = f"bench-{sink}-{uuid.uuid4().hex[:6]}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future is answered
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(30)
     schema = spark.read.parquet(str(data)).schema
     stream = spark.readStream.schema(schema).parquet(str(data))
     started = time.monotonic()

@@ -49,6 +49,7 @@ def kill_and_restart(
     Python workers mid-stream (their tasks are retried)."""
     suffix = uuid.uuid4().hex[:6]
     topic = f"orders-enriched-{suffix}"
+    run_dir.mkdir(parents=True, exist_ok=True)
     database = run_dir / "shop.db"
     generator = RowGenerator(database, rate_per_s=120).start()
     args = [
