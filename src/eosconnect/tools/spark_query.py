@@ -149,7 +149,7 @@ class SparkQueryProcess:
     workdir: Path
     proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 300.0) -> SparkQueryProcess:
+    def start(self, timeout: float = 900.0) -> SparkQueryProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         ready = self.workdir / "ready"
         ready.unlink(missing_ok=True)
