@@ -50,6 +50,7 @@ from eosconnect.cluster.herder_api import (
 )
 from eosconnect.cluster.jobs import SparkTaskJob
 from eosconnect.cluster.live_connectors import LiveConnectors
+from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import SparkProvider, executor_slots
 from eosconnect.cluster.status_board import StatusBoard
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
@@ -153,6 +154,8 @@ class DistributedHerder:
         self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
         self._cluster_id: str | None = None
         self._claimed_term = -1
+        self._plugins_at_start = plugin_fingerprint(worker.plugin_path)
+        self._plugins_warned = self._plugins_at_start
 
     # ======================================================================== lifecycle
     def start(self) -> None:
@@ -398,11 +401,12 @@ class DistributedHerder:
     def _launch(
         self, name: str, snapshot: ConfigSnapshot, generation: int, tasks: list[int]
     ) -> GenerationRun:
+        self._warn_if_plugins_changed()
         specs = [self._spec(name, snapshot, generation, t) for t in tasks]
         group = f"eosconnect-{name}-gen{generation}-{int(time.time() * 1000)}"
         job = SparkTaskJob(self.spark, group, specs, f"eosconnect connector {name} generation {generation}")
         for t in tasks:
-            self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation)
+            self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation, trace=LAUNCHED)
             self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, LAUNCHED)
         job.start()
         log.info(
@@ -415,6 +419,18 @@ class DistributedHerder:
         run = GenerationRun(name, generation, snapshot.task_count(name), job)
         run.owners = dict.fromkeys(tasks, job)
         return run
+
+    def _warn_if_plugins_changed(self) -> None:
+        """Imported connector modules stay loaded in the driver and in Spark's reused Python workers,
+        so a change on plugin.path takes effect only after a worker restart: say so, once per change."""
+        now = plugin_fingerprint(self.worker.plugin_path)
+        if now not in (self._plugins_at_start, self._plugins_warned):
+            self._plugins_warned = now
+            log.warning(
+                "a file on plugin.path (%s) changed since this worker started; tasks keep running the code "
+                "loaded at start: restart the worker for the change to take effect",
+                ",".join(self.worker.plugin_path),
+            )
 
     def _spec(self, name: str, snapshot: ConfigSnapshot, generation: int, task: int) -> TaskSpec:
         connector_config = dict(snapshot.connector_config(name) or {})
@@ -504,7 +520,7 @@ class DistributedHerder:
                 for t in range(run.task_count)
                 if (runtime := self._tasks.get((name, t))) is not None
                 and runtime.generation == run.generation
-                and runtime.state in ("RUNNING", "PAUSED", "UNASSIGNED")
+                and runtime.state in ("RUNNING", "PAUSED", "UNASSIGNED", "RESTARTING")
                 and now - runtime.last_seen > timeout_s
             ]
             if not silent:

@@ -67,19 +67,29 @@ def create_spark_session(
 
     master = master or DEFAULT_MASTER
     conf = dict(conf or {})
+    began = time.monotonic()
     plan = plan_shipping(master, conf, plugin_path, cache_root(), ship)
+    planned = time.monotonic()
     os.environ["PYSPARK_PYTHON"] = plan.executor_python
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     for key, value in session_settings(master, conf, plan).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    created = time.monotonic()
     spark.sparkContext.setLogLevel("WARN")
     if not is_local_master(master):
         user_files = [p for p in conf.get("spark.submit.pyFiles", "").split(",") if p]
         for path in [*user_files, *map(str, plan.py_files)]:
             spark.sparkContext.addPyFile(path)
-        log.info("Spark master %s: %s", master, plan.describe())
+        log.info(
+            "Spark master %s: %s (planned in %.1fs, application created in %.1fs, files added in %.1fs)",
+            master,
+            plan.describe(),
+            planned - began,
+            created - planned,
+            time.monotonic() - created,
+        )
     return spark
 
 
