@@ -84,6 +84,8 @@ FINAL_STATES = frozenset({"FAILED", "STOPPED", "SUPERSEDED"})
 #: Spark's reason for aborting a job whose task used up its attempts (`spark.task.maxFailures`, the F of
 #: `local[N,F]`); the task number is the partition index, i.e. the position in the job's specs.
 ATTEMPTS_EXHAUSTED = re.compile(r"Task (\d+) in stage \S+ failed (\d+) times[^\n]*")
+#: A Python worker that could not import what the task needs, in Spark's failure text.
+MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 #: The trace of a task launched on Spark that has not reported yet.
 LAUNCHED = "launched on Spark; waiting for the task's first heartbeat"
 
@@ -615,6 +617,16 @@ class DistributedHerder:
                     if exhausted
                     else "its Spark job ended with an error. "
                 )
+                missing = MISSING_MODULE.search(str(job.error))
+                if missing:
+                    detail = (
+                        f"the executors' Python ({self.spark.sparkContext.pythonExec}) cannot import module "
+                        f"{missing.group(1)!r}. Let the worker ship its environment (leave "
+                        "spark.archives and spark.pyspark.python unset), or install eosconnect and the "
+                        "connector into the executors' environment (spark.archives, spark.pyspark.python, "
+                        "the container image); "
+                        "connector code can also ship from the worker's plugin.path. "
+                    )
                 trace = (
                     f"task {name}-{t} was lost: {detail}Restart it with "
                     f"POST /connectors/{name}/tasks/{t}/restart.\n\n{reason}"
