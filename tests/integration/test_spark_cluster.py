@@ -76,6 +76,11 @@ def per_task_highest(read_committed, topic: str) -> dict[int, int]:
     return highest
 
 
+def cores_by_app(standalone: StandaloneCluster) -> dict[str, int]:
+    """Cores each running application holds, as the master reports them (0: no executors)."""
+    return {app["name"]: int(app["cores"]) for app in standalone.active_apps()}
+
+
 def cluster_worker(workers, standalone: StandaloneCluster, plugin_dir: Path, name: str = "w1"):
     return workers(
         name,
@@ -178,16 +183,17 @@ def test_leader_failover_on_the_cluster_standby_holds_no_executors(
     leader.wait_for(lambda: leader.task_states("ha") == ["RUNNING"] * 2, 240, "tasks RUNNING")
     standby = cluster_worker(workers, standalone, plugin_dir, "w2")
     leader.wait_for(lambda: len(per_task_highest(read_committed, data)) == 2, 60, "both tasks writing")
+    leader_app = f"eosconnect-worker-{leader.url.rsplit(':', 1)[1]}"
+    standby_app = f"eosconnect-worker-{standby.url.rsplit(':', 1)[1]}"
+    standby.wait_for(lambda: standby_app in cores_by_app(standalone), 120, "the standby's application")
     time.sleep(3)
-    apps = [app["name"] for app in standalone.active_apps()]
-    leader_port = leader.url.rsplit(":", 1)[1]
-    assert apps == [f"eosconnect-worker-{leader_port}"], apps  # the standby holds no executors
+    cores = cores_by_app(standalone)
+    assert cores[leader_app] > 0 and cores[standby_app] == 0, cores  # the standby holds no executors
 
     leader.kill()
     killed_at = time.monotonic()
     # Once the master has dropped the dead leader's application its executors are gone: what is
     # committed after that was written by the new leader's tasks.
-    leader_app = f"eosconnect-worker-{leader_port}"
     standby.wait_for(
         lambda: leader_app not in [a["name"] for a in standalone.active_apps()],
         60,
@@ -209,9 +215,8 @@ def test_leader_failover_on_the_cluster_standby_holds_no_executors(
     standby.wait_for(producing_again, 180, "every task RUNNING and producing on the new leader")
     failover_s = time.monotonic() - killed_at
     print(f"leader SIGKILL -> every task RUNNING and producing again on the standby: {failover_s:.1f}s")
-    assert [a["name"] for a in standalone.active_apps()] == [
-        f"eosconnect-worker-{standby.url.rsplit(':', 1)[1]}"
-    ]
+    cores = cores_by_app(standalone)
+    assert leader_app not in cores and cores[standby_app] > 0, cores
     assert standby.request("DELETE", "/connectors/ha").status_code == 204
     time.sleep(2)
     highest = per_task_highest(read_committed, data)

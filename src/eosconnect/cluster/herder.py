@@ -231,7 +231,7 @@ class DistributedHerder:
             self._reap_runs(snapshot)
             if self._spark.active and not self._runs and not any(r.running() for r in self._abandoned):
                 self._abandoned.clear()
-                self._spark.release()  # a standby holds no executors
+                self._spark.release_if_holding()  # a standby holds no executors
             return
         if not self.config_store.has_write_privileges:
             if self._claimed_term == self.election.term:
@@ -373,7 +373,7 @@ class DistributedHerder:
                 count = snapshot.task_count(name)
                 if generation is None or count == 0 or name in self._connector_failures:
                     continue
-                if count > slots - busy:
+                if count > slots - busy and not self._spark.on_demand_executors:
                     none_yet = " (no Spark executor has registered yet)" if slots == 0 else ""
                     reason = (
                         f"not enough free Spark task slots: connector {name!r} needs {count}, "

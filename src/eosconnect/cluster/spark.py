@@ -9,9 +9,13 @@ environment via `spark.archives`, plugin code via `addPyFile`) unless the user p
 takes the executors' interpreter from the environment variable `PYSPARK_PYTHON` only (it ignores
 `spark.pyspark.python` when the driver is not started by spark-submit), so it is set here from the plan.
 
-A standby worker holds no executors: `SparkProvider` creates the session when the worker becomes the
-leader and stops it when it no longer leads; only the JVM is started in advance, so that a failover
-does not wait for it.
+A standby worker holds no executors. On a cluster master every worker registers its Spark
+application at start with dynamic allocation from zero executors (`CLUSTER_DEFAULTS`): executors are
+requested only for pending tasks, and only the leader has tasks, so a standby's application holds none,
+and a failover does not wait for the new leader's application to be created (tens of seconds on a busy
+machine). If the user turns dynamic allocation off, or in local mode, `SparkProvider` creates the
+session when the worker becomes the leader and stops it when it no longer leads; only the JVM is
+started in advance.
 """
 
 from __future__ import annotations
@@ -48,9 +52,27 @@ LEAN_DEFAULTS: dict[str, str] = {
 }
 
 
+#: On a cluster master: executors only for pending tasks, none at start (user settings win).
+CLUSTER_DEFAULTS: dict[str, str] = {
+    "spark.dynamicAllocation.enabled": "true",
+    # No external shuffle service is needed: tasks shuffle nothing, and tracking keeps any that do.
+    "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+    "spark.dynamicAllocation.minExecutors": "0",
+    "spark.dynamicAllocation.initialExecutors": "0",
+    "spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
+    "spark.dynamicAllocation.sustainedSchedulerBacklogTimeout": "1s",
+    "spark.dynamicAllocation.executorIdleTimeout": "30s",
+}
+
+
+def dynamic_allocation(settings: Mapping[str, str]) -> bool:
+    return str(settings.get("spark.dynamicAllocation.enabled", "false")).lower() == "true"
+
+
 def session_settings(master: str, conf: Mapping[str, str] | None, plan: ShippingPlan) -> dict[str, str]:
-    """Lean defaults < what shipping needs < the user's own `spark.*` settings."""
-    return {**LEAN_DEFAULTS, **plan.conf, **(conf or {}), "spark.master": master}
+    """Lean defaults < cluster defaults < what shipping needs < the user's own `spark.*` settings."""
+    cluster = {} if is_local_master(master) else CLUSTER_DEFAULTS
+    return {**LEAN_DEFAULTS, **cluster, **plan.conf, **(conf or {}), "spark.master": master}
 
 
 def create_spark_session(
@@ -139,6 +161,14 @@ class SparkProvider:
     def active(self) -> bool:
         return self._session is not None
 
+    @property
+    def on_demand_executors(self) -> bool:
+        """Whether the application gets executors only for pending tasks (dynamic allocation on a
+        cluster): then a standby may keep it, and the leader launches without counting slots first."""
+        if is_local_master(self.master):
+            return False
+        return dynamic_allocation({**CLUSTER_DEFAULTS, **self.conf})
+
     def get(self) -> SparkSession:
         with self._lock:
             if self._session is None:
@@ -148,6 +178,12 @@ class SparkProvider:
                 )
                 log.info("Spark application %s started in %.1fs", self.app_name, time.monotonic() - started)
             return self._session
+
+    def release_if_holding(self) -> None:
+        """A worker that no longer leads gives its executors back: it stops its application, unless
+        the application only has executors while it has tasks (`on_demand_executors`)."""
+        if not self.on_demand_executors:
+            self.release()
 
     def release(self) -> None:
         """Stop the application: its executors go back to the cluster."""
