@@ -185,7 +185,11 @@ def test_leader_failover_on_the_cluster_standby_holds_no_executors(
     leader.wait_for(lambda: len(per_task_highest(read_committed, data)) == 2, 60, "both tasks writing")
     leader_app = f"eosconnect-worker-{leader.url.rsplit(':', 1)[1]}"
     standby_app = f"eosconnect-worker-{standby.url.rsplit(':', 1)[1]}"
-    standby.wait_for(lambda: standby_app in cores_by_app(standalone), 120, "the standby's application")
+    standby.wait_for(  # registered, and created on the driver's side too (it takes a while)
+        lambda: f"Spark application {standby_app} started" in standby.log_path.read_text(errors="replace"),
+        180,
+        "the standby's Spark application",
+    )
     time.sleep(3)
     cores = cores_by_app(standalone)
     assert cores[leader_app] > 0 and cores[standby_app] == 0, cores  # the standby holds no executors
