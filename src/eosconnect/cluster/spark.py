@@ -13,9 +13,10 @@ A standby worker holds no executors. On a cluster master every worker registers 
 application at start with dynamic allocation from zero executors (`CLUSTER_DEFAULTS`): executors are
 requested only for pending tasks, and only the leader has tasks, so a standby's application holds none,
 and a failover does not wait for the new leader's application to be created (tens of seconds on a busy
-machine). If the user turns dynamic allocation off, or in local mode, `SparkProvider` creates the
-session when the worker becomes the leader and stops it when it no longer leads; only the JVM is
-started in advance.
+machine). In local mode executors are threads of the worker's JVM that hold nothing without tasks,
+so the application is created at start there too. If the user turns dynamic allocation off on a
+cluster, `SparkProvider` creates the session when the worker becomes the leader and stops it when it
+no longer leads; only the JVM is started in advance.
 """
 
 from __future__ import annotations
@@ -162,6 +163,13 @@ class SparkProvider:
         return self._session is not None
 
     @property
+    def kept_by_standby(self) -> bool:
+        """Whether a standby may hold the application (so that a failover need not create one): in
+        local mode its executors are threads that run nothing without tasks; on a cluster only with
+        executors on demand."""
+        return is_local_master(self.master) or self.on_demand_executors
+
+    @property
     def on_demand_executors(self) -> bool:
         """Whether the application gets executors only for pending tasks (dynamic allocation on a
         cluster): then a standby may keep it, and the leader launches without counting slots first."""
@@ -181,8 +189,8 @@ class SparkProvider:
 
     def release_if_holding(self) -> None:
         """A worker that no longer leads gives its executors back: it stops its application, unless
-        the application only has executors while it has tasks (`on_demand_executors`)."""
-        if not self.on_demand_executors:
+        a standby may keep it (`kept_by_standby`)."""
+        if not self.kept_by_standby:
             self.release()
 
     def release(self) -> None:

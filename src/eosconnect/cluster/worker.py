@@ -110,7 +110,7 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     spark.prepare()
-    if spark.on_demand_executors:  # registered now (in the background), no executors until it has tasks
+    if spark.kept_by_standby:  # created now (in the background): no executors held until it has tasks
         threading.Thread(target=spark.get, name="spark-application", daemon=True).start()
     herder = DistributedHerder(worker, spark, url)
     rest_config = RestServerConfig.from_properties(props)
