@@ -110,8 +110,11 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     spark.prepare()
-    if spark.kept_by_standby:  # created before the worker is ready: it holds no executors without tasks
-        spark.get()
+    if spark.kept_by_standby:  # it holds no executors without tasks: create it now, not at failover
+        if spark.on_demand_executors:  # registering with a cluster manager can take long: meanwhile serve
+            threading.Thread(target=spark.get, name="spark-application", daemon=True).start()
+        else:
+            spark.get()
     herder = DistributedHerder(worker, spark, url)
     rest_config = RestServerConfig.from_properties(props)
     rest_config.host, rest_config.port, rest_config.advertised_url = host, port, url
