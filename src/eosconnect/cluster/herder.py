@@ -48,8 +48,11 @@ from eosconnect.cluster.herder_api import (
     NotFoundError,
     NotLeaderError,
 )
-from eosconnect.cluster.jobs import SparkTaskJob, free_task_slots
+from eosconnect.cluster.jobs import SparkTaskJob
 from eosconnect.cluster.live_connectors import LiveConnectors
+from eosconnect.cluster.shipping import plugin_fingerprint
+from eosconnect.cluster.spark import SparkProvider, executor_slots
+from eosconnect.cluster.status_board import StatusBoard
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.cluster.validation import config_errors, validate_connector_config
 from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
@@ -81,6 +84,10 @@ FINAL_STATES = frozenset({"FAILED", "STOPPED", "SUPERSEDED"})
 #: Spark's reason for aborting a job whose task used up its attempts (`spark.task.maxFailures`, the F of
 #: `local[N,F]`); the task number is the partition index, i.e. the position in the job's specs.
 ATTEMPTS_EXHAUSTED = re.compile(r"Task (\d+) in stage \S+ failed (\d+) times[^\n]*")
+#: A Python worker that could not import what the task needs, in Spark's failure text.
+MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+#: The trace of a task launched on Spark that has not reported yet.
+LAUNCHED = "launched on Spark; waiting for the task's first heartbeat"
 
 
 @dataclass
@@ -92,7 +99,11 @@ class TaskRuntime:
     generation: int = -1
     pid: int | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
-    last_seen: float = 0.0
+    #: When the task was last heard from (or launched); a task silent for `task.heartbeat.timeout.ms`
+    #: is not RUNNING, whatever it said last.
+    last_seen: float = field(default_factory=time.monotonic)
+    #: Spark's attempt number of the task's last heartbeat (0 = first attempt).
+    attempt: int = 0
 
 
 @dataclass
@@ -117,15 +128,16 @@ class GenerationRun:
 
 
 class DistributedHerder:
-    def __init__(self, worker: WorkerConfig, spark: SparkSession, rest_url: str) -> None:
+    def __init__(self, worker: WorkerConfig, spark: SparkProvider, rest_url: str) -> None:
         from eosconnect.cluster.election import LeaderElection
 
         self.worker = worker
-        self.spark = spark
+        self._spark = spark
         self.rest_url = rest_url.rstrip("/")
         self.worker_id = self.rest_url.split("://", 1)[-1]
         self.config_store = ConfigStore(worker)
         self.status_store = StatusStore(worker)
+        self.statuses = StatusBoard(self.status_store)
         self.election = LeaderElection(worker, self.rest_url, self._wake, self._wake)
         self._runs: dict[str, GenerationRun] = {}
         self._abandoned: list[GenerationRun] = []
@@ -144,6 +156,8 @@ class DistributedHerder:
         self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
         self._cluster_id: str | None = None
         self._claimed_term = -1
+        self._plugins_at_start = plugin_fingerprint(worker.plugin_path)
+        self._plugins_warned = self._plugins_at_start
 
     # ======================================================================== lifecycle
     def start(self) -> None:
@@ -158,6 +172,7 @@ class DistributedHerder:
         )
         self.config_store.start()
         self.status_store.start()
+        self.statuses.start()
         try:
             self._cluster_id = admin.describe_cluster(request_timeout=10).result(timeout=15).cluster_id
         except Exception:
@@ -179,10 +194,17 @@ class DistributedHerder:
         self._stop_all_runs(wait=True)
         self.election.stop()
         self.config_store.relinquish_write_privileges()
+        self.statuses.stop()
         self.status_store.close()
+        self._spark.release()
 
     def _wake(self) -> None:
         self._wakeup.set()
+
+    @property
+    def spark(self) -> SparkSession:
+        """The leader's Spark application, created when first needed (a standby holds none)."""
+        return self._spark.get()
 
     # ======================================================================== the loop
     def _loop(self) -> None:
@@ -205,7 +227,11 @@ class DistributedHerder:
             if any(run.stopping_since is None for run in self._runs.values()):  # once, not every tick
                 log.warning("worker %s lost leadership; stopping its tasks", self.worker_id)
                 self._stop_all_runs(wait=False)
+                self.statuses.forget_published()
             self._reap_runs(snapshot)
+            if self._spark.active and not self._runs and not any(r.running() for r in self._abandoned):
+                self._abandoned.clear()
+                self._spark.release_if_holding()  # a standby holds no executors
             return
         if not self.config_store.has_write_privileges:
             if self._claimed_term == self.election.term:
@@ -224,12 +250,14 @@ class DistributedHerder:
                 return
             snapshot = self.config_store.read_to_end()
         self._ensure_session_key(snapshot)
+        self.spark  # noqa: B018  (the application starts on becoming leader, while configs are reconciled)
         wrote = [self._reconcile_task_configs(connector, snapshot) for connector in snapshot.connectors()]
         self._live.retain(snapshot.connectors())
         # Launch from what is in the topic now: a generation written just above must not be
         # launched as the one it replaces (its tasks would only find themselves superseded).
         snapshot = self.config_store.read_to_end() if any(wrote) else self.config_store.snapshot
         self._reconcile_runs(snapshot)
+        self._check_heartbeats()
 
     def _ensure_session_key(self, snapshot: ConfigSnapshot) -> None:
         now_ms = int(time.time() * 1000)
@@ -337,6 +365,7 @@ class DistributedHerder:
                             job.cancel()
             self._reap_runs(snapshot)
             busy = sum(r.task_count for r in (*self._runs.values(), *self._abandoned))
+            slots = executor_slots(self.spark)
             for name in snapshot.connectors():
                 if name in self._runs or snapshot.target_state(name) == TargetState.STOPPED:
                     continue
@@ -344,12 +373,12 @@ class DistributedHerder:
                 count = snapshot.task_count(name)
                 if generation is None or count == 0 or name in self._connector_failures:
                     continue
-                if count > free_task_slots(self.spark, busy):
+                if count > slots - busy and not self._spark.on_demand_executors:
+                    none_yet = " (no Spark executor has registered yet)" if slots == 0 else ""
                     reason = (
                         f"not enough free Spark task slots: connector {name!r} needs {count}, "
-                        f"{free_task_slots(self.spark, busy)} of "
-                        f"{self.spark.sparkContext.defaultParallelism} "
-                        "are free; lower tasks.max or give Spark more cores/executors"
+                        f"{max(0, slots - busy)} of {slots} are free{none_yet}; waiting for executors, or "
+                        "lower tasks.max or give Spark more cores/executors"
                     )
                     if self._unassigned.get(name) != reason:
                         self._unassigned[name] = reason
@@ -374,11 +403,13 @@ class DistributedHerder:
     def _launch(
         self, name: str, snapshot: ConfigSnapshot, generation: int, tasks: list[int]
     ) -> GenerationRun:
+        self._warn_if_plugins_changed()
         specs = [self._spec(name, snapshot, generation, t) for t in tasks]
         group = f"eosconnect-{name}-gen{generation}-{int(time.time() * 1000)}"
         job = SparkTaskJob(self.spark, group, specs, f"eosconnect connector {name} generation {generation}")
         for t in tasks:
-            self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation)
+            self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation, trace=LAUNCHED)
+            self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, LAUNCHED)
         job.start()
         log.info(
             "connector %s: launched generation %s (%d tasks) as Spark job group %s",
@@ -390,6 +421,18 @@ class DistributedHerder:
         run = GenerationRun(name, generation, snapshot.task_count(name), job)
         run.owners = dict.fromkeys(tasks, job)
         return run
+
+    def _warn_if_plugins_changed(self) -> None:
+        """Imported connector modules stay loaded in the driver and in Spark's reused Python workers,
+        so a change on plugin.path takes effect only after a worker restart: say so, once per change."""
+        now = plugin_fingerprint(self.worker.plugin_path)
+        if now not in (self._plugins_at_start, self._plugins_warned):
+            self._plugins_warned = now
+            log.warning(
+                "a file on plugin.path (%s) changed since this worker started; tasks keep running the code "
+                "loaded at start: restart the worker for the change to take effect",
+                ",".join(self.worker.plugin_path),
+            )
 
     def _spec(self, name: str, snapshot: ConfigSnapshot, generation: int, task: int) -> TaskSpec:
         connector_config = dict(snapshot.connector_config(name) or {})
@@ -440,6 +483,7 @@ class DistributedHerder:
                 runtime.pid = report.get("pid")
                 runtime.metrics = dict(report.get("metrics") or {})
                 runtime.last_seen = time.monotonic()
+                runtime.attempt = int(report.get("attempt") or 0)
             directive = "stop"
             if run is not None and run.generation == generation and run.stopping_since is None:
                 if task in run.stop_tasks:
@@ -464,6 +508,56 @@ class DistributedHerder:
             )
         return directive
 
+    def _check_heartbeats(self) -> None:
+        """A task not heard from for `task.heartbeat.timeout.ms` is not RUNNING (nor PAUSED): its
+        executor was lost or its Python worker died, and Spark runs it again when it has a slot and
+        attempts left. It shows UNASSIGNED with that reason until its next attempt reports."""
+        timeout_s = self.worker.task_heartbeat_timeout_ms / 1000
+        now = time.monotonic()
+        with self._lock:
+            silent = [
+                (name, t, runtime)
+                for name, run in self._runs.items()
+                if run.stopping_since is None
+                for t in range(run.task_count)
+                if (runtime := self._tasks.get((name, t))) is not None
+                and runtime.generation == run.generation
+                and runtime.state in ("RUNNING", "PAUSED", "UNASSIGNED", "RESTARTING")
+                and now - runtime.last_seen > timeout_s
+            ]
+            if not silent:
+                return
+            busy = sum(r.task_count for r in self._runs.values())
+            slots = executor_slots(self.spark)
+            for name, t, runtime in silent:
+                waiting = (
+                    f"waiting for a free Spark task slot: running tasks need {busy}, Spark has {slots}"
+                    if slots < busy
+                    else "waiting for Spark to run it again"
+                )
+                heard = "since it was launched" if runtime.trace == LAUNCHED else f"for over {timeout_s:g}s"
+                reason = (
+                    f"no heartbeat from task {name}-{t} {heard} (its executor was lost, or its Python "
+                    f"worker died or has not started); {waiting} (last attempt {runtime.attempt + 1} of "
+                    f"{self._max_attempts()})"
+                )
+                if runtime.state == "UNASSIGNED" and runtime.trace == reason:
+                    continue
+                if runtime.state != "UNASSIGNED":
+                    log.warning("connector %s: %s", name, reason)
+                runtime.state, runtime.trace = "UNASSIGNED", reason
+                self._put_task_status(name, t, ConnectState.UNASSIGNED, runtime.generation, reason)
+
+    def _max_attempts(self) -> int:
+        """Attempts Spark gives a task: the F of `local[N,F]`, else `spark.task.maxFailures`."""
+        conf = self.spark.sparkContext.getConf()
+        local = re.fullmatch(r"local\[[^,\]]+,\s*(\d+)\]", conf.get("spark.master", ""))
+        if local:
+            return int(local.group(1))
+        if conf.get("spark.master", "").startswith("local"):
+            return 1
+        return int(conf.get("spark.task.maxFailures", "4") or 4)
+
     def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> None:
         if run is None or run.generation != generation or task not in run.restart_pending:
             return
@@ -484,6 +578,7 @@ class DistributedHerder:
         )
         for t in tasks:
             run.owners[t] = extra
+            self._tasks.setdefault((name, t), TaskRuntime()).last_seen = time.monotonic()
         run.extra_jobs.append(extra.start())
 
     def _recover_lost_tasks(self, name: str, run: GenerationRun) -> None:
@@ -522,6 +617,16 @@ class DistributedHerder:
                     if exhausted
                     else "its Spark job ended with an error. "
                 )
+                missing = MISSING_MODULE.search(str(job.error))
+                if missing:
+                    detail = (
+                        f"the executors' Python ({self.spark.sparkContext.pythonExec}) cannot import module "
+                        f"{missing.group(1)!r}. Let the worker ship its environment (leave "
+                        "spark.archives and spark.pyspark.python unset), or install eosconnect and the "
+                        "connector into the executors' environment (spark.archives, spark.pyspark.python, "
+                        "the container image); "
+                        "connector code can also ship from the worker's plugin.path. "
+                    )
                 trace = (
                     f"task {name}-{t} was lost: {detail}Restart it with "
                     f"POST /connectors/{name}/tasks/{t}/restart.\n\n{reason}"
@@ -665,10 +770,30 @@ class DistributedHerder:
             for t, cfg in enumerate(snapshot.task_configs(name))
         ]
 
+    def _current_status(self, name: str, task: int | None) -> Status | None:
+        """From memory, never waiting for Kafka: on the leader what it published (it publishes every
+        status); a task status left in the topic by another worker is stale there (only the leader
+        runs tasks): the task waits for this leader to start it. Elsewhere the topic as last read."""
+        topic = self.statuses.topic
+        stored = topic.connector(name) if task is None else topic.task(name, task)
+        if not self.election.is_leader:
+            return stored
+        published = self.statuses.published(name, task)
+        if published is not None:
+            return published
+        if task is not None and stored is not None and stored.worker_id != self.worker_id:
+            return Status(
+                ConnectState.UNASSIGNED,
+                self.worker_id,
+                stored.generation,
+                f"last reported {stored.state.value} by worker {stored.worker_id}, which no longer leads; "
+                "waiting for this leader to start it",
+            )
+        return stored
+
     def connector_status(self, name: str) -> dict[str, Any]:
         snapshot = self._snapshot_with(name)
-        statuses = self.status_store.read_to_end()
-        conn = statuses.connector(name)
+        conn = self._current_status(name, None)
         connector_state = {
             "state": conn.state.value if conn else "UNASSIGNED",
             "worker_id": conn.worker_id if conn else self.worker_id,
@@ -676,9 +801,8 @@ class DistributedHerder:
         if conn and conn.trace:
             connector_state["trace"] = conn.trace
         tasks = []
-        task_statuses = statuses.tasks_of(name)
         for t in range(snapshot.task_count(name)):
-            st = task_statuses.get(t)
+            st = self._current_status(name, t)
             entry: dict[str, Any] = {
                 "id": t,
                 "state": st.state.value if st else "UNASSIGNED",
@@ -761,9 +885,7 @@ class DistributedHerder:
         self._require_leader()
         snapshot = self._snapshot_with(name)
         self.config_store.delete_connector(name)
-        self.status_store.delete_connector_status(name)
-        for t in range(snapshot.task_count(name)):
-            self.status_store.delete_task_status(name, t)
+        self.statuses.delete(name, snapshot.task_count(name))
         self._generated_from.pop(name, None)
         self.config_store.read_to_end()
         self._wake()
@@ -853,18 +975,12 @@ class DistributedHerder:
 
     # ======================================================================== status helpers
     def _put_connector_status(self, name: str, state: ConnectState, trace: str | None = None) -> None:
-        try:
-            self.status_store.put_connector_status(name, Status(state, self.worker_id, 0, trace))
-        except Exception as exc:
-            log.warning("could not write status of connector %s: %s", name, exc)
+        self.statuses.put_connector(name, Status(state, self.worker_id, 0, trace))
 
     def _put_task_status(
         self, name: str, task: int, state: ConnectState, generation: int, trace: str | None = None
     ) -> None:
-        try:
-            self.status_store.put_task_status(name, task, Status(state, self.worker_id, generation, trace))
-        except Exception as exc:
-            log.warning("could not write status of task %s-%s: %s", name, task, exc)
+        self.statuses.put_task(name, task, Status(state, self.worker_id, generation, trace))
 
     # ======================================================================== offsets (STOPPED connectors)
     def _stopped_connector(self, name: str) -> tuple[ConfigSnapshot, OffsetsTopicPlacement]:

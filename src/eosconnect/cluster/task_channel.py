@@ -83,6 +83,25 @@ def signed_request(
     return response
 
 
+def unreachable_leader(url: str, exc: BaseException) -> str:
+    return (
+        f"this task could not reach its worker at {url} ({type(exc).__name__}: {exc}); tasks call the "
+        "leader's advertised REST URL: set rest.advertised.host.name (and rest.advertised.port, "
+        "rest.advertised.listener, listeners) to an address the Spark executors can reach"
+    )
+
+
+def _spark_attempt() -> int:
+    """The Spark attempt number of the running task (0 outside Spark)."""
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        return context.attemptNumber() if context is not None else 0
+    except Exception:
+        return 0
+
+
 @dataclass
 class RestStartupCoordinator:
     worker_url: str
@@ -94,14 +113,17 @@ class RestStartupCoordinator:
         self.access = _ConfigTopicAccess(self.worker_props)
 
     def fence_zombies(self, connector: str, generation: int | None = None) -> None:
-        response = signed_request(
-            self.access,
-            "PUT",
-            self.worker_url,
-            f"/connectors/{quote(connector, safe='')}/fence",
-            {} if generation is None else {"generation": generation},
-            self.request_timeout_s,
-        )
+        try:
+            response = signed_request(
+                self.access,
+                "PUT",
+                self.worker_url,
+                f"/connectors/{quote(connector, safe='')}/fence",
+                {} if generation is None else {"generation": generation},
+                self.request_timeout_s,
+            )
+        except httpx.TransportError as exc:
+            raise FencingRequestError(unreachable_leader(self.worker_url, exc)) from exc
         if response.status_code >= 300:
             try:
                 message = response.json().get("message", response.text)
@@ -159,11 +181,11 @@ class RestTaskControl:
                 self._last_ok = now
             elif now - self._last_ok > ORPHAN_TIMEOUT_S:
                 log.warning(
-                    "[%s-%s] no answer from worker %s for %.0fs; stopping",
+                    "[%s-%s] no answer from worker for %.0fs; stopping: %s",
                     self.connector,
                     self.task,
-                    self.worker_url,
                     now - self._last_ok,
+                    unreachable_leader(self.worker_url, TimeoutError("no heartbeat answered")),
                 )
                 self._directive = Directive.STOP
         return self._directive
@@ -179,6 +201,7 @@ class RestTaskControl:
             **report,
             "generation": self.generation,
             "pid": os.getpid(),
+            "attempt": _spark_attempt(),
             "metrics": self._metrics.snapshot() if self._metrics is not None else {},
         }
         path = f"/connectors/{quote(self.connector, safe='')}/tasks/{self.task}/heartbeat"

@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import socket
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -60,16 +61,37 @@ def listener_of(props: dict[str, str]) -> tuple[str, str, int]:
     return parsed.scheme or "http", host, port
 
 
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def advertised_host(props: dict[str, str], host: str) -> str:
+    """`rest.advertised.host.name`, else the listener's host; for a wildcard listener the machine's
+    host name, as Kafka Connect does (127.0.0.1 would point tasks on other machines at themselves)."""
+    return props.get("rest.advertised.host.name") or (
+        socket.gethostname() if host in WILDCARD_HOSTS else host
+    )
+
+
 def advertised_url(props: dict[str, str], scheme: str, host: str, port: int) -> str:
-    adv_host = props.get("rest.advertised.host.name") or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
+    """Where tasks and other workers call this worker (`rest.advertised.host.name|port|listener`)."""
     adv_port = int(props.get("rest.advertised.port", port))
-    return f"{props.get('rest.advertised.listener', scheme)}://{adv_host}:{adv_port}"
+    return f"{props.get('rest.advertised.listener', scheme)}://{advertised_host(props, host)}:{adv_port}"
+
+
+def driver_address_settings(props: dict[str, str], host: str) -> dict[str, str]:
+    """The Spark driver binds where the REST listener binds and advertises the REST API's host,
+    unless `spark.driver.bindAddress` / `spark.driver.host` say otherwise."""
+    defaults = {
+        "spark.driver.bindAddress": host or "0.0.0.0",
+        "spark.driver.host": advertised_host(props, host),
+    }
+    return {k: v for k, v in defaults.items() if k not in props}
 
 
 def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     """Start everything and block until a termination signal."""
     from eosconnect.cluster.herder import DistributedHerder
-    from eosconnect.cluster.spark import create_spark_session
+    from eosconnect.cluster.spark import SparkProvider
     from eosconnect.rest.app import create_app
     from eosconnect.rest.server import RestServer, RestServerConfig
 
@@ -77,9 +99,22 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     scheme, host, port = listener_of(props)
     url = advertised_url(props, scheme, host, port)
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
-    spark = create_spark_session(
-        props.get("spark.master", DEFAULT_MASTER), f"eosconnect-worker-{port}", spark_conf
+    spark = SparkProvider(
+        props.get("spark.master", DEFAULT_MASTER),
+        f"eosconnect-worker-{port}",
+        {**driver_address_settings(props, host), **spark_conf},
+        worker.plugin_path,
+        ship=props.get("eosconnect.ship.environment", "true").lower() != "false",
     )
+    for entry in reversed(worker.plugin_path):  # the driver starts connectors from the plugin path too
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    spark.prepare()
+    if spark.kept_by_standby:  # it holds no executors without tasks: create it now, not at failover
+        if spark.on_demand_executors:  # registering with a cluster manager can take long: meanwhile serve
+            threading.Thread(target=spark.get, name="spark-application", daemon=True).start()
+        else:
+            spark.get()
     herder = DistributedHerder(worker, spark, url)
     rest_config = RestServerConfig.from_properties(props)
     rest_config.host, rest_config.port, rest_config.advertised_url = host, port, url
@@ -102,4 +137,4 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     stop.wait()
     herder.stop()  # first: tasks learn "stop" through their heartbeats to the REST server
     server.stop()
-    spark.stop()
+    spark.release()

@@ -161,6 +161,23 @@ WORKER_CONFIG_DEF = (
         "How long a task may take to stop before it is cancelled.",
         Range.at_least(0),
     )
+    .define(
+        "task.heartbeat.timeout.ms",
+        ConfigType.LONG,
+        5_000,
+        Importance.LOW,
+        "A task not heard from for this long is no longer shown RUNNING (its executor was lost, or it "
+        "waits for a free Spark task slot or its next attempt); tasks report every 0.5 s.",
+        Range.at_least(1000),
+    )
+    .define(
+        "plugin.path",
+        ConfigType.LIST,
+        "",
+        Importance.LOW,
+        "Directories (each importable as a sys.path entry) and .zip/.whl/.egg files holding connector "
+        "code; on a Spark cluster they are shipped to the executors.",
+    )
 )
 
 #: Settings every connector has, source or sink.
@@ -279,6 +296,9 @@ class WorkerConfig:
     task_shutdown_graceful_timeout_ms: int
     originals: Mapping[str, str] = field(repr=False)
     values: Mapping[str, Any] = field(repr=False)
+    #: `plugin.path`: where connector code lives besides installed packages (shipped to executors).
+    plugin_path: tuple[str, ...] = ()
+    task_heartbeat_timeout_ms: int = 5_000
 
     @classmethod
     def parse(cls, props: Mapping[str, str]) -> WorkerConfig:
@@ -294,6 +314,8 @@ class WorkerConfig:
             task_shutdown_graceful_timeout_ms=values["task.shutdown.graceful.timeout.ms"],
             originals={k: str(v) for k, v in props.items()},
             values=values,
+            plugin_path=tuple(p for p in values["plugin.path"] if p),
+            task_heartbeat_timeout_ms=values["task.heartbeat.timeout.ms"],
         )
 
     @property

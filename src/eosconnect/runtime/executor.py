@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import traceback
 from collections.abc import Iterator
 from typing import Any
@@ -22,10 +23,26 @@ def run_task(spec: TaskSpec) -> TaskOutcome:
 
     try:
         kind = connector_type(task_class_of(spec))
+    except ModuleNotFoundError as exc:
+        log.exception("[%s-%s] could not be created", spec.connector, spec.task)
+        return TaskOutcome(
+            spec.connector, spec.task, TaskState.FAILED, f"{missing_module(exc)}\n\n{traceback.format_exc()}"
+        )
     except Exception:
         log.exception("[%s-%s] could not be created", spec.connector, spec.task)
         return TaskOutcome(spec.connector, spec.task, TaskState.FAILED, traceback.format_exc())
     return run_sink_task(spec) if kind is ConnectorType.SINK else run_source_task(spec)
+
+
+def missing_module(exc: ModuleNotFoundError) -> str:
+    """What to fix when a task cannot import its code: where it ran and which settings ship code."""
+    return (
+        f"the task cannot import module {exc.name!r} in the executor's Python {sys.executable} "
+        f"(Python {sys.version.split()[0]}). Put the connector's code on the worker's plugin.path "
+        "(shipped to "
+        "the executors), or install it into the executors' environment (spark.archives, "
+        "spark.pyspark.python or the container image); changed plugin code needs a worker restart."
+    )
 
 
 def run_source_task(spec: TaskSpec) -> TaskOutcome:

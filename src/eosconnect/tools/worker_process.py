@@ -55,7 +55,8 @@ class WorkerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited with {self.proc.returncode}; log:\n{self.tail()}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"worker did not become ready; log:\n{self.tail()}")
+                self.kill()  # not left running unowned: the caller never got it to stop
+                raise TimeoutError(f"worker did not become ready in {timeout:.0f}s; log:\n{self.tail()}")
             time.sleep(0.2)
         self.url = ready.read_text().splitlines()[0]
         return self

@@ -1,0 +1,136 @@
+"""What the worker ships to Spark executors, and the addresses it advertises (no Spark, no Kafka)."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from eosconnect.cluster.shipping import (
+    ARCHIVE_ALIAS,
+    ShippingError,
+    _excluded,
+    pack_plugins,
+    plan_shipping,
+    plugin_fingerprint,
+)
+from eosconnect.cluster.spark import session_settings
+from eosconnect.cluster.worker import advertised_url, driver_address_settings
+from eosconnect.devkafka.distribution import cache_root
+from eosconnect.runtime.config import WorkerConfig
+
+
+@pytest.fixture
+def plugins(tmp_path: Path) -> Path:
+    directory = tmp_path / "plugins"
+    (directory / "pkg").mkdir(parents=True)
+    (directory / "mod.py").write_text("X = 1\n")
+    (directory / "pkg" / "__init__.py").write_text("")
+    (directory / "pkg" / "__pycache__").mkdir()
+    (directory / "pkg" / "__pycache__" / "junk.pyc").write_bytes(b"junk")
+    return directory
+
+
+def test_local_master_ships_nothing_and_keeps_the_users_python(tmp_path: Path, plugins: Path) -> None:
+    plan = plan_shipping("local[4,2]", {}, [str(plugins)], tmp_path)
+    assert plan.conf == {} and plan.py_files == [] and plan.environment is None
+    assert (
+        plan_shipping("local[2]", {"spark.pyspark.python": "/opt/py"}, [], tmp_path).executor_python
+        == "/opt/py"
+    )
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["spark.archives", "spark.pyspark.python", "spark.kubernetes.container.image"],
+)
+def test_user_provided_python_is_honoured(tmp_path: Path, plugins: Path, setting: str) -> None:
+    conf = {setting: "/given/python" if setting == "spark.pyspark.python" else "something"}
+    plan = plan_shipping("spark://m:7077", conf, [str(plugins)], tmp_path)
+    assert plan.environment is None and plan.conf == {}
+    assert len(plan.py_files) == 1  # plugin code still ships
+    settings = session_settings("spark://m:7077", conf, plan)
+    assert settings[setting] == conf[setting]
+    if setting == "spark.pyspark.python":
+        assert plan.executor_python == "/given/python"
+
+
+def test_cluster_master_ships_the_packed_environment(tmp_path: Path) -> None:
+    if sys.prefix == sys.base_prefix:
+        with pytest.raises(ShippingError, match=r"spark\.archives"):
+            plan_shipping("spark://m:7077", {}, [], tmp_path)
+        return
+    cache = cache_root()  # the worker's cache: packed once per content, shared with the cluster tests
+    plan = plan_shipping("spark://m:7077", {}, [], cache)
+    assert plan.environment is not None
+    assert plan.conf["spark.archives"].endswith(f"#{ARCHIVE_ALIAS}")
+    assert plan.executor_python == f"./{ARCHIVE_ALIAS}/bin/python"
+    again = plan_shipping("spark://m:7077", {}, [], cache)  # cached by content: not packed twice
+    assert again.environment == plan.environment
+    with tarfile.open(plan.environment.archive) as tar:
+        names = tar.getnames()
+    assert "pyvenv.cfg" in names and "bin/python" in names
+    assert any(n.endswith("site-packages/eosconnect/cluster/shipping.py") for n in names)
+    assert any("site-packages/confluent_kafka/" in n for n in names)
+    assert not any("pyspark/jars/" in n or "__pycache__" in n or "/pip/" in n for n in names)
+
+
+def test_excluded_entries() -> None:
+    assert _excluded(Path("pyspark/jars/spark-core.jar"))
+    assert _excluded(Path("__editable__.eosconnect-0.1.0.pth"))
+    assert _excluded(Path("eosconnect/__init__.py"))  # added from where it is imported instead
+    assert _excluded(Path("pytest-8.0.dist-info/METADATA"))
+    assert not _excluded(Path("eosconnect-0.1.0.dist-info/METADATA"))  # entry points stay
+    assert not _excluded(Path("pyspark/worker.py"))
+    assert not _excluded(Path("py4j/java_gateway.py"))
+
+
+def test_plugin_directories_ship_as_zips_by_content(tmp_path: Path, plugins: Path) -> None:
+    first = pack_plugins([str(plugins)], tmp_path / "cache")
+    assert len(first) == 1
+    with zipfile.ZipFile(first[0]) as zf:
+        assert sorted(zf.namelist()) == ["mod.py", "pkg/__init__.py"]
+    assert pack_plugins([str(plugins)], tmp_path / "cache") == first
+    before = plugin_fingerprint([str(plugins)])
+    (plugins / "mod.py").write_text("X = 2\n")
+    assert plugin_fingerprint([str(plugins)]) != before
+    assert pack_plugins([str(plugins)], tmp_path / "cache") != first
+    wheel = tmp_path / "thing-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK")
+    assert pack_plugins([str(wheel)], tmp_path / "cache") == [wheel]
+    with pytest.raises(ShippingError, match=r"plugin\.path"):
+        pack_plugins([str(tmp_path / "missing")], tmp_path / "cache")
+
+
+def test_plugin_path_is_a_worker_setting() -> None:
+    worker = WorkerConfig.parse({"bootstrap.servers": "k:9092", "plugin.path": "/a/plugins, /b/x.zip"})
+    assert worker.plugin_path == ("/a/plugins", "/b/x.zip")
+    assert WorkerConfig.parse({"bootstrap.servers": "k:9092"}).plugin_path == ()
+
+
+def test_wildcard_listener_advertises_the_host_name() -> None:
+    assert advertised_url({}, "http", "0.0.0.0", 8083) == f"http://{socket.gethostname()}:8083"
+    assert advertised_url({}, "http", "10.1.2.3", 8083) == "http://10.1.2.3:8083"
+    given = {
+        "rest.advertised.host.name": "w1.example.com",
+        "rest.advertised.port": "443",
+        "rest.advertised.listener": "https",
+    }
+    assert advertised_url(given, "http", "0.0.0.0", 8083) == "https://w1.example.com:443"
+
+
+def test_the_driver_binds_where_the_rest_api_binds() -> None:
+    assert driver_address_settings({}, "127.0.0.1") == {
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+    }
+    assert driver_address_settings({}, "0.0.0.0") == {
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.host": socket.gethostname(),
+    }
+    user = {"spark.driver.host": "d.example.com", "spark.driver.bindAddress": "10.0.0.1"}
+    assert driver_address_settings(user, "0.0.0.0") == {}
