@@ -118,10 +118,8 @@ class SourceTaskRunner(ABC):
     def start_task(self) -> None:
         from eosconnect.api.context import SourceTaskContext
 
-        self.offset_view = ConnectorOffsetView.create(
-            self.spec.connector, self.placement, self.worker.originals
-        )
-        self.offset_view.refresh()
+        if self.offset_view is None:  # a runner's prepare() may have read them already
+            self.offset_view = self.read_offsets()
         if self.placement.separate:
             self.copier = GlobalOffsetCopier.for_placement(self.spec.connector, self.placement)
         context = SourceTaskContext(
@@ -137,6 +135,12 @@ class SourceTaskRunner(ABC):
         self._task_started = True
         self.metrics.mark_started()
         self.log.info("started %s", type(self.task).__name__)
+
+    def read_offsets(self) -> ConnectorOffsetView:
+        """The connector's committed offsets, read to the end of its offsets topic(s)."""
+        view = ConnectorOffsetView.create(self.spec.connector, self.placement, self.worker.originals)
+        view.refresh()
+        return view
 
     def transaction_context(self) -> Any:
         return None
@@ -213,6 +217,7 @@ class SourceTaskRunner(ABC):
         while i < count:
             try:
                 if keys is None and timestamps is None and headers is None:
+                    # Positional: topic, value, key, partition, on_delivery (then comes `callback`).
                     if on_delivery is None:
                         for i in range(i, count):  # noqa: B020 - resumes where a full queue stopped it
                             produce(topic, values[i], None, partition)
@@ -226,9 +231,9 @@ class SourceTaskRunner(ABC):
                             values[i],
                             None if keys is None else keys[i],
                             partition,
-                            on_delivery,
-                            (timestamps[i] or 0) if timestamps is not None else 0,
-                            None if headers is None else headers[i],
+                            on_delivery=on_delivery,
+                            timestamp=(timestamps[i] or 0) if timestamps is not None else 0,
+                            headers=None if headers is None else headers[i],
                         )
                 i = count
             except BufferError:
