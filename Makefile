@@ -46,6 +46,7 @@ bench: kafka
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
+	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect.py
 
 clean:
 	rm -rf $(VENV) .eosconnect

@@ -443,3 +443,83 @@ def test_commit_record_follows_commits_in_order(
     assert_commit_records_match(read_jsonl(logs / "committed-0.jsonl"), records, aborted)
     offsets = committed_offsets(read_committed, worker["offset.storage.topic"], "seq-commit-record")
     assert offsets == {json.dumps({"task": 0}): {"seq": 299}}
+
+
+# ------------------------------------------------------------------ columnar batches (SourceBatch)
+COLUMNAR = "support.columnar_connectors.ColumnarSequenceConnector"
+
+
+def test_columnar_batches_commit_one_offset_per_batch_exactly_once_across_sigkill(
+    run_job, worker_props, topic_name, create_topic, read_committed, tmp_path
+):
+    data = create_topic(topic_name("data"), partitions=2)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    worker = worker_props("enabled")
+    connector = sequence_config(
+        "col-crash",
+        data,
+        tasks=2,
+        total=2000,
+        batch_size="40",
+        rate_per_task="1500",
+        connector_class=COLUMNAR,
+        crash_after_polls="15",
+        crash_marker_dir=str(markers),
+    )
+    job = run_job(connector, worker)
+    wait_until(lambda: len(read_committed(data)) >= 4000, 180, "4000 committed records", job)
+    outcomes = job.stop()
+
+    assert sorted(p.name for p in markers.iterdir()) == ["crashed-0", "crashed-1"]
+    report = verify(read_committed(data), 2, 2000)
+    assert report.ok, report.anomalies
+    assert all(o["state"] == "STOPPED" for o in outcomes), outcomes
+    assert all(o["metrics"]["transaction-size-max"] <= 40 for o in outcomes), "a batch is one transaction"
+    offsets = committed_offsets(read_committed, worker["offset.storage.topic"], "col-crash")
+    assert offsets == {json.dumps({"task": t}): {"seq": 1999} for t in range(2)}
+
+
+def test_columnar_batches_go_record_by_record_through_transformations(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    data = create_topic(topic_name("data"))
+    connector = sequence_config(
+        "col-smt",
+        data,
+        tasks=1,
+        total=300,
+        connector_class=COLUMNAR,
+        transforms="tag",
+        transforms_tag_type="InsertField",
+        transforms_tag_static_field="via",
+        transforms_tag_static_value="smt",
+    )
+    job = run_job(connector, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(data)) >= 300, 120, "300 committed records", job)
+    job.stop()
+
+    records = read_committed(data)
+    assert verify(records, 1, 300).ok
+    assert all(json.loads(r.value)["via"] == "smt" for r in records)
+
+
+def test_columnar_batches_at_least_once_deliver_everything_and_flush_offsets(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    data = create_topic(topic_name("data"))
+    worker = worker_props("disabled")
+    job = run_job(sequence_config("col-alos", data, tasks=2, total=500, connector_class=COLUMNAR), worker)
+    wait_until(lambda: len(read_committed(data)) >= 1000, 60, "1000 records", job)
+    wait_until(
+        lambda: (
+            committed_offsets(read_committed, worker["offset.storage.topic"], "col-alos")
+            == {json.dumps({"task": t}): {"seq": 499} for t in range(2)}
+        ),
+        30,
+        "offsets of acknowledged batches to be flushed",
+        job,
+    )
+    outcomes = job.stop()
+    assert verify(read_committed(data), 2, 500).ok
+    assert all(o["state"] == "STOPPED" for o in outcomes)

@@ -7,6 +7,7 @@ committed offsets), `transactions` (connector-defined transaction boundaries), `
 `builtin_transforms`, `plugins` (finding classes by name) and `errors`.
 """
 
+from eosconnect.api.batch import ColumnOffsets, SourceBatch
 from eosconnect.api.builtin_transforms import (
     Filter,
     HasHeaderKey,
@@ -123,6 +124,7 @@ __all__ = [
     "TOPICS_REGEX_CONFIG",
     "ByteArrayConverter",
     "CallableValidator",
+    "ColumnOffsets",
     "ConfigDef",
     "ConfigException",
     "ConfigKey",
@@ -168,6 +170,7 @@ __all__ = [
     "SinkRecord",
     "SinkTask",
     "SinkTaskContext",
+    "SourceBatch",
     "SourceConnector",
     "SourceOffset",
     "SourcePartition",

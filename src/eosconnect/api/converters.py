@@ -13,7 +13,7 @@ import base64
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
@@ -59,6 +59,11 @@ class Converter(ABC):
     @abstractmethod
     def to_connect(self, topic: str, data: bytes | None) -> Any:
         """Deserialise bytes read from `topic`."""
+
+    def from_connect_batch(self, topic: str, values: Sequence[Any]) -> Sequence[bytes | None]:
+        """`from_connect` for a whole column of a `SourceBatch`, in order. Override where a column can
+        be converted much faster than value by value (the built-in converters do)."""
+        return [self.from_connect(topic, value) for value in values]
 
     def _prefix(self) -> str:
         return "key.converter." if self.is_key else "value.converter."
@@ -219,6 +224,15 @@ class StringConverter(Converter):
                 f"StringConverter cannot encode a record for topic {topic!r}: {exc}"
             ) from None
 
+    def from_connect_batch(self, topic: str, values: Sequence[Any]) -> Sequence[bytes | None]:
+        # Strings are the common case: encode the column in one comprehension and fall back to the
+        # value-by-value path (numbers, None, the error messages) when anything else is in it.
+        encoding = self.encoding
+        try:
+            return [value.encode(encoding) for value in values]
+        except (AttributeError, UnicodeEncodeError):
+            return super().from_connect_batch(topic, values)
+
     def to_connect(self, topic: str, data: bytes | None) -> Any:
         if data is None:
             return None
@@ -254,6 +268,13 @@ class ByteArrayConverter(Converter):
                 f"{type(value).__name__}. Produce bytes in the connector or use JsonConverter or "
                 "StringConverter."
             ) from None
+
+    def from_connect_batch(self, topic: str, values: Sequence[Any]) -> Sequence[bytes | None]:
+        # The identity for a column of bytes (what the mirrors copy): no new list, no call per value.
+        for value in values:
+            if value.__class__ is not bytes and value is not None:
+                return super().from_connect_batch(topic, values)
+        return values
 
     def to_connect(self, topic: str, data: bytes | None) -> Any:
         if data is None:

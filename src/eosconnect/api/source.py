@@ -11,6 +11,7 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from enum import StrEnum
 
+from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Connector, Task
 from eosconnect.api.context import SourceTaskContext
 from eosconnect.api.records import Primitive, RecordMetadata, SourceOffset, SourcePartition, SourceRecord
@@ -98,8 +99,11 @@ class SourceTask(Task):
         self.context = context
 
     @abstractmethod
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> list[SourceRecord] | SourceBatch | list[SourceBatch] | None:
         """Return the next records, or None/[] if there are none right now.
+
+        Records come one by one (`SourceRecord`s) or, much faster for high-volume sources, as
+        columns: a `SourceBatch` per source partition, or a list of them (see `eosconnect.api.batch`).
 
         Block for a short while at most (up to about a second) when idle: the runtime can only
         commit transactions, heartbeat and stop the task between `poll` calls.

@@ -410,6 +410,10 @@ class DistributedHerder:
         for t in tasks:
             self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation, trace=LAUNCHED)
             self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, LAUNCHED)
+        if any(spec.coordinator is not None for spec in specs):
+            threading.Thread(
+                target=self._fence_ahead, args=(name, generation), name=f"fence-{name}", daemon=True
+            ).start()
         job.start()
         log.info(
             "connector %s: launched generation %s (%d tasks) as Spark job group %s",
@@ -709,6 +713,16 @@ class DistributedHerder:
                 ) from exc
             except LeaderFencedError as exc:
                 raise NotLeaderError(self.election.leader_url(max_age_s=0)) from exc
+
+    def _fence_ahead(self, name: str, generation: int) -> None:
+        """Run the generation's fencing round while Spark launches its tasks, as Kafka Connect's
+        leader fences before it assigns them: the tasks' own fence requests (step 1 of their
+        start-up) then find it done and are answered at once. A failure here is only logged: the
+        tasks ask again, and their request reports the error."""
+        try:
+            self.fence_zombies(name, generation)
+        except Exception as exc:
+            log.info("connector %s: fencing ahead of its tasks failed (they will ask again): %s", name, exc)
 
     @staticmethod
     def _already_fenced(snapshot: ConfigSnapshot, name: str, generation: int) -> bool:

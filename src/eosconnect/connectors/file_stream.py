@@ -7,12 +7,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import IO, Any
 
+from eosconnect.api.batch import SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.records import OffsetAndMetadata, SinkRecord, SourceRecord, TopicPartition
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import SINK_TOPICS_CONFIG_DEF, SinkConnector, SinkTask, sink_topics_errors
 from eosconnect.api.source import ExactlyOnceSupport, ReplaySupport, SourceConnector, SourceTask
 from eosconnect.api.validators import NonEmptyString, Range, Validator
@@ -33,8 +35,8 @@ FILENAME_FIELD = "filename"
 POSITION_FIELD = "position"
 #: How long an idle `poll()` waits for the file to grow before returning nothing.
 IDLE_WAIT_S = 0.2
-#: Bytes read from the file per system call.
-READ_CHUNK = 64 * 1024
+#: Bytes read from the file per system call: lines are split in bulk, a chunk at a time.
+READ_CHUNK = 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -137,13 +139,18 @@ class FileStreamSourceTask(SourceTask):
             )
         self.position: int = position or 0
         self._stream: IO[bytes] | None = None
-        self._buffer = b""  # bytes read after `position` that do not yet form a complete line
+        # Read ahead of `position`: complete lines not handed out yet (from index `_next` on), then
+        # the start of an incomplete line; `_read_to` is the file position read up to.
+        self._lines: list[bytes] = []
+        self._next = 0
+        self._partial = b""
+        self._read_to = self.position
         self._stopping = threading.Event()
         self._warned_missing = False
         if self.position:
             log.info("file %s: resuming at byte %d", self.filename, self.position)
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> SourceBatch | None:
         if self._stopping.is_set():
             return None
         stream = self._open()
@@ -152,29 +159,31 @@ class FileStreamSourceTask(SourceTask):
             return None
         try:
             self._check_not_truncated(stream)
-            lines = self._complete_lines(self.batch_size)
-            while len(lines) < self.batch_size:
+            while len(self._lines) - self._next < self.batch_size:
                 chunk = stream.read(READ_CHUNK)
                 if not chunk:
                     break
-                self._buffer += chunk
-                lines.extend(self._complete_lines(self.batch_size - len(lines)))
+                self._add(chunk)
         except ValueError:
             if self._stopping.is_set():  # stop() closed the file under us
                 return None
             raise
+        lines = self._lines[self._next : self._next + self.batch_size]
         if not lines:
             self._stopping.wait(IDLE_WAIT_S)
             return None
-        return [
-            SourceRecord(
-                source_partition=self.partition,
-                source_offset={POSITION_FIELD: end},
-                topic=self.topic,
-                value=line,
-            )
-            for line, end in lines
-        ]
+        self._next += len(lines)
+        if self._next == len(self._lines):
+            self._lines, self._next = [], 0
+        start = self.position
+        self.position += sum(map(len, lines)) + len(lines)  # each line's bytes and its newline
+        return SourceBatch(
+            source_partition=self.partition,
+            source_offset={POSITION_FIELD: self.position},
+            topic=self.topic,
+            values=_decode_lines(lines),
+            record_offsets=LineEndOffsets(start, lines),
+        )
 
     def stop(self) -> None:
         self._stopping.set()
@@ -201,14 +210,14 @@ class FileStreamSourceTask(SourceTask):
             stream.close()
             raise self._truncated(size)
         stream.seek(self.position)
-        self._buffer = b""
+        self._lines, self._next, self._partial, self._read_to = [], 0, b"", self.position
         self._stream = stream
         log.info("file %s: reading from byte %d", self.filename, self.position)
         return stream
 
     def _check_not_truncated(self, stream: IO[bytes]) -> None:
         size = os.fstat(stream.fileno()).st_size
-        if size < self.position + len(self._buffer):
+        if size < self._read_to:
             raise self._truncated(size)
 
     def _truncated(self, size: int) -> ConnectException:
@@ -219,26 +228,49 @@ class FileStreamSourceTask(SourceTask):
             "connector's offsets) to read the new content from the start."
         )
 
-    def _complete_lines(self, limit: int | None = None) -> list[tuple[str, int]]:
-        """Split complete lines off the buffer: (text, byte position just after its newline).
+    def _add(self, chunk: bytes) -> None:
+        """Split a chunk read from the file into complete lines (bytes, newline dropped) in bulk;
+        the bytes after the last newline wait in `_partial` for the rest of their line."""
+        self._read_to += len(chunk)
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
+            self._partial += chunk
+            return
+        complete = self._partial + chunk[:cut] if self._partial else chunk[:cut]
+        self._partial = chunk[cut + 1 :]
+        if self._next:  # drop the lines already handed out before appending
+            self._lines, self._next = self._lines[self._next :], 0
+        self._lines.extend(complete.split(b"\n"))
 
-        The buffer always starts at `self.position`, which moves past every line split off.
-        """
-        lines: list[tuple[str, int]] = []
-        start = 0
-        while limit is None or len(lines) < limit:
-            end = self._buffer.find(b"\n", start)
-            if end < 0:
-                break
-            raw = self._buffer[start:end]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            lines.append((raw.decode("utf-8", errors="replace"), self.position + end + 1))
-            start = end + 1
-        if start:
-            self._buffer = self._buffer[start:]
-            self.position += start
-        return lines
+
+class LineEndOffsets(Sequence[Mapping[str, int]]):
+    """Each line's offset, `{"position": <byte just after its newline>}`, computed only if asked
+    for (transformations or `commit_record()` see records one by one; the fast path never does)."""
+
+    def __init__(self, start: int, lines: list[bytes]) -> None:
+        self._start, self._lines = start, lines
+        self._ends: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._ends is None:
+            self._ends = list(accumulate((len(line) + 1 for line in self._lines), initial=self._start))[1:]
+        if isinstance(index, slice):
+            return [{POSITION_FIELD: end} for end in self._ends[index]]
+        return {POSITION_FIELD: self._ends[index]}
+
+
+def _decode_lines(lines: list[bytes]) -> list[str]:
+    """The lines as text, a `\r` before the newline stripped. Decoding the joined block and
+    splitting it again is equivalent to decoding line by line (a newline byte is never part of a
+    UTF-8 sequence, so invalid bytes are replaced the same way) and much faster."""
+    block = b"\n".join(lines)
+    if b"\r" in block:
+        lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+        block = b"\n".join(lines)
+    return block.decode("utf-8", errors="replace").split("\n")
 
 
 # ============================================================================================ sink

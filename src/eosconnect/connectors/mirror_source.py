@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException
@@ -31,9 +32,10 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
+from eosconnect.api.batch import ColumnOffsets, SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.records import SourcePartition, SourceRecord, TopicPartition, known_or_none
+from eosconnect.api.records import SourcePartition, TopicPartition, known_or_none
 from eosconnect.api.sink import (
     ASSIGNED_PARTITIONS_CONFIG,
     decode_partitions,
@@ -190,6 +192,18 @@ class MirrorSourceConnector(SourceConnector):
             ensure_mirror_topic(admin, target, count, replication_factor, configs.get(topic))
 
 
+@dataclass
+class _Columns:
+    """One source partition's share of a poll, as columns."""
+
+    values: list[bytes | None] = field(default_factory=list)
+    keys: list[bytes | None] = field(default_factory=list)
+    headers: list[Any] = field(default_factory=list)
+    timestamps: list[int | None] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    epochs: list[int | None] = field(default_factory=list)
+
+
 class MirrorSourceTask(SourceTask):
     """Reads its statically assigned source partitions and returns their records as they are."""
 
@@ -206,6 +220,9 @@ class MirrorSourceTask(SourceTask):
         consumer_config = source_client_config("consumer", config)
         consumer_config.setdefault("auto.offset.reset", "error")
         consumer_config.setdefault("isolation.level", "read_committed")
+        # librdkafka prefetches up to 64 MiB per consumer by default; 16 MiB keeps a task process
+        # well under 150 MB while still many polls ahead of the producer.
+        consumer_config.setdefault("queued.max.messages.kbytes", 16384)
         why = "the task assigns its partitions and keeps its positions in the offsets topic"
         consumer_config = forced(consumer_config, "enable.auto.commit", False, why)
         consumer_config = forced(consumer_config, "enable.auto.offset.store", False, why)
@@ -246,33 +263,46 @@ class MirrorSourceTask(SourceTask):
             consumer_config.get("bootstrap.servers"),
         )
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> list[SourceBatch] | None:
+        """One `SourceBatch` (columns, no object per record) per source partition polled."""
         messages = self.consumer.consume(self.batch, self.poll_timeout_s)
-        records: list[SourceRecord] = []
+        columns: dict[tuple[str, int], _Columns] = {}
         for message in messages:
             error = message.error()
             if error is not None:
                 self._raise(message, error)
-            epoch = message.leader_epoch()
-            offset: dict[str, str | int] = {"offset": message.offset()}
-            if known_or_none(epoch) is not None:
-                offset["leader.epoch"] = epoch
-            partition = message.partition()
-            source_partition, target_topic = self._routes[(message.topic(), partition)]
+                continue  # a retriable error: the message carries no record
+            where = (message.topic(), message.partition())
+            group = columns.get(where)
+            if group is None:
+                group = columns[where] = _Columns()
+            group.values.append(message.value())
+            group.keys.append(message.key())
+            group.headers.append(message.headers())
             timestamp_type, timestamp = message.timestamp()
-            records.append(
-                SourceRecord(
+            group.timestamps.append(timestamp if timestamp_type and timestamp >= 0 else None)
+            group.offsets.append(message.offset())
+            group.epochs.append(known_or_none(message.leader_epoch()))
+        batches = []
+        for (topic, partition), group in columns.items():
+            source_partition, target_topic = self._routes[(topic, partition)]
+            end: dict[str, int] = {"offset": group.offsets[-1]}
+            if group.epochs[-1] is not None:
+                end["leader.epoch"] = group.epochs[-1]
+            batches.append(
+                SourceBatch(
                     source_partition=source_partition,
-                    source_offset=offset,
+                    source_offset=end,
                     topic=target_topic,
                     partition=partition,
-                    key=message.key(),
-                    value=message.value(),
-                    headers=message.headers(),
-                    timestamp=timestamp if timestamp_type and timestamp >= 0 else None,
+                    values=group.values,
+                    keys=group.keys,
+                    timestamps=group.timestamps,
+                    headers=group.headers,
+                    record_offsets=ColumnOffsets({"offset": group.offsets, "leader.epoch": group.epochs}),
                 )
             )
-        return records or None
+        return batches or None
 
     def _raise(self, message: Any, error: KafkaError) -> None:
         where = f"source partition {message.topic()}-{message.partition()}"

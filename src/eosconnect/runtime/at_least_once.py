@@ -9,16 +9,20 @@ offset is ever committed, so nothing is lost: it is polled again after a restart
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 
+from eosconnect.api.batch import SourceBatch, expand
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import RecordMetadata, SourceOffset, SourcePartition, SourceRecord
+from eosconnect.api.source import SourceTask
 from eosconnect.runtime.errors import send_error_message
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner, offset_of
 from eosconnect.storage.clients import client_config, forced
@@ -34,6 +38,29 @@ class _Submitted:
     metadata: RecordMetadata | None = None
 
 
+@dataclass
+class _SubmittedBatch:
+    """A `SourceBatch` sent on the fast path: acknowledged once every one of its records is.
+
+    Delivery reports may be served on the task thread and on the flusher thread at once, so they
+    are counted with `itertools.count` (one atomic step under the GIL) rather than `-= 1`."""
+
+    batch: SourceBatch
+    partition: SourcePartition
+    offset: SourceOffset | None
+    size: int
+    runner: AtLeastOnceSourceTaskRunner
+    topic: str
+    acked: bool = False
+    _delivered: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
+        if err is not None:
+            self.runner._record_send_error(self.topic, err, f"source partition {dict(self.partition)}")
+        elif next(self._delivered) == self.size:
+            self.acked = True
+
+
 class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
     def prepare(self) -> None:
         config = client_config("producer", self.worker.originals, self.connector.originals).validate()
@@ -46,6 +73,9 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         self.offset_producer = Producer({**offsets_config, "enable.idempotence": True})
         self._lock = threading.Lock()
         self._submitted: dict[SourcePartition, deque[_Submitted]] = {}
+        # Per-record delivery callbacks cost a Python call each: the fast path skips the metadata
+        # unless the task overrides commit_record() and so can use it.
+        self._wants_metadata = type(self.task).commit_record is not SourceTask.commit_record
         self._send_error: str | None = None
         self._flush_interval_s = self.worker.offset_flush_interval_ms / 1000
         self._stop_flusher = threading.Event()
@@ -76,6 +106,30 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
             self.metrics.record_write()
         self.producer.poll(0)
 
+    def send_columns(self, polled: Sequence[SourceRecord | SourceBatch]) -> None:
+        """The fast path for `SourceBatch`es: one entry and one offset per batch, records produced in
+        a tight loop; per-record objects only when transformations or `commit_record()` need them."""
+        if not self.pipeline.columnar or self._wants_metadata:
+            self.send_batch(expand(polled))
+            return
+        self._raise_if_failed()
+        for item in [polled] if isinstance(polled, SourceBatch) else polled:
+            if not isinstance(item, SourceBatch):
+                self.send_batch([item])
+                continue
+            columns = self.pipeline.convert_columns(item)
+            entry = _SubmittedBatch(
+                item, item.source_partition, item.source_offset, len(item), self, columns.topic
+            )
+            with self._lock:
+                self._submitted.setdefault(entry.partition, deque()).append(entry)  # type: ignore[arg-type]
+            if not entry.size:
+                entry.acked = True
+                continue
+            self.produce_columns(self.producer, columns, entry.on_delivery)
+            self.metrics.record_write(entry.size)
+        self.producer.poll(0)
+
     def on_idle(self) -> None:
         self.producer.poll(0)
         self._raise_if_failed()
@@ -100,12 +154,15 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
                 producer.flush(5)
 
     # ----------------------------------------------------------------------------- acknowledgements
+    def _record_send_error(self, topic: str, err: KafkaError, where: str) -> None:
+        with self._lock:
+            if self._send_error is None:
+                self._send_error = send_error_message(self.task_id, topic, err, where)
+
     def _on_delivery(self, entry: _Submitted, topic: str, err: KafkaError | None, msg: Any) -> None:
         if err is not None:
-            with self._lock:
-                if self._send_error is None:
-                    where = f"source partition {dict(entry.partition)}, offset {entry.offset}"
-                    self._send_error = send_error_message(self.task_id, topic, err, where)
+            where = f"source partition {dict(entry.partition)}, offset {entry.offset}"
+            self._record_send_error(topic, err, where)
             return
         with self._lock:
             entry.acked = True
@@ -153,6 +210,8 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
             self.metrics.record_offset_commit(time.monotonic() - started)
             self.offsets_committed(offsets)
         for entry in done:
+            if isinstance(entry, _SubmittedBatch):  # only when commit_record() is not overridden
+                continue
             self.task.commit_record(entry.record, entry.metadata)
         if offsets or done:
             self.task.commit()

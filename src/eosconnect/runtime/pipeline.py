@@ -10,11 +10,12 @@ transformations. A dropped record is not given to `put`, but its Kafka offset is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
+from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Task
 from eosconnect.api.converters import Converter, converter_from_config
 from eosconnect.api.errors import ConnectException
@@ -37,6 +38,17 @@ class OutgoingRecord(NamedTuple):
     timestamp: int | None
 
 
+class OutgoingColumns(NamedTuple):
+    """A `SourceBatch` as the producer takes it: one topic and partition, converted columns."""
+
+    topic: str
+    partition: int  # -1: the producer's partitioner
+    keys: Sequence[bytes | None] | None  # None: every key is null
+    values: Sequence[bytes | None]
+    timestamps: Sequence[int | None] | None
+    headers: Sequence[Any] | None
+
+
 class _Pipeline:
     """The connector's transformation chain and key/value converters, built from its config."""
 
@@ -56,18 +68,18 @@ class RecordPipeline(_Pipeline):
         super().__init__(connector_config)
         self.forbidden_topics = forbidden_topics
 
+    @property
+    def columnar(self) -> bool:
+        """Whether `SourceBatch`es can skip per-record objects: no transformation to run on them."""
+        return not self.transforms.stages
+
     def convert(self, record: SourceRecord) -> OutgoingRecord | None:
         """The record ready to send, or None if a transformation dropped it."""
         transformed = self.transforms.apply(record) if self.transforms.stages else record
         if transformed is None:
             return None
         topic = transformed.topic
-        if topic in self.forbidden_topics:
-            raise ForbiddenTopicError(
-                f"the task produced a record to {topic!r}, which is this connector's offsets topic; a source "
-                "task must not write to its own offsets topic. Change the record's topic or the connector's "
-                "offsets.storage.topic."
-            )
+        self._check_topic(topic)
         return OutgoingRecord(
             topic=topic,
             partition=transformed.partition,
@@ -76,6 +88,35 @@ class RecordPipeline(_Pipeline):
             headers=_headers(transformed.headers),
             timestamp=transformed.timestamp,
         )
+
+    def convert_columns(self, batch: SourceBatch) -> OutgoingColumns:
+        """A whole `SourceBatch` converted column by column (only when `columnar`)."""
+        topic = batch.topic
+        self._check_topic(topic)
+        keys = batch.keys
+        if keys is not None and any(key is not None for key in keys):
+            keys = self.key_converter.from_connect_batch(topic, keys)
+        else:
+            keys = None  # all null: the producer's default
+        headers = batch.headers
+        if headers is not None:
+            headers = [_headers(h) for h in headers] if any(headers) else None
+        return OutgoingColumns(
+            topic,
+            -1 if batch.partition is None else batch.partition,
+            keys,
+            self.value_converter.from_connect_batch(topic, batch.values),
+            batch.timestamps,
+            headers,
+        )
+
+    def _check_topic(self, topic: str) -> None:
+        if topic in self.forbidden_topics:
+            raise ForbiddenTopicError(
+                f"the task produced a record to {topic!r}, which is this connector's offsets topic; a source "
+                "task must not write to its own offsets topic. Change the record's topic or the connector's "
+                "offsets.storage.topic."
+            )
 
 
 class SinkRecordPipeline(_Pipeline):

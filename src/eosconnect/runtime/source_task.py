@@ -12,10 +12,12 @@ import logging
 import time
 import traceback
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
+from eosconnect.api.batch import SourceBatch, expand
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
@@ -23,7 +25,7 @@ from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
-from eosconnect.runtime.pipeline import OutgoingRecord, RecordPipeline, pipeline_config
+from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord, RecordPipeline, pipeline_config
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.storage.offsets import (
@@ -91,7 +93,12 @@ class SourceTaskRunner(ABC):
 
     @abstractmethod
     def send_batch(self, batch: list[SourceRecord]) -> None:
-        """Send one non-empty batch returned by `poll()`."""
+        """Send one non-empty batch of records returned by `poll()`."""
+
+    def send_columns(self, polled: Sequence[SourceRecord | SourceBatch]) -> None:
+        """Send what `poll()` returned when it holds `SourceBatch`es. Runners with a columnar fast
+        path override this; the default sends the batches record by record."""
+        self.send_batch(expand(polled))
 
     def on_idle(self) -> None:  # noqa: B027 - optional hook
         """`poll()` returned nothing; a chance to commit on time."""
@@ -111,10 +118,8 @@ class SourceTaskRunner(ABC):
     def start_task(self) -> None:
         from eosconnect.api.context import SourceTaskContext
 
-        self.offset_view = ConnectorOffsetView.create(
-            self.spec.connector, self.placement, self.worker.originals
-        )
-        self.offset_view.refresh()
+        if self.offset_view is None:  # a runner's prepare() may have read them already
+            self.offset_view = self.read_offsets()
         if self.placement.separate:
             self.copier = GlobalOffsetCopier.for_placement(self.spec.connector, self.placement)
         context = SourceTaskContext(
@@ -131,6 +136,12 @@ class SourceTaskRunner(ABC):
         self.metrics.mark_started()
         self.log.info("started %s", type(self.task).__name__)
 
+    def read_offsets(self) -> ConnectorOffsetView:
+        """The connector's committed offsets, read to the end of its offsets topic(s)."""
+        view = ConnectorOffsetView.create(self.spec.connector, self.placement, self.worker.originals)
+        view.refresh()
+        return view
+
     def transaction_context(self) -> Any:
         return None
 
@@ -144,10 +155,14 @@ class SourceTaskRunner(ABC):
                 self.on_pause()
                 time.sleep(PAUSE_SLEEP_S)
                 continue
-            batch = self.task.poll()
-            if batch:
-                self.metrics.record_poll(len(batch))
-                self.send_batch(batch)
+            polled = self.task.poll()
+            if polled:
+                if type(polled) is list and type(polled[0]) is SourceRecord:
+                    self.metrics.record_poll(len(polled))
+                    self.send_batch(polled)
+                else:  # a SourceBatch, or a list holding some
+                    self.metrics.record_poll(polled_count(polled))
+                    self.send_columns(polled)
             else:
                 self.on_idle()
                 time.sleep(IDLE_SLEEP_S)
@@ -191,6 +206,45 @@ class SourceTaskRunner(ABC):
                     raise ConnectException(message) from exc
                 raise
 
+    def produce_columns(self, producer: Producer, columns: OutgoingColumns, on_delivery: Any = None) -> None:
+        """Hand a converted `SourceBatch` to the producer in one tight loop (no object per record),
+        waiting while its queue is full; errors as in `produce`."""
+        topic, partition, keys, values, timestamps, headers = columns
+        self.metrics.topics.add(topic)
+        produce = producer.produce
+        count = len(values)
+        i = 0
+        while i < count:
+            try:
+                if keys is None and timestamps is None and headers is None:
+                    # Positional: topic, value, key, partition, on_delivery (then comes `callback`).
+                    if on_delivery is None:
+                        for i in range(i, count):  # noqa: B020 - resumes where a full queue stopped it
+                            produce(topic, values[i], None, partition)
+                    else:
+                        for i in range(i, count):  # noqa: B020
+                            produce(topic, values[i], None, partition, on_delivery)
+                else:
+                    for i in range(i, count):  # noqa: B020
+                        produce(
+                            topic,
+                            values[i],
+                            None if keys is None else keys[i],
+                            partition,
+                            on_delivery=on_delivery,
+                            timestamp=(timestamps[i] or 0) if timestamps is not None else 0,
+                            headers=None if headers is None else headers[i],
+                        )
+                i = count
+            except BufferError:
+                producer.poll(0.05)
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.code() in OVERSIZED_CODES:
+                    message = send_error_message(self.task_id, topic, err, f"record {i} of a SourceBatch")
+                    raise ConnectException(message) from exc
+                raise
+
     def offsets_committed(self, offsets: Offsets) -> None:
         """After a successful commit: copy to the global topic if the connector has its own."""
         if self.copier is not None and offsets:
@@ -209,6 +263,13 @@ class SourceTaskRunner(ABC):
             self.close_clients()
             if self.copier is not None:
                 self.copier.close(5)
+
+
+def polled_count(polled: Sequence[SourceRecord | SourceBatch]) -> int:
+    """How many records `poll()` returned, counting every record of its batches."""
+    if isinstance(polled, SourceBatch):
+        return len(polled)
+    return sum(len(item) if isinstance(item, SourceBatch) else 1 for item in polled)
 
 
 def apply_update_offsets(task: SourceTask, offsets: Offsets, task_log: logging.LoggerAdapter) -> Offsets:  # type: ignore[type-arg]
