@@ -50,6 +50,7 @@ from eosconnect.cluster.herder_api import (
 )
 from eosconnect.cluster.jobs import SparkTaskJob, free_task_slots
 from eosconnect.cluster.live_connectors import LiveConnectors
+from eosconnect.cluster.names import connector_name_errors, max_placeable_tasks, tasks_max_errors
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.cluster.validation import config_errors, validate_connector_config
 from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
@@ -224,12 +225,31 @@ class DistributedHerder:
                 return
             snapshot = self.config_store.read_to_end()
         self._ensure_session_key(snapshot)
-        wrote = [self._reconcile_task_configs(connector, snapshot) for connector in snapshot.connectors()]
+        wrote = [
+            bool(self._isolated(c, "generating task configs", self._reconcile_task_configs, c, snapshot))
+            for c in snapshot.connectors()
+        ]
         self._live.retain(snapshot.connectors())
         # Launch from what is in the topic now: a generation written just above must not be
         # launched as the one it replaces (its tasks would only find themselves superseded).
         snapshot = self.config_store.read_to_end() if any(wrote) else self.config_store.snapshot
         self._reconcile_runs(snapshot)
+
+    def _isolated(self, connector: str, what: str, step: Any, *args: Any) -> Any:
+        """Run one connector's step of the tick; its failure fails that connector (FAILED with the
+        reason), never the tick, so one connector cannot keep the others from being served.
+        A fenced leader still ends the tick (it must step down)."""
+        try:
+            return step(*args)
+        except LeaderFencedError:
+            raise
+        except Exception as exc:
+            message = f"connector {connector!r}: {what} failed: {exc}"
+            if self._connector_failures.get(connector) != message:
+                log.exception("%s", message)
+                self._connector_failures[connector] = message
+                self._put_connector_status(connector, ConnectState.FAILED, trace=message)
+            return None
 
     def _ensure_session_key(self, snapshot: ConfigSnapshot) -> None:
         now_ms = int(time.time() * 1000)
@@ -358,8 +378,12 @@ class DistributedHerder:
                             self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, reason)
                     continue
                 self._unassigned.pop(name, None)
-                self._runs[name] = self._launch(name, snapshot, generation, list(range(count)))
-                busy += count
+                run = self._isolated(
+                    name, "launching its tasks", self._launch, name, snapshot, generation, list(range(count))
+                )
+                if run is not None:
+                    self._runs[name] = run
+                    busy += count
 
     def _reap_runs(self, snapshot: ConfigSnapshot) -> None:
         with self._lock:
@@ -719,6 +743,12 @@ class DistributedHerder:
                 f"({name})"
             )
         config["name"] = name
+        name_problems = connector_name_errors(name)
+        if name_problems:
+            raise BadRequestError(f"Connector name {name!r} is invalid: {'; '.join(name_problems)}")
+        too_many = tasks_max_errors(config, self.worker.originals, self._placeable_tasks())
+        if too_many:
+            raise BadRequestError(too_many[0], {"tasks.max": too_many})
         infos = validate_connector_config(config, self.worker)
         if infos["error_count"]:
             errors = config_errors(infos)
@@ -729,6 +759,11 @@ class DistributedHerder:
                 errors,
             )
         return config
+
+    def _placeable_tasks(self) -> int | None:
+        context = self.spark.sparkContext
+        conf = dict(context.getConf().getAll())
+        return max_placeable_tasks(conf, context.defaultParallelism)
 
     def put_connector_config(
         self, name: str, config: Mapping[str, str], allow_replace: bool

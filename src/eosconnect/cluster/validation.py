@@ -20,6 +20,7 @@ from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.sink import TRANSACTION_PRODUCER_CONFIG, SinkConnector, sink_topics_errors
 from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
 from eosconnect.cluster.connector_kinds import SOURCE, ConnectorKind, kind_of
+from eosconnect.cluster.names import tasks_max_errors
 from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS, WorkerConfig
 
 
@@ -140,6 +141,9 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
             extra["connector.class"] = [str(exc)]
         except TypeError as exc:
             extra["connector.class"] = [f"{class_name!r} is neither a source nor a sink connector: {exc}"]
+    too_many = tasks_max_errors(config, worker.originals, None)
+    if too_many:
+        extra["tasks.max"] = too_many
     if connector is not None:
         for name, errors in preflight(connector, config, worker).items():
             extra.setdefault(name, []).extend(errors)

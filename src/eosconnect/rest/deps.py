@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import unicodedata
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, Request
 
 from eosconnect.cluster.herder_api import BadRequestError, ForbiddenError, Herder
+from eosconnect.cluster.names import connector_name_errors
 from eosconnect.rest.forwarding import request_body, request_raw_path
 from eosconnect.rest.models import ErrorMessage
 from eosconnect.storage.session_key import (
@@ -51,14 +51,11 @@ def connector_location(name: str) -> str:
 
 
 def check_connector_name(name: str) -> None:
-    """Kafka Connect's `name` validator: not empty, no ISO control characters."""
-    if not name:
-        raise BadRequestError("Connector name must not be empty", {NAME: ["String may not be empty"]})
-    if any(unicodedata.category(ch) == "Cc" for ch in name):
-        raise BadRequestError(
-            f"Connector name {name!r} contains ISO control characters",
-            {NAME: ["String contains ISO control characters"]},
-        )
+    """Kafka Connect's `name` validator (not empty, no ISO control characters), and no name that
+    could not be addressed over REST afterwards (cluster/names.py)."""
+    problems = connector_name_errors(name)
+    if problems:
+        raise BadRequestError(f"Connector name {name!r} is invalid: {'; '.join(problems)}", {NAME: problems})
 
 
 def check_and_put_name(name: str, config: dict[str, str], *, where: str = "the URL") -> None:

@@ -1,0 +1,136 @@
+"""Control-plane hardening against one real worker and the session broker (issue 15).
+
+One worker serves the whole module: each test uses connectors of its own names and deletes them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from eosconnect.tools.worker_process import WorkerProcess
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+SLOTS = 4
+SUPPORT = "support.control_plane_connectors"
+
+
+@pytest.fixture(scope="module")
+def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    unique = uuid.uuid4().hex[:8]
+    props = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"control-plane-{unique}",
+        "offset.storage.topic": f"control-plane-offsets-{unique}",
+        "config.storage.topic": f"control-plane-configs-{unique}",
+        "status.storage.topic": f"control-plane-status-{unique}",
+        "offset.storage.partitions": "1",
+        "offset.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "status.storage.partitions": "1",
+        "exactly.once.source.support": "enabled",
+        "offset.flush.interval.ms": "500",
+        "listeners": "http://127.0.0.1:0",
+        "task.shutdown.graceful.timeout.ms": "3000",
+        "spark.master": f"local[{SLOTS},2]",
+        "spark.driver.memory": "768m",
+    }
+    process = WorkerProcess(props, tmp_path_factory.mktemp("control-plane") / "w1").start()
+    yield process
+    process.stop()
+
+
+def sequence(topic: str, tasks: int = 1, **extra: str) -> dict[str, str]:
+    return {
+        "connector.class": "SequenceSource",
+        "tasks.max": str(tasks),
+        "topic": topic,
+        "records.per.task": "-1",
+        "batch.size": "10",
+        "rate.per.task": "50",
+        **extra,
+    }
+
+
+def path_of(name: str) -> str:
+    return "/connectors/" + quote(name, safe="")
+
+
+def wait_running(worker: WorkerProcess, name: str, tasks: int = 1, timeout: float = 90) -> dict:
+    def running() -> dict | None:
+        status = worker.request("GET", path_of(name) + "/status").json()
+        states = [t["state"] for t in status.get("tasks", [])]
+        ok = status.get("connector", {}).get("state") == "RUNNING" and states == ["RUNNING"] * tasks
+        return status if ok else None
+
+    return worker.wait_for(running, timeout, f"{name} RUNNING with {tasks} task(s)")
+
+
+def delete(worker: WorkerProcess, name: str) -> None:
+    response = worker.request("DELETE", path_of(name))
+    assert response.status_code in (204, 404), response.text
+
+
+# ---------------------------------------------------------------------------------------- bug 1: names
+@pytest.mark.parametrize("name", ["a/b", ".", "..", "x\\y"])
+def test_unaddressable_names_are_refused_with_the_reason(worker: WorkerProcess, name: str) -> None:
+    response = worker.create_connector(name, sequence("unused"))
+    assert response.status_code == 400, response.text
+    assert "name" in response.json()["message"]
+    assert name not in worker.request("GET", "/connectors").json()
+    put = worker.request("PUT", f"/connectors/{quote(name, safe='')}/config", json=sequence("unused"))
+    assert put.status_code in (400, 404, 405), put.text  # never created
+    assert name not in worker.request("GET", "/connectors").json()
+
+
+def test_a_name_with_percent_and_spaces_runs_logs_and_deletes(worker: WorkerProcess) -> None:
+    name = f"50%off sale {uuid.uuid4().hex[:4]}"
+    topic = f"cp-percent-{uuid.uuid4().hex[:6]}"
+    created = worker.create_connector(name, sequence(topic))
+    assert created.status_code == 201, created.text
+    assert created.headers["location"].endswith(quote(name, safe=""))
+    wait_running(worker, name)
+    assert worker.request("DELETE", path_of(name)).status_code == 204
+    assert name not in worker.request("GET", "/connectors").json()
+    log = Path(worker.log_path).read_text(errors="replace")
+    assert "--- Logging error ---" not in log
+
+
+# ---------------------------------------------------------------------------------------- bug 2: tasks.max
+def test_tasks_max_beyond_what_can_be_placed_is_a_clear_400(worker: WorkerProcess) -> None:
+    huge = worker.create_connector("cp-huge", sequence("unused", tasks=100_000))
+    assert huge.status_code == 400, huge.text
+    assert "tasks.max=100000" in huge.json()["message"]
+    over_slots = worker.create_connector("cp-over", sequence("unused", tasks=SLOTS + 1))
+    assert over_slots.status_code == 400, over_slots.text
+    assert f"{SLOTS} Spark task slots" in over_slots.json()["message"]
+    assert not {"cp-huge", "cp-over"} & set(worker.request("GET", "/connectors").json())
+
+
+def test_one_failing_connector_does_not_block_another(worker: WorkerProcess) -> None:
+    topic = f"cp-isolation-{uuid.uuid4().hex[:6]}"
+    greedy = {
+        **sequence(topic),
+        "connector.class": "support.control_plane_connectors.GreedySequenceConnector",
+    }
+    assert worker.create_connector("cp-greedy", greedy).status_code == 201
+    try:
+        assert worker.create_connector("cp-fine", sequence(topic)).status_code == 201
+        wait_running(worker, "cp-fine")
+
+        def failed() -> dict | None:
+            status = worker.request("GET", "/connectors/cp-greedy/status").json()
+            return status if status["connector"]["state"] == "FAILED" else None
+
+        status = worker.wait_for(failed, 60, "the greedy connector FAILED")
+        assert "more than its tasks.max=1" in status["connector"]["trace"]
+        assert worker.request("GET", "/connectors/cp-greedy/tasks").json() == []
+    finally:
+        delete(worker, "cp-greedy")
+        delete(worker, "cp-fine")

@@ -1,0 +1,72 @@
+"""Pure logic of the control-plane hardening: name rules, task bounds, repeated-log filtering."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from eosconnect.cluster.names import connector_name_errors, max_placeable_tasks, tasks_max_errors
+from eosconnect.runtime import log_repeats
+from eosconnect.runtime.log_repeats import RepeatFilter
+from eosconnect.runtime.task import TaskLogAdapter
+
+
+@pytest.mark.parametrize("name", ["a/b", ".", "..", "", "tab\there", "back\\slash"])
+def test_unaddressable_names_have_a_reason(name: str) -> None:
+    assert connector_name_errors(name)
+
+
+@pytest.mark.parametrize("name", ["orders", "50%off", "with space", "a.b", "...", "ünïcode"])
+def test_addressable_names_pass(name: str) -> None:
+    assert connector_name_errors(name) == []
+
+
+def test_placeable_tasks_by_master() -> None:
+    assert max_placeable_tasks({"spark.master": "local[6,4]"}, 6) == 6
+    assert max_placeable_tasks({"spark.master": "spark://h:7077"}, 2) is None
+    conf = {"spark.master": "yarn", "spark.executor.instances": "3", "spark.executor.cores": "4"}
+    assert max_placeable_tasks(conf, 12) == 12
+    dynamic = {"spark.master": "yarn", "spark.dynamicAllocation.enabled": "true", "spark.executor.cores": "2"}
+    assert max_placeable_tasks(dynamic, 2) is None
+    assert max_placeable_tasks({**dynamic, "spark.dynamicAllocation.maxExecutors": "10"}, 2) == 20
+
+
+def test_tasks_max_bounds() -> None:
+    assert tasks_max_errors({"tasks.max": "4"}, {}, 4) == []
+    assert "Spark task slots" in tasks_max_errors({"tasks.max": "5"}, {}, 4)[0]
+    assert "eosconnect.tasks.max.limit=1000" in tasks_max_errors({"tasks.max": "100000"}, {}, None)[0]
+    assert tasks_max_errors({"tasks.max": "50"}, {"eosconnect.tasks.max.limit": "10"}, None)
+    assert tasks_max_errors({"tasks.max": "x"}, {}, 4) == []  # the config definition reports it
+
+
+def _record(msg: str, level: int = logging.ERROR, *args: object) -> logging.LogRecord:
+    return logging.LogRecord("eosconnect.kafka.producer", level, __file__, 1, msg, args, None)
+
+
+def test_repeated_errors_are_logged_once_then_with_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(log_repeats.time, "monotonic", lambda: clock[0])
+    repeat_filter = RepeatFilter(interval_s=60)
+    passed = []
+    for i in range(100):
+        clock[0] = i
+        record = _record("Connect to 127.0.0.1:%d failed (after %dms)", logging.ERROR, 9092, i)
+        if repeat_filter.filter(record):
+            passed.append(record.getMessage())
+    assert len(passed) == 2
+    assert passed[0] == "Connect to 127.0.0.1:9092 failed (after 0ms)"
+    assert passed[1].endswith("(repeated 59 more times in the last 60 s)")
+    assert repeat_filter.filter(_record("a different problem"))  # a new message passes at once
+    assert all(repeat_filter.filter(_record("routine", logging.INFO)) for _ in range(5))
+
+
+def test_task_log_prefix_is_not_a_format_string(caplog: pytest.LogCaptureFixture) -> None:
+    adapter = TaskLogAdapter(logging.getLogger("eosconnect.test"), {"id": "50%off-0"})
+    with caplog.at_level(logging.INFO, logger="eosconnect.test"):
+        adapter.info("polled %d records", 3)
+        adapter.info("no args, 100%")
+    assert [r.getMessage() for r in caplog.records] == [
+        "[50%off-0] polled 3 records",
+        "[50%off-0] no args, 100%",
+    ]
