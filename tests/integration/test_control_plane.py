@@ -134,3 +134,106 @@ def test_one_failing_connector_does_not_block_another(worker: WorkerProcess) -> 
     finally:
         delete(worker, "cp-greedy")
         delete(worker, "cp-fine")
+
+
+# ---------------------------------------------------------------------------------------- validate up front
+BAD_SETTINGS = [
+    ({"key.converter": "nope.NoConverter"}, "key.converter"),
+    ({"header.converter": "nope.NoHeaderConverter"}, "header.converter"),
+    ({"transforms": "t", "transforms.t.type": "nope.NoTransform"}, "transforms.t.type"),
+    ({"transforms": "t"}, "transforms.t.type"),
+    (
+        {"predicates": "p", "predicates.p.type": "TopicNameMatches", "predicates.p.pattern": "("},
+        "predicates.p.pattern",
+    ),
+    ({"topic": "not a topic!"}, "topic"),
+    ({"errors.tolerance": "sometimes"}, "errors.tolerance"),
+    ({"errors.retry.timeout": "soon"}, "errors.retry.timeout"),
+]
+
+
+@pytest.mark.parametrize(("settings", "field"), BAD_SETTINGS, ids=[f for _, f in BAD_SETTINGS])
+def test_bad_framework_settings_are_refused_before_anything_is_stored(
+    worker: WorkerProcess, settings: dict[str, str], field: str
+) -> None:
+    config = {**sequence("cp-valid-topic"), **settings}
+    created = worker.create_connector("cp-bad-settings", config)
+    assert created.status_code == 400, created.text
+    assert field in created.json()["message"]
+    assert "cp-bad-settings" not in worker.request("GET", "/connectors").json()
+    infos = worker.request("PUT", "/connector-plugins/SequenceSource/config/validate", json=config).json()
+    flagged = {c["value"]["name"] for c in infos["configs"] if c["value"]["errors"]}
+    assert field in flagged, infos
+
+
+def test_validate_flags_a_missing_connector_class(worker: WorkerProcess) -> None:
+    response = worker.request("PUT", "/connector-plugins/SequenceSource/config/validate", json={"topic": "t"})
+    assert response.status_code == 400
+    assert "connector.class" in response.json()["message"]
+
+
+def test_config_def_returning_none_is_a_400_naming_the_class(worker: WorkerProcess) -> None:
+    config = {**sequence("cp-none"), "connector.class": f"{SUPPORT}.NoConfigDefConnector"}
+    created = worker.create_connector("cp-none", config)
+    assert created.status_code == 400, created.text
+    assert "NoConfigDefConnector.config_def() must return a ConfigDef" in created.json()["message"]
+    validated = worker.request(
+        "PUT", f"/connector-plugins/{SUPPORT}.NoConfigDefConnector/config/validate", json=config
+    )
+    assert validated.status_code == 400
+    assert "NoConfigDefConnector" in validated.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("connector", "named"),
+    [("NonRecordPollConnector", "returned str 'not records'"), ("NonRecordItemConnector", "item 0 is dict")],
+)
+def test_poll_returning_non_records_fails_naming_what_it_returned(
+    worker: WorkerProcess, connector: str, named: str
+) -> None:
+    name = f"cp-{connector.lower()}"
+    config = {**sequence(f"cp-poll-{uuid.uuid4().hex[:6]}"), "connector.class": f"{SUPPORT}.{connector}"}
+    assert worker.create_connector(name, config).status_code == 201
+    try:
+
+        def failed() -> dict | None:
+            tasks = worker.request("GET", f"/connectors/{name}/status").json().get("tasks", [])
+            return tasks[0] if tasks and tasks[0]["state"] == "FAILED" else None
+
+        task = worker.wait_for(failed, 90, f"{name}'s task FAILED")
+        assert named in task["trace"] and ".poll()" in task["trace"]
+    finally:
+        delete(worker, name)
+
+
+def test_file_stream_source_refuses_bad_offsets_through_the_connector(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("one\ntwo\n")
+    config = {
+        "connector.class": "FileStreamSource",
+        "file": str(source),
+        "topic": f"cp-file-{uuid.uuid4().hex[:6]}",
+    }
+    body = {"name": "cp-file", "config": config, "initial_state": "STOPPED"}
+    assert worker.request("POST", "/connectors", json=body).status_code == 201
+    try:
+        offsets = "/connectors/cp-file/offsets"
+        for partition, offset, problem in [
+            ({"file": str(source)}, {"position": 3}, "filename"),
+            ({"filename": str(source)}, {"position": "abc"}, "position"),
+            ({"filename": str(source)}, {"position": -1}, "non-negative"),
+            ({"filename": str(source)}, {"pos": 1}, "position"),
+        ]:
+            response = worker.request(
+                "PATCH", offsets, json={"offsets": [{"partition": partition, "offset": offset}]}
+            )
+            assert response.status_code == 400, (partition, offset, response.text)
+            assert problem in response.json()["message"]
+        assert worker.request("GET", offsets).json() == {"offsets": []}  # nothing was written
+        good = {"partition": {"filename": str(source)}, "offset": {"position": 4}}
+        assert worker.request("PATCH", offsets, json={"offsets": [good]}).status_code == 200
+        assert worker.request("GET", offsets).json() == {"offsets": [good]}
+    finally:
+        delete(worker, "cp-file")

@@ -123,10 +123,10 @@ def test_validate_invalid_config_is_200_with_errors(client: Any) -> None:
     assert values["connector.class"]["errors"] == []
 
 
-def test_validate_takes_the_class_from_the_path(client: Any, herder: FakeHerder) -> None:
+def test_validate_without_connector_class_is_400_as_in_kafka_connect(client: Any, herder: FakeHerder) -> None:
     response = client.put("/connector-plugins/SequenceSource/config/validate", json={"tasks.max": "1"})
-    assert response.status_code == 200
-    assert response.json()["error_count"] == 0
+    message = error(response, 400)
+    assert "contains no connector type" in message and "connector.class" in message
 
 
 def test_validate_class_mismatch_is_400(client: Any) -> None:

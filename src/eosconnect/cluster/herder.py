@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
-from eosconnect.api.errors import ConfigException
+from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.plugins import available_connectors, connector_type, resolve_connector_class
 from eosconnect.api.records import SourceOffset, SourcePartition, TopicPartition
+from eosconnect.api.source import SourceConnector
 from eosconnect.cluster.connector_kinds import (
     alter_sink_connector_offsets,
     fencing_producer_config,
@@ -52,7 +53,7 @@ from eosconnect.cluster.jobs import SparkTaskJob, free_task_slots
 from eosconnect.cluster.live_connectors import LiveConnectors
 from eosconnect.cluster.names import connector_name_errors, max_placeable_tasks, tasks_max_errors
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
-from eosconnect.cluster.validation import config_errors, validate_connector_config
+from eosconnect.cluster.validation import config_errors, plugin_config_infos, validate_connector_config
 from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
 from eosconnect.runtime.task import TaskSpec
 from eosconnect.storage import sink_offsets
@@ -883,8 +884,7 @@ class DistributedHerder:
         return plugins
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        cls = resolve_connector_class(plugin)
-        return [info.__dict__ for info in cls().config_def().describe()]
+        return plugin_config_infos(plugin)
 
     # ======================================================================== status helpers
     def _put_connector_status(self, name: str, state: ConnectState, trace: str | None = None) -> None:
@@ -1015,8 +1015,25 @@ class DistributedHerder:
                 raise BadRequestError(
                     f'offsets[{i}] must be {{"partition": {{...}}, "offset": {{...}}}}: {exc}'
                 ) from None
+        self._require_leader()
+        self._stopped_connector(name)  # 400 unless STOPPED, before the connector is asked
+        self._source_alter_offsets(name, parsed)
         self._write_offsets_of_stopped(name, parsed)
         return "The offsets for this connector have been altered successfully"
+
+    def _source_alter_offsets(self, name: str, offsets: dict[SourcePartition, SourceOffset | None]) -> None:
+        """KIP-875: the source connector has its say before anything is written (400 if it refuses)."""
+        config = dict(self._snapshot_with(name).connector_config(name) or {})
+        try:
+            connector = resolve_connector_class(config.get("connector.class", ""))()
+        except (ConfigException, TypeError):
+            return  # a class that cannot load has no say; the stored config still names it
+        if not isinstance(connector, SourceConnector):
+            return
+        try:
+            connector.alter_offsets(config, offsets)
+        except (ConfigException, ValueError, TypeError, ConnectException) as exc:
+            raise BadRequestError(f"Failed to alter offsets of connector {name}: {exc}") from None
 
     def reset_connector_offsets(self, name: str) -> str:
         sink_admin = self._sink_offsets_of_stopped(name, None)
@@ -1024,7 +1041,12 @@ class DistributedHerder:
             sink_offsets.reset_sink_offsets(sink_admin, sink_consumer_group(name))
             return "The offsets for this connector have been reset successfully"
         current = self.connector_offsets(name)["offsets"]
-        self._write_offsets_of_stopped(name, {SourcePartition.of(o["partition"]): None for o in current})
+        tombstones: dict[SourcePartition, SourceOffset | None] = {
+            SourcePartition.of(o["partition"]): None for o in current
+        }
+        self._stopped_connector(name)  # 400 unless STOPPED, before the connector is asked
+        self._source_alter_offsets(name, tombstones)
+        self._write_offsets_of_stopped(name, tombstones)
         return "The offsets for this connector have been reset successfully"
 
     # ======================================================================== metrics

@@ -43,6 +43,9 @@ PAUSE_SLEEP_S = 0.1
 Offsets = dict[SourcePartition, SourceOffset | None]
 
 
+RECORD = SourceRecord
+
+
 def offset_of(record: SourceRecord) -> tuple[SourcePartition, SourceOffset | None]:
     offset = record.source_offset
     return SourcePartition.of(record.source_partition), None if offset is None else SourceOffset.of(offset)
@@ -145,6 +148,10 @@ class SourceTaskRunner(ABC):
                 time.sleep(PAUSE_SLEEP_S)
                 continue
             batch = self.task.poll()
+            if batch is not None and not (
+                type(batch) is list and all(type(r) is SourceRecord for r in batch)
+            ):
+                batch = checked_poll_result(self.task, batch)
             if batch:
                 self.metrics.record_poll(len(batch))
                 self.send_batch(batch)
@@ -209,6 +216,29 @@ class SourceTaskRunner(ABC):
             self.close_clients()
             if self.copier is not None:
                 self.copier.close(5)
+
+
+def checked_poll_result(task: SourceTask, batch: Any) -> list[SourceRecord]:
+    """`poll()` must return None or a list of SourceRecords; anything else fails the task naming
+    what it returned (instead of an AttributeError deep in the send path)."""
+    where = f"{type(task).__module__}.{type(task).__qualname__}.poll()"
+    if not isinstance(batch, list | tuple):
+        raise ConnectException(
+            f"{where} returned {type(batch).__name__} {_preview(batch)}; it must return a list of "
+            "SourceRecord (or None when there is nothing new)"
+        )
+    for i, record in enumerate(batch):
+        if not isinstance(record, SourceRecord):
+            raise ConnectException(
+                f"{where} returned a {type(batch).__name__} whose item {i} is {type(record).__name__} "
+                f"{_preview(record)}, not a SourceRecord"
+            )
+    return list(batch)
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def apply_update_offsets(task: SourceTask, offsets: Offsets, task_log: logging.LoggerAdapter) -> Offsets:  # type: ignore[type-arg]

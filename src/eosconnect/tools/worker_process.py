@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -119,7 +120,7 @@ class WorkerProcess:
             time.sleep(0.5)
 
     def status(self, connector: str) -> dict[str, Any]:
-        response = self.request("GET", f"/connectors/{connector}/status")
+        response = self.request("GET", "/connectors/" + quote(connector, safe="") + "/status")
         return response.json() if response.status_code == 200 else {}
 
     def task_states(self, connector: str) -> list[str]:
