@@ -237,3 +237,39 @@ def test_file_stream_source_refuses_bad_offsets_through_the_connector(
         assert worker.request("GET", offsets).json() == {"offsets": [good]}
     finally:
         delete(worker, "cp-file")
+
+
+# ---------------------------------------------------------------------------------------- REST parity
+def test_rest_parity_items_on_a_running_connector(worker: WorkerProcess) -> None:
+    assert worker.request("GET", "/health").json()["status"] == "healthy"
+    unknown = worker.request("GET", "/connector-plugins/com.example.Nope/config")
+    assert unknown.status_code == 404 and "Unknown plugin" in unknown.json()["message"]
+    assert worker.request("GET", "/connectors/cp-nobody/topics").json() == {"cp-nobody": {"topics": []}}
+    unsigned = worker.request("PUT", "/connectors/cp-nobody/fence", json={})
+    assert unsigned.status_code == 400 and "not signed" in unsigned.json()["message"]
+
+    topic = f"cp-parity-{uuid.uuid4().hex[:6]}"
+    assert worker.create_connector("cp-parity", sequence(topic)).status_code == 201
+    try:
+        status = wait_running(worker, "cp-parity")
+        assert status["connector"]["version"] == "1.0.0" and status["tasks"][0]["version"] == "1.0.0"
+        worker.wait_for(
+            lambda: (
+                worker.request("GET", "/connectors/cp-parity/topics").json()["cp-parity"]["topics"] == [topic]
+            ),
+            60,
+            "the active topic",
+        )
+        assert worker.request("PUT", "/connectors/cp-parity/topics/reset").status_code == 202
+        restarted = worker.request("POST", "/connectors/cp-parity/restart?includeTasks=true")
+        assert restarted.status_code == 202
+        body = restarted.json()
+        assert body["connector"]["state"] == "RESTARTING" and body["tasks"][0]["state"] == "RESTARTING"
+        wait_running(worker, "cp-parity")
+        assert worker.request("PUT", "/connectors/cp-parity/stop").status_code == 204
+        assert worker.request("GET", "/connectors/cp-parity").json()["tasks"] == []
+        assert worker.request("GET", "/connectors/cp-parity/tasks").json() == []
+        stopped = worker.request("GET", "/connectors/cp-parity/status").json()
+        assert stopped["connector"]["state"] == "STOPPED" and stopped["tasks"] == []
+    finally:
+        delete(worker, "cp-parity")

@@ -48,7 +48,7 @@ def test_health(client: Any, herder: FakeHerder) -> None:
     assert client.get("/health").json()["status"] == "healthy"
     herder.fail_with = RuntimeError("config topic unreadable")
     response = client.get("/health")
-    assert response.status_code == 503
+    assert response.status_code == 500
     assert response.json()["status"] == "unhealthy"
 
 
@@ -257,6 +257,7 @@ def test_metrics_endpoint(client: Any, herder: FakeHerder) -> None:
 
 
 EXPECTED_OPERATIONS = {
+    ("put", "/connectors/{connector}/topics/reset"),
     ("get", "/"),
     ("get", "/health"),
     ("get", "/metrics"),

@@ -18,6 +18,7 @@ As in Kafka Connect, a short name also matches with or without a trailing "Conne
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ __all__ = [
     "available_connectors",
     "connector_type",
     "import_class",
+    "plugin_version",
     "register_connector",
     "resolve_connector_class",
     "unregister_connector",
@@ -125,6 +127,23 @@ def import_class(path: str) -> type:
             raise ImportError(f"{path!r} is a {type(obj).__name__}, not a class")
         return obj
     raise ImportError(f"no module named {missing_module!r}{hint}")
+
+
+@functools.lru_cache(maxsize=256)
+def plugin_version(class_name: str | None) -> str | None:
+    """`version()` of the connector or task class `class_name` names (KIP-891's status `version`);
+    None when it cannot be loaded or instantiated."""
+    if not class_name:
+        return None
+    try:
+        target = class_name.strip()
+        cls = resolve_connector_class(target) if "." not in target or _find_short_name(target) else None
+        if cls is None:
+            cls = import_class(target)
+        version = cls().version()
+    except Exception:
+        return None
+    return str(version) if version is not None else None
 
 
 def _java_hint(path: str) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from eosconnect.api.config import ConfigDef, ConfigKey, ConfigType, Importance
 from eosconnect.api.converters import converter_from_config, resolve_converter_class
 from eosconnect.api.errors import ConfigException
+from eosconnect.api.plugins import plugin_version
 from eosconnect.api.transforms import TransformationChain
 from eosconnect.api.validators import Range, ValidString
 from eosconnect.cluster.connector_kinds import ConnectorKind
@@ -63,6 +64,25 @@ HEADER_CONVERTER_ALIASES = frozenset(
 
 _COMMON_EXTRA = (
     ConfigDef()
+    .define(
+        "connector.plugin.version",
+        ConfigType.STRING,
+        None,
+        Importance.LOW,
+        "The connector's version to use (KIP-891); eosconnect has one version of each plugin, so it must "
+        "be that one if set.",
+    )
+    .define(
+        "tasks.max.enforce",
+        ConfigType.BOOLEAN,
+        True,
+        Importance.LOW,
+        "Deprecated in Kafka Connect; eosconnect always fails a connector that generates more task configs "
+        "than tasks.max.",
+    )
+    .define("key.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, "Accepted (KIP-891).")
+    .define("value.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, "Accepted (KIP-891).")
+    .define("header.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, "Accepted (KIP-891).")
     .define(
         "header.converter",
         ConfigType.STRING,
@@ -216,6 +236,14 @@ def framework_errors(config: Mapping[str, str], kind: ConnectorKind) -> dict[str
             _add(errors, exc, setting)
         except Exception as exc:
             errors.setdefault(setting, []).append(f"the converter failed to configure: {exc!r}")
+    wanted = (config.get("connector.plugin.version") or "").strip()
+    if wanted:
+        have = plugin_version(config.get("connector.class"))
+        if have is not None and wanted != have:
+            errors.setdefault("connector.plugin.version", []).append(
+                f"version {wanted} of {config.get('connector.class')} is not installed; the installed "
+                f"version is {have}. Remove the setting or set it to {have}."
+            )
     header = (config.get("header.converter") or "").strip()
     if header and header not in HEADER_CONVERTER_ALIASES:
         try:

@@ -32,7 +32,12 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.plugins import available_connectors, connector_type, resolve_connector_class
+from eosconnect.api.plugins import (
+    available_connectors,
+    connector_type,
+    plugin_version,
+    resolve_connector_class,
+)
 from eosconnect.api.records import SourceOffset, SourcePartition, TopicPartition
 from eosconnect.api.source import SourceConnector
 from eosconnect.cluster.connector_kinds import (
@@ -55,7 +60,7 @@ from eosconnect.cluster.names import connector_name_errors, max_placeable_tasks,
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.cluster.validation import config_errors, plugin_config_infos, validate_connector_config
 from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
-from eosconnect.runtime.task import TaskSpec
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.storage import sink_offsets
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
@@ -77,6 +82,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TICK_S = 0.5
+#: /health answers 500 when the herder's loop has not completed a tick for this long.
+HEALTH_STALL_S = 60.0
 SESSION_KEY_TTL_MS = 60 * 60 * 1000
 #: States a task reports when it has ended (its last heartbeat is marked final).
 FINAL_STATES = frozenset({"FAILED", "STOPPED", "SUPERSEDED"})
@@ -146,6 +153,7 @@ class DistributedHerder:
         self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
         self._cluster_id: str | None = None
         self._claimed_term = -1
+        self._last_tick: float | None = None
 
     # ======================================================================== lifecycle
     def start(self) -> None:
@@ -193,6 +201,7 @@ class DistributedHerder:
             self._wakeup.clear()
             try:
                 self._tick()
+                self._last_tick = time.monotonic()
             except Exception:
                 log.exception("herder tick failed; retrying")
                 time.sleep(1)
@@ -674,35 +683,47 @@ class DistributedHerder:
     def connector_config(self, name: str) -> dict[str, str]:
         return dict(self._snapshot_with(name).connector_config(name) or {})
 
+    @staticmethod
+    def _listed_task_count(snapshot: ConfigSnapshot, name: str) -> int:
+        """Tasks the REST API lists: none for a STOPPED connector (KIP-875: stopping revokes them),
+        although the last task configs stay in the config topic for fencing."""
+        if snapshot.target_state(name) == TargetState.STOPPED:
+            return 0
+        return snapshot.task_count(name)
+
     def connector_info(self, name: str) -> dict[str, Any]:
         snapshot = self._snapshot_with(name)
         return {
             "name": name,
             "config": dict(snapshot.connector_config(name) or {}),
-            "tasks": [{"connector": name, "task": t} for t in range(snapshot.task_count(name))],
+            "tasks": [{"connector": name, "task": t} for t in range(self._listed_task_count(snapshot, name))],
             "type": kind_of_config(snapshot.connector_config(name)).type.value,
         }
 
     def task_configs(self, name: str) -> list[dict[str, Any]]:
         snapshot = self._snapshot_with(name)
+        listed = self._listed_task_count(snapshot, name)
         return [
             {"id": {"connector": name, "task": t}, "config": dict(cfg)}
-            for t, cfg in enumerate(snapshot.task_configs(name))
+            for t, cfg in enumerate(snapshot.task_configs(name)[:listed])
         ]
 
     def connector_status(self, name: str) -> dict[str, Any]:
         snapshot = self._snapshot_with(name)
         statuses = self.status_store.read_to_end()
         conn = statuses.connector(name)
-        connector_state = {
+        config = snapshot.connector_config(name) or {}
+        connector_state: dict[str, Any] = {
             "state": conn.state.value if conn else "UNASSIGNED",
             "worker_id": conn.worker_id if conn else self.worker_id,
         }
         if conn and conn.trace:
             connector_state["trace"] = conn.trace
+        connector_state["version"] = plugin_version(config.get("connector.class"))
         tasks = []
         task_statuses = statuses.tasks_of(name)
-        for t in range(snapshot.task_count(name)):
+        task_configs = snapshot.task_configs(name)
+        for t in range(self._listed_task_count(snapshot, name)):
             st = task_statuses.get(t)
             entry: dict[str, Any] = {
                 "id": t,
@@ -711,6 +732,8 @@ class DistributedHerder:
             }
             if st and st.trace:
                 entry["trace"] = st.trace
+            task_class = task_configs[t].get(TASK_CLASS_KEY) if t < len(task_configs) else None
+            entry["version"] = plugin_version(task_class)
             tasks.append(entry)
         kind = kind_of_config(snapshot.connector_config(name))
         return {"name": name, "connector": connector_state, "tasks": tasks, "type": kind.type.value}
@@ -723,13 +746,38 @@ class DistributedHerder:
         raise NotFoundError(f"Task {name}-{task} not found")
 
     def connector_topics(self, name: str) -> list[str]:
-        """Topics the connector's tasks have written to since this worker ran them."""
-        self._snapshot_with(name)
+        """Topics the connector's tasks have written to since this worker ran them (or since the last
+        reset); empty for a connector this worker does not know, as in Kafka Connect."""
         with self._lock:
             topics = {
                 t for (c, _), r in self._tasks.items() if c == name for t in r.metrics.get("topics", [])
             }
         return sorted(topics)
+
+    def reset_connector_topics(self, name: str) -> None:
+        """KIP-558 `PUT /connectors/<c>/topics/reset`: forget the connector's active topics. Running
+        tasks report the topics they write again with their next heartbeats. An unknown connector has
+        nothing to forget (202 as well, as in Kafka Connect)."""
+        with self._lock:
+            for (c, _), runtime in self._tasks.items():
+                if c == name:
+                    runtime.metrics["topics"] = []
+
+    def health(self) -> tuple[int, str, str]:
+        """KIP-1017: (HTTP status, status, message): 503 "starting" until the herder has read its
+        config topic and knows the group's leader, 500 "unhealthy" if its loop has not completed a
+        tick for a long time, else 200 "healthy"."""
+        if self._last_tick is None or (not self.election.is_leader and self.election.leader_url() is None):
+            return 503, "starting", "Worker is still starting up."
+        stalled = time.monotonic() - self._last_tick
+        if stalled > HEALTH_STALL_S:
+            return (
+                500,
+                "unhealthy",
+                f"Worker was unable to handle this request and may be unable to handle other requests: its "
+                f"herder has not completed a tick for {stalled:.0f} s (is the Kafka cluster reachable?)",
+            )
+        return 200, "healthy", "Worker has completed startup and is ready to handle requests."
 
     # ======================================================================== Herder API: writes
     def _require_leader(self) -> None:
@@ -835,11 +883,17 @@ class DistributedHerder:
         if not include_tasks and not only_failed:
             return None
         status = self.connector_status(name)
-        for entry in status["tasks"]:
-            if only_failed and entry["state"] != "FAILED":
-                continue
-            self.restart_task(name, entry["id"])
-            entry["state"] = "RESTARTING"
+        # KIP-745: the answer shows what is being restarted as RESTARTING.
+        if not only_failed or status["connector"]["state"] == "FAILED":
+            status["connector"]["state"] = "RESTARTING"
+            status["connector"].pop("trace", None)
+        if include_tasks:
+            for entry in status["tasks"]:
+                if only_failed and entry["state"] != "FAILED":
+                    continue
+                self.restart_task(name, entry["id"])
+                entry["state"] = "RESTARTING"
+                entry.pop("trace", None)
         return status
 
     def restart_task(self, name: str, task: int) -> None:

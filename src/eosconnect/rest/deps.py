@@ -107,6 +107,9 @@ def verify_signature(request: Request, herder: HerderDep) -> None:
         except SessionKeyError as exc:
             failure = exc
     log.warning("refused internal request %s %s: %s (%s)", request.method, raw_path, failure, failure.reason)
+    if failure.reason is SessionKeyFailure.UNSIGNED:
+        # Kafka Connect: a missing signature is a bad request (400); a wrong one is forbidden (403).
+        raise BadRequestError(str(failure))
     raise ForbiddenError(str(failure))
 
 

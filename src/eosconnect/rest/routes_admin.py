@@ -35,20 +35,23 @@ def server_info(request: Request, herder: HerderDep) -> Response:
 
 @router.get(
     "/health",
-    summary="Whether the worker is up and can serve requests",
+    summary="Whether the worker has started and can serve requests (KIP-1017)",
+    description="200 healthy; 503 starting (config topic not read or no leader known yet); 500 unhealthy.",
     tags=["worker"],
-    responses={200: {"model": Health}, 503: {"model": Health, "description": "Unhealthy"}},
+    responses={
+        200: {"model": Health},
+        500: {"model": Health, "description": "Unhealthy"},
+        503: {"model": Health, "description": "Starting"},
+    },
     response_model=None,
 )
 def health(herder: HerderDep) -> Response:
     try:
-        herder.connectors()
+        status_code, status, message = herder.health()
     except Exception as exc:
         log.warning("health check failed: %s", exc)
-        return JSONResponse({"status": "unhealthy", "message": f"Worker cannot serve requests: {exc}"}, 503)
-    return JSONResponse(
-        {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
-    )
+        status_code, status, message = 500, "unhealthy", f"Worker cannot serve requests: {exc}"
+    return JSONResponse({"status": status, "message": message}, status_code)
 
 
 @router.get(
