@@ -247,6 +247,13 @@ def test_rest_parity_items_on_a_running_connector(worker: WorkerProcess) -> None
     assert worker.request("GET", "/connectors/cp-nobody/topics").json() == {"cp-nobody": {"topics": []}}
     unsigned = worker.request("PUT", "/connectors/cp-nobody/fence", json={})
     assert unsigned.status_code == 400 and "not signed" in unsigned.json()["message"]
+    cluster = worker.request("PUT", "/admin/loggers/cp.cluster.scope?scope=cluster", json={"level": "WARN"})
+    assert cluster.status_code == 204, cluster.text  # applied through the config topic (KIP-976)
+    worker.wait_for(
+        lambda: worker.request("GET", "/admin/loggers/cp.cluster.scope").json().get("level") == "WARN",
+        30,
+        "the cluster-wide logger level applied",
+    )
 
     topic = f"cp-parity-{uuid.uuid4().hex[:6]}"
     assert worker.create_connector("cp-parity", sequence(topic)).status_code == 201

@@ -154,6 +154,9 @@ class DistributedHerder:
         self._cluster_id: str | None = None
         self._claimed_term = -1
         self._last_tick: float | None = None
+        #: Set by the REST app: applies a cluster-wide logger level (KIP-976) on this worker.
+        self.on_cluster_logger_level: Any = None
+        self._applied_logger_levels: dict[str, int] = {}
 
     # ======================================================================== lifecycle
     def start(self) -> None:
@@ -208,6 +211,7 @@ class DistributedHerder:
 
     def _tick(self) -> None:
         snapshot = self.config_store.read_to_end()
+        self._apply_cluster_logger_levels(snapshot)
         if not self.election.is_leader:
             if self.config_store.has_write_privileges:
                 self.config_store.relinquish_write_privileges()
@@ -753,6 +757,24 @@ class DistributedHerder:
                 t for (c, _), r in self._tasks.items() if c == name for t in r.metrics.get("topics", [])
             }
         return sorted(topics)
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """KIP-976 `scope=cluster`: every worker of the group (this one included) applies the level
+        when it reads the record from the config topic."""
+        self.config_store.put_logger_level(namespace, level)
+        self._apply_cluster_logger_levels(self.config_store.read_to_end())
+
+    def _apply_cluster_logger_levels(self, snapshot: ConfigSnapshot) -> None:
+        apply = self.on_cluster_logger_level
+        for namespace, (level, offset) in snapshot.logger_levels.items():
+            if self._applied_logger_levels.get(namespace, -1) >= offset:
+                continue
+            self._applied_logger_levels[namespace] = offset
+            if apply is not None:
+                try:
+                    apply(namespace, level)
+                except Exception as exc:
+                    log.warning("could not apply cluster logger level %s=%s: %s", namespace, level, exc)
 
     def reset_connector_topics(self, name: str) -> None:
         """KIP-558 `PUT /connectors/<c>/topics/reset`: forget the connector's active topics. Running
