@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 import pytest
 
 from eosconnect.tools.worker_process import WorkerProcess
@@ -247,10 +248,16 @@ def test_rest_parity_items_on_a_running_connector(worker: WorkerProcess) -> None
     assert worker.request("GET", "/connectors/cp-nobody/topics").json() == {"cp-nobody": {"topics": []}}
     unsigned = worker.request("PUT", "/connectors/cp-nobody/fence", json={})
     assert unsigned.status_code == 400 and "not signed" in unsigned.json()["message"]
+    internal_unsigned = httpx.get(worker.url + "/internal/tasks", timeout=30)
+    assert internal_unsigned.status_code == 400, internal_unsigned.text
+    headers = worker.signed_headers("GET", "/internal/tasks")
+    assert httpx.get(worker.url + "/internal/tasks", headers=headers, timeout=30).status_code == 200
+    replayed = httpx.get(worker.url + "/internal/tasks", headers=headers, timeout=30)
+    assert replayed.status_code == 403 and "already accepted" in replayed.json()["message"]
     cluster = worker.request("PUT", "/admin/loggers/cp.cluster.scope?scope=cluster", json={"level": "WARN"})
     assert cluster.status_code == 204, cluster.text  # applied through the config topic (KIP-976)
     worker.wait_for(
-        lambda: worker.request("GET", "/admin/loggers/cp.cluster.scope").json().get("level") == "WARN",
+        lambda: worker.request("GET", "/admin/loggers/cp.cluster.scope").json().get("level") == "WARNING",
         30,
         "the cluster-wide logger level applied",
     )

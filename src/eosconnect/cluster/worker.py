@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
+from eosconnect.api.plugins import configure_plugin_path
 from eosconnect.runtime.config import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     from eosconnect.rest.server import RestServer, RestServerConfig
 
     worker = WorkerConfig.parse(props)
+    configure_plugin_path(worker.plugin_path)  # before Spark starts: its Python workers inherit it
     scheme, host, port = listener_of(props)
     url = advertised_url(props, scheme, host, port)
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}

@@ -125,6 +125,7 @@ def create_app(
     # Outermost last: authentication first, then body buffering and the 500 barrier.
     app.add_middleware(RequestBufferMiddleware)
     users = parse_basic_auth_users(basic_auth)
+    app.state.basic_auth_enabled = bool(users)
     if users:
         app.add_middleware(BasicAuthMiddleware, users=users)
 

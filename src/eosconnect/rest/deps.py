@@ -14,6 +14,7 @@ from eosconnect.rest.forwarding import request_body, request_raw_path
 from eosconnect.rest.models import ErrorMessage
 from eosconnect.storage.session_key import (
     DEFAULT_MAX_AGE_MS,
+    ReplayGuard,
     SessionKeyError,
     SessionKeyFailure,
     verify_request,
@@ -84,6 +85,13 @@ def require_connector_class(config: dict[str, str]) -> None:
         )
 
 
+def _replay_guard(request: Request, max_age_ms: int) -> ReplayGuard:
+    guard = getattr(request.app.state, "replay_guard", None)
+    if guard is None:
+        guard = request.app.state.replay_guard = ReplayGuard(max_age_ms)
+    return guard
+
+
 def verify_signature(request: Request, herder: HerderDep) -> None:
     """Dependency of the internal endpoints: 403 unless signed with a current or previous session key.
 
@@ -94,8 +102,10 @@ def verify_signature(request: Request, herder: HerderDep) -> None:
     max_age = getattr(request.app.state, "signature_max_age_ms", DEFAULT_MAX_AGE_MS)
     raw_path = request_raw_path(request)
     keys = list(herder.session_keys() or [])
+    guard = _replay_guard(request, max_age)
     try:
         verify_request(keys, request.headers, request.method, raw_path, body, max_age_ms=max_age)
+        guard.check(request.headers, request.method, raw_path)
         return
     except SessionKeyError as exc:
         failure = exc
@@ -103,6 +113,7 @@ def verify_signature(request: Request, herder: HerderDep) -> None:
     if failure.reason is SessionKeyFailure.BAD_SIGNATURE and decoded != raw_path:
         try:
             verify_request(keys, request.headers, request.method, decoded, body, max_age_ms=max_age)
+            guard.check(request.headers, request.method, decoded)
             return
         except SessionKeyError as exc:
             failure = exc

@@ -161,6 +161,15 @@ WORKER_CONFIG_DEF = (
         "How long a task may take to stop before it is cancelled.",
         Range.at_least(0),
     )
+    .define(
+        "plugin.path",
+        ConfigType.LIST,
+        "",
+        Importance.LOW,
+        "Directories with connector, converter and transformation modules. Classes load only from "
+        "eosconnect's built-ins, installed packages' eosconnect entry points, these directories and "
+        "PYTHONPATH.",
+    )
 )
 
 #: Settings every connector has, source or sink.
@@ -279,6 +288,8 @@ class WorkerConfig:
     task_shutdown_graceful_timeout_ms: int
     originals: Mapping[str, str] = field(repr=False)
     values: Mapping[str, Any] = field(repr=False)
+    #: `plugin.path`: directories user plugins load from (api/plugins.py).
+    plugin_path: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, props: Mapping[str, str]) -> WorkerConfig:
@@ -294,6 +305,7 @@ class WorkerConfig:
             task_shutdown_graceful_timeout_ms=values["task.shutdown.graceful.timeout.ms"],
             originals={k: str(v) for k, v in props.items()},
             values=values,
+            plugin_path=tuple(str(p) for p in values["plugin.path"] if str(p).strip()),
         )
 
     @property
