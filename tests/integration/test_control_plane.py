@@ -12,19 +12,33 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from eosconnect.clients.cli import connectors_app
 from eosconnect.tools.worker_process import WorkerProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 SLOTS = 4
+cli = typer.Typer()
+cli.add_typer(connectors_app, name="connectors")
 SUPPORT = "support.control_plane_connectors"
 
 
 @pytest.fixture(scope="module")
-def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+def allowed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The only directory the worker's FileStream connectors may use (file.allowed.dirs)."""
+    return tmp_path_factory.mktemp("allowed-files")
+
+
+@pytest.fixture(scope="module")
+def worker(
+    bootstrap: str, tmp_path_factory: pytest.TempPathFactory, allowed_dir: Path
+) -> Iterator[WorkerProcess]:
     unique = uuid.uuid4().hex[:8]
     props = {
+        "file.allowed.dirs": str(allowed_dir),
         "bootstrap.servers": bootstrap,
         "group.id": f"control-plane-{unique}",
         "offset.storage.topic": f"control-plane-offsets-{unique}",
@@ -203,14 +217,22 @@ def test_poll_returning_non_records_fails_naming_what_it_returned(
 
         task = worker.wait_for(failed, 90, f"{name}'s task FAILED")
         assert named in task["trace"] and ".poll()" in task["trace"]
+        shown = CliRunner().invoke(
+            cli, ["connectors", "status", name, "--url", worker.url], env={"COLUMNS": "300"}
+        )
+        assert shown.exit_code == 0, shown.output
+        assert "ConnectException" in shown.output and "Traceback (most recent" not in shown.output
     finally:
         delete(worker, name)
 
 
 def test_file_stream_source_refuses_bad_offsets_through_the_connector(
-    worker: WorkerProcess, tmp_path: Path
+    worker: WorkerProcess, allowed_dir: Path
 ) -> None:
-    source = tmp_path / "in.txt"
+    outside = {"connector.class": "FileStreamSource", "file": "/etc/hostname", "topic": "cp-outside"}
+    refused = worker.create_connector("cp-outside", outside)
+    assert refused.status_code == 400 and "file.allowed.dirs" in refused.json()["message"]
+    source = allowed_dir / "in.txt"
     source.write_text("one\ntwo\n")
     config = {
         "connector.class": "FileStreamSource",

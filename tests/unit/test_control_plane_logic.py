@@ -70,3 +70,25 @@ def test_task_log_prefix_is_not_a_format_string(caplog: pytest.LogCaptureFixture
         "[50%off-0] polled 3 records",
         "[50%off-0] no args, 100%",
     ]
+
+
+def test_file_stream_connectors_are_confined_to_file_allowed_dirs(tmp_path) -> None:
+    from eosconnect.cluster.validation import config_errors, validate_connector_config
+    from eosconnect.runtime.config import WorkerConfig
+
+    inside = tmp_path / "allowed"
+    inside.mkdir()
+    base = {"bootstrap.servers": "localhost:9092", "group.id": "g", "offset.storage.topic": "o"}
+    worker = WorkerConfig.parse({**base, "file.allowed.dirs": str(inside)})
+    config = {"name": "f", "connector.class": "FileStreamSource", "topic": "t"}
+    ok = validate_connector_config({**config, "file": str(inside / "in.txt")}, worker)
+    assert "file" not in config_errors(ok)
+    for escape in ("/etc/passwd", str(inside / ".." / "secret.txt")):
+        errors = config_errors(validate_connector_config({**config, "file": escape}, worker))
+        assert "file.allowed.dirs" in errors["file"][0]
+    sink = {"name": "s", "connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/out.txt"}
+    assert "file" in config_errors(validate_connector_config(sink, worker))
+    unconfined = WorkerConfig.parse(base)
+    assert "file" not in config_errors(
+        validate_connector_config({**config, "file": "/etc/passwd"}, unconfined)
+    )

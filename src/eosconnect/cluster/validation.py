@@ -11,6 +11,7 @@ connector's), each with its errors, so a UI can show every problem next to its f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
@@ -92,10 +93,45 @@ def sink_preflight(
     return errors
 
 
+#: Worker setting: directories FileStream connectors may read and write (comma-separated).
+FILE_ALLOWED_DIRS = "file.allowed.dirs"
+
+
+def file_confinement_errors(
+    connector: Connector, config: Mapping[str, str], worker: WorkerConfig
+) -> dict[str, list[str]]:
+    """FileStream connectors read and write any file the worker can (Kafka removed them from the
+    default plugin path in 3.2 for that reason). With the worker's `file.allowed.dirs` set, their
+    `file` must lie inside one of those directories (after resolving `..` and symbolic links)."""
+    from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
+
+    allowed_raw = worker.originals.get(FILE_ALLOWED_DIRS, "").strip()
+    if not allowed_raw or not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
+        return {}
+    allowed = [Path(d.strip()).resolve() for d in allowed_raw.split(",") if d.strip()]
+    target = (config.get("file") or "").strip()
+    if not target:
+        return {}
+    resolved = Path(target).resolve()
+    if any(resolved.is_relative_to(d) for d in allowed):
+        return {}
+    return {
+        "file": [
+            f"{target} is outside the directories this worker allows FileStream connectors to use "
+            f"({FILE_ALLOWED_DIRS}={allowed_raw}); pick a file inside one of them"
+        ]
+    }
+
+
 def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:
+    errors = file_confinement_errors(connector, config, worker)
     if isinstance(connector, SourceConnector):
-        return exactly_once_preflight(connector, config, worker)
-    return sink_preflight(config, worker, connector if isinstance(connector, SinkConnector) else None)
+        checks = exactly_once_preflight(connector, config, worker)
+    else:
+        checks = sink_preflight(config, worker, connector if isinstance(connector, SinkConnector) else None)
+    for name, problems in checks.items():
+        errors.setdefault(name, []).extend(problems)
+    return errors
 
 
 def key_info(key: Any, group: str | None, order_in_group: int) -> dict[str, Any]:
