@@ -56,7 +56,7 @@ def worker(
         "spark.master": f"local[{SLOTS},2]",
         "spark.driver.memory": "768m",
     }
-    process = WorkerProcess(props, tmp_path_factory.mktemp("control-plane") / "w1").start()
+    process = WorkerProcess(props, tmp_path_factory.mktemp("control-plane") / "w1").start(timeout=300)
     yield process
     process.stop()
 
@@ -309,3 +309,24 @@ def test_rest_parity_items_on_a_running_connector(worker: WorkerProcess) -> None
         assert stopped["connector"]["state"] == "STOPPED" and stopped["tasks"] == []
     finally:
         delete(worker, "cp-parity")
+
+
+# ---------------------------------------------------------------------------------------- operations
+def test_failed_task_restarts_automatically_when_the_connector_opts_in(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    config = {
+        **sequence(f"cp-restart-{uuid.uuid4().hex[:6]}"),
+        "connector.class": f"{SUPPORT}.FailingOnceConnector",
+        "fail.marker": str(tmp_path / "failed-once"),
+        "errors.restart.enable": "true",
+        "errors.restart.backoff.initial.ms": "500",
+    }
+    assert worker.create_connector("cp-restart", config).status_code == 201
+    try:
+        wait_running(worker, "cp-restart", timeout=120)
+        assert (tmp_path / "failed-once").exists(), "the task never failed"
+        metrics = worker.request("GET", "/metrics").text
+        assert 'eosconnect_task_auto_restarts_total{connector="cp-restart",task="0"} 1' in metrics
+    finally:
+        delete(worker, "cp-restart")

@@ -117,7 +117,7 @@ def pair(
     eos = WorkerProcess(eos_props, base / "eos")
     java.start(timeout=300)
     try:
-        eos.start()
+        eos.start(timeout=300)
         with (
             httpx.Client(base_url=java.url, timeout=90) as j,
             httpx.Client(base_url=eos.url, timeout=90) as e,

@@ -3,6 +3,7 @@ Importable by Spark executors: tests/conftest.py puts the tests directory on PYT
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef
@@ -47,3 +48,24 @@ class NonRecordItemTask(SequenceSourceTask):
 class NonRecordItemConnector(SequenceSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return NonRecordItemTask
+
+
+class FailingOnceTask(SequenceSourceTask):
+    """Raises in its first `poll()` while `fail.marker` does not exist (and creates it): the first
+    run fails, a restarted one runs normally."""
+
+    def poll(self) -> list[SourceRecord] | None:
+        marker = Path(self._config_marker)
+        if not marker.exists():
+            marker.write_text("failed once")
+            raise RuntimeError("failing once on purpose")
+        return super().poll()
+
+    def start(self, config: dict[str, str]) -> None:
+        self._config_marker = config["fail.marker"]
+        super().start(config)
+
+
+class FailingOnceConnector(SequenceSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return FailingOnceTask

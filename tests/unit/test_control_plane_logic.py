@@ -92,3 +92,36 @@ def test_file_stream_connectors_are_confined_to_file_allowed_dirs(tmp_path) -> N
     assert "file" not in config_errors(
         validate_connector_config({**config, "file": "/etc/passwd"}, unconfined)
     )
+
+
+def test_auto_restart_backs_off_and_gives_up() -> None:
+    from eosconnect.cluster.auto_restart import AutoRestarts, RestartPolicy
+
+    assert RestartPolicy.of({}) is None  # opt-in
+    policy = RestartPolicy.of(
+        {
+            "errors.restart.enable": "true",
+            "errors.restart.backoff.initial.ms": "1000",
+            "errors.restart.backoff.max.ms": "3000",
+            "errors.restart.max.attempts": "3",
+        }
+    )
+    assert policy is not None and [policy.delay(n) for n in (1, 2, 3, 4)] == [1, 2, 3, 3]
+    restarts = AutoRestarts()
+    now = 0.0
+    assert restarts.observe("c", 0, "FAILED", policy, now) == ("schedule", 1)
+    assert restarts.observe("c", 0, "FAILED", policy, now + 0.5) is None
+    assert restarts.observe("c", 0, "FAILED", policy, now + 1) == ("restart", None)
+    assert restarts.observe("c", 0, "FAILED", policy, now + 2) == ("schedule", 2)
+    assert restarts.observe("c", 0, "FAILED", policy, now + 4) == ("restart", None)
+    assert restarts.observe("c", 0, "FAILED", policy, now + 5) == ("schedule", 3)
+    assert restarts.observe("c", 0, "FAILED", policy, now + 8) == ("restart", None)
+    assert restarts.observe("c", 0, "FAILED", policy, now + 9) == ("exhausted", None)
+    assert restarts.observe("c", 0, "FAILED", policy, now + 99) is None
+    assert restarts.total[("c", 0)] == 3
+    fresh = AutoRestarts()  # a task up for errors.restart.backoff.max.ms starts afresh
+    fresh.observe("c", 1, "FAILED", policy, 0)
+    fresh.observe("c", 1, "FAILED", policy, 1)
+    fresh.observe("c", 1, "RUNNING", policy, 2)
+    fresh.observe("c", 1, "RUNNING", policy, 6)
+    assert fresh.attempts("c", 1) == 0

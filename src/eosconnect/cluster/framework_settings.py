@@ -22,6 +22,7 @@ from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import plugin_version
 from eosconnect.api.transforms import TransformationChain
 from eosconnect.api.validators import Range, ValidString
+from eosconnect.cluster.auto_restart import AUTO_RESTART_CONFIG_DEF
 from eosconnect.cluster.connector_kinds import ConnectorKind
 
 __all__ = [
@@ -189,7 +190,7 @@ def group_of(name: str) -> str:
 
 def framework_config_def(kind: ConnectorKind) -> ConfigDef:
     """The framework settings of `kind` as one ConfigDef: the runtime's plus the compatibility ones."""
-    merged = kind.framework_config_def.merge(_COMMON_EXTRA)
+    merged = kind.framework_config_def.merge(_COMMON_EXTRA).merge(AUTO_RESTART_CONFIG_DEF)
     if kind.is_sink:
         return merged.merge(_errors_def(with_tolerance=False)).merge(_SINK_ERRORS)
     return merged.merge(_errors_def(with_tolerance=True)).merge(_TOPIC_CREATION)

@@ -40,6 +40,7 @@ from eosconnect.api.plugins import (
 )
 from eosconnect.api.records import SourceOffset, SourcePartition, TopicPartition
 from eosconnect.api.source import SourceConnector
+from eosconnect.cluster.auto_restart import AutoRestarts, RestartPolicy
 from eosconnect.cluster.connector_kinds import (
     alter_sink_connector_offsets,
     fencing_producer_config,
@@ -154,6 +155,7 @@ class DistributedHerder:
         self._cluster_id: str | None = None
         self._claimed_term = -1
         self._last_tick: float | None = None
+        self._auto_restarts = AutoRestarts()
         #: Set by the REST app: applies a cluster-wide logger level (KIP-976) on this worker.
         self.on_cluster_logger_level: Any = None
         self._applied_logger_levels: dict[str, int] = {}
@@ -346,6 +348,7 @@ class DistributedHerder:
                 )
                 if run.stopping_since is None:
                     self._recover_lost_tasks(name, run)
+                    self._auto_restart(name, run, snapshot)
                 if overdue and run.running():
                     # KIP-618: tasks that do not stop in time are abandoned, not waited for; the
                     # next generation's fencing round disables them. Their Spark job is
@@ -398,6 +401,37 @@ class DistributedHerder:
                 if run is not None:
                     self._runs[name] = run
                     busy += count
+
+    def _auto_restart(self, name: str, run: GenerationRun, snapshot: ConfigSnapshot) -> None:
+        """Restart failed tasks of connectors that opted in (cluster/auto_restart.py)."""
+        policy = RestartPolicy.of(snapshot.connector_config(name) or {})
+        now = time.monotonic()
+        for t in range(run.task_count):
+            runtime = self._tasks.get((name, t))
+            current = runtime is not None and runtime.generation == run.generation
+            state = runtime.state if runtime is not None and current else "UNASSIGNED"
+            action = self._auto_restarts.observe(name, t, state, policy, now)
+            if action is None or policy is None:
+                continue
+            kind, delay = action
+            attempt = self._auto_restarts.attempts(name, t)
+            limit = "" if policy.max_attempts < 0 else f" of {policy.max_attempts}"
+            cause = (runtime.trace if runtime is not None else None) or ""
+            if kind == "schedule":
+                note = f"automatic restart {attempt}{limit} in {delay:.1f} s (errors.restart.enable=true)"
+                log.warning("connector %s: task %d failed; %s", name, t, note)
+                self._put_task_status(name, t, ConnectState.FAILED, run.generation, f"{note}\n\n{cause}")
+            elif kind == "restart":
+                log.info("connector %s: restarting failed task %d (attempt %d%s)", name, t, attempt, limit)
+                assert runtime is not None
+                runtime.state = "RESTARTING"
+                run.restart_pending.add(t)
+                self._put_task_status(name, t, ConnectState.RESTARTING, run.generation)
+                self._task_finished(name, t, run.generation, run)
+            else:
+                note = f"gave up after {policy.max_attempts} automatic restarts (errors.restart.max.attempts)"
+                log.error("connector %s: task %d %s", name, t, note)
+                self._put_task_status(name, t, ConnectState.FAILED, run.generation, f"{note}\n\n{cause}")
 
     def _reap_runs(self, snapshot: ConfigSnapshot) -> None:
         with self._lock:
@@ -1139,4 +1173,7 @@ class DistributedHerder:
                 statuses.append(self.connector_status(name))
             except HerderError:
                 continue
-        return render_prometheus(self.task_metrics(), statuses)
+        text = render_prometheus(self.task_metrics(), statuses)
+        with self._lock:
+            extra = self._auto_restarts.metrics_lines() if self._auto_restarts.total else []
+        return text + "".join(f"{line}\n" for line in extra).encode("utf-8")
