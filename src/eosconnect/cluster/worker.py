@@ -67,6 +67,11 @@ def advertised_url(props: dict[str, str], scheme: str, host: str, port: int) -> 
     return f"{props.get('rest.advertised.listener', scheme)}://{adv_host}:{adv_port}"
 
 
+def _progress(message: str) -> None:
+    """Start-up steps on stdout, so a 40-100 s start is not silence (the log has the details)."""
+    print(f"eosconnect worker: {message}", flush=True)
+
+
 def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     """Start everything and block until a termination signal."""
     from eosconnect.cluster.herder import DistributedHerder
@@ -79,6 +84,7 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     scheme, host, port = listener_of(props)
     url = advertised_url(props, scheme, host, port)
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
+    _progress(f"starting Spark ({props.get('spark.master', DEFAULT_MASTER)}); this takes a while ...")
     spark = create_spark_session(
         props.get("spark.master", DEFAULT_MASTER), f"eosconnect-worker-{port}", spark_conf
     )
@@ -95,7 +101,11 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    _progress(
+        f"reading the internal topics on {worker.bootstrap_servers} and joining group {worker.group_id} ..."
+    )
     herder.start()
+    _progress(f"starting the REST API on {url} ...")
     server.start()
     log.info("worker %s is serving the REST API at %s", herder.worker_id, url)
     if ready_file is not None:
