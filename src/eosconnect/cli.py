@@ -38,8 +38,10 @@ def worker(
     import logging
 
     from eosconnect.cluster.worker import load_properties, run_worker
+    from eosconnect.runtime.log_repeats import install_repeat_filter
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    install_repeat_filter()
     run_worker(load_properties(properties), ready_file)
 
 

@@ -173,6 +173,14 @@ def test_plugins(run: Any, tmp_path: Path) -> None:
     assert as_json.exit_code == 1
     assert json.loads(as_json.output)["error_count"] == 1
 
+    assert "is valid" in ok(run("plugins", "validate", "-f", str(good)))  # the class from the file
+    classless = tmp_path / "classless.json"
+    classless.write_text(json.dumps({"tasks.max": "1"}))
+    missing = run("plugins", "validate", "-f", str(classless))
+    assert missing.exit_code == 1 and "connector.class" in missing.output
+    narrow = run("plugins", "list", env={"COLUMNS": "50"})
+    assert narrow.exit_code == 0 and "…" not in narrow.output  # class names fold, never cut
+
     mismatch = run("plugins", "validate", "FakeSink", "-f", str(good))
     assert mismatch.exit_code == 1
     assert "does not match" in mismatch.output

@@ -102,6 +102,7 @@ class FakeHerder:
         self.cluster_id = cluster_id
         self.configs: dict[str, dict[str, str]] = {}
         self.target: dict[str, str] = {}
+        self.topics_reset: set[str] = set()
         self.task_state: dict[tuple[str, int], str] = {}
         self.offsets: dict[str, list[dict[str, Any]]] = {}
         self.generation: dict[str, int] = {}
@@ -233,8 +234,17 @@ class FakeHerder:
 
     def connector_topics(self, name: str) -> list[str]:
         with self._lock:
-            config = self._get(name)
-            return [config["topic"]] if "topic" in config else []
+            config = self.configs.get(name, {})
+            return [config["topic"]] if "topic" in config and name not in self.topics_reset else []
+
+    def reset_connector_topics(self, name: str) -> None:
+        with self._lock:
+            self.topics_reset.add(name)
+
+    def health(self) -> tuple[int, str, str]:
+        if self.fail_with is not None:
+            raise self.fail_with
+        return 200, "healthy", "Worker has completed startup and is ready to handle requests."
 
     def put_connector_config(
         self, name: str, config: Mapping[str, str], allow_replace: bool

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,7 +89,10 @@ def plugin_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
     (package / "counter.py").write_text(MODULE)
     (package / "broken.py").write_text("import surely_not_installed_dependency\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(plugins.PLUGIN_PATH_ENV, str(tmp_path))  # the worker's plugin.path
     yield "eosc_test_plugins"
+    for name in [m for m in sys.modules if m.split(".")[0] == "eosc_test_plugins"]:
+        del sys.modules[name]  # the next test's copy lives in its own tmp_path
 
 
 @pytest.fixture
@@ -197,7 +201,30 @@ def test_broken_short_name_target_is_reported() -> None:
 
 
 def test_import_class_forms() -> None:
-    assert import_class("collections.OrderedDict").__name__ == "OrderedDict"
-    assert import_class("collections:OrderedDict").__name__ == "OrderedDict"
+    assert import_class("eosconnect.api.config.ConfigDef").__name__ == "ConfigDef"
+    assert import_class("eosconnect.api.config:ConfigDef").__name__ == "ConfigDef"
     with pytest.raises(ImportError, match=r"package.module.ClassName"):
         import_class("JustAName")
+
+
+def test_modules_outside_the_plugin_locations_are_refused_before_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "antigravity" not in sys.modules
+    with pytest.raises(ImportError, match=r"'antigravity' .* is not a plugin.*plugin.path"):
+        import_class("antigravity.Anything")
+    assert "antigravity" not in sys.modules  # refused before any of its code ran
+    with pytest.raises(ConfigException, match="is not a plugin"):
+        resolve_connector_class("this.Zen")
+    assert "this" not in sys.modules
+    outside = tmp_path / "elsewhere"
+    (outside / "eosc_outside").mkdir(parents=True)
+    (outside / "eosc_outside" / "__init__.py").write_text("class X:\n    pass\n")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.syspath_prepend(str(outside))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.delenv(plugins.PLUGIN_PATH_ENV, raising=False)
+    with pytest.raises(ImportError, match="is not a plugin"):
+        import_class("eosc_outside.X")
+    plugins.configure_plugin_path([str(outside)])
+    assert import_class("eosc_outside.X").__name__ == "X"

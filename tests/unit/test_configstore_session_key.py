@@ -6,8 +6,10 @@ import pytest
 
 from eosconnect.storage.session_key import (
     AUTHORIZATION_HEADER,
+    NONCE_HEADER,
     SIGNATURE_ALGORITHM_HEADER,
     TIMESTAMP_HEADER,
+    ReplayGuard,
     SessionKey,
     SessionKeyError,
     SessionKeyFailure,
@@ -40,7 +42,7 @@ def test_generate_is_random_and_sized(key: SessionKey) -> None:
 
 def test_round_trip(key: SessionKey) -> None:
     headers = sign_request(key, "PUT", PATH, BODY, NOW)
-    assert set(headers) == {AUTHORIZATION_HEADER, SIGNATURE_ALGORITHM_HEADER, TIMESTAMP_HEADER}
+    assert set(headers) == {AUTHORIZATION_HEADER, SIGNATURE_ALGORITHM_HEADER, TIMESTAMP_HEADER, NONCE_HEADER}
     verify_request(key, headers, "PUT", PATH, BODY, NOW + 1000)
     verify_request([key], {k.lower(): v for k, v in headers.items()}, "put", PATH, BODY, NOW)  # any case
     verify_request(key.key, headers, "PUT", PATH, BODY, NOW)  # raw bytes work too
@@ -140,3 +142,19 @@ def test_no_key_known_yet() -> None:
 def test_line_breaks_in_path_refused(key: SessionKey) -> None:
     with pytest.raises(ValueError):
         sign_request(key, "PUT", "/a\n/b", BODY, NOW)
+
+
+def test_signatures_differ_per_request_and_a_replay_is_refused(key: SessionKey) -> None:
+    first = sign_request(key, "PUT", PATH, BODY, NOW)
+    twin = sign_request(key, "PUT", PATH, BODY, NOW)  # same request, same millisecond
+    assert first[AUTHORIZATION_HEADER] != twin[AUTHORIZATION_HEADER]
+    guard = ReplayGuard()
+    for headers in (first, twin):
+        verify_request(key, headers, "PUT", PATH, BODY, NOW)
+        guard.check(headers, "PUT", PATH)
+    with pytest.raises(SessionKeyError) as info:
+        guard.check(first, "PUT", PATH)
+    assert info.value.reason is SessionKeyFailure.REPLAYED
+    tampered = {**first, NONCE_HEADER: "another-nonce"}
+    with pytest.raises(SessionKeyError):
+        verify_request(key, tampered, "PUT", PATH, BODY, NOW)

@@ -243,6 +243,17 @@ def test_foreign_kafka_records_are_ignored_quietly(caplog: pytest.LogCaptureFixt
     assert snap.skipped == 0 and not caplog.records
 
 
+def test_cluster_logger_levels_are_kept_latest_first() -> None:
+    snap = build_snapshot(
+        [
+            ("logger-cluster-a.b", b'{"level":"DEBUG"}'),
+            ("logger-cluster-c", b'{"level":"WARN"}'),
+            ("logger-cluster-a.b", b'{"level":"ERROR"}'),
+        ]
+    )
+    assert snap.logger_levels == {"a.b": ("ERROR", 2), "c": ("WARN", 1)}
+
+
 def test_json_null_value_is_a_tombstone() -> None:
     snap = build_snapshot([conn("c"), ("connector-c", b"null")])
     assert not snap.contains("c")

@@ -48,7 +48,7 @@ def test_health(client: Any, herder: FakeHerder) -> None:
     assert client.get("/health").json()["status"] == "healthy"
     herder.fail_with = RuntimeError("config topic unreadable")
     response = client.get("/health")
-    assert response.status_code == 503
+    assert response.status_code == 500
     assert response.json()["status"] == "unhealthy"
 
 
@@ -123,10 +123,10 @@ def test_validate_invalid_config_is_200_with_errors(client: Any) -> None:
     assert values["connector.class"]["errors"] == []
 
 
-def test_validate_takes_the_class_from_the_path(client: Any, herder: FakeHerder) -> None:
+def test_validate_without_connector_class_is_400_as_in_kafka_connect(client: Any, herder: FakeHerder) -> None:
     response = client.put("/connector-plugins/SequenceSource/config/validate", json={"tasks.max": "1"})
-    assert response.status_code == 200
-    assert response.json()["error_count"] == 0
+    message = error(response, 400)
+    assert "contains no connector type" in message and "connector.class" in message
 
 
 def test_validate_class_mismatch_is_400(client: Any) -> None:
@@ -257,6 +257,7 @@ def test_metrics_endpoint(client: Any, herder: FakeHerder) -> None:
 
 
 EXPECTED_OPERATIONS = {
+    ("put", "/connectors/{connector}/topics/reset"),
     ("get", "/"),
     ("get", "/health"),
     ("get", "/metrics"),

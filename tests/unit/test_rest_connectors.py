@@ -204,7 +204,6 @@ def test_get_connector_config_tasks_status_topics(client: Any) -> None:
         ("GET", "/connectors/missing/status"),
         ("GET", "/connectors/missing/tasks"),
         ("GET", "/connectors/missing/tasks/0/status"),
-        ("GET", "/connectors/missing/topics"),
         ("POST", "/connectors/missing/restart"),
         ("POST", "/connectors/missing/tasks/0/restart"),
         ("PUT", "/connectors/missing/pause"),
@@ -397,3 +396,8 @@ def test_alter_offsets_bad_body_is_400(client: Any, herder: FakeHerder, body: An
     client.put("/connectors/c/stop")
     assert_error(client.patch("/connectors/c/offsets", json=body), 400, fragment)
     assert not any(call[0] == "alter_connector_offsets" for call in herder.calls)
+
+
+def test_topics_of_an_unknown_connector_are_empty_and_reset_accepted(client: Any) -> None:
+    assert client.get("/connectors/missing/topics").json() == {"missing": {"topics": []}}
+    assert client.put("/connectors/missing/topics/reset").status_code == 202  # as Kafka Connect 4.3

@@ -65,16 +65,16 @@ def test_fence_signed_with_previous_key_is_accepted(
     assert signed_put(client, keys[1], "/connectors/c/fence").status_code == 204
 
 
-def assert_forbidden(response: Any, herder: FakeHerder, fragment: str) -> None:
-    assert response.status_code == 403, response.text
+def assert_forbidden(response: Any, herder: FakeHerder, fragment: str, status: int = 403) -> None:
+    assert response.status_code == status, response.text
     body = response.json()
-    assert body["error_code"] == 403
+    assert body["error_code"] == status
     assert fragment in body["message"]
     assert not any(c[0] == "fence_zombies" for c in herder.calls)
 
 
-def test_fence_unsigned_is_403(client: Any, herder: FakeHerder) -> None:
-    assert_forbidden(client.put("/connectors/c/fence"), herder, "not signed")
+def test_fence_unsigned_is_400_as_in_kafka_connect(client: Any, herder: FakeHerder) -> None:
+    assert_forbidden(client.put("/connectors/c/fence"), herder, "not signed", status=400)
 
 
 def test_fence_signed_with_unknown_key_is_403(client: Any, herder: FakeHerder) -> None:
@@ -153,11 +153,12 @@ def test_heartbeat_of_an_old_generation_is_told_to_stop(
     assert heartbeat(client, keys[0], generation=1).json() == {"directive": "stop"}
 
 
-def test_heartbeat_unsigned_is_403_even_with_a_bad_body(client: Any, herder: FakeHerder) -> None:
+def test_heartbeat_unsigned_is_refused_before_its_body_is_read(client: Any, herder: FakeHerder) -> None:
     response = client.put(
         "/connectors/c/tasks/0/heartbeat", content=b"{not json", headers={"Content-Type": "application/json"}
     )
-    assert response.status_code == 403
+    assert response.status_code == 400
+    assert "not signed" in response.json()["message"]
     assert not any(c[0] == "task_heartbeat" for c in herder.calls)
 
 

@@ -18,10 +18,15 @@ As in Kafka Connect, a short name also matches with or without a trailing "Conne
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
+import importlib.util
+import os
+import sys
 from collections.abc import Iterable
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from eosconnect.api.connector import Connector
@@ -32,8 +37,11 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ConnectorType",
     "available_connectors",
+    "check_plugin_location",
+    "configure_plugin_path",
     "connector_type",
     "import_class",
+    "plugin_version",
     "register_connector",
     "resolve_connector_class",
     "unregister_connector",
@@ -102,6 +110,10 @@ def import_class(path: str) -> type:
     if not candidates or not all(candidates[0]):
         raise ImportError(f"{path!r} is not a Python class path of the form package.module.ClassName")
     hint = _java_hint(path)
+    try:
+        check_plugin_location(candidates[0][0].split(".", 1)[0])
+    except ImportError as exc:
+        raise ImportError(f"{exc}{hint}") from None
     missing_module = candidates[-1][0]
     for module_name, qualname in candidates:
         try:
@@ -125,6 +137,80 @@ def import_class(path: str) -> type:
             raise ImportError(f"{path!r} is a {type(obj).__name__}, not a class")
         return obj
     raise ImportError(f"no module named {missing_module!r}{hint}")
+
+
+@functools.lru_cache(maxsize=256)
+def plugin_version(class_name: str | None) -> str | None:
+    """`version()` of the connector or task class `class_name` names (KIP-891's status `version`);
+    None when it cannot be loaded or instantiated."""
+    if not class_name:
+        return None
+    try:
+        target = class_name.strip()
+        cls = resolve_connector_class(target) if "." not in target or _find_short_name(target) else None
+        if cls is None:
+            cls = import_class(target)
+        version = cls().version()
+    except Exception:
+        return None
+    return str(version) if version is not None else None
+
+
+PLUGIN_PATH_ENV = "EOSCONNECT_PLUGIN_PATH"
+"""`plugin.path` as the worker configured it, inherited by its Spark Python workers (os.pathsep list)."""
+
+
+def configure_plugin_path(directories: Iterable[str]) -> None:
+    """Make `plugin.path` the place user plugins load from: importable here and, through the
+    environment, in Spark's Python workers started after this call (local mode)."""
+    dirs = [str(Path(d).expanduser().resolve()) for d in directories if str(d).strip()]
+    os.environ[PLUGIN_PATH_ENV] = os.pathsep.join(dirs)
+    python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*python_path, *dirs]))
+    for d in dirs:
+        if d not in sys.path:
+            sys.path.append(d)
+
+
+def _allowed_roots() -> list[Path]:
+    roots = [Path(__file__).resolve().parent.parent]  # the eosconnect package
+    for variable in (PLUGIN_PATH_ENV, "PYTHONPATH"):
+        roots += [Path(p).resolve() for p in os.environ.get(variable, "").split(os.pathsep) if p]
+    return roots
+
+
+def _entry_point_modules() -> set[str]:
+    return {ep.value.split(":", 1)[0].split(".", 1)[0] for ep in connector_entry_points()}
+
+
+def check_plugin_location(top_level: str) -> None:
+    """Refuse to import a module that is not a plugin: classes named in configs and REST requests
+    load only from eosconnect's built-ins, installed packages that publish eosconnect entry points,
+    `plugin.path` and PYTHONPATH (Kafka Connect's plugin.path and classpath). Anything else (the
+    standard library, arbitrary installed packages) is refused *before* it is imported, so a request
+    naming `this.Zen` or `antigravity.X` runs no code. Decided from the module's location only."""
+    if top_level == "eosconnect" or top_level in _entry_point_modules():
+        return
+    try:
+        spec = importlib.util.find_spec(top_level)
+    except (ImportError, ValueError):
+        return  # not importable at all: the import itself reports it
+    if spec is None:
+        return
+    locations = [spec.origin] if spec.origin and spec.origin not in ("built-in", "frozen") else []
+    locations += list(spec.submodule_search_locations or [])
+    if not locations:
+        raise ImportError(f"module {top_level!r} is built into Python, not a plugin")
+    roots = _allowed_roots()
+    for location in locations:
+        path = Path(location).resolve()
+        if any(path.is_relative_to(root) for root in roots):
+            return
+    raise ImportError(
+        f"module {top_level!r} ({locations[0]}) is not a plugin: classes load only from eosconnect's "
+        "built-ins, installed packages' eosconnect entry points, the worker's plugin.path and PYTHONPATH. "
+        "Put the plugin's directory on plugin.path"
+    )
 
 
 def _java_hint(path: str) -> str:

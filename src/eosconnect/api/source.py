@@ -75,6 +75,19 @@ class SourceConnector(Connector):
         """
         return ReplaySupport.UNSUPPORTED
 
+    def alter_offsets(
+        self, config: Mapping[str, str], offsets: Mapping[SourcePartition, SourceOffset | None]
+    ) -> bool:
+        """KIP-875's hook: the user alters (`PATCH .../offsets`) or resets (`DELETE .../offsets`, every
+        partition mapped to None) the offsets of this STOPPED connector.
+
+        Called before anything is written; raise `ConfigException` (or `ValueError`) to refuse the
+        request with a 400 naming the problem, e.g. a partition this connector never writes or an
+        offset of the wrong shape. Return True if the connector applied the change somewhere of its
+        own as well; the default, False, means the offsets topic is all there is. Either way the
+        runtime then writes the offsets."""
+        return False
+
 
 class SourceTask(Task):
     """Base class for source tasks. The runtime calls, in order: `initialize`, `start`, then `poll`

@@ -20,7 +20,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from eosconnect.clients.rest import ConnectClient, ConnectError
@@ -106,6 +106,20 @@ def _read_file(path: Path) -> Any:
         _fail(f"{path} is not valid JSON: {exc}")
 
 
+def _cause(trace: str | None, width: int = 120) -> str:
+    """What went wrong, from a status trace: a Python traceback's last line ("ValueError: boom"),
+    not its first ("Traceback (most recent call last):"); other traces' first line."""
+    if not trace or not trace.strip():
+        return ""
+    lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
+    if lines[0].startswith("Traceback (most recent call last)"):
+        exception_lines = [line for line in lines if not line.startswith(("File ", "Traceback", "^", "~"))]
+        cause = exception_lines[-1] if exception_lines else lines[-1]
+    else:
+        cause = lines[0]
+    return cause if len(cause) <= width else cause[: width - 1] + "…"
+
+
 def _first_line(text: str | None, width: int = 80) -> str:
     if not text:
         return ""
@@ -156,14 +170,14 @@ def _print_status(status: dict[str, Any]) -> None:
     )
     console.print(line)
     if conn.get("trace"):
-        console.print(Text(f"  {_first_line(conn['trace'], 200)}", style="red"))
+        console.print(Text(f"  {_cause(conn['trace'], 200)}", style="red"))
     table = Table("Task", "State", "Worker", "Trace")
     for task in status.get("tasks") or []:
         table.add_row(
             str(task.get("id")),
             _state(task.get("state")),
             task.get("worker_id") or "-",
-            _first_line(task.get("trace")),
+            Text(_cause(task.get("trace")), style="red"),
         )
     console.print(table)
 
@@ -192,7 +206,8 @@ def list_connectors(
     if output is Output.json:
         _print_json(expanded)
         return
-    table = Table("Name", "Type", "State", "Tasks running", "Class")
+    # Class names are never cut: they fold onto the next line when the terminal is narrow.
+    table = Table("Name", "Type", "State", "Tasks running", Column("Class", overflow="fold"))
     for name in sorted(expanded):
         entry = expanded[name] or {}
         status = entry.get("status") or {}
@@ -428,7 +443,7 @@ def list_plugins(
     if output is Output.json:
         _print_json(plugins)
         return
-    table = Table("Class", "Type", "Version")
+    table = Table(Column("Class", overflow="fold"), "Type", "Version")
     for plugin in plugins:
         table.add_row(str(plugin.get("class")), str(plugin.get("type")), str(plugin.get("version") or ""))
     _console().print(table)
@@ -464,7 +479,11 @@ def plugin_config(
 
 @plugins_app.command("validate")
 def validate_config(
-    plugin: Annotated[str, typer.Argument(help="The connector class (or alias) to validate against.")],
+    plugin: Annotated[
+        str | None,
+        typer.Argument(help="The connector class (or alias); default: connector.class from the file."),
+    ] = None,
+    *,
     file: Annotated[
         Path, typer.Option("--file", "-f", help="The config: flat JSON, {name, config} or .properties.")
     ],
@@ -479,6 +498,11 @@ def validate_config(
     if not isinstance(data, dict):
         _fail(f"{file} must hold a JSON object")
     config = dict(data["config"]) if isinstance(data.get("config"), dict) else dict(data)
+    plugin = plugin or str(config.get("connector.class") or "").strip()
+    if not plugin:
+        _fail(
+            f"{file} has no connector.class: add it, or name the plugin: plugins validate <class> -f {file}"
+        )
     with _client(url, auth, insecure, cacert) as client:
         result = _call(client.validate, plugin, config)
     errors = int(result.get("error_count") or 0)

@@ -31,9 +31,16 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
-from eosconnect.api.errors import ConfigException
-from eosconnect.api.plugins import available_connectors, connector_type, resolve_connector_class
+from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.api.plugins import (
+    available_connectors,
+    connector_type,
+    plugin_version,
+    resolve_connector_class,
+)
 from eosconnect.api.records import SourceOffset, SourcePartition, TopicPartition
+from eosconnect.api.source import SourceConnector
+from eosconnect.cluster.auto_restart import AutoRestarts, RestartPolicy
 from eosconnect.cluster.connector_kinds import (
     alter_sink_connector_offsets,
     fencing_producer_config,
@@ -50,13 +57,14 @@ from eosconnect.cluster.herder_api import (
 )
 from eosconnect.cluster.jobs import SparkTaskJob
 from eosconnect.cluster.live_connectors import LiveConnectors
+from eosconnect.cluster.names import connector_name_errors, max_placeable_tasks, tasks_max_errors
 from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import SparkProvider, executor_slots
 from eosconnect.cluster.status_board import StatusBoard
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
-from eosconnect.cluster.validation import config_errors, validate_connector_config
+from eosconnect.cluster.validation import config_errors, plugin_config_infos, validate_connector_config
 from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
-from eosconnect.runtime.task import TaskSpec
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.storage import sink_offsets
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
@@ -78,6 +86,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TICK_S = 0.5
+#: /health answers 500 when the herder's loop has not completed a tick for this long.
+HEALTH_STALL_S = 60.0
 SESSION_KEY_TTL_MS = 60 * 60 * 1000
 #: States a task reports when it has ended (its last heartbeat is marked final).
 FINAL_STATES = frozenset({"FAILED", "STOPPED", "SUPERSEDED"})
@@ -158,6 +168,11 @@ class DistributedHerder:
         self._claimed_term = -1
         self._plugins_at_start = plugin_fingerprint(worker.plugin_path)
         self._plugins_warned = self._plugins_at_start
+        self._last_tick: float | None = None
+        self._auto_restarts = AutoRestarts()
+        #: Set by the REST app: applies a cluster-wide logger level (KIP-976) on this worker.
+        self.on_cluster_logger_level: Any = None
+        self._applied_logger_levels: dict[str, int] = {}
 
     # ======================================================================== lifecycle
     def start(self) -> None:
@@ -213,12 +228,14 @@ class DistributedHerder:
             self._wakeup.clear()
             try:
                 self._tick()
+                self._last_tick = time.monotonic()
             except Exception:
                 log.exception("herder tick failed; retrying")
                 time.sleep(1)
 
     def _tick(self) -> None:
         snapshot = self.config_store.read_to_end()
+        self._apply_cluster_logger_levels(snapshot)
         if not self.election.is_leader:
             if self.config_store.has_write_privileges:
                 self.config_store.relinquish_write_privileges()
@@ -251,13 +268,32 @@ class DistributedHerder:
             snapshot = self.config_store.read_to_end()
         self._ensure_session_key(snapshot)
         self.spark  # noqa: B018  (the application starts on becoming leader, while configs are reconciled)
-        wrote = [self._reconcile_task_configs(connector, snapshot) for connector in snapshot.connectors()]
+        wrote = [
+            bool(self._isolated(c, "generating task configs", self._reconcile_task_configs, c, snapshot))
+            for c in snapshot.connectors()
+        ]
         self._live.retain(snapshot.connectors())
         # Launch from what is in the topic now: a generation written just above must not be
         # launched as the one it replaces (its tasks would only find themselves superseded).
         snapshot = self.config_store.read_to_end() if any(wrote) else self.config_store.snapshot
         self._reconcile_runs(snapshot)
         self._check_heartbeats()
+
+    def _isolated(self, connector: str, what: str, step: Any, *args: Any) -> Any:
+        """Run one connector's step of the tick; its failure fails that connector (FAILED with the
+        reason), never the tick, so one connector cannot keep the others from being served.
+        A fenced leader still ends the tick (it must step down)."""
+        try:
+            return step(*args)
+        except LeaderFencedError:
+            raise
+        except Exception as exc:
+            message = f"connector {connector!r}: {what} failed: {exc}"
+            if self._connector_failures.get(connector) != message:
+                log.exception("%s", message)
+                self._connector_failures[connector] = message
+                self._put_connector_status(connector, ConnectState.FAILED, trace=message)
+            return None
 
     def _ensure_session_key(self, snapshot: ConfigSnapshot) -> None:
         now_ms = int(time.time() * 1000)
@@ -340,6 +376,7 @@ class DistributedHerder:
                 )
                 if run.stopping_since is None:
                     self._recover_lost_tasks(name, run)
+                    self._auto_restart(name, run, snapshot)
                 if overdue and run.running():
                     # KIP-618: tasks that do not stop in time are abandoned, not waited for; the
                     # next generation's fencing round disables them. Their Spark job is
@@ -387,8 +424,43 @@ class DistributedHerder:
                             self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, reason)
                     continue
                 self._unassigned.pop(name, None)
-                self._runs[name] = self._launch(name, snapshot, generation, list(range(count)))
-                busy += count
+                run = self._isolated(
+                    name, "launching its tasks", self._launch, name, snapshot, generation, list(range(count))
+                )
+                if run is not None:
+                    self._runs[name] = run
+                    busy += count
+
+    def _auto_restart(self, name: str, run: GenerationRun, snapshot: ConfigSnapshot) -> None:
+        """Restart failed tasks of connectors that opted in (cluster/auto_restart.py)."""
+        policy = RestartPolicy.of(snapshot.connector_config(name) or {})
+        now = time.monotonic()
+        for t in range(run.task_count):
+            runtime = self._tasks.get((name, t))
+            current = runtime is not None and runtime.generation == run.generation
+            state = runtime.state if runtime is not None and current else "UNASSIGNED"
+            action = self._auto_restarts.observe(name, t, state, policy, now)
+            if action is None or policy is None:
+                continue
+            kind, delay = action
+            attempt = self._auto_restarts.attempts(name, t)
+            limit = "" if policy.max_attempts < 0 else f" of {policy.max_attempts}"
+            cause = (runtime.trace if runtime is not None else None) or ""
+            if kind == "schedule":
+                note = f"automatic restart {attempt}{limit} in {delay:.1f} s (errors.restart.enable=true)"
+                log.warning("connector %s: task %d failed; %s", name, t, note)
+                self._put_task_status(name, t, ConnectState.FAILED, run.generation, f"{note}\n\n{cause}")
+            elif kind == "restart":
+                log.info("connector %s: restarting failed task %d (attempt %d%s)", name, t, attempt, limit)
+                assert runtime is not None
+                runtime.state = "RESTARTING"
+                run.restart_pending.add(t)
+                self._put_task_status(name, t, ConnectState.RESTARTING, run.generation)
+                self._task_finished(name, t, run.generation, run)
+            else:
+                note = f"gave up after {policy.max_attempts} automatic restarts (errors.restart.max.attempts)"
+                log.error("connector %s: task %d %s", name, t, note)
+                self._put_task_status(name, t, ConnectState.FAILED, run.generation, f"{note}\n\n{cause}")
 
     def _reap_runs(self, snapshot: ConfigSnapshot) -> None:
         with self._lock:
@@ -768,20 +840,29 @@ class DistributedHerder:
     def connector_config(self, name: str) -> dict[str, str]:
         return dict(self._snapshot_with(name).connector_config(name) or {})
 
+    @staticmethod
+    def _listed_task_count(snapshot: ConfigSnapshot, name: str) -> int:
+        """Tasks the REST API lists: none for a STOPPED connector (KIP-875: stopping revokes them),
+        although the last task configs stay in the config topic for fencing."""
+        if snapshot.target_state(name) == TargetState.STOPPED:
+            return 0
+        return snapshot.task_count(name)
+
     def connector_info(self, name: str) -> dict[str, Any]:
         snapshot = self._snapshot_with(name)
         return {
             "name": name,
             "config": dict(snapshot.connector_config(name) or {}),
-            "tasks": [{"connector": name, "task": t} for t in range(snapshot.task_count(name))],
+            "tasks": [{"connector": name, "task": t} for t in range(self._listed_task_count(snapshot, name))],
             "type": kind_of_config(snapshot.connector_config(name)).type.value,
         }
 
     def task_configs(self, name: str) -> list[dict[str, Any]]:
         snapshot = self._snapshot_with(name)
+        listed = self._listed_task_count(snapshot, name)
         return [
             {"id": {"connector": name, "task": t}, "config": dict(cfg)}
-            for t, cfg in enumerate(snapshot.task_configs(name))
+            for t, cfg in enumerate(snapshot.task_configs(name)[:listed])
         ]
 
     def _current_status(self, name: str, task: int | None) -> Status | None:
@@ -808,14 +889,17 @@ class DistributedHerder:
     def connector_status(self, name: str) -> dict[str, Any]:
         snapshot = self._snapshot_with(name)
         conn = self._current_status(name, None)
-        connector_state = {
+        config = snapshot.connector_config(name) or {}
+        connector_state: dict[str, Any] = {
             "state": conn.state.value if conn else "UNASSIGNED",
             "worker_id": conn.worker_id if conn else self.worker_id,
         }
         if conn and conn.trace:
             connector_state["trace"] = conn.trace
+        connector_state["version"] = plugin_version(config.get("connector.class"))
         tasks = []
-        for t in range(snapshot.task_count(name)):
+        task_configs = snapshot.task_configs(name)
+        for t in range(self._listed_task_count(snapshot, name)):
             st = self._current_status(name, t)
             entry: dict[str, Any] = {
                 "id": t,
@@ -824,6 +908,8 @@ class DistributedHerder:
             }
             if st and st.trace:
                 entry["trace"] = st.trace
+            task_class = task_configs[t].get(TASK_CLASS_KEY) if t < len(task_configs) else None
+            entry["version"] = plugin_version(task_class)
             tasks.append(entry)
         kind = kind_of_config(snapshot.connector_config(name))
         return {"name": name, "connector": connector_state, "tasks": tasks, "type": kind.type.value}
@@ -836,13 +922,56 @@ class DistributedHerder:
         raise NotFoundError(f"Task {name}-{task} not found")
 
     def connector_topics(self, name: str) -> list[str]:
-        """Topics the connector's tasks have written to since this worker ran them."""
-        self._snapshot_with(name)
+        """Topics the connector's tasks have written to since this worker ran them (or since the last
+        reset); empty for a connector this worker does not know, as in Kafka Connect."""
         with self._lock:
             topics = {
                 t for (c, _), r in self._tasks.items() if c == name for t in r.metrics.get("topics", [])
             }
         return sorted(topics)
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """KIP-976 `scope=cluster`: every worker of the group (this one included) applies the level
+        when it reads the record from the config topic."""
+        self.config_store.put_logger_level(namespace, level)
+        self._apply_cluster_logger_levels(self.config_store.read_to_end())
+
+    def _apply_cluster_logger_levels(self, snapshot: ConfigSnapshot) -> None:
+        apply = self.on_cluster_logger_level
+        for namespace, (level, offset) in snapshot.logger_levels.items():
+            if self._applied_logger_levels.get(namespace, -1) >= offset:
+                continue
+            self._applied_logger_levels[namespace] = offset
+            if apply is not None:
+                try:
+                    apply(namespace, level)
+                except Exception as exc:
+                    log.warning("could not apply cluster logger level %s=%s: %s", namespace, level, exc)
+
+    def reset_connector_topics(self, name: str) -> None:
+        """KIP-558 `PUT /connectors/<c>/topics/reset`: forget the connector's active topics. Running
+        tasks report the topics they write again with their next heartbeats. An unknown connector has
+        nothing to forget (202 as well, as in Kafka Connect)."""
+        with self._lock:
+            for (c, _), runtime in self._tasks.items():
+                if c == name:
+                    runtime.metrics["topics"] = []
+
+    def health(self) -> tuple[int, str, str]:
+        """KIP-1017: (HTTP status, status, message): 503 "starting" until the herder has read its
+        config topic and knows the group's leader, 500 "unhealthy" if its loop has not completed a
+        tick for a long time, else 200 "healthy"."""
+        if self._last_tick is None or (not self.election.is_leader and self.election.leader_url() is None):
+            return 503, "starting", "Worker is still starting up."
+        stalled = time.monotonic() - self._last_tick
+        if stalled > HEALTH_STALL_S:
+            return (
+                500,
+                "unhealthy",
+                f"Worker was unable to handle this request and may be unable to handle other requests: its "
+                f"herder has not completed a tick for {stalled:.0f} s (is the Kafka cluster reachable?)",
+            )
+        return 200, "healthy", "Worker has completed startup and is ready to handle requests."
 
     # ======================================================================== Herder API: writes
     def _require_leader(self) -> None:
@@ -857,6 +986,12 @@ class DistributedHerder:
                 f"({name})"
             )
         config["name"] = name
+        name_problems = connector_name_errors(name)
+        if name_problems:
+            raise BadRequestError(f"Connector name {name!r} is invalid: {'; '.join(name_problems)}")
+        too_many = tasks_max_errors(config, self.worker.originals, self._placeable_tasks())
+        if too_many:
+            raise BadRequestError(too_many[0], {"tasks.max": too_many})
         infos = validate_connector_config(config, self.worker)
         if infos["error_count"]:
             errors = config_errors(infos)
@@ -867,6 +1002,11 @@ class DistributedHerder:
                 errors,
             )
         return config
+
+    def _placeable_tasks(self) -> int | None:
+        context = self.spark.sparkContext
+        conf = dict(context.getConf().getAll())
+        return max_placeable_tasks(conf, context.defaultParallelism)
 
     def put_connector_config(
         self, name: str, config: Mapping[str, str], allow_replace: bool
@@ -935,11 +1075,17 @@ class DistributedHerder:
         if not include_tasks and not only_failed:
             return None
         status = self.connector_status(name)
-        for entry in status["tasks"]:
-            if only_failed and entry["state"] != "FAILED":
-                continue
-            self.restart_task(name, entry["id"])
-            entry["state"] = "RESTARTING"
+        # KIP-745: the answer shows what is being restarted as RESTARTING.
+        if not only_failed or status["connector"]["state"] == "FAILED":
+            status["connector"]["state"] = "RESTARTING"
+            status["connector"].pop("trace", None)
+        if include_tasks:
+            for entry in status["tasks"]:
+                if only_failed and entry["state"] != "FAILED":
+                    continue
+                self.restart_task(name, entry["id"])
+                entry["state"] = "RESTARTING"
+                entry.pop("trace", None)
         return status
 
     def restart_task(self, name: str, task: int) -> None:
@@ -984,8 +1130,7 @@ class DistributedHerder:
         return plugins
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        cls = resolve_connector_class(plugin)
-        return [info.__dict__ for info in cls().config_def().describe()]
+        return plugin_config_infos(plugin)
 
     # ======================================================================== status helpers
     def _put_connector_status(self, name: str, state: ConnectState, trace: str | None = None) -> None:
@@ -1110,8 +1255,25 @@ class DistributedHerder:
                 raise BadRequestError(
                     f'offsets[{i}] must be {{"partition": {{...}}, "offset": {{...}}}}: {exc}'
                 ) from None
+        self._require_leader()
+        self._stopped_connector(name)  # 400 unless STOPPED, before the connector is asked
+        self._source_alter_offsets(name, parsed)
         self._write_offsets_of_stopped(name, parsed)
         return "The offsets for this connector have been altered successfully"
+
+    def _source_alter_offsets(self, name: str, offsets: dict[SourcePartition, SourceOffset | None]) -> None:
+        """KIP-875: the source connector has its say before anything is written (400 if it refuses)."""
+        config = dict(self._snapshot_with(name).connector_config(name) or {})
+        try:
+            connector = resolve_connector_class(config.get("connector.class", ""))()
+        except (ConfigException, TypeError):
+            return  # a class that cannot load has no say; the stored config still names it
+        if not isinstance(connector, SourceConnector):
+            return
+        try:
+            connector.alter_offsets(config, offsets)
+        except (ConfigException, ValueError, TypeError, ConnectException) as exc:
+            raise BadRequestError(f"Failed to alter offsets of connector {name}: {exc}") from None
 
     def reset_connector_offsets(self, name: str) -> str:
         sink_admin = self._sink_offsets_of_stopped(name, None)
@@ -1119,7 +1281,12 @@ class DistributedHerder:
             sink_offsets.reset_sink_offsets(sink_admin, sink_consumer_group(name))
             return "The offsets for this connector have been reset successfully"
         current = self.connector_offsets(name)["offsets"]
-        self._write_offsets_of_stopped(name, {SourcePartition.of(o["partition"]): None for o in current})
+        tombstones: dict[SourcePartition, SourceOffset | None] = {
+            SourcePartition.of(o["partition"]): None for o in current
+        }
+        self._stopped_connector(name)  # 400 unless STOPPED, before the connector is asked
+        self._source_alter_offsets(name, tombstones)
+        self._write_offsets_of_stopped(name, tombstones)
         return "The offsets for this connector have been reset successfully"
 
     # ======================================================================== metrics
@@ -1136,4 +1303,7 @@ class DistributedHerder:
                 statuses.append(self.connector_status(name))
             except HerderError:
                 continue
-        return render_prometheus(self.task_metrics(), statuses)
+        text = render_prometheus(self.task_metrics(), statuses)
+        with self._lock:
+            extra = self._auto_restarts.metrics_lines() if self._auto_restarts.total else []
+        return text + "".join(f"{line}\n" for line in extra).encode("utf-8")

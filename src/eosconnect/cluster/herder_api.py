@@ -90,7 +90,18 @@ class Herder(Protocol):
 
     def task_status(self, name: str, task: int) -> dict[str, Any]: ...
 
-    def connector_topics(self, name: str) -> list[str]: ...
+    def connector_topics(self, name: str) -> list[str]:
+        """Active topics (KIP-558); empty, not NotFoundError, for an unknown connector."""
+        ...
+
+    def reset_connector_topics(self, name: str) -> None:
+        """KIP-558: forget the connector's active topics (nothing to do for an unknown connector)."""
+        ...
+
+    def health(self) -> tuple[int, str, str]:
+        """KIP-1017 `GET /health`: (HTTP status 200 | 503 | 500, "healthy" | "starting" |
+        "unhealthy", message)."""
+        ...
 
     # ---- writes (leader only: NotLeaderError elsewhere)
     def put_connector_config(

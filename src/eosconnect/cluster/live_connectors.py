@@ -61,7 +61,14 @@ class LiveConnectors:
 
     def task_configs(self, live: LiveConnector) -> list[dict[str, str]]:
         assert live.instance is not None, f"connector {live.name} is not started"
-        return connector_task_configs(live.instance, live.config)
+        configs = connector_task_configs(live.instance, live.config)
+        tasks_max = int(str(live.config.get("tasks.max", "1")).strip() or 1)
+        if len(configs) > tasks_max:  # Kafka Connect's tasks.max.enforce (KIP-1004)
+            raise ValueError(
+                f"the connector generated {len(configs)} task configs, more than its tasks.max={tasks_max}; "
+                "this is a bug in the connector (task_configs(max_tasks) must return at most max_tasks)"
+            )
+        return configs
 
     @staticmethod
     def take_request(live: LiveConnector) -> bool:

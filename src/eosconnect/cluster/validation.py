@@ -11,15 +11,25 @@ connector's), each with its errors, so a UI can show every problem next to its f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
 from eosconnect.api.connector import Connector
+from eosconnect.api.converters import resolve_converter_class
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.sink import TRANSACTION_PRODUCER_CONFIG, SinkConnector, sink_topics_errors
 from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
+from eosconnect.api.transforms import resolve_predicate_class, resolve_transformation_class
 from eosconnect.cluster.connector_kinds import SOURCE, ConnectorKind, kind_of
+from eosconnect.cluster.framework_settings import (
+    framework_config_def,
+    framework_definitions,
+    framework_errors,
+)
+from eosconnect.cluster.herder_api import BadRequestError, NotFoundError
+from eosconnect.cluster.names import tasks_max_errors
 from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS, WorkerConfig
 
 
@@ -83,32 +93,74 @@ def sink_preflight(
     return errors
 
 
+#: Worker setting: directories FileStream connectors may read and write (comma-separated).
+FILE_ALLOWED_DIRS = "file.allowed.dirs"
+
+
+def file_confinement_errors(
+    connector: Connector, config: Mapping[str, str], worker: WorkerConfig
+) -> dict[str, list[str]]:
+    """FileStream connectors read and write any file the worker can (Kafka removed them from the
+    default plugin path in 3.2 for that reason). With the worker's `file.allowed.dirs` set, their
+    `file` must lie inside one of those directories (after resolving `..` and symbolic links)."""
+    from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
+
+    allowed_raw = worker.originals.get(FILE_ALLOWED_DIRS, "").strip()
+    if not allowed_raw or not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
+        return {}
+    allowed = [Path(d.strip()).resolve() for d in allowed_raw.split(",") if d.strip()]
+    target = (config.get("file") or "").strip()
+    if not target:
+        return {}
+    resolved = Path(target).resolve()
+    if any(resolved.is_relative_to(d) for d in allowed):
+        return {}
+    return {
+        "file": [
+            f"{target} is outside the directories this worker allows FileStream connectors to use "
+            f"({FILE_ALLOWED_DIRS}={allowed_raw}); pick a file inside one of them"
+        ]
+    }
+
+
 def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:
+    errors = file_confinement_errors(connector, config, worker)
     if isinstance(connector, SourceConnector):
-        return exactly_once_preflight(connector, config, worker)
-    return sink_preflight(config, worker, connector if isinstance(connector, SinkConnector) else None)
+        checks = exactly_once_preflight(connector, config, worker)
+    else:
+        checks = sink_preflight(config, worker, connector if isinstance(connector, SinkConnector) else None)
+    for name, problems in checks.items():
+        errors.setdefault(name, []).extend(problems)
+    return errors
 
 
-def _value_entry(key: Any, value: ConfigValue | None, extra_errors: list[str]) -> dict[str, Any]:
+def key_info(key: Any, group: str | None, order_in_group: int) -> dict[str, Any]:
+    """Kafka Connect's ConfigKeyInfo body for one setting definition."""
+    return {
+        "name": key.name,
+        "type": str(key.type),
+        "required": key.required,
+        "default_value": None if key.required else _text(key.default),
+        "importance": str(key.importance),
+        "documentation": key.documentation,
+        "group": group,
+        "order_in_group": order_in_group,
+        "width": "NONE",
+        "display_name": key.display_name or key.name,
+        "dependents": [],
+    }
+
+
+def _value_entry(
+    definition: dict[str, Any], value: ConfigValue | None, extra_errors: list[str]
+) -> dict[str, Any]:
     errors = [*(value.errors if value is not None else []), *extra_errors]
     return {
-        "definition": {
-            "name": key.name,
-            "type": str(key.type),
-            "required": key.required,
-            "default_value": None if key.required else _text(key.default),
-            "importance": str(key.importance),
-            "documentation": key.documentation,
-            "group": key.group,
-            "width": "NONE",
-            "display_name": key.display_name or key.name,
-            "dependents": [],
-            "order": -1,
-        },
+        "definition": definition,
         "value": {
-            "name": key.name,
+            "name": definition["name"],
             "value": _text(value.value) if value is not None else None,
-            "recommended_values": list(value.recommended_values) if value is not None else [],
+            "recommended_values": [_text(v) for v in value.recommended_values] if value is not None else [],
             "errors": errors,
             "visible": True,
         },
@@ -120,7 +172,64 @@ def _text(value: Any) -> str | None:
         return None
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return str(value).lower()
     return str(value)
+
+
+def described_keys(definitions: list[tuple[Any, str | None]]) -> list[dict[str, Any]]:
+    """ConfigKeyInfo bodies with Kafka's `order_in_group`: 1, 2, ... within each group, -1 without one."""
+    counters: dict[str | None, int] = {}
+    out = []
+    for key, group in definitions:
+        if group is None:
+            order = -1
+        else:
+            order = counters.get(group, 0) + 1
+            counters[group] = order
+        out.append(key_info(key, group, order))
+    return out
+
+
+def connector_definitions(connector: Connector) -> ConfigDef:
+    """The connector's own ConfigDef; a BadRequestError naming the class if it returns none."""
+    definition = connector.config_def()
+    if not isinstance(definition, ConfigDef):
+        cls = type(connector)
+        raise BadRequestError(
+            f"{cls.__module__}.{cls.__qualname__}.config_def() must return a ConfigDef that is not None "
+            f"(it returned {definition!r})"
+        )
+    return definition
+
+
+def plugin_config_infos(plugin: str) -> list[dict[str, Any]]:
+    """`GET /connector-plugins/<p>/config`, as Kafka Connect answers it: a connector's own settings
+    followed by the framework's it does not redefine; a converter's, transformation's or predicate's
+    own settings. NotFoundError for a name that is no plugin."""
+    try:
+        cls = resolve_connector_class(plugin)
+    except ConfigException as exc:
+        own = _other_plugin_def(plugin)
+        if own is None:
+            raise NotFoundError(f"Unknown plugin {plugin}. {exc}") from None
+        return described_keys([(key, key.group) for key in own])
+    connector = cls()
+    own = connector_definitions(connector)
+    keys: list[tuple[Any, str | None]] = [(key, key.group) for key in own]
+    keys += [(key, group) for key, group in framework_definitions(kind_of(cls)) if key.name not in own]
+    return described_keys(keys)
+
+
+def _other_plugin_def(plugin: str) -> ConfigDef | None:
+    """The ConfigDef of a converter, transformation or predicate named `plugin`, if it is one."""
+    for resolve in (resolve_converter_class, resolve_transformation_class, resolve_predicate_class):
+        try:
+            definition = resolve(plugin)().config_def()
+        except (ConfigException, TypeError):
+            continue
+        return definition if isinstance(definition, ConfigDef) else ConfigDef()
+    return None
 
 
 def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -> dict[str, Any]:
@@ -135,26 +244,37 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
             cls = resolve_connector_class(class_name)
             kind = kind_of(cls)
             connector = cls()
-            connector_def = connector.config_def()
         except ConfigException as exc:
             extra["connector.class"] = [str(exc)]
         except TypeError as exc:
             extra["connector.class"] = [f"{class_name!r} is neither a source nor a sink connector: {exc}"]
     if connector is not None:
+        connector_def = connector_definitions(connector)
+    too_many = tasks_max_errors(config, worker.originals, None)
+    if too_many:
+        extra["tasks.max"] = too_many
+    for name, errors in framework_errors(config, kind).items():
+        extra.setdefault(name, []).extend(errors)
+    if connector is not None:
         for name, errors in preflight(connector, config, worker).items():
             extra.setdefault(name, []).extend(errors)
-    framework = ConfigDef(kind.framework_config_def)
-    configs: list[dict[str, Any]] = []
-    for definition, prefix_def in ((framework, framework), (connector_def, connector_def)):
-        checked = connector.validate(config) if definition is connector_def and connector else None
-        values = {v.name: v for v in (checked if checked is not None else definition.validate(config))}
+    framework = framework_config_def(kind)
+    framework_values = {v.name: v for v in framework.validate(config)}
+    checked = connector.validate(config) if connector is not None else None
+    connector_values = {
+        v.name: v for v in (checked if checked is not None else connector_def.validate(config))
+    }
+    for values, definition in ((framework_values, framework), (connector_values, connector_def)):
         for name, value in values.items():  # cross-setting checks on names no definition has
             if value.errors and name not in definition and name not in framework:
                 extra.setdefault(name, []).extend(value.errors)
-        for key in prefix_def:
-            if definition is connector_def and key.name in framework:
-                continue
-            configs.append(_value_entry(key, values.get(key.name), extra.pop(key.name, [])))
+    definitions: list[tuple[Any, str | None]] = list(framework_definitions(kind))
+    definitions += [(key, key.group) for key in connector_def if key.name not in framework]
+    configs: list[dict[str, Any]] = []
+    for info in described_keys(definitions):
+        name = info["name"]
+        value = framework_values.get(name) if name in framework else connector_values.get(name)
+        configs.append(_value_entry(info, value, extra.pop(name, [])))
     for name, errors in extra.items():  # errors for settings no definition describes
         configs.append(
             {
@@ -169,14 +289,10 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
             }
         )
     error_count = sum(len(c["value"]["errors"]) for c in configs)
-    return {
-        "name": class_name,
-        "error_count": error_count,
-        "groups": sorted(
-            {c["definition"]["group"] for c in configs if c["definition"] and c["definition"]["group"]}
-        ),
-        "configs": configs,
-    }
+    groups = list(
+        dict.fromkeys(info["group"] for info in (c["definition"] for c in configs) if info and info["group"])
+    )
+    return {"name": class_name, "error_count": error_count, "groups": groups, "configs": configs}
 
 
 def config_errors(infos: Mapping[str, Any]) -> dict[str, list[str]]:

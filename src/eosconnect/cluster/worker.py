@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
+from eosconnect.api.plugins import configure_plugin_path
 from eosconnect.runtime.config import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,11 @@ def driver_address_settings(props: dict[str, str], host: str) -> dict[str, str]:
     return {k: v for k, v in defaults.items() if k not in props}
 
 
+def _progress(message: str) -> None:
+    """Start-up steps on stdout, so a 40-100 s start is not silence (the log has the details)."""
+    print(f"eosconnect worker: {message}", flush=True)
+
+
 def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     """Start everything and block until a termination signal."""
     from eosconnect.cluster.herder import DistributedHerder
@@ -96,9 +102,11 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     from eosconnect.rest.server import RestServer, RestServerConfig
 
     worker = WorkerConfig.parse(props)
+    configure_plugin_path(worker.plugin_path)  # before Spark starts: its Python workers inherit it
     scheme, host, port = listener_of(props)
     url = advertised_url(props, scheme, host, port)
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
+    _progress(f"starting Spark ({props.get('spark.master', DEFAULT_MASTER)}); this takes a while ...")
     spark = SparkProvider(
         props.get("spark.master", DEFAULT_MASTER),
         f"eosconnect-worker-{port}",
@@ -128,7 +136,11 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    _progress(
+        f"reading the internal topics on {worker.bootstrap_servers} and joining group {worker.group_id} ..."
+    )
     herder.start()
+    _progress(f"starting the REST API on {url} ...")
     server.start()
     log.info("worker %s is serving the REST API at %s", herder.worker_id, url)
     if ready_file is not None:

@@ -14,7 +14,13 @@ from typing import IO, Any
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
+from eosconnect.api.records import (
+    OffsetAndMetadata,
+    SinkRecord,
+    SourceOffset,
+    SourcePartition,
+    TopicPartition,
+)
 from eosconnect.api.sink import SINK_TOPICS_CONFIG_DEF, SinkConnector, SinkTask, sink_topics_errors
 from eosconnect.api.source import ExactlyOnceSupport, ReplaySupport, SourceConnector, SourceTask
 from eosconnect.api.validators import NonEmptyString, Range, Validator
@@ -118,6 +124,36 @@ class FileStreamSourceConnector(SourceConnector):
     def replay_support(self, config: Mapping[str, str]) -> ReplaySupport:
         """An append-only file re-read from a byte position yields the same lines."""
         return ReplaySupport.SUPPORTED
+
+    def alter_offsets(
+        self, config: Mapping[str, str], offsets: Mapping[SourcePartition, SourceOffset | None]
+    ) -> bool:
+        """Kafka's checks: every partition names its `filename`; every offset is null or holds a
+        non-negative integer `position` (a task would fail seeking anywhere else)."""
+        for partition, offset in offsets.items():
+            if FILENAME_FIELD not in partition:
+                raise ConfigException(
+                    f"Partition objects should contain the key '{FILENAME_FIELD}' (got {dict(partition)})"
+                )
+            if offset is None:
+                continue
+            if POSITION_FIELD not in offset:
+                raise ConfigException(
+                    f"Offset objects should either be null or contain the key '{POSITION_FIELD}' "
+                    f"(got {dict(offset)})"
+                )
+            position = offset[POSITION_FIELD]
+            if isinstance(position, bool) or not isinstance(position, int):
+                raise ConfigException(
+                    f"The value for the '{POSITION_FIELD}' key in the offset is expected to be an integer "
+                    f"byte position, got {position!r}"
+                )
+            if position < 0:
+                raise ConfigException(
+                    f"The value for the '{POSITION_FIELD}' key in the offset should be a non-negative "
+                    f"value, got {position}"
+                )
+        return True
 
 
 class FileStreamSourceTask(SourceTask):

@@ -107,7 +107,8 @@ def broker(
     if action not in actions:
         raise typer.BadParameter(f"action must be one of {', '.join(actions)}, got {action!r}")
     try:
-        actions[action](node_id)
+        with console.status(f"{action}: node {node_id} (waiting until it is done) ..."):
+            actions[action](node_id)
     except (ClusterError, KeyError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(1) from exc

@@ -32,7 +32,7 @@ from eosconnect.rest.errors import (
     validation_exception_handler,
 )
 from eosconnect.rest.forwarding import DEFAULT_MAX_HOPS, Forwarder
-from eosconnect.rest.loggers import LoggerLevels
+from eosconnect.rest.loggers import LoggerLevels, parse_level
 from eosconnect.rest.middleware import BasicAuthMiddleware, RequestBufferMiddleware, parse_basic_auth_users
 from eosconnect.storage.session_key import DEFAULT_MAX_AGE_MS, SessionKeyError
 
@@ -86,6 +86,14 @@ def create_app(
     app.state.commit = commit or default_commit()
     app.state.signature_max_age_ms = signature_max_age_ms
     app.state.logger_levels = LoggerLevels()
+    if hasattr(herder, "on_cluster_logger_level"):  # KIP-976: levels other workers set for the cluster
+
+        def apply_cluster_level(namespace: str, level: str) -> None:
+            parsed = parse_level(level)
+            if parsed is not None:
+                app.state.logger_levels.set_level(namespace, parsed)
+
+        herder.on_cluster_logger_level = apply_cluster_level
     forwarder = Forwarder(
         own_url if own_url is not None else getattr(herder, "rest_url", None),
         max_hops=max_forward_hops,
@@ -117,6 +125,7 @@ def create_app(
     # Outermost last: authentication first, then body buffering and the 500 barrier.
     app.add_middleware(RequestBufferMiddleware)
     users = parse_basic_auth_users(basic_auth)
+    app.state.basic_auth_enabled = bool(users)
     if users:
         app.add_middleware(BasicAuthMiddleware, users=users)
 

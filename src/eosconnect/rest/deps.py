@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import logging
-import unicodedata
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, Request
 
 from eosconnect.cluster.herder_api import BadRequestError, ForbiddenError, Herder
+from eosconnect.cluster.names import connector_name_errors
 from eosconnect.rest.forwarding import request_body, request_raw_path
 from eosconnect.rest.models import ErrorMessage
 from eosconnect.storage.session_key import (
     DEFAULT_MAX_AGE_MS,
+    ReplayGuard,
     SessionKeyError,
     SessionKeyFailure,
     verify_request,
@@ -51,14 +52,11 @@ def connector_location(name: str) -> str:
 
 
 def check_connector_name(name: str) -> None:
-    """Kafka Connect's `name` validator: not empty, no ISO control characters."""
-    if not name:
-        raise BadRequestError("Connector name must not be empty", {NAME: ["String may not be empty"]})
-    if any(unicodedata.category(ch) == "Cc" for ch in name):
-        raise BadRequestError(
-            f"Connector name {name!r} contains ISO control characters",
-            {NAME: ["String contains ISO control characters"]},
-        )
+    """Kafka Connect's `name` validator (not empty, no ISO control characters), and no name that
+    could not be addressed over REST afterwards (cluster/names.py)."""
+    problems = connector_name_errors(name)
+    if problems:
+        raise BadRequestError(f"Connector name {name!r} is invalid: {'; '.join(problems)}", {NAME: problems})
 
 
 def check_and_put_name(name: str, config: dict[str, str], *, where: str = "the URL") -> None:
@@ -87,6 +85,13 @@ def require_connector_class(config: dict[str, str]) -> None:
         )
 
 
+def _replay_guard(request: Request, max_age_ms: int) -> ReplayGuard:
+    guard = getattr(request.app.state, "replay_guard", None)
+    if guard is None:
+        guard = request.app.state.replay_guard = ReplayGuard(max_age_ms)
+    return guard
+
+
 def verify_signature(request: Request, herder: HerderDep) -> None:
     """Dependency of the internal endpoints: 403 unless signed with a current or previous session key.
 
@@ -97,8 +102,10 @@ def verify_signature(request: Request, herder: HerderDep) -> None:
     max_age = getattr(request.app.state, "signature_max_age_ms", DEFAULT_MAX_AGE_MS)
     raw_path = request_raw_path(request)
     keys = list(herder.session_keys() or [])
+    guard = _replay_guard(request, max_age)
     try:
         verify_request(keys, request.headers, request.method, raw_path, body, max_age_ms=max_age)
+        guard.check(request.headers, request.method, raw_path)
         return
     except SessionKeyError as exc:
         failure = exc
@@ -106,10 +113,14 @@ def verify_signature(request: Request, herder: HerderDep) -> None:
     if failure.reason is SessionKeyFailure.BAD_SIGNATURE and decoded != raw_path:
         try:
             verify_request(keys, request.headers, request.method, decoded, body, max_age_ms=max_age)
+            guard.check(request.headers, request.method, decoded)
             return
         except SessionKeyError as exc:
             failure = exc
     log.warning("refused internal request %s %s: %s (%s)", request.method, raw_path, failure, failure.reason)
+    if failure.reason is SessionKeyFailure.UNSIGNED:
+        # Kafka Connect: a missing signature is a bad request (400); a wrong one is forbidden (403).
+        raise BadRequestError(str(failure))
     raise ForbiddenError(str(failure))
 
 

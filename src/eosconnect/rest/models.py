@@ -234,7 +234,7 @@ class ConfigKeyInfo(_Open):
     importance: str | None = None
     documentation: str | None = None
     group: str | None = None
-    order: int | None = None
+    order_in_group: int | None = None
     width: str | None = None
     display_name: str | None = None
     dependents: list[str] | None = None
@@ -249,7 +249,7 @@ class ConfigValueInfo(_Open):
 
 
 class ConfigInfo(_Open):
-    definition: ConfigKeyInfo
+    definition: ConfigKeyInfo | None
     value: ConfigValueInfo
 
 

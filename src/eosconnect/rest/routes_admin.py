@@ -35,20 +35,23 @@ def server_info(request: Request, herder: HerderDep) -> Response:
 
 @router.get(
     "/health",
-    summary="Whether the worker is up and can serve requests",
+    summary="Whether the worker has started and can serve requests (KIP-1017)",
+    description="200 healthy; 503 starting (config topic not read or no leader known yet); 500 unhealthy.",
     tags=["worker"],
-    responses={200: {"model": Health}, 503: {"model": Health, "description": "Unhealthy"}},
+    responses={
+        200: {"model": Health},
+        500: {"model": Health, "description": "Unhealthy"},
+        503: {"model": Health, "description": "Starting"},
+    },
     response_model=None,
 )
 def health(herder: HerderDep) -> Response:
     try:
-        herder.connectors()
+        status_code, status, message = herder.health()
     except Exception as exc:
         log.warning("health check failed: %s", exc)
-        return JSONResponse({"status": "unhealthy", "message": f"Worker cannot serve requests: {exc}"}, 503)
-    return JSONResponse(
-        {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
-    )
+        status_code, status, message = 500, "unhealthy", f"Worker cannot serve requests: {exc}"
+    return JSONResponse({"status": status, "message": message}, status_code)
 
 
 @router.get(
@@ -97,19 +100,24 @@ def get_logger(logger: str, request: Request) -> Response:
     "/admin/loggers/{logger}",
     summary="Set a logger's level (and its descendants'); returns the loggers changed",
     description=(
-        'Body `{"level": "DEBUG"}`. Python and log4j level names are accepted. Only `scope=worker` '
-        "(the default) is supported: `scope=cluster` answers 400. A missing level is a 400 and an "
-        "unknown level a 404, as in Kafka Connect."
+        'Body `{"level": "DEBUG"}`. Python and log4j level names are accepted. `scope=worker` (the '
+        "default) sets it here and answers the loggers changed; `scope=cluster` (KIP-976) has every "
+        "worker of the group set it and answers 204. A missing level is a 400 and an unknown level a "
+        "404, as in Kafka Connect."
     ),
     tags=["admin"],
-    responses={200: {"model": list[str]}, **error_responses(400, 404)},
+    responses={
+        200: {"model": list[str]},
+        204: {"description": "Set on every worker"},
+        **error_responses(400, 404),
+    },
     response_model=None,
 )
 def set_logger(
     logger: str,
     request: Request,
     body: Annotated[dict[str, Any], Body(description='{"level": "DEBUG"}')],
-    scope: Annotated[str, Query(description="worker (default); cluster is not supported")] = "worker",
+    scope: Annotated[str, Query(description="worker (default) or cluster (every worker)")] = "worker",
 ) -> Response:
     raw = body.get("level")
     if raw is None:
@@ -117,9 +125,12 @@ def set_logger(
     if not isinstance(raw, str) or parse_level(raw) is None:
         raise NotFoundError(f"invalid log level '{raw}'.")
     if scope.lower() == "cluster":
-        raise BadRequestError(
-            "scope=cluster is not supported by eosconnect: set the level on each worker with scope=worker"
-        )
+        setter = getattr(request.app.state.herder, "set_cluster_logger_level", None)
+        if setter is None:
+            raise BadRequestError("this worker cannot set cluster-wide logger levels; use scope=worker")
+        setter(logger, raw.upper())
+        log.info("set the level of logger %s to %s on every worker (scope=cluster)", logger, raw.upper())
+        return Response(status_code=204)
     if scope.lower() != "worker":
         log.warning(
             "Received invalid scope '%s' in request to adjust logging level; will default to worker", scope

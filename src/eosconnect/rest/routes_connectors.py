@@ -213,12 +213,24 @@ def get_connector_status(connector: str, herder: HerderDep) -> Response:
 @router.get(
     "/{connector}/topics",
     summary="Get the topics a connector has used",
-    description='`{"<connector>": {"topics": [...]}}`.',
-    responses={200: {"model": ActiveTopics}, **error_responses(404)},
+    description='`{"<connector>": {"topics": [...]}}`; an unknown connector has none (200, as in Kafka).',
+    responses={200: {"model": ActiveTopics}},
     response_model=None,
 )
 def get_connector_topics(connector: str, herder: HerderDep) -> Response:
     return JSONResponse({connector: {"topics": list(herder.connector_topics(connector))}})
+
+
+@router.put(
+    "/{connector}/topics/reset",
+    status_code=202,
+    summary="Reset the set of topics a connector has used (KIP-558)",
+    responses={202: {"description": "Reset accepted (also for an unknown connector, as in Kafka)"}},
+    response_model=None,
+)
+def reset_connector_topics(connector: str, herder: HerderDep) -> Response:
+    herder.reset_connector_topics(connector)
+    return Response(status_code=202)
 
 
 @router.post(

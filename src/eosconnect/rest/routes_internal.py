@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ValidationError
 from starlette.responses import JSONResponse, Response
 
 from eosconnect.cluster.herder_api import BadRequestError
-from eosconnect.rest.deps import HerderDep, SignedDep, error_responses
+from eosconnect.rest.deps import HerderDep, SignedDep, error_responses, verify_signature
 from eosconnect.rest.errors import validation_error_message
 from eosconnect.rest.forwarding import request_body
 from eosconnect.rest.models import FenceRequest, HeartbeatRequest, HeartbeatResponse
@@ -80,6 +80,19 @@ def _parse(model: type[_Body], raw: bytes) -> _Body:
 internal_router = APIRouter(prefix="/internal", tags=["internal"])
 
 
-@internal_router.get("/tasks", summary="Internal: task instances this worker runs, with their pids")
+def signed_unless_authenticated(request: Request, herder: HerderDep) -> None:
+    """With basic auth on, the middleware has already checked the caller's credentials; without
+    it, the request must carry a session-key signature like the other internal endpoints."""
+    if not getattr(request.app.state, "basic_auth_enabled", False):
+        verify_signature(request, herder)
+
+
+@internal_router.get(
+    "/tasks",
+    summary="Internal: task instances this worker runs, with their pids",
+    description="Needs basic auth (when enabled) or a session-key signature.",
+    dependencies=[Depends(signed_unless_authenticated)],
+    responses=error_responses(400, 401, 403),
+)
 def task_runtimes(herder: HerderDep) -> JSONResponse:
     return JSONResponse(herder.task_runtimes())

@@ -65,8 +65,8 @@ def plugin_config(plugin: str, herder: HerderDep) -> Response:
     summary="Validate a connector configuration",
     description=(
         "Answers 200 with Kafka Connect's ConfigInfos (per-field errors, `error_count`) whether or not "
-        "the configuration is valid. A `connector.class` naming another plugin than the path is a 400; "
-        "a missing one is taken from the path."
+        "the configuration is valid. A `connector.class` naming another plugin than the path, or none, "
+        "is a 400 (as in Kafka Connect)."
     ),
     responses={200: {"model": ConfigInfos}, **error_responses(400, 404, 500)},
     response_model=None,
@@ -80,5 +80,14 @@ def validate_config(
     included = config.get(CONNECTOR_CLASS)
     if included is not None and not plugin_matches(included, plugin):
         raise BadRequestError(f"Included connector type {included} does not match request type {plugin}")
-    config.setdefault(CONNECTOR_CLASS, plugin)
+    if not (included or "").strip():
+        raise BadRequestError(
+            f"Connector config {config} contains no connector type: set {CONNECTOR_CLASS} (to {plugin} for "
+            "this endpoint)",
+            {
+                CONNECTOR_CLASS: [
+                    f'Missing required configuration "{CONNECTOR_CLASS}" which has no default value.'
+                ]
+            },
+        )
     return JSONResponse(herder.validate_connector_config(plugin, config))

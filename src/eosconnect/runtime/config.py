@@ -176,7 +176,8 @@ WORKER_CONFIG_DEF = (
         "",
         Importance.LOW,
         "Directories (each importable as a sys.path entry) and .zip/.whl/.egg files holding connector "
-        "code; on a Spark cluster they are shipped to the executors.",
+        "code. Classes load only from eosconnect's built-ins, installed packages' eosconnect entry "
+        "points, these entries and PYTHONPATH; on a Spark cluster they are shipped to the executors.",
     )
 )
 
@@ -314,7 +315,7 @@ class WorkerConfig:
             task_shutdown_graceful_timeout_ms=values["task.shutdown.graceful.timeout.ms"],
             originals={k: str(v) for k, v in props.items()},
             values=values,
-            plugin_path=tuple(p for p in values["plugin.path"] if p),
+            plugin_path=tuple(str(p) for p in values["plugin.path"] if str(p).strip()),
             task_heartbeat_timeout_ms=values["task.heartbeat.timeout.ms"],
         )
 

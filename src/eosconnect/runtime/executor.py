@@ -84,4 +84,7 @@ def _configure_executor_logging() -> None:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         root.addHandler(handler)
+        from eosconnect.runtime.log_repeats import RepeatFilter
+
+        handler.addFilter(RepeatFilter())
         root.setLevel(os.environ.get("EOSCONNECT_LOG_LEVEL", "INFO"))

@@ -45,6 +45,9 @@ PAUSE_SLEEP_S = 0.1
 Offsets = dict[SourcePartition, SourceOffset | None]
 
 
+RECORD = SourceRecord
+
+
 def offset_of(record: SourceRecord) -> tuple[SourcePartition, SourceOffset | None]:
     offset = record.source_offset
     return SourcePartition.of(record.source_partition), None if offset is None else SourceOffset.of(offset)
@@ -157,10 +160,11 @@ class SourceTaskRunner(ABC):
                 continue
             polled = self.task.poll()
             if polled:
-                if type(polled) is list and type(polled[0]) is SourceRecord:
+                if type(polled) is list and all(type(r) is SourceRecord for r in polled):
                     self.metrics.record_poll(len(polled))
                     self.send_batch(polled)
-                else:  # a SourceBatch, or a list holding some
+                else:  # a SourceBatch, a list holding some, or something poll() must not return
+                    polled = checked_poll_result(self.task, polled)
                     self.metrics.record_poll(polled_count(polled))
                     self.send_columns(polled)
             else:
@@ -270,6 +274,31 @@ def polled_count(polled: Sequence[SourceRecord | SourceBatch]) -> int:
     if isinstance(polled, SourceBatch):
         return len(polled)
     return sum(len(item) if isinstance(item, SourceBatch) else 1 for item in polled)
+
+
+def checked_poll_result(task: SourceTask, batch: Any) -> SourceBatch | list[SourceRecord | SourceBatch]:
+    """`poll()` must return None, a SourceBatch or a list of SourceRecords and SourceBatches; anything
+    else fails the task naming what it returned (instead of an AttributeError deep in the send path)."""
+    where = f"{type(task).__module__}.{type(task).__qualname__}.poll()"
+    if isinstance(batch, SourceBatch):
+        return batch
+    if not isinstance(batch, list | tuple):
+        raise ConnectException(
+            f"{where} returned {type(batch).__name__} {_preview(batch)}; it must return a list of "
+            "SourceRecord, a SourceBatch (or None when there is nothing new)"
+        )
+    for i, record in enumerate(batch):
+        if not isinstance(record, SourceRecord | SourceBatch):
+            raise ConnectException(
+                f"{where} returned a {type(batch).__name__} whose item {i} is {type(record).__name__} "
+                f"{_preview(record)}, not a SourceRecord or SourceBatch"
+            )
+    return list(batch)
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def apply_update_offsets(task: SourceTask, offsets: Offsets, task_log: logging.LoggerAdapter) -> Offsets:  # type: ignore[type-arg]

@@ -60,6 +60,15 @@ class TaskLogAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
         return f"[{self.extra['id']}] {msg}", kwargs  # type: ignore[index]
 
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        # The prefix is data, not format: a connector named "50%off" must not break `msg % args`.
+        if args and self.isEnabledFor(level):
+            prefix = f"[{self.extra['id']}] ".replace("%", "%%")  # type: ignore[index]
+            kwargs.setdefault("stacklevel", 2)
+            self.logger.log(level, prefix + str(msg), *args, **kwargs)
+            return
+        super().log(level, msg, *args, **kwargs)
+
 
 def task_class_of(spec: TaskSpec) -> type:
     """The class named by the spec's task config (imported on the executor)."""

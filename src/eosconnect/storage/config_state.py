@@ -65,7 +65,9 @@ TASK_COUNT_PREFIX = "tasks-fencing-"
 TARGET_STATE_PREFIX = "target-state-"
 SESSION_KEY_KEY = "session-key"
 #: Kafka Connect record types this runtime does not act on; skipped quietly (they are not garbage).
-FOREIGN_PREFIXES = ("restart-connector-", "logger-cluster-")
+FOREIGN_PREFIXES = ("restart-connector-",)
+#: KIP-976: `logger-cluster-<namespace>` = `{"level": "DEBUG"}`, applied by every worker.
+LOGGER_CLUSTER_PREFIX = "logger-cluster-"
 
 Props = Mapping[str, str]
 
@@ -174,6 +176,8 @@ class ConfigSnapshot:
     previous_session_key: SessionKey | None = None
     #: Records skipped as garbage so far (each was logged).
     skipped: int = 0
+    #: Cluster-wide logger levels (KIP-976), namespace -> (level, offset of the record).
+    logger_levels: Mapping[str, tuple[str, int]] = field(default_factory=dict)
 
     def connectors(self) -> list[str]:
         return sorted(self.connector_configs)
@@ -249,6 +253,7 @@ class ConfigStateBuilder:
         self._pending: set[str] = set()
         self._session_key: SessionKey | None = None
         self._previous_session_key: SessionKey | None = None
+        self._logger_levels: dict[str, tuple[str, int]] = {}
 
     def snapshot(self) -> ConfigSnapshot:
         return ConfigSnapshot(
@@ -265,6 +270,7 @@ class ConfigStateBuilder:
             session_key=self._session_key,
             previous_session_key=self._previous_session_key,
             skipped=self.skipped,
+            logger_levels=dict(self._logger_levels),
         )
 
     def apply(self, key: bytes | str | None, value: bytes | str | None, offset: int | None = None) -> None:
@@ -292,6 +298,12 @@ class ConfigStateBuilder:
             self._task_count(key[len(TASK_COUNT_PREFIX) :], value)
         elif key == SESSION_KEY_KEY:
             self._session(value)
+        elif key.startswith(LOGGER_CLUSTER_PREFIX):
+            level = (value or {}).get("level")
+            if isinstance(level, str) and key[len(LOGGER_CLUSTER_PREFIX) :]:
+                self._logger_levels[key[len(LOGGER_CLUSTER_PREFIX) :]] = (level, self.offset - 1)
+            else:
+                log.debug("ignoring cluster logger record %r without a level", key)
         elif key.startswith(FOREIGN_PREFIXES):
             log.debug("ignoring config topic record %r: not used by eosconnect", key)
         else:

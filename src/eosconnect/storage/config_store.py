@@ -16,6 +16,7 @@ With `disabled`, an idempotent producer with acks=all writes, as in Kafka Connec
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -546,7 +547,18 @@ class ConfigStore:
     def put_target_state(self, connector: str, state: TargetState | str) -> int:
         """Pause/resume/stop. Through the leader's writer when this worker holds it; otherwise with a
         non-transactional producer, as Kafka Connect lets any worker write target states."""
-        record: Record = (target_state_key(connector), encode_target_state(state))
+        return self._write_from_any_worker((target_state_key(connector), encode_target_state(state)))
+
+    def put_logger_level(self, namespace: str, level: str) -> int:
+        """KIP-976 `scope=cluster`: a `logger-cluster-<namespace>` record every worker applies. Any
+        worker may write it, as a target state."""
+        return self._write_from_any_worker(
+            (f"logger-cluster-{namespace}", json.dumps({"level": level}).encode("utf-8"))
+        )
+
+    def _write_from_any_worker(self, record: Record) -> int:
+        """Records any worker may write: through the leader's writer when this worker holds it,
+        otherwise with a non-transactional producer."""
         with self._write_lock:
             if self._writer is not None or not self.transactional:
                 return self._privileged([record])

@@ -33,6 +33,7 @@ import binascii
 import hashlib
 import hmac
 import secrets
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ __all__ = [
     "DEFAULT_MAX_AGE_MS",
     "SIGNATURE_ALGORITHM_HEADER",
     "TIMESTAMP_HEADER",
+    "ReplayGuard",
     "SessionKey",
     "SessionKeyError",
     "SessionKeyFailure",
@@ -57,6 +59,9 @@ ALGORITHM = "HmacSHA256"
 AUTHORIZATION_HEADER = "X-Connect-Authorization"
 SIGNATURE_ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
 TIMESTAMP_HEADER = "X-Connect-Request-Signature-Timestamp"
+#: A random value per request, covered by the signature: two requests never share a signature, so
+#: a receiver can refuse one it has seen (replay) without refusing a twin sent in the same millisecond.
+NONCE_HEADER = "X-Eosconnect-Request-Nonce"
 #: How old (or, for skewed clocks, how far in the future) a signed request may be.
 DEFAULT_MAX_AGE_MS = 5 * 60 * 1000
 #: 256 bits, the JVM's default key size for HmacSHA256 and the hash's block-independent strength.
@@ -116,6 +121,7 @@ class SessionKeyFailure(StrEnum):
 
     UNSIGNED = "unsigned"
     BAD_SIGNATURE = "bad_signature"
+    REPLAYED = "replayed"
     EXPIRED = "expired"
     NO_KEY = "no_key"
 
@@ -128,13 +134,15 @@ class SessionKeyError(Exception):
         self.reason = reason
 
 
-def _message(method: str, path: str, timestamp_ms: int, body: bytes) -> bytes:
+def _message(method: str, path: str, timestamp_ms: int, body: bytes, nonce: str | None = None) -> bytes:
     if any(c in path for c in "\r\n") or any(c in method for c in "\r\n"):
         raise ValueError("the method and path of a signed request must not contain line breaks")
-    head = b"\n".join(
-        [_DOMAIN, method.upper().encode("ascii"), path.encode("utf-8"), str(timestamp_ms).encode("ascii")]
-    )
-    return head + b"\n" + body
+    parts = [_DOMAIN, method.upper().encode("ascii"), path.encode("utf-8"), str(timestamp_ms).encode("ascii")]
+    if nonce is not None:
+        if any(c in nonce for c in "\r\n"):
+            raise ValueError("a request nonce must not contain line breaks")
+        parts.append(b"nonce=" + nonce.encode("ascii"))
+    return b"\n".join(parts) + b"\n" + body
 
 
 def _digest(key: bytes, message: bytes) -> bytes:
@@ -154,11 +162,13 @@ def sign_request(
 ) -> dict[str, str]:
     """The headers to add to an internal request (`path` as sent, e.g. `/connectors/c/fence`)."""
     ts = int(time.time() * 1000) if now_ms is None else now_ms
-    signature = _digest(_raw_key(key), _message(method, path, ts, body or b""))
+    nonce = secrets.token_urlsafe(16)
+    signature = _digest(_raw_key(key), _message(method, path, ts, body or b"", nonce))
     return {
         AUTHORIZATION_HEADER: base64.b64encode(signature).decode("ascii"),
         SIGNATURE_ALGORITHM_HEADER: ALGORITHM,
         TIMESTAMP_HEADER: str(ts),
+        NONCE_HEADER: nonce,
     }
 
 
@@ -171,6 +181,31 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
         if k.lower() == lower:
             return v
     return None
+
+
+class ReplayGuard:
+    """Signed requests are accepted once: a signature seen within the allowed age is refused, so a
+    captured request cannot be sent again (it would be refused as expired after that age anyway)."""
+
+    def __init__(self, max_age_ms: int = DEFAULT_MAX_AGE_MS) -> None:
+        self.max_age_ms = max_age_ms
+        self._seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def check(self, headers: Mapping[str, str], method: str, path: str) -> None:
+        """Call after `verify_request` succeeded; raises SessionKeyError(REPLAYED) for a repeat."""
+        signature = _header(headers, AUTHORIZATION_HEADER) or ""
+        now = time.monotonic()
+        horizon = 2 * self.max_age_ms / 1000  # clocks may differ by max_age either way
+        with self._lock:
+            if len(self._seen) > 10_000 or (self._seen and next(iter(self._seen.values())) < now - horizon):
+                self._seen = {s: t for s, t in self._seen.items() if t >= now - horizon}
+            if signature in self._seen:
+                raise SessionKeyError(
+                    SessionKeyFailure.REPLAYED,
+                    f"internal request {method} {path} was already accepted once (a replayed request)",
+                )
+            self._seen[signature] = now
 
 
 def verify_request(
@@ -215,7 +250,7 @@ def verify_request(
     try:
         ts = int(ts_text.strip())
         presented = base64.b64decode(signature_b64, validate=True)
-        message = _message(method, path, ts, body or b"")
+        message = _message(method, path, ts, body or b"", _header(headers, NONCE_HEADER))
     except (ValueError, binascii.Error) as exc:
         raise SessionKeyError(SessionKeyFailure.BAD_SIGNATURE, f"malformed request signature: {exc}") from exc
     matched = False

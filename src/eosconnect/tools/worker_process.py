@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -93,7 +94,23 @@ class WorkerProcess:
 
     # ------------------------------------------------------------------ REST helpers
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """An HTTP request to the worker; `/internal/...` requests are signed with the group's
+        current session key (read from the config topic), as the worker requires."""
+        if path.startswith("/internal/") and "headers" not in kwargs:
+            kwargs["headers"] = self.signed_headers(method, path)
         return httpx.request(method, self.url + path, timeout=60, **kwargs)
+
+    def signed_headers(self, method: str, path: str, body: bytes = b"") -> dict[str, str]:
+        from eosconnect.storage.config_state import build_snapshot
+        from eosconnect.storage.session_key import sign_request
+        from eosconnect.storage.topic_reader import read_to_end
+
+        topic = self.props.get("config.storage.topic", "connect-configs")
+        records = read_to_end({"bootstrap.servers": self.props["bootstrap.servers"]}, topic, timeout=30)
+        key = build_snapshot((r.key, r.value) for r in records).session_key
+        if key is None:
+            return {}
+        return sign_request(key, method, path.split("?", 1)[0], body)
 
     def wait_for(self, check: Any, timeout: float, what: str) -> Any:
         deadline = time.monotonic() + timeout
@@ -120,7 +137,7 @@ class WorkerProcess:
             time.sleep(0.5)
 
     def status(self, connector: str) -> dict[str, Any]:
-        response = self.request("GET", f"/connectors/{connector}/status")
+        response = self.request("GET", "/connectors/" + quote(connector, safe="") + "/status")
         return response.json() if response.status_code == 200 else {}
 
     def task_states(self, connector: str) -> list[str]:

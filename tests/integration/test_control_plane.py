@@ -1,0 +1,332 @@
+"""Control-plane hardening against one real worker and the session broker (issue 15).
+
+One worker serves the whole module: each test uses connectors of its own names and deletes them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from eosconnect.clients.cli import connectors_app
+from eosconnect.tools.worker_process import WorkerProcess
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+SLOTS = 4
+cli = typer.Typer()
+cli.add_typer(connectors_app, name="connectors")
+SUPPORT = "support.control_plane_connectors"
+
+
+@pytest.fixture(scope="module")
+def allowed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The only directory the worker's FileStream connectors may use (file.allowed.dirs)."""
+    return tmp_path_factory.mktemp("allowed-files")
+
+
+@pytest.fixture(scope="module")
+def worker(
+    bootstrap: str, tmp_path_factory: pytest.TempPathFactory, allowed_dir: Path
+) -> Iterator[WorkerProcess]:
+    unique = uuid.uuid4().hex[:8]
+    props = {
+        "file.allowed.dirs": str(allowed_dir),
+        "bootstrap.servers": bootstrap,
+        "group.id": f"control-plane-{unique}",
+        "offset.storage.topic": f"control-plane-offsets-{unique}",
+        "config.storage.topic": f"control-plane-configs-{unique}",
+        "status.storage.topic": f"control-plane-status-{unique}",
+        "offset.storage.partitions": "1",
+        "offset.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "status.storage.partitions": "1",
+        "exactly.once.source.support": "enabled",
+        "offset.flush.interval.ms": "500",
+        "listeners": "http://127.0.0.1:0",
+        "task.shutdown.graceful.timeout.ms": "3000",
+        "spark.master": f"local[{SLOTS},2]",
+        "spark.driver.memory": "768m",
+    }
+    process = WorkerProcess(props, tmp_path_factory.mktemp("control-plane") / "w1").start(timeout=300)
+    yield process
+    process.stop()
+
+
+def sequence(topic: str, tasks: int = 1, **extra: str) -> dict[str, str]:
+    return {
+        "connector.class": "SequenceSource",
+        "tasks.max": str(tasks),
+        "topic": topic,
+        "records.per.task": "-1",
+        "batch.size": "10",
+        "rate.per.task": "50",
+        **extra,
+    }
+
+
+def path_of(name: str) -> str:
+    return "/connectors/" + quote(name, safe="")
+
+
+def wait_running(worker: WorkerProcess, name: str, tasks: int = 1, timeout: float = 90) -> dict:
+    def running() -> dict | None:
+        status = worker.request("GET", path_of(name) + "/status").json()
+        states = [t["state"] for t in status.get("tasks", [])]
+        ok = status.get("connector", {}).get("state") == "RUNNING" and states == ["RUNNING"] * tasks
+        return status if ok else None
+
+    return worker.wait_for(running, timeout, f"{name} RUNNING with {tasks} task(s)")
+
+
+def delete(worker: WorkerProcess, name: str) -> None:
+    response = worker.request("DELETE", path_of(name))
+    assert response.status_code in (204, 404), response.text
+
+
+# ---------------------------------------------------------------------------------------- bug 1: names
+@pytest.mark.parametrize("name", ["a/b", ".", "..", "x\\y"])
+def test_unaddressable_names_are_refused_with_the_reason(worker: WorkerProcess, name: str) -> None:
+    response = worker.create_connector(name, sequence("unused"))
+    assert response.status_code == 400, response.text
+    assert "name" in response.json()["message"]
+    assert name not in worker.request("GET", "/connectors").json()
+    put = worker.request("PUT", f"/connectors/{quote(name, safe='')}/config", json=sequence("unused"))
+    assert put.status_code in (400, 404, 405), put.text  # never created
+    assert name not in worker.request("GET", "/connectors").json()
+
+
+def test_a_name_with_percent_and_spaces_runs_logs_and_deletes(worker: WorkerProcess) -> None:
+    name = f"50%off sale {uuid.uuid4().hex[:4]}"
+    topic = f"cp-percent-{uuid.uuid4().hex[:6]}"
+    created = worker.create_connector(name, sequence(topic))
+    assert created.status_code == 201, created.text
+    assert created.headers["location"].endswith(quote(name, safe=""))
+    wait_running(worker, name)
+    assert worker.request("DELETE", path_of(name)).status_code == 204
+    assert name not in worker.request("GET", "/connectors").json()
+    log = Path(worker.log_path).read_text(errors="replace")
+    assert "--- Logging error ---" not in log
+
+
+# ---------------------------------------------------------------------------------------- bug 2: tasks.max
+def test_tasks_max_beyond_what_can_be_placed_is_a_clear_400(worker: WorkerProcess) -> None:
+    huge = worker.create_connector("cp-huge", sequence("unused", tasks=100_000))
+    assert huge.status_code == 400, huge.text
+    assert "tasks.max=100000" in huge.json()["message"]
+    over_slots = worker.create_connector("cp-over", sequence("unused", tasks=SLOTS + 1))
+    assert over_slots.status_code == 400, over_slots.text
+    assert f"{SLOTS} Spark task slots" in over_slots.json()["message"]
+    assert not {"cp-huge", "cp-over"} & set(worker.request("GET", "/connectors").json())
+
+
+def test_one_failing_connector_does_not_block_another(worker: WorkerProcess) -> None:
+    topic = f"cp-isolation-{uuid.uuid4().hex[:6]}"
+    greedy = {
+        **sequence(topic),
+        "connector.class": "support.control_plane_connectors.GreedySequenceConnector",
+    }
+    assert worker.create_connector("cp-greedy", greedy).status_code == 201
+    try:
+        assert worker.create_connector("cp-fine", sequence(topic)).status_code == 201
+        wait_running(worker, "cp-fine")
+
+        def failed() -> dict | None:
+            status = worker.request("GET", "/connectors/cp-greedy/status").json()
+            return status if status["connector"]["state"] == "FAILED" else None
+
+        status = worker.wait_for(failed, 60, "the greedy connector FAILED")
+        assert "more than its tasks.max=1" in status["connector"]["trace"]
+        assert worker.request("GET", "/connectors/cp-greedy/tasks").json() == []
+    finally:
+        delete(worker, "cp-greedy")
+        delete(worker, "cp-fine")
+
+
+# ---------------------------------------------------------------------------------------- validate up front
+BAD_SETTINGS = [
+    ({"key.converter": "nope.NoConverter"}, "key.converter"),
+    ({"header.converter": "nope.NoHeaderConverter"}, "header.converter"),
+    ({"transforms": "t", "transforms.t.type": "nope.NoTransform"}, "transforms.t.type"),
+    ({"transforms": "t"}, "transforms.t.type"),
+    (
+        {"predicates": "p", "predicates.p.type": "TopicNameMatches", "predicates.p.pattern": "("},
+        "predicates.p.pattern",
+    ),
+    ({"topic": "not a topic!"}, "topic"),
+    ({"errors.tolerance": "sometimes"}, "errors.tolerance"),
+    ({"errors.retry.timeout": "soon"}, "errors.retry.timeout"),
+]
+
+
+@pytest.mark.parametrize(("settings", "field"), BAD_SETTINGS, ids=[f for _, f in BAD_SETTINGS])
+def test_bad_framework_settings_are_refused_before_anything_is_stored(
+    worker: WorkerProcess, settings: dict[str, str], field: str
+) -> None:
+    config = {**sequence("cp-valid-topic"), **settings}
+    created = worker.create_connector("cp-bad-settings", config)
+    assert created.status_code == 400, created.text
+    assert field in created.json()["message"]
+    assert "cp-bad-settings" not in worker.request("GET", "/connectors").json()
+    infos = worker.request("PUT", "/connector-plugins/SequenceSource/config/validate", json=config).json()
+    flagged = {c["value"]["name"] for c in infos["configs"] if c["value"]["errors"]}
+    assert field in flagged, infos
+
+
+def test_validate_flags_a_missing_connector_class(worker: WorkerProcess) -> None:
+    response = worker.request("PUT", "/connector-plugins/SequenceSource/config/validate", json={"topic": "t"})
+    assert response.status_code == 400
+    assert "connector.class" in response.json()["message"]
+
+
+def test_config_def_returning_none_is_a_400_naming_the_class(worker: WorkerProcess) -> None:
+    config = {**sequence("cp-none"), "connector.class": f"{SUPPORT}.NoConfigDefConnector"}
+    created = worker.create_connector("cp-none", config)
+    assert created.status_code == 400, created.text
+    assert "NoConfigDefConnector.config_def() must return a ConfigDef" in created.json()["message"]
+    validated = worker.request(
+        "PUT", f"/connector-plugins/{SUPPORT}.NoConfigDefConnector/config/validate", json=config
+    )
+    assert validated.status_code == 400
+    assert "NoConfigDefConnector" in validated.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("connector", "named"),
+    [("NonRecordPollConnector", "returned str 'not records'"), ("NonRecordItemConnector", "item 0 is dict")],
+)
+def test_poll_returning_non_records_fails_naming_what_it_returned(
+    worker: WorkerProcess, connector: str, named: str
+) -> None:
+    name = f"cp-{connector.lower()}"
+    config = {**sequence(f"cp-poll-{uuid.uuid4().hex[:6]}"), "connector.class": f"{SUPPORT}.{connector}"}
+    assert worker.create_connector(name, config).status_code == 201
+    try:
+
+        def failed() -> dict | None:
+            tasks = worker.request("GET", f"/connectors/{name}/status").json().get("tasks", [])
+            return tasks[0] if tasks and tasks[0]["state"] == "FAILED" else None
+
+        task = worker.wait_for(failed, 90, f"{name}'s task FAILED")
+        assert named in task["trace"] and ".poll()" in task["trace"]
+        shown = CliRunner().invoke(
+            cli, ["connectors", "status", name, "--url", worker.url], env={"COLUMNS": "300"}
+        )
+        assert shown.exit_code == 0, shown.output
+        assert "ConnectException" in shown.output and "Traceback (most recent" not in shown.output
+    finally:
+        delete(worker, name)
+
+
+def test_file_stream_source_refuses_bad_offsets_through_the_connector(
+    worker: WorkerProcess, allowed_dir: Path
+) -> None:
+    outside = {"connector.class": "FileStreamSource", "file": "/etc/hostname", "topic": "cp-outside"}
+    refused = worker.create_connector("cp-outside", outside)
+    assert refused.status_code == 400 and "file.allowed.dirs" in refused.json()["message"]
+    source = allowed_dir / "in.txt"
+    source.write_text("one\ntwo\n")
+    config = {
+        "connector.class": "FileStreamSource",
+        "file": str(source),
+        "topic": f"cp-file-{uuid.uuid4().hex[:6]}",
+    }
+    body = {"name": "cp-file", "config": config, "initial_state": "STOPPED"}
+    assert worker.request("POST", "/connectors", json=body).status_code == 201
+    try:
+        offsets = "/connectors/cp-file/offsets"
+        for partition, offset, problem in [
+            ({"file": str(source)}, {"position": 3}, "filename"),
+            ({"filename": str(source)}, {"position": "abc"}, "position"),
+            ({"filename": str(source)}, {"position": -1}, "non-negative"),
+            ({"filename": str(source)}, {"pos": 1}, "position"),
+        ]:
+            response = worker.request(
+                "PATCH", offsets, json={"offsets": [{"partition": partition, "offset": offset}]}
+            )
+            assert response.status_code == 400, (partition, offset, response.text)
+            assert problem in response.json()["message"]
+        assert worker.request("GET", offsets).json() == {"offsets": []}  # nothing was written
+        good = {"partition": {"filename": str(source)}, "offset": {"position": 4}}
+        assert worker.request("PATCH", offsets, json={"offsets": [good]}).status_code == 200
+        assert worker.request("GET", offsets).json() == {"offsets": [good]}
+    finally:
+        delete(worker, "cp-file")
+
+
+# ---------------------------------------------------------------------------------------- REST parity
+def test_rest_parity_items_on_a_running_connector(worker: WorkerProcess) -> None:
+    assert worker.request("GET", "/health").json()["status"] == "healthy"
+    unknown = worker.request("GET", "/connector-plugins/com.example.Nope/config")
+    assert unknown.status_code == 404 and "Unknown plugin" in unknown.json()["message"]
+    assert worker.request("GET", "/connectors/cp-nobody/topics").json() == {"cp-nobody": {"topics": []}}
+    unsigned = worker.request("PUT", "/connectors/cp-nobody/fence", json={})
+    assert unsigned.status_code == 400 and "not signed" in unsigned.json()["message"]
+    internal_unsigned = httpx.get(worker.url + "/internal/tasks", timeout=30)
+    assert internal_unsigned.status_code == 400, internal_unsigned.text
+    headers = worker.signed_headers("GET", "/internal/tasks")
+    assert httpx.get(worker.url + "/internal/tasks", headers=headers, timeout=30).status_code == 200
+    replayed = httpx.get(worker.url + "/internal/tasks", headers=headers, timeout=30)
+    assert replayed.status_code == 403 and "already accepted" in replayed.json()["message"]
+    cluster = worker.request("PUT", "/admin/loggers/cp.cluster.scope?scope=cluster", json={"level": "WARN"})
+    assert cluster.status_code == 204, cluster.text  # applied through the config topic (KIP-976)
+    worker.wait_for(
+        lambda: worker.request("GET", "/admin/loggers/cp.cluster.scope").json().get("level") == "WARNING",
+        30,
+        "the cluster-wide logger level applied",
+    )
+
+    topic = f"cp-parity-{uuid.uuid4().hex[:6]}"
+    assert worker.create_connector("cp-parity", sequence(topic)).status_code == 201
+    try:
+        status = wait_running(worker, "cp-parity")
+        assert status["connector"]["version"] == "1.0.0" and status["tasks"][0]["version"] == "1.0.0"
+        worker.wait_for(
+            lambda: (
+                worker.request("GET", "/connectors/cp-parity/topics").json()["cp-parity"]["topics"] == [topic]
+            ),
+            60,
+            "the active topic",
+        )
+        assert worker.request("PUT", "/connectors/cp-parity/topics/reset").status_code == 202
+        restarted = worker.request("POST", "/connectors/cp-parity/restart?includeTasks=true")
+        assert restarted.status_code == 202
+        body = restarted.json()
+        assert body["connector"]["state"] == "RESTARTING" and body["tasks"][0]["state"] == "RESTARTING"
+        wait_running(worker, "cp-parity")
+        assert worker.request("PUT", "/connectors/cp-parity/stop").status_code == 204
+        assert worker.request("GET", "/connectors/cp-parity").json()["tasks"] == []
+        assert worker.request("GET", "/connectors/cp-parity/tasks").json() == []
+        stopped = worker.request("GET", "/connectors/cp-parity/status").json()
+        assert stopped["connector"]["state"] == "STOPPED" and stopped["tasks"] == []
+    finally:
+        delete(worker, "cp-parity")
+
+
+# ---------------------------------------------------------------------------------------- operations
+def test_failed_task_restarts_automatically_when_the_connector_opts_in(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    config = {
+        **sequence(f"cp-restart-{uuid.uuid4().hex[:6]}"),
+        "connector.class": f"{SUPPORT}.FailingOnceConnector",
+        "fail.marker": str(tmp_path / "failed-once"),
+        "errors.restart.enable": "true",
+        "errors.restart.backoff.initial.ms": "500",
+    }
+    assert worker.create_connector("cp-restart", config).status_code == 201
+    try:
+        wait_running(worker, "cp-restart", timeout=120)
+        assert (tmp_path / "failed-once").exists(), "the task never failed"
+        metrics = worker.request("GET", "/metrics").text
+        assert 'eosconnect_task_auto_restarts_total{connector="cp-restart",task="0"} 1' in metrics
+    finally:
+        delete(worker, "cp-restart")
