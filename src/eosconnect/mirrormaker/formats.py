@@ -98,9 +98,8 @@ class Checkpoint:
         return _string(self.group) + _string(self.topic) + struct.pack(">i", self.partition)
 
     def value(self) -> bytes:
-        return (
-            struct.pack(">hqq", VERSION, self.upstream_offset, self.downstream_offset)
-            + _string(self.metadata)
+        return struct.pack(">hqq", VERSION, self.upstream_offset, self.downstream_offset) + _string(
+            self.metadata
         )
 
     @classmethod
