@@ -55,6 +55,11 @@ from eosconnect.connectors.mirror_policy import (
     spread_partitions,
     topic_partition_counts,
 )
+from eosconnect.connectors.mirror_syncs import (
+    define_offset_sync_settings,
+    emits_offset_syncs,
+    ensure_syncs_topic,
+)
 from eosconnect.connectors.mirror_topics import (
     MIRROR_TOPICS_CONFIG_DEF,
     REPLICATION_FACTOR_CONFIG,
@@ -91,7 +96,7 @@ PARTITION_COUNTS_KEY = "mirror.source.partition.counts"
 TOPIC_CONFIGS_KEY = "mirror.source.topic.configs"
 
 MIRROR_CONFIG_DEF = (
-    ConfigDef(MIRROR_TOPICS_CONFIG_DEF)
+    define_offset_sync_settings(ConfigDef(MIRROR_TOPICS_CONFIG_DEF))
     .define(
         TARGET_BOOTSTRAP_CONFIG,
         ConfigType.STRING,
@@ -276,6 +281,11 @@ class MirrorSinkTask(SinkTask):
                     "raise target.cluster.transaction.timeout.ms (up to the broker's "
                     "transaction.max.timeout.ms), or lower transaction.commit.interval.ms"
                 ),
+                offset_syncs_topic=(
+                    ensure_syncs_topic(self.admin, self.policy.source_alias, config)
+                    if emits_offset_syncs(config)
+                    else None
+                ),
             )
             self.writer.start()
         else:
@@ -325,7 +335,13 @@ class MirrorSinkTask(SinkTask):
             ]
             if self.writer is not None:
                 self.writer.produce(
-                    topic, record.partition, record.key, record.value, headers, record.timestamp
+                    topic,
+                    record.partition,
+                    record.key,
+                    record.value,
+                    headers,
+                    record.timestamp,
+                    origin=(record.topic, record.partition, record.offset),
                 )
             else:
                 self._produce(topic, record, headers)
