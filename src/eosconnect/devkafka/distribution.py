@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from eosconnect.devkafka.maven import (
+    COMPLETE_MARKER,
+    KafkaSetupError,
+    cache_lock,
+    cache_root,
+    copy_dependencies,
+    published_versions,
+    require_mvn,
+    version_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -23,12 +32,9 @@ KAFKA_GROUP = "org.apache.kafka"
 KAFKA_ARTIFACT = "kafka_2.13"
 MAJOR_RANGE = "[4.0.0,5.0.0)"
 #: The slf4j binding that routes the broker's logs to log4j2 (and so to files in the run dir).
-LOG4J_SLF4J_BINDING = ("org.apache.logging.log4j", "log4j-slf4j-impl", "2.25.4")
-COMPLETE_MARKER = ".complete"
+LOG4J_SLF4J_BINDING = "org.apache.logging.log4j:log4j-slf4j-impl:2.25.4"
 
-
-class KafkaSetupError(RuntimeError):
-    """Java, Maven or the download is missing; the message says what to install or check."""
+__all__ = ["KafkaDistribution", "KafkaSetupError", "cache_root", "ensure_kafka", "require_java"]
 
 
 @dataclass(frozen=True)
@@ -41,18 +47,6 @@ class KafkaDistribution:
         return str(self.libs_dir / "*")
 
 
-def cache_root() -> Path:
-    """`EOSCONNECT_CACHE` wins; otherwise the XDG cache dir, never the repository."""
-    if env := os.environ.get("EOSCONNECT_CACHE"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eosconnect"
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
-
-
 def cached_distributions() -> list[KafkaDistribution]:
     """Complete cached versions, newest first."""
     root = cache_root()
@@ -62,7 +56,7 @@ def cached_distributions() -> list[KafkaDistribution]:
     for child in root.glob("kafka-*"):
         if (child / COMPLETE_MARKER).exists() and (child / "libs").is_dir():
             found.append(KafkaDistribution(child.name.removeprefix("kafka-"), child / "libs"))
-    return sorted(found, key=lambda d: _version_key(d.version), reverse=True)
+    return sorted(found, key=lambda d: version_key(d.version), reverse=True)
 
 
 def require_java() -> str:
@@ -75,78 +69,6 @@ def require_java() -> str:
     return java
 
 
-def _require_mvn() -> str:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaSetupError(
-            "Maven ('mvn') was not found on PATH. It is needed once, to fetch the Apache Kafka jars "
-            "from Maven Central: install it (Debian: apt-get install maven) and retry."
-        )
-    return mvn
-
-
-def _pom(version: str, with_binding: bool = True) -> str:
-    binding = ""
-    if with_binding:
-        g, a, v = LOG4J_SLF4J_BINDING
-        binding = (
-            f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
-            f"<version>{v}</version></dependency>"
-        )
-    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>eosconnect</groupId><artifactId>kafka-fetch</artifactId><version>1</version>
-  <dependencies>
-    <dependency><groupId>{KAFKA_GROUP}</groupId><artifactId>{KAFKA_ARTIFACT}</artifactId>
-      <version>{version}</version></dependency>
-    {binding}
-  </dependencies>
-</project>
-"""
-
-
-def maven_repo() -> Path:
-    """Our own Maven local repository inside the cache: its location is known (Java's user.home
-    need not match $HOME) and nothing of ours lands in the user's ~/.m2."""
-    return cache_root() / "m2-repository"
-
-
-def _run_mvn(mvn: str, workdir: Path, pom: str, goal_args: list[str]) -> subprocess.CompletedProcess[str]:
-    (workdir / "pom.xml").write_text(pom)
-    return subprocess.run(
-        [mvn, "-B", "-q", f"-Dmaven.repo.local={maven_repo()}", *goal_args],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-
-
-def _candidate_versions(mvn: str, workdir: Path) -> list[str]:
-    """All published 4.x versions, newest first, read from Maven's own metadata download."""
-    result = _run_mvn(
-        mvn,
-        workdir,
-        _pom(MAJOR_RANGE, with_binding=False),
-        [
-            "dependency:copy-dependencies",
-            "-DexcludeTransitive=true",
-            f"-DoutputDirectory={workdir / 'probe'}",
-        ],
-    )
-    repo = maven_repo() / KAFKA_GROUP.replace(".", "/") / KAFKA_ARTIFACT
-    versions: set[str] = set()
-    for meta in repo.glob("maven-metadata*.xml"):
-        versions.update(re.findall(r"<version>(4\.\d+\.\d+)</version>", meta.read_text()))
-    if not versions:
-        raise KafkaSetupError(
-            "Could not list Apache Kafka versions from Maven Central with mvn. Check that Maven can reach "
-            f"Maven Central (mvn output follows):\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
-        )
-    return sorted(versions, key=_version_key, reverse=True)
-
-
 def ensure_kafka(version: str | None = None, progress: bool = True) -> KafkaDistribution:
     """Return a cached Kafka distribution, downloading the newest usable 4.x once if needed.
 
@@ -155,35 +77,33 @@ def ensure_kafka(version: str | None = None, progress: bool = True) -> KafkaDist
     """
     require_java()
     version = version or os.environ.get("EOSCONNECT_KAFKA_VERSION") or None
-    cached = cached_distributions()
-    if version:
-        cached = [d for d in cached if d.version == version]
-    if cached:
-        return cached[0]
+    if found := _cached(version):
+        return found
+    with cache_lock("kafka"):
+        if found := _cached(version):
+            return found
+        return _fetch(version, progress)
 
-    mvn = _require_mvn()
-    cache_root().mkdir(parents=True, exist_ok=True)
+
+def _cached(version: str | None) -> KafkaDistribution | None:
+    cached = [d for d in cached_distributions() if version is None or d.version == version]
+    return cached[0] if cached else None
+
+
+def _fetch(version: str | None, progress: bool) -> KafkaDistribution:
+    mvn = require_mvn()
     with tempfile.TemporaryDirectory(prefix="eosconnect-mvn-") as tmp:
         work = Path(tmp)
-        candidates = [version] if version else _candidate_versions(mvn, work)
+        candidates = [version] if version else published_versions(KAFKA_GROUP, KAFKA_ARTIFACT, MAJOR_RANGE)
         errors: list[str] = []
         for candidate in candidates:
             if progress:
                 print(f"Fetching Apache Kafka {candidate} jars from Maven Central with mvn ...", flush=True)
             staging = work / f"libs-{candidate}"
-            result = _run_mvn(
-                mvn,
-                work,
-                _pom(candidate),
-                [
-                    "dependency:copy-dependencies",
-                    "-DincludeScope=runtime",
-                    f"-DoutputDirectory={staging}",
-                ],
-            )
-            if result.returncode != 0 or not staging.is_dir():
-                reason = (result.stdout + result.stderr).strip().splitlines()
-                errors.append(f"{candidate}: {reason[-1] if reason else 'mvn failed'}")
+            coordinates = [f"{KAFKA_GROUP}:{KAFKA_ARTIFACT}:{candidate}", LOG4J_SLF4J_BINDING]
+            failure = copy_dependencies(mvn, work, coordinates, staging)
+            if failure is not None:
+                errors.append(f"{candidate}: {failure}")
                 log.warning("Apache Kafka %s could not be resolved, trying an older release", candidate)
                 continue
             target = cache_root() / f"kafka-{candidate}"
