@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import javaproperties
 
 from eosconnect.devkafka.cluster import die_with_parent
 
@@ -38,7 +39,7 @@ class WorkerProcess:
     def start(self, timeout: float = 120.0) -> WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         props_file = self.workdir / "worker.properties"
-        props_file.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        props_file.write_text(javaproperties.dumps(self.props, timestamp=False))
         ready = self.workdir / "ready"
         ready.unlink(missing_ok=True)
         log = self.log_path.open("ab")
