@@ -20,6 +20,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -317,8 +318,9 @@ def test_dedicated_mode_both_ways_with_a_worker_sigkilled(
     into_a = EosMirrorMakerProcess(tmp_path / "into-a", props, [x])
     into_b = EosMirrorMakerProcess(tmp_path / "into-b", props, [y])
     try:
-        into_a.start()
-        into_b.start()
+        into_a.launch()
+        into_b.launch().wait_ready()
+        into_a.wait_ready()
         from_a = produce(bootstrap, topic, range(0, 500), rng)
         from_b = produce(cluster_b, topic, range(10_000, 10_500), rng)
         wait_until(lambda: target_count(cluster_b, f"{x}.{topic}") > 0, 120, "copying into B")
@@ -390,3 +392,75 @@ def test_apache_mirror_maker_2_on_the_same_failover(
         print("\n" + result.figures("Apache Kafka MirrorMaker 2"))
     # Measured, not judged: the group resumed on B and its figures are complete.
     assert result.on_b and result.reprocessed >= 0 and result.missed >= 0
+
+
+def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
+    bootstrap: str, cluster_b: str, tmp_path: Path
+) -> None:
+    """KIP-656's migrations, with records produced all along: x->y goes from connector.type=source
+    to sink (transaction.producer=true), resuming from the offset syncs the source mirror committed;
+    z->y (the same cluster under a second alias) goes from transaction.producer=false to true,
+    resuming from the source group the at-least-once mirror committed when it stopped. Each copy
+    holds every committed record once."""
+    n = next(_aliases)
+    x, y, z = f"a{n}", f"b{n}", f"c{n}"
+    t1, t2 = f"migrate-type{n}", f"migrate-txn{n}"
+
+    def props(second_phase: bool) -> dict[str, str]:
+        base = mm2_properties((x, y), bootstrap, cluster_b, str(n))
+        base["clusters"] = f"{x}, {y}, {z}"
+        base[f"{z}.bootstrap.servers"] = bootstrap
+        base.update(
+            {
+                f"{x}->{y}.enabled": "true",
+                f"{x}->{y}.topics": t1,
+                f"{x}->{y}.connector.type": "sink" if second_phase else "source",
+                f"{z}->{y}.enabled": "true",
+                f"{z}->{y}.topics": t2,
+                f"{z}->{y}.connector.type": "sink",
+                f"{z}->{y}.transaction.producer": "true" if second_phase else "false",
+                "emit.checkpoints.enabled": "false",
+            }
+        )
+        if second_phase:
+            base[f"{x}->{y}.transaction.producer"] = "true"
+        return base
+
+    create_topic(bootstrap, t1)
+    create_topic(bootstrap, t2)
+    rng = random.Random(n)
+    committed: dict[str, list[int]] = {t1: [], t2: []}
+    stop = threading.Event()
+
+    def keep_producing() -> None:
+        start = 0
+        while not stop.is_set():
+            for topic in (t1, t2):
+                committed[topic] += produce(bootstrap, topic, range(start, start + 40), rng)
+            start += 40
+            time.sleep(0.5)
+
+    first = EosMirrorMakerProcess(tmp_path / "first", props(False), [y])
+    second = EosMirrorMakerProcess(tmp_path / "second", props(True), [y])
+    producer = threading.Thread(target=keep_producing, daemon=True)
+    try:
+        first.start()
+        producer.start()
+        wait_until(lambda: target_count(cluster_b, f"{x}.{t1}") > 100, 120, "the first phase copying")
+        wait_until(lambda: target_count(cluster_b, f"{z}.{t2}") > 100, 120, "the first phase copying")
+        first.stop()  # gracefully, as the migration guide says; records keep coming meanwhile
+        second.start()
+        time.sleep(5)
+        stop.set()
+        producer.join(60)
+        for topic, copy in ((t1, f"{x}.{t1}"), (t2, f"{z}.{t2}")):
+            wait_until(lambda c=copy, t=topic: target_count(cluster_b, c) >= len(committed[t]), 180, copy)
+        time.sleep(3)  # a duplicate would arrive now
+        for topic, copy in ((t1, f"{x}.{t1}"), (t2, f"{z}.{t2}")):
+            seqs = [json.loads(r.value)["seq"] for r in read_to_end({"bootstrap.servers": cluster_b}, copy)]
+            assert len(seqs) == len(set(seqs)), f"{copy}: {len(seqs) - len(set(seqs))} duplicates"
+            assert sorted(seqs) == sorted(committed[topic]), f"{copy}: records missing"
+    finally:
+        stop.set()
+        first.stop()
+        second.stop()

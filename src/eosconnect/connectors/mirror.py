@@ -59,6 +59,7 @@ from eosconnect.connectors.mirror_syncs import (
     define_offset_sync_settings,
     emits_offset_syncs,
     ensure_syncs_topic,
+    last_copied,
 )
 from eosconnect.connectors.mirror_topics import (
     MIRROR_TOPICS_CONFIG_DEF,
@@ -261,6 +262,8 @@ class MirrorSinkTask(SinkTask):
         self._target_partitions: dict[str, int] = {}
         self.writer: TransactionalSinkProducer | None = None
         self.producer: Producer | None = None
+        self.offset_syncs_topic: str | None = None
+        self.target_consumer_config = dict(target_client_config("consumer", config).validate())
         if self.transactional:
             transactional_id = self.context.transactional_id
             if transactional_id is None:
@@ -270,6 +273,8 @@ class MirrorSinkTask(SinkTask):
                     "its transactional id; enable it on every worker, or set transaction.producer=false"
                 )
             self.task_id = transactional_id
+            if emits_offset_syncs(config):
+                self.offset_syncs_topic = ensure_syncs_topic(self.admin, self.policy.source_alias, config)
             self.writer = TransactionalSinkProducer(
                 target_client_config("producer", config).validate(),
                 target_client_config("consumer", config).validate(),
@@ -281,11 +286,7 @@ class MirrorSinkTask(SinkTask):
                     "raise target.cluster.transaction.timeout.ms (up to the broker's "
                     "transaction.max.timeout.ms), or lower transaction.commit.interval.ms"
                 ),
-                offset_syncs_topic=(
-                    ensure_syncs_topic(self.admin, self.policy.source_alias, config)
-                    if emits_offset_syncs(config)
-                    else None
-                ),
+                offset_syncs_topic=self.offset_syncs_topic,
             )
             self.writer.start()
         else:
@@ -304,6 +305,9 @@ class MirrorSinkTask(SinkTask):
         # The target's committed offsets are the source of truth: rewind to them.
         targets = {self.policy.target_partition(tp): tp for tp in partitions}
         committed = self.writer.committed(targets)
+        fresh = [targets[t] for t in targets if t not in committed]
+        if fresh:
+            self._resume_from_offset_syncs(fresh)
         if committed:
             # With the source leader epochs committed alongside, the runtime checks these positions
             # against the source partitions' logs (KIP-320) before reading from them.
@@ -314,6 +318,26 @@ class MirrorSinkTask(SinkTask):
             len(committed),
             {str(t): om.offset for t, om in sorted(committed.items())},
         )
+
+    def _resume_from_offset_syncs(self, partitions: list[TopicPartition]) -> None:
+        """Partitions this connector never committed on the target resume after the last record any
+        exactly-once mirror of the flow copied there (its offset syncs): switching from
+        connector.type=source to sink neither skips nor repeats a record (KIP-656's migration)."""
+        if self.offset_syncs_topic is None:
+            return
+        copied = last_copied(self.target_consumer_config, self.policy.source_alias)
+        found = {
+            tp: OffsetAndMetadata(copied[(tp.topic, tp.partition)] + 1)
+            for tp in partitions
+            if (tp.topic, tp.partition) in copied
+        }
+        if found:
+            log.info(
+                "[%s] resuming %s after the records earlier mirrors copied (offset syncs)",
+                self.task_id,
+                {str(tp): om.offset for tp, om in sorted(found.items())},
+            )
+            self.context.offset(found)
 
     def _ensure_target(self, topic: str, partition: int) -> None:
         """The target topic exists with more than `partition` partitions (created or grown)."""

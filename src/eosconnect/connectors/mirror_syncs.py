@@ -10,12 +10,16 @@ translation of an old group offset needs the syncs around it, which compaction w
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.validators import ValidString
-from eosconnect.mirrormaker.formats import offset_syncs_topic
+from eosconnect.connectors.mirror_topics import connection_settings
+from eosconnect.mirrormaker.formats import OffsetSync, offset_syncs_topic
+from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
 
 __all__ = [
@@ -63,6 +67,24 @@ def define_offset_sync_settings(config_def: ConfigDef) -> ConfigDef:
 
 def emits_offset_syncs(config: Mapping[str, str]) -> bool:
     return str(config.get(EMIT_OFFSET_SYNCS_CONFIG, "true")).strip().lower() == "true"
+
+
+def last_copied(client: Mapping[str, Any], source_alias: str) -> dict[tuple[str, int], int]:
+    """Per source partition, the highest source offset any mirror from `source_alias` has copied
+    (committed offset syncs on the target); empty if there are none. This is where a new mirror of
+    the same flow resumes without a gap or a duplicate: KIP-656's migration from a source mirror to
+    a sink mirror, whatever each keeps as its own offsets."""
+    try:
+        records = read_to_end(connection_settings(client), offset_syncs_topic(source_alias), timeout=60)
+    except KafkaException:
+        return {}  # no syncs topic: nothing was copied exactly once before
+    last: dict[tuple[str, int], int] = {}
+    for record in records:
+        if record.key is not None and record.value is not None:
+            sync = OffsetSync.decode(record.key, record.value)
+            key = (sync.topic, sync.partition)
+            last[key] = max(last.get(key, -1), sync.upstream_offset)
+    return last
 
 
 def ensure_syncs_topic(admin: AdminClient, source_alias: str, config: Mapping[str, str]) -> str:

@@ -16,6 +16,7 @@ otherwise (it also carries the tasks' heartbeats, so it is always on).
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 
 #: How long applying the connector configs may keep retrying (rebalances answer 409 meanwhile).
 APPLY_TIMEOUT_S = 300.0
+#: How long deleted connectors' tasks are given to finish their last transaction.
+GRACE_AFTER_DELETE_S = 10.0
 
 
 def apply_connectors(
@@ -45,6 +48,7 @@ def apply_connectors(
     """PUT every connector config, retrying while the worker is not ready for it (409, 5xx)."""
     deadline = time.monotonic() + timeout
     with httpx.Client(base_url=url, timeout=60) as client:
+        _remove_obsolete(client, connectors, deadline)
         for name, config in connectors.items():
             while True:
                 try:
@@ -61,6 +65,39 @@ def apply_connectors(
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"connector {name} could not be configured: {problem}")
                 time.sleep(1.0)
+
+
+#: Names this driver gives its connectors (`MirrorSourceConnector-A-B`, ...).
+OWN_NAME = re.compile(r"Mirror(Source|Sink|Checkpoint|Heartbeat)Connector-.+")
+
+
+def _remove_obsolete(client: httpx.Client, connectors: Mapping[str, object], deadline: float) -> None:
+    """Delete the connectors of earlier runs that the file no longer has (a flow disabled, or
+    connector.type switched: the old mirror must stop before the new one reads where it got to),
+    and wait until they are gone."""
+    while True:
+        try:
+            response = client.get("/connectors")
+            if response.status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("the worker did not list its connectors")
+        time.sleep(1.0)
+    obsolete = [n for n in response.json() if OWN_NAME.fullmatch(n) and n not in connectors]
+    for name in obsolete:
+        while client.delete(f"/connectors/{quote(name, safe='')}").status_code not in (200, 204, 404):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"connector {name} could not be deleted")
+            time.sleep(1.0)
+        log.info("deleted connector %s: no longer in the file", name)
+    for name in obsolete:
+        while client.get(f"/connectors/{quote(name, safe='')}/status").status_code != 404:
+            time.sleep(0.5)
+    if obsolete:
+        # Tasks stop gracefully after their connector is gone (committing their last transaction).
+        time.sleep(GRACE_AFTER_DELETE_S)
 
 
 def _run_worker_here(target: TargetPlan) -> None:

@@ -30,15 +30,20 @@ class EosMirrorMakerProcess:
     clusters: list[str]
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path = field(init=False)
+    _offset: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.log_path = self.workdir / "mirror-maker.log"
 
     def start(self, timeout: float = 180.0) -> EosMirrorMakerProcess:
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> EosMirrorMakerProcess:
+        """Start the process without waiting (several can then start side by side)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         props = self.workdir / "mm2.properties"
         props.write_text(javaproperties.dumps(self.mm2_props, timestamp=False))
-        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         args = [arg for alias in self.clusters for arg in ("--clusters", alias)]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
@@ -49,9 +54,14 @@ class EosMirrorMakerProcess:
             preexec_fn=die_with_parent,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
+        return self
+
+    def wait_ready(self, timeout: float = 180.0) -> EosMirrorMakerProcess:
+        """Until every selected target's connectors are configured; raises if the process died."""
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while True:
-            text = self.log_path.read_bytes()[offset:].decode(errors="replace")
+            text = self.log_path.read_bytes()[self._offset :].decode(errors="replace")
             if all(f"connectors into {alias} at" in text for alias in self.clusters):
                 return self
             if self.proc.poll() is not None:
