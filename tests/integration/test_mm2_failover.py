@@ -434,7 +434,7 @@ def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
 
     def keep_producing() -> None:
         start = 0
-        while not stop.is_set():
+        while not stop.is_set() and start < 600:  # bounded: about 15 s of records
             for topic in (t1, t2):
                 committed[topic] += produce(bootstrap, topic, range(start, start + 40), rng)
             start += 40

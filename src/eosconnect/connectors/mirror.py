@@ -43,6 +43,8 @@ from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import (
     ASSIGNED_PARTITIONS_CONFIG,
+    TOPICS_CONFIG,
+    TOPICS_REGEX_CONFIG,
     TRANSACTION_PRODUCER_CONFIG,
     SinkConnector,
     SinkTask,
@@ -214,6 +216,12 @@ class MirrorSinkConnector(SinkConnector):
                 source_topic_configs(self._source_admin_config(), self._config, counts), sort_keys=True
             )
         if not is_transactional(base):
+            if partitions and base.get(TOPICS_REGEX_CONFIG):
+                # The group subscribes to the topics the connector's own (Python) regex matched:
+                # librdkafka's regex dialect lacks lookaheads (topics.exclude in dedicated mode).
+                # New matching topics arrive through the partition watcher's reconfiguration.
+                base.pop(TOPICS_REGEX_CONFIG)
+                base[TOPICS_CONFIG] = ",".join(sorted({tp.topic for tp in partitions}))
             return [dict(base) for _ in range(max_tasks)]  # the consumer group spreads partitions
         assert partitions is not None
         return [
