@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import signal
 import subprocess
@@ -41,6 +42,11 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 PARTITIONS = 2
 _aliases = itertools.count(1)
+#: The two longest scenarios (each several minutes on a busy machine) run with EOSCONNECT_MM2_LONG=1;
+#: `make test` keeps the failover tests (both connector types, and Apache Kafka's MM2 measured).
+long_scenario = pytest.mark.skipif(
+    not os.environ.get("EOSCONNECT_MM2_LONG"), reason="long MirrorMaker scenario: set EOSCONNECT_MM2_LONG=1"
+)
 
 
 @pytest.fixture(scope="module")
@@ -289,6 +295,7 @@ def test_group_fails_over_to_b_exactly_once(
     assert any(Heartbeat.decode(r.key, r.value).source_alias == x for r in heartbeats if r.key)
 
 
+@long_scenario
 def test_dedicated_mode_both_ways_with_a_worker_sigkilled(
     bootstrap: str, cluster_b: str, tmp_path: Path
 ) -> None:
@@ -394,6 +401,7 @@ def test_apache_mirror_maker_2_on_the_same_failover(
     assert result.on_b and result.reprocessed >= 0 and result.missed >= 0
 
 
+@long_scenario
 def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
     bootstrap: str, cluster_b: str, tmp_path: Path
 ) -> None:
@@ -434,7 +442,7 @@ def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
 
     def keep_producing() -> None:
         start = 0
-        while not stop.is_set() and start < 600:  # bounded: about 15 s of records
+        while not stop.is_set() and start < 4000:  # bounded
             for topic in (t1, t2):
                 committed[topic] += produce(bootstrap, topic, range(start, start + 40), rng)
             start += 40
@@ -443,20 +451,27 @@ def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
     first = EosMirrorMakerProcess(tmp_path / "first", props(False), [y])
     second = EosMirrorMakerProcess(tmp_path / "second", props(True), [y])
     producer = threading.Thread(target=keep_producing, daemon=True)
+    copies = ((t1, f"{x}.{t1}"), (t2, f"{z}.{t2}"))
     try:
         first.start()
         producer.start()
-        wait_until(lambda: target_count(cluster_b, f"{x}.{t1}") > 100, 120, "the first phase copying")
-        wait_until(lambda: target_count(cluster_b, f"{z}.{t2}") > 100, 120, "the first phase copying")
-        first.stop()  # gracefully, as the migration guide says; records keep coming meanwhile
-        second.start()
-        time.sleep(5)
+        for _topic, copy in copies:
+            wait_until(lambda c=copy: target_count(cluster_b, c) > 50, 180, f"the first phase copying {c}")
+        first.stop()  # gracefully, as the migration guide says, while records keep coming
         stop.set()
-        producer.join(60)
-        for topic, copy in ((t1, f"{x}.{t1}"), (t2, f"{z}.{t2}")):
+        producer.join(120)
+        # Records written while no mirror runs, and after the new one started: phase two must copy.
+        for topic in (t1, t2):
+            committed[topic] += produce(bootstrap, topic, range(5000, 5200), rng)
+        before = {copy: target_count(cluster_b, copy) for _topic, copy in copies}
+        second.start()
+        for topic in (t1, t2):
+            committed[topic] += produce(bootstrap, topic, range(6000, 6200), rng)
+        for topic, copy in copies:
             wait_until(lambda c=copy, t=topic: target_count(cluster_b, c) >= len(committed[t]), 180, copy)
+            assert before[copy] < len(committed[topic]), f"{copy}: the second phase had nothing to copy"
         time.sleep(3)  # a duplicate would arrive now
-        for topic, copy in ((t1, f"{x}.{t1}"), (t2, f"{z}.{t2}")):
+        for topic, copy in copies:
             seqs = [json.loads(r.value)["seq"] for r in read_to_end({"bootstrap.servers": cluster_b}, copy)]
             assert len(seqs) == len(set(seqs)), f"{copy}: {len(seqs) - len(set(seqs))} duplicates"
             assert sorted(seqs) == sorted(committed[topic]), f"{copy}: records missing"
