@@ -456,7 +456,7 @@ def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
         first.start()
         producer.start()
         for _topic, copy in copies:
-            wait_until(lambda c=copy: target_count(cluster_b, c) > 50, 180, f"the first phase copying {c}")
+            wait_until(lambda c=copy: target_count(cluster_b, c) > 50, 180, f"the first phase copying {copy}")
         first.stop()  # gracefully, as the migration guide says, while records keep coming
         stop.set()
         producer.join(120)
