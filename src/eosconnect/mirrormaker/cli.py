@@ -82,7 +82,14 @@ def translate_offsets_command(
         typer.echo(f"{config} has no {target}.bootstrap.servers", err=True)
         raise typer.Exit(2)
     client = {"bootstrap.servers": bootstrap}
-    client.update({k[len(target) + 1 :]: v for k, v in props.items() if k.startswith(f"{target}.security.")})
+    prefix = f"{target}."
+    client.update(
+        {
+            k[len(prefix) :]: v
+            for k, v in props.items()
+            if k.startswith(prefix) and k[len(prefix) :].startswith(("security.", "sasl.", "ssl."))
+        }
+    )
     offsets = translate_offsets(client, source, group)
     if not offsets:
         typer.echo(f"no checkpoints of group {group!r} from {source} on {target} yet", err=True)
