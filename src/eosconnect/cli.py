@@ -9,6 +9,7 @@ import typer
 
 from eosconnect.clients.cli import connectors_app, plugins_app
 from eosconnect.devkafka.cli import app as kafka_app
+from eosconnect.mirrormaker.cli import mirror_app, mirror_maker
 from eosconnect.tools.verify_cli import verify_app
 
 app = typer.Typer(
@@ -18,6 +19,8 @@ app.add_typer(kafka_app, name="kafka")
 app.add_typer(connectors_app, name="connectors")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(verify_app, name="verify")
+app.add_typer(mirror_app, name="mirror")
+app.command("mirror-maker")(mirror_maker)
 
 
 @app.command()

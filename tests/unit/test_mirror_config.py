@@ -135,12 +135,14 @@ class _OpenTransaction:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.produced: list[tuple] = []
+        self.origins: list[tuple[str, int, int] | None] = []
 
     def open_for_s(self) -> float:
         return self.seconds
 
-    def produce(self, *args: object) -> None:
+    def produce(self, *args: object, origin: tuple[str, int, int] | None = None) -> None:
         self.produced.append(args)
+        self.origins.append(origin)
 
 
 @pytest.mark.parametrize(("open_for", "asks"), [(0.5, False), (2.0, True)])
@@ -153,6 +155,7 @@ def test_a_long_open_transaction_asks_for_a_commit(open_for: float, asks: bool) 
     task._target_partitions = {"source.orders": 1}
     task.put([SinkRecord("orders", 0, 7, b"k", b"v", 1234, [("h", b"1")])])
     assert writer.produced == [("source.orders", 0, b"k", b"v", [("h", b"1")], 1234)]
+    assert writer.origins == [("orders", 0, 7)]  # what its offset sync will say the copy came from
     assert task.context.commit_requested is asks
 
 

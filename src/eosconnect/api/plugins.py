@@ -64,6 +64,14 @@ BUILTIN_CONNECTORS: dict[str, str] = {
     "org.apache.kafka.connect.mirror.MirrorSourceConnector": (
         "eosconnect.connectors.mirror_source.MirrorSourceConnector"
     ),
+    "MirrorCheckpoint": "eosconnect.connectors.mirror_checkpoint.MirrorCheckpointConnector",
+    "org.apache.kafka.connect.mirror.MirrorCheckpointConnector": (
+        "eosconnect.connectors.mirror_checkpoint.MirrorCheckpointConnector"
+    ),
+    "MirrorHeartbeat": "eosconnect.connectors.mirror_heartbeat.MirrorHeartbeatConnector",
+    "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector": (
+        "eosconnect.connectors.mirror_heartbeat.MirrorHeartbeatConnector"
+    ),
     "org.apache.kafka.connect.file.FileStreamSinkConnector": (
         "eosconnect.connectors.file_stream.FileStreamSinkConnector"
     ),

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import socket
 import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
+
+import javaproperties
 
 from eosconnect.api.plugins import configure_plugin_path
 from eosconnect.runtime.config import WorkerConfig
@@ -28,23 +29,16 @@ DEFAULT_LISTENER = "http://127.0.0.1:8083"
 
 
 def load_properties(path: Path | str) -> dict[str, str]:
-    """Java `.properties`: `key=value` or `key: value`, `#`/`!` comments, `\\` line continuations."""
-    props: dict[str, str] = {}
-    pending = ""
-    for raw in Path(path).read_text().splitlines():
-        line = pending + raw.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", line)
-        if match:
-            props[match.group(1)] = match.group(2).strip()
-        else:
-            props[line] = ""
-    return props
+    """A Java `.properties` file, read as `java.util.Properties.load` reads it (`javaproperties`):
+    `=`, `:` or white space separators, `#`/`!` comments, line continuations, and the `\\:`, `\\=`,
+    `\\ ` and `\\uXXXX` escapes in keys and values. Latin-1 like Java; a file that is valid UTF-8 is
+    read as UTF-8 (what Kafka's tools write since Java 9)."""
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    return dict(javaproperties.loads(text))
 
 
 def listener_of(props: dict[str, str]) -> tuple[str, str, int]:

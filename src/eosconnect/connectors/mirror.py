@@ -43,6 +43,8 @@ from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import (
     ASSIGNED_PARTITIONS_CONFIG,
+    TOPICS_CONFIG,
+    TOPICS_REGEX_CONFIG,
     TRANSACTION_PRODUCER_CONFIG,
     SinkConnector,
     SinkTask,
@@ -54,6 +56,12 @@ from eosconnect.connectors.mirror_policy import (
     parse_topic_partition_counts,
     spread_partitions,
     topic_partition_counts,
+)
+from eosconnect.connectors.mirror_syncs import (
+    define_offset_sync_settings,
+    emits_offset_syncs,
+    ensure_syncs_topic,
+    last_copied,
 )
 from eosconnect.connectors.mirror_topics import (
     MIRROR_TOPICS_CONFIG_DEF,
@@ -91,7 +99,7 @@ PARTITION_COUNTS_KEY = "mirror.source.partition.counts"
 TOPIC_CONFIGS_KEY = "mirror.source.topic.configs"
 
 MIRROR_CONFIG_DEF = (
-    ConfigDef(MIRROR_TOPICS_CONFIG_DEF)
+    define_offset_sync_settings(ConfigDef(MIRROR_TOPICS_CONFIG_DEF))
     .define(
         TARGET_BOOTSTRAP_CONFIG,
         ConfigType.STRING,
@@ -208,6 +216,12 @@ class MirrorSinkConnector(SinkConnector):
                 source_topic_configs(self._source_admin_config(), self._config, counts), sort_keys=True
             )
         if not is_transactional(base):
+            if partitions and base.get(TOPICS_REGEX_CONFIG):
+                # The group subscribes to the topics the connector's own (Python) regex matched:
+                # librdkafka's regex dialect lacks lookaheads (topics.exclude in dedicated mode).
+                # New matching topics arrive through the partition watcher's reconfiguration.
+                base.pop(TOPICS_REGEX_CONFIG)
+                base[TOPICS_CONFIG] = ",".join(sorted({tp.topic for tp in partitions}))
             return [dict(base) for _ in range(max_tasks)]  # the consumer group spreads partitions
         assert partitions is not None
         return [
@@ -256,6 +270,8 @@ class MirrorSinkTask(SinkTask):
         self._target_partitions: dict[str, int] = {}
         self.writer: TransactionalSinkProducer | None = None
         self.producer: Producer | None = None
+        self.offset_syncs_topic: str | None = None
+        self.target_consumer_config = dict(target_client_config("consumer", config).validate())
         if self.transactional:
             transactional_id = self.context.transactional_id
             if transactional_id is None:
@@ -265,6 +281,8 @@ class MirrorSinkTask(SinkTask):
                     "its transactional id; enable it on every worker, or set transaction.producer=false"
                 )
             self.task_id = transactional_id
+            if emits_offset_syncs(config):
+                self.offset_syncs_topic = ensure_syncs_topic(self.admin, self.policy.source_alias, config)
             self.writer = TransactionalSinkProducer(
                 target_client_config("producer", config).validate(),
                 target_client_config("consumer", config).validate(),
@@ -276,6 +294,7 @@ class MirrorSinkTask(SinkTask):
                     "raise target.cluster.transaction.timeout.ms (up to the broker's "
                     "transaction.max.timeout.ms), or lower transaction.commit.interval.ms"
                 ),
+                offset_syncs_topic=self.offset_syncs_topic,
             )
             self.writer.start()
         else:
@@ -294,6 +313,9 @@ class MirrorSinkTask(SinkTask):
         # The target's committed offsets are the source of truth: rewind to them.
         targets = {self.policy.target_partition(tp): tp for tp in partitions}
         committed = self.writer.committed(targets)
+        fresh = [targets[t] for t in targets if t not in committed]
+        if fresh:
+            self._resume_from_offset_syncs(fresh)
         if committed:
             # With the source leader epochs committed alongside, the runtime checks these positions
             # against the source partitions' logs (KIP-320) before reading from them.
@@ -304,6 +326,26 @@ class MirrorSinkTask(SinkTask):
             len(committed),
             {str(t): om.offset for t, om in sorted(committed.items())},
         )
+
+    def _resume_from_offset_syncs(self, partitions: list[TopicPartition]) -> None:
+        """Partitions this connector never committed on the target resume after the last record any
+        exactly-once mirror of the flow copied there (its offset syncs): switching from
+        connector.type=source to sink neither skips nor repeats a record (KIP-656's migration)."""
+        if self.offset_syncs_topic is None:
+            return
+        copied = last_copied(self.target_consumer_config, self.policy.source_alias)
+        found = {
+            tp: OffsetAndMetadata(copied[(tp.topic, tp.partition)] + 1)
+            for tp in partitions
+            if (tp.topic, tp.partition) in copied
+        }
+        if found:
+            log.info(
+                "[%s] resuming %s after the records earlier mirrors copied (offset syncs)",
+                self.task_id,
+                {str(tp): om.offset for tp, om in sorted(found.items())},
+            )
+            self.context.offset(found)
 
     def _ensure_target(self, topic: str, partition: int) -> None:
         """The target topic exists with more than `partition` partitions (created or grown)."""
@@ -325,7 +367,13 @@ class MirrorSinkTask(SinkTask):
             ]
             if self.writer is not None:
                 self.writer.produce(
-                    topic, record.partition, record.key, record.value, headers, record.timestamp
+                    topic,
+                    record.partition,
+                    record.key,
+                    record.value,
+                    headers,
+                    record.timestamp,
+                    origin=(record.topic, record.partition, record.offset),
                 )
             else:
                 self._produce(topic, record, headers)

@@ -35,7 +35,13 @@ from eosconnect import __version__
 from eosconnect.api.batch import ColumnOffsets, SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.records import SourcePartition, TopicPartition, known_or_none
+from eosconnect.api.records import (
+    RecordMetadata,
+    SourcePartition,
+    SourceRecord,
+    TopicPartition,
+    known_or_none,
+)
 from eosconnect.api.sink import (
     ASSIGNED_PARTITIONS_CONFIG,
     decode_partitions,
@@ -50,6 +56,11 @@ from eosconnect.api.source import (
 )
 from eosconnect.api.validators import Range
 from eosconnect.connectors.mirror_policy import spread_partitions, topic_partition_counts
+from eosconnect.connectors.mirror_syncs import (
+    define_offset_sync_settings,
+    emits_offset_syncs,
+    ensure_syncs_topic,
+)
 from eosconnect.connectors.mirror_topics import (
     MIRROR_TOPICS_CONFIG_DEF,
     REPLICATION_FACTOR_CONFIG,
@@ -62,6 +73,8 @@ from eosconnect.connectors.mirror_topics import (
     prefixed_client_errors,
     source_topic_configs,
 )
+from eosconnect.mirrormaker.formats import offset_syncs_topic
+from eosconnect.mirrormaker.translation import offset_syncs
 from eosconnect.storage.clients import forced, prefixed_client_config
 
 __all__ = ["MirrorSourceConnector", "MirrorSourceTask"]
@@ -76,7 +89,7 @@ POLL_TIMEOUT_CONFIG = "poll.timeout.ms"
 NOT_CLIENT = frozenset({SOURCE_ALIAS_CONFIG})
 
 MIRROR_SOURCE_CONFIG_DEF = (
-    ConfigDef(MIRROR_TOPICS_CONFIG_DEF)
+    define_offset_sync_settings(ConfigDef(MIRROR_TOPICS_CONFIG_DEF))
     .define(
         SOURCE_BOOTSTRAP_CONFIG,
         ConfigType.STRING,
@@ -190,6 +203,8 @@ class MirrorSourceConnector(SourceConnector):
         for topic, count in counts.items():
             target = self._policy.target_topic(topic)
             ensure_mirror_topic(admin, target, count, replication_factor, configs.get(topic))
+        if emits_offset_syncs(self._config):
+            ensure_syncs_topic(admin, self._policy.source_alias, self._config)
 
 
 @dataclass
@@ -238,6 +253,7 @@ class MirrorSourceTask(SourceTask):
             )
             for tp in partitions
         }
+        self._start_offset_syncs(config)
         stored = self.context.offset_storage_reader.offsets(route[0] for route in self._routes.values())
         assignment = []
         fresh_start = OFFSET_END if self.reset in ("latest", "largest", "end") else OFFSET_BEGINNING
@@ -303,6 +319,28 @@ class MirrorSourceTask(SourceTask):
                 )
             )
         return batches or None
+
+    def _start_offset_syncs(self, config: Mapping[str, str]) -> None:
+        """Offset syncs go into every transaction (exactly-once runtime only: it calls
+        `transaction_records`); turned off by `emit.offset-syncs.enabled=false`."""
+        self._syncs_topic = offset_syncs_topic(self.alias)
+        #: Source partition (as stored) -> (source topic, partition), for the syncs.
+        self._origins = {route[0]: key for key, route in self._routes.items()}
+        if not emits_offset_syncs(config):
+            self.transaction_records = None  # type: ignore[assignment]
+
+    def transaction_records(
+        self, delivered: list[tuple[SourceRecord, RecordMetadata | None]]
+    ) -> list[tuple[str, int, bytes, bytes]]:
+        """MM2-format offset syncs for the records of the transaction about to commit, from the
+        offsets they landed at (see eosconnect.mirrormaker.translation)."""
+        copies = []
+        for record, metadata in delivered:
+            if metadata is None:
+                continue
+            topic, partition = self._origins[record.source_partition]
+            copies.append((topic, partition, int(record.source_offset["offset"]), metadata.offset))  # type: ignore[arg-type]
+        return [(self._syncs_topic, 0, sync.key(), sync.value()) for sync in offset_syncs(copies)]
 
     def _raise(self, message: Any, error: KafkaError) -> None:
         where = f"source partition {message.topic()}-{message.partition()}"

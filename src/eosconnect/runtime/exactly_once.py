@@ -198,12 +198,26 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         # Per-record delivery callbacks cost a Python call each: only pay for them when the task
         # overrides commit_record() and so can use the metadata.
         self._wants_metadata = type(self.task).commit_record is not SourceTask.commit_record
+        #: A task's own records for each transaction, made from where its records landed (the
+        #: mirror's offset syncs; see `_write_extras`). Looked up once the task has started: a
+        #: started task may turn it off (set the attribute to None).
+        self._extras: Any = None
+        self._extras_checked = False
 
     def transaction_context(self) -> Any:
         return self._context
 
     # ----------------------------------------------------------------------------- per batch
+    def _check_extras(self) -> None:
+        """Once, at the first batch: a task with `transaction_records` needs per-record metadata, and
+        with it the per-record path (a columnar batch carries no per-record delivery reports)."""
+        if not self._extras_checked:
+            self._extras = getattr(self.task, "transaction_records", None)
+            self._wants_metadata = self._wants_metadata or self._extras is not None
+            self._extras_checked = True
+
     def send_batch(self, batch: list[SourceRecord]) -> None:
+        self._check_extras()
         try:
             # Transformations and converters run while the previous commit is still in flight.
             converted = [self.pipeline.convert(record) for record in batch]
@@ -223,6 +237,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         """The fast path for `SourceBatch`es: converted column by column, produced in a tight loop,
         one offset per batch. Per-record objects are only made where something needs them:
         transformations, `commit_record()` or connector-defined boundaries."""
+        self._check_extras()
         if not self.pipeline.columnar or self._wants_metadata or self._context is not None:
             self.send_batch(expand(polled))
             return
@@ -372,6 +387,8 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _start_commit(self) -> None:
         """Write the offsets into the open transaction and hand its commit to the helper thread."""
         offsets = self.updated_offsets(self._txn_offsets)
+        if self._extras is not None and self._txn_records:
+            self._write_extras()
         self._write_offsets(offsets)
         timeout_s = max(60, self.transaction_timeout_ms / 1000)
         started = threading.Event()
@@ -459,6 +476,26 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self._ended_at = time.monotonic()
         self._txn_open = False
         self.offsets_committed(offsets)
+
+    def _write_extras(self) -> None:
+        """Records the task derives from where the transaction's records landed, written into the
+        same transaction: `task.transaction_records(delivered)` gets (record, metadata) of every
+        delivered record in order and returns (topic, partition, key, value) tuples. The delivery
+        reports are waited for first (commit_transaction() would wait for them anyway)."""
+        assert self._extras is not None
+        remaining = self.producer.flush(max(60, self.transaction_timeout_ms / 1000))
+        if remaining:
+            raise ConnectException(f"{self.task_id}: {remaining} records still undelivered before the commit")
+        delivered = [
+            (record, self._metadata[id(record)])
+            for record in self._txn_records
+            if id(record) in self._metadata
+        ]
+        try:
+            for topic, partition, key, value in self._extras(delivered):
+                self.producer.produce(topic, value, key, partition)
+        except KafkaException as exc:
+            raise self._classify(exc, "writing the task's transaction records") from exc
 
     def _write_offsets(self, offsets: Offsets) -> None:
         try:

@@ -712,11 +712,23 @@ class SinkTaskRunner:
                     self.log.warning("closing the consumer failed: %s", exc)
 
 
+def task_topics(spec: TaskSpec) -> dict[str, str]:
+    """The connector config, with the topic list its connector resolved for this task, if it did:
+    a task config with `topics` and no `topics.regex` (MirrorSink matches MM2's topic patterns
+    with Python regexes, which librdkafka's subscription dialect cannot express) wins."""
+    config = dict(spec.connector_config)
+    topics = spec.task_config.get("topics")
+    if topics and not spec.task_config.get("topics.regex"):
+        config.pop("topics.regex", None)
+        config["topics"] = topics
+    return config
+
+
 def run_sink_task(spec: TaskSpec) -> TaskOutcome:
     """Parse the configs and run the sink task; never raises."""
     try:
         runner = SinkTaskRunner(
-            spec, WorkerConfig.parse(spec.worker_config), SinkConnectorConfig.parse(spec.connector_config)
+            spec, WorkerConfig.parse(spec.worker_config), SinkConnectorConfig.parse(task_topics(spec))
         )
     except Exception:
         log.exception("[%s-%s] could not be created", spec.connector, spec.task)

@@ -65,6 +65,7 @@ class TransactionalSinkProducer:
         group_id: str,
         task_id: str,
         timeout_remedies: str,
+        offset_syncs_topic: str | None = None,
     ) -> None:
         self._producer_config, self.transaction_timeout_ms = transactional_producer_config(
             dict(producer_config), transactional_id, origin=getattr(producer_config, "origin", {})
@@ -90,6 +91,14 @@ class TransactionalSinkProducer:
         self._last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
         self.records_in_transaction = 0
         self._hung: str | None = None  # the call that never returned: the producer must not be used
+        #: Where MM2-format offset syncs of the copied records go, in the same transaction (None: none).
+        self.offset_syncs_topic = offset_syncs_topic
+        #: Per record of the open transaction given an origin: (source topic, partition, offset,
+        #: target topic, target partition), in produce order.
+        self._origins: list[tuple[str, int, int, str, int]] = []
+        #: Per target partition, the offsets of the open transaction's delivered records, in order
+        #: (librdkafka reports one partition's deliveries in produce order).
+        self._delivered: dict[tuple[str, int], list[int]] = {}
 
     # ----------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -115,6 +124,8 @@ class TransactionalSinkProducer:
                 with contextlib.suppress(KafkaException):
                     self.producer.abort_transaction(10)
                 self._txn_started = None
+                self._origins.clear()
+                self._delivered.clear()
             with contextlib.suppress(KafkaException):
                 self.producer.flush(0)
             self.producer = None
@@ -173,7 +184,10 @@ class TransactionalSinkProducer:
         value: bytes | None,
         headers: list[tuple[str, bytes | None]] | None,
         timestamp: int | None,
+        origin: tuple[str, int, int] | None = None,
     ) -> None:
+        """Produce into the open transaction; `origin` (source topic, partition, offset) makes the
+        record part of the transaction's offset syncs (when the writer has an offsets-syncs topic)."""
         producer = self.producer
         assert producer is not None
         if self._delivery_error is not None:
@@ -195,6 +209,8 @@ class TransactionalSinkProducer:
             except KafkaException as exc:
                 raise self._classified(exc, f"sending a record to {topic!r}") from exc
         self.records_in_transaction += 1
+        if origin is not None and self.offset_syncs_topic is not None:
+            self._origins.append((*origin, topic, partition))
 
     def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Send `offsets` (next offset to read, keyed by partitions of this cluster) into the open
@@ -211,6 +227,8 @@ class TransactionalSinkProducer:
                 return
             self._call("beginning a transaction", producer.begin_transaction)
             self._txn_started = time.monotonic()
+        if self._origins:
+            self._write_offset_syncs(producer)
         if offsets:
             metadata = consumer.consumer_group_metadata()
             self._bounded_call(
@@ -226,10 +244,41 @@ class TransactionalSinkProducer:
         self.records_in_transaction = 0
         self._last_committed.update(offsets)
 
+    def _write_offset_syncs(self, producer: Producer) -> None:
+        """Add the offset syncs of the transaction's records to it (exact translation, see
+        eosconnect.mirrormaker.translation): the records' target offsets are known once delivered."""
+        from eosconnect.mirrormaker.translation import offset_syncs
+
+        assert self.offset_syncs_topic is not None
+        remaining = producer.flush(CALL_TIMEOUT_S)
+        if self._delivery_error is not None:
+            raise self._delivery_failure()
+        if remaining:
+            raise ConnectException(
+                f"{self.task_id}: {remaining} records were still undelivered after {CALL_TIMEOUT_S:.0f}s"
+            )
+        taken: dict[tuple[str, int], int] = {}
+        copies = []
+        for topic, partition, offset, target_topic, target_partition in self._origins:
+            key = (target_topic, target_partition)
+            n = taken.get(key, 0)
+            taken[key] = n + 1
+            copies.append((topic, partition, offset, self._delivered[key][n]))
+        for sync in offset_syncs(copies):
+            try:
+                producer.produce(self.offset_syncs_topic, sync.value(), sync.key(), 0)
+            except KafkaException as exc:
+                raise self._classified(exc, f"writing offset syncs to {self.offset_syncs_topic!r}") from exc
+        self._origins.clear()
+        self._delivered.clear()
+
     # ----------------------------------------------------------------------------- errors
-    def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
-        if err is not None and self._delivery_error is None:
-            self._delivery_error = err
+    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            if self._delivery_error is None:
+                self._delivery_error = err
+        elif self._origins:
+            self._delivered.setdefault((msg.topic(), msg.partition()), []).append(msg.offset())
 
     def _delivery_failure(self) -> Exception:
         err = self._delivery_error

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+import javaproperties
 
 from eosconnect.devkafka.cluster import die_with_parent
 
@@ -39,7 +40,7 @@ class WorkerProcess:
     def start(self, timeout: float = 120.0) -> WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         props_file = self.workdir / "worker.properties"
-        props_file.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        props_file.write_text(javaproperties.dumps(self.props, timestamp=False))
         ready = self.workdir / "ready"
         ready.unlink(missing_ok=True)
         log = self.log_path.open("ab")

@@ -1,0 +1,101 @@
+"""Offset syncs of the mirrors: the settings, the topic, and the records for one transaction.
+
+Both exactly-once mirrors write MM2-format offset syncs into the transaction that copies the
+records (see eosconnect.mirrormaker.translation for why that makes translation exact). They live on
+the *target* cluster, in MM2's `mm2-offset-syncs.<source alias>.internal` (its naming for
+`offset-syncs.topic.location=target`), one partition, kept by time rather than compacted: exact
+translation of an old group offset needs the syncs around it, which compaction would drop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.validators import ValidString
+from eosconnect.connectors.mirror_topics import connection_settings
+from eosconnect.mirrormaker.formats import OffsetSync, offset_syncs_topic
+from eosconnect.storage.topic_reader import read_to_end
+from eosconnect.storage.topics import ensure_topic
+
+__all__ = [
+    "EMIT_OFFSET_SYNCS_CONFIG",
+    "define_offset_sync_settings",
+    "emits_offset_syncs",
+    "ensure_syncs_topic",
+]
+
+EMIT_OFFSET_SYNCS_CONFIG = "emit.offset-syncs.enabled"
+SYNCS_REPLICATION_FACTOR_CONFIG = "offset-syncs.topic.replication.factor"
+SYNCS_LOCATION_CONFIG = "offset-syncs.topic.location"
+
+
+def define_offset_sync_settings(config_def: ConfigDef) -> ConfigDef:
+    return (
+        config_def.define(
+            EMIT_OFFSET_SYNCS_CONFIG,
+            ConfigType.BOOLEAN,
+            True,
+            Importance.LOW,
+            "Whether the mirror writes MM2-format offset syncs (source offset -> target offset) in the "
+            "transaction that copies the records, to mm2-offset-syncs.<source.cluster.alias>.internal on "
+            "the target cluster; MirrorCheckpoint translates group offsets exactly from them. Only the "
+            "exactly-once modes write them (transaction.producer=true, exactly.once.source.support=enabled).",
+        )
+        .define(
+            SYNCS_REPLICATION_FACTOR_CONFIG,
+            ConfigType.INT,
+            -1,
+            Importance.LOW,
+            "Replication factor of the offset-syncs topic; -1 takes the target broker's default.",
+        )
+        .define(
+            SYNCS_LOCATION_CONFIG,
+            ConfigType.STRING,
+            "target",
+            Importance.LOW,
+            "Where offset syncs live. Only target is possible here: they are written in the target "
+            "cluster's transaction (MM2's default, source, cannot be exact).",
+            ValidString.in_("target"),
+        )
+    )
+
+
+def emits_offset_syncs(config: Mapping[str, str]) -> bool:
+    return str(config.get(EMIT_OFFSET_SYNCS_CONFIG, "true")).strip().lower() == "true"
+
+
+def last_copied(client: Mapping[str, Any], source_alias: str) -> dict[tuple[str, int], int]:
+    """Per source partition, the highest source offset any mirror from `source_alias` has copied
+    (committed offset syncs on the target); empty if there are none. This is where a new mirror of
+    the same flow resumes without a gap or a duplicate: KIP-656's migration from a source mirror to
+    a sink mirror, whatever each keeps as its own offsets."""
+    try:
+        records = read_to_end(connection_settings(client), offset_syncs_topic(source_alias), timeout=60)
+    except KafkaException:
+        return {}  # no syncs topic: nothing was copied exactly once before
+    last: dict[tuple[str, int], int] = {}
+    for record in records:
+        if record.key is not None and record.value is not None:
+            sync = OffsetSync.decode(record.key, record.value)
+            key = (sync.topic, sync.partition)
+            last[key] = max(last.get(key, -1), sync.upstream_offset)
+    return last
+
+
+def ensure_syncs_topic(admin: AdminClient, source_alias: str, config: Mapping[str, str]) -> str:
+    """Create the offset-syncs topic on the target if missing; returns its name."""
+    topic = offset_syncs_topic(source_alias)
+    ensure_topic(
+        admin,
+        topic,
+        partitions=1,
+        replication_factor=int(config.get(SYNCS_REPLICATION_FACTOR_CONFIG) or -1),
+        compacted=False,
+        replication_setting=SYNCS_REPLICATION_FACTOR_CONFIG,
+    )
+    return topic

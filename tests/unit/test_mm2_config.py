@@ -1,0 +1,107 @@
+"""mm2.properties as MirrorMaker 2 users write it: flows, per-cluster clients, KIP-656's type."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from eosconnect.cluster.worker import load_properties
+from eosconnect.mirrormaker.config import MirrorMakerConfigError, plan
+
+MM2 = r"""
+# an MM2 file with Java escapes
+clusters = A, B
+A.bootstrap.servers = a-kafka\:9092
+B.bootstrap.servers: b-kafka:9092
+A->B.enabled = true
+A->B.topics = orders.*, payments
+topics.exclude = .*\.internal, test-.*
+B->A.enabled = true
+B->A.connector.type = sink
+B->A.transaction.producer = true
+B.exactly.once.source.support = enabled
+A.consumer.fetch.min.bytes = 1
+sync.group.offsets.enabled = true
+emit.checkpoints.interval.seconds = 5
+replication.factor = 3
+tasks.max = 4
+A.group.id\ with\ space = x\u00e9
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "mm2.properties"
+    path.write_text(text)
+    return path
+
+
+def test_java_properties_escapes(tmp_path: Path) -> None:
+    props = load_properties(write(tmp_path, MM2))
+    assert props["A.bootstrap.servers"] == "a-kafka:9092"
+    assert props["B.bootstrap.servers"] == "b-kafka:9092"
+    assert props["A.group.id with space"] == "xé"
+
+
+def test_flows_become_one_worker_per_target(tmp_path: Path) -> None:
+    props = load_properties(write(tmp_path, MM2))
+    props.pop("A.group.id with space")
+    result = plan(props)
+    assert [str(f) for f in result.flows] == ["A->B", "B->A"]
+    b = result.targets["B"]
+    assert b.worker_props["bootstrap.servers"] == "b-kafka:9092"
+    assert b.worker_props["exactly.once.source.support"] == "enabled"
+    source = b.connectors["MirrorSourceConnector-A-B"]
+    assert source["connector.class"] == "MirrorSource"
+    assert source["source.cluster.bootstrap.servers"] == "a-kafka:9092"
+    assert source["source.cluster.fetch.min.bytes"] == "1"  # A.consumer.* reaches A's consumer
+    assert source["target.topic.replication.factor"] == "3" and source["tasks.max"] == "4"
+    pattern = re.compile(source["topics.regex"])
+    assert pattern.fullmatch("orders-eu") and pattern.fullmatch("payments")
+    assert not pattern.fullmatch("test-orders") and not pattern.fullmatch("B.orders")  # no cycles
+    checkpoint = b.connectors["MirrorCheckpointConnector-A-B"]
+    assert checkpoint["sync.group.offsets.enabled"] == "true"
+    assert checkpoint["emit.checkpoints.interval.seconds"] == "5"
+    assert "MirrorHeartbeatConnector-A-B" in b.connectors
+    # KIP-656: the sink type runs on the target's worker, consuming the source cluster.
+    a = result.targets["A"]
+    sink = a.connectors["MirrorSinkConnector-B-A"]
+    assert sink["connector.class"] == "MirrorSink" and sink["transaction.producer"] == "true"
+    assert sink["consumer.override.bootstrap.servers"] == "b-kafka:9092"
+    assert sink["target.cluster.bootstrap.servers"] == "a-kafka:9092"
+    assert a.worker_props["exactly.once.source.support"] == "enabled"  # needed by transaction.producer
+    assert list(plan(props, ["A"]).targets) == ["A"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "name"),
+    [
+        ("B->A.source.consumer.isolation.level = read_uncommitted", "B->A.source.consumer.isolation.level"),
+        ("A.ssl.truststore.location = /etc/ks.jks", "A.ssl.truststore.location"),
+        ("sync.topic.acls.enabled = true", "sync.topic.acls.enabled"),
+        ("offset-syncs.topic.location = source", "offset-syncs.topic.location"),
+        ("A->B.no.such.setting = 1", "A->B.no.such.setting"),
+        ("A->C.enabled = true", "A->C.enabled"),
+        ("A->B.connector.type = both", "A->B.connector.type"),
+        ("A->B.transaction.producer = true", "A->B.transaction.producer"),
+        ("value.converter = org.apache.kafka.connect.json.JsonConverter", "value.converter"),
+    ],
+)
+def test_settings_are_honoured_or_rejected_never_ignored(tmp_path: Path, extra: str, name: str) -> None:
+    props = load_properties(write(tmp_path, MM2 + extra + "\n"))
+    props.pop("A.group.id with space")
+    with pytest.raises(MirrorMakerConfigError) as info:
+        plan(props)
+    assert name in (info.value.errors or {}), info.value.errors
+
+
+def test_source_type_honours_read_uncommitted_by_saying_it_is_not_exactly_once(tmp_path: Path) -> None:
+    props = load_properties(
+        write(tmp_path, MM2 + "A->B.source.consumer.isolation.level = read_uncommitted\n")
+    )
+    props.pop("A.group.id with space")
+    source = plan(props).targets["B"].connectors["MirrorSourceConnector-A-B"]
+    # MirrorSource reports exactly-once support only with read_committed, and the worker asks for it.
+    assert source["source.cluster.isolation.level"] == "read_uncommitted"
+    assert source["exactly.once.support"] == "required"
