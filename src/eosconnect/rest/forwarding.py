@@ -24,6 +24,7 @@ from starlette.responses import Response
 
 from eosconnect.cluster.herder_api import NotLeaderError
 from eosconnect.rest.errors import error_response
+from eosconnect.storage.session_key import NONCE_HEADER
 
 log = logging.getLogger("eosconnect.rest.forwarding")
 
@@ -41,6 +42,7 @@ _PASS_REQUEST_HEADERS = {
     "x-connect-authorization",
     "x-connect-request-signature-algorithm",
     "x-connect-request-signature-timestamp",
+    NONCE_HEADER.lower(),  # part of the signature: without it the leader sees a wrong signature
 }
 #: Response headers relayed back to the client.
 _PASS_RESPONSE_HEADERS = {"content-type", "location", "www-authenticate"}

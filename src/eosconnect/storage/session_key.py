@@ -198,8 +198,11 @@ class ReplayGuard:
         now = time.monotonic()
         horizon = 2 * self.max_age_ms / 1000  # clocks may differ by max_age either way
         with self._lock:
-            if len(self._seen) > 10_000 or (self._seen and next(iter(self._seen.values())) < now - horizon):
-                self._seen = {s: t for s, t in self._seen.items() if t >= now - horizon}
+            while self._seen:  # insertion order is time order: drop the expired from the front
+                oldest, seen_at = next(iter(self._seen.items()))
+                if seen_at >= now - horizon:
+                    break
+                del self._seen[oldest]
             if signature in self._seen:
                 raise SessionKeyError(
                     SessionKeyFailure.REPLAYED,
