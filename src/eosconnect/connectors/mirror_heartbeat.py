@@ -76,8 +76,6 @@ class MirrorHeartbeatConnector(SourceConnector):
         return MirrorHeartbeatTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        if str(self._config.get(EMIT_ENABLED_CONFIG, "true")).lower() != "true":
-            return []
         make_config = self.context.client_config
         if make_config is not None:  # compacted, one partition, as MM2 creates it
             ensure_topic(
@@ -101,10 +99,14 @@ class MirrorHeartbeatTask(SourceTask):
         self.source = str(config.get(SOURCE_ALIAS_CONFIG) or "source")
         self.target = str(config.get(TARGET_ALIAS_CONFIG) or "target")
         self.interval = float(config.get(EMIT_INTERVAL_CONFIG) or 1)
+        self.enabled = str(config.get(EMIT_ENABLED_CONFIG, "true")).lower() == "true"
         self._stopped = threading.Event()
         self._next = time.monotonic()
 
     def poll(self) -> list[SourceRecord] | None:
+        if not self.enabled:  # emit.heartbeats.enabled=false: an idle task
+            self._stopped.wait(1.0)
+            return None
         wait = self._next - time.monotonic()
         if (wait > 0 and self._stopped.wait(min(wait, 1.0))) or time.monotonic() < self._next:
             return None
