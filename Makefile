@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark test lint soak bench kafka postgres install clean
+.PHONY: demo demo-spark test test-extended lint soak bench kafka postgres install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,7 +35,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 
 test: kafka postgres lint
-	$(BIN)/pytest -m "not soak" -p no:cacheprovider
+	$(BIN)/pytest -m "not soak and not extended" -p no:cacheprovider
+
+# The long integration modules of the Spark cluster, Spark sink, MM2 failover and Kafka Connect differential tests.
+test-extended: kafka postgres
+	$(BIN)/pytest -m extended -p no:cacheprovider
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each
 # kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.
