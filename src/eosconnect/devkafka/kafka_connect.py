@@ -109,8 +109,9 @@ class _JavaProcess:
     """One JVM with a properties file, a log dir and parent-death tie."""
 
     workdir: Path
-    main_class: str = ""
-    tie_to_parent: bool = True
+    #: Set by each subclass; not a constructor argument, so `KafkaConnectProcess(workdir, props)` works.
+    main_class: str = field(default="", init=False)
+    tie_to_parent: bool = field(default=True, kw_only=True)
     proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
