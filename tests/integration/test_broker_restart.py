@@ -75,8 +75,7 @@ def test_sigkilled_leader_broker_keeps_exactly_once(kafka3: LocalKafkaCluster, w
         follower.wait_for_progress(range(2), 100, 90, "after broker 1 came back")
         phase("committing with broker 1 back")
 
-        assert worker.request("PUT", "/connectors/br/stop").status_code == 204
-        worker.wait_for(lambda: worker.task_states("br") == ["STOPPED"] * 2, 60, "the tasks to stop")
+        worker.stop_connector("br")
         offsets = worker.request("GET", "/connectors/br/offsets").json()["offsets"]
         committed = {o["partition"]["task"]: o["offset"]["seq"] for o in offsets}
         report = verify_sequence_topic(
@@ -158,8 +157,7 @@ def test_mirror_sink_survives_a_crash_of_its_group_coordinator(
                 phase("the restarted mirror copies on")
                 break
 
-        assert worker.request("PUT", "/connectors/src/stop").status_code == 204
-        worker.wait_for(lambda: worker.task_states("src") == ["STOPPED"] * 2, 60, "the source to stop")
+        worker.stop_connector("src")
         offsets = worker.request("GET", "/connectors/src/offsets").json()["offsets"]
         committed = {o["partition"]["task"]: o["offset"]["seq"] for o in offsets}
         mirror.wait_for_progress(range(2), 0, 120, "to the source's end", since=committed)

@@ -414,8 +414,7 @@ def test_exactly_once_through_chaos(kafka3: LocalKafkaCluster, workers, topic_na
 
         # -- the end: bound the source, let every task run to the end, verify both topics whole
         chaos.current = "the final run to the end"
-        assert worker.request("PUT", f"/connectors/{SOURCE}/stop").status_code == 204
-        chaos.wait(lambda: worker.task_states(SOURCE) == ["STOPPED"] * source.tasks, 60, "the source to stop")
+        worker.stop_connector(SOURCE)
         offsets = committed_offsets(worker)
         total = max(offsets.values(), default=0) + 1 + 2 * RATE
         chaos.log(f"source stopped at committed source offsets {offsets}; running every task to {total}")

@@ -404,7 +404,10 @@ class DistributedHerder:
             busy = sum(r.task_count for r in (*self._runs.values(), *self._abandoned))
             slots = executor_slots(self.spark)
             for name in snapshot.connectors():
-                if name in self._runs or snapshot.target_state(name) == TargetState.STOPPED:
+                if name in self._runs:
+                    continue
+                if snapshot.target_state(name) == TargetState.STOPPED:
+                    self._publish_stopped(name)
                     continue
                 generation = snapshot.generation(name)
                 count = snapshot.task_count(name)
@@ -430,6 +433,13 @@ class DistributedHerder:
                 if run is not None:
                     self._runs[name] = run
                     busy += count
+
+    def _publish_stopped(self, name: str) -> None:
+        """A STOPPED connector's status, once its generation has stopped or been abandoned (the
+        abandoned tasks are fenced before any new generation starts)."""
+        published = self.statuses.published(name)
+        if published is None or published.state != ConnectState.STOPPED:
+            self._put_connector_status(name, ConnectState.STOPPED)
 
     def _auto_restart(self, name: str, run: GenerationRun, snapshot: ConfigSnapshot) -> None:
         """Restart failed tasks of connectors that opted in (cluster/auto_restart.py)."""
@@ -1059,10 +1069,11 @@ class DistributedHerder:
         self._put_connector_status(name, ConnectState.RUNNING)
 
     def stop_connector(self, name: str) -> None:
+        """KIP-875. The herder's loop publishes STOPPED once no task of the connector runs any more
+        (`_publish_stopped`), so a client that sees STOPPED may rely on the tasks being over."""
         self._require_leader()
         self._set_target(name, TargetState.STOPPED)
         self._generated_from.pop(name, None)
-        self._put_connector_status(name, ConnectState.STOPPED)
 
     def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
         self._require_leader()

@@ -143,3 +143,17 @@ class WorkerProcess:
 
     def task_states(self, connector: str) -> list[str]:
         return [t["state"] for t in self.status(connector).get("tasks", [])]
+
+    def stop_connector(self, connector: str, timeout: float = 60.0) -> None:
+        """PUT /stop and wait for STOPPED, which the worker reports once the tasks are over (their
+        last transactions committed or aborted); a stopped connector lists no tasks (KIP-875)."""
+        response = self.request("PUT", "/connectors/" + quote(connector, safe="") + "/stop")
+        assert response.status_code == 204, response.text
+        self.wait_for(
+            lambda: (
+                self.status(connector).get("connector", {}).get("state") == "STOPPED"
+                and self.task_states(connector) == []
+            ),
+            timeout,
+            f"connector {connector} to stop",
+        )
