@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from eosconnect.clients.cli import connectors_app
 from eosconnect.tools.worker_process import WorkerProcess
+from support.workers import connector_path, delete_connector, sequence_config, wait_running, worker_settings
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -36,70 +37,24 @@ def allowed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def worker(
     bootstrap: str, tmp_path_factory: pytest.TempPathFactory, allowed_dir: Path
 ) -> Iterator[WorkerProcess]:
-    unique = uuid.uuid4().hex[:8]
-    props = {
-        "file.allowed.dirs": str(allowed_dir),
-        "bootstrap.servers": bootstrap,
-        "group.id": f"control-plane-{unique}",
-        "offset.storage.topic": f"control-plane-offsets-{unique}",
-        "config.storage.topic": f"control-plane-configs-{unique}",
-        "status.storage.topic": f"control-plane-status-{unique}",
-        "offset.storage.partitions": "1",
-        "offset.storage.replication.factor": "1",
-        "config.storage.replication.factor": "1",
-        "status.storage.replication.factor": "1",
-        "status.storage.partitions": "1",
-        "exactly.once.source.support": "enabled",
-        "offset.flush.interval.ms": "500",
-        "listeners": "http://127.0.0.1:0",
-        "task.shutdown.graceful.timeout.ms": "3000",
-        "spark.master": f"local[{SLOTS},2]",
-        "spark.driver.memory": "768m",
-    }
+    props = worker_settings(
+        bootstrap,
+        f"control-plane-{uuid.uuid4().hex[:8]}",
+        **{"file.allowed.dirs": str(allowed_dir), "spark.master": f"local[{SLOTS},2]"},
+    )
     process = WorkerProcess(props, tmp_path_factory.mktemp("control-plane") / "w1").start(timeout=300)
     yield process
     process.stop()
 
 
-def sequence(topic: str, tasks: int = 1, **extra: str) -> dict[str, str]:
-    return {
-        "connector.class": "SequenceSource",
-        "tasks.max": str(tasks),
-        "topic": topic,
-        "records.per.task": "-1",
-        "batch.size": "10",
-        "rate.per.task": "50",
-        **extra,
-    }
-
-
-def path_of(name: str) -> str:
-    return "/connectors/" + quote(name, safe="")
-
-
-def wait_running(worker: WorkerProcess, name: str, tasks: int = 1, timeout: float = 90) -> dict:
-    def running() -> dict | None:
-        status = worker.request("GET", path_of(name) + "/status").json()
-        states = [t["state"] for t in status.get("tasks", [])]
-        ok = status.get("connector", {}).get("state") == "RUNNING" and states == ["RUNNING"] * tasks
-        return status if ok else None
-
-    return worker.wait_for(running, timeout, f"{name} RUNNING with {tasks} task(s)")
-
-
-def delete(worker: WorkerProcess, name: str) -> None:
-    response = worker.request("DELETE", path_of(name))
-    assert response.status_code in (204, 404), response.text
-
-
 # ---------------------------------------------------------------------------------------- bug 1: names
 @pytest.mark.parametrize("name", ["a/b", ".", "..", "x\\y"])
 def test_unaddressable_names_are_refused_with_the_reason(worker: WorkerProcess, name: str) -> None:
-    response = worker.create_connector(name, sequence("unused"))
+    response = worker.create_connector(name, sequence_config("unused"))
     assert response.status_code == 400, response.text
     assert "name" in response.json()["message"]
     assert name not in worker.request("GET", "/connectors").json()
-    put = worker.request("PUT", f"/connectors/{quote(name, safe='')}/config", json=sequence("unused"))
+    put = worker.request("PUT", f"/connectors/{quote(name, safe='')}/config", json=sequence_config("unused"))
     assert put.status_code in (400, 404, 405), put.text  # never created
     assert name not in worker.request("GET", "/connectors").json()
 
@@ -107,11 +62,11 @@ def test_unaddressable_names_are_refused_with_the_reason(worker: WorkerProcess, 
 def test_a_name_with_percent_and_spaces_runs_logs_and_deletes(worker: WorkerProcess) -> None:
     name = f"50%off sale {uuid.uuid4().hex[:4]}"
     topic = f"cp-percent-{uuid.uuid4().hex[:6]}"
-    created = worker.create_connector(name, sequence(topic))
+    created = worker.create_connector(name, sequence_config(topic))
     assert created.status_code == 201, created.text
     assert created.headers["location"].endswith(quote(name, safe=""))
     wait_running(worker, name)
-    assert worker.request("DELETE", path_of(name)).status_code == 204
+    assert worker.request("DELETE", connector_path(name)).status_code == 204
     assert name not in worker.request("GET", "/connectors").json()
     log = Path(worker.log_path).read_text(errors="replace")
     assert "--- Logging error ---" not in log
@@ -119,10 +74,10 @@ def test_a_name_with_percent_and_spaces_runs_logs_and_deletes(worker: WorkerProc
 
 # ---------------------------------------------------------------------------------------- bug 2: tasks.max
 def test_tasks_max_beyond_what_can_be_placed_is_a_clear_400(worker: WorkerProcess) -> None:
-    huge = worker.create_connector("cp-huge", sequence("unused", tasks=100_000))
+    huge = worker.create_connector("cp-huge", sequence_config("unused", tasks=100_000))
     assert huge.status_code == 400, huge.text
     assert "tasks.max=100000" in huge.json()["message"]
-    over_slots = worker.create_connector("cp-over", sequence("unused", tasks=SLOTS + 1))
+    over_slots = worker.create_connector("cp-over", sequence_config("unused", tasks=SLOTS + 1))
     assert over_slots.status_code == 400, over_slots.text
     assert f"{SLOTS} Spark task slots" in over_slots.json()["message"]
     assert not {"cp-huge", "cp-over"} & set(worker.request("GET", "/connectors").json())
@@ -131,12 +86,12 @@ def test_tasks_max_beyond_what_can_be_placed_is_a_clear_400(worker: WorkerProces
 def test_one_failing_connector_does_not_block_another(worker: WorkerProcess) -> None:
     topic = f"cp-isolation-{uuid.uuid4().hex[:6]}"
     greedy = {
-        **sequence(topic),
+        **sequence_config(topic),
         "connector.class": "support.control_plane_connectors.GreedySequenceConnector",
     }
     assert worker.create_connector("cp-greedy", greedy).status_code == 201
     try:
-        assert worker.create_connector("cp-fine", sequence(topic)).status_code == 201
+        assert worker.create_connector("cp-fine", sequence_config(topic)).status_code == 201
         wait_running(worker, "cp-fine")
 
         def failed() -> dict | None:
@@ -147,8 +102,8 @@ def test_one_failing_connector_does_not_block_another(worker: WorkerProcess) -> 
         assert "more than its tasks.max=1" in status["connector"]["trace"]
         assert worker.request("GET", "/connectors/cp-greedy/tasks").json() == []
     finally:
-        delete(worker, "cp-greedy")
-        delete(worker, "cp-fine")
+        delete_connector(worker, "cp-greedy")
+        delete_connector(worker, "cp-fine")
 
 
 # ---------------------------------------------------------------------------------------- validate up front
@@ -171,7 +126,7 @@ BAD_SETTINGS = [
 def test_bad_framework_settings_are_refused_before_anything_is_stored(
     worker: WorkerProcess, settings: dict[str, str], field: str
 ) -> None:
-    config = {**sequence("cp-valid-topic"), **settings}
+    config = {**sequence_config("cp-valid-topic"), **settings}
     created = worker.create_connector("cp-bad-settings", config)
     assert created.status_code == 400, created.text
     assert field in created.json()["message"]
@@ -188,7 +143,7 @@ def test_validate_flags_a_missing_connector_class(worker: WorkerProcess) -> None
 
 
 def test_config_def_returning_none_is_a_400_naming_the_class(worker: WorkerProcess) -> None:
-    config = {**sequence("cp-none"), "connector.class": f"{SUPPORT}.NoConfigDefConnector"}
+    config = {**sequence_config("cp-none"), "connector.class": f"{SUPPORT}.NoConfigDefConnector"}
     created = worker.create_connector("cp-none", config)
     assert created.status_code == 400, created.text
     assert "NoConfigDefConnector.config_def() must return a ConfigDef" in created.json()["message"]
@@ -207,7 +162,8 @@ def test_poll_returning_non_records_fails_naming_what_it_returned(
     worker: WorkerProcess, connector: str, named: str
 ) -> None:
     name = f"cp-{connector.lower()}"
-    config = {**sequence(f"cp-poll-{uuid.uuid4().hex[:6]}"), "connector.class": f"{SUPPORT}.{connector}"}
+    topic = f"cp-poll-{uuid.uuid4().hex[:6]}"
+    config = {**sequence_config(topic), "connector.class": f"{SUPPORT}.{connector}"}
     assert worker.create_connector(name, config).status_code == 201
     try:
 
@@ -223,7 +179,7 @@ def test_poll_returning_non_records_fails_naming_what_it_returned(
         assert shown.exit_code == 0, shown.output
         assert "ConnectException" in shown.output and "Traceback (most recent" not in shown.output
     finally:
-        delete(worker, name)
+        delete_connector(worker, name)
 
 
 def test_file_stream_source_refuses_bad_offsets_through_the_connector(
@@ -259,7 +215,7 @@ def test_file_stream_source_refuses_bad_offsets_through_the_connector(
         assert worker.request("PATCH", offsets, json={"offsets": [good]}).status_code == 200
         assert worker.request("GET", offsets).json() == {"offsets": [good]}
     finally:
-        delete(worker, "cp-file")
+        delete_connector(worker, "cp-file")
 
 
 # ---------------------------------------------------------------------------------------- REST parity
@@ -285,7 +241,7 @@ def test_rest_parity_items_on_a_running_connector(worker: WorkerProcess) -> None
     )
 
     topic = f"cp-parity-{uuid.uuid4().hex[:6]}"
-    assert worker.create_connector("cp-parity", sequence(topic)).status_code == 201
+    assert worker.create_connector("cp-parity", sequence_config(topic)).status_code == 201
     try:
         status = wait_running(worker, "cp-parity")
         assert status["connector"]["version"] == "1.0.0" and status["tasks"][0]["version"] == "1.0.0"
@@ -302,13 +258,13 @@ def test_rest_parity_items_on_a_running_connector(worker: WorkerProcess) -> None
         body = restarted.json()
         assert body["connector"]["state"] == "RESTARTING" and body["tasks"][0]["state"] == "RESTARTING"
         wait_running(worker, "cp-parity")
-        assert worker.request("PUT", "/connectors/cp-parity/stop").status_code == 204
+        worker.stop_connector("cp-parity")  # PUT /stop; STOPPED once the tasks are over
         assert worker.request("GET", "/connectors/cp-parity").json()["tasks"] == []
         assert worker.request("GET", "/connectors/cp-parity/tasks").json() == []
         stopped = worker.request("GET", "/connectors/cp-parity/status").json()
         assert stopped["connector"]["state"] == "STOPPED" and stopped["tasks"] == []
     finally:
-        delete(worker, "cp-parity")
+        delete_connector(worker, "cp-parity")
 
 
 # ---------------------------------------------------------------------------------------- operations
@@ -316,7 +272,7 @@ def test_failed_task_restarts_automatically_when_the_connector_opts_in(
     worker: WorkerProcess, tmp_path: Path
 ) -> None:
     config = {
-        **sequence(f"cp-restart-{uuid.uuid4().hex[:6]}"),
+        **sequence_config(f"cp-restart-{uuid.uuid4().hex[:6]}"),
         "connector.class": f"{SUPPORT}.FailingOnceConnector",
         "fail.marker": str(tmp_path / "failed-once"),
         "errors.restart.enable": "true",
@@ -329,4 +285,4 @@ def test_failed_task_restarts_automatically_when_the_connector_opts_in(
         metrics = worker.request("GET", "/metrics").text
         assert 'eosconnect_task_auto_restarts_total{connector="cp-restart",task="0"} 1' in metrics
     finally:
-        delete(worker, "cp-restart")
+        delete_connector(worker, "cp-restart")

@@ -24,6 +24,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from eosconnect.tools.worker_process import WorkerProcess
+from support.workers import worker_settings
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -33,24 +34,7 @@ COLLECTING = "support.connectors.CollectingSinkConnector"
 @pytest.fixture(scope="module")
 def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
     prefix = f"sinkworker-{uuid.uuid4().hex[:6]}"
-    props = {
-        "bootstrap.servers": bootstrap,
-        "group.id": f"{prefix}-group",
-        "config.storage.topic": f"{prefix}-configs",
-        "offset.storage.topic": f"{prefix}-offsets",
-        "status.storage.topic": f"{prefix}-status",
-        "config.storage.replication.factor": "1",
-        "offset.storage.replication.factor": "1",
-        "offset.storage.partitions": "1",
-        "status.storage.replication.factor": "1",
-        "status.storage.partitions": "1",
-        "exactly.once.source.support": "enabled",
-        "offset.flush.interval.ms": "500",
-        "listeners": "http://127.0.0.1:0",
-        "task.shutdown.graceful.timeout.ms": "3000",
-        "spark.master": "local[8,4]",
-        "spark.driver.memory": "768m",
-    }
+    props = worker_settings(bootstrap, prefix)
     started = WorkerProcess(props, tmp_path_factory.mktemp("sink-worker")).start()
     yield started
     started.stop()
