@@ -61,6 +61,40 @@ def test_lines_exactly_once_across_a_restart(
     assert offsets == {f'{{"filename": "{path}"}}': {"position": path.stat().st_size}}
 
 
+def test_tasks_refuse_files_outside_file_allowed_dirs(
+    run_job, worker_props, topic_name, create_topic, read_committed, tmp_path: Path
+):
+    """The worker's file.allowed.dirs reaches the tasks themselves: a job started without any
+    validation (as a config written straight to the config topic would be) fails its source and
+    sink tasks, each naming the file, the setting and the fix, and reads or writes nothing."""
+    data = create_topic(topic_name("lines"))
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the topic\n")
+    worker = worker_props("enabled", file_allowed_dirs=str(allowed))
+
+    source = run_job(file_config("confined-src", allowed / ".." / "secret.txt", data), worker)
+    (outcome,) = source.wait(120)
+    assert outcome["state"] == "FAILED", outcome
+    assert "secret.txt" in outcome["trace"] and f"file.allowed.dirs={allowed}" in outcome["trace"]
+    assert "Point the connector's `file` at a file inside one of them" in outcome["trace"]
+    assert read_committed(data) == []
+
+    written = tmp_path / "written.txt"
+    sink_config = {
+        "name": "confined-sink",
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": "1",
+        "file": str(written),
+        "topics": data,
+    }
+    (outcome,) = run_job(sink_config, worker).wait(120)
+    assert outcome["state"] == "FAILED", outcome
+    assert str(written) in outcome["trace"] and "file.allowed.dirs" in outcome["trace"]
+    assert not written.exists()
+
+
 # ============================================================================ FileStreamSink
 
 

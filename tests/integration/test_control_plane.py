@@ -218,6 +218,45 @@ def test_file_stream_source_refuses_bad_offsets_through_the_connector(
         delete_connector(worker, "cp-file")
 
 
+def test_a_file_that_becomes_a_link_out_of_the_allowed_dirs_fails_its_task(
+    worker: WorkerProcess, allowed_dir: Path, tmp_path: Path
+) -> None:
+    """Validation saw a path inside file.allowed.dirs; by the time the task opens it, it is a
+    symbolic link to a file outside. The task fails naming the file, the setting and the fix."""
+    unique = uuid.uuid4().hex[:6]
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the topic\n")
+    source_file, sink_file = allowed_dir / f"in-{unique}.txt", allowed_dir / f"out-{unique}.txt"
+    topic = f"cp-link-{unique}"
+    source = {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic}
+    sink = {"connector.class": "FileStreamSink", "file": str(sink_file), "topics": topic}
+    assert worker.create_connector("cp-link-src", source).status_code == 201
+    body = {"name": "cp-link-sink", "config": sink, "initial_state": "STOPPED"}
+    assert worker.request("POST", "/connectors", json=body).status_code == 201
+    try:
+        wait_running(worker, "cp-link-src")
+        source_file.symlink_to(secret)
+        sink_file.symlink_to(tmp_path / "written.txt")
+        assert worker.request("PUT", "/connectors/cp-link-sink/resume").status_code == 202
+
+        for name, path, target in [
+            ("cp-link-src", source_file, secret),
+            ("cp-link-sink", sink_file, tmp_path / "written.txt"),
+        ]:
+
+            def failed(name: str = name) -> dict | None:
+                tasks = worker.status(name).get("tasks", [])
+                return tasks[0] if tasks and tasks[0]["state"] == "FAILED" else None
+
+            trace = worker.wait_for(failed, 90, f"{name}'s task FAILED")["trace"]
+            assert f"file '{path}' (it resolves to {target})" in trace, trace
+            assert f"file.allowed.dirs={allowed_dir}" in trace and "add its directory" in trace
+        assert not (tmp_path / "written.txt").exists()
+    finally:
+        delete_connector(worker, "cp-link-src")
+        delete_connector(worker, "cp-link-sink")
+
+
 # ---------------------------------------------------------------------------------------- REST parity
 def test_rest_parity_items_on_a_running_connector(worker: WorkerProcess) -> None:
     assert worker.request("GET", "/health").json()["status"] == "healthy"

@@ -11,10 +11,15 @@ from eosconnect.api import (
     ConnectException,
     ExactlyOnceSupport,
     InMemoryOffsetStorageReader,
+    SinkTaskContext,
     SourceTaskContext,
     resolve_connector_class,
 )
-from eosconnect.connectors.file_stream import FileStreamSourceConnector, FileStreamSourceTask
+from eosconnect.connectors.file_stream import (
+    FileStreamSinkTask,
+    FileStreamSourceConnector,
+    FileStreamSourceTask,
+)
 
 
 def start_task(path: Path, position: int | None = None, **settings: str) -> FileStreamSourceTask:
@@ -106,3 +111,45 @@ def test_kafka_class_name_resolves() -> None:
     cls = resolve_connector_class("org.apache.kafka.connect.file.FileStreamSourceConnector")
     assert cls is FileStreamSourceConnector
     assert resolve_connector_class("FileStreamSource") is FileStreamSourceConnector
+
+
+# ------------------------------------------------------------------------------ file.allowed.dirs
+def confined_source(path: Path, allowed: Path) -> FileStreamSourceTask:
+    task = FileStreamSourceTask()
+    task.initialize(SourceTaskContext(file_allowed_dirs=str(allowed)))
+    task.start({"file": str(path), "topic": "lines"})
+    return task
+
+
+def test_source_inside_the_allowed_dirs_reads(tmp_path: Path) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("one\n")
+    assert drain(confined_source(path, tmp_path)) == [("one", 4)]
+
+
+def test_source_fails_when_its_file_becomes_a_link_out_of_the_allowed_dirs(tmp_path: Path) -> None:
+    allowed, outside = tmp_path / "allowed", tmp_path / "secret.txt"
+    allowed.mkdir()
+    outside.write_text("secret\n")
+    path = allowed / "in.txt"  # does not exist yet: validation would have let it through
+    task = confined_source(path, allowed)
+    assert task.poll() is None
+    path.symlink_to(outside)
+    with pytest.raises(ConnectException) as failed:
+        task.poll()
+    message = str(failed.value)
+    assert str(path) in message and str(outside) in message
+    assert f"file.allowed.dirs={allowed}" in message and "add its directory" in message
+
+
+def test_sink_refuses_a_file_outside_the_allowed_dirs_and_creates_nothing(tmp_path: Path) -> None:
+    allowed, outside = tmp_path / "allowed", tmp_path / "out.txt"
+    allowed.mkdir()
+    task = FileStreamSinkTask()
+    task.initialize(SinkTaskContext(file_allowed_dirs=f"{tmp_path / 'elsewhere'}, {allowed}"))
+    with pytest.raises(ConnectException, match=r"file\.allowed\.dirs"):
+        task.start({"file": str(allowed / ".." / "out.txt"), "topics": "t"})
+    assert not outside.exists()
+    task.start({"file": str(allowed / "out.txt"), "topics": "t"})
+    task.stop()
+    assert (allowed / "out.txt").exists()

@@ -59,6 +59,9 @@ class SourceTaskContext:
     configs: dict[str, str] = field(default_factory=dict)
     offset_storage_reader: OffsetStorageReader = field(default_factory=InMemoryOffsetStorageReader)
     transaction_context: TransactionContext | None = None
+    #: The worker's `file.allowed.dirs` (set by the runtime; None: not restricted). Tasks that open
+    #: local files by a configured path (the FileStream tasks) must stay inside these directories.
+    file_allowed_dirs: str | None = None
 
 
 @dataclass
@@ -85,6 +88,9 @@ class SinkTaskContext:
     #: (`SinkConnector.exactly_once_delivery`): `<group.id>-<connector>-<task>`. The task's
     #: transactional producer must use it, since zombie fencing fences exactly these ids.
     transactional_id: str | None = None
+    #: The worker's `file.allowed.dirs` (set by the runtime; None: not restricted). Tasks that open
+    #: local files by a configured path (the FileStream tasks) must stay inside these directories.
+    file_allowed_dirs: str | None = None
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this task consumes right now (changes on rebalances: see open/close)."""

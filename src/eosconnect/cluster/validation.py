@@ -11,13 +11,13 @@ connector's), each with its errors, so a UI can show every problem next to its f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
 from eosconnect.api.connector import Connector
 from eosconnect.api.converters import resolve_converter_class
 from eosconnect.api.errors import ConfigException
+from eosconnect.api.file_access import FILE_ALLOWED_DIRS, AllowedDirs
 from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.sink import TRANSACTION_PRODUCER_CONFIG, SinkConnector, sink_topics_errors
 from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
@@ -93,34 +93,21 @@ def sink_preflight(
     return errors
 
 
-#: Worker setting: directories FileStream connectors may read and write (comma-separated).
-FILE_ALLOWED_DIRS = "file.allowed.dirs"
-
-
 def file_confinement_errors(
     connector: Connector, config: Mapping[str, str], worker: WorkerConfig
 ) -> dict[str, list[str]]:
     """FileStream connectors read and write any file the worker can (Kafka removed them from the
     default plugin path in 3.2 for that reason). With the worker's `file.allowed.dirs` set, their
-    `file` must lie inside one of those directories (after resolving `..` and symbolic links)."""
+    `file` must lie inside one of those directories (after resolving `..` and symbolic links).
+    Their tasks check again when they open the file (api/file_access.py)."""
     from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
 
-    allowed_raw = worker.originals.get(FILE_ALLOWED_DIRS, "").strip()
-    if not allowed_raw or not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
+    allowed = AllowedDirs.parse(worker.originals.get(FILE_ALLOWED_DIRS))
+    if allowed is None or not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
         return {}
-    allowed = [Path(d.strip()).resolve() for d in allowed_raw.split(",") if d.strip()]
     target = (config.get("file") or "").strip()
-    if not target:
-        return {}
-    resolved = Path(target).resolve()
-    if any(resolved.is_relative_to(d) for d in allowed):
-        return {}
-    return {
-        "file": [
-            f"{target} is outside the directories this worker allows FileStream connectors to use "
-            f"({FILE_ALLOWED_DIRS}={allowed_raw}); pick a file inside one of them"
-        ]
-    }
+    problem = allowed.refusal(target) if target else None
+    return {"file": [problem]} if problem else {}
 
 
 def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:

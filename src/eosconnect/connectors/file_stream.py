@@ -14,6 +14,7 @@ from typing import IO, Any
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.api.file_access import AllowedDirs
 from eosconnect.api.records import (
     OffsetAndMetadata,
     SinkRecord,
@@ -166,6 +167,7 @@ class FileStreamSourceTask(SourceTask):
         self.topic: str = values["topic"]
         self.batch_size: int = values["batch.size"]
         self.partition = {FILENAME_FIELD: self.filename}
+        self._allowed = _allowed_dirs(self)
         stored = self.context.offset_storage_reader.offset(self.partition)
         position = stored.get(POSITION_FIELD) if stored else None
         if position is not None and (isinstance(position, bool) or not isinstance(position, int)):
@@ -232,6 +234,8 @@ class FileStreamSourceTask(SourceTask):
     def _open(self) -> IO[bytes] | None:
         if self._stream is not None:
             return self._stream
+        if self._allowed is not None:  # checked at every open: the path may have become a link
+            self._allowed.check(self.filename)
         try:
             stream = open(self.filename, "rb")  # noqa: SIM115 - kept open across polls, closed in stop()
         except FileNotFoundError:
@@ -241,6 +245,12 @@ class FileStreamSourceTask(SourceTask):
             return None
         except OSError as exc:
             raise ConnectException(f"cannot open file {self.filename!r}: {exc}") from exc
+        if self._allowed is not None:
+            try:
+                self._allowed.check_opened(self.filename, stream.fileno())
+            except ConnectException:
+                stream.close()
+                raise
         size = os.fstat(stream.fileno()).st_size
         if size < self.position:
             stream.close()
@@ -296,6 +306,13 @@ class LineEndOffsets(Sequence[Mapping[str, int]]):
         if isinstance(index, slice):
             return [{POSITION_FIELD: end} for end in self._ends[index]]
         return {POSITION_FIELD: self._ends[index]}
+
+
+def _allowed_dirs(task: SourceTask | SinkTask) -> AllowedDirs | None:
+    """The worker's `file.allowed.dirs` as the runtime put it in the task's context (None outside
+    a runtime, e.g. a task built directly in a unit test)."""
+    context = getattr(task, "context", None)
+    return AllowedDirs.parse(getattr(context, "file_allowed_dirs", None))
 
 
 def _decode_lines(lines: list[bytes]) -> list[str]:
@@ -381,12 +398,21 @@ class FileStreamSinkTask(SinkTask):
 
     def start(self, config: dict[str, str]) -> None:
         self.filename: str = parse_sink_config(config)["file"]
+        allowed = _allowed_dirs(self)
+        if allowed is not None:
+            allowed.check(self.filename)
         try:
             # Unbuffered: each put() is one write() of whole lines, so a killed process never
             # leaves half a line behind for the redelivered records to be appended to.
             self._file = open(self.filename, "ab", buffering=0)  # noqa: SIM115 - closed in stop()
         except OSError as exc:
             raise ConnectException(f"cannot open file {self.filename!r} for appending: {exc}") from exc
+        if allowed is not None:
+            try:
+                allowed.check_opened(self.filename, self._file.fileno())
+            except ConnectException:
+                self._file.close()
+                raise
         log.info("file %s: appending at byte %d", self.filename, os.fstat(self._file.fileno()).st_size)
 
     def put(self, records: list[SinkRecord]) -> None:

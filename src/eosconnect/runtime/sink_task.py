@@ -49,6 +49,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.context import SinkTaskContext
 from eosconnect.api.errors import ConnectException, RetriableException
+from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
 from eosconnect.cluster.fencing import task_transactional_id
@@ -176,7 +177,9 @@ class SinkTaskRunner:
         self.task: SinkTask = instantiate_task(spec, SinkTask)
         self.pipeline = SinkRecordPipeline(pipeline_config(self.connector.originals, self.task, self.log))
         self.context = SinkTaskContext(
-            configs=dict(spec.task_config), consumer_group=connector.consumer_group
+            configs=dict(spec.task_config),
+            consumer_group=connector.consumer_group,
+            file_allowed_dirs=worker.originals.get(FILE_ALLOWED_DIRS),
         )
         #: Partitions the connector assigned to this task itself; None: the consumer group decides.
         self.static_partitions: list[TopicPartition] | None = (

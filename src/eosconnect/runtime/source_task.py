@@ -19,6 +19,7 @@ from confluent_kafka import KafkaException, Producer
 
 from eosconnect.api.batch import SourceBatch, expand
 from eosconnect.api.errors import ConnectException
+from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
@@ -129,6 +130,7 @@ class SourceTaskRunner(ABC):
             configs=dict(self.spec.task_config),
             offset_storage_reader=self.offset_view,
             transaction_context=self.transaction_context(),
+            file_allowed_dirs=self.worker.originals.get(FILE_ALLOWED_DIRS),
         )
         attach = getattr(self.spec.control, "attach", None)
         if attach is not None:
