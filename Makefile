@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark test test-extended lint soak bench kafka postgres install clean
+.PHONY: demo demo-spark test test-extended test-long lint soak bench kafka postgres install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ test: kafka postgres lint
 # The long integration modules of the Spark cluster, Spark sink, MM2 failover and Kafka Connect differential tests.
 test-extended: kafka postgres
 	$(BIN)/pytest -m extended -p no:cacheprovider
+
+# Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds),
+# extended modules included; `make test` runs the short forms.
+test-long: kafka postgres
+	EOSCONNECT_LONG_TESTS=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each
 # kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.

@@ -61,6 +61,18 @@ def test_repeated_errors_are_logged_once_then_with_a_count(monkeypatch: pytest.M
     assert all(repeat_filter.filter(_record("routine", logging.INFO)) for _ in range(5))
 
 
+@pytest.mark.parametrize(("raw", "expected"), [(None, 60.0), ("4", 4.0), ("0", 60.0), ("soon", 60.0)])
+def test_repeat_interval_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, raw: str | None, expected: float
+) -> None:
+    if raw is None:
+        monkeypatch.delenv(log_repeats.INTERVAL_ENV, raising=False)
+    else:
+        monkeypatch.setenv(log_repeats.INTERVAL_ENV, raw)
+    assert RepeatFilter().interval_s == expected
+    assert RepeatFilter(interval_s=2).interval_s == 2
+
+
 def test_task_log_prefix_is_not_a_format_string(caplog: pytest.LogCaptureFixture) -> None:
     adapter = TaskLogAdapter(logging.getLogger("eosconnect.test"), {"id": "50%off-0"})
     with caplog.at_level(logging.INFO, logger="eosconnect.test"):

@@ -9,20 +9,37 @@ problem ends (a different message, say "connected"), the next occurrence is new 
 Lower levels pass untouched.
 
     handler.addFilter(RepeatFilter())      # or install_repeat_filter(logging.getLogger())
+
+The interval defaults to 60 s; `EOSCONNECT_LOG_REPEAT_INTERVAL_S` changes it for a worker and the
+Spark Python workers it starts (which inherit its environment).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-__all__ = ["RepeatFilter", "install_repeat_filter"]
+__all__ = ["INTERVAL_ENV", "RepeatFilter", "default_interval", "install_repeat_filter"]
+
+#: Environment variable: seconds between two lines of one repeated message (default 60).
+INTERVAL_ENV = "EOSCONNECT_LOG_REPEAT_INTERVAL_S"
 
 _NUMBER = re.compile(r"\d+")
+
+
+def default_interval() -> float:
+    """`EOSCONNECT_LOG_REPEAT_INTERVAL_S` if set to a positive number, else 60 s."""
+    raw = os.environ.get(INTERVAL_ENV, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return 60.0
+    return value if value > 0 else 60.0
 
 
 @dataclass
@@ -34,9 +51,11 @@ class _Seen:
 class RepeatFilter(logging.Filter):
     """Logging filter: each WARNING+ message once per `interval_s`, then with the repeat count."""
 
-    def __init__(self, interval_s: float = 60.0, level: int = logging.WARNING, capacity: int = 512) -> None:
+    def __init__(
+        self, interval_s: float | None = None, level: int = logging.WARNING, capacity: int = 512
+    ) -> None:
         super().__init__()
-        self.interval_s = interval_s
+        self.interval_s = default_interval() if interval_s is None else interval_s
         self.level = level
         self.capacity = capacity
         self._seen: OrderedDict[tuple[str, int, str], _Seen] = OrderedDict()
@@ -79,7 +98,9 @@ class RepeatFilter(logging.Filter):
             self._seen.clear()
 
 
-def install_repeat_filter(logger: logging.Logger | None = None, interval_s: float = 60.0) -> RepeatFilter:
+def install_repeat_filter(
+    logger: logging.Logger | None = None, interval_s: float | None = None
+) -> RepeatFilter:
     """Add one `RepeatFilter` to every handler of `logger` (default: the root logger); returns it."""
     target = logger if logger is not None else logging.getLogger()
     repeat_filter = RepeatFilter(interval_s)

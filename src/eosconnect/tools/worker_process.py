@@ -32,6 +32,8 @@ class WorkerProcess:
     #: The worker (and with it its Spark JVM and Python workers) dies with the process that started
     #: it, so a killed test run or demo leaves nothing behind. Start it from the main thread.
     tie_to_parent: bool = True
+    #: Extra environment variables for the worker (and the Spark Python workers it starts).
+    env: dict[str, str] = field(default_factory=dict)
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -50,7 +52,7 @@ class WorkerProcess:
             stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=die_with_parent if self.tie_to_parent else None,
-            env={**os.environ, "EOSCONNECT_LOG_LEVEL": "INFO"},
+            env={**os.environ, "EOSCONNECT_LOG_LEVEL": "INFO", **self.env},
         )
         deadline = time.monotonic() + timeout
         while not ready.exists():
