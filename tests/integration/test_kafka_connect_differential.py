@@ -122,6 +122,8 @@ def pair(
             httpx.Client(base_url=java.url, timeout=90) as j,
             httpx.Client(base_url=eos.url, timeout=90) as e,
         ):
+            # Both past start-up (KIP-1017: 503 "starting" until then), so `health` compares ready workers.
+            wait_both(Wait("a healthy worker", lambda c: c.get("/health").status_code == 200), (j, e))
             yield j, e
     finally:
         eos.stop()
