@@ -95,18 +95,20 @@ def test_broker_outage_status_from_memory_bounded_logs_and_exactly_once_after(
     for node in nodes:
         own_kafka.kill_node(node)
     answers: list[tuple[float, list[str]]] = []
-    deadline = time.monotonic() + OUTAGE_S
-    while time.monotonic() < deadline:
-        began = time.monotonic()
-        response = worker.request("GET", "/connectors/out/status")
-        took = time.monotonic() - began
-        assert response.status_code == 200, response.text
-        assert took < STATUS_BOUND_S, f"status took {took:.2f}s without Kafka (answer {len(answers)})"
-        answers.append((took, [t["state"] for t in response.json()["tasks"]]))
-        time.sleep(0.5)
-    outage_log = worker.log_path.read_bytes()[log_start:].decode(errors="replace")
-    for node in nodes:
-        own_kafka.start_node(node)
+    try:
+        deadline = time.monotonic() + OUTAGE_S
+        while time.monotonic() < deadline:
+            began = time.monotonic()
+            response = worker.request("GET", "/connectors/out/status")
+            took = time.monotonic() - began
+            assert response.status_code == 200, response.text
+            assert took < STATUS_BOUND_S, f"status took {took:.2f}s without Kafka (answer {len(answers)})"
+            answers.append((took, [t["state"] for t in response.json()["tasks"]]))
+            time.sleep(0.5)
+        outage_log = worker.log_path.read_bytes()[log_start:].decode(errors="replace")
+    finally:
+        for node in nodes:
+            own_kafka.start_node(node)
 
     assert len(answers) >= OUTAGE_S / 2.5, f"only {len(answers)} status answers in {OUTAGE_S:.0f}s"
     assert all(len(states) == 2 for _, states in answers), answers
