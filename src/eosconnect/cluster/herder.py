@@ -47,7 +47,6 @@ from eosconnect.cluster.connector_kinds import (
     kind_of_config,
     uses_exactly_once_startup,
 )
-from eosconnect.cluster.fencing import FencingError, fence_transactional_ids, task_transactional_id
 from eosconnect.cluster.herder_api import (
     BadRequestError,
     ConflictError,
@@ -63,7 +62,7 @@ from eosconnect.cluster.spark import SparkProvider, executor_slots
 from eosconnect.cluster.status_board import StatusBoard
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.cluster.validation import config_errors, plugin_config_infos, validate_connector_config
-from eosconnect.runtime.config import WorkerConfig, sink_consumer_group
+from eosconnect.runtime.config import sink_consumer_group
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.storage import sink_offsets
 from eosconnect.storage.clients import client_config
@@ -79,6 +78,8 @@ from eosconnect.storage.offsets import (
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.status_store import ConnectState, Status, StatusStore
 from eosconnect.storage.topics import ensure_topic
+from eosconnect.storage.transactional_ids import FencingError, fence_transactional_ids, task_transactional_id
+from eosconnect.worker_config import WorkerConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import javaproperties
 
 from eosconnect.api.plugins import configure_plugin_path
-from eosconnect.runtime.config import WorkerConfig
+from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
 

@@ -30,13 +30,13 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import RecordMetadata, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import RequestedTransactionContext
-from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import TransactionBoundary
 from eosconnect.runtime.pipeline import OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
 from eosconnect.storage.clients import C, client_config, forced
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.topics import ensure_topic
+from eosconnect.storage.transactional_ids import task_transactional_id
 
 LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 

@@ -21,7 +21,7 @@ from eosconnect.api.batch import SourceBatch, expand
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
-from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
+from eosconnect.runtime.config import SourceConnectorConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
@@ -34,6 +34,7 @@ from eosconnect.storage.offsets import (
     OffsetsTopicPlacement,
     offsets_topic_for,
 )
+from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
 
