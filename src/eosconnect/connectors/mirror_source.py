@@ -88,17 +88,20 @@ POLL_TIMEOUT_CONFIG = "poll.timeout.ms"
 #: The connector's own settings under the source client prefix.
 NOT_CLIENT = frozenset({SOURCE_ALIAS_CONFIG})
 
+#: How the connectors that read the source cluster themselves (MirrorSource, MirrorCheckpoint) reach it.
+SOURCE_CLUSTER_CONFIG_DEF = ConfigDef().define(
+    SOURCE_BOOTSTRAP_CONFIG,
+    ConfigType.STRING,
+    importance=Importance.HIGH,
+    documentation="The source cluster's bootstrap servers. Every other source.cluster.<setting> is a "
+    "librdkafka client setting (security.protocol, sasl.*, ssl.*, isolation.level, "
+    "auto.offset.reset, ...) for the connector's clients there; the worker's settings do "
+    "not apply to the source cluster.",
+)
+
 MIRROR_SOURCE_CONFIG_DEF = (
     define_offset_sync_settings(ConfigDef(MIRROR_TOPICS_CONFIG_DEF))
-    .define(
-        SOURCE_BOOTSTRAP_CONFIG,
-        ConfigType.STRING,
-        importance=Importance.HIGH,
-        documentation="The source cluster's bootstrap servers. Every other source.cluster.<setting> is a "
-        "librdkafka client setting (security.protocol, sasl.*, ssl.*, isolation.level, "
-        "auto.offset.reset, ...) for the consumer and admin client there; the worker's settings do "
-        "not apply to the source cluster.",
-    )
+    .merge(SOURCE_CLUSTER_CONFIG_DEF)
     .define(
         BATCH_CONFIG,
         ConfigType.INT,
