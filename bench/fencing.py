@@ -22,8 +22,8 @@ from confluent_kafka import Producer
 from rich.console import Console
 from rich.table import Table
 
-from eosconnect.cluster.fencing import fence_transactional_ids
 from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.storage.transactional_ids import fence_transactional_ids
 from eosconnect.tools.worker_process import WorkerProcess
 
 console = Console(stderr=True)

@@ -8,9 +8,9 @@ import warnings
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from eosconnect.runtime.config import WorkerConfig
 from eosconnect.storage.config_store import FENCED_CODES, ConfigStore, FencingConflict
 from eosconnect.storage.fencing_round import fencing_plan, perform_fencing_round
+from eosconnect.worker_config import WorkerConfig
 
 pytestmark = pytest.mark.kafka
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from eosconnect.runtime.config import WorkerConfig
 from eosconnect.storage.config_store import (
     ConfigStore,
     LeaderFencedError,
@@ -20,6 +19,7 @@ from eosconnect.storage.config_store import (
     leader_producer_config,
 )
 from eosconnect.storage.session_key import SessionKey
+from eosconnect.worker_config import WorkerConfig
 
 pytestmark = pytest.mark.kafka
 

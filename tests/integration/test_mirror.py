@@ -8,7 +8,9 @@ cluster is the source and the session broker, where the runtime writes, the targ
 
 from __future__ import annotations
 
+import bisect
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, ResourceType
 
 from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.mirrormaker.formats import OffsetSync, offset_syncs_topic
+from eosconnect.mirrormaker.translation import OffsetSyncIndex
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
 from support.runtime_helpers import wait_until
@@ -407,3 +411,82 @@ def test_mirror_source_copies_another_cluster_exactly_once_across_crashes(
     job.stop()
     assert_exactly_once(read_committed(mirror_topic), 600)
     assert topic_settings(bootstrap, mirror_topic) == COPIED_SETTINGS
+
+
+def test_mirror_source_offset_syncs_stay_exact_while_another_producer_writes_the_target(
+    run_job, worker_props, topic_name, target, read_committed, bootstrap
+):
+    """A columnar batch's offset syncs come from its first and last record's delivery reports, valid
+    only if its records landed contiguously. With another producer writing into the same target
+    partition and the mirror's producer sending one record per request, the two interleave; every
+    committed sync must still map a source offset to the target offset of that very record's copy,
+    the copies are exactly once, and every source offset translates exactly."""
+    source = topic_name("remote")
+    ensure_topic(AdminClient({"bootstrap.servers": target}), source, 1, 1, compacted=False)
+    count = 1500
+    producer = Producer({"bootstrap.servers": target, "enable.idempotence": True})
+    for seq in range(count):
+        producer.produce(source, json.dumps({"seq": seq}).encode(), None, 0)
+    assert producer.flush(30) == 0
+    mirror_topic = f"remote.{source}"
+    ensure_topic(AdminClient({"bootstrap.servers": bootstrap}), mirror_topic, 1, 1, compacted=False)
+    stop = threading.Event()
+
+    def foreign_writes() -> None:
+        other = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        n = 0
+        while not stop.is_set():
+            other.produce(mirror_topic, json.dumps({"foreign": n}).encode(), None, 0)
+            n += 1
+            other.poll(0.001)
+        other.flush(30)
+
+    writer = threading.Thread(target=foreign_writes, daemon=True)
+    writer.start()
+    connector = {
+        "name": "mm-interleaved",
+        "connector.class": "MirrorSource",
+        "tasks.max": "1",
+        "topics": source,
+        "source.cluster.bootstrap.servers": target,
+        "source.cluster.alias": "remote",
+        "max.poll.records": "100",
+        "transaction.boundary": "poll",
+        "producer.override.linger.ms": "0",
+        "producer.override.batch.size": "1",
+        "exactly.once.support": "required",
+    }
+
+    def ours() -> list:
+        return [r for r in read_committed(mirror_topic) if "seq" in json.loads(r.value)]
+
+    try:
+        job = run_job(connector, worker_props("enabled"))
+        wait_until(lambda: len(ours()) >= count, 180, "the copies", job)
+        job.stop()
+    finally:
+        stop.set()
+        writer.join(60)
+    copies = ours()
+    assert [json.loads(r.value)["seq"] for r in copies] == list(range(count)), "duplicates, gaps or disorder"
+    seq_at = {r.offset: json.loads(r.value)["seq"] for r in copies}
+    foreign = [r.offset for r in read_committed(mirror_topic) if "foreign" in json.loads(r.value)]
+    assert any(copies[0].offset < f < copies[-1].offset for f in foreign), "the writers did not overlap"
+    index = OffsetSyncIndex()
+    syncs = [
+        OffsetSync.decode(r.key, r.value)
+        for r in read_committed(offset_syncs_topic("remote"))
+        if r.key is not None and r.value is not None
+    ]
+    syncs = [s for s in syncs if s.topic == source]
+    assert syncs and max(s.upstream_offset for s in syncs) == count - 1
+    for sync in syncs:
+        # The source was written in one go by an idempotent producer: source offset == seq.
+        assert seq_at.get(sync.downstream_offset) == sync.upstream_offset, f"{sync} is not exact"
+        index.add(sync)
+    copy_offsets = [r.offset for r in copies]
+    for committed in range(count):
+        translated = index.translate(source, 0, committed)
+        assert translated is not None
+        first_at_or_after = bisect.bisect_left(copy_offsets, translated)
+        assert first_at_or_after == committed, f"source offset {committed} translates to {translated}"

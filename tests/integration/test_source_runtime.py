@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaException
 
-from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.connectors.sequence import expected_sequences, parse_value
+from eosconnect.storage.transactional_ids import task_transactional_id
 from eosconnect.tools.verify import SequenceReport, check_sequences
 from support.runtime_helpers import committed_offsets, wait_until
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from eosconnect.runtime.config import WorkerConfig
 from eosconnect.storage.status_store import ConnectState, Status, StatusStore
+from eosconnect.worker_config import WorkerConfig
 
 pytestmark = pytest.mark.kafka
 

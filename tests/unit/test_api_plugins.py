@@ -228,3 +228,17 @@ def test_modules_outside_the_plugin_locations_are_refused_before_import(
         import_class("eosc_outside.X")
     plugins.configure_plugin_path([str(outside)])
     assert import_class("eosc_outside.X").__name__ == "X"
+
+
+def test_plugin_path_comes_first_on_sys_path_in_its_order(tmp_path, monkeypatch):
+    """A plugin shadows an installed module of the same name in the driver, as in Spark's Python workers."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.setattr(sys, "path", ["/site-packages-stand-in", *sys.path])
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.delenv(plugins.PLUGIN_PATH_ENV, raising=False)
+    plugins.configure_plugin_path([str(first), " ", str(second)])
+    assert sys.path[:3] == [str(first.resolve()), str(second.resolve()), "/site-packages-stand-in"]
+    plugins.configure_plugin_path([str(first)])  # configuring again adds no duplicate
+    assert sys.path.count(str(first.resolve())) == 1

@@ -21,7 +21,7 @@ from eosconnect.cluster.shipping import (
 from eosconnect.cluster.spark import session_settings
 from eosconnect.cluster.worker import advertised_url, driver_address_settings
 from eosconnect.devkafka.distribution import cache_root
-from eosconnect.runtime.config import WorkerConfig
+from eosconnect.worker_config import WorkerConfig
 
 
 @pytest.fixture

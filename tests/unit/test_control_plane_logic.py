@@ -86,7 +86,7 @@ def test_task_log_prefix_is_not_a_format_string(caplog: pytest.LogCaptureFixture
 
 def test_file_stream_connectors_are_confined_to_file_allowed_dirs(tmp_path) -> None:
     from eosconnect.cluster.validation import config_errors, validate_connector_config
-    from eosconnect.runtime.config import WorkerConfig
+    from eosconnect.worker_config import WorkerConfig
 
     inside = tmp_path / "allowed"
     inside.mkdir()

@@ -15,7 +15,7 @@ from eosconnect.api import ConfigException, OffsetAndMetadata, SinkTaskContext, 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG
 from eosconnect.connectors.mirror import MirrorSinkTask
-from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig, WorkerConfig
+from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig
 from eosconnect.runtime.sink_task import SinkTaskRunner, sink_consumer_settings
 from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
@@ -25,6 +25,7 @@ from eosconnect.runtime.truncation import (
     validate_positions,
     validation_consumer_config,
 )
+from eosconnect.worker_config import WorkerConfig
 
 # As librdkafka 2.16 reported them against Kafka 4.3 (tests/integration/test_sink_truncation.py).
 DETECTED = (

@@ -11,7 +11,7 @@ from eosconnect.cluster.validation import config_errors, validate_connector_conf
 from eosconnect.connectors.mirror import MirrorSinkConnector, MirrorSinkTask
 from eosconnect.connectors.mirror_policy import ReplicationPolicy, spread_partitions
 from eosconnect.connectors.mirror_topics import policy_of
-from eosconnect.runtime.config import WorkerConfig
+from eosconnect.worker_config import WorkerConfig
 
 ENABLED = WorkerConfig.parse(
     {"bootstrap.servers": "127.0.0.1:9092", "exactly.once.source.support": "enabled"}

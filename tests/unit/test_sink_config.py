@@ -18,7 +18,8 @@ from eosconnect.api import (
 from eosconnect.cluster.connector_kinds import SINK, kind_of_config
 from eosconnect.cluster.validation import config_errors, validate_connector_config
 from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
-from eosconnect.runtime.config import SinkConnectorConfig, WorkerConfig
+from eosconnect.runtime.config import SinkConnectorConfig
+from eosconnect.worker_config import WorkerConfig
 
 WORKER = WorkerConfig.parse({"bootstrap.servers": "127.0.0.1:9092", "exactly.once.source.support": "enabled"})
 BASE = {"name": "out", "connector.class": "FileStreamSink", "file": "/tmp/out.txt"}

@@ -21,6 +21,7 @@ whole). A `SourceBatch` is a read-only sequence of `SourceRecord`s, so code that
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 from eosconnect.api.errors import DataException
@@ -34,7 +35,7 @@ from eosconnect.api.records import (
     _check_topic,
 )
 
-__all__ = ["ColumnOffsets", "SourceBatch"]
+__all__ = ["ColumnOffsets", "LandedRecords", "SourceBatch"]
 
 
 class ColumnOffsets(Sequence[Mapping[str, Primitive]]):
@@ -64,6 +65,10 @@ class ColumnOffsets(Sequence[Mapping[str, Primitive]]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._length))]
         return {name: column[index] for name, column in self._columns.items() if column[index] is not None}
+
+    def column(self, name: str) -> Sequence[Primitive] | None:
+        """One field of every record's offset (None where a record lacks it); None without that column."""
+        return self._columns.get(name)
 
 
 class SourceBatch(Sequence[SourceRecord]):
@@ -164,6 +169,21 @@ class SourceBatch(Sequence[SourceRecord]):
             headers=None if self.headers is None else self.headers[i],
             timestamp=None if self.timestamps is None else self.timestamps[i],
         )
+
+
+@dataclass(frozen=True)
+class LandedRecords:
+    """Records of one exactly-once transaction that went, in this order, from one source partition to
+    one Kafka partition, and the offset each landed at: what a task's `transaction_records` derives
+    its own records from (the mirror's offset syncs). For a `SourceBatch` sent on the columnar path,
+    `source_offsets` is its `record_offsets` and `offsets` a `range` (its records are contiguous).
+    """
+
+    source_partition: SourcePartition
+    source_offsets: Sequence[Mapping[str, Primitive]]
+    topic: str
+    partition: int
+    offsets: Sequence[int]
 
 
 def expand(polled: Sequence[SourceRecord | SourceBatch]) -> list[SourceRecord]:

@@ -170,14 +170,19 @@ PLUGIN_PATH_ENV = "EOSCONNECT_PLUGIN_PATH"
 
 def configure_plugin_path(directories: Iterable[str]) -> None:
     """Make `plugin.path` the place user plugins load from: importable here and, through the
-    environment, in Spark's Python workers started after this call (local mode)."""
+    environment, in Spark's Python workers started after this call (local mode).
+
+    Here the entries go to the front of `sys.path`, in `plugin.path` order, so a plugin wins over an
+    installed module of the same name, as it does in the Python workers (PYTHONPATH comes before
+    site-packages there).
+    """
     dirs = [str(Path(d).expanduser().resolve()) for d in directories if str(d).strip()]
     os.environ[PLUGIN_PATH_ENV] = os.pathsep.join(dirs)
     python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*python_path, *dirs]))
-    for d in dirs:
+    for d in reversed(dirs):
         if d not in sys.path:
-            sys.path.append(d)
+            sys.path.insert(0, d)
 
 
 def _allowed_roots() -> list[Path]:

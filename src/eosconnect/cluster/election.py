@@ -30,8 +30,8 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from eosconnect.runtime.config import WorkerConfig
 from eosconnect.storage.clients import client_config
+from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
 

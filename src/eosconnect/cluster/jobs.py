@@ -20,13 +20,13 @@ from eosconnect.api.connector import Connector
 from eosconnect.api.context import ConnectorContext
 from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.sink import SinkConnector
-from eosconnect.runtime.config import WorkerConfig
 from eosconnect.runtime.control import Directive, FileTaskControl
 from eosconnect.runtime.executor import spark_task_entry
 from eosconnect.runtime.startup import LocalStartupCoordinator, StartupCoordinator
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.topics import ensure_topic
+from eosconnect.worker_config import WorkerConfig
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -24,12 +24,12 @@ from urllib.parse import quote
 
 import httpx
 
-from eosconnect.runtime.config import WorkerConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.storage.config_store import ConfigStore
 from eosconnect.storage.session_key import SessionKey, sign_request
+from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,8 @@ from eosconnect.cluster.framework_settings import (
 )
 from eosconnect.cluster.herder_api import BadRequestError, NotFoundError
 from eosconnect.cluster.names import tasks_max_errors
-from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS, WorkerConfig
+from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS
+from eosconnect.worker_config import WorkerConfig
 
 
 def exactly_once_preflight(

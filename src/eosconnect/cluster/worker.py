@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -20,7 +19,7 @@ from urllib.parse import urlparse
 import javaproperties
 
 from eosconnect.api.plugins import configure_plugin_path
-from eosconnect.runtime.config import WorkerConfig
+from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +95,9 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
     from eosconnect.rest.server import RestServer, RestServerConfig
 
     worker = WorkerConfig.parse(props)
-    configure_plugin_path(worker.plugin_path)  # before Spark starts: its Python workers inherit it
+    # Importable here (the driver starts connectors from plugin.path too) and, before Spark starts,
+    # in its Python workers, which inherit the environment.
+    configure_plugin_path(worker.plugin_path)
     scheme, host, port = listener_of(props)
     url = advertised_url(props, scheme, host, port)
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
@@ -108,9 +109,6 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
         worker.plugin_path,
         ship=props.get("eosconnect.ship.environment", "true").lower() != "false",
     )
-    for entry in reversed(worker.plugin_path):  # the driver starts connectors from the plugin path too
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
     spark.prepare()
     if spark.kept_by_standby:  # it holds no executors without tasks: create it now, not at failover
         if spark.on_demand_executors:  # registering with a cluster manager can take long: meanwhile serve

@@ -43,13 +43,12 @@ from eosconnect.api.source import ExactlyOnceSupport, SourceConnector, SourceTas
 from eosconnect.api.validators import Range
 from eosconnect.connectors.mirror_source import (
     NOT_CLIENT,
-    SOURCE_BOOTSTRAP_CONFIG,
+    SOURCE_CLUSTER_CONFIG_DEF,
     SOURCE_PREFIX,
     source_client_config,
 )
 from eosconnect.connectors.mirror_topics import (
-    POLICY_CONFIG,
-    SEPARATOR_CONFIG,
+    MIRROR_NAMING_CONFIG_DEF,
     SOURCE_ALIAS_CONFIG,
     connection_settings,
     policy_of,
@@ -91,21 +90,8 @@ def _compiles(value: Any) -> bool:
 
 
 CHECKPOINT_CONFIG_DEF = (
-    ConfigDef()
-    .define(
-        SOURCE_BOOTSTRAP_CONFIG,
-        ConfigType.STRING,
-        importance=Importance.HIGH,
-        documentation="The source cluster's bootstrap servers; every other source.cluster.<setting> "
-        "is a librdkafka setting for the admin client there (reads its groups' offsets).",
-    )
-    .define(
-        SOURCE_ALIAS_CONFIG,
-        ConfigType.STRING,
-        "source",
-        Importance.HIGH,
-        "The source cluster's alias: names the checkpoints and offset-syncs topics.",
-    )
+    ConfigDef(SOURCE_CLUSTER_CONFIG_DEF)
+    .merge(MIRROR_NAMING_CONFIG_DEF)
     .define(
         TARGET_ALIAS_CONFIG,
         ConfigType.STRING,
@@ -113,14 +99,6 @@ CHECKPOINT_CONFIG_DEF = (
         Importance.LOW,
         "The target cluster's alias (MM2's setting; informational here).",
     )
-    .define(
-        POLICY_CONFIG,
-        ConfigType.STRING,
-        "default",
-        Importance.MEDIUM,
-        "How the mirror names target topics (as on the mirror connector): default or identity.",
-    )
-    .define(SEPARATOR_CONFIG, ConfigType.STRING, ".", Importance.LOW, "As on the mirror connector.")
     .define(
         GROUPS_CONFIG,
         ConfigType.STRING,

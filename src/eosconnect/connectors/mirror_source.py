@@ -25,6 +25,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException
@@ -32,13 +33,11 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
-from eosconnect.api.batch import ColumnOffsets, SourceBatch
+from eosconnect.api.batch import ColumnOffsets, LandedRecords, SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import (
-    RecordMetadata,
     SourcePartition,
-    SourceRecord,
     TopicPartition,
     known_or_none,
 )
@@ -88,17 +87,20 @@ POLL_TIMEOUT_CONFIG = "poll.timeout.ms"
 #: The connector's own settings under the source client prefix.
 NOT_CLIENT = frozenset({SOURCE_ALIAS_CONFIG})
 
+#: How the connectors that read the source cluster themselves (MirrorSource, MirrorCheckpoint) reach it.
+SOURCE_CLUSTER_CONFIG_DEF = ConfigDef().define(
+    SOURCE_BOOTSTRAP_CONFIG,
+    ConfigType.STRING,
+    importance=Importance.HIGH,
+    documentation="The source cluster's bootstrap servers. Every other source.cluster.<setting> is a "
+    "librdkafka client setting (security.protocol, sasl.*, ssl.*, isolation.level, "
+    "auto.offset.reset, ...) for the connector's clients there; the worker's settings do "
+    "not apply to the source cluster.",
+)
+
 MIRROR_SOURCE_CONFIG_DEF = (
     define_offset_sync_settings(ConfigDef(MIRROR_TOPICS_CONFIG_DEF))
-    .define(
-        SOURCE_BOOTSTRAP_CONFIG,
-        ConfigType.STRING,
-        importance=Importance.HIGH,
-        documentation="The source cluster's bootstrap servers. Every other source.cluster.<setting> is a "
-        "librdkafka client setting (security.protocol, sasl.*, ssl.*, isolation.level, "
-        "auto.offset.reset, ...) for the consumer and admin client there; the worker's settings do "
-        "not apply to the source cluster.",
-    )
+    .merge(SOURCE_CLUSTER_CONFIG_DEF)
     .define(
         BATCH_CONFIG,
         ConfigType.INT,
@@ -329,17 +331,21 @@ class MirrorSourceTask(SourceTask):
         if not emits_offset_syncs(config):
             self.transaction_records = None  # type: ignore[assignment]
 
-    def transaction_records(
-        self, delivered: list[tuple[SourceRecord, RecordMetadata | None]]
-    ) -> list[tuple[str, int, bytes, bytes]]:
+    def transaction_records(self, landed: list[LandedRecords]) -> list[tuple[str, int, bytes, bytes]]:
         """MM2-format offset syncs for the records of the transaction about to commit, from the
-        offsets they landed at (see eosconnect.mirrormaker.translation)."""
-        copies = []
-        for record, metadata in delivered:
-            if metadata is None:
-                continue
-            topic, partition = self._origins[record.source_partition]
-            copies.append((topic, partition, int(record.source_offset["offset"]), metadata.offset))  # type: ignore[arg-type]
+        offsets they landed at (see eosconnect.mirrormaker.translation). A columnar batch comes as
+        one `LandedRecords` with its source offsets as a column: no object per record here."""
+        copies: list[tuple[str, int, int, int]] = []
+        for span in landed:
+            topic, partition = self._origins[span.source_partition]
+            offsets = span.source_offsets
+            column = offsets.column("offset") if isinstance(offsets, ColumnOffsets) else None
+            sources = column if column is not None else [int(offset["offset"]) for offset in offsets]  # type: ignore[arg-type]
+            if len(sources) != len(span.offsets):
+                raise ConnectException(
+                    f"{len(sources)} source offsets for {len(span.offsets)} copies of {topic}-{partition}"
+                )
+            copies.extend(zip(repeat(topic), repeat(partition), sources, span.offsets))  # type: ignore[arg-type]
         return [(self._syncs_topic, 0, sync.key(), sync.value()) for sync in offset_syncs(copies)]
 
     def _raise(self, message: Any, error: KafkaError) -> None:

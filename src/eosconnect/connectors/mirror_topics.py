@@ -25,6 +25,7 @@ from eosconnect.storage.clients import ClientConfigError, ClientKind, prefixed_c
 from eosconnect.storage.topics import ensure_topic
 
 __all__ = [
+    "MIRROR_NAMING_CONFIG_DEF",
     "MIRROR_TOPICS_CONFIG_DEF",
     "PartitionWatcher",
     "connection_settings",
@@ -67,14 +68,17 @@ def _all_compile(value: str | Iterable[str]) -> bool:
     return True
 
 
-MIRROR_TOPICS_CONFIG_DEF = (
-    ConfigDef(SINK_TOPICS_CONFIG_DEF)
+#: How the source cluster is named and how target topic names derive from it: the settings every
+#: mirror connector (MirrorSource, Mirror, MirrorCheckpoint) shares, declared once here.
+MIRROR_NAMING_CONFIG_DEF = (
+    ConfigDef()
     .define(
         SOURCE_ALIAS_CONFIG,
         ConfigType.STRING,
         "source",
         Importance.MEDIUM,
-        "The source cluster's alias, the prefix of target topic names under the default policy.",
+        "The source cluster's alias: the prefix of target topic names under the default policy; it "
+        "also names the offset-syncs and checkpoints topics.",
         Validator.of(
             lambda v: re.fullmatch(r"[A-Za-z0-9._-]+", v) is not None,
             "a topic-name prefix (letters, digits, . _ -)",
@@ -98,6 +102,11 @@ MIRROR_TOPICS_CONFIG_DEF = (
         Importance.LOW,
         "The separator between the alias and the topic name under the default policy.",
     )
+)
+
+MIRROR_TOPICS_CONFIG_DEF = (
+    ConfigDef(SINK_TOPICS_CONFIG_DEF)
+    .merge(MIRROR_NAMING_CONFIG_DEF)
     .define(
         REFRESH_ENABLED_CONFIG,
         ConfigType.BOOLEAN,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -22,7 +21,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from eosconnect.devkafka.distribution import KafkaDistribution, ensure_kafka, require_java
+from eosconnect.devkafka.distribution import KafkaDistribution, ensure_kafka
+from eosconnect.devkafka.java_command import java_command, log4j2_config, spawn_java
 
 log = logging.getLogger(__name__)
 
@@ -35,20 +35,9 @@ CONTROLLER_HEAP = ("-Xms128m", "-Xmx384m")
 #: Marks our JVMs on the command line so stale ones can be recognised safely.
 JVM_MARKER = "-Deosconnect.devkafka=true"
 
-LOG4J2_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
-<Configuration status="WARN">
-  <Appenders>
-    <File name="file" fileName="${sys:kafka.logs.dir}/server.log">
-      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
-    </File>
-  </Appenders>
-  <Loggers>
-    <Logger name="kafka.request.logger" level="WARN"/>
-    <Logger name="org.apache.kafka.clients" level="WARN"/>
-    <Root level="INFO"><AppenderRef ref="file"/></Root>
-  </Loggers>
-</Configuration>
-"""
+LOG4J2_CONFIG = log4j2_config(
+    "server.log", {"kafka.request.logger": "WARN", "org.apache.kafka.clients": "WARN"}
+)
 
 
 class ClusterError(RuntimeError):
@@ -67,15 +56,6 @@ def _new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
-
-
-def die_with_parent() -> None:
-    """preexec_fn: have the kernel SIGKILL the child when the spawning process dies (tests, demo).
-
-    Linux sends the signal when the spawning *thread* exits: spawn from a thread that outlives the child.
-    """
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -409,19 +389,15 @@ class LocalKafkaCluster:
         heap = CONTROLLER_HEAP if node.roles == "controller" else BROKER_HEAP
         logs = self._node_dir(node) / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        return [
-            require_java(),
-            *heap,
-            "-XX:+UseG1GC",
-            "-XX:MaxGCPauseMillis=20",
-            "-Djava.awt.headless=true",
-            JVM_MARKER,
-            f"-Dkafka.logs.dir={logs}",
-            f"-Dlog4j2.configurationFile={self.run_dir / 'log4j2.xml'}",
-            "-cp",
-            str(Path(self.state.libs_dir) / "*"),
-            *main,
-        ]
+        return java_command(
+            heap=heap,
+            jvm_options=("-XX:MaxGCPauseMillis=20",),
+            marker=JVM_MARKER,
+            logs_dir=logs,
+            log4j2_file=self.run_dir / "log4j2.xml",
+            classpath=Path(self.state.libs_dir),
+            main=main,
+        )
 
     def _format(self, node: Node) -> None:
         assert self.state is not None
@@ -445,16 +421,7 @@ class LocalKafkaCluster:
 
     def _launch(self, node: Node) -> None:
         cmd = self._java_cmd(node, ["kafka.Kafka", str(self._node_dir(node) / "server.properties")])
-        out = open(self._node_dir(node) / "logs" / "stdout.log", "ab")  # noqa: SIM115 - owned by the child
-        proc = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=die_with_parent if self.tie_to_parent else None,
-        )
-        out.close()
+        proc = spawn_java(cmd, self._node_dir(node) / "logs" / "stdout.log", self.tie_to_parent)
         self._procs[node.node_id] = proc
         node.pid = proc.pid
         self._save()

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import httpx
 
-from eosconnect.devkafka.cluster import die_with_parent, free_port
-from eosconnect.devkafka.distribution import LOG4J_SLF4J_BINDING, ensure_kafka, require_java
+from eosconnect.devkafka.cluster import free_port
+from eosconnect.devkafka.distribution import LOG4J_SLF4J_BINDING, ensure_kafka
+from eosconnect.devkafka.java_command import java_command, log4j2_config, spawn_java
 from eosconnect.devkafka.maven import (
     COMPLETE_MARKER,
     KafkaSetupError,
@@ -35,20 +36,7 @@ CONNECT_HEAP = ("-Xms128m", "-Xmx768m")
 #: Marks our Connect JVMs on the command line.
 JVM_MARKER = "-Deosconnect.devkafka.connect=true"
 
-LOG4J2_CONFIG = """<?xml version="1.0" encoding="UTF-8"?>
-<Configuration status="WARN">
-  <Appenders>
-    <File name="file" fileName="${sys:kafka.logs.dir}/connect.log">
-      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
-    </File>
-  </Appenders>
-  <Loggers>
-    <Logger name="org.apache.kafka.clients" level="WARN"/>
-    <Logger name="org.reflections" level="ERROR"/>
-    <Root level="INFO"><AppenderRef ref="file"/></Root>
-  </Loggers>
-</Configuration>
-"""
+LOG4J2_CONFIG = log4j2_config("connect.log", {"org.apache.kafka.clients": "WARN", "org.reflections": "ERROR"})
 
 
 class ConnectProcessError(RuntimeError):
@@ -129,30 +117,15 @@ class _JavaProcess:
         props_file = self.workdir / props_name
         props_file.write_text("".join(f"{k}={_escape(v)}\n" for k, v in props.items()))
         (self.workdir / "log4j2.xml").write_text(LOG4J2_CONFIG)
-        cmd = [
-            require_java(),
-            *CONNECT_HEAP,
-            "-XX:+UseG1GC",
-            "-Djava.awt.headless=true",
-            JVM_MARKER,
-            f"-Dkafka.logs.dir={logs}",
-            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.xml'}",
-            "-cp",
-            str(libs / "*"),
-            self.main_class,
-            str(props_file),
-            *args,
-        ]
-        out = (logs / "stdout.log").open("ab")
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=die_with_parent if self.tie_to_parent else None,
+        cmd = java_command(
+            heap=CONNECT_HEAP,
+            marker=JVM_MARKER,
+            logs_dir=logs,
+            log4j2_file=self.workdir / "log4j2.xml",
+            classpath=libs,
+            main=[self.main_class, str(props_file), *args],
         )
-        out.close()
+        self.proc = spawn_java(cmd, logs / "stdout.log", self.tie_to_parent)
 
     def tail(self, lines: int = 40) -> str:
         text = ""

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from eosconnect.api.errors import ConfigException
-from eosconnect.runtime.config import WORKER_CONFIG_DEF
 from eosconnect.storage.clients import ClientConfigError, ClientKind, validate_client_config
+from eosconnect.worker_config import WORKER_CONFIG_DEF
 
 __all__ = ["Flow", "MirrorMakerConfigError", "MirrorMakerPlan", "TargetPlan", "plan"]
 

@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 import httpx
 
-from eosconnect.devkafka.cluster import die_with_parent
+from eosconnect.devkafka.java_command import die_with_parent
 from eosconnect.mirrormaker.config import MirrorMakerPlan, TargetPlan
 
 __all__ = ["apply_connectors", "run_mirror_maker"]

@@ -25,18 +25,18 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from eosconnect.api.batch import SourceBatch, expand
+from eosconnect.api.batch import LandedRecords, SourceBatch, expand
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import RecordMetadata, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import RequestedTransactionContext
-from eosconnect.cluster.fencing import task_transactional_id
 from eosconnect.runtime.config import TransactionBoundary
 from eosconnect.runtime.pipeline import OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
 from eosconnect.storage.clients import C, client_config, forced
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.topics import ensure_topic
+from eosconnect.storage.transactional_ids import task_transactional_id
 
 LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 
@@ -109,6 +109,40 @@ def classify_transaction_error(
             f"without committing ({err.str()})"
         )
     return ConnectException(f"{task_id}: Kafka error while {doing}: {err.name()}: {err.str()}")
+
+
+class _Landing:
+    """Where a `SourceBatch` sent on the columnar path landed, from the delivery reports of its
+    first and last record only (see `ExactlyOnceSourceTaskRunner._write_extras`)."""
+
+    __slots__ = ("batch", "first", "last", "topic")
+
+    def __init__(self, batch: SourceBatch, topic: str) -> None:
+        self.batch, self.topic = batch, topic
+        self.first: tuple[int, int] | None = None  # (partition, offset)
+        self.last: tuple[int, int] | None = None
+
+    def on_first(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.first = (msg.partition(), msg.offset())
+
+    def on_last(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.last = (msg.partition(), msg.offset())
+
+    def landed(self) -> LandedRecords | None:
+        """The batch's records and their offsets, or None unless they are provably contiguous: a
+        transactional producer's records to one partition keep their order, so n records whose
+        first and last landed n - 1 offsets apart took every offset between (had one of them failed,
+        the transaction could not commit)."""
+        batch, first, last = self.batch, self.first, self.last
+        if first is None or last is None or first[0] != batch.partition or last[0] != batch.partition:
+            return None
+        if last[1] - first[1] + 1 != len(batch) or batch.record_offsets is None:
+            return None
+        return LandedRecords(
+            batch.source_partition, batch.record_offsets, self.topic, first[0], range(first[1], last[1] + 1)
+        )
 
 
 @dataclass
@@ -203,18 +237,36 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         #: started task may turn it off (set the attribute to None).
         self._extras: Any = None
         self._extras_checked = False
+        #: Whether `_send` asks for every record's delivery report (commit_record() or extras).
+        self._record_metadata = self._wants_metadata
+        #: With extras: batches may take the columnar path, their offsets derived from the first and
+        #: last record's delivery reports. Off for good once a batch was not contiguous.
+        self._columnar_extras = True
 
     def transaction_context(self) -> Any:
         return self._context
 
     # ----------------------------------------------------------------------------- per batch
     def _check_extras(self) -> None:
-        """Once, at the first batch: a task with `transaction_records` needs per-record metadata, and
-        with it the per-record path (a columnar batch carries no per-record delivery reports)."""
+        """Once, at the first batch: a task with `transaction_records` needs to know where its
+        records landed: per-record delivery reports on the per-record path, the first and last
+        record's on the columnar path (`_Landing`)."""
         if not self._extras_checked:
             self._extras = getattr(self.task, "transaction_records", None)
-            self._wants_metadata = self._wants_metadata or self._extras is not None
+            self._record_metadata = self._wants_metadata or self._extras is not None
             self._extras_checked = True
+
+    def _columnar_ok(self, polled: Sequence[SourceRecord | SourceBatch]) -> bool:
+        if not self.pipeline.columnar or self._wants_metadata or self._context is not None:
+            return False
+        if self._extras is None:
+            return True
+        # Offsets derive from the ends of a batch only when it goes to one known partition.
+        items = [polled] if isinstance(polled, SourceBatch) else polled
+        return self._columnar_extras and all(
+            isinstance(item, SourceBatch) and item.partition is not None and item.record_offsets is not None
+            for item in items
+        )
 
     def send_batch(self, batch: list[SourceRecord]) -> None:
         self._check_extras()
@@ -238,7 +290,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         one offset per batch. Per-record objects are only made where something needs them:
         transformations, `commit_record()` or connector-defined boundaries."""
         self._check_extras()
-        if not self.pipeline.columnar or self._wants_metadata or self._context is not None:
+        if not self._columnar_ok(polled):
             self.send_batch(expand(polled))
             return
         items = [polled] if isinstance(polled, SourceBatch) else polled
@@ -256,7 +308,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                     self._begin()
                 self._txn_offsets[item.source_partition] = item.source_offset
                 try:
-                    self.produce_columns(self.producer, outgoing)  # type: ignore[arg-type]
+                    if self._extras is None:
+                        self.produce_columns(self.producer, outgoing)  # type: ignore[arg-type]
+                    else:
+                        landing = _Landing(item, outgoing.topic)  # type: ignore[union-attr]
+                        self._txn_sequence.append(landing)
+                        ends = (landing.on_first, landing.on_last)
+                        self.produce_columns(self.producer, outgoing, ends=ends)  # type: ignore[arg-type]
                 except KafkaException as exc:
                     raise self._classify(exc, f"sending records to {item.topic!r}") from exc
                 self._txn_sent += len(item)
@@ -323,14 +381,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _send(self, record: SourceRecord, outgoing: OutgoingRecord | None) -> None:
         if not self._txn_open:
             self._begin()
-        if self._wants_metadata:  # kept only for commit_record(); also keeps id(record) unique
+        if self._record_metadata:  # kept for commit_record() and extras; also keeps id(record) unique
             self._txn_records.append(record)
+            if self._extras is not None:
+                self._txn_sequence.append(record)
         # SourceRecord stores its partition and offset frozen, ready to key and value the map.
         self._txn_offsets[record.source_partition] = record.source_offset
         if outgoing is None:
             self.metrics.record_filtered()
             return
-        on_delivery = self._metadata_callback(record) if self._wants_metadata else None
+        on_delivery = self._metadata_callback(record) if self._record_metadata else None
         try:
             self.produce(self.producer, outgoing, record, on_delivery)
         except KafkaException as exc:
@@ -359,6 +419,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def _reset_transaction(self) -> None:
         self._txn_records: list[SourceRecord] = []
+        #: With extras: what went out, in order (records on the per-record path, batches on the
+        #: columnar one), to learn where it landed and, if need be, to send it again.
+        self._txn_sequence: list[SourceRecord | _Landing] = []
         self._txn_sent = 0
         self._txn_offsets: Offsets = {}
 
@@ -387,7 +450,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _start_commit(self) -> None:
         """Write the offsets into the open transaction and hand its commit to the helper thread."""
         offsets = self.updated_offsets(self._txn_offsets)
-        if self._extras is not None and self._txn_records:
+        if self._extras is not None and self._txn_sequence:
             self._write_extras()
         self._write_offsets(offsets)
         timeout_s = max(60, self.transaction_timeout_ms / 1000)
@@ -479,23 +542,81 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def _write_extras(self) -> None:
         """Records the task derives from where the transaction's records landed, written into the
-        same transaction: `task.transaction_records(delivered)` gets (record, metadata) of every
-        delivered record in order and returns (topic, partition, key, value) tuples. The delivery
-        reports are waited for first (commit_transaction() would wait for them anyway)."""
+        same transaction: `task.transaction_records(landed)` gets a `LandedRecords` per columnar
+        batch and per delivered record, in order, and returns (topic, partition, key, value) tuples.
+        The delivery reports are waited for first (commit_transaction() would wait for them anyway).
+
+        A columnar batch's offsets come from its first and last record's reports. Should another
+        producer have written into its partition meanwhile, they do not tell where the records in
+        between went: then this transaction is aborted (nothing of it was committed, its offsets
+        neither) and sent again record by record, as every later one is."""
         assert self._extras is not None
-        remaining = self.producer.flush(max(60, self.transaction_timeout_ms / 1000))
-        if remaining:
-            raise ConnectException(f"{self.task_id}: {remaining} records still undelivered before the commit")
-        delivered = [
-            (record, self._metadata[id(record)])
-            for record in self._txn_records
-            if id(record) in self._metadata
-        ]
+        landed = self._landed()
+        if landed is None:
+            self._resend_per_record()
+            landed = self._landed()
+            assert landed is not None
         try:
-            for topic, partition, key, value in self._extras(delivered):
+            for topic, partition, key, value in self._extras(landed):
                 self.producer.produce(topic, value, key, partition)
         except KafkaException as exc:
             raise self._classify(exc, "writing the task's transaction records") from exc
+
+    def _landed(self) -> list[LandedRecords] | None:
+        remaining = self.producer.flush(max(60, self.transaction_timeout_ms / 1000))
+        if remaining:
+            raise ConnectException(f"{self.task_id}: {remaining} records still undelivered before the commit")
+        landed: list[LandedRecords] = []
+        for item in self._txn_sequence:
+            if isinstance(item, _Landing):
+                span = item.landed()
+                if span is None:
+                    return None
+                landed.append(span)
+                continue
+            metadata = self._metadata.get(id(item))
+            if metadata is not None:  # else not delivered (the commit fails) or filtered
+                landed.append(
+                    LandedRecords(
+                        item.source_partition,
+                        (item.source_offset,),
+                        metadata.topic,
+                        metadata.partition,
+                        (metadata.offset,),
+                    )
+                )
+        return landed
+
+    def _resend_per_record(self) -> None:
+        """Abort the open transaction (not a connector's abort: no offsets commit) and send its
+        records again, each with its delivery report; later batches take the per-record path too."""
+        sequence = self._txn_sequence
+        where = sorted(
+            {f"{item.topic}-{item.batch.partition}" for item in sequence if isinstance(item, _Landing)}
+        )
+        self.log.warning(
+            "records of this transaction to %s did not land contiguously (another producer writes "
+            "there too); resending it record by record so that the offsets derived from it are exact",
+            ", ".join(where),
+        )
+        items: list[SourceRecord] = []
+        for item in sequence:
+            if isinstance(item, _Landing):
+                items.extend(item.batch)
+            else:
+                items.append(item)
+        items_offsets = dict(self._txn_offsets)
+        self._call_producer(lambda: self.producer.abort_transaction(60))
+        self._ended_at = time.monotonic()
+        self._txn_open = False
+        self._metadata.clear()
+        self._reset_transaction()
+        self._columnar_extras = False
+        for record in items:
+            self._send(record, self.pipeline.convert(record))
+        if not self._txn_open:  # every record was filtered
+            self._begin()
+        self._txn_offsets = items_offsets
 
     def _write_offsets(self, offsets: Offsets) -> None:
         try:

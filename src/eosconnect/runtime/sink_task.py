@@ -52,8 +52,7 @@ from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
-from eosconnect.cluster.fencing import task_transactional_id
-from eosconnect.runtime.config import ErrorsTolerance, LogTruncationPolicy, SinkConnectorConfig, WorkerConfig
+from eosconnect.runtime.config import ErrorsTolerance, LogTruncationPolicy, SinkConnectorConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
@@ -61,7 +60,9 @@ from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation, validate_positions
 from eosconnect.storage.clients import ClientConfig, client_config
+from eosconnect.storage.transactional_ids import task_transactional_id
 from eosconnect.storage.transient import retry_transient
+from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
-from eosconnect.runtime.config import SourceConnectorConfig, WorkerConfig
+from eosconnect.runtime.config import SourceConnectorConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
@@ -35,6 +35,7 @@ from eosconnect.storage.offsets import (
     OffsetsTopicPlacement,
     offsets_topic_for,
 )
+from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
 
@@ -212,14 +213,41 @@ class SourceTaskRunner(ABC):
                     raise ConnectException(message) from exc
                 raise
 
-    def produce_columns(self, producer: Producer, columns: OutgoingColumns, on_delivery: Any = None) -> None:
+    def produce_columns(
+        self,
+        producer: Producer,
+        columns: OutgoingColumns,
+        on_delivery: Any = None,
+        ends: tuple[Any, Any] | None = None,
+    ) -> None:
         """Hand a converted `SourceBatch` to the producer in one tight loop (no object per record),
-        waiting while its queue is full; errors as in `produce`."""
+        waiting while its queue is full; errors as in `produce`. `ends` (first, last): delivery
+        callbacks for the first and the last record only, instead of `on_delivery` for every one."""
+        count = len(columns.values)
+        if ends is None or count == 0:
+            self._produce_range(producer, columns, 0, count, on_delivery)
+            return
+        first, last = ends
+        if count == 1:
+
+            def both(err: Any, msg: Any) -> None:
+                first(err, msg)
+                last(err, msg)
+
+            self._produce_range(producer, columns, 0, 1, both)
+            return
+        self._produce_range(producer, columns, 0, 1, first)
+        self._produce_range(producer, columns, 1, count - 1, None)
+        self._produce_range(producer, columns, count - 1, count, last)
+
+    def _produce_range(
+        self, producer: Producer, columns: OutgoingColumns, start: int, count: int, on_delivery: Any
+    ) -> None:
+        """Records `start` to `count` (exclusive) of `columns`; see `produce_columns`."""
         topic, partition, keys, values, timestamps, headers = columns
         self.metrics.topics.add(topic)
         produce = producer.produce
-        count = len(values)
-        i = 0
+        i = start
         while i < count:
             try:
                 if keys is None and timestamps is None and headers is None:

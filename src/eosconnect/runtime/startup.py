@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from eosconnect.cluster.fencing import fence_transactional_ids, task_transactional_id
+from eosconnect.storage.transactional_ids import fence_transactional_ids, task_transactional_id
 
 
 class GenerationSuperseded(Exception):

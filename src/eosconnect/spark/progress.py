@@ -13,16 +13,14 @@ of the progress topic, after `init_transactions()` has settled its predecessor's
 from __future__ import annotations
 
 import json
-import time
-import uuid
 import zlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 
 from eosconnect.api.errors import ConnectException
-from eosconnect.storage.transient import retry_transient
+from eosconnect.storage.topic_reader import ReadTimeout, TopicRecord, read_to_end
 
 __all__ = ["Marker", "ensure_progress_topic", "marker_key", "progress_partition", "read_last_marker"]
 
@@ -101,51 +99,22 @@ def read_last_marker(
 ) -> Marker | None:
     """The newest committed marker of `key` in one progress partition (read_committed), or None.
 
-    Reads to the high watermark taken now: a transaction open at that moment (another partition's
-    marker about to commit) holds the reader back until it ends, so nothing committed is missed.
+    Reads to the high watermark taken now (`topic_reader.read_to_end`): a transaction open at that
+    moment (another partition's marker about to commit) holds the reader back until it ends, so
+    nothing committed is missed.
     """
-    consumer = Consumer(
-        {
-            **connection,
-            "group.id": f"eosconnect-progress-{uuid.uuid4()}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "fetch.wait.max.ms": 20,
-            "log_level": 0,
-        }
-    )
+    last: Marker | None = None
+
+    def keep(record: TopicRecord) -> None:
+        nonlocal last
+        if record.key == key and record.value is not None:
+            last = Marker.decode(record.value)
+
     try:
-        tp = TopicPartition(topic, partition)
-        _, high = retry_transient(
-            lambda: consumer.get_watermark_offsets(tp, timeout=10, cached=False),
-            timeout=timeout,
-            doing=f"reading the end of {topic}[{partition}]",
-        )
-        if high <= 0:
-            return None
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-        last: Marker | None = None
-        deadline = time.monotonic() + timeout
-        while True:
-            if time.monotonic() > deadline:
-                raise ConnectException(
-                    f"could not read the progress topic {topic!r} partition {partition} to offset {high} "
-                    f"within {timeout:.0f}s with read_committed (a transaction stays open on it)"
-                )
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    if msg.offset() >= high:
-                        return last
-                    continue
-                raise KafkaException(err)
-            if msg.key() == key and msg.value() is not None:
-                last = Marker.decode(msg.value())
-            if msg.offset() + 1 >= high:
-                return last
-    finally:
-        consumer.close()
+        read_to_end(dict(connection), topic, partitions=[partition], timeout=timeout, on_record=keep)
+    except ReadTimeout as exc:
+        raise ConnectException(
+            f"could not read the progress topic {topic!r} partition {partition} to its end "
+            f"within {timeout:.0f}s with read_committed (a transaction stays open on it)"
+        ) from exc
+    return last

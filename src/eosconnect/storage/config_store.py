@@ -28,7 +28,6 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.runtime.config import ExactlyOnceSourceSupport, WorkerConfig
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import (
     SESSION_KEY_KEY,
@@ -51,6 +50,7 @@ from eosconnect.storage.retrying_read import read_to_end_retrying
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.topic_reader import TopicRecord, topic_partitions
 from eosconnect.storage.topics import ensure_topic
+from eosconnect.worker_config import ExactlyOnceSourceSupport, WorkerConfig
 
 __all__ = [
     "ConfigSnapshot",

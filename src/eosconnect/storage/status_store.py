@@ -27,11 +27,11 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConnectException
-from eosconnect.runtime.config import WorkerConfig
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.retrying_read import read_to_end_retrying
 from eosconnect.storage.topic_reader import TopicRecord
 from eosconnect.storage.topics import ensure_topic
+from eosconnect.worker_config import WorkerConfig
 
 __all__ = [
     "CONNECTOR_STATUS_PREFIX",

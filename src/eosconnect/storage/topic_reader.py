@@ -85,6 +85,7 @@ def read_to_end(
     topic: str,
     *,
     start_offsets: dict[int, int] | None = None,
+    partitions: Iterable[int] | None = None,
     timeout: float = 60.0,
     on_record: Callable[[TopicRecord], None] | None = None,
 ) -> list[TopicRecord]:
@@ -92,6 +93,7 @@ def read_to_end(
 
     `client_config` carries at least `bootstrap.servers` (plus security settings); consumer settings
     that would change the semantics (isolation level, auto commit, group) are forced here.
+    `partitions` limits the read to those partitions (no metadata lookup: they must exist).
     With `on_record`, records are handed over one by one instead of being collected.
     """
     base = {
@@ -103,8 +105,11 @@ def read_to_end(
     # defaults, i.e. not compacted) on brokers with auto.create.topics.enable=true.
     base["allow.auto.create.topics"] = False
     admin = AdminClient({**base, "log_level": 0} if "log_level" not in base else base)
-    partitions = topic_partitions(admin, topic, timeout)
-    targets = end_offsets(admin, partitions, committed=False, timeout=timeout)
+    if partitions is None:
+        wanted = topic_partitions(admin, topic, timeout)
+    else:
+        wanted = [TopicPartition(topic, p) for p in sorted(set(partitions))]
+    targets = end_offsets(admin, wanted, committed=False, timeout=timeout)
     consumer = Consumer(
         {
             **base,
@@ -124,7 +129,7 @@ def read_to_end(
     try:
         assignment = []
         pending: set[int] = set()
-        for tp in partitions:
+        for tp in wanted:
             start = (start_offsets or {}).get(tp.partition, OFFSET_BEGINNING)
             assignment.append(TopicPartition(topic, tp.partition, start))
             target = targets[(topic, tp.partition)]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import javaproperties
 
-from eosconnect.devkafka.cluster import die_with_parent
+from eosconnect.devkafka.java_command import die_with_parent
 
 __all__ = ["EosMirrorMakerProcess"]
 

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import httpx
 import javaproperties
 
-from eosconnect.devkafka.cluster import die_with_parent
+from eosconnect.devkafka.java_command import die_with_parent
 
 
 @dataclass

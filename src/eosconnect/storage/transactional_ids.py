@@ -1,4 +1,9 @@
-"""Fencing out zombie task producers (KIP-618, DESIGN.md section 4).
+"""Task producers' transactional ids: how they are named, and fencing them out (KIP-618, DESIGN.md
+section 4).
+
+Kafka client primitives used by the task loops (runtime/: a task's producer takes its id), by the
+fencing round (storage/fencing_round.py) and by the herder (cluster/: fencing a stopped connector's
+last generation before its offsets are altered); they live in storage/, the lowest of those layers.
 
 librdkafka has no `fenceProducers` admin call, so an id is fenced the way the broker defines it:
 a producer with that `transactional.id` calls `init_transactions()`, which bumps the epoch and rolls

@@ -1,0 +1,219 @@
+"""The Spark jobs of the leader's connector generations: launch, stop, abandon, reap (DESIGN.md section 1).
+
+One Spark job runs one generation of a connector's tasks (cluster/jobs.py), plus one more job for
+every task run again in that generation (a restart, or tasks lost with a failed job). Each tick the
+leader reconciles the jobs with the config topic: a generation replaced, paused, stopped or deleted
+is stopped gracefully (its tasks read the directive in their heartbeat answer) and abandoned if it
+does not stop within `task.shutdown.graceful.timeout.ms` (KIP-618: the next generation's fencing
+disables its tasks; their job is cancelled after `eosconnect.zombie.cancel.timeout.ms`). A connector
+with task configs and no running generation is launched when Spark has free task slots for all of
+its tasks, else its tasks show UNASSIGNED with the slots needed and free.
+
+Uses from the other parts: `_recover_lost_tasks` and `_auto_restart` (cluster/task_health.py),
+`_fence_ahead` (cluster/zombie_fencing.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from eosconnect.cluster.herder_state import LAUNCHED, GenerationRun, HerderState, TaskRuntime
+from eosconnect.cluster.jobs import SparkTaskJob
+from eosconnect.cluster.shipping import plugin_fingerprint
+from eosconnect.cluster.spark import executor_slots
+from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
+from eosconnect.runtime.task import TaskSpec
+from eosconnect.storage.config_state import ConfigSnapshot, TargetState
+from eosconnect.storage.status_store import ConnectState
+
+log = logging.getLogger(__name__)
+
+
+class Generations(HerderState):
+    """The leader's Spark jobs, one `GenerationRun` per connector (`_runs`), and the abandoned ones."""
+
+    def _reconcile_runs(self, snapshot: ConfigSnapshot) -> None:
+        graceful_s = self.worker.task_shutdown_graceful_timeout_ms / 1000
+        with self._lock:
+            for name, run in list(self._runs.items()):
+                latest = snapshot.generation(name)
+                target = snapshot.target_state(name)
+                obsolete = (
+                    not snapshot.contains(name) or target == TargetState.STOPPED or latest != run.generation
+                )
+                if obsolete and run.stopping_since is None:
+                    run.stopping_since = time.monotonic()
+                    log.info("connector %s: stopping generation %s", name, run.generation)
+                overdue = (
+                    run.stopping_since is not None and time.monotonic() - run.stopping_since > graceful_s
+                )
+                if run.stopping_since is None:
+                    self._recover_lost_tasks(name, run)
+                    self._auto_restart(name, run, snapshot)
+                if overdue and run.running():
+                    # KIP-618: tasks that do not stop in time are abandoned, not waited for; the
+                    # next generation's fencing round disables them. Their Spark job is
+                    # cancelled later, once they can no longer do harm or hold slots for long.
+                    log.warning(
+                        "connector %s: %d task(s) of generation %s did not stop within %.0fs; abandoning",
+                        name,
+                        run.task_count,
+                        run.generation,
+                        graceful_s,
+                    )
+                    del self._runs[name]
+                    self._abandoned.append(run)
+            for run in list(self._abandoned):
+                if not run.running():
+                    self._abandoned.remove(run)
+                elif (
+                    run.stopping_since is not None
+                    and time.monotonic() - run.stopping_since > self._zombie_cancel_s
+                ):
+                    for job in (run.job, *run.extra_jobs):
+                        if job.running():
+                            job.cancel()
+            self._reap_runs(snapshot)
+            busy = sum(r.task_count for r in (*self._runs.values(), *self._abandoned))
+            slots = executor_slots(self.spark)
+            for name in snapshot.connectors():
+                if name in self._runs:
+                    continue
+                if snapshot.target_state(name) == TargetState.STOPPED:
+                    self._publish_stopped(name)
+                    continue
+                generation = snapshot.generation(name)
+                count = snapshot.task_count(name)
+                if generation is None or count == 0 or name in self._connector_failures:
+                    continue
+                if count > slots - busy and not self._spark.on_demand_executors:
+                    none_yet = " (no Spark executor has registered yet)" if slots == 0 else ""
+                    reason = (
+                        f"not enough free Spark task slots: connector {name!r} needs {count}, "
+                        f"{max(0, slots - busy)} of {slots} are free{none_yet}; waiting for executors, or "
+                        "lower tasks.max or give Spark more cores/executors"
+                    )
+                    if self._unassigned.get(name) != reason:
+                        self._unassigned[name] = reason
+                        log.warning(reason)
+                        for t in range(count):
+                            self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, reason)
+                    continue
+                self._unassigned.pop(name, None)
+                run = self._isolated(
+                    name, "launching its tasks", self._launch, name, snapshot, generation, list(range(count))
+                )
+                if run is not None:
+                    self._runs[name] = run
+                    busy += count
+
+    def _publish_stopped(self, name: str) -> None:
+        """A STOPPED connector's status, once its generation has stopped or been abandoned (the
+        abandoned tasks are fenced before any new generation starts)."""
+        published = self.statuses.published(name)
+        if published is None or published.state != ConnectState.STOPPED:
+            self._put_connector_status(name, ConnectState.STOPPED)
+
+    def _reap_runs(self, snapshot: ConfigSnapshot) -> None:
+        with self._lock:
+            for name, run in list(self._runs.items()):
+                if run.stopping_since is not None and not run.running():
+                    del self._runs[name]
+                    log.info("connector %s: generation %s stopped", name, run.generation)
+                    if snapshot.contains(name) and snapshot.target_state(name) == TargetState.STOPPED:
+                        for t in range(run.task_count):
+                            self._put_task_status(name, t, ConnectState.STOPPED, run.generation)
+
+    def _launch(
+        self, name: str, snapshot: ConfigSnapshot, generation: int, tasks: list[int]
+    ) -> GenerationRun:
+        self._warn_if_plugins_changed()
+        specs = [self._spec(name, snapshot, generation, t) for t in tasks]
+        group = f"eosconnect-{name}-gen{generation}-{int(time.time() * 1000)}"
+        job = SparkTaskJob(self.spark, group, specs, f"eosconnect connector {name} generation {generation}")
+        for t in tasks:
+            self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation, trace=LAUNCHED)
+            self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, LAUNCHED)
+        if any(spec.coordinator is not None for spec in specs):
+            threading.Thread(
+                target=self._fence_ahead, args=(name, generation), name=f"fence-{name}", daemon=True
+            ).start()
+        job.start()
+        log.info(
+            "connector %s: launched generation %s (%d tasks) as Spark job group %s",
+            name,
+            generation,
+            len(tasks),
+            group,
+        )
+        run = GenerationRun(name, generation, snapshot.task_count(name), job)
+        run.owners = dict.fromkeys(tasks, job)
+        return run
+
+    def _warn_if_plugins_changed(self) -> None:
+        """Imported connector modules stay loaded in the driver and in Spark's reused Python workers,
+        so a change on plugin.path takes effect only after a worker restart: say so, once per change."""
+        now = plugin_fingerprint(self.worker.plugin_path)
+        if now not in (self._plugins_at_start, self._plugins_warned):
+            self._plugins_warned = now
+            log.warning(
+                "a file on plugin.path (%s) changed since this worker started; tasks keep running the code "
+                "loaded at start: restart the worker for the change to take effect",
+                ",".join(self.worker.plugin_path),
+            )
+
+    def _spec(self, name: str, snapshot: ConfigSnapshot, generation: int, task: int) -> TaskSpec:
+        connector_config = dict(snapshot.connector_config(name) or {})
+        worker_props = dict(self.worker.originals)
+        fenced = self._uses_fencing(connector_config)
+        coordinator = RestStartupCoordinator(self.rest_url, worker_props) if fenced else None
+        return TaskSpec(
+            connector=name,
+            task=task,
+            task_config=dict(snapshot.task_config(name, task) or {}),
+            connector_config=connector_config,
+            worker_config=worker_props,
+            control=RestTaskControl(self.rest_url, worker_props, name, task, generation),
+            coordinator=coordinator,
+            generation=generation,
+        )
+
+    def _stop_all_runs(self, wait: bool) -> None:
+        with self._lock:
+            for run in self._runs.values():
+                if run.stopping_since is None:
+                    run.stopping_since = time.monotonic()
+            runs = list(self._runs.values())
+        if wait:
+            deadline = time.monotonic() + self.worker.task_shutdown_graceful_timeout_ms / 1000
+            while any(r.running() for r in runs) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            for run in runs:
+                for job in (run.job, *run.extra_jobs):
+                    if job.running():
+                        job.cancel()
+
+    def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> None:
+        if run is None or run.generation != generation or task not in run.restart_pending:
+            return
+        run.restart_pending.discard(task)
+        run.stop_tasks.discard(task)
+        self._relaunch(name, run, [task], "restart")
+        log.info("connector %s: restarted task %d", name, task)
+
+    def _relaunch(self, name: str, run: GenerationRun, tasks: list[int], why: str) -> None:
+        """Run `tasks` of `run`'s generation again, as one more Spark job of that generation."""
+        snapshot = self.config_store.snapshot
+        label = "-".join(str(t) for t in tasks)
+        extra = SparkTaskJob(
+            self.spark,
+            f"eosconnect-{name}-gen{run.generation}-task{label}-{int(time.time() * 1000)}",
+            [self._spec(name, snapshot, run.generation, t) for t in tasks],
+            f"eosconnect tasks {label} of {name}: {why}",
+        )
+        for t in tasks:
+            run.owners[t] = extra
+            self._tasks.setdefault((name, t), TaskRuntime()).last_seen = time.monotonic()
+        run.extra_jobs.append(extra.start())

@@ -1,0 +1,245 @@
+"""What the leader knows of each task, and what it does when a task is in trouble.
+
+Tasks report through signed heartbeats (cluster/task_channel.py): `task_heartbeat` records state,
+metrics and pid, publishes state changes (the leader only) and answers with the task's directive
+(run | pause | stop). From there the leader finds tasks in trouble, once per tick:
+
+- silent: no heartbeat for `task.heartbeat.timeout.ms` means not RUNNING: UNASSIGNED with the reason
+  (executor lost, waiting for a free slot, attempt n of m) until its next attempt reports;
+- lost: its Spark job ended while it still ran (Spark gave up on one task: that one is FAILED with
+  Spark's reason, the others run again at once, in one more job of the same generation);
+- failed, of a connector with `errors.restart.enable=true`: restarted with back-off (cluster/auto_restart.py).
+
+Uses `_relaunch` and `_task_finished` from cluster/generations.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from eosconnect.cluster.auto_restart import RestartPolicy
+from eosconnect.cluster.herder_state import FINAL_STATES, LAUNCHED, GenerationRun, HerderState, TaskRuntime
+from eosconnect.cluster.spark import executor_slots
+from eosconnect.storage.config_state import ConfigSnapshot, TargetState
+from eosconnect.storage.status_store import ConnectState
+
+log = logging.getLogger(__name__)
+
+#: Spark's reason for aborting a job whose task used up its attempts (`spark.task.maxFailures`, the F of
+#: `local[N,F]`); the task number is the partition index, i.e. the position in the job's specs.
+ATTEMPTS_EXHAUSTED = re.compile(r"Task (\d+) in stage \S+ failed (\d+) times[^\n]*")
+#: A Python worker that could not import what the task needs, in Spark's failure text.
+MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+
+
+class TaskHealth(HerderState):
+    """Heartbeats in, task states out; silent, lost and failed tasks."""
+
+    def task_heartbeat(self, name: str, task: int, generation: int, report: Mapping[str, Any]) -> str:
+        state = str(report.get("state", "RUNNING"))
+        with self._lock:
+            run = self._runs.get(name)
+            runtime = self._tasks.setdefault((name, task), TaskRuntime())
+            changed = (runtime.state, runtime.generation) != (state, generation)
+            if run is None or run.generation == generation or runtime.generation <= generation:
+                runtime.state, runtime.generation = state, generation
+                runtime.trace = report.get("trace")
+                runtime.pid = report.get("pid")
+                runtime.metrics = dict(report.get("metrics") or {})
+                runtime.last_seen = time.monotonic()
+                runtime.attempt = int(report.get("attempt") or 0)
+            directive = "stop"
+            if run is not None and run.generation == generation and run.stopping_since is None:
+                if task in run.stop_tasks:
+                    directive = "stop"
+                elif self.config_store.snapshot.target_state(name) == TargetState.PAUSED:
+                    directive = "pause"
+                else:
+                    directive = "run"
+            current = run is not None and run.generation == generation
+            if report.get("final"):
+                self._task_finished(name, task, generation, run)
+        # Only the leader publishes task states. A worker that lost leadership (say, a frozen
+        # ex-leader that woke up) still hears from its old tasks, which its successor fenced:
+        # their FAILED would overwrite the successor's RUNNING for the same task ids.
+        if changed and current and state != "SUPERSEDED" and self.election.is_leader:
+            self._put_task_status(
+                name,
+                task,
+                ConnectState(state) if state in ConnectState.__members__ else ConnectState.FAILED,
+                generation,
+                runtime.trace,
+            )
+        return directive
+
+    def _check_heartbeats(self) -> None:
+        """A task not heard from for `task.heartbeat.timeout.ms` is not RUNNING (nor PAUSED): its
+        executor was lost or its Python worker died, and Spark runs it again when it has a slot and
+        attempts left. It shows UNASSIGNED with that reason until its next attempt reports."""
+        timeout_s = self.worker.task_heartbeat_timeout_ms / 1000
+        now = time.monotonic()
+        with self._lock:
+            silent = [
+                (name, t, runtime)
+                for name, run in self._runs.items()
+                if run.stopping_since is None
+                for t in range(run.task_count)
+                if (runtime := self._tasks.get((name, t))) is not None
+                and runtime.generation == run.generation
+                and runtime.state in ("RUNNING", "PAUSED", "UNASSIGNED", "RESTARTING")
+                and now - runtime.last_seen > timeout_s
+            ]
+            if not silent:
+                return
+            busy = sum(r.task_count for r in self._runs.values())
+            slots = executor_slots(self.spark)
+            for name, t, runtime in silent:
+                waiting = (
+                    f"waiting for a free Spark task slot: running tasks need {busy}, Spark has {slots}"
+                    if slots < busy
+                    else "waiting for Spark to run it again"
+                )
+                heard = "since it was launched" if runtime.trace == LAUNCHED else f"for over {timeout_s:g}s"
+                reason = (
+                    f"no heartbeat from task {name}-{t} {heard} (its executor was lost, or its Python "
+                    f"worker died or has not started); {waiting} (last attempt {runtime.attempt + 1} of "
+                    f"{self._max_attempts()})"
+                )
+                if runtime.state == "UNASSIGNED" and runtime.trace == reason:
+                    continue
+                if runtime.state != "UNASSIGNED":
+                    log.warning("connector %s: %s", name, reason)
+                runtime.state, runtime.trace = "UNASSIGNED", reason
+                self._put_task_status(name, t, ConnectState.UNASSIGNED, runtime.generation, reason)
+
+    def _max_attempts(self) -> int:
+        """Attempts Spark gives a task: the F of `local[N,F]`, else `spark.task.maxFailures`."""
+        conf = self.spark.sparkContext.getConf()
+        local = re.fullmatch(r"local\[[^,\]]+,\s*(\d+)\]", conf.get("spark.master", ""))
+        if local:
+            return int(local.group(1))
+        if conf.get("spark.master", "").startswith("local"):
+            return 1
+        return int(conf.get("spark.task.maxFailures", "4") or 4)
+
+    def _recover_lost_tasks(self, name: str, run: GenerationRun) -> None:
+        """Tasks whose Spark job ended while they still ran (no final report) are lost.
+
+        That happens when Spark gives up on a job: one task used up its attempts (the F of
+        `local[N,F]`, `spark.task.maxFailures` on a cluster; a long-running task collects them over
+        its whole life, since no attempt ever succeeds) and Spark kills the job's other tasks with
+        it. The task Spark gave up on is FAILED with Spark's reason, as any failed task (restart it
+        over REST); the others did nothing wrong and run again at once. Left alone, the connector
+        would write nothing more while its status still said RUNNING."""
+        for job in (run.job, *run.extra_jobs):
+            if job.running() or job.job_group in run.ended_jobs:
+                continue
+            run.ended_jobs.add(job.job_group)
+            lost = sorted(
+                t
+                for t, owner in run.owners.items()
+                if owner is job and self._tasks.get((name, t), TaskRuntime()).state not in FINAL_STATES
+            )
+            if not lost:
+                continue
+            if job.error is None:  # the job ended, but a task's final report never arrived
+                for outcome in job.outcomes:
+                    if outcome.get("task") in lost:
+                        self._mark_ended(name, run, outcome["task"], outcome["state"], outcome.get("trace"))
+                continue
+            reason = job.failure_reason()
+            exhausted = ATTEMPTS_EXHAUSTED.search(reason)
+            gave_up_on = {job.specs[int(exhausted.group(1))].task} if exhausted else set(lost)
+            for t in sorted(gave_up_on & set(lost)):
+                detail = (
+                    f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
+                    "per attempt. A long-running task gets spark.task.maxFailures attempts (the F of the "
+                    "master local[N,F]) over its whole life. "
+                    if exhausted
+                    else "its Spark job ended with an error. "
+                )
+                missing = MISSING_MODULE.search(str(job.error))
+                if missing:
+                    detail = (
+                        f"the executors' Python ({self.spark.sparkContext.pythonExec}) cannot import module "
+                        f"{missing.group(1)!r}. Let the worker ship its environment (leave "
+                        "spark.archives and spark.pyspark.python unset), or install eosconnect and the "
+                        "connector into the executors' environment (spark.archives, spark.pyspark.python, "
+                        "the container image); "
+                        "connector code can also ship from the worker's plugin.path. "
+                    )
+                trace = (
+                    f"task {name}-{t} was lost: {detail}Restart it with "
+                    f"POST /connectors/{name}/tasks/{t}/restart.\n\n{reason}"
+                )
+                log.error("connector %s: %s", name, trace.splitlines()[0])
+                self._mark_ended(name, run, t, "FAILED", trace)
+            others = [t for t in lost if t not in gave_up_on]
+            if others:
+                log.warning(
+                    "connector %s: Spark job %s ended (%s) and took task(s) %s down; running them again",
+                    name,
+                    job.job_group,
+                    reason.splitlines()[0][:300],
+                    others,
+                )
+                for t in others:
+                    self._mark_ended(name, run, t, "RESTARTING", None)
+                self._relaunch(name, run, others, "lost with a failed Spark job")
+
+    def _mark_ended(self, name: str, run: GenerationRun, task: int, state: str, trace: str | None) -> None:
+        runtime = self._tasks.setdefault((name, task), TaskRuntime())
+        if runtime.generation > run.generation:
+            return
+        runtime.state, runtime.generation, runtime.trace, runtime.pid = state, run.generation, trace, None
+        if state in ConnectState.__members__:  # SUPERSEDED is no status: a newer task replaces it
+            self._put_task_status(name, task, ConnectState(state), run.generation, trace)
+
+    def _auto_restart(self, name: str, run: GenerationRun, snapshot: ConfigSnapshot) -> None:
+        """Restart failed tasks of connectors that opted in (cluster/auto_restart.py)."""
+        policy = RestartPolicy.of(snapshot.connector_config(name) or {})
+        now = time.monotonic()
+        for t in range(run.task_count):
+            runtime = self._tasks.get((name, t))
+            current = runtime is not None and runtime.generation == run.generation
+            state = runtime.state if runtime is not None and current else "UNASSIGNED"
+            action = self._auto_restarts.observe(name, t, state, policy, now)
+            if action is None or policy is None:
+                continue
+            kind, delay = action
+            attempt = self._auto_restarts.attempts(name, t)
+            limit = "" if policy.max_attempts < 0 else f" of {policy.max_attempts}"
+            cause = (runtime.trace if runtime is not None else None) or ""
+            if kind == "schedule":
+                note = f"automatic restart {attempt}{limit} in {delay:.1f} s (errors.restart.enable=true)"
+                log.warning("connector %s: task %d failed; %s", name, t, note)
+                self._put_task_status(name, t, ConnectState.FAILED, run.generation, f"{note}\n\n{cause}")
+            elif kind == "restart":
+                log.info("connector %s: restarting failed task %d (attempt %d%s)", name, t, attempt, limit)
+                assert runtime is not None
+                runtime.state = "RESTARTING"
+                run.restart_pending.add(t)
+                self._put_task_status(name, t, ConnectState.RESTARTING, run.generation)
+                self._task_finished(name, t, run.generation, run)
+            else:
+                note = f"gave up after {policy.max_attempts} automatic restarts (errors.restart.max.attempts)"
+                log.error("connector %s: task %d %s", name, t, note)
+                self._put_task_status(name, t, ConnectState.FAILED, run.generation, f"{note}\n\n{cause}")
+
+    def task_runtimes(self) -> dict[str, dict[str, Any]]:
+        """Internal view for operators and tests: pid, state and generation of every known task."""
+        with self._lock:
+            return {
+                f"{c}-{t}": {
+                    "connector": c,
+                    "task": t,
+                    "state": r.state,
+                    "generation": r.generation,
+                    "pid": r.pid,
+                }
+                for (c, t), r in self._tasks.items()
+            }
