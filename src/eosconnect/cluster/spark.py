@@ -128,6 +128,9 @@ def executor_slots(spark: SparkSession) -> int:
         return int(sc.defaultParallelism)
 
 
+STOP_TIMEOUT_S = 20.0
+
+
 class SparkProvider:
     """The worker's SparkSession, made only while the worker leads (a standby holds no executors)."""
 
@@ -193,10 +196,22 @@ class SparkProvider:
         if not self.kept_by_standby:
             self.release()
 
-    def release(self) -> None:
-        """Stop the application: its executors go back to the cluster."""
+    def release(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Stop the application: its executors go back to the cluster. Bounded: SparkContext.stop()
+        can wait for good on a task that ignores cancellation, and a worker being stopped or losing
+        the lead must go on regardless (its tasks are fenced by the next generation anyway)."""
         with self._lock:
             session, self._session = self._session, None
-        if session is not None:
-            log.info("stopping Spark application %s (this worker no longer leads)", self.app_name)
-            session.stop()
+        if session is None:
+            return
+        log.info("stopping Spark application %s (this worker no longer leads)", self.app_name)
+        stopper = threading.Thread(target=session.stop, name="spark-stop", daemon=True)
+        stopper.start()
+        stopper.join(timeout_s)
+        if stopper.is_alive():
+            log.warning(
+                "Spark application %s did not stop within %.0fs; going on without waiting (its JVM ends "
+                "with this process, its tasks are fenced by the next generation)",
+                self.app_name,
+                timeout_s,
+            )
