@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import sys
 import tarfile
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from eosconnect.api.plugins import PLUGIN_PATH_ENV, check_plugin_location
 from eosconnect.cluster.shipping import (
     ARCHIVE_ALIAS,
     ShippingError,
@@ -51,8 +54,9 @@ def test_local_master_ships_nothing_and_keeps_the_users_python(tmp_path: Path, p
 def test_user_provided_python_is_honoured(tmp_path: Path, plugins: Path, setting: str) -> None:
     conf = {setting: "/given/python" if setting == "spark.pyspark.python" else "something"}
     plan = plan_shipping("spark://m:7077", conf, [str(plugins)], tmp_path)
-    assert plan.environment is None and plan.conf == {}
     assert len(plan.py_files) == 1  # plugin code still ships
+    assert plan.environment is None
+    assert plan.conf == {f"spark.executorEnv.{PLUGIN_PATH_ENV}": plan.py_files[0].name}
     settings = session_settings("spark://m:7077", conf, plan)
     assert settings[setting] == conf[setting]
     if setting == "spark.pyspark.python":
@@ -134,3 +138,33 @@ def test_the_driver_binds_where_the_rest_api_binds() -> None:
     }
     user = {"spark.driver.host": "d.example.com", "spark.driver.bindAddress": "10.0.0.1"}
     assert driver_address_settings(user, "0.0.0.0") == {}
+
+
+def test_shipped_plugins_are_a_plugin_path_on_the_executors(
+    tmp_path: Path, plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an executor the zip added with addPyFile sits in the Python worker's current directory and
+    is on sys.path as a relative entry; the executors' plugin.path names it, so the class-loading
+    rule lets its classes load, and nothing else beside it."""
+    plan = plan_shipping(
+        "spark://m:7077", {"spark.submit.pyFiles": "/opt/extra.zip"}, [str(plugins)], tmp_path
+    )
+    setting = plan.conf[f"spark.executorEnv.{PLUGIN_PATH_ENV}"]
+    assert setting.split(os.pathsep) == ["extra.zip", plan.py_files[0].name]
+
+    executor_dir = tmp_path / "executor"
+    executor_dir.mkdir()
+    shutil.copy(plan.py_files[0], executor_dir)
+    (executor_dir / "stray.py").write_text("Y = 2\n")
+    monkeypatch.chdir(executor_dir)
+    monkeypatch.setattr(sys, "path", [f"./{plan.py_files[0].name}", ".", *sys.path])
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.delenv(PLUGIN_PATH_ENV, raising=False)
+    for name in ("mod", "stray"):
+        sys.modules.pop(name, None)
+    with pytest.raises(ImportError, match="is not a plugin"):
+        check_plugin_location("mod")  # without the executors' plugin.path: refused
+    monkeypatch.setenv(PLUGIN_PATH_ENV, setting)
+    check_plugin_location("mod")
+    with pytest.raises(ImportError, match="is not a plugin"):
+        check_plugin_location("stray")

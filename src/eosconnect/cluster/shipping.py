@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from eosconnect.api.plugins import PLUGIN_PATH_ENV
+
 log = logging.getLogger(__name__)
 
 ARCHIVE_ALIAS = "eosconnect-env"
@@ -246,12 +248,26 @@ def plan_shipping(
     user_python = conf.get("spark.pyspark.python")
     if is_local_master(master):
         return ShippingPlan({}, user_python or os.environ.get("PYSPARK_PYTHON") or sys.executable, [], None)
+    shipped = executor_plugin_path(plugins, conf)
     if not ship or any(conf.get(k) for k in USER_PROVIDED_PYTHON):
-        return ShippingPlan({}, user_python or os.environ.get("PYSPARK_PYTHON") or "python3", plugins, None)
+        return ShippingPlan(
+            shipped, user_python or os.environ.get("PYSPARK_PYTHON") or "python3", plugins, None
+        )
     env = pack_environment(cache_dir)
     return ShippingPlan(
-        {"spark.archives": env.spark_archive, "spark.pyspark.python": env.executor_python},
+        {"spark.archives": env.spark_archive, "spark.pyspark.python": env.executor_python, **shipped},
         env.executor_python,
         plugins,
         env,
     )
+
+
+def executor_plugin_path(plugins: Sequence[Path], conf: Mapping[str, str]) -> dict[str, str]:
+    """The executors' plugin.path: the files added with addPyFile (ours and `spark.submit.pyFiles`),
+    by name, as Spark puts them in each executor's working directory, the Python workers' current
+    directory. Without it the class-loading rule (api/plugins.py) refuses the shipped plugins there."""
+    user_files = [Path(p).name for p in conf.get("spark.submit.pyFiles", "").split(",") if p]
+    names = [*user_files, *(p.name for p in plugins)]
+    if not names:
+        return {}
+    return {f"spark.executorEnv.{PLUGIN_PATH_ENV}": os.pathsep.join(names)}
