@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark test test-extended test-long lint soak bench kafka postgres install clean
+.PHONY: demo demo-spark test test-long lint soak bench kafka postgres install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,16 +35,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 
 test: kafka postgres lint
-	$(BIN)/pytest -m "not soak and not extended" -p no:cacheprovider
+	$(BIN)/pytest -m "not soak" -p no:cacheprovider
 
-# The long integration modules of the Spark cluster, Spark sink, MM2 failover and Kafka Connect differential tests.
-test-extended: kafka postgres
-	$(BIN)/pytest -m extended -p no:cacheprovider
-
-# Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds),
-# extended modules included; `make test` runs the short forms.
+# Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds;
+# EOSCONNECT_MM2_LONG=1: MM2 two-way and migration); `make test` runs the short forms.
 test-long: kafka postgres
-	EOSCONNECT_LONG_TESTS=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider
+	EOSCONNECT_LONG_TESTS=1 EOSCONNECT_MM2_LONG=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each
 # kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.

@@ -151,21 +151,3 @@ def workers(worker_props, tmp_path: Path):
 
 # Shared fixtures defined next to their helpers (tests/support), registered for every test module.
 from support.runtime_helpers import run_job  # noqa: E402, F401
-
-#: Modules added in one session by parallel work whose run time was only measured on an overloaded
-#: machine (5-16 min each): run with `make test-extended` until a quiet-machine timing puts them back
-#: into `make test` within CI's budget.
-EXTENDED_MODULES = {
-    "test_spark_cluster.py",
-    "test_spark_sink.py",
-    "test_mm2_failover.py",
-    "test_kafka_connect_differential.py",
-    "test_control_plane.py",
-    "test_status_truth.py",
-}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.name in EXTENDED_MODULES:
-            item.add_marker(pytest.mark.extended)
