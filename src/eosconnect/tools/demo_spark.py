@@ -71,9 +71,7 @@ def kill_and_restart(
         query.kill()
         say(f"SIGKILLed the Spark driver (pid {query.proc.pid if query.proc else '?'}) mid-stream")
         if drop_last_commit:
-            commits = sorted((run_dir / "checkpoint" / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
-            commits[-1].unlink()
-            say(f"removed commit log entry {commits[-1].name}: Spark replays that batch")
+            say(replay_last_batch(run_dir / "checkpoint"))
         query = SparkQueryProcess([*args, "--until-idle"], run_dir / "run2")
         query.start()
         say("restarted the query from its checkpoint")
@@ -86,6 +84,25 @@ def kill_and_restart(
         query.stop()
     report = verify_jdbc_topic({"bootstrap.servers": bootstrap}, topic, f"sqlite:///{database}", "orders")
     return topic, report
+
+
+def replay_last_batch(checkpoint: Path) -> str:
+    """Put a killed query's checkpoint in the window "batch written to Kafka, not recorded as done",
+    in a state Spark itself can leave: it records batch N's commit before it plans batch N+1, so the
+    commit log is never two behind the offset log. If the newest planned batch is committed, its
+    commit entry goes (Spark replays that whole, written batch); if it is not, the crash already fell
+    in that window and nothing is removed. Removing an older entry would make a state Spark never
+    writes (commits two behind), in which it replays only the newest batch."""
+
+    def batch_ids(log: str) -> list[int]:
+        return sorted(int(p.name) for p in (checkpoint / log).glob("[0-9]*"))
+
+    planned, committed = batch_ids("offsets"), batch_ids("commits")
+    if planned and committed and committed[-1] == planned[-1]:
+        (checkpoint / "commits" / str(planned[-1])).unlink()
+        return f"removed commit log entry {planned[-1]}: Spark replays that batch, already in Kafka"
+    newest = planned[-1] if planned else None
+    return f"the crash fell inside batch {newest} (planned, not recorded as done): Spark replays it"
 
 
 def run_spark_demo(run_dir: Path | None = None, seconds: float = 6.0) -> bool:
