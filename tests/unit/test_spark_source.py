@@ -76,3 +76,24 @@ def test_connector_without_replay_support_is_refused() -> None:
 def test_missing_connector_class_names_the_option() -> None:
     with pytest.raises(ConfigException, match=r"connector\.class"):
         _Reader({"topic": "t"})
+
+
+def test_rows_added_between_planning_and_reading_wait_for_the_next_micro_batch(tmp_path) -> None:
+    """Spark plans a micro-batch (latestOffset) and reads it later; a poll on the executor may then
+    return rows past the planned end. They belong to the next micro-batch: yielding them twice (now
+    and in the next batch) was the duplicate a driver-kill test found."""
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(10)))
+    reader = _Reader(
+        {"connector.class": "FileStreamSource", "file": str(path), "topic": "lines", "batch.size": "100"}
+    )
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, None)
+    with path.open("a") as f:
+        f.write("".join(f"line {i}\n" for i in range(10, 15)))
+    rows = [row for p in reader.partitions(start, end) for row in reader.read(p)]
+    assert [r[1] for r in rows] == [f"line {i}" for i in range(10)]
+    more = reader.latestOffset(end, None)
+    rows2 = [row for p in reader.partitions(end, more) for row in reader.read(p)]
+    assert [r[1] for r in rows2] == [f"line {i}" for i in range(10, 15)]
+    reader.stop()
