@@ -68,6 +68,8 @@ def kill_and_restart(
             killed = query.kill_python_workers()
             say(f"SIGKILLed the executors' Python workers {killed} mid-batch; Spark retries their tasks")
         time.sleep(seconds)
+        if drop_last_commit:
+            just_committed(run_dir / "checkpoint")
         query.kill()
         say(f"SIGKILLed the Spark driver (pid {query.proc.pid if query.proc else '?'}) mid-stream")
         if drop_last_commit:
@@ -86,6 +88,25 @@ def kill_and_restart(
     return topic, report
 
 
+def _batch_ids(checkpoint: Path, log: str) -> list[int]:
+    return sorted(int(p.name) for p in (checkpoint / log).glob("[0-9]*"))
+
+
+def just_committed(checkpoint: Path, timeout_s: float = 30.0) -> bool:
+    """Wait until Spark has just recorded a batch as done and not yet planned the next one (the
+    source's planning leaves a short window), so that the kill lands between batches and the
+    replayed batch is one wholly written to Kafka. False if no such moment came in time."""
+    deadline = time.monotonic() + timeout_s
+    seen = _batch_ids(checkpoint, "commits")
+    while time.monotonic() < deadline:
+        committed = _batch_ids(checkpoint, "commits")
+        if committed != seen and committed[-1:] == _batch_ids(checkpoint, "offsets")[-1:]:
+            return True
+        seen = committed
+        time.sleep(0.005)
+    return False
+
+
 def replay_last_batch(checkpoint: Path) -> str:
     """Put a killed query's checkpoint in the window "batch written to Kafka, not recorded as done",
     in a state Spark itself can leave: it records batch N's commit before it plans batch N+1, so the
@@ -94,10 +115,7 @@ def replay_last_batch(checkpoint: Path) -> str:
     in that window and nothing is removed. Removing an older entry would make a state Spark never
     writes (commits two behind), in which it replays only the newest batch."""
 
-    def batch_ids(log: str) -> list[int]:
-        return sorted(int(p.name) for p in (checkpoint / log).glob("[0-9]*"))
-
-    planned, committed = batch_ids("offsets"), batch_ids("commits")
+    planned, committed = _batch_ids(checkpoint, "offsets"), _batch_ids(checkpoint, "commits")
     if planned and committed and committed[-1] == planned[-1]:
         (checkpoint / "commits" / str(planned[-1])).unlink()
         return f"removed commit log entry {planned[-1]}: Spark replays that batch, already in Kafka"
