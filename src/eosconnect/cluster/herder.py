@@ -248,11 +248,9 @@ class DistributedHerder(
         self._put_connector_status(connector, ConnectState.FAILED, trace=trace)
 
     def _connector_state(self, snapshot: ConfigSnapshot, connector: str) -> ConnectState:
-        target = snapshot.target_state(connector)
-        if target == TargetState.PAUSED:
+        """For a connector that is not STOPPED (a STOPPED one's status is `_publish_stopped`'s)."""
+        if snapshot.target_state(connector) == TargetState.PAUSED:
             return ConnectState.PAUSED
-        if target == TargetState.STOPPED:
-            return ConnectState.STOPPED
         return ConnectState.RUNNING
 
     def session_keys(self) -> list[SessionKey]:

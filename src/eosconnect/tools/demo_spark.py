@@ -68,8 +68,8 @@ def kill_and_restart(
             killed = query.kill_python_workers()
             say(f"SIGKILLed the executors' Python workers {killed} mid-batch; Spark retries their tasks")
         time.sleep(seconds)
-        if drop_last_commit:
-            just_committed(run_dir / "checkpoint")
+        if drop_last_commit and not just_committed(run_dir / "checkpoint"):
+            say("no moment between two batches came within 30 s: killing inside a batch")
         query.kill()
         say(f"SIGKILLed the Spark driver (pid {query.proc.pid if query.proc else '?'}) mid-stream")
         if drop_last_commit:
