@@ -95,8 +95,8 @@ def test_bad_input_names_the_column_or_option(eos_spark, bootstrap, topic_name, 
     assert "kafka.no.such.setting" in message
     message = _error_of(lambda: _write(good, bootstrap, topic, "j4", toppic="x"))
     assert "toppic" in message and "not an option" in message
-    message = _error_of(lambda: _write(good, "127.0.0.1:1", topic, "j5"))
-    assert "kafka.bootstrap.servers" in message and "127.0.0.1:1" in message
+    message = _error_of(lambda: _write(good, "127.0.0.1:1", topic, "j5", **{"broker.wait.ms": "2000"}))
+    assert "kafka.bootstrap.servers" in message and "127.0.0.1:1" in message and "broker.wait.ms" in message
     no_job = good.write.format("eosconnect-kafka").option("kafka.bootstrap.servers", bootstrap)
     message = _error_of(lambda: no_job.option("topic", topic).mode("append").save())
     assert "job.id" in message
@@ -140,3 +140,28 @@ def test_driver_sigkill_exactly_once_while_builtin_sink_duplicates(bootstrap, tm
     assert builtin.duplicates > 0, (
         "Spark's built-in sink is at least once: the replayed batch is written twice"
     )
+
+
+@pytest.mark.timeout(1200)
+def test_broker_sigkill_then_query_stopped_and_restarted_exactly_once(tmp_path):
+    """Our own broker (it is SIGKILLed) under the running query, which rides it out; then the query
+    is stopped as an operator stops it (SIGTERM: StreamingQuery.stop(), the session) and started
+    again from its checkpoint. read_committed holds every row of the table exactly once."""
+    from eosconnect.devkafka import LocalKafkaCluster
+    from eosconnect.tools.demo_spark import kill_and_restart
+
+    cluster = LocalKafkaCluster(tmp_path / "kafka", brokers=1, tie_to_parent=True)
+    bootstrap = cluster.start()
+
+    def restart_broker() -> str:
+        cluster.restart_node(cluster.broker_ids()[0], hard=True)
+        return "SIGKILLed the broker and started it again under the running query"
+
+    try:
+        _, report = kill_and_restart(
+            bootstrap, tmp_path / "run", seconds=4, graceful=True, during=restart_broker, say=print
+        )
+    finally:
+        cluster.stop()
+    assert report.ok, report.anomalies
+    assert report.seen > 0

@@ -63,9 +63,12 @@ def progress_partition(key: bytes, partitions: int) -> int:
     return zlib.crc32(key) % partitions
 
 
-def ensure_progress_topic(connection: dict[str, Any], topic: str, partitions: int, replication: int) -> int:
+def ensure_progress_topic(
+    connection: dict[str, Any], topic: str, partitions: int, replication: int, wait_ms: int = 60_000
+) -> int:
     """Create the progress topic if missing; its partition count. Raises `ConnectException` naming
-    `kafka.bootstrap.servers` when no broker answers."""
+    `kafka.bootstrap.servers` when no broker answers within `wait_ms` (the writer is planned again
+    for every micro-batch, so a short wait would fail a query on any broker restart)."""
     from confluent_kafka.admin import AdminClient
 
     from eosconnect.storage.topics import ensure_topic
@@ -73,11 +76,12 @@ def ensure_progress_topic(connection: dict[str, Any], topic: str, partitions: in
     admin = AdminClient({**connection, "log_level": 0})
     servers = connection.get("bootstrap.servers")
     try:
-        admin.list_topics(timeout=15)
+        admin.list_topics(timeout=wait_ms / 1000)
     except KafkaException as exc:
         raise ConnectException(
-            f"no Kafka broker answered at kafka.bootstrap.servers={servers!r} within 15s ({exc.args[0]}); "
-            "check the address and that the brokers are running. Nothing was written."
+            f"no Kafka broker answered at kafka.bootstrap.servers={servers!r} within {wait_ms} ms "
+            f"(broker.wait.ms; {exc.args[0]}); check the address and that the brokers are running. "
+            "Nothing was written."
         ) from exc
     config = {k: v for k, v in PROGRESS_TOPIC_CONFIG.items() if k != "cleanup.policy"}
     ensure_topic(

@@ -283,6 +283,7 @@ class EosKafkaSink(DataSource):
             options.progress_topic,
             options.progress_partitions,
             options.progress_replication,
+            options.broker_wait_ms,
         )
         return options, columns
 

@@ -39,6 +39,10 @@ OWN_OPTIONS: dict[str, str] = {
     ),
     "job.id": "batch writes: the job's stable name; a re-run with the same job.id skips committed partitions",
     "replay.check": "true (default): fail when a replayed partition differs from the committed one",
+    "broker.wait.ms": (
+        "how long planning a write waits for a broker before failing it (default 60000, as Kafka's "
+        "max.block.ms): a broker restart shorter than this is ridden out"
+    ),
     "kafka.*": "any librdkafka producer setting, kafka.bootstrap.servers is required",
 }
 #: Options Spark itself passes along with the user's.
@@ -66,6 +70,7 @@ class SinkOptions:
     job_id: str | None
     replay_check: bool
     origin: dict[str, str] = field(default_factory=dict)
+    broker_wait_ms: int = 60_000
 
     @property
     def connection(self) -> dict[str, Any]:
@@ -118,6 +123,9 @@ def parse_sink_options(options: Mapping[str, str], *, batch: bool = False) -> Si
         errors["progress.topic"] = [f"{progress_topic!r} is not a valid Kafka topic name"]
     partitions = _int_option(opts, "progress.topic.partitions", 4, 1, errors)
     replication = _int_option(opts, "progress.topic.replication.factor", -1, 1, errors)
+    broker_wait_ms = _int_option(opts, "broker.wait.ms", 60_000, 1, errors)
+    if broker_wait_ms == -1:
+        errors["broker.wait.ms"] = ["must be at least 1 (milliseconds)"]
     prefix = str(opts.get("transactional.id.prefix") or DEFAULT_TRANSACTIONAL_ID_PREFIX)
     job_id = opts.get("job.id")
     if batch and not str(job_id or "").strip():
@@ -151,6 +159,7 @@ def parse_sink_options(options: Mapping[str, str], *, batch: bool = False) -> Si
         job_id=str(job_id) if job_id is not None else None,
         replay_check=replay_check == "true",
         origin=origin,
+        broker_wait_ms=broker_wait_ms,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -38,7 +39,9 @@ def kill_and_restart(
     seconds: float = 6.0,
     drop_last_commit: bool = False,
     kill_workers: bool = False,
-    say=lambda text: None,
+    graceful: bool = False,
+    during: Callable[[], str] | None = None,
+    say: Callable[[str], None] = lambda text: None,
 ) -> tuple[str, SequenceReport]:
     """Run the query, SIGKILL its driver mid-stream, restart it from the checkpoint, drain, verify.
     Returns the topic and the read_committed report against the table.
@@ -46,7 +49,9 @@ def kill_and_restart(
     `drop_last_commit` also deletes the newest entry of the checkpoint's commit log after the kill:
     the crash then lands, every time, in the window where a batch is written to Kafka but not yet
     recorded as done, so Spark replays that batch. `kill_workers` first SIGKILLs the executors'
-    Python workers mid-stream (their tasks are retried)."""
+    Python workers mid-stream (their tasks are retried). `graceful` stops the driver with SIGTERM
+    (the query is stopped, then the session) instead of SIGKILL. `during` is another fault, run
+    mid-stream before the driver goes (e.g. a broker restart); it returns what it did."""
     suffix = uuid.uuid4().hex[:6]
     topic = f"orders-enriched-{suffix}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -67,11 +72,19 @@ def kill_and_restart(
             time.sleep(seconds / 2)
             killed = query.kill_python_workers()
             say(f"SIGKILLed the executors' Python workers {killed} mid-batch; Spark retries their tasks")
+        if during is not None:
+            time.sleep(seconds / 2)
+            say(during())
         time.sleep(seconds)
         if drop_last_commit and not just_committed(run_dir / "checkpoint"):
             say("no moment between two batches came within 30 s: killing inside a batch")
-        query.kill()
-        say(f"SIGKILLed the Spark driver (pid {query.proc.pid if query.proc else '?'}) mid-stream")
+        pid = query.proc.pid if query.proc else "?"
+        if graceful:
+            code = query.terminate()
+            say(f"stopped the query and its driver (pid {pid}, SIGTERM, exit code {code}) mid-stream")
+        else:
+            query.kill()
+            say(f"SIGKILLed the Spark driver (pid {pid}) mid-stream")
         if drop_last_commit:
             say(replay_last_batch(run_dir / "checkpoint"))
         query = SparkQueryProcess([*args, "--until-idle"], run_dir / "run2")

@@ -97,7 +97,10 @@ def main(argv: list[str] | None = None) -> None:
     query = build_query(spark, args)
     ready = Path(args.ready_file) if args.ready_file else None
     idle_since, last_batch = time.monotonic(), -1
-    while query.isActive:
+    stopping: list[int] = []
+    # SIGTERM stops the query as an operator would (StreamingQuery.stop(), then the session).
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+    while query.isActive and not stopping:
         query.awaitTermination(1)
         progress = query.lastProgress
         if ready is not None and progress and not ready.exists():
@@ -196,6 +199,12 @@ class SparkQueryProcess:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         return workers
+
+    def terminate(self, timeout: float = 120.0) -> int:
+        """SIGTERM the driver: it stops the query (`StreamingQuery.stop()`) and its session and exits."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
 
     def kill(self) -> None:
         """SIGKILL the driver: its Python process and Spark's JVM (one process group)."""
