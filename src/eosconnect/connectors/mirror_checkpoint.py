@@ -56,6 +56,7 @@ from eosconnect.connectors.mirror_topics import (
 )
 from eosconnect.mirrormaker.formats import Checkpoint, OffsetSync, checkpoints_topic, offset_syncs_topic
 from eosconnect.mirrormaker.translation import OffsetSyncIndex
+from eosconnect.storage.topic_reader import assign_promptly
 from eosconnect.storage.topics import ensure_topic
 
 __all__ = ["MirrorCheckpointConnector", "MirrorCheckpointTask"]
@@ -253,7 +254,9 @@ class MirrorCheckpointTask(SourceTask):
                 "auto.offset.reset": "earliest",
             }
         )
-        self.syncs_consumer.assign([KafkaTopicPartition(offset_syncs_topic(self.alias), 0, OFFSET_BEGINNING)])
+        assign_promptly(
+            self.syncs_consumer, [KafkaTopicPartition(offset_syncs_topic(self.alias), 0, OFFSET_BEGINNING)]
+        )
         self.index = OffsetSyncIndex()
         self.groups: list[str] = []
         self._groups_listed = float("-inf")

@@ -73,6 +73,7 @@ from eosconnect.connectors.mirror_topics import (
 from eosconnect.mirrormaker.formats import offset_syncs_topic
 from eosconnect.mirrormaker.translation import offset_syncs
 from eosconnect.storage.clients import forced, prefixed_client_config
+from eosconnect.storage.topic_reader import assign_promptly
 
 __all__ = ["MirrorSourceConnector", "MirrorSourceTask"]
 
@@ -262,7 +263,7 @@ class MirrorSourceTask(SourceTask):
                     )
                 )
         self.consumer = Consumer(consumer_config)
-        self.consumer.assign(assignment)
+        assign_promptly(self.consumer, assignment)
         log.info(
             "mirror source task reads %s from %s",
             ", ".join(f"{p.topic}-{p.partition}@{p.offset}" for p in assignment) or "nothing",

@@ -60,6 +60,7 @@ from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation, validate_positions
 from eosconnect.storage.clients import ClientConfig, client_config
+from eosconnect.storage.topic_reader import load_leaders
 from eosconnect.storage.transactional_ids import task_transactional_id
 from eosconnect.storage.transient import retry_transient
 from eosconnect.worker_config import WorkerConfig
@@ -549,6 +550,7 @@ class SinkTaskRunner:
         consumer's cluster, else from `auto.offset.reset` (librdkafka's OFFSET_INVALID).
         """
         assert self.consumer is not None
+        load_leaders(self.consumer, {tp.topic for tp in partitions})  # see assign_promptly
         self._on_assign(self.consumer, [_kafka_tp(tp) for tp in partitions])
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:

@@ -71,6 +71,23 @@ def end_offsets(
     return retry_transient(attempt, timeout=timeout, doing="listing end offsets")
 
 
+def assign_promptly(consumer: Consumer, partitions: list[TopicPartition], timeout: float = 30.0) -> None:
+    """`consumer.assign(partitions)`, with the partitions' leaders known first. A fresh librdkafka
+    consumer asked to start at a logical offset (beginning, end, committed) before it has metadata
+    retries that offset lookup after a fixed 500 ms ("no current leader for partition"); one
+    metadata request per topic first makes a short read ~0.5 s faster (task start-up, config and
+    offsets reads)."""
+    load_leaders(consumer, {tp.topic for tp in partitions}, timeout)
+    consumer.assign(partitions)
+
+
+def load_leaders(consumer: Consumer, topics: Iterable[str], timeout: float = 30.0) -> None:
+    """One metadata request per topic, so that `consumer` knows their partitions' leaders (see
+    `assign_promptly`)."""
+    for topic in sorted(set(topics)):
+        consumer.list_topics(topic, timeout=timeout)
+
+
 def topic_partitions(admin: AdminClient, topic: str, timeout: float = 30.0) -> list[TopicPartition]:
     md = admin.list_topics(topic, timeout=timeout)
     tmd = md.topics.get(topic)
@@ -137,7 +154,7 @@ def read_to_end(
                 pending.add(tp.partition)
         if not pending:
             return records
-        consumer.assign(assignment)
+        assign_promptly(consumer, assignment, timeout)
         deadline = time.monotonic() + timeout
         while pending:
             if time.monotonic() > deadline:
