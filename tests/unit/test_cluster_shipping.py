@@ -168,3 +168,26 @@ def test_shipped_plugins_are_a_plugin_path_on_the_executors(
     check_plugin_location("mod")
     with pytest.raises(ImportError, match="is not a plugin"):
         check_plugin_location("stray")
+
+
+def test_prune_removes_only_unused_environments_beyond_the_newest_other(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    from eosconnect.cluster.shipping import prune_packed_environments
+
+    root = tmp_path / "shipped-env"
+    for name in ["current", "previous", "served", "old", "older"]:
+        (root / name).mkdir(parents=True)
+        (root / name / "eosconnect-env.tar.gz").write_bytes(b"x")
+        (root / name / "in-use").touch()
+    served = (root / "served" / "in-use").open("a")  # another worker serves this one (older)
+    fcntl.flock(served, fcntl.LOCK_SH)
+    for age, name in enumerate(["current", "previous", "served", "old", "older"]):
+        os.utime(root / name / "in-use", (1_000_000 - age * 100, 1_000_000 - age * 100))
+    try:
+        removed = prune_packed_environments(root, keep="current")
+    finally:
+        served.close()
+    assert sorted(p.name for p in removed) == ["old", "older"]
+    assert sorted(p.name for p in root.iterdir()) == ["current", "previous", "served"]

@@ -131,19 +131,74 @@ def pack_environment(cache_dir: Path) -> PackedEnvironment:
         )
     site = _site_packages()
     digest = _fingerprint(site)
-    target_dir = cache_dir / "shipped-env" / digest
+    root = cache_dir / "shipped-env"
+    target_dir = root / digest
     archive = target_dir / f"{ARCHIVE_ALIAS}.tar.gz"
-    target_dir.mkdir(parents=True, exist_ok=True)
-    with (target_dir / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # workers started together pack once
-        if not archive.exists():
-            partial = archive.with_suffix(".partial")
-            _write_archive(partial, site)
-            partial.rename(archive)
-            log.info(
-                "packed the worker's Python environment into %s (%d bytes)", archive, archive.stat().st_size
-            )
+    while True:
+        target_dir.mkdir(parents=True, exist_ok=True)
+        with (target_dir / ".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # workers started together pack once
+            if not target_dir.is_dir():
+                continue  # pruned by another worker while we waited for the lock: make it again
+            if not archive.exists():
+                partial = archive.with_suffix(".partial")
+                _write_archive(partial, site)
+                partial.rename(archive)
+                log.info(
+                    "packed the worker's Python environment into %s (%d bytes)",
+                    archive,
+                    archive.stat().st_size,
+                )
+            _hold_in_use(target_dir)
+            break
+    for removed in prune_packed_environments(root, keep=digest):
+        log.info("removed an environment packed for another version, unused: %s", removed)
     return PackedEnvironment(archive, archive.stat().st_size, digest)
+
+
+#: Besides the environment in use, how many other packed environments (the newest) are kept, so that
+#: going back one version does not pack again.
+KEEP_OTHER_ENVIRONMENTS = 1
+#: Shared locks on the `in-use` files of the environments this process serves, held for its life
+#: (Spark serves the archive from its path for the application's life); the OS drops them on exit.
+_IN_USE: list[object] = []
+
+
+def _hold_in_use(target_dir: Path) -> None:
+    holder = (target_dir / "in-use").open("a")
+    fcntl.flock(holder, fcntl.LOCK_SH)
+    os.utime(target_dir / "in-use")  # "newest" means most recently used
+    _IN_USE.append(holder)
+
+
+def _last_used(directory: Path) -> float:
+    marker = directory / "in-use"
+    return (marker if marker.exists() else directory).stat().st_mtime
+
+
+def prune_packed_environments(root: Path, keep: str) -> list[Path]:
+    """Remove packed environments that no running worker uses, except `keep` and the
+    `KEEP_OTHER_ENVIRONMENTS` most recently used others. A worker holds a shared lock on its
+    environment's `in-use` file while it runs; an environment whose lock can be taken exclusively
+    (and whose packing lock is free) is unused. Returns the removed directories."""
+    import shutil
+
+    others = sorted(
+        (d for d in root.iterdir() if d.is_dir() and d.name != keep),
+        key=_last_used,
+        reverse=True,
+    )
+    removed = []
+    for directory in others[KEEP_OTHER_ENVIRONMENTS:]:
+        with (directory / ".lock").open("a") as packing, (directory / "in-use").open("a") as in_use:
+            try:
+                fcntl.flock(packing, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(in_use, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a worker packs it or serves it
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+    return removed
 
 
 def _write_archive(path: Path, site: Path) -> None:
