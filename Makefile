@@ -37,10 +37,10 @@ lint: $(STAMP)
 test: kafka postgres lint
 	$(BIN)/pytest -m "not soak" -p no:cacheprovider
 
-# Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds;
-# EOSCONNECT_MM2_LONG=1: MM2 two-way and migration); `make test` runs the short forms.
+# Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds and
+# records); `make test` runs the short forms.
 test-long: kafka postgres
-	EOSCONNECT_LONG_TESTS=1 EOSCONNECT_MM2_LONG=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider
+	EOSCONNECT_LONG_TESTS=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each
 # kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import signal
 import subprocess
@@ -37,16 +36,15 @@ from eosconnect.mirrormaker.formats import Checkpoint, Heartbeat, checkpoints_to
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.tools.mirror_maker_process import EosMirrorMakerProcess
 from support.runtime_helpers import wait_until
+from support.workers import LONG_TESTS
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 PARTITIONS = 2
 _aliases = itertools.count(1)
-#: The two longest scenarios (each several minutes on a busy machine) run with EOSCONNECT_MM2_LONG=1;
-#: `make test` keeps the failover tests (both connector types, and Apache Kafka's MM2 measured).
-long_scenario = pytest.mark.skipif(
-    not os.environ.get("EOSCONNECT_MM2_LONG"), reason="long MirrorMaker scenario: set EOSCONNECT_MM2_LONG=1"
-)
+#: Records per phase of the two-way and migration scenarios: `make test` runs them bounded,
+#: `make test-long` (EOSCONNECT_LONG_TESTS=1) with more records.
+PHASE = 500 if LONG_TESTS else 150
 
 
 @pytest.fixture(scope="module")
@@ -295,7 +293,7 @@ def test_group_fails_over_to_b_exactly_once(
     assert any(Heartbeat.decode(r.key, r.value).source_alias == x for r in heartbeats if r.key)
 
 
-@long_scenario
+@pytest.mark.timeout(900)
 def test_dedicated_mode_both_ways_with_a_worker_sigkilled(
     bootstrap: str, cluster_b: str, tmp_path: Path
 ) -> None:
@@ -328,13 +326,13 @@ def test_dedicated_mode_both_ways_with_a_worker_sigkilled(
         into_a.launch()
         into_b.launch().wait_ready()
         into_a.wait_ready()
-        from_a = produce(bootstrap, topic, range(0, 500), rng)
-        from_b = produce(cluster_b, topic, range(10_000, 10_500), rng)
+        from_a = produce(bootstrap, topic, range(0, PHASE), rng)
+        from_b = produce(cluster_b, topic, range(10_000, 10_000 + PHASE), rng)
         wait_until(lambda: target_count(cluster_b, f"{x}.{topic}") > 0, 120, "copying into B")
         into_b.kill()
-        from_a += produce(bootstrap, topic, range(500, 1000), rng)
+        from_a += produce(bootstrap, topic, range(PHASE, 2 * PHASE), rng)
         into_b.start()
-        from_b += produce(cluster_b, topic, range(10_500, 11_000), rng)
+        from_b += produce(cluster_b, topic, range(10_000 + PHASE, 10_000 + 2 * PHASE), rng)
         wait_until(lambda: target_count(cluster_b, f"{x}.{topic}") >= len(from_a), 180, "A's records on B")
         wait_until(lambda: target_count(bootstrap, f"{y}.{topic}") >= len(from_b), 180, "B's records on A")
         time.sleep(3)  # anything extra (a duplicate) would arrive now
@@ -401,7 +399,7 @@ def test_apache_mirror_maker_2_on_the_same_failover(
     assert result.on_b and result.reprocessed >= 0 and result.missed >= 0
 
 
-@long_scenario
+@pytest.mark.timeout(900)
 def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
     bootstrap: str, cluster_b: str, tmp_path: Path
 ) -> None:

@@ -44,11 +44,17 @@ LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 #: writes a finished transaction's markers just *after* answering EndTxn; an AddPartitionsToTxn of
 #: the next transaction that arrives before they are written is refused (CONCURRENT_TRANSACTIONS)
 #: and librdkafka retries it after a fixed 20 ms (rdkafka_txnmgr.c), which with poll boundaries hit
-#: one transaction in eight on a loaded 2-core machine. Measured on a quiet one (bare producer,
-#: 2000-record transactions, a flush each): the flush took a median 28-34 ms with a gap of 0-2 ms
-#: (the retry), 11-13 ms with 3-4 ms and 6.5-8 ms with 5 ms. The gap is only paid when the task
-#: thread was waiting for the commit, since polling and converting the next batch usually take longer.
-NEXT_TRANSACTION_GAP_S = 0.005
+#: one transaction in eight on a loaded 2-core machine. A millisecond, during which a co-located
+#: broker also gets the CPU, avoids most of those retries; it is only paid when the task thread was
+#: waiting for the commit, since polling and converting the next batch usually take longer.
+NEXT_TRANSACTION_GAP_S = 0.001
+#: The same pause for a task whose transactions carry records made from where its records landed
+#: (MirrorSource's offset syncs): it flushes before it commits, so a refused AddPartitionsToTxn delays
+#: the flush itself. Measured on a quiet machine (bare producer, 2000-record transactions, a flush
+#: each): the flush took a median 28-34 ms after a gap of 0-2 ms (the retry), 11-13 ms after 3-4 ms
+#: and 6.5-8 ms after 5 ms. Without a flush the shorter gap is better (bench/source_throughput.py:
+#: eos poll 32k records/s with 1 ms, 21k with 5 ms).
+FLUSHING_TRANSACTION_GAP_S = 0.005
 FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 
 
@@ -412,7 +418,8 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _begin(self) -> None:
         """Open a transaction; a pipelined commit must have returned first (one at a time)."""
         self._await_commit()
-        gap = self._ended_at + NEXT_TRANSACTION_GAP_S - time.monotonic()
+        pause = NEXT_TRANSACTION_GAP_S if self._extras is None else FLUSHING_TRANSACTION_GAP_S
+        gap = self._ended_at + pause - time.monotonic()
         if gap > 0:
             time.sleep(gap)
         self._call_producer(self.producer.begin_transaction)
