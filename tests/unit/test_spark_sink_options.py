@@ -37,13 +37,15 @@ def test_batch_writes_need_a_job_id():
     assert parse_sink_options({**BASE, "job.id": "nightly"}, batch=True).job_id == "nightly"
 
 
-def test_bulk_checksum_is_the_sum_of_the_per_row_ones():
-    """Replays compare against checksums committed by earlier versions: the bulk form must agree."""
-    from eosconnect.spark.sink import CHECKSUM_MASK, _checksum, _checksums
+def test_checksum_keeps_the_format_older_markers_were_committed_with():
+    """Replays are compared against checksums committed by earlier versions: per row, crc32 of the
+    UTF-8 value seeded with crc32 of the key, None as empty bytes, summed mod 2^64."""
+    import zlib
+
+    from eosconnect.spark.sink import CHECKSUM_MASK, _checksums
 
     keys = ["a", None, b"c", "é"]
     values = ["v1", b"v2", None, "ü" * 10]
-    per_row = 0
-    for k, v in zip(keys, values, strict=True):
-        per_row = (per_row + _checksum(k, v)) & CHECKSUM_MASK
-    assert _checksums(keys, values) & CHECKSUM_MASK == per_row
+    raw = [(b"a", b"v1"), (b"", b"v2"), (b"c", b""), ("é".encode(), ("ü" * 10).encode())]
+    expected = sum(zlib.crc32(v, zlib.crc32(k)) for k, v in raw) & CHECKSUM_MASK
+    assert _checksums(keys, values) & CHECKSUM_MASK == expected

@@ -25,6 +25,7 @@ import hashlib
 import io
 import logging
 import os
+import shutil
 import sys
 import tarfile
 import zipfile
@@ -185,8 +186,6 @@ def prune_packed_environments(root: Path, keep: str) -> list[Path]:
     `KEEP_OTHER_ENVIRONMENTS` most recently used others. A worker holds a shared lock on its
     environment's `in-use` file while it runs; an environment whose lock can be taken exclusively
     (and whose packing lock is free) is unused. Returns the removed directories."""
-    import shutil
-
     others = sorted(
         (d for d in root.iterdir() if d.is_dir() and d.name != keep),
         key=_last_used,

@@ -64,7 +64,7 @@ def progress_partition(key: bytes, partitions: int) -> int:
 
 
 def ensure_progress_topic(
-    connection: dict[str, Any], topic: str, partitions: int, replication: int, wait_ms: int = 60_000
+    connection: dict[str, Any], topic: str, partitions: int, replication: int, wait_ms: int
 ) -> int:
     """Create the progress topic if missing; its partition count. Raises `ConnectException` naming
     `kafka.bootstrap.servers` when no broker answers within `wait_ms` (the writer is planned again

@@ -77,13 +77,10 @@ def _raw(v: Any) -> bytes:
     return v.encode() if isinstance(v, str) else (v or b"")
 
 
-def _checksum(key: Any, value: Any) -> int:
-    return zlib.crc32(_raw(value), zlib.crc32(_raw(key)))
-
-
 def _checksums(keys: list[Any], values: list[Any]) -> int:
-    """The sum of `_checksum` over rows (masked by the caller: (a + b) mod 2^64 is the same whether
-    the mask is taken per row or once)."""
+    """The sum over rows of crc32(value, seeded with crc32(key)): what a commit marker records, so
+    that a replay can be compared with it. The caller masks the sum (CHECKSUM_MASK): (a + b) mod 2^64
+    is the same whether the mask is taken per row or once."""
     crc, raw = zlib.crc32, _raw
     return sum(crc(raw(v), crc(raw(k))) for k, v in zip(keys, values, strict=True))
 
@@ -196,43 +193,54 @@ def _produce_rows(
     producer: Producer, options: SinkOptions, columns: tuple[str, ...], batches: Iterator[Any]
 ) -> tuple[int, int]:
     index = {name: i for i, name in enumerate(columns)}
-    produce, poll = producer.produce, producer.poll
+    # Only `key` and `value`, all to the `topic` option: the fast path, decided once per partition.
+    plain = options.topic is not None and not {"topic", "partition", "headers"} & index.keys()
     rows, checksum = 0, 0
     for batch in batches:
         n = batch.num_rows
         values = batch.column(index["value"]).to_pylist()
         keys = batch.column(index["key"]).to_pylist() if "key" in index else [None] * n
-        topics = batch.column(index["topic"]).to_pylist() if "topic" in index else [options.topic] * n
-        parts = batch.column(index["partition"]).to_pylist() if "partition" in index else None
-        headers = batch.column(index["headers"]).to_pylist() if "headers" in index else None
-        if parts is None and headers is None and "topic" not in index and options.topic is not None:
-            _produce_plain(producer, options.topic, keys, values)
-            checksum = (checksum + _checksums(keys, values)) & CHECKSUM_MASK
-            rows += n
-            poll(0)
-            continue
-        for i in range(n):
-            topic = topics[i] or options.topic
-            if topic is None:
-                raise DataException(
-                    "a row has a null `topic` column and no topic option is set: set .option('topic', ...) "
-                    "or fill the column; the partition's transaction is aborted, nothing of it is written"
-                )
-            kwargs: dict[str, Any] = {}
-            if parts is not None and parts[i] is not None:
-                kwargs["partition"] = parts[i]
-            if headers is not None and headers[i]:
-                kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
-            while True:
-                try:
-                    produce(topic, values[i], keys[i], **kwargs)
-                    break
-                except BufferError:
-                    poll(0.05)
-            checksum = (checksum + _checksum(keys[i], values[i])) & CHECKSUM_MASK
+        if plain:
+            _produce_plain(producer, str(options.topic), keys, values)
+        else:
+            _produce_each(producer, options, batch, index, keys, values)
+        checksum = (checksum + _checksums(keys, values)) & CHECKSUM_MASK
         rows += n
-        poll(0)
+        producer.poll(0)
     return rows, checksum
+
+
+def _produce_each(
+    producer: Producer,
+    options: SinkOptions,
+    batch: Any,
+    index: dict[str, int],
+    keys: list[Any],
+    values: list[Any],
+) -> None:
+    """Rows that carry their own `topic`, `partition` or `headers`: one `produce` each."""
+    n = batch.num_rows
+    topics = batch.column(index["topic"]).to_pylist() if "topic" in index else [options.topic] * n
+    parts = batch.column(index["partition"]).to_pylist() if "partition" in index else None
+    headers = batch.column(index["headers"]).to_pylist() if "headers" in index else None
+    for i in range(n):
+        topic = topics[i] or options.topic
+        if topic is None:
+            raise DataException(
+                "a row has a null `topic` column and no topic option is set: set .option('topic', ...) "
+                "or fill the column; the partition's transaction is aborted, nothing of it is written"
+            )
+        kwargs: dict[str, Any] = {}
+        if parts is not None and parts[i] is not None:
+            kwargs["partition"] = parts[i]
+        if headers is not None and headers[i]:
+            kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+        while True:
+            try:
+                producer.produce(topic, values[i], keys[i], **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.05)
 
 
 def _produce_plain(producer: Producer, topic: str, keys: list[Any], values: list[Any]) -> None:

@@ -84,7 +84,16 @@ class SinkOptions:
         return str(self.producer["bootstrap.servers"])
 
 
-def _int_option(options: Mapping[str, str], name: str, default: int, low: int, errors: dict) -> int:
+def _int_option(
+    options: Mapping[str, str],
+    name: str,
+    default: int,
+    low: int,
+    errors: dict,
+    *,
+    broker_default: bool = True,
+) -> int:
+    """An integer option of at least `low`; -1 (the broker's default) too when `broker_default`."""
     raw = options.get(name)
     if raw is None:
         return default
@@ -93,8 +102,9 @@ def _int_option(options: Mapping[str, str], name: str, default: int, low: int, e
     except ValueError:
         errors[name] = [f"must be an integer, got {raw!r}"]
         return default
-    if value < low and value != -1:
-        errors[name] = [f"must be at least {low} (or -1 for the broker default), got {value}"]
+    if value < low and not (broker_default and value == -1):
+        also = " (or -1 for the broker default)" if broker_default else ""
+        errors[name] = [f"must be at least {low}{also}, got {value}"]
     return value
 
 
@@ -123,9 +133,7 @@ def parse_sink_options(options: Mapping[str, str], *, batch: bool = False) -> Si
         errors["progress.topic"] = [f"{progress_topic!r} is not a valid Kafka topic name"]
     partitions = _int_option(opts, "progress.topic.partitions", 4, 1, errors)
     replication = _int_option(opts, "progress.topic.replication.factor", -1, 1, errors)
-    broker_wait_ms = _int_option(opts, "broker.wait.ms", 60_000, 1, errors)
-    if broker_wait_ms == -1:
-        errors["broker.wait.ms"] = ["must be at least 1 (milliseconds)"]
+    broker_wait_ms = _int_option(opts, "broker.wait.ms", 60_000, 1, errors, broker_default=False)
     prefix = str(opts.get("transactional.id.prefix") or DEFAULT_TRANSACTIONAL_ID_PREFIX)
     job_id = opts.get("job.id")
     if batch and not str(job_id or "").strip():
