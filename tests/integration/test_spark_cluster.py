@@ -89,6 +89,7 @@ def cluster_worker(workers, standalone: StandaloneCluster, plugin_dir: Path, nam
             "plugin.path": str(plugin_dir),
             "spark.executor.memory": "768m",
             "task.heartbeat.timeout.ms": "4000",
+            "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         },
     )
 
@@ -196,6 +197,7 @@ def test_leader_failover_on_the_cluster_standby_holds_no_executors(
 
     leader.kill()
     killed_at = time.monotonic()
+    print(f"leader SIGKILLed at {time.strftime('%H:%M:%S')} (wall clock, to read the logs against)")
     # Once the master has dropped the dead leader's application its executors are gone: what is
     # committed after that was written by the new leader's tasks.
     standby.wait_for(

@@ -80,8 +80,15 @@ def test_cluster_master_ships_the_packed_environment(tmp_path: Path) -> None:
     assert "pyvenv.cfg" in names and "bin/python" in names
     assert any(n.endswith("site-packages/eosconnect/cluster/shipping.py") for n in names)
     assert any("site-packages/confluent_kafka/" in n for n in names)
-    left_out = ("pyspark/jars/", "__pycache__", "/pip/", "/pyarrow/")
+    left_out = ("pyspark/jars/", "/pip/", "/pyarrow/")
     assert not any(part in n for n in names for part in left_out)
+    # Byte code ships for what the Python daemon imports, and only for that.
+    compiled = {n for n in names if n.endswith(".pyc")}
+    tag = sys.implementation.cache_tag
+    for module in ("eosconnect/runtime/exactly_once", "pyspark/worker", "confluent_kafka/__init__"):
+        directory, stem = module.rsplit("/", 1)
+        assert any(n.endswith(f"site-packages/{directory}/__pycache__/{stem}.{tag}.pyc") for n in compiled)
+    assert not any("site-packages/sqlalchemy/" in n for n in compiled)  # only the JDBC connector's
 
 
 def test_excluded_entries() -> None:

@@ -11,9 +11,13 @@ directory and run `./eosconnect-env/bin/python`.
 The pack is made here rather than with venv-pack because venv-pack refuses editable installs, the
 normal development set-up: eosconnect's own package is copied from wherever it is imported from.
 Left out: Spark's jars (every executor has a Spark install of its own: its `SPARK_HOME` also puts
-its `pyspark.zip` first on the Python workers' path), pip/setuptools, test tools and byte-code
-caches. Like venv-pack's archives, the pack links to the base interpreter it was made with
-(`pyvenv.cfg` `home`): executors need the same Python at the same path, or use an image.
+its `pyspark.zip` first on the Python workers' path), pip/setuptools, test tools and the worker's
+byte-code caches. Byte code is compiled afresh for what every Python worker imports at start (the
+daemon's imports, see `cluster/spark_daemon.py`): a new executor starts from a freshly unpacked
+environment and would otherwise compile those ~2 MB of sources in each daemon (1.2 s of CPU here),
+exactly when a failover or a replacement is waiting for its tasks. Like venv-pack's archives, the
+pack links to the base interpreter it was made with (`pyvenv.cfg` `home`): executors need the same
+Python at the same path, or use an image.
 
 Connector code on the worker's `plugin.path` ships as zip files added with `addPyFile`.
 """
@@ -25,13 +29,17 @@ import hashlib
 import io
 import logging
 import os
+import py_compile
 import shutil
+import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from importlib.util import cache_from_source
 from pathlib import Path
 
 from eosconnect.api.plugins import PLUGIN_PATH_ENV
@@ -114,9 +122,13 @@ def _eosconnect_package() -> Path:
     return Path(eosconnect.__file__).resolve().parent
 
 
+#: Bumped when what goes into the archive changes, so that archives packed the old way are not reused.
+PACK_FORMAT = 2
+
+
 def _fingerprint(site: Path) -> str:
     """Changes when an installed distribution or any file of eosconnect's own package changes."""
-    digest = hashlib.sha256(f"{sys.version}|{sys.prefix}".encode())
+    digest = hashlib.sha256(f"{sys.version}|{sys.prefix}|{PACK_FORMAT}".encode())
     dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=[str(site)]))
     digest.update("\n".join(dists).encode())
     package = _eosconnect_package()
@@ -204,10 +216,58 @@ def prune_packed_environments(root: Path, keep: str) -> list[Path]:
     return removed
 
 
+#: The module every executor's Python daemon runs (`spark.python.daemon.module`).
+DAEMON_MODULE = "eosconnect.cluster.spark_daemon"
+
+
+def startup_sources() -> set[Path]:
+    """The source files the Python daemon imports (and so every forked worker uses), found by
+    importing it in a child interpreter of this environment."""
+    program = (
+        f"import sys, {DAEMON_MODULE}\n"
+        "for module in list(sys.modules.values()):\n"
+        "    print(getattr(module, '__file__', None) or '')\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    listed = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, env=env, timeout=120
+    ).stdout
+    return {Path(line).resolve() for line in listed.splitlines() if line.endswith(".py")}
+
+
+class _ArchiveWriter:
+    """Adds files to the tar.gz, each startup source with its byte code beside it (checked-hash:
+    valid whatever the unpacked files' times are)."""
+
+    def __init__(self, tar: tarfile.TarFile, compiled: set[Path], scratch: Path) -> None:
+        self.tar = tar
+        self.compiled = compiled
+        self.scratch = scratch
+
+    def add(self, file: Path, name: str) -> None:
+        self.tar.add(file, name, recursive=False)
+        if file.suffix != ".py" or file.resolve() not in self.compiled:
+            return
+        byte_code = self.scratch / "module.pyc"
+        try:
+            py_compile.compile(
+                str(file),
+                cfile=str(byte_code),
+                dfile=name,
+                doraise=True,
+                invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+            )
+        except py_compile.PyCompileError as exc:  # the executors compile it themselves, as before
+            log.warning("not shipping byte code for %s: %s", file, exc.msg)
+            return
+        self.tar.add(byte_code, cache_from_source(name), recursive=False)
+
+
 def _write_archive(path: Path, site: Path) -> None:
     prefix = Path(sys.prefix)
     site_in_env = site.relative_to(prefix)
-    with tarfile.open(path, "w:gz", compresslevel=6) as tar:
+    with tarfile.open(path, "w:gz", compresslevel=6) as tar, tempfile.TemporaryDirectory() as scratch:
+        writer = _ArchiveWriter(tar, startup_sources(), Path(scratch))
         tar.add(prefix / "pyvenv.cfg", "pyvenv.cfg")
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
         for name, target in (("python", sys._base_executable), ("python3", "python"), (version, "python")):
@@ -220,12 +280,12 @@ def _write_archive(path: Path, site: Path) -> None:
             for file in files:
                 rel = rel_root / file
                 if not _excluded(rel):
-                    tar.add(Path(root) / file, (site_in_env / rel).as_posix(), recursive=False)
+                    writer.add(Path(root) / file, (site_in_env / rel).as_posix())
         package = _eosconnect_package()
         for file in sorted(package.rglob("*")):
             rel = file.relative_to(package)
             if file.is_file() and "__pycache__" not in rel.parts:
-                tar.add(file, (site_in_env / "eosconnect" / rel).as_posix(), recursive=False)
+                writer.add(file, (site_in_env / "eosconnect" / rel).as_posix())
 
 
 # ---------------------------------------------------------------------------------------- plugins
