@@ -40,7 +40,7 @@ def worker(
     """Run a worker: Spark driver, herder (leader election, fencing) and the REST API."""
     import logging
 
-    from eosconnect.cluster.worker import load_properties, run_worker
+    from eosconnect.distributed import load_properties, run_worker
     from eosconnect.runtime.log_repeats import install_repeat_filter
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")

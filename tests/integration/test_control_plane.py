@@ -322,7 +322,7 @@ def test_failed_task_restarts_automatically_when_the_connector_opts_in(
         wait_running(worker, "cp-restart", timeout=120)
         assert (tmp_path / "failed-once").exists(), "the task never failed"
         # RUNNING may be seen before the first poll fails: wait for the restart to be counted.
-        restarted = 'eosconnect_task_auto_restarts_total{connector="cp-restart",task="0"} 1'
+        restarted = 'eosconnect_task_auto_restarts_total{connector="cp-restart",task="0"} 1.0'
         worker.wait_for(lambda: restarted in worker.request("GET", "/metrics").text, 60, "one auto-restart")
         wait_running(worker, "cp-restart", timeout=120)
     finally:

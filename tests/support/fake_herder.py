@@ -21,10 +21,10 @@ from typing import Any
 from eosconnect.cluster.herder_api import (
     BadRequestError,
     ConflictError,
+    MetricsView,
     NotFoundError,
     NotLeaderError,
 )
-from eosconnect.rest.metrics import render_prometheus
 from eosconnect.rest.server import RestServer
 from eosconnect.storage.session_key import SessionKey
 
@@ -438,10 +438,10 @@ class FakeHerder:
     def task_runtimes(self) -> dict[str, dict[str, Any]]:
         return {}
 
-    def metrics_text(self) -> bytes:
+    def metrics_view(self) -> MetricsView:
         with self._lock:
             statuses = [self.connector_status(n) for n in sorted(self.configs)]
-            return render_prometheus(self.snapshots.values(), statuses)
+            return MetricsView(list(self.snapshots.values()), statuses)
 
 
 # ---------------------------------------------------------------------- test helpers

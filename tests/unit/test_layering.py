@@ -31,6 +31,7 @@ FORBIDDEN = {
         "cli",
     },
     "runtime": {"cluster", "rest", "connectors", "spark", "tools", "clients", "cli"},
+    "cluster": {"rest", "spark", "mirrormaker", "tools", "clients", "cli", "distributed"},
 }
 
 

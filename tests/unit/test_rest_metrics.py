@@ -78,3 +78,12 @@ def test_every_call_uses_a_fresh_registry() -> None:
     assert b"gone" not in render_prometheus([])
     empty = samples(render_prometheus([]))
     assert empty[("eosconnect_connectors", (("state", "RUNNING"),))] == 0
+
+
+def test_auto_restarts_are_a_counter_once_there_was_one() -> None:
+    assert b"auto_restarts" not in render_prometheus([], [], {})
+    text = render_prometheus([], [], {("orders", 1): 2, ('we"ird', 0): 1})
+    got = samples(text)
+    assert got[("eosconnect_task_auto_restarts_total", (("connector", "orders"), ("task", "1")))] == 2
+    assert got[("eosconnect_task_auto_restarts_total", (("connector", 'we"ird'), ("task", "0")))] == 1
+    assert b"# TYPE eosconnect_task_auto_restarts_total counter" in text

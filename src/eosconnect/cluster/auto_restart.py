@@ -139,13 +139,3 @@ class AutoRestarts:
     def forget(self, connector: str) -> None:
         for key in [k for k in self.tasks if k[0] == connector]:
             del self.tasks[key]
-
-    def metrics_lines(self) -> list[str]:
-        lines = [
-            "# HELP eosconnect_task_auto_restarts_total Automatic restarts of failed tasks.",
-            "# TYPE eosconnect_task_auto_restarts_total counter",
-        ]
-        for (connector, task), count in sorted(self.total.items()):
-            name = connector.replace("\\", "\\\\").replace('"', '\\"')
-            lines.append(f'eosconnect_task_auto_restarts_total{{connector="{name}",task="{task}"}} {count}')
-        return lines

@@ -8,10 +8,24 @@ Bodies follow Kafka Connect's REST API (JSON shapes in the docstrings).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from eosconnect.storage.session_key import SessionKey
+
+
+@dataclass(frozen=True)
+class MetricsView:
+    """What `GET /metrics` exposes, as data: the REST layer renders it (rest/metrics.py), so the
+    herder knows nothing of Prometheus."""
+
+    #: the latest `TaskMetrics.snapshot()` of every task, from its heartbeats
+    task_snapshots: list[dict[str, Any]]
+    #: `GET /connectors/{c}/status` bodies
+    connector_statuses: list[dict[str, Any]]
+    #: automatic restarts (`errors.restart.enable`) per (connector, task)
+    auto_restarts: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 class HerderError(Exception):
@@ -175,6 +189,6 @@ class Herder(Protocol):
         "pid"}}` for every task instance this worker has heard from (pid of its Python worker)."""
         ...
 
-    def metrics_text(self) -> bytes:
-        """Prometheus exposition of every task's and connector's metrics."""
+    def metrics_view(self) -> MetricsView:
+        """Every task's and connector's metrics, for `GET /metrics`."""
         ...

@@ -20,7 +20,7 @@ from eosconnect.api.plugins import (
     resolve_connector_class,
 )
 from eosconnect.cluster.connector_kinds import kind_of_config
-from eosconnect.cluster.herder_api import HerderError, NotFoundError
+from eosconnect.cluster.herder_api import HerderError, MetricsView, NotFoundError
 from eosconnect.cluster.herder_state import HerderState
 from eosconnect.cluster.validation import plugin_config_infos, validate_connector_config
 from eosconnect.runtime.task import TASK_CLASS_KEY
@@ -194,16 +194,13 @@ class HerderReads(HerderState):
         with self._lock:
             return [dict(r.metrics) for r in self._tasks.values() if r.metrics]
 
-    def metrics_text(self) -> bytes:
-        from eosconnect.rest.metrics import render_prometheus
-
+    def metrics_view(self) -> MetricsView:
         statuses = []
         for name in self.connectors():
             try:
                 statuses.append(self.connector_status(name))
             except HerderError:
                 continue
-        text = render_prometheus(self.task_metrics(), statuses)
         with self._lock:
-            extra = self._auto_restarts.metrics_lines() if self._auto_restarts.total else []
-        return text + "".join(f"{line}\n" for line in extra).encode("utf-8")
+            restarts = dict(self._auto_restarts.total)
+        return MetricsView(self.task_metrics(), statuses, restarts)

@@ -15,7 +15,7 @@ mirror_app = typer.Typer(help="MirrorMaker 2 tools: translated consumer-group of
 
 
 def _load(properties: Path, clusters: list[str] | None):  # type: ignore[no-untyped-def]
-    from eosconnect.cluster.worker import load_properties
+    from eosconnect.distributed import load_properties
     from eosconnect.mirrormaker.config import MirrorMakerConfigError, plan
 
     try:
@@ -73,7 +73,7 @@ def translate_offsets_command(
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    from eosconnect.cluster.worker import load_properties
+    from eosconnect.distributed import load_properties
     from eosconnect.mirrormaker.client import translate_offsets
 
     props = load_properties(config)

@@ -101,7 +101,7 @@ def _remove_obsolete(client: httpx.Client, connectors: Mapping[str, object], dea
 
 
 def _run_worker_here(target: TargetPlan) -> None:
-    from eosconnect.cluster.worker import run_worker
+    from eosconnect.distributed import run_worker
 
     with tempfile.TemporaryDirectory(prefix=f"eosconnect-mm2-{target.alias}-") as tmp:
         ready = Path(tmp) / "ready"

@@ -1,7 +1,8 @@
 """Prometheus exposition of task metric snapshots and connector/task states.
 
-The herder keeps the latest `TaskMetrics.snapshot()` of every task (from heartbeats) and calls
-`render_prometheus(snapshots, statuses)` in `metrics_text()`; `GET /metrics` returns the bytes.
+The herder keeps the latest `TaskMetrics.snapshot()` of every task (from heartbeats) and hands them,
+with the connectors' status bodies and restart counts, to `GET /metrics` as a `MetricsView`
+(cluster/herder_api.py); `render_metrics_view` renders it.
 Every call builds a fresh `CollectorRegistry`, so a deleted connector's series disappear at once
 and nothing is shared between apps or tests.
 
@@ -15,6 +16,8 @@ Series (labels `connector`, `task` unless said otherwise):
 - any other numeric snapshot entry as `eosconnect_task_<name>` (gauge)
 - `eosconnect_connectors{state}`, `eosconnect_tasks{state}`: how many connectors/tasks are in each state
 - `eosconnect_connector_tasks{connector,state}`: per connector, its tasks per state
+- `eosconnect_task_auto_restarts_total`: automatic restarts of failed tasks (`errors.restart.enable`),
+  once there has been one
 
 Unset values (a task that has not committed a transaction yet has no min/max/avg) are left out
 rather than exported as 0 or NaN.
@@ -31,7 +34,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["STATES", "TaskMetricsCollector", "build_registry", "render_prometheus"]
+from eosconnect.cluster.herder_api import MetricsView
+
+__all__ = ["STATES", "TaskMetricsCollector", "build_registry", "render_metrics_view", "render_prometheus"]
 
 STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING")
 PREFIX = "eosconnect_source_task_"
@@ -74,10 +79,14 @@ class TaskMetricsCollector(Collector):
     """A one-shot collector over snapshots and connector status bodies."""
 
     def __init__(
-        self, snapshots: Iterable[Mapping[str, Any]], statuses: Iterable[Mapping[str, Any]] = ()
+        self,
+        snapshots: Iterable[Mapping[str, Any]],
+        statuses: Iterable[Mapping[str, Any]] = (),
+        auto_restarts: Mapping[tuple[str, int], int] | None = None,
     ) -> None:
         self.snapshots = [dict(s) for s in snapshots]
         self.statuses = [dict(s) for s in statuses]
+        self.auto_restarts = dict(auto_restarts or {})
 
     def collect(self) -> Iterator[Metric]:
         families: dict[str, Metric] = {}
@@ -137,21 +146,36 @@ class TaskMetricsCollector(Collector):
                 for st in STATES:
                     fam.add_metric([st], 0)
 
+        if self.auto_restarts:
+            restarts = family(
+                "eosconnect_task_auto_restarts", "counter", "Automatic restarts of failed tasks."
+            )
+            for (connector, task), count in sorted(self.auto_restarts.items()):
+                restarts.add_metric([connector, str(task)], count)
+
         yield from families.values()
 
 
 def build_registry(
-    snapshots: Iterable[Mapping[str, Any]], statuses: Iterable[Mapping[str, Any]] = ()
+    snapshots: Iterable[Mapping[str, Any]],
+    statuses: Iterable[Mapping[str, Any]] = (),
+    auto_restarts: Mapping[tuple[str, int], int] | None = None,
 ) -> CollectorRegistry:
-    """A fresh registry holding the snapshots (TaskMetrics.snapshot() dicts) and the states counted
-    from connector status bodies (`GET /connectors/{c}/status` shape)."""
+    """A fresh registry holding the snapshots (TaskMetrics.snapshot() dicts), the states counted
+    from connector status bodies (`GET /connectors/{c}/status` shape) and the restart counts."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(TaskMetricsCollector(snapshots, statuses))
+    registry.register(TaskMetricsCollector(snapshots, statuses, auto_restarts))
     return registry
 
 
 def render_prometheus(
-    snapshots: Iterable[Mapping[str, Any]], statuses: Iterable[Mapping[str, Any]] = ()
+    snapshots: Iterable[Mapping[str, Any]],
+    statuses: Iterable[Mapping[str, Any]] = (),
+    auto_restarts: Mapping[tuple[str, int], int] | None = None,
 ) -> bytes:
-    """Prometheus text exposition (format 0.0.4) of `build_registry(snapshots, statuses)`."""
-    return generate_latest(build_registry(snapshots, statuses))
+    """Prometheus text exposition (format 0.0.4) of `build_registry(...)`."""
+    return generate_latest(build_registry(snapshots, statuses, auto_restarts))
+
+
+def render_metrics_view(view: MetricsView) -> bytes:
+    return render_prometheus(view.task_snapshots, view.connector_statuses, view.auto_restarts)

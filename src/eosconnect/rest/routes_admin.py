@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from eosconnect.cluster.herder_api import BadRequestError, NotFoundError
 from eosconnect.rest.deps import HerderDep, error_responses
 from eosconnect.rest.loggers import LoggerLevels, parse_level
+from eosconnect.rest.metrics import render_metrics_view
 from eosconnect.rest.models import Health, LoggerLevel, ServerInfo
 
 log = logging.getLogger("eosconnect.rest")
@@ -64,7 +65,7 @@ def health(herder: HerderDep) -> Response:
     response_model=None,
 )
 def metrics(herder: HerderDep) -> Response:
-    return Response(content=herder.metrics_text(), media_type=CONTENT_TYPE_LATEST)
+    return Response(content=render_metrics_view(herder.metrics_view()), media_type=CONTENT_TYPE_LATEST)
 
 
 def _levels(request: Request) -> LoggerLevels:

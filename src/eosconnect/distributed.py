@@ -1,5 +1,9 @@
 """`eosconnect worker worker.properties`: one worker process = one Spark driver + herder + REST.
 
+Like Kafka Connect's `ConnectDistributed`, this module wires the layers together (the herder of
+cluster/, the REST server of rest/, the Spark application), so that none of them imports the
+others' upper layer.
+
 The properties file is Kafka Connect's distributed-worker format. `spark.*` settings go to the
 SparkSession; the default master `local[16,4]` gives 16 long-running task slots on one machine and
 4 attempts per task (retries need the `local[N,F]` form, DESIGN.md section 1). The process runs
