@@ -65,6 +65,11 @@ class _ConfigTopicAccess:
             raise FencingRequestError("the config topic holds no session key yet; the leader writes one")
         return snapshot.session_key
 
+    def close(self) -> None:
+        """Close the store's clients (a later read creates new ones)."""
+        if self._store is not None:
+            self._store.close()
+
 
 def signed_request(
     access: _ConfigTopicAccess, method: str, url: str, path: str, body: dict[str, Any], timeout: float
@@ -148,6 +153,11 @@ class RestStartupCoordinator:
                 f"connector {connector!r}: generation {generation} has no task-count record yet "
                 "(a newer fencing round is due)"
             )
+
+    def close(self) -> None:
+        """The config store is kept from the session-key read through the two generation checks
+        (one reader, not three); the task needs it no more afterwards."""
+        self.access.close()
 
 
 @dataclass
@@ -237,4 +247,6 @@ class RestTaskControl:
             )
         except (httpx.HTTPError, FencingRequestError, ValueError) as exc:
             log.warning("[%s-%s] heartbeat to %s failed: %s", self.connector, self.task, self.worker_url, exc)
+        finally:
+            self._access.close()  # the session key is read once (again on a 403), not every beat
         return None
