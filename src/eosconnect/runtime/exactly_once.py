@@ -186,36 +186,33 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             task_transactional_id(self.worker.group_id, name, self.spec.task),
         )
         self.producer = Producer(config)
+        # 1. the leader fences zombies of the previous generation
+        coordinator.fence_zombies(name, self.spec.generation)
+        fenced = time.monotonic()
+        # 2. our generation must still be the latest
+        coordinator.ensure_latest_generation(name, self.spec.generation)
+        # 3. a separate offsets topic is created if missing
+        if self.placement.separate:
+            ensure_topic(
+                self.placement.admin(),
+                self.placement.topic,
+                partitions=int(self.worker.values["offset.storage.partitions"]),
+                replication_factor=int(self.worker.values["offset.storage.replication.factor"]),
+                replication_setting="offset.storage.replication.factor",
+            )
+        checked = time.monotonic()
+        # 4. init_transactions() fences our own predecessor
+        self._call_producer(lambda: self.producer.init_transactions(60))
+        initialized = time.monotonic()
+        # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
+        # are read meanwhile (see above)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"offsets-{self.task_id}")
         try:
-            # 1. the leader fences zombies of the previous generation
-            coordinator.fence_zombies(name, self.spec.generation)
-            fenced = time.monotonic()
-            # 2. our generation must still be the latest
+            view = pool.submit(self.read_offsets)
             coordinator.ensure_latest_generation(name, self.spec.generation)
-            # 3. a separate offsets topic is created if missing
-            if self.placement.separate:
-                ensure_topic(
-                    self.placement.admin(),
-                    self.placement.topic,
-                    partitions=int(self.worker.values["offset.storage.partitions"]),
-                    replication_factor=int(self.worker.values["offset.storage.replication.factor"]),
-                    replication_setting="offset.storage.replication.factor",
-                )
-            checked = time.monotonic()
-            # 4. init_transactions() fences our own predecessor
-            self._call_producer(lambda: self.producer.init_transactions(60))
-            initialized = time.monotonic()
-            # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
-            # are read meanwhile (see above)
-            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"offsets-{self.task_id}")
-            try:
-                view = pool.submit(self.read_offsets)
-                coordinator.ensure_latest_generation(name, self.spec.generation)
-                self.offset_view = view.result()
-            finally:
-                pool.shutdown(wait=False)  # superseded: nobody needs the read any more
+            self.offset_view = view.result()
         finally:
-            coordinator.close()
+            pool.shutdown(wait=False)  # superseded: nobody needs the read any more
         self.log.info(
             "start-up took %.2f s: fencing %.2f s, generation check %.2f s, init_transactions %.2f s, "
             "offsets read with the second check %.2f s",

@@ -249,7 +249,6 @@ class SinkTaskRunner:
         self._task_started = True
         if coordinator is not None:  # step 5: still the latest after the (possibly slow) start
             coordinator.ensure_latest_generation(self.spec.connector, self.spec.generation)
-            coordinator.close()
         if self.static_partitions is not None:
             self._assign_static(self.static_partitions)
             where = f"assigned partitions {[str(tp) for tp in self.static_partitions]}"

@@ -30,11 +30,6 @@ class StartupCoordinator(Protocol):
         """Raise `GenerationSuperseded` unless `generation` is still the connector's latest."""
         ...
 
-    def close(self) -> None:
-        """The start-up is over (done or abandoned): release what the steps kept for each other
-        (the distributed worker's config-topic reader)."""
-        ...
-
 
 @dataclass
 class LocalStartupCoordinator:
@@ -64,6 +59,3 @@ class LocalStartupCoordinator:
             raise GenerationSuperseded(
                 f"connector {connector!r}: task generation {generation} is superseded by {self.generation}"
             )
-
-    def close(self) -> None:
-        """Nothing kept."""
