@@ -192,11 +192,11 @@ class TopicReader:
         admin, consumer = self._clients()
         try:
             records = self._read(admin, consumer, start_offsets, partitions, timeout, on_record)
+            # Fetching stops with the assignment; the next read assigns its own start offsets.
+            consumer.unassign()
         except BaseException:
             self.close()
             raise
-        # Fetching stops with the assignment; the next read assigns its own start offsets.
-        consumer.unassign()
         return records
 
     def _read(
