@@ -130,7 +130,7 @@ class DistributedHerder(
         self._live.stop_all()
         self._stop_all_runs(wait=True)
         self.election.stop()
-        self.config_store.relinquish_write_privileges()
+        self.config_store.close()
         self.statuses.stop()
         self.status_store.close()
         self._spark.release()

@@ -18,6 +18,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -43,20 +44,38 @@ class FencingRequestError(RuntimeError):
     """The leader refused or failed the fencing request; the message carries its answer."""
 
 
+#: This process's config stores, by worker settings, most recently used last. Spark reuses its
+#: Python workers from task to task: a store kept between tasks reads only what is new, with clients
+#: already connected, where a new one read the whole topic with new clients (0.1-0.3 s of every
+#: exactly-once task's start-up, and again for its first heartbeat). Beyond `_STORES_KEPT`
+#: worker groups the oldest store is closed.
+_STORES_KEPT = 2
+_stores: OrderedDict[tuple[tuple[str, str], ...], ConfigStore] = OrderedDict()
+_stores_lock = threading.Lock()
+
+
+def _process_store(worker_props: dict[str, str]) -> ConfigStore:
+    key = tuple(sorted(worker_props.items()))
+    with _stores_lock:
+        store = _stores.pop(key, None)
+        if store is None:
+            store = ConfigStore(WorkerConfig.parse(worker_props))
+        _stores[key] = store
+        evicted = [_stores.popitem(last=False)[1] for _ in range(len(_stores) - _STORES_KEPT)]
+    for old in evicted:
+        old.close()  # thread-safe; a task still holding it would only make new clients
+    return store
+
+
 @dataclass
 class _ConfigTopicAccess:
-    """A lazily built config store for reading the session key and generations on an executor."""
+    """The config topic as an executor sees it: the session key and the generations, read through
+    this process's store for the worker group (`_process_store`)."""
 
     worker_props: dict[str, str]
-    _store: ConfigStore | None = field(default=None, repr=False)
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"worker_props": self.worker_props, "_store": None}
 
     def store(self) -> ConfigStore:
-        if self._store is None:
-            self._store = ConfigStore(WorkerConfig.parse(self.worker_props))
-        return self._store
+        return _process_store(self.worker_props)
 
     def session_key(self, refresh: bool = False) -> SessionKey:
         store = self.store()
@@ -66,28 +85,35 @@ class _ConfigTopicAccess:
         return snapshot.session_key
 
 
-_client: httpx.Client | None = None
-_client_lock = threading.Lock()
+_http_client: httpx.Client | None = None
+_http_client_lock = threading.Lock()
 
 
-def _http_client() -> httpx.Client:
-    """The task process's one HTTP client. Making a client builds an SSL context (0.1 s of CPU here,
-    even for http:// URLs), and a client per request did that for every heartbeat, twice a second
-    per task; one client also keeps its connection to the worker open. Thread-safe; a forked child
-    makes its own (`_forget_client`)."""
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = httpx.Client()
-        return _client
+def _http() -> httpx.Client:
+    """One HTTP client per process, shared by its tasks' threads (httpx clients are thread-safe).
+    `httpx.request()` builds a client, and with it an SSL context, per call: 60-120 ms of CPU on
+    the task's start-up path (the fencing request) and again on every half-second heartbeat."""
+    global _http_client
+    with _http_client_lock:
+        if _http_client is None:
+            _http_client = httpx.Client()
+        return _http_client
 
 
-def _forget_client() -> None:
-    global _client, _client_lock
-    _client, _client_lock = None, threading.Lock()
+#: What a forked child inherited: kept referenced, never used or closed (librdkafka handles are
+#: not fork-safe, and freeing one would run its destructor in the child).
+_inherited: list[Any] = []
 
 
-os.register_at_fork(after_in_child=_forget_client)
+def _forget_after_fork() -> None:
+    """A forked child must not share its parent's connections: it starts with no client or store."""
+    global _http_client, _http_client_lock, _stores_lock
+    _inherited.extend([_http_client, *_stores.values()])
+    _stores.clear()
+    _http_client, _http_client_lock, _stores_lock = None, threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def signed_request(
@@ -101,9 +127,7 @@ def signed_request(
             "Content-Type": "application/json",
             **sign_request(access.session_key(attempt > 0), method, path, payload),
         }
-        response = _http_client().request(
-            method, url + path, content=payload, headers=headers, timeout=timeout
-        )
+        response = _http().request(method, url + path, content=payload, headers=headers, timeout=timeout)
         if response.status_code != 403:
             return response
     assert response is not None

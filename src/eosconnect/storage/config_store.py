@@ -48,7 +48,7 @@ from eosconnect.storage.config_state import (
 )
 from eosconnect.storage.retrying_read import read_to_end_retrying
 from eosconnect.storage.session_key import SessionKey
-from eosconnect.storage.topic_reader import TopicRecord, topic_partitions
+from eosconnect.storage.topic_reader import TopicReader, TopicRecord, topic_partitions
 from eosconnect.storage.topics import ensure_topic
 from eosconnect.worker_config import ExactlyOnceSourceSupport, WorkerConfig
 
@@ -380,6 +380,8 @@ class ConfigStore:
         self._builder = ConfigStateBuilder()
         self._snapshot = self._builder.snapshot()
         self._read_lock = threading.Lock()
+        #: Kept across reads (the store reads after every write); used under `_read_lock`.
+        self._reader = TopicReader(self._consumer_config, self.topic)
         self._write_lock = threading.RLock()
         self._writer: Writer | None = None
         self._plain_writer: PlainConfigWriter | None = None
@@ -429,8 +431,7 @@ class ConfigStore:
         """
         with self._read_lock:
             read_to_end_retrying(
-                self._consumer_config,
-                self.topic,
+                self._reader,
                 lambda: {0: self._builder.offset},
                 self._apply,
                 self.read_timeout_s if timeout is None else timeout,
@@ -577,3 +578,5 @@ class ConfigStore:
             plain, self._plain_writer = self._plain_writer, None
         if plain is not None:
             plain.close()
+        with self._read_lock:
+            self._reader.close()

@@ -35,7 +35,7 @@ from eosconnect.storage.serialization import (
     encode_key,
     encode_value,
 )
-from eosconnect.storage.topic_reader import TopicRecord
+from eosconnect.storage.topic_reader import TopicReader, TopicRecord
 
 __all__ = [
     "ConnectorOffsetView",
@@ -107,13 +107,16 @@ class OffsetsTopic:
         after `timeout` (default: the constructor's) with the partitions still behind.
         """
         with self._lock:
-            read_to_end_retrying(
-                self._client_config,
-                self.topic,
-                lambda: dict(self._positions),
-                self._apply,
-                self.timeout if timeout is None else timeout,
-            )
+            reader = TopicReader(self._client_config, self.topic)
+            try:
+                read_to_end_retrying(
+                    reader,
+                    lambda: dict(self._positions),
+                    self._apply,
+                    self.timeout if timeout is None else timeout,
+                )
+            finally:
+                reader.close()
             self.loaded = True
 
     def _apply(self, record: TopicRecord) -> None:

@@ -8,21 +8,20 @@ and remember their position, so a failed read can simply be retried from where i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from eosconnect.storage.topic_reader import TopicRecord, read_to_end
+from eosconnect.storage.topic_reader import TopicReader, TopicRecord
 from eosconnect.storage.transient import retry_transient
 
 
 def read_to_end_retrying(
-    client_config: Mapping[str, Any],
-    topic: str,
+    reader: TopicReader,
     positions: Callable[[], dict[int, int]],
     on_record: Callable[[TopicRecord], None],
     timeout: float,
 ) -> None:
-    """`read_to_end(..., start_offsets=positions())`, retried on transient errors until `timeout`.
+    """`reader.read_to_end(start_offsets=positions())`, retried on transient errors until `timeout`
+    (a failed attempt drops the reader's clients, so the retry starts with fresh ones).
 
     `positions` is called before every attempt, so records applied by a failed attempt are not
     read twice.
@@ -31,8 +30,6 @@ def read_to_end_retrying(
 
     def attempt() -> None:
         remaining = max(1.0, deadline - time.monotonic())
-        read_to_end(
-            dict(client_config), topic, start_offsets=positions(), timeout=remaining, on_record=on_record
-        )
+        reader.read_to_end(start_offsets=positions(), timeout=remaining, on_record=on_record)
 
-    retry_transient(attempt, timeout=timeout, doing=f"reading {topic!r}")
+    retry_transient(attempt, timeout=timeout, doing=f"reading {reader.topic!r}")

@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient
 from eosconnect.api.errors import ConnectException
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.retrying_read import read_to_end_retrying
-from eosconnect.storage.topic_reader import TopicRecord
+from eosconnect.storage.topic_reader import TopicReader, TopicRecord
 from eosconnect.storage.topics import ensure_topic
 from eosconnect.worker_config import WorkerConfig
 
@@ -223,6 +223,8 @@ class StatusStore:
         self._builder = StatusStateBuilder()
         self._snapshot = self._builder.snapshot()
         self._read_lock = threading.Lock()
+        #: Kept across reads; used under `_read_lock`.
+        self._reader = TopicReader(self._consumer_config, self.topic)
         self._write_lock = threading.Lock()
         self._producer: Producer | None = None
 
@@ -252,8 +254,7 @@ class StatusStore:
         """Read what was appended since the last read, up to the end as of this call."""
         with self._read_lock:
             read_to_end_retrying(
-                self._consumer_config,
-                self.topic,
+                self._reader,
                 lambda: dict(self._builder.positions),
                 self._apply,
                 self.read_timeout_s if timeout is None else timeout,
@@ -335,3 +336,5 @@ class StatusStore:
         if producer is not None:
             producer.flush(self.write_timeout_s)
             producer.close()
+        with self._read_lock:
+            self._reader.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import (
@@ -112,38 +112,109 @@ def read_to_end(
     that would change the semantics (isolation level, auto commit, group) are forced here.
     `partitions` limits the read to those partitions (no metadata lookup: they must exist).
     With `on_record`, records are handed over one by one instead of being collected.
+    One read with clients of its own; `TopicReader` keeps them for repeated reads.
     """
-    base = {
-        k: v
-        for k, v in client_config.items()
-        if not k.startswith(("isolation.", "group.", "enable.auto", "allow.auto.create"))
-    }
-    # A metadata request for a missing topic would otherwise auto-create it (with the broker's
-    # defaults, i.e. not compacted) on brokers with auto.create.topics.enable=true.
-    base["allow.auto.create.topics"] = False
-    admin = AdminClient({**base, "log_level": 0} if "log_level" not in base else base)
-    if partitions is None:
-        wanted = topic_partitions(admin, topic, timeout)
-    else:
-        wanted = [TopicPartition(topic, p) for p in sorted(set(partitions))]
-    targets = end_offsets(admin, wanted, committed=False, timeout=timeout)
-    consumer = Consumer(
-        {
-            **base,
-            "group.id": f"eosconnect-reader-{uuid.uuid4()}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-            # The broker holds an empty fetch for up to this long. The default (500 ms) is paid
-            # whenever the end is a commit marker not yet written (right after a transactional
-            # write, the config store's common case); this consumer lives for one short read.
-            "fetch.wait.max.ms": READER_FETCH_WAIT_MS,
-        }
-    )
-    records: list[TopicRecord] = []
+    reader = TopicReader(client_config, topic)
     try:
+        return reader.read_to_end(
+            start_offsets=start_offsets, partitions=partitions, timeout=timeout, on_record=on_record
+        )
+    finally:
+        reader.close()
+
+
+class TopicReader:
+    """`read_to_end` of one topic, again and again, with one AdminClient and one Consumer kept
+    between reads.
+
+    A new pair of clients costs a connection, ApiVersions and metadata round trips (~50-100 ms on
+    loopback) before the first fetch; the stores read their topic after every write, so on a
+    connector's start-up path those costs added up to most of a second. Not thread-safe: callers
+    serialize reads (the stores read under their read lock) and `close()`. A read that fails drops
+    both clients, so the next one (a retry) starts from fresh ones as before; `close()` does the
+    same, and a later read simply creates new clients.
+    """
+
+    def __init__(self, client_config: Mapping[str, object], topic: str) -> None:
+        base = {
+            k: v
+            for k, v in client_config.items()
+            if not k.startswith(("isolation.", "group.", "enable.auto", "allow.auto.create"))
+        }
+        # A metadata request for a missing topic would otherwise auto-create it (with the broker's
+        # defaults, i.e. not compacted) on brokers with auto.create.topics.enable=true.
+        base["allow.auto.create.topics"] = False
+        self.topic = topic
+        self._base = base
+        self._admin: AdminClient | None = None
+        self._consumer: Consumer | None = None
+        #: The consumer has looked up the topic's leaders (`assign_promptly`).
+        self._leaders_known = False
+
+    def _clients(self) -> tuple[AdminClient, Consumer]:
+        if self._admin is None:
+            base = self._base
+            self._admin = AdminClient({**base, "log_level": 0} if "log_level" not in base else base)
+        if self._consumer is None:
+            self._consumer = Consumer(
+                {
+                    **self._base,
+                    "group.id": f"eosconnect-reader-{uuid.uuid4()}",
+                    "isolation.level": "read_committed",
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "enable.partition.eof": True,
+                    "auto.offset.reset": "earliest",
+                    # The broker holds an empty fetch for up to this long. The default (500 ms) is
+                    # paid whenever the end is a commit marker not yet written (right after a
+                    # transactional write, the config store's common case).
+                    "fetch.wait.max.ms": READER_FETCH_WAIT_MS,
+                }
+            )
+        return self._admin, self._consumer
+
+    def close(self) -> None:
+        """Close the clients (a later read creates new ones)."""
+        consumer, self._consumer, self._admin = self._consumer, None, None
+        self._leaders_known = False
+        if consumer is not None:
+            consumer.close()
+
+    def read_to_end(
+        self,
+        *,
+        start_offsets: dict[int, int] | None = None,
+        partitions: Iterable[int] | None = None,
+        timeout: float = 60.0,
+        on_record: Callable[[TopicRecord], None] | None = None,
+    ) -> list[TopicRecord]:
+        """As the module's `read_to_end`, with this reader's clients."""
+        admin, consumer = self._clients()
+        try:
+            records = self._read(admin, consumer, start_offsets, partitions, timeout, on_record)
+            # Fetching stops with the assignment; the next read assigns its own start offsets.
+            consumer.unassign()
+        except BaseException:
+            self.close()
+            raise
+        return records
+
+    def _read(
+        self,
+        admin: AdminClient,
+        consumer: Consumer,
+        start_offsets: dict[int, int] | None,
+        partitions: Iterable[int] | None,
+        timeout: float,
+        on_record: Callable[[TopicRecord], None] | None,
+    ) -> list[TopicRecord]:
+        topic = self.topic
+        if partitions is None:
+            wanted = topic_partitions(admin, topic, timeout)
+        else:
+            wanted = [TopicPartition(topic, p) for p in sorted(set(partitions))]
+        targets = end_offsets(admin, wanted, committed=False, timeout=timeout)
+        records: list[TopicRecord] = []
         assignment = []
         pending: set[int] = set()
         for tp in wanted:
@@ -154,7 +225,11 @@ def read_to_end(
                 pending.add(tp.partition)
         if not pending:
             return records
-        assign_promptly(consumer, assignment, timeout)
+        if self._leaders_known:
+            consumer.assign(assignment)
+        else:
+            assign_promptly(consumer, assignment, timeout)
+            self._leaders_known = True
         deadline = time.monotonic() + timeout
         while pending:
             if time.monotonic() > deadline:
@@ -189,6 +264,4 @@ def read_to_end(
                 records.append(rec)
             if msg.offset() + 1 >= targets[(topic, msg.partition())]:
                 pending.discard(msg.partition())
-    finally:
-        consumer.close()
-    return records
+        return records
