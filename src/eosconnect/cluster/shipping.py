@@ -229,9 +229,13 @@ def startup_sources() -> set[Path]:
         "    print(getattr(module, '__file__', None) or '')\n"
     )
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    listed = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, check=True, env=env, timeout=120
-    ).stdout
+    try:
+        listed = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, check=True, env=env, timeout=120
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:  # the executors compile on import, as before
+        log.warning("shipping no byte code: importing %s failed here: %s", DAEMON_MODULE, exc)
+        return set()
     return {Path(line).resolve() for line in listed.splitlines() if line.endswith(".py")}
 
 
