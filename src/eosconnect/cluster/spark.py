@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from eosconnect.cluster.shipping import ShippingPlan, is_local_master, plan_shipping
+from eosconnect.cluster.shipping import DAEMON_MODULE, ShippingPlan, is_local_master, plan_shipping
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,7 +49,7 @@ LEAN_DEFAULTS: dict[str, str] = {
     "spark.speculation": "false",
     "spark.locality.wait": "0s",
     # Python workers are forked from a daemon that already imported the task runtime (see there).
-    "spark.python.daemon.module": "eosconnect.cluster.spark_daemon",
+    "spark.python.daemon.module": DAEMON_MODULE,
 }
 
 

@@ -207,7 +207,6 @@ class RestTaskControl:
     connector: str
     task: int
     generation: int
-    _access: _ConfigTopicAccess | None = field(default=None, repr=False)
     _metrics: TaskMetrics | None = field(default=None, repr=False)
     _last_beat: float = field(default=0.0, repr=False)
     _last_ok: float = field(default_factory=time.monotonic, repr=False)
@@ -216,7 +215,7 @@ class RestTaskControl:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_access=None, _metrics=None, _beat=None)
+        state.update(_metrics=None, _beat=None)
         return state
 
     def attach(self, metrics: TaskMetrics) -> None:
@@ -262,8 +261,6 @@ class RestTaskControl:
         self._report({"state": state, "trace": trace, "final": True})
 
     def _report(self, report: dict[str, Any]) -> Directive | None:
-        if self._access is None:
-            self._access = _ConfigTopicAccess(self.worker_props)
         body = {
             **report,
             "generation": self.generation,
@@ -273,7 +270,8 @@ class RestTaskControl:
         }
         path = f"/connectors/{quote(self.connector, safe='')}/tasks/{self.task}/heartbeat"
         try:
-            response = signed_request(self._access, "PUT", self.worker_url, path, body, 10.0)
+            access = _ConfigTopicAccess(self.worker_props)  # the process's store for the group
+            response = signed_request(access, "PUT", self.worker_url, path, body, 10.0)
             if response.status_code == 200:
                 return Directive(response.json().get("directive", "run"))
             if response.status_code in (404, 410):
