@@ -7,13 +7,16 @@ from typing import Annotated
 
 import typer
 
+from eosconnect.cli_errors import CliGroup
 from eosconnect.clients.cli import connectors_app, plugins_app
 from eosconnect.devkafka.cli import app as kafka_app
 from eosconnect.mirrormaker.cli import mirror_app, mirror_maker
 from eosconnect.tools.verify_cli import verify_app
 
 app = typer.Typer(
-    help="eosconnect: Kafka Connect-style connectors on Spark, exactly once into Kafka.", no_args_is_help=True
+    cls=CliGroup,
+    help="eosconnect: Kafka Connect-style connectors on Spark, exactly once into Kafka.",
+    no_args_is_help=True,
 )
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(connectors_app, name="connectors")
@@ -21,6 +24,20 @@ app.add_typer(plugins_app, name="plugins")
 app.add_typer(verify_app, name="verify")
 app.add_typer(mirror_app, name="mirror")
 app.command("mirror-maker")(mirror_maker)
+
+
+@app.callback()
+def main(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Also print an error's traceback (anywhere on the command line, or EOSCONNECT_DEBUG=1). "
+            "Errors are one line: exit 2 for a mistake in the input, 1 when the operation failed.",
+        ),
+    ] = False,
+) -> None:
+    """eosconnect: Kafka Connect-style connectors on Spark, exactly once into Kafka."""
 
 
 @app.command()
@@ -37,7 +54,10 @@ def worker(
     ready_file: Annotated[Path | None, typer.Option(help="Write the URL and pid here when ready.")] = None,
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "INFO",
 ) -> None:
-    """Run a worker: Spark driver, herder (leader election, fencing) and the REST API."""
+    """Run a worker: Spark driver, herder (leader election, fencing) and the REST API.
+
+    Before Spark starts, the settings are checked (settings that have no effect are warned by
+    name), the brokers must answer and the REST port is bound: a mistake is one line, exit 2."""
     import logging
 
     from eosconnect.distributed import load_properties, run_worker
@@ -45,7 +65,7 @@ def worker(
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     install_repeat_filter()
-    run_worker(load_properties(properties), ready_file)
+    run_worker(load_properties(properties), ready_file, source=str(properties))
 
 
 @app.command()

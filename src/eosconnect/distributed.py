@@ -23,7 +23,8 @@ from urllib.parse import urlparse
 import javaproperties
 
 from eosconnect.api.plugins import configure_plugin_path
-from eosconnect.worker_config import WorkerConfig
+from eosconnect.cli_errors import UserError
+from eosconnect.preflight import bind_listener, check_brokers, check_worker_settings
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +45,23 @@ def load_properties(path: Path | str) -> dict[str, str]:
     return dict(javaproperties.loads(text))
 
 
-def listener_of(props: dict[str, str]) -> tuple[str, str, int]:
-    """(scheme, host, port) from `listeners` (first entry) or the legacy `rest.port`."""
+def listener_text(props: dict[str, str]) -> str:
+    """The listener served: the first of `listeners`, else one from the legacy `rest.port`."""
     listener = props.get("listeners", "").split(",")[0].strip()
     if not listener:
         listener = f"http://127.0.0.1:{props['rest.port']}" if "rest.port" in props else DEFAULT_LISTENER
-    parsed = urlparse(listener)
-    host = parsed.hostname or "127.0.0.1"
-    port = parsed.port if parsed.port is not None else 8083
-    if port == 0:
-        with socket.socket() as s:
-            s.bind((host, 0))
-            port = s.getsockname()[1]
-    return parsed.scheme or "http", host, port
+    return listener
+
+
+def listener_of(props: dict[str, str]) -> tuple[str, str, int]:
+    """(scheme, host, port) of `listener_text` (port 0: a free one, picked when it is bound)."""
+    listener = listener_text(props)
+    try:
+        parsed = urlparse(listener)
+        port = parsed.port if parsed.port is not None else 8083
+    except ValueError as exc:
+        raise UserError(f"listeners={listener} is not a URL such as http://127.0.0.1:8083 ({exc})") from exc
+    return parsed.scheme or "http", parsed.hostname or "127.0.0.1", port
 
 
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -91,18 +96,36 @@ def _progress(message: str) -> None:
     print(f"eosconnect worker: {message}", flush=True)
 
 
-def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
-    """Start everything and block until a termination signal."""
+def run_worker(
+    props: dict[str, str],
+    ready_file: Path | None = None,
+    *,
+    source: str = "worker.properties",
+    warn_unknown: bool = True,
+) -> None:
+    """Start everything and block until a termination signal.
+
+    Before Spark starts (preflight.py): the settings are checked (`source` names them in errors;
+    `warn_unknown=False` when a caller such as `mirror-maker` checked them already), the brokers
+    must answer and the REST listener's port is bound, each failing as one `UserError` line.
+    """
     from eosconnect.cluster.herder import DistributedHerder
     from eosconnect.cluster.spark import SparkProvider
     from eosconnect.rest.app import create_app
     from eosconnect.rest.server import RestServer, RestServerConfig
 
-    worker = WorkerConfig.parse(props)
+    worker = check_worker_settings(props, source, warn_unknown=warn_unknown)
+    try:
+        rest_config = RestServerConfig.from_properties(props)
+    except ValueError as exc:
+        raise UserError(f"{source}: {exc}") from exc
+    scheme, host, port = listener_of(props)
+    listen = bind_listener(host, port, listener_text(props))
+    check_brokers(worker.originals, worker.bootstrap_servers)
+    port = listen.getsockname()[1]
     # Importable here (the driver starts connectors from plugin.path too) and, before Spark starts,
     # in its Python workers, which inherit the environment.
     configure_plugin_path(worker.plugin_path)
-    scheme, host, port = listener_of(props)
     url = advertised_url(props, scheme, host, port)
     spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
     _progress(f"starting Spark ({props.get('spark.master', DEFAULT_MASTER)}); this takes a while ...")
@@ -120,10 +143,9 @@ def run_worker(props: dict[str, str], ready_file: Path | None = None) -> None:
         else:
             spark.get()
     herder = DistributedHerder(worker, spark, url)
-    rest_config = RestServerConfig.from_properties(props)
     rest_config.host, rest_config.port, rest_config.advertised_url = host, port, url
     app = create_app(herder, basic_auth=rest_config.basic_auth_users or None, own_url=url)
-    server = RestServer.from_config(app, rest_config)
+    server = RestServer.from_config(app, rest_config, bound_socket=listen)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -10,7 +10,8 @@ docs/architecture.md). The connectors' own framework settings (`tasks.max`, `tra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -18,7 +19,15 @@ from typing import Any
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.validators import NonEmptyString, Range, ValidString
 
-__all__ = ["WORKER_CONFIG_DEF", "ExactlyOnceSourceSupport", "WorkerConfig"]
+__all__ = [
+    "WORKER_CONFIG_DEF",
+    "ExactlyOnceSourceSupport",
+    "SettingNote",
+    "WorkerConfig",
+    "close_match",
+    "missing_required_near_misses",
+    "unknown_worker_settings",
+]
 
 
 class ExactlyOnceSourceSupport(StrEnum):
@@ -189,3 +198,153 @@ class WorkerConfig:
     @property
     def exactly_once_enabled(self) -> bool:
         return self.exactly_once_source_support is ExactlyOnceSourceSupport.ENABLED
+
+
+#: Worker settings read outside WORKER_CONFIG_DEF: the REST listener (rest/server.py,
+#: distributed.py), the clients' security protocol, the file and override policies, eosconnect's own.
+OTHER_WORKER_SETTINGS = frozenset(
+    {
+        "listeners",
+        "rest.port",
+        "rest.advertised.host.name",
+        "rest.advertised.port",
+        "rest.advertised.listener",
+        "rest.basic.auth.users",
+        "rest.ssl.certfile",
+        "rest.ssl.keyfile",
+        "rest.ssl.keyfile.password",
+        "rest.ssl.ca.certfile",
+        "rest.ssl.client.auth",
+        "security.protocol",
+        "transactional.id",
+        "file.allowed.dirs",
+        "connector.client.config.override.policy",
+        "eosconnect.tasks.max.limit",
+        "eosconnect.zombie.cancel.timeout.ms",
+        "eosconnect.ship.environment",
+    }
+)
+#: Prefixes of settings that go elsewhere: the worker's Kafka clients (`producer.*`, `consumer.*`,
+#: `admin.*`, and the connection settings every client inherits), the SparkSession (`spark.*`), the
+#: REST listener's TLS in Kafka Connect's spelling (`listeners.https.ssl.*`).
+WORKER_SETTING_PREFIXES = ("producer.", "consumer.", "admin.", "sasl.", "ssl.", "spark.", "listeners.https.")
+#: Kafka Connect worker settings eosconnect has no use for, with why where it matters.
+KAFKA_CONNECT_ONLY: dict[str, str] = {
+    "key.converter": "set key.converter on each connector (default JsonConverter)",
+    "value.converter": "set value.converter on each connector (default JsonConverter)",
+    "header.converter": "header values pass through as bytes",
+    "config.providers": "eosconnect does not resolve ${provider:...} references; write the values",
+    "rest.extension.classes": "Java REST extensions do not exist here",
+    "metric.reporters": "metrics are served at GET /metrics (Prometheus)",
+    "plugin.discovery": "plugins are found on plugin.path and through entry points",
+}
+KAFKA_CONNECT_ONLY_PREFIXES = ("key.converter.", "value.converter.", "header.converter.", "config.providers.")
+KAFKA_CONNECT_IGNORED = frozenset(
+    {
+        "client.dns.lookup",
+        "client.id",
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "rebalance.timeout.ms",
+        "worker.sync.timeout.ms",
+        "worker.unsync.backoff.ms",
+        "scheduled.rebalance.max.delay.ms",
+        "connect.protocol",
+        "offset.flush.timeout.ms",
+        "offset.storage.file.filename",
+        "inter.worker.key.generation.algorithm",
+        "inter.worker.key.size",
+        "inter.worker.key.ttl.ms",
+        "inter.worker.signature.algorithm",
+        "inter.worker.verification.algorithms",
+        "access.control.allow.origin",
+        "access.control.allow.methods",
+        "admin.listeners",
+        "response.http.headers.config",
+        "topic.creation.enable",
+        "topic.tracking.enable",
+        "topic.tracking.allow.reset",
+        "auto.include.jmx.reporter",
+        "metrics.sample.window.ms",
+        "metrics.num.samples",
+        "metrics.recording.level",
+        "metadata.max.age.ms",
+        "receive.buffer.bytes",
+        "send.buffer.bytes",
+        "reconnect.backoff.ms",
+        "reconnect.backoff.max.ms",
+        "retry.backoff.ms",
+        "retry.backoff.max.ms",
+        "request.timeout.ms",
+        "connections.max.idle.ms",
+        "socket.connection.setup.timeout.ms",
+        "socket.connection.setup.timeout.max.ms",
+        "rest.host.name",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SettingNote:
+    """A worker setting that will have no effect: unknown (with the nearest known name, if any),
+    or Kafka Connect's but without a use in eosconnect (with why)."""
+
+    name: str
+    suggestion: str | None = None
+    kafka_connect_only: str | None = None
+
+    def message(self) -> str:
+        if self.kafka_connect_only is not None:
+            why = f": {self.kafka_connect_only}" if self.kafka_connect_only else ""
+            return f"The configuration '{self.name}' is a Kafka Connect setting eosconnect does not use{why}."
+        hint = f"; did you mean '{self.suggestion}'?" if self.suggestion else "."
+        return f"The configuration '{self.name}' was supplied but isn't a known config{hint}"
+
+
+def known_worker_settings() -> list[str]:
+    """Every exact worker setting name eosconnect reads."""
+    return sorted({*WORKER_CONFIG_DEF.names(), *OTHER_WORKER_SETTINGS})
+
+
+def close_match(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate `name` most likely misspells (difflib ratio >= 0.85), or None."""
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.85)
+    return matches[0] if matches else None
+
+
+def _kafka_connect_reason(name: str) -> str | None:
+    if name in KAFKA_CONNECT_ONLY:
+        return KAFKA_CONNECT_ONLY[name]
+    prefix = next((p for p in KAFKA_CONNECT_ONLY_PREFIXES if name.startswith(p)), None)
+    if prefix is not None:
+        return KAFKA_CONNECT_ONLY[prefix.rstrip(".")]
+    return "" if name in KAFKA_CONNECT_IGNORED else None
+
+
+def unknown_worker_settings(props: Mapping[str, str]) -> list[SettingNote]:
+    """The settings of a worker.properties that will have no effect, in file order (Kafka Connect
+    logs "was supplied but isn't a known config" for the same)."""
+    known = set(known_worker_settings())
+    notes = []
+    for name in props:
+        if name in known or name.startswith(WORKER_SETTING_PREFIXES):
+            continue
+        reason = _kafka_connect_reason(name)
+        if reason is not None:
+            notes.append(SettingNote(name, kafka_connect_only=reason))
+        else:
+            notes.append(SettingNote(name, suggestion=close_match(name, known)))
+    return notes
+
+
+def missing_required_near_misses(props: Mapping[str, str]) -> dict[str, str]:
+    """Required worker settings that are absent while a near miss of theirs is set
+    (`bootstrap.server` for `bootstrap.servers`): required name -> the name in the file."""
+    known = set(known_worker_settings())
+    found = {}
+    for key in WORKER_CONFIG_DEF:
+        if key.required and key.name not in props:
+            near = close_match(key.name, [p for p in props if p not in known])
+            if near is not None:
+                found[key.name] = near
+    return found

@@ -23,12 +23,17 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
+from eosconnect.cli_errors import CliGroup
 from eosconnect.clients.rest import ConnectClient, ConnectError
 
 __all__ = ["connectors_app", "plugins_app"]
 
-connectors_app = typer.Typer(help="Manage connectors through a worker's REST API.", no_args_is_help=True)
-plugins_app = typer.Typer(help="List connector plugins and validate configurations.", no_args_is_help=True)
+connectors_app = typer.Typer(
+    cls=CliGroup, help="Manage connectors through a worker's REST API.", no_args_is_help=True
+)
+plugins_app = typer.Typer(
+    cls=CliGroup, help="List connector plugins and validate configurations.", no_args_is_help=True
+)
 
 
 class Output(StrEnum):

@@ -9,12 +9,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from eosconnect.cli_errors import CliGroup
 from eosconnect.devkafka.cluster import ClusterError, LocalKafkaCluster, pid_alive
 from eosconnect.devkafka.distribution import KafkaSetupError
 
 DEFAULT_DIR = Path(".eosconnect/kafka")
 
-app = typer.Typer(help="Run real Apache Kafka KRaft brokers on loopback (tests, demo, development).")
+app = typer.Typer(
+    cls=CliGroup, help="Run real Apache Kafka KRaft brokers on loopback (tests, demo, development)."
+)
 console = Console()
 DirOption = Annotated[Path, typer.Option("--dir", help="Run directory of the cluster (configs, data, logs).")]
 

@@ -9,9 +9,13 @@ from typing import Annotated
 
 import typer
 
+from eosconnect.cli_errors import CliGroup
+
 __all__ = ["mirror_app", "mirror_maker"]
 
-mirror_app = typer.Typer(help="MirrorMaker 2 tools: translated consumer-group offsets.", no_args_is_help=True)
+mirror_app = typer.Typer(
+    cls=CliGroup, help="MirrorMaker 2 tools: translated consumer-group offsets.", no_args_is_help=True
+)
 
 
 def _load(properties: Path, clusters: list[str] | None):  # type: ignore[no-untyped-def]

@@ -100,7 +100,7 @@ def _remove_obsolete(client: httpx.Client, connectors: Mapping[str, object], dea
         time.sleep(GRACE_AFTER_DELETE_S)
 
 
-def _run_worker_here(target: TargetPlan) -> None:
+def _run_worker_here(target: TargetPlan, properties: Path) -> None:
     from eosconnect.distributed import run_worker
 
     with tempfile.TemporaryDirectory(prefix=f"eosconnect-mm2-{target.alias}-") as tmp:
@@ -121,7 +121,13 @@ def _run_worker_here(target: TargetPlan) -> None:
                 signal.raise_signal(signal.SIGTERM)
 
         threading.Thread(target=configure, name=f"mm2-configure-{target.alias}", daemon=True).start()
-        run_worker(dict(target.worker_props), ready)
+        # plan() checked every setting of the file already: no second round of warnings.
+        run_worker(
+            dict(target.worker_props),
+            ready,
+            source=f"{properties} (cluster {target.alias})",
+            warn_unknown=False,
+        )
 
 
 def run_mirror_maker(properties: Path, mm2_plan: MirrorMakerPlan) -> int:
@@ -133,7 +139,7 @@ def run_mirror_maker(properties: Path, mm2_plan: MirrorMakerPlan) -> int:
         )
         return 1
     if len(targets) == 1:
-        _run_worker_here(targets[0])
+        _run_worker_here(targets[0], properties)
         return 0
     children = [
         subprocess.Popen(

@@ -109,7 +109,8 @@ class RestServer:
     """uvicorn serving one ASGI app from a daemon thread.
 
     `port=0` picks a free port (read `port`/`url` after `start()`). The socket is bound in
-    `start()` itself, so a port already in use fails there with OSError, not in the thread.
+    `start()` itself, so a port already in use fails there with OSError, not in the thread (or
+    earlier, by the caller, who passes the socket it bound as `bound_socket`).
     """
 
     def __init__(
@@ -126,8 +127,12 @@ class RestServer:
         log_level: str = "warning",
         access_log: bool = False,
         advertised_url: str | None = None,
+        bound_socket: socket.socket | None = None,
     ) -> None:
         self.app = app
+        #: A socket bound ahead (the worker binds its listener before starting Spark); None: bind
+        #: `host`:`port` in `start()`.
+        self._bound_socket = bound_socket
         self.host = host
         self._requested_port = port
         self.tls = bool(ssl_certfile)
@@ -180,14 +185,16 @@ class RestServer:
     def start(self, timeout: float = 15.0) -> RestServer:
         if self._thread is not None:
             raise RuntimeError("the server is already started")
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self._requested_port))
-        except OSError:
-            sock.close()
-            raise
+        sock, self._bound_socket = self._bound_socket, None
+        if sock is None:
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((self.host, self._requested_port))
+            except OSError:
+                sock.close()
+                raise
         sock.set_inheritable(True)
         self._socket = sock
         self.port = sock.getsockname()[1]

@@ -27,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from eosconnect.cli_errors import CliGroup
 from eosconnect.storage.topic_reader import TopicRecord
 from eosconnect.tools.verify import (
     SequenceReport,
@@ -44,6 +45,7 @@ EXIT_UNREADABLE = 3
 PROGRESS_THRESHOLD = 10_000
 
 verify_app = typer.Typer(
+    cls=CliGroup,
     help="Check a topic against its source of truth: every record exactly once (read_committed).",
     no_args_is_help=True,
 )
