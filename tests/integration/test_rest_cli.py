@@ -58,6 +58,7 @@ def test_connector_lifecycle(run: Any, herder: FakeHerder, config_file: Path) ->
     out = ok(run("connectors", "create", "-f", str(config_file)))
     assert "Created connector seq" in out
     assert SOURCE_CLASS in out
+    assert "tasks: 0" not in out and "RUNNING" in out, "create shows the tasks' states, not a count of 0"
 
     listing = ok(run("connectors", "list"))
     assert "seq" in listing and "RUNNING" in listing and "2/2" in listing
@@ -124,15 +125,23 @@ def test_server_errors_print_the_message_and_exit_1(run: Any, config_file: Path,
     running = run("connectors", "offsets", "seq", "--reset")
     assert running.exit_code == 1
     assert "STOPPED" in running.output
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps([{"partition": {"task": 0}, "offset": {"seq": 1}}]))
+    alter = run("connectors", "offsets", "seq", "--alter", str(offsets))
+    assert alter.exit_code == 1 and "eosconnect connectors stop seq" in alter.output, alter.output
+    assert "/connectors/seq/stop" not in alter.output, "the CLI names its own command, not the endpoint"
 
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
-    assert run("connectors", "create", "-f", str(bad)).exit_code == 1
+    assert run("connectors", "create", "-f", str(bad)).exit_code == 2  # a mistake in the input
     nameless = tmp_path / "nameless.json"
     nameless.write_text(json.dumps({"connector.class": SOURCE_CLASS}))
     result = run("connectors", "create", "-f", str(nameless))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "--name" in result.output
+    missing = run("connectors", "create", "-f", str(tmp_path / "nope.json"))
+    assert missing.exit_code == 2 and "nope.json: No such file or directory" in missing.output
+    assert "Traceback" not in missing.output and len(missing.output.strip().splitlines()) == 1
 
 
 def test_create_from_flat_json_and_properties(run: Any, herder: FakeHerder, tmp_path: Path) -> None:
@@ -177,7 +186,7 @@ def test_plugins(run: Any, tmp_path: Path) -> None:
     classless = tmp_path / "classless.json"
     classless.write_text(json.dumps({"tasks.max": "1"}))
     missing = run("plugins", "validate", "-f", str(classless))
-    assert missing.exit_code == 1 and "connector.class" in missing.output
+    assert missing.exit_code == 2 and "connector.class" in missing.output
     narrow = run("plugins", "list", env={"COLUMNS": "50"})
     assert narrow.exit_code == 0 and "…" not in narrow.output  # class names fold, never cut
 

@@ -7,13 +7,17 @@ Two Typer apps, wired into the main CLI with::
 
 Every command takes `--url` (default http://localhost:8083, env `EOSCONNECT_URL`), `--auth
 user:password` (env `EOSCONNECT_AUTH`), `--insecure` / `--cacert FILE` for HTTPS, and `--output
-table|json`. A failed request prints the server's message and exits 1.
+table|json`. A failed request prints the server's message and exits 1; a mistake in the input (a
+file, an option) exits 2 (both as one line, by `cli_errors.CliGroup`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import time
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -23,7 +27,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from eosconnect.cli_errors import CliGroup
+from eosconnect.cli_errors import CliGroup, UserError
 from eosconnect.clients.rest import ConnectClient, ConnectError
 
 __all__ = ["connectors_app", "plugins_app"]
@@ -55,6 +59,8 @@ CaOpt = Annotated[
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table (readable) or json.")]
 NameArg = Annotated[str, typer.Argument(help="The connector's name.")]
 DEFAULT_URL = "http://localhost:8083"
+#: How long `connectors create` waits for the new connector's tasks to be listed.
+CREATE_WAIT_S = 5.0
 
 
 def _console() -> Console:
@@ -62,8 +68,8 @@ def _console() -> Console:
 
 
 def _fail(message: str) -> NoReturn:
-    Console(stderr=True).print(Text(f"Error: {message}", style="bold red"))
-    raise typer.Exit(1)
+    """A mistake in the command's input: one line, exit 2 (cli_errors.CliGroup prints it)."""
+    raise UserError(message)
 
 
 def _client(url: str, auth: str | None, insecure: bool, cacert: Path | None) -> ConnectClient:
@@ -77,22 +83,12 @@ def _client(url: str, auth: str | None, insecure: bool, cacert: Path | None) -> 
     return ConnectClient(url, auth=credentials, verify=verify)
 
 
-def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    try:
-        return fn(*args, **kwargs)
-    except ConnectError as exc:
-        _fail(str(exc))
-
-
 def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=False) + "\n")
 
 
 def _read_file(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        _fail(f"cannot read {path}: {exc}")
+    text = path.read_text(encoding="utf-8")  # a missing file: one line from CliGroup
     if path.suffix == ".properties":
         props: dict[str, str] = {}
         for raw in text.splitlines():
@@ -158,7 +154,12 @@ def _print_info(info: dict[str, Any]) -> None:
 
 
 def _print_config(config: dict[str, Any]) -> None:
-    table = Table("Key", "Value", title="Configuration", title_justify="left")
+    table = Table(
+        Column("Key", no_wrap=True),
+        Column("Value", overflow="fold"),
+        title="Configuration",
+        title_justify="left",
+    )
     for key in sorted(config):
         table.add_row(key, Text(str(config[key])))
     _console().print(table)
@@ -176,7 +177,7 @@ def _print_status(status: dict[str, Any]) -> None:
     console.print(line)
     if conn.get("trace"):
         console.print(Text(f"  {_cause(conn['trace'], 200)}", style="red"))
-    table = Table("Task", "State", "Worker", "Trace")
+    table = Table("Task", "State", Column("Worker", no_wrap=True, overflow="fold"), "Trace")
     for task in status.get("tasks") or []:
         table.add_row(
             str(task.get("id")),
@@ -207,12 +208,13 @@ def list_connectors(
 ) -> None:
     """List connectors with their type, state and tasks."""
     with _client(url, auth, insecure, cacert) as client:
-        expanded = _call(client.list_connectors, ["status", "info"])
+        expanded = client.list_connectors(["status", "info"])
     if output is Output.json:
         _print_json(expanded)
         return
-    # Class names are never cut: they fold onto the next line when the terminal is narrow.
-    table = Table("Name", "Type", "State", "Tasks running", Column("Class", overflow="fold"))
+    # Class names stay whole while the other columns can wrap; only a terminal too narrow for them
+    # folds them (never cut with an ellipsis).
+    table = Table("Name", "Type", "State", "Tasks running", Column("Class", no_wrap=True, overflow="fold"))
     for name in sorted(expanded):
         entry = expanded[name] or {}
         status = entry.get("status") or {}
@@ -262,12 +264,42 @@ def create_connector(
     if not name:
         _fail(f"no connector name: put one in {file} or pass --name")
     with _client(url, auth, insecure, cacert) as client:
-        info = _call(client.create_connector, str(name), config, initial_state)
-    if output is Output.json:
-        _print_json(info)
+        info = client.create_connector(str(name), config, initial_state)
+        if output is Output.json:
+            _print_json(info)
+            return
+        # The answer lists no tasks yet (the leader makes them next); show what is true a moment later.
+        status = _first_status(client, str(name), wait=(initial_state or "RUNNING").upper() == "RUNNING")
+    console = _console()
+    console.print(
+        f"Created connector [bold]{info.get('name')}[/bold] (type: {info.get('type') or '?'}).",
+        highlight=False,
+    )
+    if status is not None and status.get("tasks"):
+        _print_status(status)
     else:
-        _console().print(f"Created connector [bold]{info.get('name')}[/bold].", highlight=False)
-        _print_info(info)
+        state = ((status or {}).get("connector") or {}).get("state") or "starting"
+        console.print(
+            f"Connector state: {state}; its tasks are being started. "
+            f"Follow them with: eosconnect connectors status {name}",
+            highlight=False,
+        )
+    _print_config(info.get("config") or {})
+
+
+def _first_status(client: ConnectClient, name: str, wait: bool, seconds: float = CREATE_WAIT_S) -> Any:
+    """The connector's status once it lists tasks (within `seconds`, when `wait`), else the last
+    one read (None when the worker has none yet)."""
+    deadline = time.monotonic() + (seconds if wait else 0)
+    status = None
+    while True:
+        try:
+            status = client.status(name)
+        except ConnectError:
+            status = None  # not written to the status topic yet
+        if (status and status.get("tasks")) or time.monotonic() >= deadline:
+            return status
+        time.sleep(0.25)
 
 
 @connectors_app.command("get")
@@ -281,7 +313,7 @@ def get_connector(
 ) -> None:
     """Show a connector's type, tasks and configuration."""
     with _client(url, auth, insecure, cacert) as client:
-        info = _call(client.get_connector, name)
+        info = client.get_connector(name)
     if output is Output.json:
         _print_json(info)
     else:
@@ -299,7 +331,7 @@ def connector_config(
 ) -> None:
     """Show a connector's configuration."""
     with _client(url, auth, insecure, cacert) as client:
-        config = _call(client.get_config, name)
+        config = client.get_config(name)
     if output is Output.json:
         _print_json(config)
     else:
@@ -317,7 +349,7 @@ def connector_status(
 ) -> None:
     """Show the state of a connector and of each of its tasks."""
     with _client(url, auth, insecure, cacert) as client:
-        status = _call(client.status, name)
+        status = client.status(name)
     if output is Output.json:
         _print_json(status)
     else:
@@ -334,7 +366,7 @@ def _action(verb: str, past: str) -> Any:
         cacert: CaOpt = None,
     ) -> None:
         with _client(url, auth, insecure, cacert) as client:
-            _call(getattr(client, verb), name)
+            getattr(client, verb)(name)
         _done(output, f"{past} connector {name}.", name=name)
 
     command.__doc__ = {
@@ -368,10 +400,10 @@ def restart_connector(
     """Restart a connector (optionally its tasks, or only the failed ones), or one task."""
     with _client(url, auth, insecure, cacert) as client:
         if task is not None:
-            _call(client.restart_task, name, task)
+            client.restart_task(name, task)
             _done(output, f"Restarted task {task} of connector {name}.", name=name, task=task)
             return
-        status = _call(client.restart, name, include_tasks, only_failed)
+        status = client.restart(name, include_tasks, only_failed)
     if status is None:
         _done(output, f"Restarted connector {name}.", name=name)
     elif output is Output.json:
@@ -402,9 +434,9 @@ def connector_offsets(
     """Show, alter or reset a connector's offsets."""
     if reset and alter is not None:
         _fail("--reset and --alter exclude each other")
-    with _client(url, auth, insecure, cacert) as client:
+    with _client(url, auth, insecure, cacert) as client, _stopped_first(name):
         if reset:
-            result = _call(client.reset_offsets, name)
+            result = client.reset_offsets(name)
             _done(output, str(result.get("message", "Offsets reset.")), name=name)
             return
         if alter is not None:
@@ -412,10 +444,10 @@ def connector_offsets(
             entries = data.get("offsets") if isinstance(data, dict) else data
             if not isinstance(entries, list):
                 _fail(f'{alter} must hold {{"offsets": [...]}} or a JSON list')
-            result = _call(client.alter_offsets, name, entries)
+            result = client.alter_offsets(name, entries)
             _done(output, str(result.get("message", "Offsets altered.")), name=name)
             return
-        offsets = _call(client.offsets, name)
+        offsets = client.offsets(name)
     if output is Output.json:
         _print_json(offsets)
         return
@@ -426,6 +458,22 @@ def connector_offsets(
             Text(json.dumps(entry.get("offset"), sort_keys=True)),
         )
     _console().print(table)
+
+
+@contextlib.contextmanager
+def _stopped_first(name: str) -> Iterator[None]:
+    """Offsets change only on a STOPPED connector: say so with the command that stops it (the
+    server's answer names its REST endpoint)."""
+    try:
+        yield
+    except ConnectError as exc:
+        if "STOPPED" not in exc.message:
+            raise
+        raise ConnectError(
+            exc.status,
+            f"connector {name} must be STOPPED before its offsets change: run "
+            f"`eosconnect connectors stop {name}` first (and `eosconnect connectors resume {name}` after)",
+        ) from None
 
 
 # ---------------------------------------------------------------------- plugins
@@ -444,11 +492,11 @@ def list_plugins(
 ) -> None:
     """List the installed connector plugins and their versions."""
     with _client(url, auth, insecure, cacert) as client:
-        plugins = _call(client.plugins, not all_plugins)
+        plugins = client.plugins(not all_plugins)
     if output is Output.json:
         _print_json(plugins)
         return
-    table = Table(Column("Class", overflow="fold"), "Type", "Version")
+    table = Table(Column("Class", no_wrap=True, overflow="fold"), "Type", "Version")
     for plugin in plugins:
         table.add_row(str(plugin.get("class")), str(plugin.get("type")), str(plugin.get("version") or ""))
     _console().print(table)
@@ -465,11 +513,18 @@ def plugin_config(
 ) -> None:
     """Show a plugin's configuration definitions."""
     with _client(url, auth, insecure, cacert) as client:
-        definitions = _call(client.plugin_config, plugin)
+        definitions = client.plugin_config(plugin)
     if output is Output.json:
         _print_json(definitions)
         return
-    table = Table("Name", "Type", "Required", "Default", "Importance", "Documentation")
+    table = Table(
+        Column("Name", no_wrap=True, overflow="fold"),
+        "Type",
+        "Required",
+        Column("Default", overflow="fold"),
+        "Importance",
+        "Documentation",
+    )
     for d in definitions:
         table.add_row(
             str(d.get("name")),
@@ -509,12 +564,14 @@ def validate_config(
             f"{file} has no connector.class: add it, or name the plugin: plugins validate <class> -f {file}"
         )
     with _client(url, auth, insecure, cacert) as client:
-        result = _call(client.validate, plugin, config)
+        result = client.validate(plugin, config)
     errors = int(result.get("error_count") or 0)
     if output is Output.json:
         _print_json(result)
     else:
-        table = Table("Name", "Value", "Errors")
+        table = Table(
+            Column("Name", no_wrap=True, overflow="fold"), Column("Value", overflow="fold"), "Errors"
+        )
         for item in result.get("configs") or []:
             value = item.get("value") or {}
             problems = value.get("errors") or []
