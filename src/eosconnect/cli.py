@@ -7,11 +7,12 @@ from typing import Annotated
 
 import typer
 
-from eosconnect.cli_errors import CliGroup
+from eosconnect.cli_errors import CliGroup, PlainHelpCommand
 from eosconnect.clients.cli import connectors_app, plugins_app
 from eosconnect.devkafka.cli import app as kafka_app
 from eosconnect.mirrormaker.cli import mirror_app, mirror_maker
-from eosconnect.tools.verify_cli import verify_app
+from eosconnect.tools.kafka_cli import groups_app, topics_app
+from eosconnect.tools.verify_cli import verify
 
 app = typer.Typer(
     cls=CliGroup,
@@ -21,7 +22,9 @@ app = typer.Typer(
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(connectors_app, name="connectors")
 app.add_typer(plugins_app, name="plugins")
-app.add_typer(verify_app, name="verify")
+app.command("verify", cls=PlainHelpCommand)(verify)
+app.add_typer(topics_app, name="topics")
+app.add_typer(groups_app, name="groups")
 app.add_typer(mirror_app, name="mirror")
 app.command("mirror-maker")(mirror_maker)
 

@@ -28,7 +28,7 @@ from typing import Any
 import typer
 import typer.core
 
-__all__ = ["EXIT_FAILED", "EXIT_USAGE", "CliGroup", "UserError", "describe_error"]
+__all__ = ["EXIT_FAILED", "EXIT_USAGE", "CliGroup", "PlainHelpCommand", "UserError", "describe_error"]
 
 log = logging.getLogger("eosconnect.cli")
 
@@ -102,3 +102,12 @@ class CliGroup(typer.core.TyperGroup):
                 traceback.print_exc(file=sys.stderr)
             typer.secho(f"Error: {message}", err=True, fg="red")
             raise typer.Exit(code) from None
+
+
+class PlainHelpCommand(typer.core.TyperCommand):
+    """A command whose `--help` is click's plain text: for commands with many options, whose names
+    Typer's rich panel cuts short (`--records-per-t…`) in an 80-column terminal."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rich_markup_mode = None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from eosconnect.api.errors import ConfigException
 from eosconnect.storage.clients import ClientConfigError, ClientKind, validate_client_config
-from eosconnect.worker_config import WORKER_CONFIG_DEF
+from eosconnect.worker_config import WORKER_CONFIG_DEF, close_match
 
 __all__ = ["Flow", "MirrorMakerConfigError", "MirrorMakerPlan", "TargetPlan", "plan"]
 
@@ -236,11 +236,12 @@ def _check_top_level(name: str, value: str, report: Report) -> None:
     elif name.startswith("config.providers"):
         report(name, "config providers are not supported in mm2.properties; write the values directly")
     else:
+        near = close_match(name, [*CONNECTOR_SETTINGS, *WORKER_SETTINGS, *TOP_LEVEL_OWN])
         report(
             name,
-            "not a MirrorMaker 2 setting eosconnect knows; per-cluster settings are "
-            "<alias>.<setting>, "
-            "per-flow settings <source>-><target>.<setting>",
+            "not a MirrorMaker 2 setting eosconnect knows"
+            + (f"; did you mean {near}?" if near else "")
+            + " (per-cluster settings are <alias>.<setting>, per-flow settings <source>-><target>.<setting>)",
         )
 
 
@@ -248,7 +249,9 @@ def _check_connector_setting(where: str, name: str, value: str, report: Report) 
     if name.startswith(tuple(CLIENT_PREFIXES)):
         return  # checked with the connector's clients
     if name not in CONNECTOR_SETTINGS:
-        report(where, f"{name} is not a MirrorMaker 2 connector setting eosconnect knows")
+        near = close_match(name, CONNECTOR_SETTINGS)
+        hint = f"; did you mean {near}?" if near else ""
+        report(where, f"{name} is not a MirrorMaker 2 connector setting eosconnect knows{hint}")
         return
     if name in ONLY_VALUE and value != ONLY_VALUE[name][0]:
         report(where, ONLY_VALUE[name][1])

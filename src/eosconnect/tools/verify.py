@@ -4,8 +4,9 @@ The verifier is the referee of every exactly-once claim in this project, so it c
 for each key (one source partition), the sequence numbers seen against the numbers expected
 (`check_sequences`, for SequenceSource data), or every row of a table against the records that
 carry its id (`check_ids`, for JdbcSource data). `verify_sequence_topic` and `verify_jdbc_topic`
-read a topic with read_committed and run those checks; `eosconnect verify` (tools/verify_cli.py)
-is their command line.
+read a topic with read_committed and run those checks; `verify_field_topic` checks any topic by
+the record key or a field of its JSON value (`check_identities`: count, distinct, duplicates, and
+gaps when the values are integers). `eosconnect verify` (tools/verify_cli.py) is their command line.
 """
 
 from __future__ import annotations
@@ -22,14 +23,18 @@ from typing import Any
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 
 __all__ = [
+    "FieldReport",
     "SequenceCollector",
     "SequenceReport",
     "check_contiguous",
+    "check_identities",
     "check_ids",
     "check_sequences",
     "parse_start_offsets",
     "record_id",
+    "record_identity",
     "table_ids",
+    "verify_field_topic",
     "verify_jdbc_topic",
     "verify_sequence_records",
     "verify_sequence_topic",
@@ -337,3 +342,133 @@ def verify_jdbc_topic(
 
     read_to_end(dict(client_config), topic, start_offsets=start_offsets, timeout=timeout, on_record=handle)
     return check_ids(ids, table_ids(url, table, id_column), max_anomalies)
+
+
+@dataclass
+class FieldReport(SequenceReport):
+    """`check_identities`' counts: `seen` records, `distinct` identities, `duplicates` records
+    beyond the first of their identity, `missing` integers absent between the lowest and the highest
+    (None when the identities are not all integers), `unexpected` records without an identity."""
+
+    distinct: int = 0
+    #: What identifies a record, for the report ("the field", "a key").
+    missing_label: str = "without the field"
+    missing_known: bool = True
+    low: int | None = None
+    high: int | None = None
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        if not self.missing_known:
+            gaps = "n/a (not all integers)"
+        elif self.low is None:
+            gaps = "0"
+        else:
+            gaps = f"{self.missing} (in {self.low}..{self.high})"
+        return [
+            ("records", str(self.seen)),
+            ("distinct", str(self.distinct)),
+            ("duplicates", str(self.duplicates)),
+            ("gaps", gaps),
+            (self.missing_label, str(self.unexpected)),
+            ("verdict", "OK: each once, no gap" if self.ok else "FAILED"),
+        ]
+
+
+def _as_integer(value: Hashable) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def check_identities(
+    observed: Iterable[Hashable | None], max_anomalies: int = 10, *, missing_label: str = ""
+) -> FieldReport:
+    """Each identity (a key, a field's value) once: records with the same identity are duplicates,
+    records without one (None) unexpected; when every identity is an integer (or a string of
+    digits), the integers missing between the lowest and the highest are gaps."""
+    counts: Counter[Hashable] = Counter()
+    report = FieldReport(missing_label=missing_label or FieldReport.missing_label)
+
+    def note(text: str) -> None:
+        if len(report.anomalies) < max_anomalies:
+            report.anomalies.append(text)
+
+    for identity in observed:
+        report.seen += 1
+        if identity is None:
+            report.unexpected += 1
+        else:
+            counts[_normalize_id(identity)] += 1
+    report.distinct = len(counts)
+    report.expected = report.distinct
+    for identity, times in sorted(counts.items(), key=lambda item: (str(type(item[0])), str(item[0]))):
+        if times > 1:
+            report.duplicates += times - 1
+            note(f"{identity!r} seen {times} times")
+    if report.unexpected:
+        note(f"{report.unexpected} record(s) {report.missing_label}")
+    numbers = [_as_integer(i) for i in counts]
+    if any(n is None for n in numbers):
+        report.missing_known = False
+    elif numbers:
+        present = set(n for n in numbers if n is not None)
+        report.low, report.high = min(present), max(present)
+        report.missing = report.high - report.low + 1 - len(present)
+        if report.missing:
+            first = [n for n in range(report.low, report.high + 1) if n not in present][:5]
+            note(f"{report.missing} integer(s) missing between {report.low} and {report.high}, first {first}")
+    return report
+
+
+def record_identity(record: TopicRecord, field: str | None) -> Hashable | None:
+    """What identifies `record`: its key (`field` None: the JSON value of the key if it parses,
+    else its text), or the value of `field` in its JSON value (a dotted path for nested objects);
+    None when it has none."""
+    if field is None:
+        if record.key is None:
+            return None
+        try:
+            key = json.loads(record.key)
+        except ValueError:
+            return record.key.decode("utf-8", errors="replace")
+        return json.dumps(key, sort_keys=True) if isinstance(key, dict | list) else key
+    try:
+        value: Any = json.loads(record.value) if record.value else None
+    except ValueError:
+        return None
+    if isinstance(value, dict) and "payload" in value and "schema" in value:
+        value = value["payload"]  # JsonConverter with schemas.enable=true
+    for part in field.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    if value is None or isinstance(value, dict | list):
+        return None if value is None else json.dumps(value, sort_keys=True)
+    return value
+
+
+def verify_field_topic(
+    client_config: Mapping[str, Any],
+    topic: str,
+    field: str | None,
+    *,
+    start_offsets: dict[int, int] | None = None,
+    timeout: float = 120.0,
+    max_anomalies: int = 10,
+    on_record: Callable[[TopicRecord], None] | None = None,
+) -> FieldReport:
+    """Read `topic` with read_committed and check that each record key (`field` None) or value of
+    `field` occurs once, and, for integers, that none is missing (`check_identities`)."""
+    identities: list[Hashable | None] = []
+
+    def handle(record: TopicRecord) -> None:
+        identities.append(record_identity(record, field))
+        if on_record is not None:
+            on_record(record)
+
+    read_to_end(dict(client_config), topic, start_offsets=start_offsets, timeout=timeout, on_record=handle)
+    return check_identities(identities, max_anomalies, missing_label="without a key" if field is None else "")

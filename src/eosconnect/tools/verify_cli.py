@@ -1,6 +1,6 @@
 """`eosconnect verify`: check a topic against its source of truth, exactly once, read_committed.
 
-Two sources of truth:
+Three checks:
 
 * `--sequence`: SequenceSource output. With `--tasks N --records-per-task M`, every task's key must
   hold the sequence numbers 0..M-1 exactly once (minus the transactions SequenceSource aborts on
@@ -8,6 +8,9 @@ Two sources of truth:
   from 0 (from the lowest number seen when reading `--from-offsets`).
 * `--jdbc URL --table T --id-column id`: JdbcSource output. Every row of the table exactly once,
   matched by its id.
+* `--key-field F` or `--by key`: any topic. Each value of the JSON field F (a dotted path; the
+  record key with `--by key`) once: records, distinct, duplicates, and gaps when the values are
+  integers (a sequence numbered by the producer).
 
 Prints a summary table (expected, seen, duplicates, missing, unexpected, the first anomalies) and
 exits 0 when the topic is exactly right, 1 on any anomaly, 2 on bad usage, 3 when the topic or the
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -27,16 +31,27 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from eosconnect.cli_errors import CliGroup
+from eosconnect.cli_errors import PlainHelpCommand
 from eosconnect.storage.topic_reader import TopicRecord
 from eosconnect.tools.verify import (
     SequenceReport,
     parse_start_offsets,
+    verify_field_topic,
     verify_jdbc_topic,
     verify_sequence_topic,
 )
 
-__all__ = ["EXIT_ANOMALIES", "EXIT_UNREADABLE", "print_report", "render_report", "verify_app"]
+__all__ = [
+    "EXIT_ANOMALIES",
+    "EXIT_UNREADABLE",
+    "BootstrapOpt",
+    "ClientSettingsOpt",
+    "client_settings",
+    "print_report",
+    "render_report",
+    "verify",
+    "verify_app",
+]
 
 EXIT_ANOMALIES = 1
 EXIT_USAGE = 2
@@ -45,7 +60,6 @@ EXIT_UNREADABLE = 3
 PROGRESS_THRESHOLD = 10_000
 
 verify_app = typer.Typer(
-    cls=CliGroup,
     help="Check a topic against its source of truth: every record exactly once (read_committed).",
     no_args_is_help=True,
 )
@@ -72,14 +86,41 @@ def print_report(report: SequenceReport, title: str, out: Console | None = None)
     (out or console).print(render_report(report, title))
 
 
-def _client_config(bootstrap_servers: str, settings: list[str] | None) -> dict[str, Any]:
+def client_settings(bootstrap_servers: str, settings: list[str] | None, option: str = "-X") -> dict[str, Any]:
+    """`bootstrap.servers` plus the `KEY=VALUE` client settings given with `option` (librdkafka's)."""
     config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers}
     for item in settings or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--consumer-config")
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=option)
         config[key.strip()] = value.strip()
     return config
+
+
+class By(StrEnum):
+    key = "key"
+
+
+BootstrapOpt = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-server",
+        "--bootstrap-servers",
+        "-b",
+        envvar="EOSCONNECT_BOOTSTRAP_SERVERS",
+        help="The Kafka cluster (what `eosconnect kafka start` prints).",
+    ),
+]
+ClientSettingsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-X",
+        "--consumer-config",
+        "-c",
+        help="A client setting KEY=VALUE (librdkafka's), e.g. security.protocol=SSL; repeatable.",
+    ),
+]
+DEFAULT_BOOTSTRAP = "localhost:9092"
 
 
 def _records_to_read(config: dict[str, Any], topic: str, start: dict[int, int] | None) -> int:
@@ -124,9 +165,19 @@ def _with_progress(
         return report
 
 
-@verify_app.callback(invoke_without_command=True)
+@verify_app.command(cls=PlainHelpCommand)
 def verify(
     topic: Annotated[str, typer.Option("--topic", "-t", help="The topic to check.", show_default=False)],
+    key_field: Annotated[
+        str | None,
+        typer.Option(
+            "--key-field",
+            help="Any topic: each value of this JSON value field (a.b for nested) once; gaps for integers.",
+        ),
+    ] = None,
+    by: Annotated[
+        By | None, typer.Option("--by", help="Any topic: `--by key` checks each record key once.")
+    ] = None,
     sequence: Annotated[bool, typer.Option("--sequence", help="Check SequenceSource output.")] = False,
     tasks: Annotated[
         int | None, typer.Option(help="--sequence: the connector's task count (keys 0..N-1).", min=1)
@@ -148,21 +199,8 @@ def verify(
         str | None, typer.Option(help="--jdbc: the table (schema.table) the topic holds.")
     ] = None,
     id_column: Annotated[str, typer.Option(help="--jdbc: the column identifying a row.")] = "id",
-    bootstrap_servers: Annotated[
-        str,
-        typer.Option(
-            "--bootstrap-servers",
-            "-b",
-            envvar="EOSCONNECT_BOOTSTRAP_SERVERS",
-            help="Kafka cluster of the topic.",
-        ),
-    ] = "localhost:9092",
-    consumer_config: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--consumer-config", "-c", help="Extra consumer setting KEY=VALUE, e.g. security (repeatable)."
-        ),
-    ] = None,
+    bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    consumer_config: ClientSettingsOpt = None,
     from_offsets: Annotated[
         str | None,
         typer.Option(help="Start at these offsets, PARTITION:OFFSET,... (other partitions: beginning)."),
@@ -177,8 +215,21 @@ def verify(
 
     Exit codes: 0 exactly once, 1 anomalies, 2 bad usage, 3 topic or table unreadable.
     """
-    if sequence == (jdbc is not None):
-        raise typer.BadParameter("choose one check: --sequence or --jdbc URL", param_hint="--sequence/--jdbc")
+    chosen = [
+        name
+        for name, on in (
+            ("--sequence", sequence),
+            ("--jdbc", jdbc is not None),
+            ("--key-field", key_field is not None),
+            ("--by", by is not None),
+        )
+        if on
+    ]
+    if len(chosen) != 1:
+        raise typer.BadParameter(
+            "choose one check: --sequence, --jdbc URL, --key-field FIELD or --by key",
+            param_hint="/".join(chosen) or "--sequence/--jdbc/--key-field/--by",
+        )
     if jdbc is not None and not table:
         raise typer.BadParameter("--jdbc needs --table", param_hint="--table")
     if (tasks is None) != (records_per_task is None):
@@ -191,9 +242,19 @@ def verify(
         start = parse_start_offsets(from_offsets)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-offsets") from None
-    config = _client_config(bootstrap_servers, consumer_config)
+    config = client_settings(bootstrap_servers, consumer_config)
 
     def run(on_record: Callable[[TopicRecord], None] | None) -> SequenceReport:
+        if key_field is not None or by is not None:
+            return verify_field_topic(
+                config,
+                topic,
+                key_field,
+                start_offsets=start,
+                timeout=timeout,
+                max_anomalies=max_anomalies,
+                on_record=on_record,
+            )
         if jdbc is not None:
             assert table is not None
             return verify_jdbc_topic(
@@ -226,8 +287,12 @@ def verify(
     except Exception as exc:  # topic missing, read timeout, database unreachable, ...
         console.print(f"[red]cannot verify {topic!r}: {exc}[/]")
         raise typer.Exit(EXIT_UNREADABLE) from exc
-    source = f"table {table} ({jdbc and _hide_password(jdbc)})" if jdbc else "SequenceSource sequences"
-    print_report(report, f"{topic} against {source}, read_committed")
+    if key_field is not None or by is not None:
+        title = f"{topic} by {'record key' if key_field is None else key_field}, read_committed"
+    else:
+        source = f"table {table} ({jdbc and _hide_password(jdbc)})" if jdbc else "SequenceSource sequences"
+        title = f"{topic} against {source}, read_committed"
+    print_report(report, title)
     if report.seen == 0:
         console.print(f"[yellow]note: {topic!r} holds no committed records[/]")
     if not report.ok:

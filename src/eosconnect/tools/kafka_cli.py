@@ -1,0 +1,233 @@
+"""`eosconnect topics consume|produce` and `eosconnect groups describe`: day-to-day checks of a topic
+and of a consumer group, without Kafka's shell scripts or a script of one's own.
+
+Every command takes `-b/--bootstrap-server` (env `EOSCONNECT_BOOTSTRAP_SERVERS`) and `-X KEY=VALUE`
+client settings (librdkafka's, e.g. `-X security.protocol=SSL`), as `eosconnect verify` does.
+
+- `topics consume T` reads T from the beginning (or `--from-offsets`) to its current end with
+  read_committed (`-X isolation.level=read_uncommitted` shows aborted records too) and prints a
+  table of partition, offset, timestamp, key and value (`-o json`: one JSON object a line);
+  `--max N` stops after N records.
+- `topics produce T` sends each line of standard input (or of `--file`) as one record's value,
+  `--key-separator SEP` splitting `key SEP value`, with acks=all, and says how many were written.
+- `groups describe G` shows the group's state and members and, per partition, the committed
+  offset, the end offset and the lag.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Column, Table
+from rich.text import Text
+
+from eosconnect.cli_errors import CliGroup, PlainHelpCommand, UserError
+from eosconnect.storage.topic_reader import TopicRecord, read_to_end
+from eosconnect.tools.verify import parse_start_offsets
+from eosconnect.tools.verify_cli import DEFAULT_BOOTSTRAP, BootstrapOpt, ClientSettingsOpt, client_settings
+
+__all__ = ["groups_app", "topics_app"]
+
+topics_app = typer.Typer(cls=CliGroup, help="Read and write records of a topic.", no_args_is_help=True)
+groups_app = typer.Typer(cls=CliGroup, help="Inspect consumer groups.", no_args_is_help=True)
+TopicArg = Annotated[str, typer.Argument(help="The topic.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object a line instead of a table.")]
+
+
+def _text(data: bytes | None, limit: int | None = 200) -> str:
+    if data is None:
+        return "null"
+    text = data.decode("utf-8", errors="replace")
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _when(timestamp_ms: int) -> str:
+    if timestamp_ms <= 0:
+        return "-"
+    return dt.datetime.fromtimestamp(timestamp_ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+@topics_app.command("consume", cls=PlainHelpCommand)
+def consume(
+    topic: TopicArg,
+    bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    settings: ClientSettingsOpt = None,
+    max_records: Annotated[
+        int | None, typer.Option("--max", "-n", help="Stop after this many records.", min=1)
+    ] = None,
+    from_offsets: Annotated[
+        str | None, typer.Option(help="Start at PARTITION:OFFSET,... (other partitions: the beginning).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to reach the end of the topic.", min=1)] = 60.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the records of TOPIC, from the beginning to its current end (read_committed)."""
+    try:
+        start = parse_start_offsets(from_offsets)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--from-offsets") from None
+    config = client_settings(bootstrap_servers, settings)
+    isolation = str(config.get("isolation.level", "read_committed"))
+    records: list[TopicRecord] = []
+
+    def keep(record: TopicRecord) -> None:
+        if max_records is None or len(records) < max_records:
+            records.append(record)
+
+    read_to_end(config, topic, start_offsets=start, timeout=timeout, on_record=keep)
+    records.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
+    if as_json:
+        for r in records:
+            row = {
+                "partition": r.partition,
+                "offset": r.offset,
+                "timestamp": r.timestamp,
+                "key": None if r.key is None else _text(r.key, None),
+                "value": None if r.value is None else _text(r.value, None),
+            }
+            sys.stdout.write(json.dumps(row) + "\n")
+        return
+    table = Table(
+        "Partition",
+        "Offset",
+        Column("Timestamp (UTC)", no_wrap=True),
+        Column("Key", overflow="fold"),
+        Column("Value", overflow="fold"),
+        title=f"{topic} ({isolation})",
+        title_justify="left",
+    )
+    for r in records:
+        table.add_row(
+            str(r.partition), str(r.offset), _when(r.timestamp), Text(_text(r.key)), Text(_text(r.value))
+        )
+    console = Console()
+    console.print(table)
+    console.print(f"{len(records)} record(s)", highlight=False)
+
+
+@topics_app.command("produce", cls=PlainHelpCommand)
+def produce(
+    topic: TopicArg,
+    bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    settings: ClientSettingsOpt = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Read the records from this file (default: stdin).")
+    ] = None,
+    key_separator: Annotated[
+        str | None, typer.Option(help="Each line is KEY<SEP>VALUE (default: the line is the value, no key).")
+    ] = None,
+    partition: Annotated[int | None, typer.Option(help="Write to this partition.", min=0)] = None,
+) -> None:
+    """Write each line of standard input (or --file) as one record of TOPIC (acks=all)."""
+    from confluent_kafka import KafkaError, Message, Producer
+
+    lines = (file.read_text(encoding="utf-8") if file is not None else sys.stdin.read()).splitlines()
+    config = {
+        **client_settings(bootstrap_servers, settings),
+        "acks": "all",
+        "allow.auto.create.topics": False,
+    }
+    failures: list[str] = []
+
+    def delivered(error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            failures.append(error.str())
+
+    producer = Producer(config)
+    sent = 0
+    for number, line in enumerate(lines, 1):
+        key: str | None = None
+        value = line
+        if key_separator is not None:
+            key, sep, value = line.partition(key_separator)
+            if not sep:
+                raise UserError(f"line {number} has no key separator {key_separator!r}: {line[:80]!r}")
+        extra: dict[str, Any] = {} if partition is None else {"partition": partition}
+        producer.produce(
+            topic,
+            value=value.encode(),
+            key=None if key is None else key.encode(),
+            on_delivery=delivered,
+            **extra,
+        )
+        producer.poll(0)
+        sent += 1
+    remaining = producer.flush(30)
+    if failures or remaining:
+        problem = failures[0] if failures else f"{remaining} record(s) not acknowledged within 30 s"
+        raise UserError(
+            f"{sent - len(failures) - remaining} of {sent} record(s) written to {topic}: {problem}", 1
+        )
+    Console(stderr=True).print(f"Produced {sent} record(s) to {topic}.", highlight=False)
+
+
+@groups_app.command("describe", cls=PlainHelpCommand)
+def describe_group(
+    group: Annotated[str, typer.Argument(help="The consumer group.")],
+    bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    settings: ClientSettingsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show GROUP's state, members, and per partition its committed offset, end offset and lag."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    from eosconnect.storage.topic_reader import end_offsets
+
+    admin = AdminClient(client_settings(bootstrap_servers, settings))
+    description = admin.describe_consumer_groups([group], request_timeout=30)[group].result()
+    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=30)
+    partitions = [tp for tp in committed[group].result().topic_partitions if tp.offset >= 0]
+    ends = end_offsets(admin, partitions, timeout=30) if partitions else {}
+    rows = [
+        {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "committed": tp.offset,
+            "end": ends.get((tp.topic, tp.partition)),
+            "lag": None
+            if ends.get((tp.topic, tp.partition)) is None
+            else max(0, ends[(tp.topic, tp.partition)] - tp.offset),
+        }
+        for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition))
+    ]
+    members = [
+        {
+            "member": m.member_id,
+            "client": m.client_id,
+            "host": m.host,
+            "partitions": [
+                f"{tp.topic}-{tp.partition}" for tp in (m.assignment.topic_partitions if m.assignment else [])
+            ],
+        }
+        for m in description.members
+    ]
+    state = str(getattr(description.state, "name", description.state))
+    if as_json:
+        sys.stdout.write(
+            json.dumps({"group": group, "state": state, "members": members, "offsets": rows}) + "\n"
+        )
+        return
+    console = Console()
+    console.print(f"[bold]{group}[/bold]  state: {state}  members: {len(members)}", highlight=False)
+    if members:
+        table = Table(
+            Column("Member", overflow="fold"), "Client", "Host", Column("Partitions", overflow="fold")
+        )
+        for m in members:
+            table.add_row(m["member"], m["client"], m["host"], ", ".join(m["partitions"]))
+        console.print(table)
+    offsets = Table(Column("Topic", no_wrap=True, overflow="fold"), "Partition", "Committed", "End", "Lag")
+    for row in rows:
+        offsets.add_row(
+            row["topic"], str(row["partition"]), str(row["committed"]), str(row["end"]), str(row["lag"])
+        )
+    console.print(offsets)
+    if not rows:
+        console.print(f"Group {group} has no committed offsets.", highlight=False)
