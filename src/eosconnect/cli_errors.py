@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -28,7 +29,15 @@ from typing import Any
 import typer
 import typer.core
 
-__all__ = ["EXIT_FAILED", "EXIT_USAGE", "CliGroup", "PlainHelpCommand", "UserError", "describe_error"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "CliGroup",
+    "PlainHelpCommand",
+    "UserError",
+    "describe_error",
+    "error_text",
+]
 
 log = logging.getLogger("eosconnect.cli")
 
@@ -56,8 +65,22 @@ def _debug_requested() -> bool:
     return os.environ.get("EOSCONNECT_DEBUG", "").strip().lower() in ("1", "true", "yes")
 
 
+def error_text(exc: BaseException) -> str:
+    """An exception's message on one line; a Kafka client error as librdkafka's text (the innermost
+    one: `KafkaError{code=..., str="topic 'x': KafkaError{...}"}` becomes "Broker: Unknown topic ...")."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    text = error.str() if isinstance(error, KafkaError) else str(exc)
+    inner = re.findall(r'str="([^"{}]*)"', text)
+    text = inner[-1] if inner else text
+    return " ".join(line.strip() for line in text.strip().splitlines())
+
+
 def describe_error(exc: BaseException) -> tuple[str, int]:
     """The one line to print for `exc` and the exit status."""
+    from confluent_kafka import KafkaException
+
     from eosconnect.api.errors import ConfigException
     from eosconnect.clients.rest import ConnectError
 
@@ -65,6 +88,8 @@ def describe_error(exc: BaseException) -> tuple[str, int]:
         return str(exc), exc.exit_code
     if isinstance(exc, ConnectError):
         return str(exc), EXIT_FAILED
+    if isinstance(exc, KafkaException):
+        return f"Kafka: {error_text(exc)}", EXIT_FAILED
     if isinstance(exc, ConfigException):
         return " ".join(line.strip() for line in str(exc).splitlines()), EXIT_USAGE
     if isinstance(exc, json.JSONDecodeError):

@@ -128,6 +128,29 @@ def _first_line(text: str | None, width: int = 80) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def _class_column_width(console: Console, others: list[list[str]]) -> int:
+    """What a table's last column (class names) gets of the terminal: its width minus the other
+    columns (each as wide as its widest cell) and the borders and padding (3 per column, plus 1)."""
+    used = sum(max(len(cell) for cell in column) for column in others)
+    return max(20, console.width - used - 3 * (len(others) + 1) - 1)
+
+
+def _dotted(name: str, width: int) -> Text:
+    """A dotted class name that breaks after its dots, not mid-word, when it is wider than `width`
+    (a single part that is wider still is folded by the table)."""
+    lines: list[str] = []
+    line = ""
+    for part in name.split("."):
+        piece = part if not line else "." + part
+        if line and len(line) + len(piece) > width:
+            lines.append(line + ".")
+            line = part
+        else:
+            line += piece
+    lines.append(line)
+    return Text("\n".join(lines))
+
+
 _STATE_STYLE = {
     "RUNNING": "green",
     "PAUSED": "yellow",
@@ -177,7 +200,12 @@ def _print_status(status: dict[str, Any]) -> None:
     console.print(line)
     if conn.get("trace"):
         console.print(Text(f"  {_cause(conn['trace'], 200)}", style="red"))
-    table = Table("Task", "State", Column("Worker", no_wrap=True, overflow="fold"), "Trace")
+    table = Table(
+        Column("Task", no_wrap=True),
+        Column("State", no_wrap=True),
+        Column("Worker", overflow="fold"),
+        "Trace",
+    )
     for task in status.get("tasks") or []:
         table.add_row(
             str(task.get("id")),
@@ -212,22 +240,31 @@ def list_connectors(
     if output is Output.json:
         _print_json(expanded)
         return
-    # Class names stay whole while the other columns can wrap; only a terminal too narrow for them
-    # folds them (never cut with an ellipsis).
-    table = Table("Name", "Type", "State", "Tasks running", Column("Class", no_wrap=True, overflow="fold"))
+    rows = []
     for name in sorted(expanded):
         entry = expanded[name] or {}
         status = entry.get("status") or {}
         info = entry.get("info") or {}
         tasks = status.get("tasks") or []
         running = sum(1 for t in tasks if t.get("state") == "RUNNING")
-        table.add_row(
-            name,
-            str(status.get("type") or info.get("type") or "?"),
-            _state((status.get("connector") or {}).get("state")),
-            f"{running}/{len(tasks)}",
-            str((info.get("config") or {}).get("connector.class", "")),
+        state = str((status.get("connector") or {}).get("state") or "?")
+        kind = str(status.get("type") or info.get("type") or "?")
+        rows.append(
+            (
+                name,
+                kind,
+                state,
+                f"{running}/{len(tasks)}",
+                str((info.get("config") or {}).get("connector.class", "")),
+            )
         )
+    # The short columns never wrap; class names break after a dot when the terminal is narrow
+    # (never mid-word, never cut with an ellipsis).
+    headers = ("Name", "Type", "State", "Tasks running")
+    width = _class_column_width(_console(), [[h, *(r[i] for r in rows)] for i, h in enumerate(headers)])
+    table = Table(*(Column(h, no_wrap=True) for h in headers), Column("Class", overflow="fold"))
+    for name, kind, state, tasks_running, cls in rows:
+        table.add_row(name, kind, _state(state), tasks_running, _dotted(cls, width))
     console = _console()
     console.print(table)
     if not expanded:
@@ -496,10 +533,17 @@ def list_plugins(
     if output is Output.json:
         _print_json(plugins)
         return
-    table = Table(Column("Class", no_wrap=True, overflow="fold"), "Type", "Version")
-    for plugin in plugins:
-        table.add_row(str(plugin.get("class")), str(plugin.get("type")), str(plugin.get("version") or ""))
-    _console().print(table)
+    console = _console()
+    rows = [(str(p.get("type")), str(p.get("version") or ""), str(p.get("class"))) for p in plugins]
+    width = _class_column_width(
+        console, [["Type", *(r[0] for r in rows)], ["Version", *(r[1] for r in rows)]]
+    )
+    table = Table(
+        Column("Type", no_wrap=True), Column("Version", no_wrap=True), Column("Class", overflow="fold")
+    )
+    for kind, version, name in rows:
+        table.add_row(kind, version, _dotted(name, width))
+    console.print(table)
 
 
 @plugins_app.command("config")

@@ -8,6 +8,7 @@ client settings (librdkafka's, e.g. `-X security.protocol=SSL`), as `eosconnect 
   read_committed (`-X isolation.level=read_uncommitted` shows aborted records too) and prints a
   table of partition, offset, timestamp, key and value (`-o json`: one JSON object a line);
   `--max N` stops after N records.
+- `topics create T` creates T (`--partitions`, `--replication-factor`, `-c KEY=VALUE`);
 - `topics produce T` sends each line of standard input (or of `--file`) as one record's value,
   `--key-separator SEP` splitting `key SEP value`, with acks=all, and says how many were written.
 - `groups describe G` shows the group's state and members and, per partition, the committed
@@ -40,7 +41,7 @@ TopicArg = Annotated[str, typer.Argument(help="The topic.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object a line instead of a table.")]
 
 
-def _text(data: bytes | None, limit: int | None = 200) -> str:
+def _text(data: bytes | None, limit: int | None = 120) -> str:
     if data is None:
         return "null"
     text = data.decode("utf-8", errors="replace")
@@ -109,6 +110,29 @@ def consume(
     console = Console()
     console.print(table)
     console.print(f"{len(records)} record(s)", highlight=False)
+
+
+@topics_app.command("create", cls=PlainHelpCommand)
+def create_topic(
+    topic: TopicArg,
+    bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
+    settings: ClientSettingsOpt = None,
+    partitions: Annotated[int, typer.Option(help="Number of partitions.", min=1)] = 1,
+    replication_factor: Annotated[int, typer.Option(help="-1: the broker's default.", min=-1)] = -1,
+    config: Annotated[
+        list[str] | None, typer.Option("--config", "-c", help="A topic setting KEY=VALUE (repeatable).")
+    ] = None,
+) -> None:
+    """Create TOPIC (the local broker does not create topics on first use)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic_config = {
+        k: str(v) for k, v in client_settings("", config, "--config").items() if k != "bootstrap.servers"
+    }
+    admin = AdminClient(client_settings(bootstrap_servers, settings))
+    new = NewTopic(topic, partitions, replication_factor, config=topic_config)
+    admin.create_topics([new], request_timeout=30)[topic].result()
+    Console(stderr=True).print(f"Created topic {topic} ({partitions} partition(s)).", highlight=False)
 
 
 @topics_app.command("produce", cls=PlainHelpCommand)

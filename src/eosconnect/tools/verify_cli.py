@@ -31,7 +31,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from eosconnect.cli_errors import PlainHelpCommand
+from eosconnect.cli_errors import PlainHelpCommand, error_text
 from eosconnect.storage.topic_reader import TopicRecord
 from eosconnect.tools.verify import (
     SequenceReport,
@@ -285,7 +285,7 @@ def verify(
         total = _records_to_read(config, topic, start)
         report = _with_progress(total, progress and not os.environ.get("EOSCONNECT_NO_PROGRESS"), run)
     except Exception as exc:  # topic missing, read timeout, database unreachable, ...
-        console.print(f"[red]cannot verify {topic!r}: {exc}[/]")
+        typer.secho(f"Error: cannot verify {topic!r}: {error_text(exc)}", err=True, fg="red")
         raise typer.Exit(EXIT_UNREADABLE) from exc
     if key_field is not None or by is not None:
         title = f"{topic} by {'record key' if key_field is None else key_field}, read_committed"
