@@ -125,7 +125,8 @@ class CliGroup(typer.core.TyperGroup):
             log.debug("the command failed", exc_info=True)
             if CliGroup.debug or _debug_requested():
                 traceback.print_exc(file=sys.stderr)
-            typer.secho(f"Error: {message}", err=True, fg="red")
+            one_line = " ".join(part.strip() for part in message.splitlines() if part.strip())
+            typer.secho(f"Error: {one_line}", err=True, fg="red")
             raise typer.Exit(code) from None
 
 
