@@ -53,6 +53,10 @@ _CLICK_EXCEPTION: type[Exception] = next(
 _PASS_THROUGH = (typer.Exit, typer.Abort, _CLICK_EXCEPTION, KeyboardInterrupt)
 
 
+#: How a nested KafkaError prints: `KafkaError{code=X,val=N,str="..."}`.
+_KAFKA_ERROR = re.compile(r'KafkaError\{code=[^,{}]*,val=-?\d+,str="([^"]*)"\}')
+
+
 class UserError(Exception):
     """A mistake the user can fix: the message names what is wrong and the fix, in one line."""
 
@@ -66,14 +70,15 @@ def _debug_requested() -> bool:
 
 
 def error_text(exc: BaseException) -> str:
-    """An exception's message on one line; a Kafka client error as librdkafka's text (the innermost
-    one: `KafkaError{code=..., str="topic 'x': KafkaError{...}"}` becomes "Broker: Unknown topic ...")."""
+    """An exception's message on one line; Kafka client errors as their texts
+    (`KafkaError{code=..., str="topic 'x': KafkaError{..., str="Broker: Unknown topic"}"}` becomes
+    "topic 'x': Broker: Unknown topic")."""
     from confluent_kafka import KafkaError, KafkaException
 
     error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     text = error.str() if isinstance(error, KafkaError) else str(exc)
-    inner = re.findall(r'str="([^"{}]*)"', text)
-    text = inner[-1] if inner else text
+    while (plain := _KAFKA_ERROR.sub(r"\1", text)) != text:  # innermost first
+        text = plain
     return " ".join(line.strip() for line in text.strip().splitlines())
 
 

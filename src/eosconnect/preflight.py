@@ -19,6 +19,7 @@ import re
 import socket
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -33,9 +34,13 @@ from eosconnect.worker_config import (
     unknown_worker_settings,
 )
 
-__all__ = ["BROKER_CHECK_TIMEOUT_S", "bind_listener", "check_brokers", "check_worker_settings"]
+__all__ = ["BROKER_CHECK_TIMEOUT_S", "QUIET", "bind_listener", "check_brokers", "check_worker_settings"]
 
 log = logging.getLogger(__name__)
+#: Where librdkafka's own log lines go when a check or a command reports the problem itself.
+QUIET = logging.getLogger("eosconnect.quiet.kafka")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
 
 #: How long the brokers may take to answer before the worker gives up (Kafka Connect fails its
 #: start-up the same way when it cannot describe the cluster).
@@ -82,14 +87,18 @@ def check_worker_settings(
 
 
 def check_brokers(
-    originals: Mapping[str, str], bootstrap_servers: str, timeout: float = BROKER_CHECK_TIMEOUT_S
+    originals: Mapping[str, Any],
+    bootstrap_servers: str,
+    timeout: float = BROKER_CHECK_TIMEOUT_S,
+    *,
+    setting: str = "bootstrap.servers",
 ) -> None:
     """Return once a broker of `bootstrap_servers` answers a metadata request; raise `UserError`
-    naming `bootstrap.servers` and the address when none does within `timeout` seconds."""
+    naming `setting` (the worker's `bootstrap.servers`, a command's `-b`) and the address when none
+    does within `timeout` seconds. `originals` carries the security settings (a worker's, or a
+    command's client settings)."""
     errors: list[KafkaError] = []
-    quiet = logging.getLogger("eosconnect.preflight.kafka")
-    quiet.propagate = False
-    config = {**client_config("admin", originals, logger=quiet), "error_cb": errors.append, "log_level": 0}
+    config = {**client_config("admin", originals, logger=QUIET), "error_cb": errors.append, "log_level": 0}
     admin = AdminClient(config)
     started = time.monotonic()
     last: str = "no answer"
@@ -109,8 +118,8 @@ def check_brokers(
             else:
                 reason = "no broker answers" if fatal else f"no answer within {timeout:.0f} s ({last})"
             raise UserError(
-                f"cannot reach the Kafka brokers at bootstrap.servers={bootstrap_servers}: {reason}; "
-                "check bootstrap.servers (and the security settings) and that the brokers run"
+                f"cannot reach the Kafka brokers at {setting}={bootstrap_servers}: {reason}; "
+                f"check {setting} (and the security settings) and that the brokers run"
             )
 
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -99,3 +101,14 @@ def test_user_mistakes_are_one_line(bootstrap: str, tmp_path: Any) -> None:
     assert setting.exit_code == 2 and "KEY=VALUE" in setting.output
     both = cli("verify", "-t", "t", "-b", bootstrap, "--by", "key", "--sequence")
     assert both.exit_code == 2 and "choose one check" in both.output
+    missing = cli("topics", "consume", "no-such-topic-here", "-b", bootstrap)
+    assert missing.exit_code == 1 and "topic 'no-such-topic-here': Broker: Unknown topic" in missing.output
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    started = time.monotonic()
+    unreachable = cli("groups", "describe", "g", "-b", closed)
+    assert unreachable.exit_code == 2 and f"--bootstrap-server={closed}" in unreachable.output
+    assert len(unreachable.output.strip().splitlines()) == 1, unreachable.output
+    assert time.monotonic() - started < 15, "found in seconds, not after a 30 s client timeout"

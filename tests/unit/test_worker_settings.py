@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from eosconnect.api.errors import ConfigException
-from eosconnect.cli_errors import EXIT_FAILED, EXIT_USAGE, UserError, describe_error
+from eosconnect.cli_errors import EXIT_FAILED, EXIT_USAGE, UserError, describe_error, error_text
 from eosconnect.clients.rest import ConnectError
 from eosconnect.worker_config import close_match, missing_required_near_misses, unknown_worker_settings
 
@@ -106,3 +106,17 @@ def test_errors_are_one_line_with_an_exit_status() -> None:
     assert (
         code == EXIT_FAILED and message.startswith("unexpected RuntimeError: boom") and "--debug" in message
     )
+
+
+def test_kafka_errors_read_as_their_text() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    nested = KafkaException(
+        KafkaError(
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            "topic 'x': KafkaError{code=UNKNOWN_TOPIC_OR_PART,val=3,"
+            'str="Broker: Unknown topic or partition"}',
+        )
+    )
+    assert error_text(nested) == "topic 'x': Broker: Unknown topic or partition"
+    assert describe_error(nested) == ("Kafka: topic 'x': Broker: Unknown topic or partition", EXIT_FAILED)

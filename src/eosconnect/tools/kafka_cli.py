@@ -31,7 +31,13 @@ from rich.text import Text
 from eosconnect.cli_errors import CliGroup, PlainHelpCommand, UserError
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 from eosconnect.tools.verify import parse_start_offsets
-from eosconnect.tools.verify_cli import DEFAULT_BOOTSTRAP, BootstrapOpt, ClientSettingsOpt, client_settings
+from eosconnect.tools.verify_cli import (
+    DEFAULT_BOOTSTRAP,
+    BootstrapOpt,
+    ClientSettingsOpt,
+    client_settings,
+    key_values,
+)
 
 __all__ = ["groups_app", "topics_app"]
 
@@ -126,9 +132,7 @@ def create_topic(
     """Create TOPIC (the local broker does not create topics on first use)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    topic_config = {
-        k: str(v) for k, v in client_settings("", config, "--config").items() if k != "bootstrap.servers"
-    }
+    topic_config = key_values(config, "--config")
     admin = AdminClient(client_settings(bootstrap_servers, settings))
     new = NewTopic(topic, partitions, replication_factor, config=topic_config)
     admin.create_topics([new], request_timeout=30)[topic].result()

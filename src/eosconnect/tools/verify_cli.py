@@ -32,6 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eosconnect.cli_errors import PlainHelpCommand, error_text
+from eosconnect.preflight import check_brokers
 from eosconnect.storage.topic_reader import TopicRecord
 from eosconnect.tools.verify import (
     SequenceReport,
@@ -47,6 +48,7 @@ __all__ = [
     "BootstrapOpt",
     "ClientSettingsOpt",
     "client_settings",
+    "key_values",
     "print_report",
     "render_report",
     "verify",
@@ -86,15 +88,29 @@ def print_report(report: SequenceReport, title: str, out: Console | None = None)
     (out or console).print(render_report(report, title))
 
 
-def client_settings(bootstrap_servers: str, settings: list[str] | None, option: str = "-X") -> dict[str, Any]:
-    """`bootstrap.servers` plus the `KEY=VALUE` client settings given with `option` (librdkafka's)."""
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers}
+def key_values(settings: list[str] | None, option: str) -> dict[str, str]:
+    """`KEY=VALUE` items of a repeatable option."""
+    config: dict[str, str] = {}
     for item in settings or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=option)
         config[key.strip()] = value.strip()
     return config
+
+
+def client_settings(
+    bootstrap_servers: str, settings: list[str] | None, *, check: bool = True
+) -> dict[str, Any]:
+    """`bootstrap.servers` plus the `-X KEY=VALUE` client settings (librdkafka's), with librdkafka's
+    own log lines kept off the terminal (the command reports what failed). With `check`, a broker
+    must answer within seconds, else one line naming `-b` and the address (preflight.check_brokers)."""
+    from eosconnect.preflight import QUIET
+
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, **key_values(settings, "-X")}
+    if check:
+        check_brokers(config, bootstrap_servers, setting="--bootstrap-server")
+    return {**config, "logger": QUIET}
 
 
 class By(StrEnum):
@@ -242,7 +258,7 @@ def verify(
         start = parse_start_offsets(from_offsets)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-offsets") from None
-    config = client_settings(bootstrap_servers, consumer_config)
+    config = client_settings(bootstrap_servers, consumer_config, check=False)
 
     def run(on_record: Callable[[TopicRecord], None] | None) -> SequenceReport:
         if key_field is not None or by is not None:
@@ -282,6 +298,7 @@ def verify(
         )
 
     try:
+        check_brokers(config, bootstrap_servers, setting="--bootstrap-server")
         total = _records_to_read(config, topic, start)
         report = _with_progress(total, progress and not os.environ.get("EOSCONNECT_NO_PROGRESS"), run)
     except Exception as exc:  # topic missing, read timeout, database unreachable, ...
