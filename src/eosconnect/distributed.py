@@ -117,8 +117,11 @@ def run_worker(
     worker = check_worker_settings(props, source, warn_unknown=warn_unknown)
     try:
         rest_config = RestServerConfig.from_properties(props)
-    except ValueError as exc:
-        raise UserError(f"{source}: {exc}") from exc
+    except ValueError as exc:  # a bad listener URL or TLS setting; say which when the text does not
+        named = any(name in str(exc) for name in ("listeners", "rest."))
+        raise UserError(
+            f"{source}: {exc}" if named else f"{source}: listeners={listener_text(props)}: {exc}"
+        ) from exc
     scheme, host, port = listener_of(props)
     listen = bind_listener(host, port, listener_text(props))
     check_brokers(worker.originals, worker.bootstrap_servers)
