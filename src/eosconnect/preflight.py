@@ -5,8 +5,9 @@ Starting Spark takes tens of seconds and prints a lot; a wrong address or a port
 after that, deep inside the herder, used to end in a long traceback naming neither. So, in order:
 
 1. `check_worker_settings`: the properties parse (a misspelt required setting names its near
-   miss), and settings that will have no effect are warned by name, as Kafka Connect does
-   ("... was supplied but isn't a known config"), with the nearest known name;
+   miss), settings that will have no effect are warned by name, as Kafka Connect does
+   ("... was supplied but isn't a known config"), with the nearest known name, and client
+   settings (`producer.*`, `consumer.*`, `admin.*`, `ssl.*`, ...) librdkafka does not know fail;
 2. `check_brokers`: the brokers of `bootstrap.servers` answer within a few seconds;
 3. `bind_listener`: the REST listener's socket is bound (and handed to the REST server later), so
    a port in use is found before Spark starts, not after the worker joined its group.
@@ -26,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConfigException
 from eosconnect.cli_errors import UserError
-from eosconnect.storage.clients import client_config
+from eosconnect.storage.clients import KINDS, ClientConfigError, ClientKind, client_config
 from eosconnect.worker_config import (
     WORKER_CONFIG_DEF,
     WorkerConfig,
@@ -83,7 +84,26 @@ def check_worker_settings(
     if warn_unknown:
         for note in unknown_worker_settings(props):
             log.warning("%s", note.message())
+    unknown_client_settings = {
+        name: problem
+        for kind in KINDS
+        for name, problem in _client_problems(kind, worker.originals).items()
+        if "No such configuration property" in problem
+    }
+    if unknown_client_settings:
+        problems = "; ".join(f"{name}: {problem}" for name, problem in unknown_client_settings.items())
+        raise UserError(f"{source}: {problems}")
     return worker
+
+
+def _client_problems(kind: ClientKind, originals: Mapping[str, str]) -> dict[str, str]:
+    """What librdkafka refuses in the worker's settings for its `kind` clients (`producer.lingr.ms`
+    would otherwise fail the first client the worker makes, after Spark started)."""
+    try:
+        client_config(kind, originals).validate()
+    except ClientConfigError as exc:
+        return {name: problems[0] for name, problems in exc.errors.items()}
+    return {}
 
 
 def check_brokers(

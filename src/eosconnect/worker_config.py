@@ -327,12 +327,12 @@ def unknown_worker_settings(props: Mapping[str, str]) -> list[SettingNote]:
     known = set(known_worker_settings())
     notes = []
     for name in props:
-        if name in known or name.startswith(WORKER_SETTING_PREFIXES):
+        if name in known:
             continue
-        reason = _kafka_connect_reason(name)
+        reason = _kafka_connect_reason(name)  # first: Kafka Connect's admin.listeners is no client setting
         if reason is not None:
             notes.append(SettingNote(name, kafka_connect_only=reason))
-        else:
+        elif not name.startswith(WORKER_SETTING_PREFIXES):
             notes.append(SettingNote(name, suggestion=close_match(name, known)))
     return notes
 

@@ -120,3 +120,18 @@ def test_kafka_errors_read_as_their_text() -> None:
     )
     assert error_text(nested) == "topic 'x': Broker: Unknown topic or partition"
     assert describe_error(nested) == ("Kafka: topic 'x': Broker: Unknown topic or partition", EXIT_FAILED)
+
+
+def test_client_settings_librdkafka_does_not_know_fail_before_spark() -> None:
+    import pytest
+
+    from eosconnect.preflight import check_worker_settings
+
+    with pytest.raises(
+        UserError, match=r"w\.properties: producer\.lingr\.ms: No such configuration property"
+    ):
+        check_worker_settings({"bootstrap.servers": "x:1", "producer.lingr.ms": "5"}, "w.properties")
+    worker = check_worker_settings({"bootstrap.servers": "x:1", "producer.linger.ms": "5"}, "w.properties")
+    assert worker.bootstrap_servers == "x:1"
+    with pytest.raises(UserError, match=r"'bootstrap\.server' is not a worker setting; did you mean"):
+        check_worker_settings({"bootstrap.server": "x:1"}, "w.properties")
