@@ -127,14 +127,15 @@ BootstrapOpt = Annotated[
         help="The Kafka cluster (what `eosconnect kafka start` prints).",
     ),
 ]
+_CLIENT_SETTING_HELP = "A client setting KEY=VALUE (librdkafka's), e.g. security.protocol=SSL; repeatable."
 ClientSettingsOpt = Annotated[
     list[str] | None,
-    typer.Option(
-        "-X",
-        "--consumer-config",
-        "-c",
-        help="A client setting KEY=VALUE (librdkafka's), e.g. security.protocol=SSL; repeatable.",
-    ),
+    typer.Option("-X", "--client-setting", metavar="KEY=VALUE", help=_CLIENT_SETTING_HELP),
+]
+#: verify's spelling: -X, and the --consumer-config/-c it always had.
+ConsumerSettingsOpt = Annotated[
+    list[str] | None,
+    typer.Option("-X", "--consumer-config", "-c", metavar="KEY=VALUE", help=_CLIENT_SETTING_HELP),
 ]
 DEFAULT_BOOTSTRAP = "localhost:9092"
 
@@ -216,7 +217,7 @@ def verify(
     ] = None,
     id_column: Annotated[str, typer.Option(help="--jdbc: the column identifying a row.")] = "id",
     bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
-    consumer_config: ClientSettingsOpt = None,
+    consumer_config: ConsumerSettingsOpt = None,
     from_offsets: Annotated[
         str | None,
         typer.Option(help="Start at these offsets, PARTITION:OFFSET,... (other partitions: beginning)."),
@@ -227,7 +228,10 @@ def verify(
         bool, typer.Option(help=f"Show a progress bar for topics of {PROGRESS_THRESHOLD}+ records.")
     ] = True,
 ) -> None:
-    """Read the topic to its end with read_committed and check it against its source of truth.
+    """Check a topic: each record once, read to its end with read_committed.
+
+    Against SequenceSource's sequences (--sequence), a table (--jdbc), or for any topic by a field
+    of the JSON value (--key-field) or the record key (--by key).
 
     Exit codes: 0 exactly once, 1 anomalies, 2 bad usage, 3 topic or table unreadable.
     """
