@@ -55,10 +55,10 @@ def test_produce_consume_verify_and_describe(
     assert consumed.exit_code == 0, consumed.output
     rows = [json.loads(line) for line in consumed.output.splitlines()]
     assert sorted(r["key"] for r in rows) == ["k0", "k1", "k2", "k3", "k3", "k5"]
-    table = cli(
-        "topics", "consume", topic, "-b", bootstrap, "-X", "isolation.level=read_uncommitted", "-n", "2"
-    )
-    assert table.exit_code == 0 and "2 record(s)" in table.output and "read_uncommitted" in table.output
+    table = cli("topics", "consume", topic, "-b", bootstrap, "-X", "client.id=cli-test", "-n", "2")
+    assert table.exit_code == 0 and "2 record(s)" in table.output and "read_committed" in table.output
+    uncommitted = cli("topics", "consume", topic, "-b", bootstrap, "-X", "isolation.level=read_uncommitted")
+    assert uncommitted.exit_code == 2 and "read_committed only" in uncommitted.output
 
     by_field = cli("verify", "-t", topic, "-b", bootstrap, "--key-field", "order.id")
     assert by_field.exit_code == 1, by_field.output

@@ -5,9 +5,9 @@ Every command takes `-b/--bootstrap-server` (env `EOSCONNECT_BOOTSTRAP_SERVERS`)
 client settings (librdkafka's, e.g. `-X security.protocol=SSL`), as `eosconnect verify` does.
 
 - `topics consume T` reads T from the beginning (or `--from-offsets`) to its current end with
-  read_committed (`-X isolation.level=read_uncommitted` shows aborted records too) and prints a
-  table of partition, offset, timestamp, key and value (`-o json`: one JSON object a line);
-  `--max N` stops after N records.
+  read_committed (what consumers of exactly-once output see; records of aborted transactions are
+  never shown) and prints a table of partition, offset, timestamp, key and value (`--json`: one
+  JSON object a line); `--max N` keeps the first N records read.
 - `topics create T` creates T (`--partitions`, `--replication-factor`, `-c KEY=VALUE`);
 - `topics produce T` sends each line of standard input (or of `--file`) as one record's value,
   `--key-separator SEP` splitting `key SEP value`, with acks=all, and says how many were written.
@@ -80,7 +80,10 @@ def consume(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-offsets") from None
     config = client_settings(bootstrap_servers, settings)
-    isolation = str(config.get("isolation.level", "read_committed"))
+    if str(config.get("isolation.level", "read_committed")) != "read_committed":
+        raise UserError(
+            "topics consume reads with isolation.level=read_committed only; remove -X isolation.level"
+        )
     records: list[TopicRecord] = []
 
     def keep(record: TopicRecord) -> None:
@@ -106,7 +109,7 @@ def consume(
         Column("Timestamp (UTC)", no_wrap=True),
         Column("Key", overflow="fold"),
         Column("Value", overflow="fold"),
-        title=f"{topic} ({isolation})",
+        title=f"{topic} (read_committed)",
         title_justify="left",
     )
     for r in records:
