@@ -105,3 +105,69 @@ def test_source_type_honours_read_uncommitted_by_saying_it_is_not_exactly_once(t
     # MirrorSource reports exactly-once support only with read_committed, and the worker asks for it.
     assert source["source.cluster.isolation.level"] == "read_uncommitted"
     assert source["exactly.once.support"] == "required"
+
+
+NO_SYNCS = """
+clusters = A, B
+A.bootstrap.servers = a-kafka:9092
+B.bootstrap.servers = b-kafka:9092
+A->B.enabled = true
+A->B.topics = orders
+"""
+EOS_FIX = "B.exactly.once.source.support=enabled"
+
+
+@pytest.mark.parametrize(
+    ("extra", "name", "fix"),
+    [
+        # The finding: MirrorSource without exactly once writes no offset syncs.
+        ("sync.group.offsets.enabled = true", "sync.group.offsets.enabled", EOS_FIX),
+        ("A->B.emit.checkpoints.enabled = true", "A->B.emit.checkpoints.enabled", EOS_FIX),
+        (
+            "A->B.connector.type = sink\nsync.group.offsets.enabled = true",
+            "sync.group.offsets.enabled",
+            "A->B.transaction.producer=true",
+        ),
+        (
+            "B.exactly.once.source.support = enabled\nemit.offset-syncs.enabled = false\n"
+            "sync.group.offsets.enabled = true",
+            "sync.group.offsets.enabled",
+            "remove emit.offset-syncs.enabled=false",
+        ),
+    ],
+)
+def test_asking_for_checkpoints_without_offset_syncs_is_refused(
+    tmp_path: Path, extra: str, name: str, fix: str
+) -> None:
+    with pytest.raises(MirrorMakerConfigError) as info:
+        plan(load_properties(write(tmp_path, NO_SYNCS + extra)))
+    problems = (info.value.errors or {})[name]
+    assert len(problems) == 1 and fix in problems[0] and "writes no offset syncs" in problems[0]
+
+
+def test_default_checkpoints_without_offset_syncs_run_with_a_warning(tmp_path: Path) -> None:
+    """MM2's defaults (checkpoints on) stay a working at-least-once mirror, said loudly at start-up."""
+    b = plan(load_properties(write(tmp_path, NO_SYNCS))).targets["B"]
+    assert "MirrorCheckpointConnector-A-B" in b.connectors
+    [warning] = b.warnings
+    assert "writes no offset syncs" in warning and "B.exactly.once.source.support=enabled" in warning
+    exactly_once = plan(load_properties(write(tmp_path, NO_SYNCS + EOS_FIX.replace("=", " = "))))
+    assert exactly_once.targets["B"].warnings == []
+    off = plan(load_properties(write(tmp_path, NO_SYNCS + "emit.checkpoints.enabled = false")))
+    assert off.targets["B"].warnings == []
+
+
+def test_mirror_maker_refuses_it_at_start_up(tmp_path: Path) -> None:
+    """The finding's file: exit status 2 before anything starts, naming the setting and the fix."""
+    import subprocess
+    import sys
+
+    path = write(tmp_path, NO_SYNCS + "sync.group.offsets.enabled = true")
+    done = subprocess.run(
+        [sys.executable, "-m", "eosconnect.cli", "mirror-maker", str(path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "sync.group.offsets.enabled" in done.stderr
+    assert "B.exactly.once.source.support=enabled" in done.stderr
+    assert "Traceback" not in done.stderr

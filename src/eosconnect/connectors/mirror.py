@@ -320,6 +320,8 @@ class MirrorSinkTask(SinkTask):
             # With the source leader epochs committed alongside, the runtime checks these positions
             # against the source partitions' logs (KIP-320) before reading from them.
             self.context.offset({targets[t]: position for t, position in committed.items()})
+            for t, position in committed.items():
+                self.writer.sync_writer.resumes_at(targets[t].topic, targets[t].partition, position.offset)
         log.info(
             "[%s] resuming %d partitions from the target's committed offsets %s (others: auto.offset.reset)",
             self.task_id,
@@ -346,6 +348,9 @@ class MirrorSinkTask(SinkTask):
                 {str(tp): om.offset for tp, om in sorted(found.items())},
             )
             self.context.offset(found)
+            assert self.writer is not None
+            for tp, om in found.items():
+                self.writer.sync_writer.resumes_at(tp.topic, tp.partition, om.offset)
 
     def _ensure_target(self, topic: str, partition: int) -> None:
         """The target topic exists with more than `partition` partitions (created or grown)."""

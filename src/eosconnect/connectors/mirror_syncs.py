@@ -19,6 +19,7 @@ from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.validators import ValidString
 from eosconnect.connectors.mirror_topics import connection_settings
 from eosconnect.mirrormaker.formats import OffsetSync, offset_syncs_topic
+from eosconnect.mirrormaker.translation import OffsetSyncIndex, covered_from
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
 
@@ -27,6 +28,7 @@ __all__ = [
     "define_offset_sync_settings",
     "emits_offset_syncs",
     "ensure_syncs_topic",
+    "read_sync_index",
 ]
 
 EMIT_OFFSET_SYNCS_CONFIG = "emit.offset-syncs.enabled"
@@ -85,6 +87,20 @@ def last_copied(client: Mapping[str, Any], source_alias: str) -> dict[tuple[str,
             key = (sync.topic, sync.partition)
             last[key] = max(last.get(key, -1), sync.upstream_offset)
     return last
+
+
+def read_sync_index(client: Mapping[str, Any], source_alias: str, timeout: float = 60) -> OffsetSyncIndex:
+    """Every committed offset sync of the flow from `source_alias`, indexed as MirrorCheckpoint
+    indexes them (empty if there is no syncs topic)."""
+    index = OffsetSyncIndex()
+    try:
+        records = read_to_end(connection_settings(client), offset_syncs_topic(source_alias), timeout=timeout)
+    except KafkaException:
+        return index
+    for record in records:
+        if record.key is not None and record.value is not None:
+            index.add(OffsetSync.decode(record.key, record.value), covered_from(record.headers))
+    return index
 
 
 def ensure_syncs_topic(admin: AdminClient, source_alias: str, config: Mapping[str, str]) -> str:
