@@ -382,8 +382,8 @@ class MirrorCheckpointTask(SourceTask):
     def _copied_without_syncs(self, group: str, topic: str, partition: int) -> None:
         """A group partition without any offset sync whose copy on the target held committed
         records already at an earlier round (an exactly-once mirror commits syncs with its records,
-        and this round read the syncs after that): the mirror copying it writes no syncs (it runs
-        without exactly once). Said once per partition."""
+        and this round read the syncs after that): they were copied without exactly once. Said
+        once per partition."""
         key = (topic, partition)
         if key in self.unsynced:
             return
@@ -391,9 +391,10 @@ class MirrorCheckpointTask(SourceTask):
             self.unsynced.add(key)
             log.warning(
                 "no checkpoint for group %s on %s-%d: its copy on the target has records but %s holds no "
-                "offset sync for that partition, so the mirror copying it writes none. Offset syncs are "
-                "written only by an exactly-once mirror: MirrorSource on workers with "
-                "exactly.once.source.support=enabled, or MirrorSink with transaction.producer=true",
+                "offset sync for the partition: they were copied by a mirror without exactly once, which "
+                "writes none. Offset syncs are written only by an exactly-once mirror: MirrorSource on "
+                "workers with exactly.once.source.support=enabled, or MirrorSink with "
+                "transaction.producer=true",
                 group,
                 topic,
                 partition,

@@ -128,7 +128,10 @@ def translate_offsets_command(
                 err=True,
             )
     if not offsets:
-        typer.echo(f"no checkpoints of group {group!r} from {source} on {target} yet", err=True)
+        if uncovered:
+            typer.echo(f"no partition of group {group!r} translates exactly: nothing to resume", err=True)
+        else:
+            typer.echo(f"no checkpoints of group {group!r} from {source} on {target} yet", err=True)
         raise typer.Exit(1)
     typer.echo(
         json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())])
