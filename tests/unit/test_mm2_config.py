@@ -123,6 +123,7 @@ EOS_FIX = "B.exactly.once.source.support=enabled"
         # The finding: MirrorSource without exactly once writes no offset syncs.
         ("sync.group.offsets.enabled = true", "sync.group.offsets.enabled", EOS_FIX),
         ("A->B.emit.checkpoints.enabled = true", "A->B.emit.checkpoints.enabled", EOS_FIX),
+        ("emit.offset-syncs.enabled = true", "emit.offset-syncs.enabled", EOS_FIX),
         (
             "A->B.connector.type = sink\nsync.group.offsets.enabled = true",
             "sync.group.offsets.enabled",
@@ -171,3 +172,24 @@ def test_mirror_maker_refuses_it_at_start_up(tmp_path: Path) -> None:
     assert "sync.group.offsets.enabled" in done.stderr
     assert "B.exactly.once.source.support=enabled" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_rest_validation_refuses_offset_syncs_that_cannot_be_written() -> None:
+    """Connectors created over REST: an explicit emit.offset-syncs.enabled=true on a mirror that
+    copies at least once is refused by validation, naming the fix."""
+    from eosconnect.cluster.validation import mirror_source_preflight
+    from eosconnect.connectors.mirror import MirrorSinkConnector
+    from eosconnect.connectors.mirror_source import MirrorSourceConnector
+    from eosconnect.worker_config import WorkerConfig
+
+    config = {"emit.offset-syncs.enabled": "true", "source.cluster.bootstrap.servers": "a:9092"}
+    plain = WorkerConfig.parse({"bootstrap.servers": "b:9092"})
+    [problem] = mirror_source_preflight(MirrorSourceConnector(), config, plain)["emit.offset-syncs.enabled"]
+    assert "exactly.once.source.support=enabled" in problem
+    eos = WorkerConfig.parse({"bootstrap.servers": "b:9092", "exactly.once.source.support": "enabled"})
+    assert mirror_source_preflight(MirrorSourceConnector(), config, eos) == {}
+    sink = {**config, "topics": "orders", "target.cluster.bootstrap.servers": "b:9092"}
+    errors = {v.name: v.errors for v in MirrorSinkConnector().validate(sink) if v.errors}
+    assert "transaction.producer=true" in errors["emit.offset-syncs.enabled"][0]
+    transactional = {**sink, "transaction.producer": "true"}
+    assert not [v for v in MirrorSinkConnector().validate(transactional) if v.errors]

@@ -62,6 +62,7 @@ from eosconnect.connectors.mirror_syncs import (
     emits_offset_syncs,
     ensure_syncs_topic,
     last_copied,
+    offset_syncs_errors,
 )
 from eosconnect.connectors.mirror_topics import (
     MIRROR_TOPICS_CONFIG_DEF,
@@ -154,6 +155,9 @@ class MirrorSinkConnector(SinkConnector):
     def validate(self, config: Mapping[str, str]) -> list[ConfigValue]:
         values = super().validate(config)
         for name, problems in prefixed_client_errors(config, TARGET_PREFIX, KINDS).items():
+            values.append(ConfigValue(name, config.get(name), errors=problems))
+        fix = f"set {TRANSACTION_PRODUCER_CONFIG}=true"
+        for name, problems in offset_syncs_errors(config, is_transactional(config), fix).items():
             values.append(ConfigValue(name, config.get(name), errors=problems))
         return values
 

@@ -28,6 +28,7 @@ __all__ = [
     "define_offset_sync_settings",
     "emits_offset_syncs",
     "ensure_syncs_topic",
+    "offset_syncs_errors",
     "read_sync_index",
 ]
 
@@ -69,6 +70,20 @@ def define_offset_sync_settings(config_def: ConfigDef) -> ConfigDef:
 
 def emits_offset_syncs(config: Mapping[str, str]) -> bool:
     return str(config.get(EMIT_OFFSET_SYNCS_CONFIG, "true")).strip().lower() == "true"
+
+
+def offset_syncs_errors(config: Mapping[str, str], exactly_once: bool, fix: str) -> dict[str, list[str]]:
+    """An explicit `emit.offset-syncs.enabled=true` on a mirror that will not run exactly once
+    (so writes none, and no checkpoint of its topics can ever be exact): refused, naming `fix`."""
+    if exactly_once or str(config.get(EMIT_OFFSET_SYNCS_CONFIG, "")).strip().lower() != "true":
+        return {}
+    return {
+        EMIT_OFFSET_SYNCS_CONFIG: [
+            "offset syncs are written only in the transactions of an exactly-once mirror, and this one "
+            f"copies at least once, so it would write none (and MirrorCheckpoint no checkpoint): {fix}, "
+            f"or remove {EMIT_OFFSET_SYNCS_CONFIG}"
+        ]
+    }
 
 
 def last_copied(client: Mapping[str, Any], source_alias: str) -> dict[tuple[str, int], int]:

@@ -518,7 +518,7 @@ def _check_offset_syncs(
     )
     asked = [
         name
-        for name in ("sync.group.offsets.enabled", "emit.checkpoints.enabled")
+        for name in ("sync.group.offsets.enabled", "emit.checkpoints.enabled", "emit.offset-syncs.enabled")
         if _true(settings.get(name), False)
     ]
     for name in asked:
