@@ -111,11 +111,13 @@ class OffsetSyncWriter:
 
     def records(self, copies: Sequence[tuple[str, int, int, int]]) -> list[tuple[OffsetSync, Headers]]:
         """The syncs of one transaction's `copies` (as for `offset_syncs`), with their headers."""
+        syncs = offset_syncs(copies)
+        # Each partition's first sync is its first copy, its last sync its last copy.
         first: dict[tuple[str, int], int] = {}
         last: dict[tuple[str, int], int] = {}
-        for topic, partition, source, _target in copies:
-            first.setdefault((topic, partition), source)
-            last[(topic, partition)] = source
+        for sync in syncs:
+            first.setdefault((sync.topic, sync.partition), sync.upstream_offset)
+            last[(sync.topic, sync.partition)] = sync.upstream_offset
         starts: dict[tuple[str, int], int] = {}
         for key, offset in first.items():
             latest = self._latest.get(key)
@@ -127,7 +129,7 @@ class OffsetSyncWriter:
             self._latest[key] = (offset, starts[key])
             self._next[key] = last[key] + 1
         result: list[tuple[OffsetSync, Headers]] = []
-        for sync in offset_syncs(copies):
+        for sync in syncs:
             key = (sync.topic, sync.partition)
             start = starts.pop(key, None)
             headers = [] if start is None else [(COVERED_FROM_HEADER, str(start).encode("ascii"))]
