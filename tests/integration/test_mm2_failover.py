@@ -518,6 +518,7 @@ def test_late_enabled_exactly_once_fails_over_exactly_or_not_at_all(
     n = next(_aliases)
     x, y = f"a{n}", f"b{n}"
     topic, target_topic = f"late{n}", f"{x}.late{n}"
+    app, late = f"app{n}", f"late-group{n}"
     rng = random.Random(n)
     flow = {
         f"{x}->{y}.enabled": "true",
@@ -535,8 +536,8 @@ def test_late_enabled_exactly_once_fails_over_exactly_or_not_at_all(
     second = EosMirrorMakerProcess(tmp_path / "second", with_eos, [y])
     create_topic(bootstrap, topic)
     committed = produce(bootstrap, topic, range(0, 150), rng)
-    consume(bootstrap, topic, "app", stop_after=40)
-    app_on_a = committed_offsets(bootstrap, "app")
+    consume(bootstrap, topic, app, stop_after=40)
+    app_on_a = committed_offsets(bootstrap, app)
     assert app_on_a, "group app committed on A"
     try:
         first.start()
@@ -547,36 +548,36 @@ def test_late_enabled_exactly_once_fails_over_exactly_or_not_at_all(
         second.start()
         committed += produce(bootstrap, topic, range(150, 300), rng)
         wait_until(lambda: target_count(cluster_b, target_topic) >= len(committed), 180, "the second copy")
-        late_on_a = consume(bootstrap, topic, "late", idle_s=4)
+        late_on_a = consume(bootstrap, topic, late, idle_s=4)
         # Records after the group's last commit: an offset past the last copy (a caught-up group
         # commits past the transaction markers) waits for the mirror's next copy.
         committed += produce(bootstrap, topic, range(300, 360), rng)
         wait_until(lambda: target_count(cluster_b, target_topic) >= len(committed), 180, "the third copy")
-        late_offsets = committed_offsets(bootstrap, "late")
+        late_offsets = committed_offsets(bootstrap, late)
 
         def upstream() -> dict[tuple[str, int], int]:
-            latest = latest_checkpoints(cluster_b, x, "late")
+            latest = latest_checkpoints(cluster_b, x, late)
             return {(topic, p): cp.upstream_offset for (_t, p), cp in latest.items()}
 
         wait_until(lambda: upstream() == late_offsets, 120, "checkpoints of group late")
         for (_topic, partition), offset in app_on_a.items():
-            line = f"no checkpoint for group app on {topic}-{partition}: its committed offset {offset} "
+            line = f"no checkpoint for group {app} on {topic}-{partition}: its committed offset {offset} "
             wait_until(lambda line=line: line in second.log_path.read_text(), 60, f"the WARN: {line}")
         config = tmp_path / "mm2.properties"
         config.write_text(javaproperties.dumps(with_eos, timestamp=False))
         command = [sys.executable, "-m", "eosconnect.cli", "mirror", "translate-offsets", "--source", x,
                    "--target", y, "--config", str(config)]  # fmt: skip
-        refused = subprocess.run([*command, "--group", "app"], capture_output=True, text=True, timeout=120)
+        refused = subprocess.run([*command, "--group", app], capture_output=True, text=True, timeout=120)
         if connector_type == "sink":
-            subprocess.run([*command, "--group", "late", "--commit"], check=True, timeout=120)
-        latest = latest_checkpoints(cluster_b, x, "late")
-        wait_for_group_offsets(cluster_b, "late", {key: cp.downstream_offset for key, cp in latest.items()})
+            subprocess.run([*command, "--group", late, "--commit"], check=True, timeout=120)
+        latest = latest_checkpoints(cluster_b, x, late)
+        wait_for_group_offsets(cluster_b, late, {key: cp.downstream_offset for key, cp in latest.items()})
         second.stop()
         translated = every_offset_translates_exactly_or_not(bootstrap, cluster_b, topic, x, target_topic)
         warned = [
             line
             for line in second.log_path.read_text().splitlines()
-            if "no checkpoint for group app" in line and "committed offset" in line
+            if f"no checkpoint for group {app} " in line and "committed offset" in line
         ]
     finally:
         first.stop()
@@ -585,13 +586,13 @@ def test_late_enabled_exactly_once_fails_over_exactly_or_not_at_all(
         print(f"\n{connector_type}: {warned[0]}")
         print(f"translate-offsets --group app (exit {refused.returncode}):\n{refused.stderr}")
     # Group app: nothing on B, said once per partition.
-    assert latest_checkpoints(cluster_b, x, "app") == {}
-    assert committed_offsets(cluster_b, "app") == {}
+    assert latest_checkpoints(cluster_b, x, app) == {}
+    assert committed_offsets(cluster_b, app) == {}
     assert len(warned) == len(app_on_a), warned
     assert refused.returncode == 1 and refused.stdout == ""
     for (_topic, partition), offset in app_on_a.items():
         assert f"{topic}-{partition}: its committed offset {offset} cannot be translated" in refused.stderr
     # Group late fails over exactly; the translation rule holds for every offset of the topic.
-    result = Failover(committed, late_on_a, consume(cluster_b, target_topic, "late", idle_s=4))
-    assert result.reprocessed == 0 and result.missed == 0, result.figures("late")
+    result = Failover(committed, late_on_a, consume(cluster_b, target_topic, late, idle_s=4))
+    assert result.reprocessed == 0 and result.missed == 0, result.figures(late)
     assert translated > 0
