@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.mirrormaker.formats import OffsetSync, offset_syncs_topic
-from eosconnect.mirrormaker.translation import OffsetSyncIndex
+from eosconnect.mirrormaker.translation import OffsetSyncIndex, covered_from
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
 from support.runtime_helpers import wait_until
@@ -473,17 +473,18 @@ def test_mirror_source_offset_syncs_stay_exact_while_another_producer_writes_the
     foreign = [r.offset for r in read_committed(mirror_topic) if "foreign" in json.loads(r.value)]
     assert any(copies[0].offset < f < copies[-1].offset for f in foreign), "the writers did not overlap"
     index = OffsetSyncIndex()
-    syncs = [
-        OffsetSync.decode(r.key, r.value)
+    records = [
+        (OffsetSync.decode(r.key, r.value), covered_from(r.headers))
         for r in read_committed(offset_syncs_topic("remote"))
         if r.key is not None and r.value is not None
     ]
-    syncs = [s for s in syncs if s.topic == source]
+    records = [(s, start) for s, start in records if s.topic == source]
+    syncs = [s for s, _start in records]
     assert syncs and max(s.upstream_offset for s in syncs) == count - 1
-    for sync in syncs:
+    for sync, start in records:
         # The source was written in one go by an idempotent producer: source offset == seq.
         assert seq_at.get(sync.downstream_offset) == sync.upstream_offset, f"{sync} is not exact"
-        index.add(sync)
+        index.add(sync, start)  # with its coverage (transactions sent again after an abort too)
     copy_offsets = [r.offset for r in copies]
     for committed in range(count):
         translated = index.translate(source, 0, committed)

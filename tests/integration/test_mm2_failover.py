@@ -477,3 +477,122 @@ def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
         stop.set()
         first.stop()
         second.stop()
+
+
+# ----------------------------------------------------------------------------- late enable
+def every_offset_translates_exactly_or_not(a: str, b: str, topic: str, alias: str, target_topic: str) -> int:
+    """For every offset C of every partition of `topic` on A (a group committed there): the offset
+    syncs on B translate it to a T from which a read_committed consumer of the copy reads exactly
+    the records at and after C - none skipped, none read twice, none from before C - or refuse it
+    with a reason. Returns how many offsets translated."""
+    from eosconnect.connectors.mirror_syncs import read_sync_index
+
+    index = read_sync_index({"bootstrap.servers": b}, alias)
+    source = read_to_end({"bootstrap.servers": a}, topic)
+    copy = read_to_end({"bootstrap.servers": b}, target_topic)
+    translated = 0
+    for partition in range(PARTITIONS):
+        on_a = [(r.offset, json.loads(r.value)["seq"]) for r in source if r.partition == partition]
+        on_b = [(r.offset, json.loads(r.value)["seq"]) for r in copy if r.partition == partition]
+        for c in range(0, on_a[-1][0] + 2):
+            result = index.lookup(topic, partition, c)
+            if result.offset is None:
+                continue
+            translated += 1
+            read = [seq for offset, seq in on_b if offset >= result.offset]
+            wanted = {seq for offset, seq in on_a if offset >= c}
+            skipped, repeated = len(wanted - set(read)), len(read) - len(set(read) & wanted)
+            assert (skipped, repeated) == (0, 0), f"{topic}-{partition} offset {c} -> {result.offset}"
+    return translated
+
+
+@pytest.mark.parametrize("connector_type", ["source", "sink"])
+def test_late_enabled_exactly_once_fails_over_exactly_or_not_at_all(
+    connector_type: str, bootstrap: str, cluster_b: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24's finding: a flow mirrored without exactly once (so without offset syncs), then
+    restarted with it. Group `app` committed on A before the first sync: it gets no checkpoint and
+    no offset on B, a WARN names it, `translate-offsets` refuses it; group `late`, committed after
+    the restart, fails over with 0 skipped and 0 reprocessed; and every offset of the topic either
+    translates exactly or not at all."""
+    n = next(_aliases)
+    x, y = f"a{n}", f"b{n}"
+    topic, target_topic = f"late{n}", f"{x}.late{n}"
+    app, late = f"app{n}", f"late-group{n}"
+    rng = random.Random(n)
+    flow = {
+        f"{x}->{y}.enabled": "true",
+        f"{x}->{y}.topics": topic,
+        f"{x}->{y}.connector.type": connector_type,
+    }
+    without = mm2_properties((x, y), bootstrap, cluster_b, str(n), **flow)
+    with_eos = dict(without, **{"sync.group.offsets.enabled": "true"})
+    if connector_type == "source":
+        del without[f"{y}.exactly.once.source.support"]
+    else:
+        with_eos[f"{x}->{y}.transaction.producer"] = "true"
+        with_eos[f"{x}->{y}.transaction.commit.interval.ms"] = "1000"
+    first = EosMirrorMakerProcess(tmp_path / "first", without, [y])
+    second = EosMirrorMakerProcess(tmp_path / "second", with_eos, [y])
+    create_topic(bootstrap, topic)
+    committed = produce(bootstrap, topic, range(0, 150), rng)
+    consume(bootstrap, topic, app, stop_after=40)
+    app_on_a = committed_offsets(bootstrap, app)
+    assert app_on_a, "group app committed on A"
+    try:
+        first.start()
+        assert "writes no offset syncs" in first.log_path.read_text(), "no start-up warning"
+        wait_until(lambda: target_count(cluster_b, target_topic) >= len(committed), 180, "the first copy")
+        time.sleep(3)  # the at-least-once mirror's offsets flush (offset.flush.interval.ms=1000)
+        first.stop()
+        second.start()
+        committed += produce(bootstrap, topic, range(150, 300), rng)
+        wait_until(lambda: target_count(cluster_b, target_topic) >= len(committed), 180, "the second copy")
+        late_on_a = consume(bootstrap, topic, late, idle_s=4)
+        # Records after the group's last commit: an offset past the last copy (a caught-up group
+        # commits past the transaction markers) waits for the mirror's next copy.
+        committed += produce(bootstrap, topic, range(300, 360), rng)
+        wait_until(lambda: target_count(cluster_b, target_topic) >= len(committed), 180, "the third copy")
+        late_offsets = committed_offsets(bootstrap, late)
+
+        def upstream() -> dict[tuple[str, int], int]:
+            latest = latest_checkpoints(cluster_b, x, late)
+            return {(topic, p): cp.upstream_offset for (_t, p), cp in latest.items()}
+
+        wait_until(lambda: upstream() == late_offsets, 120, "checkpoints of group late")
+        for (_topic, partition), offset in app_on_a.items():
+            line = f"no checkpoint for group {app} on {topic}-{partition}: its committed offset {offset} "
+            wait_until(lambda line=line: line in second.log_path.read_text(), 60, f"the WARN: {line}")
+        config = tmp_path / "mm2.properties"
+        config.write_text(javaproperties.dumps(with_eos, timestamp=False))
+        command = [sys.executable, "-m", "eosconnect.cli", "mirror", "translate-offsets", "--source", x,
+                   "--target", y, "--config", str(config)]  # fmt: skip
+        refused = subprocess.run([*command, "--group", app], capture_output=True, text=True, timeout=120)
+        if connector_type == "sink":
+            subprocess.run([*command, "--group", late, "--commit"], check=True, timeout=120)
+        latest = latest_checkpoints(cluster_b, x, late)
+        wait_for_group_offsets(cluster_b, late, {key: cp.downstream_offset for key, cp in latest.items()})
+        second.stop()
+        translated = every_offset_translates_exactly_or_not(bootstrap, cluster_b, topic, x, target_topic)
+        warned = [
+            line
+            for line in second.log_path.read_text().splitlines()
+            if f"no checkpoint for group {app} " in line and "committed offset" in line
+        ]
+    finally:
+        first.stop()
+        second.stop()
+    with capsys.disabled():
+        print(f"\n{connector_type}: {warned[0]}")
+        print(f"translate-offsets --group app (exit {refused.returncode}):\n{refused.stderr}")
+    # Group app: nothing on B, said once per partition.
+    assert latest_checkpoints(cluster_b, x, app) == {}
+    assert committed_offsets(cluster_b, app) == {}
+    assert len(warned) == len(app_on_a), warned
+    assert refused.returncode == 1 and refused.stdout == ""
+    for (_topic, partition), offset in app_on_a.items():
+        assert f"{topic}-{partition}: its committed offset {offset} cannot be translated" in refused.stderr
+    # Group late fails over exactly; the translation rule holds for every offset of the topic.
+    result = Failover(committed, late_on_a, consume(cluster_b, target_topic, late, idle_s=4))
+    assert result.reprocessed == 0 and result.missed == 0, result.figures(late)
+    assert translated > 0

@@ -13,7 +13,7 @@ from eosconnect.api.batch import ColumnOffsets, LandedRecords, SourceBatch
 from eosconnect.api.records import SourcePartition
 from eosconnect.connectors.mirror_source import MirrorSourceTask, wrap_partition
 from eosconnect.mirrormaker.formats import OffsetSync
-from eosconnect.mirrormaker.translation import offset_syncs
+from eosconnect.mirrormaker.translation import OffsetSyncWriter, offset_syncs
 from eosconnect.runtime.exactly_once import _Landing
 
 SOURCE = wrap_partition("east", SimpleNamespace(topic="orders", partition=2))
@@ -39,11 +39,12 @@ def _task() -> MirrorSourceTask:
     task = MirrorSourceTask()
     task._syncs_topic = "mm2-offset-syncs.east.internal"
     task._origins = {SourcePartition.of(SOURCE): ("orders", 2)}
+    task._sync_writer = OffsetSyncWriter()
     return task
 
 
-def _syncs(records: list[tuple[str, int, bytes, bytes]]) -> list[OffsetSync]:
-    return [OffsetSync.decode(key, value) for _, _, key, value in records]
+def _syncs(records: list[tuple[str, int, bytes, bytes, list[tuple[str, bytes]]]]) -> list[OffsetSync]:
+    return [OffsetSync.decode(key, value) for _, _, key, value, _headers in records]
 
 
 def test_contiguous_batch_gives_the_syncs_of_per_record_reports():

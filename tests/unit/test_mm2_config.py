@@ -105,3 +105,91 @@ def test_source_type_honours_read_uncommitted_by_saying_it_is_not_exactly_once(t
     # MirrorSource reports exactly-once support only with read_committed, and the worker asks for it.
     assert source["source.cluster.isolation.level"] == "read_uncommitted"
     assert source["exactly.once.support"] == "required"
+
+
+NO_SYNCS = """
+clusters = A, B
+A.bootstrap.servers = a-kafka:9092
+B.bootstrap.servers = b-kafka:9092
+A->B.enabled = true
+A->B.topics = orders
+"""
+EOS_FIX = "B.exactly.once.source.support=enabled"
+
+
+@pytest.mark.parametrize(
+    ("extra", "name", "fix"),
+    [
+        # The finding: MirrorSource without exactly once writes no offset syncs.
+        ("sync.group.offsets.enabled = true", "sync.group.offsets.enabled", EOS_FIX),
+        ("A->B.emit.checkpoints.enabled = true", "A->B.emit.checkpoints.enabled", EOS_FIX),
+        ("emit.offset-syncs.enabled = true", "emit.offset-syncs.enabled", EOS_FIX),
+        (
+            "A->B.connector.type = sink\nsync.group.offsets.enabled = true",
+            "sync.group.offsets.enabled",
+            "A->B.transaction.producer=true",
+        ),
+        (
+            "B.exactly.once.source.support = enabled\nemit.offset-syncs.enabled = false\n"
+            "sync.group.offsets.enabled = true",
+            "sync.group.offsets.enabled",
+            "remove emit.offset-syncs.enabled=false",
+        ),
+    ],
+)
+def test_asking_for_checkpoints_without_offset_syncs_is_refused(
+    tmp_path: Path, extra: str, name: str, fix: str
+) -> None:
+    with pytest.raises(MirrorMakerConfigError) as info:
+        plan(load_properties(write(tmp_path, NO_SYNCS + extra)))
+    problems = (info.value.errors or {})[name]
+    assert len(problems) == 1 and fix in problems[0] and "writes no offset syncs" in problems[0]
+
+
+def test_default_checkpoints_without_offset_syncs_run_with_a_warning(tmp_path: Path) -> None:
+    """MM2's defaults (checkpoints on) stay a working at-least-once mirror, said loudly at start-up."""
+    b = plan(load_properties(write(tmp_path, NO_SYNCS))).targets["B"]
+    assert "MirrorCheckpointConnector-A-B" in b.connectors
+    [warning] = b.warnings
+    assert "writes no offset syncs" in warning and "B.exactly.once.source.support=enabled" in warning
+    exactly_once = plan(load_properties(write(tmp_path, NO_SYNCS + EOS_FIX.replace("=", " = "))))
+    assert exactly_once.targets["B"].warnings == []
+    off = plan(load_properties(write(tmp_path, NO_SYNCS + "emit.checkpoints.enabled = false")))
+    assert off.targets["B"].warnings == []
+
+
+def test_mirror_maker_refuses_it_at_start_up(tmp_path: Path) -> None:
+    """The finding's file: exit status 2 before anything starts, naming the setting and the fix."""
+    import subprocess
+    import sys
+
+    path = write(tmp_path, NO_SYNCS + "sync.group.offsets.enabled = true")
+    done = subprocess.run(
+        [sys.executable, "-m", "eosconnect.cli", "mirror-maker", str(path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "sync.group.offsets.enabled" in done.stderr
+    assert "B.exactly.once.source.support=enabled" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_rest_validation_refuses_offset_syncs_that_cannot_be_written() -> None:
+    """Connectors created over REST: an explicit emit.offset-syncs.enabled=true on a mirror that
+    copies at least once is refused by validation, naming the fix."""
+    from eosconnect.cluster.validation import mirror_source_preflight
+    from eosconnect.connectors.mirror import MirrorSinkConnector
+    from eosconnect.connectors.mirror_source import MirrorSourceConnector
+    from eosconnect.worker_config import WorkerConfig
+
+    config = {"emit.offset-syncs.enabled": "true", "source.cluster.bootstrap.servers": "a:9092"}
+    plain = WorkerConfig.parse({"bootstrap.servers": "b:9092"})
+    [problem] = mirror_source_preflight(MirrorSourceConnector(), config, plain)["emit.offset-syncs.enabled"]
+    assert "exactly.once.source.support=enabled" in problem
+    eos = WorkerConfig.parse({"bootstrap.servers": "b:9092", "exactly.once.source.support": "enabled"})
+    assert mirror_source_preflight(MirrorSourceConnector(), config, eos) == {}
+    sink = {**config, "topics": "orders", "target.cluster.bootstrap.servers": "b:9092"}
+    errors = {v.name: v.errors for v in MirrorSinkConnector().validate(sink) if v.errors}
+    assert "transaction.producer=true" in errors["emit.offset-syncs.enabled"][0]
+    transactional = {**sink, "transaction.producer": "true"}
+    assert not [v for v in MirrorSinkConnector().validate(transactional) if v.errors]

@@ -111,8 +111,24 @@ def file_confinement_errors(
     return {"file": [problem]} if problem else {}
 
 
+def mirror_source_preflight(
+    connector: Connector, config: Mapping[str, str], worker: WorkerConfig
+) -> dict[str, list[str]]:
+    """MirrorSource writes offset syncs only on workers with exactly-once source support: an
+    explicit `emit.offset-syncs.enabled=true` on another worker asks for what it cannot do."""
+    from eosconnect.connectors.mirror_source import MirrorSourceConnector
+    from eosconnect.connectors.mirror_syncs import offset_syncs_errors
+
+    if not isinstance(connector, MirrorSourceConnector):
+        return {}
+    fix = "set exactly.once.source.support=enabled on every worker"
+    return offset_syncs_errors(config, worker.exactly_once_enabled, fix)
+
+
 def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:
     errors = file_confinement_errors(connector, config, worker)
+    for name, problems in mirror_source_preflight(connector, config, worker).items():
+        errors.setdefault(name, []).extend(problems)
     if isinstance(connector, SourceConnector):
         checks = exactly_once_preflight(connector, config, worker)
     else:

@@ -62,6 +62,7 @@ from eosconnect.connectors.mirror_syncs import (
     emits_offset_syncs,
     ensure_syncs_topic,
     last_copied,
+    offset_syncs_errors,
 )
 from eosconnect.connectors.mirror_topics import (
     MIRROR_TOPICS_CONFIG_DEF,
@@ -154,6 +155,9 @@ class MirrorSinkConnector(SinkConnector):
     def validate(self, config: Mapping[str, str]) -> list[ConfigValue]:
         values = super().validate(config)
         for name, problems in prefixed_client_errors(config, TARGET_PREFIX, KINDS).items():
+            values.append(ConfigValue(name, config.get(name), errors=problems))
+        fix = f"set {TRANSACTION_PRODUCER_CONFIG}=true"
+        for name, problems in offset_syncs_errors(config, is_transactional(config), fix).items():
             values.append(ConfigValue(name, config.get(name), errors=problems))
         return values
 
@@ -320,6 +324,8 @@ class MirrorSinkTask(SinkTask):
             # With the source leader epochs committed alongside, the runtime checks these positions
             # against the source partitions' logs (KIP-320) before reading from them.
             self.context.offset({targets[t]: position for t, position in committed.items()})
+            for t, position in committed.items():
+                self.writer.sync_writer.resumes_at(targets[t].topic, targets[t].partition, position.offset)
         log.info(
             "[%s] resuming %d partitions from the target's committed offsets %s (others: auto.offset.reset)",
             self.task_id,
@@ -346,6 +352,9 @@ class MirrorSinkTask(SinkTask):
                 {str(tp): om.offset for tp, om in sorted(found.items())},
             )
             self.context.offset(found)
+            assert self.writer is not None
+            for tp, om in found.items():
+                self.writer.sync_writer.resumes_at(tp.topic, tp.partition, om.offset)
 
     def _ensure_target(self, topic: str, partition: int) -> None:
         """The target topic exists with more than `partition` partitions (created or grown)."""

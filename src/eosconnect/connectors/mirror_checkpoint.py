@@ -12,7 +12,10 @@ commits the translated offsets, every `sync.group.offsets.interval.seconds`, to 
 same name on the target that have no active member there, never moving a group backwards.
 
 A group offset beyond what the mirror has copied is not translated yet (its checkpoint follows
-once the mirror gets there), so every checkpoint is exact when written.
+once the mirror gets there), so every checkpoint is exact when written. A group offset no offset
+sync covers (below the partition's first sync, or in a stretch copied while the mirror wrote no
+syncs) is never translated: that partition of that group gets no checkpoint and is not synced to the
+target, and a WARN says why, once, until the group's offset translates again.
 """
 
 from __future__ import annotations
@@ -55,8 +58,8 @@ from eosconnect.connectors.mirror_topics import (
     prefixed_client_errors,
 )
 from eosconnect.mirrormaker.formats import Checkpoint, OffsetSync, checkpoints_topic, offset_syncs_topic
-from eosconnect.mirrormaker.translation import OffsetSyncIndex
-from eosconnect.storage.topic_reader import assign_promptly
+from eosconnect.mirrormaker.translation import OffsetSyncIndex, covered_from
+from eosconnect.storage.topic_reader import assign_promptly, end_offsets
 from eosconnect.storage.topics import ensure_topic
 
 __all__ = ["MirrorCheckpointConnector", "MirrorCheckpointTask"]
@@ -266,6 +269,13 @@ class MirrorCheckpointTask(SourceTask):
         self.emitted: dict[tuple[str, str, int], Checkpoint] = {}
         #: group -> {target partition: translated offset}, from the latest round.
         self.translated: dict[str, dict[tuple[str, int], int]] = {}
+        #: (group, source topic, partition) -> the offset last warned about as untranslatable.
+        self.uncovered: dict[tuple[str, str, int], int] = {}
+        #: Source partitions said to be copied without offset syncs.
+        self.unsynced: set[tuple[str, int]] = set()
+        #: Source partitions without syncs whose copy held committed records at an earlier round.
+        self._copied_before: set[tuple[str, int]] = set()
+        self._target_topics: set[str] | None = None
 
     # ----------------------------------------------------------------------------- the loop
     def poll(self) -> list[SourceRecord] | None:
@@ -294,7 +304,9 @@ class MirrorCheckpointTask(SourceTask):
                     if error.code() not in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
                         log.warning("reading offset syncs: %s", error.str())
                     continue
-                self.index.add(OffsetSync.decode(message.key(), message.value()))
+                self.index.add(
+                    OffsetSync.decode(message.key(), message.value()), covered_from(message.headers())
+                )
             if not messages:
                 return
 
@@ -320,6 +332,7 @@ class MirrorCheckpointTask(SourceTask):
             log.warning("could not list the source cluster's groups: %s", exc)
             return []
         mirrored = self.index.partitions()
+        self._target_topics: set[str] | None = None  # listed at most once per round, if needed
         records = []
         for group in groups:
             try:
@@ -331,12 +344,21 @@ class MirrorCheckpointTask(SourceTask):
                 continue
             translated = self.translated.setdefault(group, {})
             for tp in offsets.topic_partitions or []:
-                if tp.offset < 0 or (tp.topic, tp.partition) not in mirrored:
+                if tp.offset < 0:
                     continue
-                downstream = self.index.translate(tp.topic, tp.partition, tp.offset)
+                if (tp.topic, tp.partition) not in mirrored:
+                    self._copied_without_syncs(group, tp.topic, tp.partition)
+                    continue
+                target_topic = self.policy.target_topic(tp.topic)
+                translation = self.index.lookup(tp.topic, tp.partition, tp.offset)
+                downstream = translation.offset
+                if translation.uncovered is not None:
+                    self._not_translated(group, tp.topic, tp.partition, tp.offset, translation.uncovered)
+                    translated.pop((target_topic, tp.partition), None)  # nor synced to the target
+                    continue
+                self.uncovered.pop((group, tp.topic, tp.partition), None)
                 if downstream is None:
                     continue  # the mirror has not copied up to it yet
-                target_topic = self.policy.target_topic(tp.topic)
                 translated[(target_topic, tp.partition)] = downstream
                 checkpoint = Checkpoint(
                     group, target_topic, tp.partition, tp.offset, downstream, tp.metadata or ""
@@ -356,6 +378,62 @@ class MirrorCheckpointTask(SourceTask):
                     )
                 )
         return records
+
+    def _copied_without_syncs(self, group: str, topic: str, partition: int) -> None:
+        """A group partition without any offset sync whose copy on the target held committed
+        records already at an earlier round (an exactly-once mirror commits syncs with its records,
+        and this round read the syncs after that): they were copied without exactly once. Said
+        once per partition."""
+        key = (topic, partition)
+        if key in self.unsynced:
+            return
+        if key in self._copied_before:
+            self.unsynced.add(key)
+            log.warning(
+                "no checkpoint for group %s on %s-%d: its copy on the target has records but %s holds no "
+                "offset sync for the partition: they were copied by a mirror without exactly once, which "
+                "writes none. Offset syncs are written only by an exactly-once mirror: MirrorSource on "
+                "workers with exactly.once.source.support=enabled, or MirrorSink with "
+                "transaction.producer=true",
+                group,
+                topic,
+                partition,
+                offset_syncs_topic(self.alias),
+            )
+            return
+        target_topic = self.policy.target_topic(topic)
+        if self._target_topics is None:
+            try:
+                self._target_topics = set(self.target_admin.list_topics(timeout=30).topics)
+            except KafkaException:
+                self._target_topics = set()
+        if target_topic not in self._target_topics:
+            return  # not mirrored (yet): nothing to say
+        try:
+            ends = end_offsets(
+                self.target_admin, [KafkaTopicPartition(target_topic, partition)], committed=True, timeout=10
+            )
+        except (KafkaException, TimeoutError):
+            return
+        if ends.get((target_topic, partition), 0) > 0:
+            self._copied_before.add(key)  # said at the next round if no sync came with them
+
+    def _not_translated(self, group: str, topic: str, partition: int, offset: int, why: str) -> None:
+        """Say once (per group, partition and offset) why the partition gets no checkpoint."""
+        key = (group, topic, partition)
+        if self.uncovered.get(key) == offset:
+            return
+        self.uncovered[key] = offset
+        log.warning(
+            "no checkpoint for group %s on %s-%d: its committed offset %d cannot be translated exactly "
+            "(%s). A consumer failing over would skip or repeat records, so the group gets no offset "
+            "for this partition on the target until it commits an offset the syncs cover",
+            group,
+            topic,
+            partition,
+            offset,
+            why,
+        )
 
     def _sync_groups(self) -> None:
         """Commit translated offsets to target groups that nobody consumes with right now."""

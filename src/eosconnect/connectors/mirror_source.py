@@ -71,7 +71,7 @@ from eosconnect.connectors.mirror_topics import (
     source_topic_configs,
 )
 from eosconnect.mirrormaker.formats import offset_syncs_topic
-from eosconnect.mirrormaker.translation import offset_syncs
+from eosconnect.mirrormaker.translation import OffsetSyncWriter
 from eosconnect.storage.clients import forced, prefixed_client_config
 from eosconnect.storage.topic_reader import assign_promptly
 
@@ -252,7 +252,10 @@ class MirrorSourceTask(SourceTask):
             offset = stored.get(self._routes[(tp.topic, tp.partition)][0])
             if offset is None:  # nothing copied yet
                 assignment.append(KafkaTopicPartition(tp.topic, tp.partition, fresh_start))
+                if fresh_start == OFFSET_BEGINNING:
+                    self._sync_writer.resumes_at(tp.topic, tp.partition, 0)  # all there is, copied
             else:
+                self._sync_writer.resumes_at(tp.topic, tp.partition, int(offset["offset"]) + 1)  # type: ignore[arg-type]
                 epoch = offset.get("leader.epoch")
                 assignment.append(
                     KafkaTopicPartition(
@@ -322,12 +325,15 @@ class MirrorSourceTask(SourceTask):
         """Offset syncs go into every transaction (exactly-once runtime only: it calls
         `transaction_records`); turned off by `emit.offset-syncs.enabled=false`."""
         self._syncs_topic = offset_syncs_topic(self.alias)
+        self._sync_writer = OffsetSyncWriter()
         #: Source partition (as stored) -> (source topic, partition), for the syncs.
         self._origins = {route[0]: key for key, route in self._routes.items()}
         if not emits_offset_syncs(config):
             self.transaction_records = None  # type: ignore[assignment]
 
-    def transaction_records(self, landed: list[LandedRecords]) -> list[tuple[str, int, bytes, bytes]]:
+    def transaction_records(
+        self, landed: list[LandedRecords]
+    ) -> list[tuple[str, int, bytes, bytes, list[tuple[str, bytes]]]]:
         """MM2-format offset syncs for the records of the transaction about to commit, from the
         offsets they landed at (see eosconnect.mirrormaker.translation). A columnar batch comes as
         one `LandedRecords` with its source offsets as a column: no object per record here."""
@@ -342,7 +348,10 @@ class MirrorSourceTask(SourceTask):
                     f"{len(sources)} source offsets for {len(span.offsets)} copies of {topic}-{partition}"
                 )
             copies.extend(zip(repeat(topic), repeat(partition), sources, span.offsets))  # type: ignore[arg-type]
-        return [(self._syncs_topic, 0, sync.key(), sync.value()) for sync in offset_syncs(copies)]
+        return [
+            (self._syncs_topic, 0, sync.key(), sync.value(), headers)
+            for sync, headers in self._sync_writer.records(copies)
+        ]
 
     def _raise(self, message: Any, error: KafkaError) -> None:
         where = f"source partition {message.topic()}-{message.partition()}"

@@ -19,6 +19,7 @@ from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.validators import ValidString
 from eosconnect.connectors.mirror_topics import connection_settings
 from eosconnect.mirrormaker.formats import OffsetSync, offset_syncs_topic
+from eosconnect.mirrormaker.translation import OffsetSyncIndex, covered_from
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
 
@@ -27,6 +28,8 @@ __all__ = [
     "define_offset_sync_settings",
     "emits_offset_syncs",
     "ensure_syncs_topic",
+    "offset_syncs_errors",
+    "read_sync_index",
 ]
 
 EMIT_OFFSET_SYNCS_CONFIG = "emit.offset-syncs.enabled"
@@ -69,6 +72,20 @@ def emits_offset_syncs(config: Mapping[str, str]) -> bool:
     return str(config.get(EMIT_OFFSET_SYNCS_CONFIG, "true")).strip().lower() == "true"
 
 
+def offset_syncs_errors(config: Mapping[str, str], exactly_once: bool, fix: str) -> dict[str, list[str]]:
+    """An explicit `emit.offset-syncs.enabled=true` on a mirror that will not run exactly once
+    (so writes none, and no checkpoint of its topics can ever be exact): refused, naming `fix`."""
+    if exactly_once or str(config.get(EMIT_OFFSET_SYNCS_CONFIG, "")).strip().lower() != "true":
+        return {}
+    return {
+        EMIT_OFFSET_SYNCS_CONFIG: [
+            "offset syncs are written only in the transactions of an exactly-once mirror, and this one "
+            f"copies at least once, so it would write none (and MirrorCheckpoint no checkpoint): {fix}, "
+            f"or remove {EMIT_OFFSET_SYNCS_CONFIG}"
+        ]
+    }
+
+
 def last_copied(client: Mapping[str, Any], source_alias: str) -> dict[tuple[str, int], int]:
     """Per source partition, the highest source offset any mirror from `source_alias` has copied
     (committed offset syncs on the target); empty if there are none. This is where a new mirror of
@@ -85,6 +102,20 @@ def last_copied(client: Mapping[str, Any], source_alias: str) -> dict[tuple[str,
             key = (sync.topic, sync.partition)
             last[key] = max(last.get(key, -1), sync.upstream_offset)
     return last
+
+
+def read_sync_index(client: Mapping[str, Any], source_alias: str, timeout: float = 60) -> OffsetSyncIndex:
+    """Every committed offset sync of the flow from `source_alias`, indexed as MirrorCheckpoint
+    indexes them (empty if there is no syncs topic)."""
+    index = OffsetSyncIndex()
+    try:
+        records = read_to_end(connection_settings(client), offset_syncs_topic(source_alias), timeout=timeout)
+    except KafkaException:
+        return index
+    for record in records:
+        if record.key is not None and record.value is not None:
+            index.add(OffsetSync.decode(record.key, record.value), covered_from(record.headers))
+    return index
 
 
 def ensure_syncs_topic(admin: AdminClient, source_alias: str, config: Mapping[str, str]) -> str:

@@ -63,6 +63,23 @@ def mirror_maker(
     raise typer.Exit(run_mirror_maker(properties, mm2_plan))
 
 
+def _cluster_client(props: dict[str, str], alias: str) -> dict[str, str] | None:
+    """librdkafka settings reaching cluster `alias` of an mm2.properties (None: no bootstrap)."""
+    bootstrap = props.get(f"{alias}.bootstrap.servers")
+    if not bootstrap:
+        return None
+    prefix = f"{alias}."
+    client = {"bootstrap.servers": bootstrap}
+    client.update(
+        {
+            k[len(prefix) :]: v
+            for k, v in props.items()
+            if k.startswith(prefix) and k[len(prefix) :].startswith(("security.", "sasl.", "ssl."))
+        }
+    )
+    return client
+
+
 @mirror_app.command("translate-offsets")
 def translate_offsets_command(
     group: Annotated[str, typer.Option(help="The consumer group.")],
@@ -73,30 +90,52 @@ def translate_offsets_command(
     ),
     commit: Annotated[bool, typer.Option(help="Also commit them to the group on the target.")] = False,
 ) -> None:
-    """Where GROUP resumes on TARGET: the latest checkpoints (RemoteClusterUtils.translateOffsets)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    """Where GROUP resumes on TARGET: the latest checkpoints (RemoteClusterUtils.translateOffsets).
+
+    A partition whose committed offset on SOURCE no offset sync covers is named on stderr and left
+    out (no exact translation exists); the exit status is then 1."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
 
+    from eosconnect.connectors.mirror_topics import policy_of
     from eosconnect.distributed import load_properties
-    from eosconnect.mirrormaker.client import translate_offsets
+    from eosconnect.mirrormaker.client import translate_offsets, untranslatable
 
     props = load_properties(config)
-    bootstrap = props.get(f"{target}.bootstrap.servers")
-    if not bootstrap:
+    client = _cluster_client(props, target)
+    if client is None:
         typer.echo(f"{config} has no {target}.bootstrap.servers", err=True)
         raise typer.Exit(2)
-    client = {"bootstrap.servers": bootstrap}
-    prefix = f"{target}."
-    client.update(
-        {
-            k[len(prefix) :]: v
-            for k, v in props.items()
-            if k.startswith(prefix) and k[len(prefix) :].startswith(("security.", "sasl.", "ssl."))
-        }
-    )
     offsets = translate_offsets(client, source, group)
+    uncovered: dict[tuple[str, int], tuple[int, str]] = {}
+    source_client = _cluster_client(props, source)
+    if source_client is not None:
+        flow = f"{source}->{target}."
+        policy = policy_of(
+            {
+                "source.cluster.alias": source,
+                **{
+                    name: props.get(flow + name, props.get(name, ""))
+                    for name in ("replication.policy.class", "replication.policy.separator")
+                },
+            }
+        )
+        try:
+            uncovered = untranslatable(source_client, client, source, group)
+        except KafkaException as exc:
+            typer.echo(f"could not check the group's offsets on {source}: {exc}", err=True)
+        for (topic, partition), (offset, why) in sorted(uncovered.items()):
+            offsets.pop((policy.target_topic(topic), partition), None)
+            typer.echo(
+                f"no translation for group {group!r} on {topic}-{partition}: its committed offset {offset} "
+                f"cannot be translated exactly ({why}); it gets no offset on {target}",
+                err=True,
+            )
     if not offsets:
-        typer.echo(f"no checkpoints of group {group!r} from {source} on {target} yet", err=True)
+        if uncovered:
+            typer.echo(f"no partition of group {group!r} translates exactly: nothing to resume", err=True)
+        else:
+            typer.echo(f"no checkpoints of group {group!r} from {source} on {target} yet", err=True)
         raise typer.Exit(1)
     typer.echo(
         json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())])
@@ -110,3 +149,5 @@ def translate_offsets_command(
         ]
         admin.alter_consumer_group_offsets(request)[group].result()
         typer.echo(f"committed to group {group!r} on {target}", err=True)
+    if uncovered:
+        raise typer.Exit(1)

@@ -132,6 +132,8 @@ class TargetPlan:
     alias: str
     worker_props: dict[str, str]
     connectors: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: What the worker logs at start-up: settings that run but cannot do all MM2 would do.
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -316,6 +318,7 @@ def _target_plan(
             worker[key] = value  # bootstrap.servers, security and other common client settings
     plan = TargetPlan(alias, worker)
     needs_eos = False
+    syncs_checks: list[tuple[Flow, str, dict[str, str]]] = []
     for flow in flows:
         settings = {
             **{
@@ -461,6 +464,7 @@ def _target_plan(
                 if key in settings:
                     checkpoint[key] = settings[key]
             plan.connectors[f"MirrorCheckpointConnector-{flow.source}-{flow.target}"] = checkpoint
+        syncs_checks.append((flow, kind, settings))
         if _true(settings.get("emit.heartbeats.enabled"), True):
             heartbeat = {
                 "connector.class": "MirrorHeartbeat",
@@ -485,4 +489,52 @@ def _target_plan(
                 "target cluster (zombie fencing); enable it or set transaction.producer=false",
             )
         worker["exactly.once.source.support"] = "enabled"
+    for flow, kind, settings in syncs_checks:
+        _check_offset_syncs(flow, kind, settings, per_flow.get(flow, {}), worker, plan, report)
     return plan
+
+
+def _check_offset_syncs(
+    flow: Flow,
+    kind: str,
+    settings: Mapping[str, str],
+    own: Mapping[str, str],
+    worker: Mapping[str, str],
+    plan: TargetPlan,
+    report: Report,
+) -> None:
+    """Checkpoints need offset syncs, which only exactly-once mirrors write (in the transaction
+    that copies the records). A flow that asks for checkpoints or synced group offsets outright but
+    will write no syncs is refused, naming the missing setting; with checkpoints merely left at
+    MM2's default (on), it runs and says loudly that it writes none."""
+    if not _true(settings.get("emit.offset-syncs.enabled"), True):
+        fix = f"remove {_written(flow, 'emit.offset-syncs.enabled', own)}=false"
+    elif kind == "sink" and not _true(settings.get("transaction.producer"), False):
+        fix = f"set {flow}.transaction.producer=true"
+    elif kind == "source" and worker.get("exactly.once.source.support", "disabled").lower() != "enabled":
+        fix = f"set {flow.target}.exactly.once.source.support=enabled"
+    else:
+        return
+    why = (
+        f"flow {flow} writes no offset syncs (only an exactly-once mirror writes them), so no group "
+        "offset can be translated exactly"
+    )
+    asked = [
+        name
+        for name in ("sync.group.offsets.enabled", "emit.checkpoints.enabled", "emit.offset-syncs.enabled")
+        if _true(settings.get(name), False)
+    ]
+    for name in asked:
+        report(_written(flow, name, own), f"{why}: {fix}, or set {name}=false")
+    if not asked and _true(settings.get("emit.checkpoints.enabled"), True):
+        plan.warnings.append(
+            f"flow {flow} writes no offset syncs (only an exactly-once mirror writes them): "
+            f"MirrorCheckpointConnector-{flow.source}-{flow.target} will emit no checkpoints, and a "
+            f"consumer group cannot fail over from {flow.source} to {flow.target} with translated "
+            f"offsets. To have them, {fix}; to silence this, set emit.checkpoints.enabled=false"
+        )
+
+
+def _written(flow: Flow, name: str, own: Mapping[str, str]) -> str:
+    """`name` as the file sets it for `flow`: per flow, or at the top level."""
+    return f"{flow}.{name}" if name in own else name

@@ -103,6 +103,9 @@ def _remove_obsolete(client: httpx.Client, connectors: Mapping[str, object], dea
 def _run_worker_here(target: TargetPlan, properties: Path) -> None:
     from eosconnect.distributed import run_worker
 
+    for warning in target.warnings:
+        log.warning("mirror-maker: %s", warning)
+
     with tempfile.TemporaryDirectory(prefix=f"eosconnect-mm2-{target.alias}-") as tmp:
         ready = Path(tmp) / "ready"
 

@@ -551,7 +551,8 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _write_extras(self) -> None:
         """Records the task derives from where the transaction's records landed, written into the
         same transaction: `task.transaction_records(landed)` gets a `LandedRecords` per columnar
-        batch and per delivered record, in order, and returns (topic, partition, key, value) tuples.
+        batch and per delivered record, in order, and returns (topic, partition, key, value) tuples,
+        or (topic, partition, key, value, headers).
         The delivery reports are waited for first (commit_transaction() would wait for them anyway).
 
         A columnar batch's offsets come from its first and last record's reports. Should another
@@ -565,8 +566,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             landed = self._landed()
             assert landed is not None
         try:
-            for topic, partition, key, value in self._extras(landed):
-                self.producer.produce(topic, value, key, partition)
+            for topic, partition, key, value, *headers in self._extras(landed):
+                extra = {"headers": headers[0]} if headers and headers[0] else {}
+                self.producer.produce(topic, value, key, partition, **extra)
         except KafkaException as exc:
             raise self._classify(exc, "writing the task's transaction records") from exc
 

@@ -93,6 +93,10 @@ class TransactionalSinkProducer:
         self._hung: str | None = None  # the call that never returned: the producer must not be used
         #: Where MM2-format offset syncs of the copied records go, in the same transaction (None: none).
         self.offset_syncs_topic = offset_syncs_topic
+        #: Gives the syncs their coverage headers; the task says where it resumes each partition.
+        from eosconnect.mirrormaker.translation import OffsetSyncWriter
+
+        self.sync_writer = OffsetSyncWriter()
         #: Per record of the open transaction given an origin: (source topic, partition, offset,
         #: target topic, target partition), in produce order.
         self._origins: list[tuple[str, int, int, str, int]] = []
@@ -247,8 +251,6 @@ class TransactionalSinkProducer:
     def _write_offset_syncs(self, producer: Producer) -> None:
         """Add the offset syncs of the transaction's records to it (exact translation, see
         eosconnect.mirrormaker.translation): the records' target offsets are known once delivered."""
-        from eosconnect.mirrormaker.translation import offset_syncs
-
         assert self.offset_syncs_topic is not None
         remaining = producer.flush(CALL_TIMEOUT_S)
         if self._delivery_error is not None:
@@ -264,9 +266,10 @@ class TransactionalSinkProducer:
             n = taken.get(key, 0)
             taken[key] = n + 1
             copies.append((topic, partition, offset, self._delivered[key][n]))
-        for sync in offset_syncs(copies):
+        for sync, headers in self.sync_writer.records(copies):
+            extra = {"headers": headers} if headers else {}
             try:
-                producer.produce(self.offset_syncs_topic, sync.value(), sync.key(), 0)
+                producer.produce(self.offset_syncs_topic, sync.value(), sync.key(), 0, **extra)
             except KafkaException as exc:
                 raise self._classified(exc, f"writing offset syncs to {self.offset_syncs_topic!r}") from exc
         self._origins.clear()
