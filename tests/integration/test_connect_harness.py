@@ -79,7 +79,8 @@ def test_errors_name_the_stage_and_the_harness_keeps_serving(connect_harness: Co
     extract = {"class": KAFKA + "ExtractField$Value", "config": {"field": "b"}}
     assert connect_harness.run({"topic": "t", "value": 5, "transforms": [extract]})["error"] == {
         "class": "org.apache.kafka.connect.errors.DataException",
-        "message": "Only Map objects supported in absence of schema for [field extraction], found: java.lang.Long",
+        "message": "Only Map objects supported in absence of schema for [field extraction], "
+        "found: java.lang.Long",
         "stage": "apply",
     }
     bad_config = connect_harness.run(

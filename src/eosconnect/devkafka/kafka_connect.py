@@ -76,7 +76,7 @@ def ensure_kafka_connect(version: str | None = None, progress: bool = True) -> P
 
 
 def ensure_connect_libraries(version: str | None = None, progress: bool = True) -> Path:
-    """The libs dir of Kafka's `connect-api`, `connect-json` and `connect-transforms` (and their dependencies):
+    """The libs dir of Kafka's `connect-api`, `connect-json` and `connect-transforms` (with dependencies):
     `version`, else `EOSCONNECT_CONNECT_VERSION`, else the broker's own version. Cached once.
 
     The differential tests run Kafka's own JsonConverter and transformations from it; the full runtime
