@@ -1,0 +1,138 @@
+"""Kafka's header transformations: DropHeaders, HeaderFrom, InsertHeader.
+
+Headers here hold text or bytes (what goes on the wire), so a value that Kafka keeps typed in a
+header (a field HeaderFrom copies, an InsertHeader literal) is stored as the text Kafka's default
+`SimpleHeaderConverter` writes for it: 42, true, [1,2], {"a":1} (Kafka's `Values.convertToString`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eosconnect.api.builtin_transforms.base import KeyOrValueTransformation, require_map, values_to_string
+from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.errors import ConfigException
+from eosconnect.api.records import R
+from eosconnect.api.transforms import Transformation
+from eosconnect.api.validators import NonEmptyString, ValidString
+
+
+def _non_empty_list(name: str, value: Any) -> None:
+    if not value:
+        raise ValueError(f"Empty list. Set {name} to at least one header name.")
+
+
+class DropHeaders(Transformation[R]):
+    """Remove every header whose name is in `headers`."""
+
+    def config_def(self) -> ConfigDef:
+        return ConfigDef().define(
+            "headers",
+            ConfigType.LIST,
+            importance=Importance.HIGH,
+            documentation="The name of the headers to be removed.",
+            validator=_non_empty_list,
+        )
+
+    def apply(self, record: R) -> R | None:
+        drop = set(self.config["headers"])
+        return record.new_record(headers=[(k, v) for k, v in record.headers if k not in drop])
+
+
+class HeaderFrom(KeyOrValueTransformation[R]):
+    """Copy or move (`operation`) the operand's `fields` into headers named `headers` (same order)."""
+
+    def config_def(self) -> ConfigDef:
+        return (
+            ConfigDef()
+            .define(
+                "fields",
+                ConfigType.LIST,
+                importance=Importance.HIGH,
+                validator=_non_empty_list,
+                documentation="Field names in the record whose values are to be copied or moved to headers.",
+            )
+            .define(
+                "headers",
+                ConfigType.LIST,
+                importance=Importance.HIGH,
+                validator=_non_empty_list,
+                documentation="Header names, in the same order as the field names listed in fields.",
+            )
+            .define(
+                "operation",
+                ConfigType.STRING,
+                importance=Importance.HIGH,
+                validator=ValidString(["move", "copy"]),
+                documentation="Either move if the fields are to be moved to the headers (removed from the "
+                "key/value), or copy if the fields are to be copied to the headers (retained).",
+            )
+            .define(
+                "replace.null.with.default",
+                ConfigType.BOOLEAN,
+                True,
+                Importance.MEDIUM,
+                "Whether null fields with a default value get it (records with schemas).",
+            )
+        )
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        super().configure(config)
+        if len(self.config["fields"]) != len(self.config["headers"]):
+            raise ConfigException(
+                errors={
+                    "fields": [
+                        f"'fields' config must have the same number of elements as 'headers' config. "
+                        f"Got {len(self.config['fields'])} fields and {len(self.config['headers'])} "
+                        "headers."
+                    ]
+                }
+            )
+
+    def apply(self, record: R) -> R | None:
+        value = require_map(self.operand(record), f"header {self.config['operation']}")
+        updated = dict(value)
+        headers = list(record.headers)
+        for field, header in zip(self.config["fields"], self.config["headers"], strict=True):
+            field_value = value.get(field)
+            if self.config["operation"] == "move":
+                updated.pop(field, None)
+            headers.append((header, None if field_value is None else _header_text(field_value)))
+        return self.with_operand(record, updated).new_record(headers=headers)
+
+
+class HeaderFromKey(HeaderFrom[R]):
+    target = "key"
+
+
+def _header_text(value: Any) -> str | bytes:
+    return value if isinstance(value, bytes) else values_to_string(value)
+
+
+class InsertHeader(Transformation[R]):
+    """Add a header `header` whose value is `value.literal`."""
+
+    def config_def(self) -> ConfigDef:
+        return (
+            ConfigDef()
+            .define(
+                "header",
+                ConfigType.STRING,
+                importance=Importance.HIGH,
+                validator=NonEmptyString(),
+                documentation="The name of the header.",
+            )
+            .define(
+                "value.literal",
+                ConfigType.STRING,
+                importance=Importance.HIGH,
+                validator=NonEmptyString(),
+                documentation="The literal value that is to be set as the header value on all records.",
+            )
+        )
+
+    def apply(self, record: R) -> R | None:
+        return record.new_record(
+            headers=[*record.headers, (self.config["header"], self.config["value.literal"])]
+        )

@@ -1,0 +1,112 @@
+"""Run one transformation case through eosconnect's chain and through Kafka's classes (the Java harness),
+and put both results in the harness's answer form so a test compares them with `==`.
+
+A case is a harness request (see tests/support/connect_harness.py) without the converter; the Python side
+reads the same record (schemaless: the JSON key/value as they are) and the same transforms/predicates,
+given as Kafka's connector settings (`transforms=t0,t1`, `transforms.t0.type=<class>`, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from eosconnect.api import ConfigException, SinkRecord, SourceRecord, TransformationChain
+from support.connect_harness import ConnectHarness
+
+#: Kafka exception classes and the eosconnect ones that mean the same.
+ERROR_CLASSES = {
+    "org.apache.kafka.common.config.ConfigException": "ConfigException",
+    "org.apache.kafka.connect.errors.DataException": "DataException",
+}
+
+
+def connector_config(case: dict[str, Any]) -> dict[str, str]:
+    """Kafka's `transforms`/`predicates` settings for the case's chain."""
+    config: dict[str, str] = {}
+    transforms = case.get("transforms", [])
+    config["transforms"] = ",".join(f"t{i}" for i in range(len(transforms)))
+    for i, stage in enumerate(transforms):
+        config[f"transforms.t{i}.type"] = stage["class"]
+        for key, value in stage.get("config", {}).items():
+            config[f"transforms.t{i}.{key}"] = value
+        if "predicate" in stage:
+            config[f"transforms.t{i}.predicate"] = stage["predicate"]
+        if "negate" in stage:
+            config[f"transforms.t{i}.negate"] = str(stage["negate"]).lower()
+    predicates = case.get("predicates", {})
+    config["predicates"] = ",".join(predicates)
+    for alias, predicate in predicates.items():
+        config[f"predicates.{alias}.type"] = predicate["class"]
+        for key, value in predicate.get("config", {}).items():
+            config[f"predicates.{alias}.{key}"] = value
+    return config
+
+
+def run_python(case: dict[str, Any]) -> dict[str, Any]:
+    """eosconnect's answer to a schemaless case, in the harness's form."""
+    try:
+        chain = TransformationChain.from_config(connector_config(case))
+    except ConfigException as exc:
+        return {"error": {"class": "ConfigException", "message": str(exc), "stage": "configure"}}
+    headers = [(k, v) for k, v in case.get("headers", [])]
+    record: SinkRecord | SourceRecord
+    if "kafkaOffset" in case:
+        record = SinkRecord(
+            case["topic"],
+            case.get("partition") or 0,
+            case["kafkaOffset"],
+            case.get("key"),
+            case.get("value"),
+            case.get("timestamp"),
+            headers,
+        )
+    else:
+        record = SourceRecord(
+            {},
+            {},
+            case["topic"],
+            case.get("value"),
+            key=case.get("key"),
+            partition=case.get("partition"),
+            timestamp=case.get("timestamp"),
+            headers=headers,
+        )
+    try:
+        out = chain.apply(record)
+    except Exception as exc:
+        return {"error": {"class": type(exc).__name__, "message": str(exc), "stage": "apply"}}
+    if out is None:
+        return {"dropped": True}
+    return {
+        "topic": out.topic,
+        "partition": out.partition,
+        "timestamp": out.timestamp,
+        "key": out.key,
+        "value": out.value,
+        "headers": [[k, v.decode() if isinstance(v, bytes) else v] for k, v in out.headers],
+    }
+
+
+def normalise(answer: dict[str, Any]) -> dict[str, Any]:
+    """Errors compare by kind and stage (messages are checked by the tests that care); floats to float32
+    precision, since Java prints a float32 with its own shortest digits."""
+    if "error" in answer:
+        error = answer["error"]
+        return {"error": ERROR_CLASSES.get(error["class"], error["class"]), "stage": error["stage"]}
+    return _round_floats(answer)
+
+
+def _round_floats(value: Any) -> Any:
+    if isinstance(value, float) and math.isfinite(value) and value != 0:
+        return float(f"{value:.7g}")
+    if isinstance(value, dict):
+        return {k: _round_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_round_floats(v) for v in value]
+    return value
+
+
+def both(harness: ConnectHarness, case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(eosconnect's answer, Kafka's answer), normalised."""
+    return normalise(run_python(case)), normalise(harness.run(case))
