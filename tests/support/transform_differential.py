@@ -8,16 +8,22 @@ given as Kafka's connector settings (`transforms=t0,t1`, `transforms.t0.type=<cl
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
-from eosconnect.api import ConfigException, SinkRecord, SourceRecord, TransformationChain
+from eosconnect.api import ConfigException, Schema, SinkRecord, SourceRecord, TransformationChain
 from support.connect_harness import ConnectHarness
 
 #: Kafka exception classes and the eosconnect ones that mean the same.
 ERROR_CLASSES = {
     "org.apache.kafka.common.config.ConfigException": "ConfigException",
     "org.apache.kafka.connect.errors.DataException": "DataException",
+    # Kafka throws these for a bad field name in a schema'd record; eosconnect raises DataException.
+    "java.lang.IllegalArgumentException": "DataException",
+    "org.apache.kafka.connect.errors.ConnectException": "DataException",
+    "org.apache.kafka.connect.errors.SchemaBuilderException": "DataException",
+    "SchemaBuilderException": "DataException",
 }
 
 
@@ -43,8 +49,11 @@ def connector_config(case: dict[str, Any]) -> dict[str, str]:
     return config
 
 
-def run_python(case: dict[str, Any]) -> dict[str, Any]:
-    """eosconnect's answer to a schemaless case, in the harness's form."""
+def run_python(
+    case: dict[str, Any], key_schema: Schema | None = None, value_schema: Schema | None = None
+) -> dict[str, Any]:
+    """eosconnect's answer to a case, in the harness's form (key and value as they are: schemaless JSON
+    unless schemas are given; the transformed record is under "record" when schemas were given)."""
     try:
         chain = TransformationChain.from_config(connector_config(case))
     except ConfigException as exc:
@@ -60,6 +69,8 @@ def run_python(case: dict[str, Any]) -> dict[str, Any]:
             case.get("value"),
             case.get("timestamp"),
             headers,
+            key_schema=key_schema,
+            value_schema=value_schema,
         )
     else:
         record = SourceRecord(
@@ -71,6 +82,8 @@ def run_python(case: dict[str, Any]) -> dict[str, Any]:
             partition=case.get("partition"),
             timestamp=case.get("timestamp"),
             headers=headers,
+            key_schema=key_schema,
+            value_schema=value_schema,
         )
     try:
         out = chain.apply(record)
@@ -78,7 +91,9 @@ def run_python(case: dict[str, Any]) -> dict[str, Any]:
         return {"error": {"class": type(exc).__name__, "message": str(exc), "stage": "apply"}}
     if out is None:
         return {"dropped": True}
+    extra = {"record": out} if key_schema is not None or value_schema is not None else {}
     return {
+        **extra,
         "topic": out.topic,
         "partition": out.partition,
         "timestamp": out.timestamp,
@@ -110,3 +125,42 @@ def _round_floats(value: Any) -> Any:
 def both(harness: ConnectHarness, case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(eosconnect's answer, Kafka's answer), normalised."""
     return normalise(run_python(case)), normalise(harness.run(case))
+
+
+def run_python_with_schemas(case: dict[str, Any]) -> dict[str, Any]:
+    """eosconnect's answer to a case whose key and value are JsonConverter envelopes (schemas.enable=true):
+    read with eosconnect's JsonConverter, transformed, written back with it, as the harness does in Java."""
+    from eosconnect.api.converters import JsonConverter
+
+    settings = {"schemas.enable": "true", **case.get("converter", {})}
+    key_converter, value_converter = JsonConverter(), JsonConverter()
+    key_converter.configure(settings, True)
+    value_converter.configure(settings, False)
+    topic = case["topic"]
+
+    def read(converter: JsonConverter, member: str) -> tuple[Any, Any]:
+        raw = case.get(member)
+        decoded = converter.to_connect_data(topic, None if raw is None else json.dumps(raw).encode())
+        return decoded.schema, decoded.value
+
+    key_schema, key = read(key_converter, "key")
+    value_schema, value = read(value_converter, "value")
+    answer = run_python(
+        {**case, "key": key, "value": value}, key_schema=key_schema, value_schema=value_schema
+    )
+    if "error" in answer or "dropped" in answer:
+        return answer
+    out = answer.pop("record")
+    answer["key"] = _parse(key_converter.from_connect_data(out.topic, out.key_schema, out.key))
+    answer["value"] = _parse(value_converter.from_connect_data(out.topic, out.value_schema, out.value))
+    return answer
+
+
+def _parse(data: bytes | None) -> Any:
+    return None if data is None else json.loads(data)
+
+
+def both_with_schemas(harness: ConnectHarness, case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(eosconnect's answer, Kafka's answer) for a case with schemas.enable=true, normalised."""
+    java = harness.run({**case, "converter": {"schemas.enable": "true", **case.get("converter", {})}})
+    return normalise(run_python_with_schemas(case)), normalise(java)

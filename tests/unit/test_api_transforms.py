@@ -147,7 +147,7 @@ def test_insert_field_metadata_on_sink_records() -> None:
     transform.configure({"offset.field": "off", "partition.field": "part", "timestamp.field": "ts"})
     out = transform.apply(SinkRecord("t", 2, 99, None, {"a": 1}, timestamp=1000))
     assert out is not None and out.value == {"a": 1, "off": 99, "part": 2, "ts": 1000}
-    with pytest.raises(DataException, match=r"offset.field needs a sink record"):
+    with pytest.raises(DataException, match=r"Only SinkRecord supported for \[field insertion\].*offset"):
         transform.apply(rec())  # type: ignore[arg-type]
 
 

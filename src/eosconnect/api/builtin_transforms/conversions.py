@@ -8,6 +8,7 @@ in UTC), unix (an int in `unix.precision`), and Timestamp/Date/Time (Python `dat
 
 from __future__ import annotations
 
+import decimal
 import re
 import struct
 from collections.abc import Mapping
@@ -15,16 +16,23 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from eosconnect.api.builtin_transforms.base import (
+    LOGICAL_TYPES,
     KeyOrValueTransformation,
+    iso_date_string,
+    java_big_decimal_str,
     java_class_name,
     java_double_to_long,
+    java_float_str,
     java_to_string,
+    logical_millis,
     require_map,
+    require_struct,
     schema_type_of,
     wrap_int,
 )
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.data import Date, Schema, SchemaBuilder, Struct, Time, Timestamp, Type, copy_schema_basics
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import R
 from eosconnect.api.validators import ValidString
@@ -89,10 +97,33 @@ def _parse_java_float(text: str) -> float:
         raise DataException(f"Value ({text}) was out of range for requested data type") from None
 
 
-def cast_value(value: Any, target: str) -> Any:
-    """One value cast as Kafka's `Cast.castValueToType` does for a schemaless value."""
+def cast_value(value: Any, target: str, schema: Schema | None = None) -> Any:
+    """One value cast as Kafka's `Cast.castValueToType` does (by `schema` where the record has one)."""
     if value is None:
         return None
+    if schema is not None:
+        kind = schema.type.name
+        if kind not in _INPUT_TYPES:
+            raise DataException(
+                f"Cast transformation does not support casting from {kind}; supported types are "
+                f"{_supported(kind, _INPUT_TYPES)}"
+            )
+        if schema.name in LOGICAL_TYPES:
+            if target == "STRING":
+                return iso_date_string(logical_millis(schema, value))
+            value = LOGICAL_TYPES[schema.name].from_logical(schema, value)
+        elif target == "STRING" and schema.type is Type.FLOAT32:
+            return java_float_str(value)
+        elif target == "STRING" and isinstance(value, decimal.Decimal):
+            return java_big_decimal_str(value)
+        if isinstance(value, bytes | bytearray) and target == "STRING":
+            return java_to_string(value)
+        if isinstance(value, decimal.Decimal):
+            value = float(value) if target in ("FLOAT32", "FLOAT64") else int(value)
+        if schema.type in (Type.FLOAT32, Type.FLOAT64) and target == "STRING":
+            return java_to_string(float(value))
+        if schema.type is Type.BYTES and target != "STRING":
+            raise DataException(f"Unexpected type in Cast transformation: {java_class_name(value)}")
     kind = schema_type_of(value)
     if kind is None:
         raise DataException(
@@ -163,14 +194,51 @@ class Cast(KeyOrValueTransformation[R]):
         operand = self.operand(record)
         if operand is None:
             return record
+        schema = self.operand_schema(record)
+        if schema is not None:
+            return self._apply_with_schema(record, schema, operand)
         if None in self.casts:
-            return self.with_operand(record, cast_value(operand, self.casts[None]))
+            return self.with_operand(record, None, cast_value(operand, self.casts[None]))
         value = require_map(operand, "cast types")
         updated = dict(value)
         for name, target in self.casts.items():
             assert name is not None
             updated[name] = cast_value(value.get(name), target)
-        return self.with_operand(record, updated)
+        return self.with_operand(record, None, updated)
+
+    def _apply_with_schema(self, record: R, schema: Schema, operand: Any) -> R:
+        updated_schema = self.schema_cache.get_or_build(schema, self._updated_schema)
+        if None in self.casts:
+            return self.with_operand(record, updated_schema, cast_value(operand, self.casts[None], schema))
+        struct = require_struct(operand, "cast types")
+        result = Struct(updated_schema)
+        for field in struct.schema.fields:
+            original = self.field_value(struct, field.name)
+            target = self.casts.get(field.name)
+            result.put(field.name, original if target is None else cast_value(original, target, field.schema))
+        return self.with_operand(record, updated_schema, result)
+
+    def _updated_schema(self, schema: Schema) -> Schema:
+        if None in self.casts:
+            builder = copy_schema_basics(schema, SchemaBuilder(Type[self.casts[None]]))
+        else:
+            builder = copy_schema_basics(schema, SchemaBuilder.struct())
+            for field in schema.fields:
+                target = self.casts.get(field.name)
+                if target is None:
+                    builder.field(field.name, field.schema)
+                    continue
+                field_builder = SchemaBuilder(Type[target])
+                if field.schema.optional:
+                    field_builder.optional()
+                if field.schema.default_value is not None:
+                    field_builder.default_value(cast_value(field.schema.default_value, target, field.schema))
+                builder.field(field.name, field_builder.build())
+        if schema.optional:
+            builder.optional()
+        if schema.default_value is not None:
+            builder.default_value(cast_value(schema.default_value, builder.type.name, schema))
+        return builder.build()
 
 
 class CastKey(Cast[R]):
@@ -251,17 +319,68 @@ class TimestampConverter(KeyOrValueTransformation[R]):
     def apply(self, record: R) -> R | None:
         operand = self.operand(record)
         field = self.config["field"]
+        schema = self.operand_schema(record)
+        if schema is not None:
+            return self._apply_with_schema(record, schema, operand)
         if operand is None or not field:
-            return self.with_operand(record, self._convert(operand))
+            return self.with_operand(record, None, self._convert(operand))
         value = require_map(operand, "converting timestamp formats")
         updated = dict(value)
         updated[field] = self._convert(value.get(field))
-        return self.with_operand(record, updated)
+        return self.with_operand(record, None, updated)
 
-    def _convert(self, value: Any) -> Any:
+    def _convert(self, value: Any, schema: Schema | None = None) -> Any:
         if value is None:
             return None
+        if schema is not None and schema.name in LOGICAL_TYPES:
+            return self._from_millis(logical_millis(schema, value))
+        if schema is not None and schema.type not in (Type.STRING, Type.INT64):
+            raise DataException(f"Schema {schema} does not correspond to a known timestamp type format")
         return self._from_millis(self._to_millis(value))
+
+    def _target_schema(self, optional: bool) -> Schema:
+        builder = {
+            "string": SchemaBuilder.string,
+            "unix": SchemaBuilder.int64,
+            "Date": Date.builder,
+            "Time": Time.builder,
+            "Timestamp": Timestamp.builder,
+        }[self.config["target.type"]]()
+        return builder.optional().build() if optional else builder.build()
+
+    def _apply_with_schema(self, record: R, schema: Schema, operand: Any) -> R:
+        name = self.config["field"]
+        if not name:
+            return self.with_operand(
+                record, self._target_schema(schema.optional), self._convert(operand, schema)
+            )
+        struct = None if operand is None else require_struct(operand, "converting timestamp formats")
+        updated = self.schema_cache.get_or_build(schema, self._updated_schema)
+        return self.with_operand(record, updated, self._convert_struct(struct, updated))
+
+    def _updated_schema(self, schema: Schema) -> Schema:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        for field in schema.fields:
+            if field.name == self.config["field"]:
+                builder.field(field.name, self._target_schema(field.schema.optional))
+            else:
+                builder.field(field.name, field.schema)
+        if schema.optional:
+            builder.optional()
+        if schema.default_value is not None:
+            builder.default_value(self._convert_struct(schema.default_value, builder))
+        return builder.build()
+
+    def _convert_struct(self, struct: Struct | None, updated: Any) -> Struct | None:
+        if struct is None:
+            return None
+        result = Struct(updated if isinstance(updated, Schema) else updated.build())
+        for field in struct.schema.fields:
+            value = self.field_value(struct, field.name)
+            if field.name == self.config["field"]:
+                value = self._convert(value, field.schema)
+            result.put(field.name, value)
+        return result
 
     def _to_millis(self, value: Any) -> int:
         if isinstance(value, datetime):

@@ -8,21 +8,41 @@ and any other non-map operand fails with a `DataException` naming what was found
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.builtin_transforms.base import (
     KeyOrValueTransformation,
+    builder_like,
     java_class_name,
     java_double_to_long,
     require_map,
     require_map_or_null,
+    require_sink_record,
+    require_struct,
     schema_type_of,
 )
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.data import (
+    OPTIONAL_INT32_SCHEMA,
+    OPTIONAL_INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    Date,
+    Decimal,
+    Schema,
+    SchemaBuilder,
+    Struct,
+    Time,
+    Timestamp,
+    Type,
+    copy_schema_basics,
+)
+from eosconnect.api.data.schema import INT32_SCHEMA, INT64_SCHEMA, STRING_SCHEMA
 from eosconnect.api.errors import DataException
-from eosconnect.api.records import R, SinkRecord
+from eosconnect.api.records import R
 from eosconnect.api.validators import NonEmptyString
 
 log = logging.getLogger(__name__)
@@ -44,11 +64,20 @@ def _non_empty_list(name: str, value: Any) -> None:
         raise ValueError(f"Empty list. Set {name} to at least one field name, e.g. id.")
 
 
-def _field_name(spec: str | None) -> str | None:
-    """Kafka lets InsertField's names end in '!' (required) or '?' (optional); schemaless, it is the name."""
-    if spec is None:
+def _insertion(spec: str | None) -> tuple[str, bool] | None:
+    """Kafka's InsertField names: `name!` is a required field, `name?` or `name` an optional one."""
+    if not spec:
         return None
-    return spec[:-1] if spec.endswith(("!", "?")) else spec
+    if spec.endswith("!"):
+        return spec[:-1], False
+    return (spec[:-1] if spec.endswith("?") else spec), True
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def millis_to_datetime(millis: int) -> datetime.datetime:
+    return _EPOCH + datetime.timedelta(milliseconds=millis)
 
 
 class InsertField(KeyOrValueTransformation[R]):
@@ -78,7 +107,7 @@ class InsertField(KeyOrValueTransformation[R]):
     def configure(self, config: Mapping[str, Any]) -> None:
         super().configure(config)
         self.fields = {
-            name: _field_name(self.config[name])
+            name: _insertion(self.config[name])
             for name in ("topic.field", "partition.field", "offset.field", "timestamp.field", "static.field")
         }
 
@@ -86,25 +115,55 @@ class InsertField(KeyOrValueTransformation[R]):
         operand = self.operand(record)
         if operand is None:
             return record
+        if self.operand_schema(record) is not None:
+            return self._apply_with_schema(record, require_struct(operand, "field insertion"))
         updated = dict(require_map(operand, "field insertion"))
         fields = self.fields
-        if fields["topic.field"]:
-            updated[fields["topic.field"]] = record.topic
-        if fields["partition.field"]:
-            updated[fields["partition.field"]] = record.partition
-        if fields["offset.field"]:
-            if not isinstance(record, SinkRecord):
-                raise DataException(
-                    "InsertField offset.field needs a sink record (only those have a Kafka offset), got a "
-                    f"{type(record).__name__} for topic {record.topic!r}. "
-                    "Remove offset.field for source connectors."
-                )
-            updated[fields["offset.field"]] = record.offset
-        if fields["timestamp.field"]:
-            updated[fields["timestamp.field"]] = record.timestamp
-        if fields["static.field"]:
-            updated[fields["static.field"]] = self.config["static.value"]
-        return self.with_operand(record, updated)
+        if topic := fields["topic.field"]:
+            updated[topic[0]] = record.topic
+        if partition := fields["partition.field"]:
+            updated[partition[0]] = record.partition
+        if offset := fields["offset.field"]:
+            updated[offset[0]] = require_sink_record(record, "field insertion").offset
+        if timestamp := fields["timestamp.field"]:
+            updated[timestamp[0]] = record.timestamp
+        if (static := fields["static.field"]) and self.config["static.value"] is not None:
+            updated[static[0]] = self.config["static.value"]
+        return self.with_operand(record, None, updated)
+
+    def _apply_with_schema(self, record: R, value: Struct) -> R:
+        schema = self.schema_cache.get_or_build(value.schema, self._updated_schema)
+        updated = Struct(schema)
+        for field in value.schema.fields:
+            updated.put(field.name, self.field_value(value, field.name))
+        fields = self.fields
+        if topic := fields["topic.field"]:
+            updated.put(topic[0], record.topic)
+        if (partition := fields["partition.field"]) and record.partition is not None:
+            updated.put(partition[0], record.partition)
+        if offset := fields["offset.field"]:
+            updated.put(offset[0], require_sink_record(record, "field insertion").offset)
+        if (timestamp := fields["timestamp.field"]) and record.timestamp is not None:
+            updated.put(timestamp[0], millis_to_datetime(record.timestamp))
+        if (static := fields["static.field"]) and self.config["static.value"] is not None:
+            updated.put(static[0], self.config["static.value"])
+        return self.with_operand(record, schema, updated)
+
+    def _updated_schema(self, schema: Schema) -> Schema:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        for field in schema.fields:
+            builder.field(field.name, field.schema)
+        added = (
+            ("topic.field", OPTIONAL_STRING_SCHEMA, STRING_SCHEMA),
+            ("partition.field", OPTIONAL_INT32_SCHEMA, INT32_SCHEMA),
+            ("offset.field", OPTIONAL_INT64_SCHEMA, INT64_SCHEMA),
+            ("timestamp.field", Timestamp.builder().optional().build(), Timestamp.SCHEMA),
+            ("static.field", OPTIONAL_STRING_SCHEMA, STRING_SCHEMA),
+        )
+        for setting, optional_schema, required_schema in added:
+            if spec := self.fields[setting]:
+                builder.field(spec[0], optional_schema if spec[1] else required_schema)
+        return builder.build()
 
 
 class InsertFieldKey(InsertField[R]):
@@ -147,17 +206,37 @@ class ReplaceField(KeyOrValueTransformation[R]):
         self.exclude = set(self.config["exclude"])
         self.include = set(self.config["include"])
         self.renames = dict(item.split(":") for item in self.config["renames"])
+        self.reverse_renames = {new: old for old, new in self.renames.items()}
+
+    def _keeps(self, name: str) -> bool:
+        return name not in self.exclude and (not self.include or name in self.include)
 
     def apply(self, record: R) -> R | None:
         operand = self.operand(record)
         if operand is None:
             return record
+        if self.operand_schema(record) is not None:
+            value = require_struct(operand, "field replacement")
+            schema = self.schema_cache.get_or_build(value.schema, self._updated_schema)
+            result = Struct(schema)
+            for field in schema.fields:
+                result.put(
+                    field.name, self.field_value(value, self.reverse_renames.get(field.name, field.name))
+                )
+            return self.with_operand(record, schema, result)
         updated = {
             self.renames.get(name, name): value
             for name, value in require_map(operand, "field replacement").items()
-            if name not in self.exclude and (not self.include or name in self.include)
+            if self._keeps(name)
         }
-        return self.with_operand(record, updated)
+        return self.with_operand(record, None, updated)
+
+    def _updated_schema(self, schema: Schema) -> Schema:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        for field in schema.fields:
+            if self._keeps(field.name):
+                builder.field(self.renames.get(field.name, field.name), field.schema)
+        return builder.build()
 
 
 class ReplaceFieldKey(ReplaceField[R]):
@@ -181,8 +260,22 @@ class ExtractField(KeyOrValueTransformation[R]):
         )
 
     def apply(self, record: R) -> R | None:
+        name = self.config["field"]
+        schema = self.operand_schema(record)
+        if schema is not None:
+            operand = self.operand(record)
+            struct = None if operand is None else require_struct(operand, "field extraction")
+            field = schema.field(name)
+            if field is None:
+                raise DataException(
+                    f"Unknown field: {name}. The record's fields are: "
+                    + ", ".join(f.name for f in schema.fields)
+                )
+            return self.with_operand(
+                record, field.schema, None if struct is None else self.field_value(struct, name)
+            )
         value = require_map_or_null(self.operand(record), "field extraction")
-        return self.with_operand(record, None if value is None else value.get(self.config["field"]))
+        return self.with_operand(record, None, None if value is None else value.get(name))
 
 
 class ExtractFieldKey(ExtractField[R]):
@@ -201,7 +294,16 @@ class HoistField(KeyOrValueTransformation[R]):
         )
 
     def apply(self, record: R) -> R | None:
-        return self.with_operand(record, {self.config["field"]: self.operand(record)})
+        name = self.config["field"]
+        schema = self.operand_schema(record)
+        if schema is None:
+            return self.with_operand(record, None, {name: self.operand(record)})
+        updated_schema = self.schema_cache.get_or_build(
+            schema, lambda s: SchemaBuilder.struct().field(name, s).build()
+        )
+        return self.with_operand(
+            record, updated_schema, Struct(updated_schema).put(name, self.operand(record))
+        )
 
 
 class HoistFieldKey(HoistField[R]):
@@ -239,11 +341,19 @@ class MaskField(KeyOrValueTransformation[R]):
         operand = self.operand(record)
         if operand is None:
             return record
+        if self.operand_schema(record) is not None:
+            struct = require_struct(operand, "mask fields")
+            result = Struct(struct.schema)
+            for field in struct.schema.fields:
+                original = self.field_value(struct, field.name)
+                masked = field.name in self.config["fields"]
+                result.put(field.name, self._masked_typed(field.schema, original) if masked else original)
+            return self.with_operand(record, struct.schema, result)
         value = require_map(operand, "mask fields")
         updated = dict(value)
         for name in self.config["fields"]:
             updated[name] = self._masked(value.get(name))
-        return self.with_operand(record, updated)
+        return self.with_operand(record, None, updated)
 
     def _masked(self, value: Any) -> Any:
         if value is None:
@@ -277,6 +387,58 @@ class MaskField(KeyOrValueTransformation[R]):
         stripped = replacement.strip()
         return int(stripped) if stripped.lstrip("+-").isdigit() else java_double_to_long(number)
 
+    def _masked_typed(self, schema: Schema, value: Any) -> Any:
+        """Masking a struct field: by its schema, as Kafka masks by the Java class of the value."""
+        if value is None:
+            return None
+        replacement = self.config["replacement"]
+        logical = _MASKED_LOGICAL.get(schema.name or "")
+        if schema.type in (Type.INT8, Type.INT16, Type.INT32, Type.INT64) and logical is None:
+            return 0 if replacement is None else self._number(replacement, integer=True)
+        if schema.type in (Type.FLOAT32, Type.FLOAT64):
+            return 0.0 if replacement is None else self._number(replacement, integer=False)
+        if schema.name == Decimal.LOGICAL_NAME:
+            return decimal.Decimal(0) if replacement is None else self._decimal(replacement)
+        if replacement is None and logical is not None:
+            return logical
+        if replacement is None and schema.type in (Type.BOOLEAN, Type.STRING, Type.ARRAY, Type.MAP):
+            return {Type.BOOLEAN: False, Type.STRING: "", Type.ARRAY: [], Type.MAP: {}}[schema.type]
+        if replacement is not None and schema.type is Type.STRING:
+            return replacement
+        if replacement is None:
+            raise DataException(f"Cannot mask value of type: {java_class_name(value)}")
+        raise DataException(f"Cannot mask value of type {java_class_name(value)} with custom replacement.")
+
+    @staticmethod
+    def _number(replacement: str, integer: bool) -> Any:
+        try:
+            number = float(replacement.strip())
+        except ValueError:
+            raise DataException(
+                f"Unable to convert {replacement} (class java.lang.String) to number. "
+                "Set replacement to a number when masking numeric fields."
+            ) from None
+        if not integer:
+            return number
+        stripped = replacement.strip()
+        return int(stripped) if stripped.lstrip("+-").isdigit() else java_double_to_long(number)
+
+    @staticmethod
+    def _decimal(replacement: str) -> decimal.Decimal:
+        try:
+            return decimal.Decimal(replacement)
+        except decimal.InvalidOperation:
+            raise DataException(
+                f"Unable to convert {replacement} (class java.lang.String) to number"
+            ) from None
+
+
+_MASKED_LOGICAL: dict[str, Any] = {
+    Date.LOGICAL_NAME: datetime.date(1970, 1, 1),
+    Time.LOGICAL_NAME: datetime.time(0),
+    Timestamp.LOGICAL_NAME: _EPOCH,
+}
+
 
 class MaskFieldKey(MaskField[R]):
     target = "key"
@@ -297,8 +459,29 @@ class ValueToKey(KeyOrValueTransformation[R]):
         )
 
     def apply(self, record: R) -> R | None:
-        value = require_map(record.value, "copying fields from value to key")
-        return record.new_record(key={name: value.get(name) for name in self.config["fields"]})
+        if record.value_schema is None:
+            value = require_map(record.value, "copying fields from value to key")
+            return record.new_record(
+                key={name: value.get(name) for name in self.config["fields"]}, key_schema=None
+            )
+        struct = require_struct(record.value, "copying fields from value to key")
+        key_schema = self.schema_cache.get_or_build(struct.schema, self._key_schema)
+        key = Struct(key_schema)
+        for name in self.config["fields"]:
+            key.put(name, self.field_value(struct, name))
+        return record.new_record(key=key, key_schema=key_schema)
+
+    def _key_schema(self, value_schema: Schema) -> Schema:
+        builder = SchemaBuilder.struct()
+        for name in self.config["fields"]:
+            field = value_schema.field(name)
+            if field is None:
+                raise DataException(
+                    f"Field does not exist: {name}. The value's fields are: "
+                    + ", ".join(f.name for f in value_schema.fields)
+                )
+            builder.field(name, field.schema)
+        return builder.build()
 
 
 class Flatten(KeyOrValueTransformation[R]):
@@ -315,11 +498,20 @@ class Flatten(KeyOrValueTransformation[R]):
 
     def apply(self, record: R) -> R | None:
         operand = self.operand(record)
+        schema = self.operand_schema(record)
+        if schema is not None:
+            struct = None if operand is None else require_struct(operand, "flattening")
+            updated_schema = self.schema_cache.get_or_build(schema, self._flat_schema)
+            if struct is None:
+                return self.with_operand(record, updated_schema, None)
+            result = Struct(updated_schema)
+            self._flatten_struct(struct, "", result)
+            return self.with_operand(record, updated_schema, result)
         if operand is None:
             return record
         flat: dict[str, Any] = {}
         self._flatten(require_map(operand, "flattening"), "", flat)
-        return self.with_operand(record, flat)
+        return self.with_operand(record, None, flat)
 
     def _flatten(self, source: Mapping[str, Any], prefix: str, into: dict[str, Any]) -> None:
         for key, value in source.items():
@@ -335,6 +527,47 @@ class Flatten(KeyOrValueTransformation[R]):
                     "not "
                     "supported by Connect's data API"
                 )
+
+    def _name(self, prefix: str, name: str) -> str:
+        return f"{prefix}{self.config['delimiter']}{name}" if prefix else name
+
+    def _flat_schema(self, schema: Schema) -> Schema:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        self._flat_fields(schema, "", builder, schema.optional, schema.default_value)
+        return builder.build()
+
+    def _flat_fields(
+        self, schema: Schema, prefix: str, builder: SchemaBuilder, optional: bool, parent_default: Any
+    ) -> None:
+        for field in schema.fields:
+            name = self._name(prefix, field.name)
+            field_optional = optional or field.schema.optional
+            default = field.schema.default_value
+            if default is None and parent_default is not None:
+                default = parent_default.get(field.name)
+            if field.schema.type is Type.STRUCT:
+                self._flat_fields(field.schema, name, builder, field_optional, default)
+            elif field.schema.type is Type.MAP:
+                raise DataException(
+                    f"Flatten transformation does not support MAP for record with schemas (for field {name})."
+                )
+            else:
+                field_builder = builder_like(field.schema)
+                if field_optional:
+                    field_builder.optional()
+                if default is not None:
+                    field_builder.default_value(default)
+                builder.field(name, field_builder.build())
+
+    def _flatten_struct(self, struct: Struct | None, prefix: str, into: Struct) -> None:
+        if struct is None:
+            return
+        for field in struct.schema.fields:
+            name = self._name(prefix, field.name)
+            if field.schema.type is Type.STRUCT:
+                self._flatten_struct(struct.get(field.name), name, into)
+            else:
+                into.put(name, struct.get(field.name))
 
 
 class FlattenKey(Flatten[R]):
@@ -353,7 +586,26 @@ class SetSchemaMetadata(KeyOrValueTransformation[R]):
         )
 
     def apply(self, record: R) -> R | None:
-        if self.operand(record) is None:
+        schema = self.operand_schema(record)
+        value = self.operand(record)
+        if schema is not None:
+            name, version = self.config["schema.name"], self.config["schema.version"]
+            updated = Schema(
+                schema.type, schema.optional, schema.default_value,
+                name if name is not None else schema.name,
+                version if version is not None else schema.version,
+                schema.doc, schema.parameters,
+                fields=list(schema.fields) if schema.type is Type.STRUCT else None,
+                key_schema=schema.key_schema if schema.type is Type.MAP else None,
+                value_schema=schema.value_schema if schema.type in (Type.MAP, Type.ARRAY) else None,
+            )  # fmt: skip
+            if isinstance(value, Struct):
+                struct = Struct(updated)
+                for field in value.schema.fields:
+                    struct.put(field.name, self.field_value(value, field.name))
+                value = struct
+            return self.with_operand(record, updated, value)
+        if value is None:
             return record
         raise DataException(
             f"Schema required for [updating schema metadata] on topic {record.topic!r}: SetSchemaMetadata "

@@ -10,9 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eosconnect.api.builtin_transforms.base import KeyOrValueTransformation, require_map, values_to_string
+from eosconnect.api.builtin_transforms.base import (
+    KeyOrValueTransformation,
+    require_map,
+    require_struct,
+    values_to_string,
+)
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
-from eosconnect.api.errors import ConfigException
+from eosconnect.api.data import Schema, SchemaBuilder, Struct, copy_schema_basics
+from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import R
 from eosconnect.api.transforms import Transformation
 from eosconnect.api.validators import NonEmptyString, ValidString
@@ -91,6 +97,9 @@ class HeaderFrom(KeyOrValueTransformation[R]):
             )
 
     def apply(self, record: R) -> R | None:
+        schema = self.operand_schema(record)
+        if schema is not None:
+            return self._apply_with_schema(record, schema)
         value = require_map(self.operand(record), f"header {self.config['operation']}")
         updated = dict(value)
         headers = list(record.headers)
@@ -99,7 +108,37 @@ class HeaderFrom(KeyOrValueTransformation[R]):
             if self.config["operation"] == "move":
                 updated.pop(field, None)
             headers.append((header, None if field_value is None else _header_text(field_value)))
-        return self.with_operand(record, updated).new_record(headers=headers)
+        return self.with_operand(record, None, updated).new_record(headers=headers)
+
+    def _apply_with_schema(self, record: R, schema: Schema) -> R:
+        value = require_struct(self.operand(record), f"header {self.config['operation']}")
+        fields = self.config["fields"]
+        if self.config["operation"] == "move":
+            updated_schema = self.schema_cache.get_or_build(schema, self._moved_schema)
+            updated = Struct(updated_schema)
+            for field in updated_schema.fields:
+                updated.put(field.name, self.field_value(value, field.name))
+        else:
+            updated_schema, updated = schema, value
+        headers = list(record.headers)
+        for field_name, header in zip(fields, self.config["headers"], strict=True):
+            field = schema.field(field_name)
+            if field is None:
+                raise DataException(
+                    f"HeaderFrom: the record's schema has no field {field_name!r}; its fields are "
+                    + ", ".join(f.name for f in schema.fields)
+                )
+            field_value = self.field_value(value, field_name)
+            text = None if field_value is None else values_to_string(field_value, False, field.schema)
+            headers.append((header, text))
+        return self.with_operand(record, updated_schema, updated).new_record(headers=headers)
+
+    def _moved_schema(self, schema: Schema) -> Schema:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        for field in schema.fields:
+            if field.name not in self.config["fields"]:
+                builder.field(field.name, field.schema)
+        return builder.build()
 
 
 class HeaderFromKey(HeaderFrom[R]):
