@@ -122,7 +122,7 @@ def cast_value(value: Any, target: str, schema: Schema | None = None) -> Any:
             value = float(value) if target in ("FLOAT32", "FLOAT64") else int(value)
         if schema.type in (Type.FLOAT32, Type.FLOAT64) and target == "STRING":
             return java_to_string(float(value))
-        if schema.type is Type.BYTES and target != "STRING":
+        if isinstance(value, bytes | bytearray) and target != "STRING":
             raise DataException(f"Unexpected type in Cast transformation: {java_class_name(value)}")
     kind = schema_type_of(value)
     if kind is None:

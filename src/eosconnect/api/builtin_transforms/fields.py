@@ -595,7 +595,8 @@ class SetSchemaMetadata(KeyOrValueTransformation[R]):
                 name if name is not None else schema.name,
                 version if version is not None else schema.version,
                 schema.doc, schema.parameters,
-                fields=list(schema.fields) if schema.type is Type.STRUCT else None,
+                # Kafka 4 passes schema.fields() for every type, so only structs pass; so do we.
+                fields=list(schema.fields),
                 key_schema=schema.key_schema if schema.type is Type.MAP else None,
                 value_schema=schema.value_schema if schema.type in (Type.MAP, Type.ARRAY) else None,
             )  # fmt: skip
