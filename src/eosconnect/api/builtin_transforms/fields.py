@@ -283,7 +283,7 @@ class ExtractFieldKey(ExtractField[R]):
 
 
 class HoistField(KeyOrValueTransformation[R]):
-    """Wrap the operand in a map with one field (`field`)."""
+    """Wrap the operand in a map (or a struct, with a schema) of one field, `field`."""
 
     def config_def(self) -> ConfigDef:
         return ConfigDef().define(
@@ -314,7 +314,8 @@ _MASKED_EMPTY: dict[str, Any] = {"BOOLEAN": False, "INT64": 0, "FLOAT64": 0.0, "
 
 
 class MaskField(KeyOrValueTransformation[R]):
-    """Replace `fields` by their type's empty value (0, false, "", empty list/map) or by `replacement`."""
+    """Replace `fields` by their type's empty value (0, false, "", empty list/map, the epoch) or by
+    `replacement` (numbers and strings)."""
 
     def config_def(self) -> ConfigDef:
         return _replace_null_with_default(
@@ -445,7 +446,7 @@ class MaskFieldKey(MaskField[R]):
 
 
 class ValueToKey(KeyOrValueTransformation[R]):
-    """Replace the key by a map of `fields` taken from the value."""
+    """Replace the key by a map (or a struct, with a schema) of `fields` taken from the value."""
 
     def config_def(self) -> ConfigDef:
         return _replace_null_with_default(
@@ -485,7 +486,7 @@ class ValueToKey(KeyOrValueTransformation[R]):
 
 
 class Flatten(KeyOrValueTransformation[R]):
-    """Flatten nested maps into one level, joining names with `delimiter`; lists are kept as they are."""
+    """Flatten nested maps (or structs) into one level, joining names with `delimiter`; lists are kept."""
 
     def config_def(self) -> ConfigDef:
         return ConfigDef().define(
