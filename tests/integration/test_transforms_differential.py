@@ -82,6 +82,17 @@ CASES: dict[str, dict[str, Any]] = {
     "extract_tombstone": case(t("ExtractField$Value", field="id"), value=None),
     "extract_non_map": case(t("ExtractField$Value", field="id"), value="text"),
     "extract_needs_field": case(t("ExtractField$Value")),
+    "extract_nested_v2": case(t("ExtractField$Value", field="nested.y.z", **{"field.syntax.version": "v2"})),
+    "extract_backticks_v2": case(
+        t("ExtractField$Value", field="`a.b`.c", **{"field.syntax.version": "V2"}), value={"a.b": {"c": 3}}
+    ),
+    "extract_nested_through_non_map_v2": case(
+        t("ExtractField$Value", field="name.x", **{"field.syntax.version": "V2"})
+    ),
+    "extract_unterminated_backtick_v2": case(
+        t("ExtractField$Value", field="`a.b", **{"field.syntax.version": "V2"})
+    ),
+    "extract_bad_syntax_version": case(t("ExtractField$Value", field="id", **{"field.syntax.version": "V3"})),
     # HoistField
     "hoist_value": case(t("HoistField$Value", field="wrapped")),
     "hoist_scalar_key": case(t("HoistField$Key", field="k"), key=99),
@@ -94,6 +105,9 @@ CASES: dict[str, dict[str, Any]] = {
     "mask_needs_fields": case(t("MaskField$Value", fields="")),
     # ValueToKey
     "value_to_key": case(t("ValueToKey", fields="id,name,absent")),
+    "value_to_key_nested_v2": case(
+        t("ValueToKey", fields="nested.x,id,nested.y.z,nested.nope", **{"field.syntax.version": "V2"})
+    ),
     "value_to_key_non_map": case(t("ValueToKey", fields="id"), value=[1]),
     # Flatten
     "flatten": case(t("Flatten$Value")),

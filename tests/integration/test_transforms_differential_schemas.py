@@ -158,6 +158,10 @@ CASES: dict[str, dict[str, Any]] = {
     "extract_logical": case(t("ExtractField$Value", field="amount")),
     "extract_default": case(t("ExtractField$Value", field="opt")),
     "extract_unknown_fails": case(t("ExtractField$Value", field="nope")),
+    "extract_nested_v2": case(t("ExtractField$Value", field="nested.y.z", **{"field.syntax.version": "V2"})),
+    "extract_nested_unknown_v2": case(
+        t("ExtractField$Value", field="nested.q", **{"field.syntax.version": "V2"})
+    ),
     "extract_key": case(t("ExtractField$Key", field="id")),
     "hoist_value": case(t("HoistField$Value", field="row")),
     "hoist_primitive_key": case(t("HoistField$Key", field="k"), key=primitive("int64", 99)),
@@ -165,6 +169,9 @@ CASES: dict[str, dict[str, Any]] = {
     "mask_replacement": case(t("MaskField$Value", fields="id,name,score", replacement="12")),
     "mask_struct_fails": case(t("MaskField$Value", fields="nested")),
     "value_to_key": case(t("ValueToKey", fields="name,id,at")),
+    "value_to_key_nested_v2": case(
+        t("ValueToKey", fields="nested.x,id,nested.y.z", **{"field.syntax.version": "V2"})
+    ),
     "value_to_key_missing_fails": case(t("ValueToKey", fields="id,nope")),
     "flatten": case(t("Flatten$Value")),
     "flatten_delimiter_key": case(

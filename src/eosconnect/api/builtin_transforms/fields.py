@@ -25,6 +25,7 @@ from eosconnect.api.builtin_transforms.base import (
     require_struct,
     schema_type_of,
 )
+from eosconnect.api.builtin_transforms.field_path import SYNTAX_SETTING, FieldPath, define_field_syntax
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import (
     OPTIONAL_INT32_SCHEMA,
@@ -246,11 +247,12 @@ class ReplaceFieldKey(ReplaceField[R]):
 
 
 class ExtractField(KeyOrValueTransformation[R]):
-    """Replace the operand by one of its fields (`field`); a missing field gives null."""
+    """Replace the operand by one of its fields (`field`, a nested one with `field.syntax.version=V2`);
+    a missing field gives null (an error with a schema)."""
 
     def config_def(self) -> ConfigDef:
         return _replace_null_with_default(
-            ConfigDef().define(
+            define_field_syntax(ConfigDef()).define(
                 "field",
                 ConfigType.STRING,
                 importance=Importance.MEDIUM,
@@ -259,23 +261,25 @@ class ExtractField(KeyOrValueTransformation[R]):
             )
         )
 
+    def configure(self, config: Mapping[str, Any]) -> None:
+        super().configure(config)
+        self.path = FieldPath(self.config["field"], self.config[SYNTAX_SETTING])
+
     def apply(self, record: R) -> R | None:
-        name = self.config["field"]
         schema = self.operand_schema(record)
         if schema is not None:
             operand = self.operand(record)
             struct = None if operand is None else require_struct(operand, "field extraction")
-            field = schema.field(name)
+            field = self.path.field_from(schema)
             if field is None:
                 raise DataException(
-                    f"Unknown field: {name}. The record's fields are: "
+                    f"Unknown field: {self.path.text}. The record's fields are: "
                     + ", ".join(f.name for f in schema.fields)
                 )
-            return self.with_operand(
-                record, field.schema, None if struct is None else self.field_value(struct, name)
-            )
+            with_default = self.config["replace.null.with.default"]
+            return self.with_operand(record, field.schema, self.path.value_from_struct(struct, with_default))
         value = require_map_or_null(self.operand(record), "field extraction")
-        return self.with_operand(record, None, None if value is None else value.get(name))
+        return self.with_operand(record, None, self.path.value_from_map(value))
 
 
 class ExtractFieldKey(ExtractField[R]):
@@ -446,11 +450,12 @@ class MaskFieldKey(MaskField[R]):
 
 
 class ValueToKey(KeyOrValueTransformation[R]):
-    """Replace the key by a map (or a struct, with a schema) of `fields` taken from the value."""
+    """Replace the key by a map (or a struct, with a schema) of `fields` taken from the value; with
+    `field.syntax.version=V2` a field may be nested (`a.b`), and the key field is named by its path."""
 
     def config_def(self) -> ConfigDef:
         return _replace_null_with_default(
-            ConfigDef().define(
+            define_field_syntax(ConfigDef()).define(
                 "fields",
                 ConfigType.LIST,
                 importance=Importance.HIGH,
@@ -459,29 +464,34 @@ class ValueToKey(KeyOrValueTransformation[R]):
             )
         )
 
+    def configure(self, config: Mapping[str, Any]) -> None:
+        super().configure(config)
+        self.paths = [FieldPath(name, self.config[SYNTAX_SETTING]) for name in self.config["fields"]]
+
     def apply(self, record: R) -> R | None:
         if record.value_schema is None:
             value = require_map(record.value, "copying fields from value to key")
             return record.new_record(
-                key={name: value.get(name) for name in self.config["fields"]}, key_schema=None
+                key={p.text: p.value_from_map(value) for p in self.paths}, key_schema=None
             )
         struct = require_struct(record.value, "copying fields from value to key")
         key_schema = self.schema_cache.get_or_build(struct.schema, self._key_schema)
         key = Struct(key_schema)
-        for name in self.config["fields"]:
-            key.put(name, self.field_value(struct, name))
+        with_default = self.config["replace.null.with.default"]
+        for path in self.paths:
+            key.put(path.text, path.value_from_struct(struct, with_default))
         return record.new_record(key=key, key_schema=key_schema)
 
     def _key_schema(self, value_schema: Schema) -> Schema:
         builder = SchemaBuilder.struct()
-        for name in self.config["fields"]:
-            field = value_schema.field(name)
+        for path in self.paths:
+            field = path.field_from(value_schema)
             if field is None:
                 raise DataException(
-                    f"Field does not exist: {name}. The value's fields are: "
+                    f"Field does not exist: {path.text}. The value's fields are: "
                     + ", ".join(f.name for f in value_schema.fields)
                 )
-            builder.field(name, field.schema)
+            builder.field(path.text, field.schema)
         return builder.build()
 
 
@@ -592,15 +602,18 @@ class SetSchemaMetadata(KeyOrValueTransformation[R]):
         if schema is not None:
             name, version = self.config["schema.name"], self.config["schema.version"]
             updated = Schema(
-                schema.type, schema.optional, schema.default_value,
+                schema.type,
+                schema.optional,
+                schema.default_value,
                 name if name is not None else schema.name,
                 version if version is not None else schema.version,
-                schema.doc, schema.parameters,
+                schema.doc,
+                schema.parameters,
                 # Kafka 4 passes schema.fields() for every type, so only structs pass; so do we.
                 fields=list(schema.fields),
                 key_schema=schema.key_schema if schema.type is Type.MAP else None,
                 value_schema=schema.value_schema if schema.type in (Type.MAP, Type.ARRAY) else None,
-            )  # fmt: skip
+            )
             if isinstance(value, Struct):
                 struct = Struct(updated)
                 for field in value.schema.fields:
