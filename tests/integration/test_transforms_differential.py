@@ -233,3 +233,34 @@ CASES: dict[str, dict[str, Any]] = {
 def test_same_output_as_kafka(name: str, connect_harness: ConnectHarness) -> None:
     ours, kafkas = both(connect_harness, CASES[name])
     assert ours == kafkas
+
+
+#: Settings eosconnect reads that Kafka 4 no longer defines (Kafka 3.x's deprecated names).
+OUR_EXTRA_SETTINGS = {"ReplaceField": {"blacklist", "whitelist"}}
+
+
+def _kafka_classes() -> list[str]:
+    from eosconnect.api.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
+
+    return sorted(n for n in [*BUILTIN_TRANSFORMATIONS, *BUILTIN_PREDICATES] if n.startswith("org."))
+
+
+@pytest.mark.parametrize("kafka_class", _kafka_classes())
+def test_same_settings_as_kafka(kafka_class: str, connect_harness: ConnectHarness) -> None:
+    """Same setting names, types, defaults and importance as Kafka's ConfigDef for the class."""
+    from eosconnect.api.transforms import resolve_predicate_class, resolve_transformation_class
+
+    is_predicate = ".predicates." in kafka_class
+    cls = (resolve_predicate_class if is_predicate else resolve_transformation_class)(kafka_class)
+    ours = {}
+    for info in cls().config_def().describe():
+        default = "<required>" if info.required else info.default_value
+        ours[info.name] = {"type": info.type.value, "default": default, "importance": info.importance.value}
+    family = kafka_class.rsplit(".", 1)[1].split("$")[0]
+    for extra in OUR_EXTRA_SETTINGS.get(family, ()):
+        del ours[extra]
+    kafkas = {
+        item["name"]: {"type": item["type"], "default": item["default"], "importance": item["importance"]}
+        for item in connect_harness.run({"describe": kafka_class})["config"]
+    }
+    assert ours == kafkas

@@ -23,6 +23,8 @@
  *                                                     headers as SimpleHeaderConverter writes them
  *   {"dropped": true}                               -- a transformation returned null
  *   {"error": {"class": "org.apache...DataException", "message": "...", "stage": "configure" | "apply" | "convert"}}
+ * A request {"describe": "<transformation or predicate class>"} answers instead with its ConfigDef:
+ *   {"config": [{"name", "type", "default" (null if none; "<required>" if it has no default), "importance"}]}
  * A response line never spans lines; the harness exits at end of input.
  */
 
@@ -30,6 +32,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.connect.connector.ConnectRecord;
 import org.apache.kafka.connect.data.SchemaAndValue;
@@ -123,8 +126,37 @@ public final class ConnectHarness {
         return (T) Class.forName(className).getDeclaredConstructor().newInstance();
     }
 
+    @SuppressWarnings("rawtypes")
+    private static JsonNode describe(String className) throws Exception {
+        Object plugin = instantiate(className);
+        ConfigDef def = plugin instanceof Transformation
+                ? ((Transformation) plugin).config() : ((Predicate) plugin).config();
+        ObjectNode result = JSON.createObjectNode();
+        ArrayNode keys = result.putArray("config");
+        for (ConfigDef.ConfigKey key : def.configKeys().values()) {
+            ObjectNode item = keys.addObject();
+            item.put("name", key.name);
+            item.put("type", key.type.name());
+            if (key.defaultValue == ConfigDef.NO_DEFAULT_VALUE) {
+                item.put("default", "<required>");
+            } else if (key.defaultValue == null) {
+                item.putNull("default");
+            } else if (key.defaultValue instanceof List) {
+                item.put("default", String.join(",", ((List<?>) key.defaultValue).stream()
+                        .map(String::valueOf).toArray(String[]::new)));
+            } else {
+                item.put("default", String.valueOf(key.defaultValue));
+            }
+            item.put("importance", key.importance.name());
+        }
+        return result;
+    }
+
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static JsonNode handle(JsonNode req) throws Exception {
+        if (req.hasNonNull("describe")) {
+            return describe(req.get("describe").asText());
+        }
         Map<String, String> converterConfig = new HashMap<>();
         converterConfig.put("schemas.enable", "false");
         converterConfig.putAll(stringMap(req.get("converter")));

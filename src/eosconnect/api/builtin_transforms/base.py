@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
+from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import Date, Schema, SchemaBuilder, Struct, Time, Timestamp, Type, copy_schema_basics
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import R, SinkRecord
@@ -51,6 +52,24 @@ class KeyOrValueTransformation(Transformation[R]):
         if self.config.get("replace.null.with.default", True):
             return struct.get(name)
         return struct.get_without_default(name)
+
+
+def define_replace_null_with_default(config: ConfigDef) -> ConfigDef:
+    """Kafka's `replace.null.with.default` (KIP-1040), which most transformations of struct fields take."""
+    return config.define(
+        "replace.null.with.default",
+        ConfigType.BOOLEAN,
+        True,
+        Importance.MEDIUM,
+        "Whether null fields that have a default value are replaced by it (records with schemas); "
+        "schemaless records have no defaults.",
+    )
+
+
+def non_empty_list(name: str, value: Any) -> None:
+    """Validator: a LIST setting that needs at least one entry (Kafka's NonEmptyListValidator)."""
+    if not value:
+        raise ValueError(f"Empty list. Set {name} to at least one name, e.g. id.")
 
 
 class SchemaUpdateCache:

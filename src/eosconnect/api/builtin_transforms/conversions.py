@@ -18,6 +18,7 @@ from typing import Any
 from eosconnect.api.builtin_transforms.base import (
     LOGICAL_TYPES,
     KeyOrValueTransformation,
+    define_replace_null_with_default,
     iso_date_string,
     java_big_decimal_str,
     java_class_name,
@@ -166,9 +167,8 @@ class Cast(KeyOrValueTransformation[R]):
     float64, boolean or string."""
 
     def config_def(self) -> ConfigDef:
-        return (
-            ConfigDef()
-            .define(
+        return define_replace_null_with_default(
+            ConfigDef().define(
                 "spec",
                 ConfigType.LIST,
                 importance=Importance.HIGH,
@@ -176,13 +176,6 @@ class Cast(KeyOrValueTransformation[R]):
                 documentation="Fields and the type to cast them to, as field1:type,field2:type, or a single "
                 "type to cast the entire value. Types: int8, int16, int32, int64, float32, float64, boolean, "
                 "string; binary fields can only be cast to string.",
-            )
-            .define(
-                "replace.null.with.default",
-                ConfigType.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                "Whether null fields with a default value get it (records with schemas).",
             )
         )
 
@@ -259,7 +252,7 @@ class TimestampConverter(KeyOrValueTransformation[R]):
     (`unix.precision`), Date, Time and Timestamp (`target.type`)."""
 
     def config_def(self) -> ConfigDef:
-        return (
+        return define_replace_null_with_default(
             ConfigDef()
             .define(
                 "field",
@@ -289,13 +282,6 @@ class TimestampConverter(KeyOrValueTransformation[R]):
                 Importance.LOW,
                 validator=ValidString(["nanoseconds", "microseconds", "milliseconds", "seconds"]),
                 documentation="The precision of unix timestamps read or written.",
-            )
-            .define(
-                "replace.null.with.default",
-                ConfigType.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                "Whether null fields with a default value get it (records with schemas).",
             )
         )
 

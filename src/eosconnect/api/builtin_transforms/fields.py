@@ -17,8 +17,10 @@ from typing import Any
 from eosconnect.api.builtin_transforms.base import (
     KeyOrValueTransformation,
     builder_like,
+    define_replace_null_with_default,
     java_class_name,
     java_double_to_long,
+    non_empty_list,
     require_map,
     require_map_or_null,
     require_sink_record,
@@ -48,22 +50,6 @@ from eosconnect.api.validators import NonEmptyString
 
 log = logging.getLogger(__name__)
 
-_REPLACE_NULL_DOC = (
-    "Whether null fields that have a default value are replaced by it (records with schemas); "
-    "schemaless records have no defaults."
-)
-
-
-def _replace_null_with_default(config: ConfigDef) -> ConfigDef:
-    return config.define(
-        "replace.null.with.default", ConfigType.BOOLEAN, True, Importance.MEDIUM, _REPLACE_NULL_DOC
-    )
-
-
-def _non_empty_list(name: str, value: Any) -> None:
-    if not value:
-        raise ValueError(f"Empty list. Set {name} to at least one field name, e.g. id.")
-
 
 def _insertion(spec: str | None) -> tuple[str, bool] | None:
     """Kafka's InsertField names: `name!` is a required field, `name?` or `name` an optional one."""
@@ -87,7 +73,7 @@ class InsertField(KeyOrValueTransformation[R]):
 
     def config_def(self) -> ConfigDef:
         doc = "Field name for the record's {} (leave unset to skip); a trailing ! or ? is accepted."
-        return _replace_null_with_default(
+        return define_replace_null_with_default(
             ConfigDef()
             .define("topic.field", ConfigType.STRING, None, Importance.MEDIUM, doc.format("topic"))
             .define(
@@ -188,7 +174,7 @@ class ReplaceField(KeyOrValueTransformation[R]):
     `whitelist`/`blacklist` are still read as `include`/`exclude` (Kafka 4 dropped them)."""
 
     def config_def(self) -> ConfigDef:
-        return _replace_null_with_default(
+        return define_replace_null_with_default(
             ConfigDef()
             .define("exclude", ConfigType.LIST, "", Importance.MEDIUM, "Fields to drop.")
             .define("include", ConfigType.LIST, "", Importance.MEDIUM, "Fields to keep (empty: all).")
@@ -251,7 +237,7 @@ class ExtractField(KeyOrValueTransformation[R]):
     a missing field gives null (an error with a schema)."""
 
     def config_def(self) -> ConfigDef:
-        return _replace_null_with_default(
+        return define_replace_null_with_default(
             define_field_syntax(ConfigDef()).define(
                 "field",
                 ConfigType.STRING,
@@ -322,14 +308,14 @@ class MaskField(KeyOrValueTransformation[R]):
     `replacement` (numbers and strings)."""
 
     def config_def(self) -> ConfigDef:
-        return _replace_null_with_default(
+        return define_replace_null_with_default(
             ConfigDef()
             .define(
                 "fields",
                 ConfigType.LIST,
                 importance=Importance.HIGH,
                 documentation="Names of fields to mask.",
-                validator=_non_empty_list,
+                validator=non_empty_list,
             )
             .define(
                 "replacement",
@@ -379,18 +365,7 @@ class MaskField(KeyOrValueTransformation[R]):
             raise DataException(
                 f"Cannot mask value of type {java_class_name(value)} with custom replacement."
             )
-        try:
-            number = float(replacement.strip())
-        except ValueError:
-            raise DataException(
-                f"Unable to convert {replacement} (class java.lang.String) to number. "
-                "Set replacement to a number "
-                "when masking numeric fields."
-            ) from None
-        if kind == "FLOAT64":
-            return number
-        stripped = replacement.strip()
-        return int(stripped) if stripped.lstrip("+-").isdigit() else java_double_to_long(number)
+        return self._number(replacement, integer=kind == "INT64")
 
     def _masked_typed(self, schema: Schema, value: Any) -> Any:
         """Masking a struct field: by its schema, as Kafka masks by the Java class of the value."""
@@ -454,13 +429,13 @@ class ValueToKey(KeyOrValueTransformation[R]):
     `field.syntax.version=V2` a field may be nested (`a.b`), and the key field is named by its path."""
 
     def config_def(self) -> ConfigDef:
-        return _replace_null_with_default(
+        return define_replace_null_with_default(
             define_field_syntax(ConfigDef()).define(
                 "fields",
                 ConfigType.LIST,
                 importance=Importance.HIGH,
                 documentation="Field names on the record value to extract as the record key.",
-                validator=_non_empty_list,
+                validator=non_empty_list,
             )
         )
 
@@ -590,7 +565,7 @@ class SetSchemaMetadata(KeyOrValueTransformation[R]):
     a null operand passes, anything else fails as in Kafka ("Schema required")."""
 
     def config_def(self) -> ConfigDef:
-        return _replace_null_with_default(
+        return define_replace_null_with_default(
             ConfigDef()
             .define("schema.name", ConfigType.STRING, None, Importance.HIGH, "Schema name to set.")
             .define("schema.version", ConfigType.INT, None, Importance.HIGH, "Schema version to set.")

@@ -12,6 +12,8 @@ from typing import Any
 
 from eosconnect.api.builtin_transforms.base import (
     KeyOrValueTransformation,
+    define_replace_null_with_default,
+    non_empty_list,
     require_map,
     require_struct,
     values_to_string,
@@ -24,11 +26,6 @@ from eosconnect.api.transforms import Transformation
 from eosconnect.api.validators import NonEmptyString, ValidString
 
 
-def _non_empty_list(name: str, value: Any) -> None:
-    if not value:
-        raise ValueError(f"Empty list. Set {name} to at least one header name.")
-
-
 class DropHeaders(Transformation[R]):
     """Remove every header whose name is in `headers`."""
 
@@ -38,7 +35,7 @@ class DropHeaders(Transformation[R]):
             ConfigType.LIST,
             importance=Importance.HIGH,
             documentation="The name of the headers to be removed.",
-            validator=_non_empty_list,
+            validator=non_empty_list,
         )
 
     def apply(self, record: R) -> R | None:
@@ -50,20 +47,20 @@ class HeaderFrom(KeyOrValueTransformation[R]):
     """Copy or move (`operation`) the operand's `fields` into headers named `headers` (same order)."""
 
     def config_def(self) -> ConfigDef:
-        return (
+        return define_replace_null_with_default(
             ConfigDef()
             .define(
                 "fields",
                 ConfigType.LIST,
                 importance=Importance.HIGH,
-                validator=_non_empty_list,
+                validator=non_empty_list,
                 documentation="Field names in the record whose values are to be copied or moved to headers.",
             )
             .define(
                 "headers",
                 ConfigType.LIST,
                 importance=Importance.HIGH,
-                validator=_non_empty_list,
+                validator=non_empty_list,
                 documentation="Header names, in the same order as the field names listed in fields.",
             )
             .define(
@@ -73,13 +70,6 @@ class HeaderFrom(KeyOrValueTransformation[R]):
                 validator=ValidString(["move", "copy"]),
                 documentation="Either move if the fields are to be moved to the headers (removed from the "
                 "key/value), or copy if the fields are to be copied to the headers (retained).",
-            )
-            .define(
-                "replace.null.with.default",
-                ConfigType.BOOLEAN,
-                True,
-                Importance.MEDIUM,
-                "Whether null fields with a default value get it (records with schemas).",
             )
         )
 
