@@ -130,7 +130,8 @@ def _as_bytes(data: Any) -> bytes:
 
 
 class JsonConverter(Converter):
-    """Kafka's `org.apache.kafka.connect.json.JsonConverter`.
+    """Kafka's `org.apache.kafka.connect.json.JsonConverter`: compact JSON, with the schema in a
+    `{"schema":...,"payload":...}` envelope when `schemas.enable=true`.
 
     With `schemas.enable=true` every key/value is written as Kafka's envelope
     `{"schema":{...},"payload":...}` and read back into a schema and a value (Structs, logical
