@@ -188,6 +188,10 @@ class JsonConverter(Converter):
             )
         )
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._setup()
+
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         super().configure(config, is_key)
         self._setup()
@@ -220,10 +224,6 @@ class JsonConverter(Converter):
                         ]
                     }
                 ) from None
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._setup()
 
     # -- writing --
 
