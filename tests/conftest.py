@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 from eosconnect.tools.worker_process import WorkerProcess
+from support.connect_harness import ConnectHarness
 
 SPARK_MASTER = os.environ.get("EOSCONNECT_TEST_SPARK_MASTER", "local[6,4]")
 TESTS_DIR = Path(__file__).resolve().parent
@@ -48,6 +49,13 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClust
     cluster.start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_harness() -> Iterator[ConnectHarness]:
+    """One JVM running Kafka's own JsonConverter, transformations and predicates (differential tests)."""
+    with ConnectHarness() as harness:
+        yield harness
 
 
 @pytest.fixture(scope="session")
