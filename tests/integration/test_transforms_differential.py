@@ -100,6 +100,7 @@ CASES: dict[str, dict[str, Any]] = {
     # MaskField
     "mask_defaults": case(t("MaskField$Value", fields="id,name,score,ok,tags,nested,absent")),
     "mask_replacement": case(t("MaskField$Value", fields="id,name,score", replacement="9")),
+    "mask_replacement_fraction": case(t("MaskField$Value", fields="id,score", replacement="12.5")),
     "mask_replacement_bool_fails": case(t("MaskField$Value", fields="ok", replacement="x")),
     "mask_replacement_not_number": case(t("MaskField$Value", fields="id", replacement="abc")),
     "mask_needs_fields": case(t("MaskField$Value", fields="")),
@@ -131,6 +132,11 @@ CASES: dict[str, dict[str, Any]] = {
         t("Cast$Value", spec="a:string,b:string,c:string,d:string"),
         value={"a": 1e10, "b": 0.0001, "c": 100.0, "d": 123456.789},
     ),
+    "cast_saturating": case(
+        t("Cast$Value", spec="a:int8,b:int64,c:int32,d:boolean,e:float32"),
+        value={"a": 1e10, "b": -1e30, "c": float("1e-3"), "d": "yes", "e": 16777217},
+    ),
+    "cast_exponent_string_to_int_fails": case(t("Cast$Value", spec="a:int32"), value={"a": "1e3"}),
     "cast_whole_key": case(t("Cast$Key", spec="string"), key=12),
     "cast_out_of_range": case(t("Cast$Value", spec="a:int8"), value={"a": "300"}),
     "cast_from_map_fails": case(t("Cast$Value", spec="nested:string")),
@@ -168,6 +174,14 @@ CASES: dict[str, dict[str, Any]] = {
     "ts_key_string": case(
         t("TimestampConverter$Key", **{"target.type": "string", "format": "yyyyMMddHHmm"}), key=TS
     ),
+    "ts_lenient_parse": case(
+        t("TimestampConverter$Value", field="at", **{"target.type": "unix", "format": "yyyy-MM-dd HH:mm"}),
+        value={"at": "2024-13-32 25:61 trailing"},
+    ),
+    "ts_string_to_string": case(
+        t("TimestampConverter$Value", field="at", **{"target.type": "string", "format": "dd/MM/yy"}),
+        value={"at": "01/02/99"},
+    ),
     "ts_bad_string": case(
         t("TimestampConverter$Value", field="at", **{"target.type": "unix", "format": "yyyy-MM-dd"}),
         value={"at": "not a date"},
@@ -182,6 +196,9 @@ CASES: dict[str, dict[str, Any]] = {
     "schema_metadata_tombstone": case(t("SetSchemaMetadata$Value", **{"schema.name": "x"}), value=None),
     # Routing
     "regex_router": case(t("RegexRouter", regex="(ord)(ers)", replacement="$2-$1-x")),
+    "regex_router_named_group": case(
+        t("RegexRouter", regex="(?<head>o)rd(?<!x)(e)\\w+", replacement="${head}-$2-\\$")
+    ),
     "regex_router_no_match": case(t("RegexRouter", regex="ord", replacement="x")),
     "timestamp_router": case(t("TimestampRouter")),
     "timestamp_router_format": case(
@@ -221,6 +238,10 @@ CASES: dict[str, dict[str, Any]] = {
     "tombstone_predicate": {
         **case({**t("Filter"), "predicate": "tomb"}, value=None),
         "predicates": {"tomb": {"class": P + "RecordIsTombstone"}},
+    },
+    "predicate_named_group": {
+        **case({**t("Filter"), "predicate": "p"}),
+        "predicates": {"p": {"class": P + "TopicNameMatches", "config": {"pattern": "(?<a>or)d\\k<a>?ers"}}},
     },
     "bad_predicate_pattern": {
         **case({**t("Filter"), "predicate": "p"}),
