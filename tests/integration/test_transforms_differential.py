@@ -103,6 +103,7 @@ CASES: dict[str, dict[str, Any]] = {
     "mask_replacement_fraction": case(t("MaskField$Value", fields="id,score", replacement="12.5")),
     "mask_replacement_bool_fails": case(t("MaskField$Value", fields="ok", replacement="x")),
     "mask_replacement_not_number": case(t("MaskField$Value", fields="id", replacement="abc")),
+    "mask_tombstone_fails": case(t("MaskField$Value", fields="id"), value=None),
     "mask_needs_fields": case(t("MaskField$Value", fields="")),
     # ValueToKey
     "value_to_key": case(t("ValueToKey", fields="id,name,absent")),
@@ -208,9 +209,43 @@ CASES: dict[str, dict[str, Any]] = {
     "filter": case(t("Filter")),
     # Headers
     "drop_headers": case(t("DropHeaders", headers="trace,absent")),
+    **{
+        f"insert_header_literal_{i}": case(t("InsertHeader", header="h", **{"value.literal": literal}))
+        for i, literal in enumerate(
+            [
+                "42",
+                " 7 ",
+                "07",
+                "+5",
+                "-5",
+                "3.0",
+                "1.50",
+                "0.1",
+                "1e3",
+                "1.5e-10",
+                "0.1234567890123",
+                "123456789012345678901",
+                "[1, 2]",
+                '{"a": 1}',
+                '["a", 1]',
+                "[a, b]",
+                "x y",
+                "",
+                "true",
+                "TRUE",
+                "2024-01-02",
+                "NaN",
+            ]
+        )
+    },
+    "extract_empty_field_name": case(t("ExtractField$Value", field="")),
     "insert_header": case(t("InsertHeader", header="h", **{"value.literal": "hello"})),
     "header_from_copy": case(
         t("HeaderFrom$Value", fields="id,name,tags,nested,score,ok", headers="a,b,c,d,e,f", operation="copy")
+    ),
+    "header_from_missing_field": case(t("HeaderFrom$Value", fields="nope", headers="h", operation="move")),
+    "header_from_tombstone_fails": case(
+        t("HeaderFrom$Value", fields="id", headers="h", operation="copy"), value=None
     ),
     "header_from_move_key": case(t("HeaderFrom$Key", fields="id", headers="kid", operation="move")),
     "header_from_counts_differ": case(t("HeaderFrom$Value", fields="id,name", headers="a", operation="copy")),
@@ -242,6 +277,10 @@ CASES: dict[str, dict[str, Any]] = {
     "predicate_named_group": {
         **case({**t("Filter"), "predicate": "p"}),
         "predicates": {"p": {"class": P + "TopicNameMatches", "config": {"pattern": "(?<a>or)d\\k<a>?ers"}}},
+    },
+    "empty_predicate_pattern": {
+        **case({**t("Filter"), "predicate": "p"}),
+        "predicates": {"p": {"class": P + "TopicNameMatches", "config": {"pattern": ""}}},
     },
     "bad_predicate_pattern": {
         **case({**t("Filter"), "predicate": "p"}),

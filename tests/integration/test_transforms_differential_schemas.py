@@ -128,7 +128,35 @@ def primitive(type_name: str, payload: Any, **schema: Any) -> dict[str, Any]:
     return {"schema": {"type": type_name, "optional": False, **schema}, "payload": payload}
 
 
+OPTIONAL_ROW = {"schema": {**ROW_SCHEMA, "optional": True}, "payload": None}
+TOMBSTONE_TRANSFORMS = {
+    "insert": t("InsertField$Value", **{"static.field": "s", "static.value": "v"}),
+    "replace": t("ReplaceField$Value", exclude="id"),
+    "extract": t("ExtractField$Value", field="name"),
+    "hoist": t("HoistField$Value", field="h"),
+    "mask": t("MaskField$Value", fields="name"),
+    "flatten": t("Flatten$Value"),
+    "cast": t("Cast$Value", spec="id:string"),
+    "timestamp": t("TimestampConverter$Value", field="at", **{"target.type": "unix"}),
+    "metadata": t("SetSchemaMetadata$Value", **{"schema.name": "N"}),
+    "header_from": t("HeaderFrom$Value", fields="id", headers="i", operation="copy"),
+    "value_to_key": t("ValueToKey", fields="id"),
+}
+
 CASES: dict[str, dict[str, Any]] = {
+    **{
+        f"tombstone_{name}": {**case(spec), "value": OPTIONAL_ROW}
+        for name, spec in TOMBSTONE_TRANSFORMS.items()
+    },
+    "null_fields_without_defaults": case(
+        t("Cast$Value", spec="opt:string", **{"replace.null.with.default": "false"}),
+        t("MaskField$Value", fields="name", **{"replace.null.with.default": "false"}),
+        value={"schema": ROW_SCHEMA, "payload": {**ROW, "name": None}},
+    ),
+    "header_from_missing_value": case(
+        t("HeaderFrom$Value", fields="name,opt", headers="n,o", operation="copy"),
+        value={"schema": ROW_SCHEMA, "payload": {**ROW, "name": None}},
+    ),
     "identity": case(),
     "insert_fields": case(
         t(

@@ -7,6 +7,7 @@ from typing import Any
 
 from eosconnect.api.builtin_transforms.java_regex import ValidJavaRegex, compile_java
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import R
 from eosconnect.api.transforms import Predicate
 from eosconnect.api.validators import NonEmptyString
@@ -26,6 +27,15 @@ class TopicNameMatches(Predicate[R]):
 
     def configure(self, config: Mapping[str, Any]) -> None:
         super().configure(config)
+        if not self.config["pattern"]:
+            raise ConfigException(
+                errors={
+                    "pattern": [
+                        "String must be non-empty. Set pattern to a regular "
+                        "expression for topic names, e.g. orders-.*"
+                    ]
+                }
+            )
         self.pattern = compile_java(self.config["pattern"])
 
     def test(self, record: R) -> bool:
