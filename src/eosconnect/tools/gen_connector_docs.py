@@ -141,6 +141,8 @@ against Kafka's ConfigDef (tests/integration/test_transforms_differential*.py).
 Where eosconnect differs on purpose:
 - Headers hold text or bytes, so a typed header value (HeaderFrom of a field, an InsertHeader literal) is
   stored as the text Kafka's default `SimpleHeaderConverter` writes for it (`42`, `true`, `{"a":1}`).
+  InsertHeader normalises `value.literal` as Kafka does for numbers, booleans and JSON arrays/objects;
+  a literal Kafka would read as a date or time is kept as written.
 - Regular expressions (RegexRouter, TopicNameMatches) are Java's as far as configs use them: named groups
   `(?<name>...)`, `\\k<name>` and replacements `$1`, `${name}`, `\\$` are translated for Python's `re`.
 - Dates (TimestampConverter `format`, TimestampRouter `timestamp.format`) take SimpleDateFormat patterns
