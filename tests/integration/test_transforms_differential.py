@@ -295,6 +295,27 @@ def test_same_output_as_kafka(name: str, connect_harness: ConnectHarness) -> Non
     assert ours == kafkas
 
 
+#: The `$Key` variants: each `$Value` case above, run on the key instead.
+KEY_CASES = {
+    f"{name}_on_key": {
+        **spec,
+        "key": spec["value"],
+        "value": {"id": 7},
+        "transforms": [
+            {**stage, "class": stage["class"].replace("$Value", "$Key")} for stage in spec["transforms"]
+        ],
+    }
+    for name, spec in CASES.items()
+    if spec["transforms"] and all(stage["class"].endswith("$Value") for stage in spec["transforms"])
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEY_CASES))
+def test_key_variants_same_output_as_kafka(name: str, connect_harness: ConnectHarness) -> None:
+    ours, kafkas = both(connect_harness, KEY_CASES[name])
+    assert ours == kafkas
+
+
 #: Settings eosconnect reads that Kafka 4 no longer defines (Kafka 3.x's deprecated names).
 OUR_EXTRA_SETTINGS = {"ReplaceField": {"blacklist", "whitelist"}}
 

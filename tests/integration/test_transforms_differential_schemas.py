@@ -335,3 +335,24 @@ CASES: dict[str, dict[str, Any]] = {
 def test_same_output_as_kafka_with_schemas(name: str, connect_harness: ConnectHarness) -> None:
     ours, kafkas = both_with_schemas(connect_harness, CASES[name])
     assert ours == kafkas
+
+
+#: The `$Key` variants on the same rows: each `$Value` case above, run on the key instead.
+KEY_CASES = {
+    f"{name}_on_key": {
+        **spec,
+        "key": spec["value"],
+        "value": KEY,
+        "transforms": [
+            {**stage, "class": stage["class"].replace("$Value", "$Key")} for stage in spec["transforms"]
+        ],
+    }
+    for name, spec in CASES.items()
+    if spec["transforms"] and all(stage["class"].endswith("$Value") for stage in spec["transforms"])
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEY_CASES))
+def test_key_variants_same_output_as_kafka(name: str, connect_harness: ConnectHarness) -> None:
+    ours, kafkas = both_with_schemas(connect_harness, KEY_CASES[name])
+    assert ours == kafkas
