@@ -100,8 +100,10 @@ CASES: dict[str, dict[str, Any]] = {
     # MaskField
     "mask_defaults": case(t("MaskField$Value", fields="id,name,score,ok,tags,nested,absent")),
     "mask_replacement": case(t("MaskField$Value", fields="id,name,score", replacement="9")),
+    "mask_replacement_fraction": case(t("MaskField$Value", fields="id,score", replacement="12.5")),
     "mask_replacement_bool_fails": case(t("MaskField$Value", fields="ok", replacement="x")),
     "mask_replacement_not_number": case(t("MaskField$Value", fields="id", replacement="abc")),
+    "mask_tombstone_fails": case(t("MaskField$Value", fields="id"), value=None),
     "mask_needs_fields": case(t("MaskField$Value", fields="")),
     # ValueToKey
     "value_to_key": case(t("ValueToKey", fields="id,name,absent")),
@@ -131,6 +133,11 @@ CASES: dict[str, dict[str, Any]] = {
         t("Cast$Value", spec="a:string,b:string,c:string,d:string"),
         value={"a": 1e10, "b": 0.0001, "c": 100.0, "d": 123456.789},
     ),
+    "cast_saturating": case(
+        t("Cast$Value", spec="a:int8,b:int64,c:int32,d:boolean,e:float32"),
+        value={"a": 1e10, "b": -1e30, "c": float("1e-3"), "d": "yes", "e": 16777217},
+    ),
+    "cast_exponent_string_to_int_fails": case(t("Cast$Value", spec="a:int32"), value={"a": "1e3"}),
     "cast_whole_key": case(t("Cast$Key", spec="string"), key=12),
     "cast_out_of_range": case(t("Cast$Value", spec="a:int8"), value={"a": "300"}),
     "cast_from_map_fails": case(t("Cast$Value", spec="nested:string")),
@@ -168,6 +175,14 @@ CASES: dict[str, dict[str, Any]] = {
     "ts_key_string": case(
         t("TimestampConverter$Key", **{"target.type": "string", "format": "yyyyMMddHHmm"}), key=TS
     ),
+    "ts_lenient_parse": case(
+        t("TimestampConverter$Value", field="at", **{"target.type": "unix", "format": "yyyy-MM-dd HH:mm"}),
+        value={"at": "2024-13-32 25:61 trailing"},
+    ),
+    "ts_string_to_string": case(
+        t("TimestampConverter$Value", field="at", **{"target.type": "string", "format": "dd/MM/yy"}),
+        value={"at": "01/02/99"},
+    ),
     "ts_bad_string": case(
         t("TimestampConverter$Value", field="at", **{"target.type": "unix", "format": "yyyy-MM-dd"}),
         value={"at": "not a date"},
@@ -182,6 +197,9 @@ CASES: dict[str, dict[str, Any]] = {
     "schema_metadata_tombstone": case(t("SetSchemaMetadata$Value", **{"schema.name": "x"}), value=None),
     # Routing
     "regex_router": case(t("RegexRouter", regex="(ord)(ers)", replacement="$2-$1-x")),
+    "regex_router_named_group": case(
+        t("RegexRouter", regex="(?<head>o)rd(?<!x)(e)\\w+", replacement="${head}-$2-\\$")
+    ),
     "regex_router_no_match": case(t("RegexRouter", regex="ord", replacement="x")),
     "timestamp_router": case(t("TimestampRouter")),
     "timestamp_router_format": case(
@@ -191,9 +209,43 @@ CASES: dict[str, dict[str, Any]] = {
     "filter": case(t("Filter")),
     # Headers
     "drop_headers": case(t("DropHeaders", headers="trace,absent")),
+    **{
+        f"insert_header_literal_{i}": case(t("InsertHeader", header="h", **{"value.literal": literal}))
+        for i, literal in enumerate(
+            [
+                "42",
+                " 7 ",
+                "07",
+                "+5",
+                "-5",
+                "3.0",
+                "1.50",
+                "0.1",
+                "1e3",
+                "1.5e-10",
+                "0.1234567890123",
+                "123456789012345678901",
+                "[1, 2]",
+                '{"a": 1}',
+                '["a", 1]',
+                "[a, b]",
+                "x y",
+                "",
+                "true",
+                "TRUE",
+                "2024-01-02",
+                "NaN",
+            ]
+        )
+    },
+    "extract_empty_field_name": case(t("ExtractField$Value", field="")),
     "insert_header": case(t("InsertHeader", header="h", **{"value.literal": "hello"})),
     "header_from_copy": case(
         t("HeaderFrom$Value", fields="id,name,tags,nested,score,ok", headers="a,b,c,d,e,f", operation="copy")
+    ),
+    "header_from_missing_field": case(t("HeaderFrom$Value", fields="nope", headers="h", operation="move")),
+    "header_from_tombstone_fails": case(
+        t("HeaderFrom$Value", fields="id", headers="h", operation="copy"), value=None
     ),
     "header_from_move_key": case(t("HeaderFrom$Key", fields="id", headers="kid", operation="move")),
     "header_from_counts_differ": case(t("HeaderFrom$Value", fields="id,name", headers="a", operation="copy")),
@@ -222,6 +274,14 @@ CASES: dict[str, dict[str, Any]] = {
         **case({**t("Filter"), "predicate": "tomb"}, value=None),
         "predicates": {"tomb": {"class": P + "RecordIsTombstone"}},
     },
+    "predicate_named_group": {
+        **case({**t("Filter"), "predicate": "p"}),
+        "predicates": {"p": {"class": P + "TopicNameMatches", "config": {"pattern": "(?<a>or)d\\k<a>?ers"}}},
+    },
+    "empty_predicate_pattern": {
+        **case({**t("Filter"), "predicate": "p"}),
+        "predicates": {"p": {"class": P + "TopicNameMatches", "config": {"pattern": ""}}},
+    },
     "bad_predicate_pattern": {
         **case({**t("Filter"), "predicate": "p"}),
         "predicates": {"p": {"class": P + "TopicNameMatches", "config": {"pattern": "("}}},
@@ -232,6 +292,27 @@ CASES: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_same_output_as_kafka(name: str, connect_harness: ConnectHarness) -> None:
     ours, kafkas = both(connect_harness, CASES[name])
+    assert ours == kafkas
+
+
+#: The `$Key` variants: each `$Value` case above, run on the key instead.
+KEY_CASES = {
+    f"{name}_on_key": {
+        **spec,
+        "key": spec["value"],
+        "value": {"id": 7},
+        "transforms": [
+            {**stage, "class": stage["class"].replace("$Value", "$Key")} for stage in spec["transforms"]
+        ],
+    }
+    for name, spec in CASES.items()
+    if spec["transforms"] and all(stage["class"].endswith("$Value") for stage in spec["transforms"])
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEY_CASES))
+def test_key_variants_same_output_as_kafka(name: str, connect_harness: ConnectHarness) -> None:
+    ours, kafkas = both(connect_harness, KEY_CASES[name])
     assert ours == kafkas
 
 

@@ -128,7 +128,35 @@ def primitive(type_name: str, payload: Any, **schema: Any) -> dict[str, Any]:
     return {"schema": {"type": type_name, "optional": False, **schema}, "payload": payload}
 
 
+OPTIONAL_ROW = {"schema": {**ROW_SCHEMA, "optional": True}, "payload": None}
+TOMBSTONE_TRANSFORMS = {
+    "insert": t("InsertField$Value", **{"static.field": "s", "static.value": "v"}),
+    "replace": t("ReplaceField$Value", exclude="id"),
+    "extract": t("ExtractField$Value", field="name"),
+    "hoist": t("HoistField$Value", field="h"),
+    "mask": t("MaskField$Value", fields="name"),
+    "flatten": t("Flatten$Value"),
+    "cast": t("Cast$Value", spec="id:string"),
+    "timestamp": t("TimestampConverter$Value", field="at", **{"target.type": "unix"}),
+    "metadata": t("SetSchemaMetadata$Value", **{"schema.name": "N"}),
+    "header_from": t("HeaderFrom$Value", fields="id", headers="i", operation="copy"),
+    "value_to_key": t("ValueToKey", fields="id"),
+}
+
 CASES: dict[str, dict[str, Any]] = {
+    **{
+        f"tombstone_{name}": {**case(spec), "value": OPTIONAL_ROW}
+        for name, spec in TOMBSTONE_TRANSFORMS.items()
+    },
+    "null_fields_without_defaults": case(
+        t("Cast$Value", spec="opt:string", **{"replace.null.with.default": "false"}),
+        t("MaskField$Value", fields="name", **{"replace.null.with.default": "false"}),
+        value={"schema": ROW_SCHEMA, "payload": {**ROW, "name": None}},
+    ),
+    "header_from_missing_value": case(
+        t("HeaderFrom$Value", fields="name,opt", headers="n,o", operation="copy"),
+        value={"schema": ROW_SCHEMA, "payload": {**ROW, "name": None}},
+    ),
     "identity": case(),
     "insert_fields": case(
         t(
@@ -306,4 +334,25 @@ CASES: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_same_output_as_kafka_with_schemas(name: str, connect_harness: ConnectHarness) -> None:
     ours, kafkas = both_with_schemas(connect_harness, CASES[name])
+    assert ours == kafkas
+
+
+#: The `$Key` variants on the same rows: each `$Value` case above, run on the key instead.
+KEY_CASES = {
+    f"{name}_on_key": {
+        **spec,
+        "key": spec["value"],
+        "value": KEY,
+        "transforms": [
+            {**stage, "class": stage["class"].replace("$Value", "$Key")} for stage in spec["transforms"]
+        ],
+    }
+    for name, spec in CASES.items()
+    if spec["transforms"] and all(stage["class"].endswith("$Value") for stage in spec["transforms"])
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEY_CASES))
+def test_key_variants_same_output_as_kafka(name: str, connect_harness: ConnectHarness) -> None:
+    ours, kafkas = both_with_schemas(connect_harness, KEY_CASES[name])
     assert ours == kafkas

@@ -151,8 +151,11 @@ def run_python_with_schemas(case: dict[str, Any]) -> dict[str, Any]:
     if "error" in answer or "dropped" in answer:
         return answer
     out = answer.pop("record")
-    answer["key"] = _parse(key_converter.from_connect_data(out.topic, out.key_schema, out.key))
-    answer["value"] = _parse(value_converter.from_connect_data(out.topic, out.value_schema, out.value))
+    try:
+        answer["key"] = _parse(key_converter.from_connect_data(out.topic, out.key_schema, out.key))
+        answer["value"] = _parse(value_converter.from_connect_data(out.topic, out.value_schema, out.value))
+    except Exception as exc:
+        return {"error": {"class": type(exc).__name__, "message": str(exc), "stage": "convert"}}
     return answer
 
 

@@ -139,3 +139,18 @@ def test_bad_settings_are_reported_under_their_full_names() -> None:
     errors = info.value.errors  # type: ignore[attr-defined]
     assert "Invalid type found in casting spec: decimal" in errors["transforms.c.spec"][0]
     assert "same number of elements" in errors["transforms.h.fields"][0]
+
+
+def test_rest_plugin_list_names_kafkas_transformations_and_predicates() -> None:
+    """`GET /connector-plugins?connectorsOnly=false` lists them under Kafka's class names, as Kafka does."""
+    from eosconnect.cluster.herder_reads import HerderReads
+
+    listed = HerderReads.connector_plugins(object.__new__(HerderReads), connectors_only=False)
+    by_type: dict[str, set[str]] = {}
+    for plugin in listed:
+        by_type.setdefault(plugin["type"], set()).add(plugin["class"])
+    assert "org.apache.kafka.connect.transforms.Cast$Key" in by_type["transformation"]
+    assert "org.apache.kafka.connect.transforms.predicates.HasHeaderKey" in by_type["predicate"]
+    assert len(by_type["transformation"]) == 26 and len(by_type["predicate"]) == 3
+    only_connectors = HerderReads.connector_plugins(object.__new__(HerderReads), connectors_only=True)
+    assert {p["type"] for p in only_connectors} == {"source", "sink"}

@@ -9,7 +9,6 @@ Freezing also makes partitions hashable, so they can key the `dict`s the runtime
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -259,21 +258,34 @@ class _RecordMixin:
         the runtime can still commit the right position for a transformed record. A transformation
         that changes the shape of the key or value passes its new schema too (Kafka's `newRecord`).
         """
-        changes = {
-            name: val
-            for name, val in (
-                ("topic", topic),
-                ("partition", partition),
-                ("key", key),
-                ("value", value),
-                ("timestamp", timestamp),
-                ("headers", headers),
-                ("key_schema", key_schema),
-                ("value_schema", value_schema),
-            )
-            if val is not _UNSET
-        }
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        # Transformations call this once per record and stage: copy the slots and check only what
+        # changes, instead of dataclasses.replace re-running (and re-validating) the constructor.
+        cls = type(self)
+        clone = object.__new__(cls)
+        setattr_ = object.__setattr__
+        for name in cls.__slots__:  # type: ignore[attr-defined]
+            setattr_(clone, name, getattr(self, name))
+        if topic is not _UNSET:
+            if type(topic) is not str or not topic:
+                _check_topic(topic)
+            setattr_(clone, "topic", topic)
+        if partition is not _UNSET:
+            _check_optional_int("partition", partition, 0)
+            setattr_(clone, "partition", partition)
+        if timestamp is not _UNSET:
+            _check_optional_int("timestamp", timestamp, 0)
+            setattr_(clone, "timestamp", timestamp)
+        if headers is not _UNSET:
+            setattr_(clone, "headers", _normalize_headers(headers))
+        for name, val in (
+            ("key", key),
+            ("value", value),
+            ("key_schema", key_schema),
+            ("value_schema", value_schema),
+        ):
+            if val is not _UNSET:
+                setattr_(clone, name, val)
+        return clone
 
     def last_header(self, key: str) -> HeaderValue:
         """The value of the last header named `key` (Kafka allows repeats), or None."""

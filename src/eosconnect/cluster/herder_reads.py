@@ -19,6 +19,7 @@ from eosconnect.api.plugins import (
     plugin_version,
     resolve_connector_class,
 )
+from eosconnect.api.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 from eosconnect.cluster.connector_kinds import kind_of_config
 from eosconnect.cluster.herder_api import HerderError, MetricsView, NotFoundError
 from eosconnect.cluster.herder_state import HerderState
@@ -185,6 +186,17 @@ class HerderReads(HerderState):
             except Exception:
                 kind, version = "source", "unknown"
             plugins.append({"class": str(path), "type": kind, "version": version})
+        if not connectors_only:
+            # As Kafka Connect lists them: every transformation and predicate under Kafka's class names.
+            for kind, table in (
+                ("transformation", BUILTIN_TRANSFORMATIONS),
+                ("predicate", BUILTIN_PREDICATES),
+            ):
+                plugins.extend(
+                    {"class": name, "type": kind, "version": __version__}
+                    for name in sorted(table)
+                    if name.startswith("org.")
+                )
         return plugins
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:

@@ -137,7 +137,20 @@ with schemas (`Struct` values) and without (dict values). Set `transforms.<alias
 below, to Kafka's class name (`org.apache.kafka.connect.transforms.InsertField$Value`), or to a Python
 class path; `$Key` variants work on the record key. Predicates go in `predicates.<alias>.type` and are
 attached with `transforms.<alias>.predicate` (and `transforms.<alias>.negate`). Each of them is tested
-against Kafka's own class on the same records (tests/integration/test_transforms_differential*.py).
+against Kafka's own class (Kafka 4.4) on the same records, with and without schemas, and its settings
+against Kafka's ConfigDef (tests/integration/test_transforms_differential*.py).
+
+Where eosconnect differs on purpose:
+- Headers hold text or bytes, so a typed header value (HeaderFrom of a field, an InsertHeader literal) is
+  stored as the text Kafka's default `SimpleHeaderConverter` writes for it (`42`, `true`, `{"a":1}`).
+  InsertHeader normalises `value.literal` as Kafka does for numbers, booleans and JSON arrays/objects;
+  a literal Kafka would read as a date or time is kept as written.
+- Regular expressions (RegexRouter, TopicNameMatches) are Java's as far as configs use them: named groups
+  `(?<name>...)`, `\\k<name>` and replacements `$1`, `${name}`, `\\$` are translated for Python's `re`.
+- Dates (TimestampConverter `format`, TimestampRouter `timestamp.format`) take SimpleDateFormat patterns
+  in UTC; week-based fields (`w`, `W`, `F`, `Y`) are refused when the transformation is configured.
+- ReplaceField still reads Kafka 3's deprecated `blacklist`/`whitelist` (Kafka 4 ignores them).
+- Schemaless values are what JSON gives: an int is Kafka's INT64, a float its FLOAT64.
 """
 
 

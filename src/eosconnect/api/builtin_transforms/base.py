@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import math
-import struct
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -19,6 +18,7 @@ from typing import Any, ClassVar
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import Date, Schema, SchemaBuilder, Struct, Time, Timestamp, Type, copy_schema_basics
+from eosconnect.api.data.json_format import java_double_text, java_float_text
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import R, SinkRecord
 from eosconnect.api.transforms import Transformation
@@ -222,38 +222,18 @@ def java_double_to_long(value: float, bits: int = 64) -> int:
 
 def java_double_str(value: float) -> str:
     """Java's `Double.toString`: plain decimal in [1e-3, 1e7) with at least one fraction digit, else
-    computerised scientific notation such as 1.0E10."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    point = len(text) + int(exponent)  # where the decimal point falls after the first digit of `text`
-    if 1e-3 <= abs(value) < 1e7:
-        if point <= 0:
-            body = "0." + "0" * -point + text
-        elif point >= len(text):
-            body = text + "0" * (point - len(text)) + ".0"
-        else:
-            body = text[:point] + "." + text[point:]
-    else:
-        body = f"{text[0]}.{text[1:] or '0'}E{point - 1}"
-    return ("-" if sign else "") + body
+    computerised scientific notation such as 1.0E10 (the digits as JsonConverter writes them)."""
+    if not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    return java_double_text(value)
 
 
 def java_float_str(value: float) -> str:
     """Java's `Float.toString` for a float32 held in a Python float: the fewest digits that read back as
-    the same float32, laid out as `Double.toString` lays them out."""
-    if not math.isfinite(value) or value == 0:
+    the same float32."""
+    if not math.isfinite(value):
         return java_double_str(value)
-    for digits in range(1, 10):
-        candidate = float(f"{value:.{digits}g}")
-        if struct.unpack("f", struct.pack("f", candidate))[0] == value:
-            return java_double_str(candidate)
-    return java_double_str(value)
+    return java_float_text(value)
 
 
 def java_big_decimal_str(value: Decimal) -> str:

@@ -243,7 +243,6 @@ class ExtractField(KeyOrValueTransformation[R]):
                 ConfigType.STRING,
                 importance=Importance.MEDIUM,
                 documentation="Field name to extract.",
-                validator=NonEmptyString(),
             )
         )
 
@@ -329,9 +328,7 @@ class MaskField(KeyOrValueTransformation[R]):
         )
 
     def apply(self, record: R) -> R | None:
-        operand = self.operand(record)
-        if operand is None:
-            return record
+        operand = self.operand(record)  # Kafka's MaskField has no pass for nulls: they fail below
         if self.operand_schema(record) is not None:
             struct = require_struct(operand, "mask fields")
             result = Struct(struct.schema)
@@ -484,17 +481,14 @@ class Flatten(KeyOrValueTransformation[R]):
 
     def apply(self, record: R) -> R | None:
         operand = self.operand(record)
-        schema = self.operand_schema(record)
-        if schema is not None:
-            struct = None if operand is None else require_struct(operand, "flattening")
-            updated_schema = self.schema_cache.get_or_build(schema, self._flat_schema)
-            if struct is None:
-                return self.with_operand(record, updated_schema, None)
-            result = Struct(updated_schema)
-            self._flatten_struct(struct, "", result)
-            return self.with_operand(record, updated_schema, result)
         if operand is None:
             return record
+        schema = self.operand_schema(record)
+        if schema is not None:
+            updated_schema = self.schema_cache.get_or_build(schema, self._flat_schema)
+            result = Struct(updated_schema)
+            self._flatten_struct(require_struct(operand, "flattening"), "", result)
+            return self.with_operand(record, updated_schema, result)
         flat: dict[str, Any] = {}
         self._flatten(require_map(operand, "flattening"), "", flat)
         return self.with_operand(record, None, flat)

@@ -7,12 +7,19 @@ header (a field HeaderFrom copies, an InsertHeader literal) is stored as the tex
 
 from __future__ import annotations
 
+import decimal
+import json
+import math
+import re
+import struct
 from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.builtin_transforms.base import (
     KeyOrValueTransformation,
     define_replace_null_with_default,
+    java_double_str,
+    java_float_str,
     non_empty_list,
     require_map,
     require_struct,
@@ -23,7 +30,7 @@ from eosconnect.api.data import Schema, SchemaBuilder, Struct, copy_schema_basic
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import R
 from eosconnect.api.transforms import Transformation
-from eosconnect.api.validators import NonEmptyString, ValidString
+from eosconnect.api.validators import ValidString
 
 
 class DropHeaders(Transformation[R]):
@@ -139,6 +146,29 @@ def _header_text(value: Any) -> str | bytes:
     return value if isinstance(value, bytes) else values_to_string(value)
 
 
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def header_literal(text: str) -> str:
+    """InsertHeader's `value.literal` as Kafka puts it on the wire: Kafka parses the literal into a typed
+    value (`Values.parseString`) and the default header converter prints that back, so surrounding space
+    goes, numbers are normalised (07 -> 7, 3.0 -> 3, a fraction becomes a float32: 1.50 -> 1.5) and JSON
+    arrays and objects are written compactly. Other text is kept as it is."""
+    stripped = text.strip()
+    if _NUMBER.fullmatch(stripped):
+        number = decimal.Decimal(stripped)
+        if number == number.to_integral_value():
+            return str(int(number))
+        as_float32 = struct.unpack("f", struct.pack("f", float(number)))[0]
+        return java_float_str(as_float32) if math.isfinite(as_float32) else java_double_str(float(number))
+    if stripped[:1] in ("[", "{"):
+        try:
+            return values_to_string(json.loads(stripped))
+        except (ValueError, DataException):
+            return text
+    return stripped
+
+
 class InsertHeader(Transformation[R]):
     """Add a header `header` whose value is `value.literal`."""
 
@@ -149,19 +179,19 @@ class InsertHeader(Transformation[R]):
                 "header",
                 ConfigType.STRING,
                 importance=Importance.HIGH,
-                validator=NonEmptyString(),
                 documentation="The name of the header.",
             )
             .define(
                 "value.literal",
                 ConfigType.STRING,
                 importance=Importance.HIGH,
-                validator=NonEmptyString(),
                 documentation="The literal value that is to be set as the header value on all records.",
             )
         )
 
+    def configure(self, config: Mapping[str, Any]) -> None:
+        super().configure(config)
+        self.header_value = header_literal(self.config["value.literal"])
+
     def apply(self, record: R) -> R | None:
-        return record.new_record(
-            headers=[*record.headers, (self.config["header"], self.config["value.literal"])]
-        )
+        return record.new_record(headers=[*record.headers, (self.config["header"], self.header_value)])

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from eosconnect.api.builtin_transforms.java_regex import ValidJavaRegex, compile_java
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import R
 from eosconnect.api.transforms import Predicate
-from eosconnect.api.validators import NonEmptyString, ValidRegex
+from eosconnect.api.validators import NonEmptyString
 
 
 class TopicNameMatches(Predicate[R]):
@@ -21,12 +22,21 @@ class TopicNameMatches(Predicate[R]):
             ConfigType.STRING,
             importance=Importance.MEDIUM,
             documentation="A Java regular expression for matching against the name of a record's topic.",
-            validator=ValidRegex(),
+            validator=ValidJavaRegex(),
         )
 
     def configure(self, config: Mapping[str, Any]) -> None:
         super().configure(config)
-        self.pattern = re.compile(self.config["pattern"])
+        if not self.config["pattern"]:
+            raise ConfigException(
+                errors={
+                    "pattern": [
+                        "String must be non-empty. Set pattern to a regular "
+                        "expression for topic names, e.g. orders-.*"
+                    ]
+                }
+            )
+        self.pattern = compile_java(self.config["pattern"])
 
     def test(self, record: R) -> bool:
         return self.pattern.fullmatch(record.topic) is not None

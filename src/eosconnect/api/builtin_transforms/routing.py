@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from eosconnect.api.builtin_transforms.java_regex import ValidJavaRegex, compile_java, java_replacement
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import R
 from eosconnect.api.transforms import Transformation
-from eosconnect.api.validators import ValidRegex
-
-_JAVA_GROUP = re.compile(r"\\(.)|\$(\d+|\{(\w+)\})")
-
-
-def java_replacement(replacement: str) -> str:
-    """Java's `Matcher.replaceFirst` replacement (`$1`, `${name}`, `\\$`) in Python's `re` syntax."""
-
-    def convert(match: re.Match[str]) -> str:
-        if match.group(1) is not None:
-            return match.group(1).replace("\\", "\\\\")
-        return f"\\g<{match.group(3) or match.group(2)}>"
-
-    return _JAVA_GROUP.sub(convert, replacement)
 
 
 class Filter(Transformation[R]):
@@ -44,7 +30,7 @@ class RegexRouter(Transformation[R]):
                 "regex",
                 ConfigType.STRING,
                 importance=Importance.HIGH,
-                validator=ValidRegex(),
+                validator=ValidJavaRegex(),
                 documentation="Regular expression to use for matching.",
             )
             .define(
@@ -57,7 +43,7 @@ class RegexRouter(Transformation[R]):
 
     def configure(self, config: Mapping[str, Any]) -> None:
         super().configure(config)
-        self.regex = re.compile(self.config["regex"])
+        self.regex = compile_java(self.config["regex"])
         self.replacement = java_replacement(self.config["replacement"])
 
     def apply(self, record: R) -> R | None:
