@@ -58,6 +58,10 @@ BUILTIN_CONNECTORS: dict[str, str] = {
         "eosconnect.connectors.file_stream.FileStreamSourceConnector"
     ),
     "JdbcSource": "eosconnect.connectors.jdbc.JdbcSourceConnector",
+    "JdbcSink": "eosconnect.connectors.jdbc_sink.connector.JdbcSinkConnector",
+    "io.confluent.connect.jdbc.JdbcSinkConnector": (
+        "eosconnect.connectors.jdbc_sink.connector.JdbcSinkConnector"
+    ),
     "FileStreamSink": "eosconnect.connectors.file_stream.FileStreamSinkConnector",
     "MirrorSink": "eosconnect.connectors.mirror.MirrorSinkConnector",
     "MirrorSource": "eosconnect.connectors.mirror_source.MirrorSourceConnector",

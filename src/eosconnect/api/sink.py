@@ -171,6 +171,12 @@ class SinkTask(Task):
     partitions, then `put` with batches, `pre_commit` before committing consumer offsets, `close`
     for partitions taken away (rebalance or shutdown) and finally `stop`."""
 
+    #: True for a task that commits its consumed positions in its target's own transactions and
+    #: rewinds to them in `open()` (JdbcSink with exactly.once=true): the consumer group's offsets
+    #: are then information only (as KIP-656's), and failing to write them never fails the task.
+    #: Read by the runtime after `start()`, so a task may set it from its config there.
+    stores_offsets: bool = False
+
     @property
     def context(self) -> SinkTaskContext:
         ctx: SinkTaskContext | None = self.__dict__.get("_context")

@@ -83,6 +83,7 @@ from eosconnect.connectors.jdbc_schema import NumericMapping, RowSchema, key_sch
 
 __all__ = [
     "CONFIG_DEF",
+    "CONNECTION_CONFIG_DEF",
     "HEARTBEAT_FIELD",
     "INCREMENTING_FIELD",
     "TABLE_FIELD",
@@ -131,7 +132,7 @@ def _url_ok(value: Any) -> bool:
     return True
 
 
-def _timezone_ok(value: Any) -> bool:
+def timezone_ok(value: Any) -> bool:
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
@@ -139,7 +140,8 @@ def _timezone_ok(value: Any) -> bool:
     return True
 
 
-CONFIG_DEF = (
+#: The database connection settings, shared by JdbcSource and JdbcSink (connectors/jdbc_sink).
+CONNECTION_CONFIG_DEF = (
     ConfigDef()
     .define(
         "connection.url",
@@ -187,6 +189,10 @@ CONFIG_DEF = (
         Range.at_least(0),
         group="Database",
     )
+)
+
+CONFIG_DEF = (
+    ConfigDef(CONNECTION_CONFIG_DEF)
     .define(
         "db.timezone",
         ConfigType.STRING,
@@ -194,7 +200,7 @@ CONFIG_DEF = (
         Importance.MEDIUM,
         "Time zone of timestamp columns without one (IANA name), used to compute the read bound "
         "now - timestamp.delay.interval.ms.",
-        Validator.of(_timezone_ok, "an IANA time zone name such as UTC or Europe/Paris", "UTC"),
+        Validator.of(timezone_ok, "an IANA time zone name such as UTC or Europe/Paris", "UTC"),
         group="Database",
     )
     .define(

@@ -243,9 +243,9 @@ class SinkTaskRunner:
             )
         self.consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
         self.consumer = Consumer(self.consumer_config)
-        self.committer = self.make_committer(self.consumer)
         self.task.initialize(self.context)
         self.task.start(dict(self.spec.task_config))  # step 4: a transactional task inits its producer
+        self.committer = self.make_committer(self.consumer)  # after start: see SinkTask.stores_offsets
         self._task_started = True
         if coordinator is not None:  # step 5: still the latest after the (possibly slow) start
             coordinator.ensure_latest_generation(self.spec.connector, self.spec.generation)
@@ -266,7 +266,7 @@ class SinkTaskRunner:
     def make_committer(self, consumer: Consumer) -> OffsetCommitter:
         """The commit strategy: the source group's offsets are the truth unless the task commits
         its positions into its own transactions (KIP-656), where they are only information."""
-        if self.context.transactional_id is not None:
+        if self.context.transactional_id is not None or self.task.stores_offsets:
             return InformationalGroupCommitter(consumer, self.log)
         return ConsumerGroupCommitter(consumer)
 

@@ -1,0 +1,252 @@
+"""What differs between databases, in one place: the engine, SQL types and the write statements.
+
+SQLAlchemy does most of it (type names, quoting, parameter styles); this module adds what the sink
+needs on top. It knows nothing about Kafka, so it can move to a shared JDBC dialect package.
+
+* `transactional_engine`: an engine whose transactions really lock: SQLite starts each with
+  `BEGIN IMMEDIATE` (the write lock up front, so two writers serialize instead of failing at commit).
+* `sql_type`: a Connect schema's column type (logical Decimal/Date/Time/Timestamp as the database's
+  NUMERIC/DATE/TIME/TIMESTAMP).
+* `Tables`: finds, creates (`auto.create`) and extends (`auto.evolve`) the target tables.
+* `write_statement`: the bulk INSERT, upsert (INSERT .. ON CONFLICT / ON DUPLICATE KEY), UPDATE or
+  DELETE for rows of one shape, run with executemany.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import sqlalchemy as sa
+from sqlalchemy.sql.elements import quoted_name
+
+from eosconnect.api.data import Schema, Struct, Type
+from eosconnect.api.data.schema import (
+    DATE_LOGICAL_NAME,
+    DECIMAL_LOGICAL_NAME,
+    TIME_LOGICAL_NAME,
+    TIMESTAMP_LOGICAL_NAME,
+)
+from eosconnect.api.errors import ConnectException
+from eosconnect.connectors.jdbc import create_engine_for
+
+__all__ = ["Tables", "db_value", "sql_type", "transactional_engine", "write_statement"]
+
+log = logging.getLogger(__name__)
+
+
+def transactional_engine(values: Mapping[str, Any]) -> sa.Engine:
+    """`create_engine_for` (shared with JdbcSource), with SQLite taking its write lock at BEGIN."""
+    engine = create_engine_for(values)
+    if engine.dialect.name == "sqlite":
+
+        @sa.event.listens_for(engine, "connect")
+        def _no_implicit_transactions(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None  # pysqlite's own BEGIN handling off: ours below
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin_immediate(connection: sa.Connection) -> None:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def sql_type(schema: Schema) -> sa.types.TypeEngine[Any]:
+    """The column type for values of this Connect schema."""
+    if schema.name == DECIMAL_LOGICAL_NAME:
+        scale = int((schema.parameters or {}).get("scale", "0"))
+        return sa.Numeric(precision=None if scale == 0 else 38, scale=scale, asdecimal=True)
+    if schema.name == DATE_LOGICAL_NAME:
+        return sa.Date()
+    if schema.name == TIME_LOGICAL_NAME:
+        return sa.Time()
+    if schema.name == TIMESTAMP_LOGICAL_NAME:
+        return sa.DateTime()
+    return {
+        Type.INT8: sa.SmallInteger(),
+        Type.INT16: sa.SmallInteger(),
+        Type.INT32: sa.Integer(),
+        Type.INT64: sa.BigInteger(),
+        Type.FLOAT32: sa.Float(precision=24),
+        Type.FLOAT64: sa.Double(),
+        Type.BOOLEAN: sa.Boolean(),
+        Type.STRING: sa.Text(),
+        Type.BYTES: sa.LargeBinary(),
+    }.get(schema.type, sa.Text())  # ARRAY, MAP, STRUCT: JSON text
+
+
+def db_value(value: Any, zone: ZoneInfo) -> Any:
+    """A record value as the driver takes it: instants in `db.timezone` without a zone (the columns
+    are TIMESTAMP without time zone), nested values as JSON text."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(zone).replace(tzinfo=None)
+        return value
+    if isinstance(value, dt.time):
+        return value.replace(tzinfo=None)
+    if isinstance(value, Struct):
+        return json.dumps({f.name: _jsonable(value.get(f.name)) for f in value.schema.fields})
+    if isinstance(value, dict | list):
+        return json.dumps(_jsonable(value))
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Struct):
+        return {f.name: _jsonable(value.get(f.name)) for f in value.schema.fields}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if hasattr(value, "is_finite"):  # decimal.Decimal
+        return str(value)
+    return value
+
+
+def _split(name: str) -> tuple[str | None, str]:
+    schema, dot, table = name.rpartition(".")
+    return (schema, table) if dot else (None, name)
+
+
+class Tables:
+    """The target tables as SQLAlchemy `Table`s: reflected, created or evolved on first use."""
+
+    def __init__(self, engine: sa.Engine, *, quote: bool, auto_create: bool, auto_evolve: bool) -> None:
+        self.engine, self.quote = engine, quote
+        self.auto_create, self.auto_evolve = auto_create, auto_evolve
+        self._tables: dict[str, sa.Table] = {}
+
+    def ident(self, name: str) -> str:
+        return quoted_name(name, True) if self.quote else name
+
+    def table(self, name: str, columns: Mapping[str, Schema], key: Sequence[str]) -> sa.Table:
+        """The table `name` with at least these columns (creating or altering it if allowed)."""
+        table = self._tables.get(name)
+        if table is None:
+            table = self._reflect(name)
+            if table is None:
+                table = self._create(name, columns, key)
+            self._tables[name] = table
+        missing = [c for c in columns if c not in table.columns]
+        if missing:
+            table = self._evolve(table, name, {c: columns[c] for c in missing})
+            self._tables[name] = table
+        return table
+
+    def known(self, name: str) -> sa.Table:
+        """A table `table()` already returned."""
+        return self._tables[name]
+
+    def _reflect(self, name: str) -> sa.Table | None:
+        schema, table = _split(name)
+        if not sa.inspect(self.engine).has_table(table, schema=schema):
+            return None
+        return sa.Table(self.ident(table), sa.MetaData(), autoload_with=self.engine, schema=schema)
+
+    def _create(self, name: str, columns: Mapping[str, Schema], key: Sequence[str]) -> sa.Table:
+        if not self.auto_create:
+            raise ConnectException(
+                f"table {name!r} does not exist in the database. Create it, or set auto.create=true to have "
+                "JdbcSink create it from the records' schema."
+            )
+        schema, table_name = _split(name)
+        table = sa.Table(
+            self.ident(table_name),
+            sa.MetaData(),
+            *(
+                sa.Column(
+                    self.ident(col),
+                    sql_type(col_schema),
+                    primary_key=col in key,
+                    nullable=col not in key and col_schema.optional,
+                    autoincrement=False,
+                )
+                for col, col_schema in columns.items()
+            ),
+            schema=schema,
+        )
+        with self.engine.begin() as conn:
+            table.create(conn, checkfirst=True)
+        log.info("created table %s with columns %s (primary key %s)", name, list(columns), list(key))
+        return table
+
+    def _evolve(self, table: sa.Table, name: str, missing: Mapping[str, Schema]) -> sa.Table:
+        if not self.auto_evolve:
+            raise ConnectException(
+                f"table {name!r} has no column(s) {', '.join(missing)} that the records carry. Add them, "
+                "set auto.evolve=true to have JdbcSink add them (nullable), or leave the fields out with "
+                "fields.whitelist."
+            )
+        preparer = self.engine.dialect.identifier_preparer
+        with self.engine.begin() as conn:
+            for col, col_schema in missing.items():
+                type_sql = sql_type(col_schema).compile(dialect=self.engine.dialect)
+                conn.exec_driver_sql(
+                    f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN "
+                    f"{preparer.quote(self.ident(col))} {type_sql} NULL"
+                )
+        log.info("added nullable columns %s to table %s", list(missing), name)
+        reflected = self._reflect(name)
+        assert reflected is not None
+        return reflected
+
+
+def write_statement(
+    dialect: str, table: sa.Table, operation: str, key: Sequence[str], values: Sequence[str]
+) -> Any:
+    """The statement for executemany over rows of this shape: bind names are `k_<key column>` and
+    `v_<other column>`; None when there is nothing to do (an UPDATE without non-key columns)."""
+    cols = table.columns
+    if operation == "delete":
+        return sa.delete(table).where(*(cols[k] == sa.bindparam(f"k_{k}") for k in key))
+    if operation == "update":
+        if not values:
+            return None
+        return (
+            sa.update(table)
+            .where(*(cols[k] == sa.bindparam(f"k_{k}") for k in key))
+            .values({v: sa.bindparam(f"v_{v}") for v in values})
+        )
+    if operation == "upsert":
+        return upsert_statement(dialect, table, key, values)
+    return sa.insert(table).values(
+        {**{k: sa.bindparam(f"k_{k}") for k in key}, **{v: sa.bindparam(f"v_{v}") for v in values}}
+    )
+
+
+def upsert_statement(dialect: str, table: sa.Table, key: Sequence[str], values: Sequence[str]) -> Any:
+    """INSERT .. ON CONFLICT (key) DO UPDATE (PostgreSQL, SQLite) / ON DUPLICATE KEY UPDATE (MySQL)."""
+    insert_values = {
+        **{k: sa.bindparam(f"k_{k}") for k in key},
+        **{v: sa.bindparam(f"v_{v}") for v in values},
+    }
+    if dialect in ("postgresql", "sqlite"):
+        module: Any
+        if dialect == "postgresql":
+            from sqlalchemy.dialects import postgresql as module
+        else:
+            from sqlalchemy.dialects import sqlite as module
+        stmt = module.insert(table).values(insert_values)
+        if not values:
+            return stmt.on_conflict_do_nothing(index_elements=[table.columns[k] for k in key])
+        return stmt.on_conflict_do_update(
+            index_elements=[table.columns[k] for k in key],
+            set_={v: stmt.excluded[v] for v in values},
+        )
+    if dialect in ("mysql", "mariadb"):
+        from sqlalchemy.dialects import mysql
+
+        stmt = mysql.insert(table).values(insert_values)
+        return stmt.on_duplicate_key_update({v: stmt.inserted[v] for v in values or key})
+    raise ConnectException(
+        f"insert.mode=upsert is not supported on {dialect} databases (PostgreSQL, SQLite, MySQL/MariaDB "
+        "are); use insert.mode=insert or update"
+    )

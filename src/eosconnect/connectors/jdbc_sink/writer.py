@@ -1,0 +1,140 @@
+"""One flush of JdbcSink = one database transaction: the buffered rows, then the positions.
+
+Rows are written in the order they were consumed, cut into runs of one shape (table, operation,
+columns) so that each run is one bulk statement (executemany, `batch.size` rows at most): an upsert
+followed by a delete of the same key stays in that order. With exactly once the transaction first
+locks the partitions' rows of the offsets table and leaves out every partition another task claimed
+since (see `offsets_table`); its rows are dropped here and written by that task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+import sqlalchemy as sa
+
+from eosconnect.api.records import OffsetAndMetadata, TopicPartition
+from eosconnect.connectors.jdbc_sink.config import SinkSettings
+from eosconnect.connectors.jdbc_sink.dialect import Tables, db_value, transactional_engine, write_statement
+from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
+from eosconnect.connectors.jdbc_sink.rows import Row
+
+__all__ = ["FlushResult", "RowWriter"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FlushResult:
+    """What a flush committed, and the partitions it left out because a newer task claimed them."""
+
+    rows: int = 0
+    committed: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    fenced: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+class RowWriter:
+    """Buffers rows and writes them (with the positions, exactly once) in one transaction per flush."""
+
+    def __init__(self, settings: SinkSettings, connector: str) -> None:
+        self.settings = settings
+        self.engine = transactional_engine(settings.values)
+        self.tables = Tables(
+            self.engine,
+            quote=settings.quote,
+            auto_create=settings.auto_create,
+            auto_evolve=settings.auto_evolve,
+        )
+        self.zone = ZoneInfo(settings.timezone)
+        self.offsets: OffsetsTable | None = None
+        if settings.exactly_once:
+            self.offsets = OffsetsTable(settings.offsets_table, connector)
+            self.offsets.create(self.engine)
+        #: Partition -> the generation this task claimed it with (exactly once).
+        self.generations: dict[TopicPartition, int] = {}
+        self.buffer: list[Row] = []
+
+    # ----------------------------------------------------------------------------- partitions
+    def claim(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Fence earlier holders of these partitions; the positions they resume from (if any)."""
+        if self.offsets is None:
+            return {}
+        claims = self.offsets.claim(self.engine, partitions)
+        self.generations.update({tp: c.generation for tp, c in claims.items()})
+        return {tp: c.position for tp, c in claims.items() if c.position is not None}
+
+    def release(self, partitions: Iterable[TopicPartition]) -> None:
+        """Forget these partitions and their unwritten rows (their next holder writes them)."""
+        gone = set(partitions)
+        for tp in gone:
+            self.generations.pop(tp, None)
+        self.buffer = [r for r in self.buffer if r.topic_partition not in gone]
+
+    # ----------------------------------------------------------------------------- writes
+    def add(self, row: Row) -> None:
+        self.buffer.append(row)
+
+    def flush(self, positions: Mapping[TopicPartition, OffsetAndMetadata]) -> FlushResult:
+        """Write the buffered rows of these partitions and (exactly once) their positions, atomically."""
+        wanted = set(positions)
+        rows = [r for r in self.buffer if r.topic_partition in wanted]
+        for row in rows:  # DDL first, in transactions of its own (SQLite: one writer at a time)
+            self.tables.table(row.table, row.columns, list(row.key))
+        result = FlushResult()
+        with self.engine.begin() as conn:
+            if self.offsets is not None:
+                current = self.offsets.lock(conn, wanted)
+                result.fenced = {
+                    tp: current.get(tp, 0)
+                    for tp in wanted
+                    if tp not in self.generations or current.get(tp) != self.generations[tp]
+                }
+                rows = [r for r in rows if r.topic_partition not in result.fenced]
+            result.rows = self._write_rows(conn, rows)
+            result.committed = {tp: om for tp, om in positions.items() if tp not in result.fenced}
+            if self.offsets is not None:
+                self.offsets.write(conn, result.committed)
+        self.buffer = [r for r in self.buffer if r.topic_partition not in wanted]
+        for tp in result.fenced:
+            self.generations.pop(tp, None)
+        return result
+
+    def _write_rows(self, conn: sa.Connection, rows: list[Row]) -> int:
+        written = 0
+        run: list[Row] = []
+        for row in rows:
+            if run and (row.shape != run[0].shape or len(run) >= self.settings.batch_size):
+                written += self._execute(conn, run)
+                run = []
+            run.append(row)
+        if run:
+            written += self._execute(conn, run)
+        return written
+
+    def _execute(self, conn: sa.Connection, run: list[Row]) -> int:
+        first = run[0]
+        stmt = write_statement(
+            self.engine.dialect.name,
+            self.tables.known(first.table),
+            first.operation.value,
+            list(first.key),
+            list(first.values),
+        )
+        if stmt is None:
+            return 0
+        zone = self.zone
+        params = [
+            {
+                **{f"k_{k}": db_value(v, zone) for k, v in row.key.items()},
+                **{f"v_{k}": db_value(v, zone) for k, v in row.values.items()},
+            }
+            for row in run
+        ]
+        conn.execute(stmt, params)
+        return len(run)
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,224 @@
+"""JdbcSink's task on a real SQLite database: modes, types, DDL, and the offsets table's fencing.
+
+The PostgreSQL and broker cases are in tests/integration/test_connectors_jdbc_sink.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from eosconnect.api.context import SinkTaskContext
+from eosconnect.api.data import Date, Decimal, SchemaBuilder, Struct, Timestamp
+from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.api.plugins import resolve_connector_class
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
+from eosconnect.connectors.jdbc_sink.connector import JdbcSinkConnector, JdbcSinkTask
+
+TP = TopicPartition("orders", 0)
+
+VALUE_SCHEMA = (
+    SchemaBuilder.struct()
+    .field("id", SchemaBuilder.int64().build())
+    .field("item", SchemaBuilder.string().optional().build())
+    .field("price", Decimal.builder(2).optional().build())
+    .field("day", Date.builder().optional().build())
+    .field("at", Timestamp.builder().optional().build())
+    .build()
+)
+
+
+def order(i: int, item: str = "x") -> Struct:
+    return (
+        Struct(VALUE_SCHEMA)
+        .put("id", i)
+        .put("item", item)
+        .put("price", decimal.Decimal("1.25") * i)
+        .put("day", dt.date(2024, 1, 1) + dt.timedelta(days=i))
+        .put("at", dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.UTC) + dt.timedelta(seconds=i))
+    )
+
+
+def record(i: int, value: object = "default", key: object = None, offset: int | None = None) -> SinkRecord:
+    return SinkRecord(
+        "orders",
+        0,
+        i if offset is None else offset,
+        key,
+        order(i) if value == "default" else value,
+        leader_epoch=0,
+        key_schema=SchemaBuilder.int64().build() if isinstance(key, int) else None,
+        value_schema=VALUE_SCHEMA if value == "default" else None,
+    )
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'target.db'}"
+
+
+def start_task(url: str, **settings: str) -> JdbcSinkTask:
+    config = {"name": "jdbc", "connection.url": url, "topics": "orders", "auto.create": "true", **settings}
+    task = JdbcSinkTask()
+    task.initialize(SinkTaskContext(configs=config))
+    task.start(config)
+    return task
+
+
+def rows(url: str, sql: str = "SELECT * FROM orders ORDER BY id") -> list[tuple]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.exec_driver_sql(sql)]
+    finally:
+        engine.dispose()
+
+
+def positions(n: int) -> dict[TopicPartition, OffsetAndMetadata]:
+    return {TP: OffsetAndMetadata(n, leader_epoch=0)}
+
+
+def test_alias_and_short_name_resolve() -> None:
+    assert resolve_connector_class("io.confluent.connect.jdbc.JdbcSinkConnector") is JdbcSinkConnector
+    assert resolve_connector_class("JdbcSink") is JdbcSinkConnector
+
+
+def test_insert_creates_the_table_with_the_schemas_types_and_commits_positions(url: str) -> None:
+    task = start_task(url)
+    task.open([TP])
+    task.put([record(i) for i in range(1, 4)])
+    assert not sa.inspect(sa.create_engine(url)).has_table("orders"), "nothing written before the flush"
+    assert task.pre_commit(positions(4)) == positions(4)
+    got = rows(url, "SELECT id, item, price, day, at FROM orders ORDER BY id")
+    assert got[0] == (1, "x", 1.25, "2024-01-02", "2024-01-01 12:00:01.000000")
+    assert len(got) == 3
+    stored = rows(
+        url,
+        "SELECT connector, kafka_topic, kafka_partition, kafka_offset, leader_epoch, generation "
+        "FROM eosconnect_sink_offsets",
+    )
+    assert stored == [("jdbc", "orders", 0, 4, 0, 1)]
+    cols = {c["name"]: str(c["type"]) for c in sa.inspect(sa.create_engine(url)).get_columns("orders")}
+    assert cols == {
+        "id": "BIGINT",
+        "item": "TEXT",
+        "price": "NUMERIC(38, 2)",
+        "day": "DATE",
+        "at": "DATETIME",
+    }
+    task.stop()
+
+
+def test_restart_resumes_from_the_database_offsets_with_the_leader_epoch(url: str) -> None:
+    task = start_task(url)
+    task.open([TP])
+    task.put([record(i) for i in range(1, 4)])
+    task.pre_commit(positions(4))
+    task.put([record(4)])  # put, never flushed: the crash loses it from the buffer only
+    task.stop()
+    again = start_task(url)
+    again.open([TP])
+    assert again.context.requested_position(TP) == OffsetAndMetadata(4, leader_epoch=0)
+    again.stop()
+
+
+def test_a_stale_generation_cannot_commit_after_its_successor_claimed(url: str) -> None:
+    zombie = start_task(url)
+    zombie.open([TP])
+    zombie.put([record(1)])
+    successor = start_task(url)
+    successor.open([TP])  # raises the generation: the zombie is fenced
+    assert zombie.pre_commit(positions(2)) == {}, "the zombie's flush committed nothing"
+    assert rows(url, "SELECT COUNT(*) FROM orders") == [(0,)]  # created by the zombie's flush, empty
+    assert zombie.context.paused == {TP}
+    successor.put([record(1)])
+    assert successor.pre_commit(positions(2)) == positions(2)
+    assert rows(url, "SELECT id FROM orders") == [(1,)]
+    assert rows(url, "SELECT kafka_offset, generation FROM eosconnect_sink_offsets") == [(2, 2)]
+    zombie.stop()
+    successor.stop()
+
+
+def test_upsert_and_delete_by_record_key_in_order(url: str) -> None:
+    task = start_task(
+        url, **{"insert.mode": "upsert", "pk.mode": "record_key", "pk.fields": "id", "delete.enabled": "true"}
+    )
+    task.open([TP])
+    task.put([record(1, key=1), record(2, key=2), record(1, key=1, offset=2)])
+    task.put([SinkRecord("orders", 0, 3, 2, None, key_schema=SchemaBuilder.int64().build())])  # tombstone
+    task.put([record(3, key=3, offset=4), record(3, key=3, offset=5)])
+    task.pre_commit(positions(6))
+    assert rows(url, "SELECT id FROM orders ORDER BY id") == [(1,), (3,)]
+    pk = sa.inspect(sa.create_engine(url)).get_pk_constraint("orders")["constrained_columns"]
+    assert pk == ["id"]
+    task.stop()
+
+
+def test_update_mode_changes_existing_rows_only(url: str) -> None:
+    task = start_task(url, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id"})
+    task.open([TP])
+    task.put([record(1)])
+    task.pre_commit(positions(2))
+    task.stop()
+    update = start_task(url, **{"insert.mode": "update", "pk.mode": "record_value", "pk.fields": "id"})
+    update.open([TP])
+    update.put([record(1, value=order(1, "changed"), offset=2), record(2, offset=3)])
+    update.pre_commit(positions(4))
+    assert rows(url, "SELECT id, item FROM orders") == [(1, "changed")]
+    update.stop()
+
+
+def test_schemaless_maps_kafka_pk_whitelist_and_auto_evolve(url: str) -> None:
+    settings = {"pk.mode": "kafka", "fields.whitelist": "a,b,c", "auto.evolve": "true"}
+    task = start_task(url, **settings)
+    task.open([TP])
+    task.put([record(0, value={"a": 1, "b": "x", "skipped": True})])
+    task.put([record(1, value={"a": 2, "b": "y", "c": 1.5})])  # a new field: a new nullable column
+    task.pre_commit(positions(2))
+    got = rows(
+        url,
+        "SELECT __connect_topic, __connect_partition, __connect_offset, a, b, c FROM orders "
+        "ORDER BY __connect_offset",
+    )
+    assert got == [("orders", 0, 0, 1, "x", None), ("orders", 0, 1, 2, "y", 1.5)]
+    task.stop()
+
+
+def test_missing_table_without_auto_create_names_the_fix(url: str) -> None:
+    task = start_task(url, **{"auto.create": "false"})
+    task.open([TP])
+    task.put([record(1)])
+    with pytest.raises(ConnectException, match=r"auto\.create=true"):
+        task.pre_commit(positions(2))
+    task.stop()
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"insert.mode": "upsert"}, "pk.mode"),
+        ({"delete.enabled": "true", "pk.mode": "record_value"}, "delete.enabled"),
+        ({"pk.mode": "kafka", "pk.fields": "a"}, "pk.fields"),
+        ({"insert.mode": "merge"}, "insert.mode"),
+    ],
+)
+def test_bad_settings_are_refused_by_name(url: str, settings: dict[str, str], field: str) -> None:
+    config = {"name": "jdbc", "connection.url": url, "topics": "orders", **settings}
+    bad = {v.name: v.errors for v in JdbcSinkConnector().validate(config) if v.errors}
+    assert field in bad, bad
+    with pytest.raises(ConfigException):
+        JdbcSinkConnector().start(config)
+
+
+def test_at_least_once_mode_keeps_no_offsets_table(url: str) -> None:
+    task = start_task(url, **{"exactly.once": "false"})
+    assert not task.stores_offsets
+    task.open([TP])
+    task.put([record(1)])
+    assert task.pre_commit(positions(2)) == positions(2)
+    assert not sa.inspect(sa.create_engine(url)).has_table("eosconnect_sink_offsets")
+    task.stop()
