@@ -158,4 +158,5 @@ def workers(worker_props, tmp_path: Path):
 
 
 # Shared fixtures defined next to their helpers (tests/support), registered for every test module.
+from support.postgres import postgres  # noqa: E402, F401
 from support.runtime_helpers import run_job  # noqa: E402, F401

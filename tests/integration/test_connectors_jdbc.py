@@ -1,25 +1,16 @@
 """JdbcSource end to end on the real broker and Spark, exactly once, on SQLite and PostgreSQL.
 
-PostgreSQL comes from Debian's packages (`apt-get install -y postgresql`); the `postgres` fixture
-runs a throwaway server from those binaries in a temp dir on a free loopback port (as the
-`postgres` system user when the tests run as root, since initdb and pg_ctl refuse root). Without
-the binaries the PostgreSQL cases are skipped, saying so.
+PostgreSQL comes from the shared `postgres` fixture (tests/support/postgres.py): a throwaway server
+from Debian's binaries; without them the PostgreSQL cases are skipped, saying so.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
-import glob
 import json
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,70 +19,12 @@ import sqlalchemy as sa
 
 from eosconnect.api import JsonConverter
 from eosconnect.tools.verify import verify_jdbc_topic
+from support.postgres import new_database
 from support.runtime_helpers import committed_offsets, offset_history, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 MODES = ["incrementing", "timestamp+incrementing"]
-
-
-# ------------------------------------------------------------------------------------------ PostgreSQL
-
-
-def _postgres_bindir() -> Path | None:
-    candidates = [os.environ.get("EOSCONNECT_PG_BINDIR", "")]
-    if found := shutil.which("pg_ctl"):
-        candidates.append(str(Path(found).resolve().parent))
-    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
-            return Path(candidate)
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    """A PostgreSQL server for this module; yields its SQLAlchemy URL without a database name."""
-    bindir = _postgres_bindir()
-    if bindir is None:
-        pytest.skip(
-            "PostgreSQL server binaries (initdb, pg_ctl) not found: install them with "
-            "`apt-get install -y postgresql` (or set EOSCONNECT_PG_BINDIR)"
-        )
-    prefix: list[str] = []
-    base = Path(tempfile.mkdtemp(prefix="eosconnect-pg-"))
-    if os.geteuid() == 0:
-        try:
-            shutil.chown(base, "postgres", "postgres")
-        except LookupError:
-            shutil.rmtree(base)
-            pytest.skip("running as root and there is no `postgres` user to run PostgreSQL as")
-        prefix = ["runuser", "-u", "postgres", "--"]
-    data, port = base / "data", _free_port()
-
-    def run(*args: str) -> None:
-        result = subprocess.run([*prefix, *args], capture_output=True, text=True, timeout=120)
-        if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-
-    run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-    options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-    run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "server.log"), "-w", "start")
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
-    finally:
-        subprocess.run(
-            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-            capture_output=True,
-            timeout=60,
-        )
-        shutil.rmtree(base, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------ databases
@@ -133,13 +66,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
     if request.param == "sqlite":
         db = Database(f"sqlite:///{tmp_path / 'shop.db'}", "sqlite")
     else:
-        server = request.getfixturevalue("postgres")
-        name = f"t_{uuid.uuid4().hex[:10]}"
-        admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE {name}")
-        admin.dispose()
-        db = Database(f"{server}/{name}", "postgresql")
+        db = Database(new_database(request.getfixturevalue("postgres")), "postgresql")
     yield db
     db.engine.dispose()
 
@@ -296,12 +223,7 @@ def test_schemad_rows_read_the_same_in_eosconnect_and_kafkas_json_converter(
     """Structs with the table's schema, JsonConverter schemas.enable=true, exactly once on PostgreSQL:
     every row reads back as the same Struct, and Kafka's own JsonConverter reads each record and
     writes it back byte for byte (what a Java schema-aware sink sees)."""
-    name = f"t_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(f"{postgres}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    admin.dispose()
-    db = Database(f"{postgres}/{name}", "postgresql")
+    db = Database(new_database(postgres), "postgresql")
     with db.engine.begin() as conn:
         conn.exec_driver_sql(
             "CREATE TABLE items (id BIGSERIAL PRIMARY KEY, qty INTEGER NOT NULL, price NUMERIC(10,2), "

@@ -1,0 +1,219 @@
+"""JdbcSink on a real PostgreSQL server: the offsets table's locking and fencing, then end to end
+through the session broker and Spark (upsert/delete; SIGKILL of the task's Python worker with an
+append-only table in insert mode, the case at-least-once sinks duplicate).
+
+PostgreSQL comes from the shared `postgres` fixture (tests/support/postgres.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from confluent_kafka import Producer
+
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
+from eosconnect.connectors.jdbc_sink.config import parse_settings
+from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
+from eosconnect.connectors.jdbc_sink.rows import RowMaker
+from eosconnect.connectors.jdbc_sink.writer import RowWriter
+from support.postgres import new_database
+from support.runtime_helpers import wait_until
+
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+VALUE_SCHEMA = {
+    "type": "struct",
+    "optional": False,
+    "fields": [
+        {"field": "k", "type": "int64", "optional": False},
+        {"field": "note", "type": "string", "optional": True},
+        {
+            "field": "price",
+            "type": "bytes",
+            "optional": True,
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "version": 1,
+            "parameters": {"scale": "2"},
+        },
+    ],
+}
+
+
+def value(k: int, note: str = "n") -> bytes:
+    """Kafka's JSON with schemas; `price` (Decimal, scale 2) is k as base64 two's-complement bytes."""
+    unscaled = 100 * k
+    raw = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+    payload = {"k": k, "note": note, "price": base64.b64encode(raw).decode()}
+    return json.dumps({"schema": VALUE_SCHEMA, "payload": payload}).encode()
+
+
+def key(k: int) -> bytes:
+    return json.dumps({"schema": {"type": "int64", "optional": False}, "payload": k}).encode()
+
+
+def scalar(url: str, sql: str) -> Any:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.exec_driver_sql(sql).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def sink_config(url: str, topic: str, **extra: str) -> dict[str, str]:
+    return {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "connection.url": url,
+        "table.name.format": "events",
+        "auto.create": "true",
+        "key.converter": JSON,
+        "value.converter": JSON,
+        "key.converter.schemas.enable": "true",
+        "value.converter.schemas.enable": "true",
+        "consumer.override.session.timeout.ms": "6000",
+        **extra,
+    }
+
+
+# ----------------------------------------------------------------------------- offsets table on PostgreSQL
+
+
+def test_claim_waits_for_a_commit_in_flight_and_fences_the_older_task(postgres: str) -> None:
+    """The zombie's flush transaction holds the partition's row lock: the successor's claim waits
+    for it, reads the position after it, and the zombie's next flush is refused."""
+    url = new_database(postgres)
+    config = {"name": "c", "connection.url": url, "topics": "t", "auto.create": "true"}
+    settings = parse_settings(config)
+    tp = TopicPartition("t", 0)
+    zombie, successor = RowWriter(settings, "c"), RowWriter(settings, "c")
+    maker = RowMaker(settings)
+
+    def rows(start: int, end: int) -> None:
+        for i in range(start, end):
+            zombie.add(maker.row(SinkRecord("t", 0, i, None, {"k": i})))  # type: ignore[arg-type]
+
+    assert zombie.claim([tp]) == {}
+    rows(0, 5)
+    zombie.flush({tp: OffsetAndMetadata(5, leader_epoch=3)})
+    table = OffsetsTable(settings.offsets_table, "c")
+    with zombie.engine.connect() as conn, conn.begin():
+        table.lock(conn, [tp])  # a commit in flight
+        claimed: dict[TopicPartition, OffsetAndMetadata] = {}
+        waiter = threading.Thread(target=lambda: claimed.update(successor.claim([tp])))
+        waiter.start()
+        time.sleep(1.0)
+        assert waiter.is_alive(), "the claim must wait for the lock"
+    waiter.join(30)
+    assert claimed == {tp: OffsetAndMetadata(5, leader_epoch=3)}
+    rows(5, 8)
+    result = zombie.flush({tp: OffsetAndMetadata(8, leader_epoch=3)})
+    assert result.fenced == {tp: 2} and result.committed == {} and result.rows == 0
+    assert scalar(url, "SELECT COUNT(*) FROM t") == 5
+    assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 5
+    zombie.close()
+    successor.close()
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+def produce(
+    bootstrap: str, topic: str, items: list[tuple[bytes | None, bytes | None]], partitions: int
+) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, (k, v) in enumerate(items):
+        producer.produce(topic, value=v, key=k, partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def test_upsert_and_delete_end_to_end(postgres, run_job, worker_props, topic_name, create_topic, bootstrap):
+    url = new_database(postgres)
+    topic = create_topic(topic_name("upserts"), partitions=1)
+    items: list[tuple[bytes | None, bytes | None]] = [(key(i), value(i)) for i in range(100)]
+    items += [(key(i), value(i, "changed")) for i in range(0, 100, 2)]
+    items += [(key(i), None) for i in range(0, 100, 10)]  # tombstones
+    produce(bootstrap, topic, items, 1)
+    config = sink_config(
+        url,
+        topic,
+        name=topic_name("sink"),
+        **{"insert.mode": "upsert", "pk.mode": "record_key", "pk.fields": "k", "delete.enabled": "true"},
+    )
+    job = run_job(config, worker_props("disabled"))
+
+    def done() -> bool:
+        try:
+            return scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == len(items)
+        except sa.exc.SQLAlchemyError:
+            return False
+
+    wait_until(done, 90, "every record written", job)
+    assert [o["state"] for o in job.stop()] == ["STOPPED"]
+    assert scalar(url, "SELECT COUNT(*) FROM events") == 90
+    assert scalar(url, "SELECT COUNT(*) FROM events WHERE note = 'changed'") == 40
+    assert scalar(url, "SELECT SUM(price) FROM events WHERE mod(k, 10) = 1") == sum(i for i in range(1, 100, 10))
+
+
+def test_sigkill_of_the_task_leaves_every_record_exactly_once_in_an_append_only_table(
+    postgres, workers, topic_name, create_topic, bootstrap
+):
+    """insert.mode=insert, no primary key (an at-least-once sink duplicates here after a crash): the
+    task's Python worker is SIGKILLed mid-stream; Spark runs the task again, it resumes from the
+    database's offsets, and every record's key column appears exactly once."""
+    url = new_database(postgres)
+    topic = create_topic(topic_name("events"), partitions=2)
+    total = 4000
+    worker = workers()
+    config = sink_config(url, topic, **{"batch.size": "100"})
+    assert worker.create_connector("jdbc", config).status_code == 201
+    worker.wait_for(lambda: worker.task_states("jdbc") == ["RUNNING"], 90, "the sink task RUNNING")
+
+    def produce_slowly() -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        for start in range(0, total, 40):
+            for i in range(start, start + 40):
+                producer.produce(topic, value=value(i), partition=i % 2)
+            producer.poll(0)
+            time.sleep(0.03)
+        assert producer.flush(30) == 0
+
+    def count() -> int:
+        try:
+            return scalar(url, "SELECT COUNT(*) FROM events")
+        except sa.exc.SQLAlchemyError:
+            return 0
+
+    writer = threading.Thread(target=produce_slowly)
+    writer.start()
+    try:
+        worker.wait_for(lambda: count() >= 600, 90, "600 rows in the table")
+        victim = worker.request("GET", "/internal/tasks").json()["jdbc-0"]["pid"]
+        assert victim
+        os.kill(victim, signal.SIGKILL)
+        killed_at = count()
+    finally:
+        writer.join()
+    assert killed_at < total, "the kill must land mid-stream"
+
+    def retried() -> bool:
+        task = worker.request("GET", "/internal/tasks").json()["jdbc-0"]
+        return task["pid"] not in (None, victim) and task["state"] == "RUNNING"
+
+    worker.wait_for(retried, 120, "the sink task to run again in a new Python worker")
+    worker.wait_for(lambda: count() >= total, 120, f"{total} rows")
+    time.sleep(2)  # anything repeated would land now
+    assert scalar(url, "SELECT COUNT(*) FROM events") == total, "no duplicates"
+    assert scalar(url, "SELECT COUNT(DISTINCT k) FROM events") == total, "every record exactly once"
+    assert (
+        scalar(url, "SELECT MIN(k) FROM events") == 0
+        and scalar(url, "SELECT MAX(k) FROM events") == total - 1
+    )
+    assert worker.request("DELETE", "/connectors/jdbc").status_code == 204
