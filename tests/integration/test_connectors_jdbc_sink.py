@@ -159,7 +159,7 @@ def test_upsert_and_delete_end_to_end(postgres, run_job, worker_props, topic_nam
     assert [o["state"] for o in job.stop()] == ["STOPPED"]
     assert scalar(url, "SELECT COUNT(*) FROM events") == 90
     assert scalar(url, "SELECT COUNT(*) FROM events WHERE note = 'changed'") == 40
-    assert scalar(url, "SELECT SUM(price) FROM events WHERE mod(k, 10) = 1") == sum(i for i in range(1, 100, 10))
+    assert scalar(url, "SELECT SUM(price) FROM events WHERE mod(k, 10) = 1") == sum(range(1, 100, 10))
 
 
 def test_sigkill_of_the_task_leaves_every_record_exactly_once_in_an_append_only_table(
