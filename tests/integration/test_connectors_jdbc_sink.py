@@ -217,3 +217,61 @@ def test_sigkill_of_the_task_leaves_every_record_exactly_once_in_an_append_only_
         and scalar(url, "SELECT MAX(k) FROM events") == total - 1
     )
     assert worker.request("DELETE", "/connectors/jdbc").status_code == 204
+
+
+def test_poison_records_go_to_the_dead_letter_queue_with_kafkas_headers(
+    postgres, run_job, worker_props, topic_name, create_topic, bootstrap, read_committed
+):
+    """errors.tolerance=all with a DLQ: a record the JsonConverter rejects (stage VALUE_CONVERTER) and
+    one the task reports through errant_record_reporter() (a JSON string, not a row: TASK_PUT) go to
+    the dead letter topic as consumed, with Kafka's __connect.errors.* headers; the rest is written."""
+    url = new_database(postgres)
+    topic = create_topic(topic_name("mixed"), partitions=1)
+    dlq = topic_name("dlq")
+    not_json = b"{not json"
+    not_a_row = json.dumps({"schema": {"type": "string"}, "payload": "just text"}).encode()
+    items: list[tuple[bytes | None, bytes | None]] = [(None, value(i)) for i in range(10)]
+    items[3], items[7] = (None, not_json), (None, not_a_row)
+    produce(bootstrap, topic, items, 1)
+    name = topic_name("sink")
+    config = sink_config(
+        url,
+        topic,
+        name=name,
+        **{
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+            "errors.log.enable": "true",
+        },
+    )
+    job = run_job(config, worker_props("disabled"))
+
+    def done() -> bool:
+        try:
+            return scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 10
+        except sa.exc.SQLAlchemyError:
+            return False
+
+    wait_until(done, 90, "every record handled", job)
+    assert [o["state"] for o in job.stop()] == ["STOPPED"]
+    assert scalar(url, "SELECT COUNT(*) FROM events") == 8
+    assert scalar(url, "SELECT COUNT(*) FROM events WHERE k IN (3, 7)") == 0
+    letters = read_committed(dlq)
+    assert [r.value for r in letters] == [not_json, not_a_row]
+    for letter, offset, stage in zip(letters, (3, 7), ("VALUE_CONVERTER", "TASK_PUT"), strict=True):
+        headers = {k: v.decode() for k, v in letter.headers}
+        assert headers["__connect.errors.topic"] == topic
+        assert headers["__connect.errors.partition"] == "0"
+        assert headers["__connect.errors.offset"] == str(offset)
+        assert headers["__connect.errors.connector.name"] == name
+        assert headers["__connect.errors.task.id"] == "0"
+        assert headers["__connect.errors.stage"] == stage
+        assert (
+            headers["__connect.errors.exception.class.name"]
+            == "org.apache.kafka.connect.errors.DataException"
+        )
+        assert headers["__connect.errors.exception.message"]
+        assert "Traceback" in headers["__connect.errors.exception.stacktrace"]
+    assert {k: v.decode() for k, v in letters[0].headers}["__connect.errors.class.name"] == JSON

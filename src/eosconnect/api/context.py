@@ -91,6 +91,19 @@ class SinkTaskContext:
     #: The worker's `file.allowed.dirs` (set by the runtime; None: not restricted). Tasks that open
     #: local files by a configured path (the FileStream tasks) must stay inside these directories.
     file_allowed_dirs: str | None = None
+    #: Set by the runtime when `errors.tolerance=all` (see `errant_record_reporter`).
+    errant_reporter: Any = None
+
+    def errant_record_reporter(self) -> Any:
+        """KIP-610: the reporter for records this task cannot write (e.g. a constraint violation), or
+        None when the connector does not tolerate errors (`errors.tolerance=none`: raise instead).
+
+        `reporter.report(record, error)` skips the record: it is logged and, with
+        `errors.deadletterqueue.topic.name`, its original bytes go to the dead letter queue with
+        Kafka's `__connect.errors.*` headers. Its position is committed only after the dead letter
+        was written. Report records of the batch `put` was given, from `put`.
+        """
+        return self.errant_reporter
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this task consumes right now (changes on rebalances: see open/close)."""

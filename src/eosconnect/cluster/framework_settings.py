@@ -153,21 +153,24 @@ _SINK_ERRORS = (
         ConfigType.STRING,
         "",
         Importance.MEDIUM,
-        "Dead letter queue topic. eosconnect has no dead letter queue: leave it empty.",
+        "Dead letter queue topic (KIP-298): with errors.tolerance=all, records the converters or "
+        "transformations reject, and records the task reports (KIP-610), are written there as consumed "
+        "(created if missing, one partition). Empty: none.",
     )
     .define(
         "errors.deadletterqueue.topic.replication.factor",
         ConfigType.INT,
         3,
         Importance.MEDIUM,
-        "Replication factor of the dead letter queue topic (accepted for compatibility).",
+        "Replication factor of the dead letter queue topic when it is created (-1: the broker's default).",
     )
     .define(
         "errors.deadletterqueue.context.headers.enable",
         ConfigType.BOOLEAN,
         False,
         Importance.MEDIUM,
-        "Add error context headers to dead letter queue records (accepted for compatibility).",
+        "Add Kafka Connect's __connect.errors.* headers (original topic, partition, offset, connector, "
+        "task, stage, class, exception class, message and stack trace) to dead letter records.",
     )
 )
 
@@ -257,11 +260,6 @@ def framework_errors(config: Mapping[str, str], kind: ConnectorKind) -> dict[str
         _add(errors, exc, "transforms")
     except Exception as exc:
         errors.setdefault("transforms", []).append(f"the transformations failed to configure: {exc!r}")
-    if kind.is_sink and (config.get("errors.deadletterqueue.topic.name") or "").strip():
-        errors.setdefault("errors.deadletterqueue.topic.name", []).append(
-            "eosconnect has no dead letter queue; remove the setting (with errors.tolerance=all, bad "
-            "records are skipped and logged)"
-        )
     topic_settings = ["offsets.storage.topic"] if not kind.is_sink else []
     if not kind.is_sink:
         topic_settings.append("topic")  # FileStreamSource's, SequenceSource's: the topic it writes to

@@ -54,6 +54,7 @@ from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
 from eosconnect.runtime.config import ErrorsTolerance, LogTruncationPolicy, SinkConnectorConfig
 from eosconnect.runtime.control import Directive
+from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
 from eosconnect.runtime.startup import GenerationSuperseded
@@ -208,6 +209,8 @@ class SinkTaskRunner:
         self._failed = False
         self._partitions_closed = False
         self._task_started = False
+        #: Failed records' logging and dead letter queue (KIP-298/610); made in start().
+        self.dead_letters: DeadLetterQueue | None = None
 
     # ----------------------------------------------------------------------------- template
     def run(self) -> TaskOutcome:
@@ -243,6 +246,11 @@ class SinkTaskRunner:
             )
         self.consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
         self.consumer = Consumer(self.consumer_config)
+        self.dead_letters = for_sink_task(  # KIP-298/610, see runtime/dead_letter.py
+            self.worker.originals, self.connector.originals, self.spec.connector, self.spec.task, self.log
+        )
+        if self.connector.errors_tolerance is ErrorsTolerance.ALL:
+            self.context.errant_reporter = self.dead_letters.reporter(type(self.task).__qualname__)
         self.task.initialize(self.context)
         self.task.start(dict(self.spec.task_config))  # step 4: a transactional task inits its producer
         self.committer = self.make_committer(self.consumer)  # after start: see SinkTask.stores_offsets
@@ -301,6 +309,8 @@ class SinkTaskRunner:
             assert self.consumer is not None
             messages = self.consumer.consume(num_messages=MAX_BATCH, timeout=POLL_TIMEOUT_S)
             records, positions = self._convert(messages)
+            if self.dead_letters is not None:
+                self.dead_letters.remember(messages)
         try:
             self.task.put(records)
         except RetriableException as exc:
@@ -346,6 +356,9 @@ class SinkTaskRunner:
                         "set errors.tolerance=all to skip such records (they are then logged and lost)."
                     ) from exc
                 self.log.warning("skipping the record at %s (errors.tolerance=all): %s", where, exc)
+                if self.dead_letters is not None:
+                    stage = conversion_stage(self.pipeline, message, self.connector.originals)
+                    self.dead_letters.failed(message, *stage, exc)
                 record = None
             if record is None:
                 filtered += 1
@@ -529,6 +542,8 @@ class SinkTaskRunner:
         if not current:
             return
         started = time.monotonic()
+        if self.dead_letters is not None:
+            self.dead_letters.flush()  # skipped records' positions only once their dead letters are written
         returned = dict(self.task.pre_commit(dict(current)) or {})
         assigned = self.context.assigned
         unassigned = [str(tp) for tp in returned if tp not in assigned]
@@ -710,6 +725,8 @@ class SinkTaskRunner:
                 self.log.exception("SinkTask.stop() raised")
         try:
             self.pipeline.close()
+            if self.dead_letters is not None:
+                self.dead_letters.close()
         finally:
             if self.consumer is not None:
                 try:

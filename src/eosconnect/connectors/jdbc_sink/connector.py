@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from eosconnect.api.config import ConfigDef, ConfigValue
-from eosconnect.api.errors import ConfigException
+from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import SinkConnector, SinkTask, sink_topics_errors
 from eosconnect.connectors.jdbc_sink.config import CONFIG_DEF, cross_field_errors, parse_settings
@@ -111,7 +111,14 @@ class JdbcSinkTask(SinkTask):
 
     def put(self, records: list[SinkRecord]) -> None:
         for record in records:
-            row = self.rows.row(record)
+            try:
+                row = self.rows.row(record)
+            except DataException as exc:
+                reporter = self.context.errant_record_reporter()
+                if reporter is None:  # errors.tolerance=none: the task fails, naming the record
+                    raise
+                reporter.report(record, exc)  # KIP-610: logged / dead-lettered, its position committed
+                continue
             if row is not None:
                 self.writer.add(row)
         if len(self.writer.buffer) >= self.settings.batch_size:
