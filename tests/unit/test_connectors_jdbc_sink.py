@@ -222,3 +222,21 @@ def test_at_least_once_mode_keeps_no_offsets_table(url: str) -> None:
     assert task.pre_commit(positions(2)) == positions(2)
     assert not sa.inspect(sa.create_engine(url)).has_table("eosconnect_sink_offsets")
     task.stop()
+
+
+def test_alter_and_reset_offsets_apply_to_the_offsets_table(url: str) -> None:
+    task = start_task(url)
+    task.open([TP])
+    config = {"name": "jdbc", "connection.url": url, "topics": "orders"}
+    assert JdbcSinkConnector().alter_offsets(config, {TP: 42, TopicPartition("orders", 1): 7}) is True
+    assert rows(
+        url,
+        "SELECT kafka_partition, kafka_offset, generation FROM eosconnect_sink_offsets "
+        "ORDER BY kafka_partition",
+    ) == [(0, 42, 2), (1, 7, 1)]
+    task.put([record(1)])
+    assert task.pre_commit(positions(2)) == {}, "the running task was fenced by the alteration"
+    assert JdbcSinkConnector().alter_offsets(config, None) is True
+    assert rows(url, "SELECT COUNT(*) FROM eosconnect_sink_offsets") == [(0,)]
+    assert JdbcSinkConnector().alter_offsets({**config, "exactly.once": "false"}, None) is False
+    task.stop()

@@ -1,13 +1,58 @@
 """`JdbcSink` (also `io.confluent.connect.jdbc.JdbcSinkConnector`): Kafka records into database tables.
 
-Settings and behaviour follow Confluent's JDBC sink (insert.mode, pk.mode, auto.create, ...; see
-`config`), with SQLAlchemy URLs. The difference is delivery: with `exactly.once=true` (the default)
-every flush writes the rows *and* the consumed positions into the target database in one
-transaction, and a task resumes from the positions it finds there (see `offsets_table`), so a crash
-at any point neither loses nor repeats a row, in every insert.mode, with or without primary keys.
-The consumer group's offsets are still committed after each flush, as information (lag
-monitoring), as KIP-656 does for Kafka targets. With `exactly.once=false` delivery is at least
-once, as Confluent's: make writes idempotent with upserts on a key.
+Settings and behaviour follow Confluent's JDBC sink, with SQLAlchemy URLs (PostgreSQL through psycopg
+and SQLite are tested; other SQLAlchemy dialects should work, upserts need PostgreSQL, SQLite or
+MySQL/MariaDB). Each record becomes a row of the table `table.name.format` names: a `Struct` value
+(a converter with schemas, e.g. `JsonConverter` with `schemas.enable=true`) gives columns and types
+from its schema (INT8/16 SMALLINT, INT32 INTEGER, INT64 BIGINT, FLOAT32 REAL, FLOAT64 DOUBLE, BOOLEAN,
+STRING TEXT, BYTES binary, logical Decimal NUMERIC(38, scale), Date DATE, Time TIME, Timestamp
+TIMESTAMP written in `db.timezone`; nested values as JSON text); a schemaless JSON object gives
+columns by its keys, typed from its values. `pk.mode` picks the primary key columns, `insert.mode`
+the statement (INSERT, upsert by INSERT .. ON CONFLICT / ON DUPLICATE KEY, UPDATE), and with
+`delete.enabled` a tombstone deletes the row with the record's key. `auto.create` creates a missing
+table with that primary key, `auto.evolve` adds missing columns (nullable). Rows are written in bulk
+(executemany, up to `batch.size` rows per statement), in consumption order.
+
+**Sinks, exactly once.** No other Kafka Connect JDBC sink can be exactly once: they commit the
+consumer group's offsets after the database commit, so a crash between the two repeats rows (upserts
+on a key hide it; append-only tables and tables without keys get duplicates). With `exactly.once=true`
+(the default) the database is the source of truth for the positions, as the target cluster is for
+KIP-656's Kafka sinks:
+
+- The offsets table (`offsets.table.name`, default `eosconnect_sink_offsets`, created if missing)
+  holds one row per connector, topic and partition: `kafka_offset` (the next offset to read),
+  `leader_epoch` (of the record before it) and `generation`.
+- `put` only buffers rows. Each flush (every `offset.flush.interval.ms`, or once `batch.size` rows
+  wait) is one database transaction: it locks the partitions' rows of the offsets table
+  (`SELECT .. FOR UPDATE`; SQLite takes the database's write lock with `BEGIN IMMEDIATE`), writes the
+  rows, updates the positions, commits. A crash before the commit loses the whole transaction, and
+  the positions with it; a crash after it keeps both. Either way nothing is lost or repeated, in every
+  `insert.mode`, with or without a primary key.
+- A task that is assigned a partition (start, rebalance, Spark retry) raises its `generation` and
+  resumes from the stored position (`context.offset`, with the leader epoch, so the runtime checks the
+  position against the partition's log as for any sink, KIP-320, per `log.truncation.policy`). Every
+  flush writes only partitions whose generation is still the one the task raised: a zombie (a
+  SIGSTOPped task that wakes up after its partitions moved, a Spark task retried while the old
+  attempt still runs) can no longer commit; its rows for those partitions are dropped (the new holder
+  writes them) and the partitions paused, with a warning. No worker setting is needed for this
+  (`exactly.once.source.support` is not involved): the fencing lives in the database.
+- The consumer group `connect-<name>` still gets the positions after each flush, as information
+  (consumer lag tools keep working); a failure to write them is only a warning. `PATCH` and `DELETE
+  /connectors/<name>/offsets` of the stopped connector change the offsets table (and the group).
+- The database user needs, besides writing the target tables (`INSERT`, plus `UPDATE` for upsert and
+  update modes, `DELETE` with `delete.enabled`, `CREATE`/`ALTER` with `auto.create`/`auto.evolve`):
+  `CREATE` on the schema once (or create the offsets table beforehand with the columns above and
+  the primary key (connector, kafka_topic, kafka_partition)), then `SELECT`, `INSERT`, `UPDATE` and
+  row locks (`SELECT .. FOR UPDATE`, which PostgreSQL grants with `UPDATE`) on the offsets table.
+
+With `exactly.once=false` delivery is at least once, as Confluent's: the group's offsets are the truth.
+
+**Errors.** A record that cannot become a row (a key or field `pk.fields` names is missing, a value
+that is neither a Struct nor an object) fails the task naming it; with `errors.tolerance=all` it goes
+to the task's errant record reporter (KIP-610): logged and, with `errors.deadletterqueue.topic.name`,
+dead-lettered, its position committed only after the dead letter was written. Database errors (a
+constraint violation, a lost connection) fail the flush's transaction and the task; on restart it
+resumes from the offsets table.
 """
 
 from __future__ import annotations
