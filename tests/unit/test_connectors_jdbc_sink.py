@@ -139,6 +139,10 @@ def test_a_stale_generation_cannot_commit_after_its_successor_claimed(url: str) 
     assert successor.pre_commit(positions(2)) == positions(2)
     assert rows(url, "SELECT id FROM orders") == [(1,)]
     assert rows(url, "SELECT kafka_offset, generation FROM eosconnect_sink_offsets") == [(2, 2)]
+    zombie.close([TP])
+    zombie.open([TP])  # assigned back later: claims again, resumes after the successor, reads again
+    assert zombie.context.paused == set() and zombie.context.resumed == {TP}
+    assert zombie.context.requested_position(TP) == OffsetAndMetadata(2, leader_epoch=0)
     zombie.stop()
     successor.stop()
 

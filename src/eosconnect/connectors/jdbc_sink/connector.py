@@ -143,7 +143,11 @@ class JdbcSinkTask(SinkTask):
         self.written = 0
 
     def open(self, partitions: Iterable[TopicPartition]) -> None:
+        partitions = list(partitions)
         positions = self.writer.claim(partitions)
+        fenced_before = [tp for tp in partitions if tp in self.context.paused]
+        if fenced_before:  # paused when a newer task fenced us; ours again now
+            self.context.resume(*fenced_before)
         if positions:
             # With the leader epochs stored alongside, the runtime checks these positions against the
             # partitions' logs (KIP-320) before reading from them.
@@ -175,6 +179,8 @@ class JdbcSinkTask(SinkTask):
         result = self.writer.flush(current_offsets)
         self.written += result.rows
         for tp, generation in result.fenced.items():
+            if tp in self.context.paused:
+                continue  # said so already; the group takes it away soon
             log.warning(
                 "[%s] %s was claimed by a newer task (generation %s in the offsets table): this task's "
                 "unwritten rows of it are dropped (the new holder writes them) and it stops reading it",
