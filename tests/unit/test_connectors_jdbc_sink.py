@@ -244,3 +244,10 @@ def test_alter_and_reset_offsets_apply_to_the_offsets_table(url: str) -> None:
     assert rows(url, "SELECT COUNT(*) FROM eosconnect_sink_offsets") == [(0,)]
     assert JdbcSinkConnector().alter_offsets({**config, "exactly.once": "false"}, None) is False
     task.stop()
+
+
+def test_an_unreachable_database_is_named_in_validation(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}"
+    config = {"name": "jdbc", "connection.url": url, "topics": "orders"}
+    bad = {v.name: v.errors for v in JdbcSinkConnector().validate(config) if v.errors}
+    assert list(bad) == ["connection.url"] and "cannot connect to" in bad["connection.url"][0]

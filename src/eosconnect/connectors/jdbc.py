@@ -382,23 +382,35 @@ def _cross_field_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def _database_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Connect, and check that every table and the mode's columns exist."""
-    from sqlalchemy import types as sqltypes
-    from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
+def connection_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Whether the connection settings reach the database (shared with JdbcSink): {} if so."""
+    from sqlalchemy.exc import SQLAlchemyError
 
-    errors: dict[str, list[str]] = {}
     try:
         engine = create_engine_for(values)
     except Exception as exc:
         return {"connection.url": [f"cannot create a database engine for {safe_url(values)}: {exc}"]}
     try:
-        try:
-            with engine.connect():
-                pass
-        except SQLAlchemyError as exc:
-            reason = str(exc).splitlines()[0]
-            return {"connection.url": [f"cannot connect to {safe_url(values)}: {reason}"]}
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        reason = str(exc).splitlines()[0]
+        return {"connection.url": [f"cannot connect to {safe_url(values)}: {reason}"]}
+    finally:
+        engine.dispose()
+    return {}
+
+
+def _database_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Connect, and check that every table and the mode's columns exist."""
+    from sqlalchemy import types as sqltypes
+    from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
+
+    errors = connection_errors(values)
+    if errors:
+        return errors
+    engine = create_engine_for(values)
+    try:
         mode = Mode(values["mode"])
         for name in table_names(values):
             try:

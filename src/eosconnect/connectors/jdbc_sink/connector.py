@@ -64,6 +64,7 @@ from eosconnect.api.config import ConfigDef, ConfigValue
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import SinkConnector, SinkTask, sink_topics_errors
+from eosconnect.connectors.jdbc import connection_errors
 from eosconnect.connectors.jdbc_sink.config import CONFIG_DEF, cross_field_errors, parse_settings
 from eosconnect.connectors.jdbc_sink.dialect import transactional_engine
 from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
@@ -90,7 +91,10 @@ class JdbcSinkConnector(SinkConnector):
         results = CONFIG_DEF.validate(config)
         if any(r.errors for r in results):
             return results
-        errors = {**cross_field_errors(CONFIG_DEF.parse(config)), **sink_topics_errors(config)}
+        values = CONFIG_DEF.parse(config)
+        errors = {**cross_field_errors(values), **sink_topics_errors(config)}
+        if not errors:
+            errors = connection_errors(values)  # shared with JdbcSource
         return [
             ConfigValue(
                 r.name, r.value, r.recommended_values, [*r.errors, *errors.get(r.name, [])], r.visible
