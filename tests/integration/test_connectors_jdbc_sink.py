@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from confluent_kafka import Producer
 
@@ -25,6 +26,8 @@ from eosconnect.connectors.jdbc_sink.rows import RowMaker
 from eosconnect.connectors.jdbc_sink.writer import RowWriter
 from support.postgres import new_database
 from support.runtime_helpers import wait_until
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 VALUE_SCHEMA = {
@@ -275,3 +278,61 @@ def test_poison_records_go_to_the_dead_letter_queue_with_kafkas_headers(
         assert headers["__connect.errors.exception.message"]
         assert "Traceback" in headers["__connect.errors.exception.stacktrace"]
     assert {k: v.decode() for k, v in letters[0].headers}["__connect.errors.class.name"] == JSON
+
+
+def test_a_sigstopped_zombie_task_cannot_commit_after_its_partition_moved(
+    postgres, workers, topic_name, create_topic, bootstrap
+):
+    """Two tasks, one partition each. Task 0's Python worker is SIGSTOPped mid-stream with rows
+    buffered; after the session timeout the group gives its partition to task 1, which claims it in
+    the offsets table and resumes from the position stored there. Task 0 is then SIGCONTed: its
+    flush (or the commit on revocation) is refused by the generation check. Every record once."""
+    url = new_database(postgres)
+    topic = create_topic(topic_name("zombie"), partitions=2)
+    total = 3000
+    worker = workers()
+    config = sink_config(url, topic, **{"tasks.max": "2", "batch.size": "50"})
+    assert worker.create_connector("jdbc", config).status_code == 201
+    worker.wait_for(lambda: worker.task_states("jdbc") == ["RUNNING", "RUNNING"], 90, "both tasks RUNNING")
+    tasks = worker.request("GET", "/internal/tasks").json()
+    victim, other = tasks["jdbc-0"]["pid"], tasks["jdbc-1"]["pid"]
+    if not victim or victim == other:
+        pytest.skip("the two tasks do not run in Python workers of their own")
+
+    def count() -> int:
+        try:
+            return scalar(url, "SELECT COUNT(*) FROM events")
+        except sa.exc.SQLAlchemyError:
+            return 0
+
+    def produce_slowly() -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        for start in range(0, total, 30):
+            for i in range(start, start + 30):
+                producer.produce(topic, value=value(i), partition=i % 2)
+            producer.poll(0)
+            time.sleep(0.03)
+        assert producer.flush(30) == 0
+
+    writer = threading.Thread(target=produce_slowly)
+    writer.start()
+    try:
+        worker.wait_for(lambda: count() >= 400, 90, "400 rows in the table")
+        os.kill(victim, signal.SIGSTOP)
+        try:
+            stopped_at = count()
+
+            def moved() -> bool:  # the successor claimed both partitions: generation 2 somewhere
+                return scalar(url, "SELECT MAX(generation) FROM eosconnect_sink_offsets") >= 2
+
+            worker.wait_for(moved, 60, "the stopped task's partition claimed by the other task")
+            worker.wait_for(lambda: count() > stopped_at + 200, 60, "rows written by the successor")
+        finally:
+            os.kill(victim, signal.SIGCONT)
+    finally:
+        writer.join()
+    worker.wait_for(lambda: count() >= total, 120, f"{total} rows")
+    time.sleep(3)  # the zombie's late flush, and anything repeated, would land now
+    assert scalar(url, "SELECT COUNT(*) FROM events") == total, "no duplicates"
+    assert scalar(url, "SELECT COUNT(DISTINCT k) FROM events") == total, "every record exactly once"
+    assert worker.request("DELETE", "/connectors/jdbc").status_code == 204
