@@ -335,4 +335,7 @@ def test_a_sigstopped_zombie_task_cannot_commit_after_its_partition_moved(
     time.sleep(3)  # the zombie's late flush, and anything repeated, would land now
     assert scalar(url, "SELECT COUNT(*) FROM events") == total, "no duplicates"
     assert scalar(url, "SELECT COUNT(DISTINCT k) FROM events") == total, "every record exactly once"
+    # Whether the zombie still tried to commit depends on what it held when stopped; say which it was.
+    refused = worker.log_path.read_text(errors="replace").count("was claimed by a newer task")
+    print(f"SIGSTOP at {stopped_at} rows; the zombie's commits refused by the generation check: {refused}")
     assert worker.request("DELETE", "/connectors/jdbc").status_code == 204
