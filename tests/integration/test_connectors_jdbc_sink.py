@@ -219,6 +219,7 @@ def test_sigkill_of_the_task_leaves_every_record_exactly_once_in_an_append_only_
         scalar(url, "SELECT MIN(k) FROM events") == 0
         and scalar(url, "SELECT MAX(k) FROM events") == total - 1
     )
+    print(f"SIGKILL at {killed_at} rows; {total} rows after the retry, all distinct")
     assert worker.request("DELETE", "/connectors/jdbc").status_code == 204
 
 
