@@ -125,6 +125,41 @@ def test_claim_waits_for_a_commit_in_flight_and_fences_the_older_task(postgres: 
     successor.close()
 
 
+def test_a_flush_rides_out_a_postgresql_crash_and_writes_every_row_once(postgres) -> None:
+    """PostgreSQL is killed (pg_ctl -m immediate) with rows waiting and started again 2 s later: the
+    flush retries per connection.attempts/connection.backoff.ms and commits rows and position once."""
+    url = new_database(postgres)
+    config = {
+        "name": "c",
+        "connection.url": url,
+        "topics": "t",
+        "auto.create": "true",
+        "connection.attempts": "10",
+        "connection.backoff.ms": "1000",
+    }
+    settings = parse_settings(config)
+    tp = TopicPartition("t", 0)
+    writer, maker = RowWriter(settings, "c"), RowMaker(settings)
+    writer.claim([tp])
+    for i in range(50):
+        writer.add(maker.row(SinkRecord("t", 0, i, None, {"k": i})))  # type: ignore[arg-type]
+    writer.flush({tp: OffsetAndMetadata(50)})
+    for i in range(50, 100):
+        writer.add(maker.row(SinkRecord("t", 0, i, None, {"k": i})))  # type: ignore[arg-type]
+    postgres.kill()
+    restarter = threading.Timer(2.0, postgres.start)
+    restarter.start()
+    try:
+        result = writer.flush({tp: OffsetAndMetadata(100)})
+    finally:
+        restarter.join()
+    assert result.rows == 50 and result.committed == {tp: OffsetAndMetadata(100)}
+    assert scalar(url, "SELECT COUNT(*) FROM t") == 100
+    assert scalar(url, "SELECT COUNT(DISTINCT k) FROM t") == 100
+    assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 100
+    writer.close()
+
+
 # ----------------------------------------------------------------------------- end to end
 
 

@@ -251,3 +251,46 @@ def test_an_unreachable_database_is_named_in_validation(tmp_path: Path) -> None:
     config = {"name": "jdbc", "connection.url": url, "topics": "orders"}
     bad = {v.name: v.errors for v in JdbcSinkConnector().validate(config) if v.errors}
     assert list(bad) == ["connection.url"] and "cannot connect to" in bad["connection.url"][0]
+
+
+def test_a_commit_whose_acknowledgement_was_lost_is_not_written_twice(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection drops right after COMMIT reached the database: the retry finds the position
+    already stored and writes nothing again (a plain retry would duplicate every row)."""
+    task = start_task(url, **{"connection.backoff.ms": "0"})
+    task.open([TP])
+    task.put([record(i) for i in range(1, 4)])
+    real = task.writer._flush_once
+    calls: list[bool] = []
+
+    def commit_then_lose_the_connection(positions, rows, *, retry):  # type: ignore[no-untyped-def]
+        calls.append(retry)
+        result = real(positions, rows, retry=retry)
+        if len(calls) == 1:
+            raise sa.exc.OperationalError("COMMIT", {}, Exception("server closed the connection"))
+        return result
+
+    monkeypatch.setattr(task.writer, "_flush_once", commit_then_lose_the_connection)
+    assert task.pre_commit(positions(4)) == positions(4)
+    assert calls == [False, True]
+    assert rows(url, "SELECT COUNT(*) FROM orders") == [(3,)]
+    assert rows(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == [(4,)]
+    task.stop()
+
+
+def test_a_lost_connection_fails_the_flush_after_connection_attempts(url: str, monkeypatch) -> None:
+    task = start_task(url, **{"connection.backoff.ms": "0", "connection.attempts": "2"})
+    task.open([TP])
+    task.put([record(1)])
+    calls: list[bool] = []
+
+    def always_lost(positions, rows, *, retry):  # type: ignore[no-untyped-def]
+        calls.append(retry)
+        raise sa.exc.OperationalError("INSERT", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(task.writer, "_flush_once", always_lost)
+    with pytest.raises(sa.exc.OperationalError):
+        task.pre_commit(positions(2))
+    assert calls == [False, True]
+    task.stop()

@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 
-__all__ = ["Claim", "OffsetsTable"]
+__all__ = ["Claim", "Locked", "OffsetsTable"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,14 @@ class Claim:
 
     generation: int
     position: OffsetAndMetadata | None
+
+
+@dataclass(frozen=True)
+class Locked:
+    """A locked row of the offsets table: its generation and the next offset stored (None: none yet)."""
+
+    generation: int
+    offset: int | None
 
 
 class OffsetsTable:
@@ -60,16 +68,17 @@ class OffsetsTable:
         pairs = sorted({(tp.topic, tp.partition) for tp in partitions})
         return sa.and_(c.connector == self.connector, sa.tuple_(c.kafka_topic, c.kafka_partition).in_(pairs))
 
-    def lock(self, conn: sa.Connection, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Lock these partitions' rows in `conn`'s transaction; their generations (missing: absent)."""
+    def lock(self, conn: sa.Connection, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Locked]:
+        """Lock these partitions' rows in `conn`'s transaction; their generations and stored offsets
+        (a partition without a row is absent)."""
         c = self.table.c
         rows = conn.execute(
-            sa.select(c.kafka_topic, c.kafka_partition, c.generation)
+            sa.select(c.kafka_topic, c.kafka_partition, c.generation, c.kafka_offset)
             .where(self._where(partitions))
             .order_by(c.kafka_topic, c.kafka_partition)  # one lock order: no deadlock between tasks
             .with_for_update()
         )
-        return {TopicPartition(t, p): g for t, p, g in rows}
+        return {TopicPartition(t, p): Locked(g, o) for t, p, g, o in rows}
 
     def claim(self, engine: sa.Engine, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, Claim]:
         """Raise each partition's generation (fencing every earlier holder); return the claims."""

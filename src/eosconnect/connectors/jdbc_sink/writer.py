@@ -10,6 +10,7 @@ since (see `offsets_table`); its rows are dropped here and written by that task.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
@@ -78,28 +79,70 @@ class RowWriter:
         self.buffer.append(row)
 
     def flush(self, positions: Mapping[TopicPartition, OffsetAndMetadata]) -> FlushResult:
-        """Write the buffered rows of these partitions and (exactly once) their positions, atomically."""
+        """Write the buffered rows of these partitions and (exactly once) their positions, atomically.
+
+        A lost connection (the database restarted, a network blip) is retried `connection.attempts`
+        times, `connection.backoff.ms` apart. Exactly once, a retry first looks whether the failed
+        attempt committed after all (its acknowledgement lost with the connection): partitions whose
+        stored position already reached the wanted one are not written again."""
         wanted = set(positions)
         rows = [r for r in self.buffer if r.topic_partition in wanted]
         for row in rows:  # DDL first, in transactions of its own (SQLite: one writer at a time)
             self.tables.table(row.table, row.columns, list(row.key))
-        result = FlushResult()
-        with self.engine.begin() as conn:
-            if self.offsets is not None:
-                current = self.offsets.lock(conn, wanted)
-                result.fenced = {
-                    tp: current.get(tp, 0)
-                    for tp in wanted
-                    if tp not in self.generations or current.get(tp) != self.generations[tp]
-                }
-                rows = [r for r in rows if r.topic_partition not in result.fenced]
-            result.rows = self._write_rows(conn, rows)
-            result.committed = {tp: om for tp, om in positions.items() if tp not in result.fenced}
-            if self.offsets is not None:
-                self.offsets.write(conn, result.committed)
+        attempts = int(self.settings.values["connection.attempts"])
+        backoff_s = int(self.settings.values["connection.backoff.ms"]) / 1000
+        for attempt in range(1, attempts + 1):
+            try:
+                result = self._flush_once(positions, rows, retry=attempt > 1)
+                break
+            except sa.exc.OperationalError as exc:
+                if attempt == attempts:
+                    raise
+                log.warning(
+                    "writing %d rows failed (attempt %d of connection.attempts=%d), retrying in %.1fs: %s",
+                    len(rows),
+                    attempt,
+                    attempts,
+                    backoff_s,
+                    str(exc).splitlines()[0],
+                )
+                time.sleep(backoff_s)
         self.buffer = [r for r in self.buffer if r.topic_partition not in wanted]
         for tp in result.fenced:
             self.generations.pop(tp, None)
+        return result
+
+    def _flush_once(
+        self, positions: Mapping[TopicPartition, OffsetAndMetadata], rows: list[Row], *, retry: bool
+    ) -> FlushResult:
+        result = FlushResult()
+        with self.engine.begin() as conn:
+            done: set[TopicPartition] = set()
+            if self.offsets is not None:
+                current = self.offsets.lock(conn, positions)
+                result.fenced = {
+                    tp: current[tp].generation if tp in current else 0
+                    for tp in positions
+                    if tp not in self.generations
+                    or tp not in current
+                    or current[tp].generation != self.generations[tp]
+                }
+                if retry:  # did the attempt that lost its connection commit after all?
+                    done = {
+                        tp
+                        for tp, om in positions.items()
+                        if tp not in result.fenced
+                        and (current[tp].offset is not None and current[tp].offset >= om.offset)
+                    }
+                rows = [
+                    r
+                    for r in rows
+                    if r.topic_partition not in result.fenced and r.topic_partition not in done
+                ]
+            result.rows = self._write_rows(conn, rows)
+            result.committed = {tp: om for tp, om in positions.items() if tp not in result.fenced}
+            if self.offsets is not None:
+                self.offsets.write(conn, {tp: om for tp, om in result.committed.items() if tp not in done})
         return result
 
     def _write_rows(self, conn: sa.Connection, rows: list[Row]) -> int:
