@@ -50,9 +50,11 @@ With `exactly.once=false` delivery is at least once, as Confluent's: the group's
 **Errors.** A record that cannot become a row (a key or field `pk.fields` names is missing, a value
 that is neither a Struct nor an object) fails the task naming it; with `errors.tolerance=all` it goes
 to the task's errant record reporter (KIP-610): logged and, with `errors.deadletterqueue.topic.name`,
-dead-lettered, its position committed only after the dead letter was written. Database errors (a
-constraint violation, a lost connection) fail the flush's transaction and the task; on restart it
-resumes from the offsets table.
+dead-lettered, its position committed only after the dead letter was written. A lost connection (the
+database restarting) is retried `connection.attempts` times, `connection.backoff.ms` apart; a retry
+first checks whether the lost attempt committed after all (its acknowledgement lost with the
+connection) and then writes nothing twice. Other database errors (a constraint violation) roll the
+flush back and fail the task; on restart it resumes from the offsets table.
 """
 
 from __future__ import annotations
