@@ -9,6 +9,7 @@ import typer
 
 from eosconnect.clients.cli import connectors_app, plugins_app
 from eosconnect.devkafka.cli import app as kafka_app
+from eosconnect.devkafka.cli import registry_app
 from eosconnect.mirrormaker.cli import mirror_app, mirror_maker
 from eosconnect.tools.verify_cli import verify_app
 
@@ -16,6 +17,7 @@ app = typer.Typer(
     help="eosconnect: Kafka Connect-style connectors on Spark, exactly once into Kafka.", no_args_is_help=True
 )
 app.add_typer(kafka_app, name="kafka")
+app.add_typer(registry_app, name="registry")
 app.add_typer(connectors_app, name="connectors")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(verify_app, name="verify")
