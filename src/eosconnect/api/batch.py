@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
+from eosconnect.api.data.schema import Schema
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import (
     Headers,
@@ -83,6 +84,7 @@ class SourceBatch(Sequence[SourceRecord]):
 
     __slots__ = (
         "headers",
+        "key_schema",
         "keys",
         "partition",
         "record_offsets",
@@ -90,6 +92,7 @@ class SourceBatch(Sequence[SourceRecord]):
         "source_partition",
         "timestamps",
         "topic",
+        "value_schema",
         "values",
     )
 
@@ -104,6 +107,8 @@ class SourceBatch(Sequence[SourceRecord]):
         timestamps: Sequence[int | None] | None = None,
         headers: Sequence[Headers | list[tuple[str, Any]] | None] | None = None,
         record_offsets: Sequence[Mapping[str, Primitive]] | None = None,
+        key_schema: Schema | None = None,
+        value_schema: Schema | None = None,
     ) -> None:
         if type(topic) is not str or not topic:
             _check_topic(topic)
@@ -127,6 +132,8 @@ class SourceBatch(Sequence[SourceRecord]):
         self.timestamps = timestamps
         self.headers = headers
         self.record_offsets = record_offsets
+        self.key_schema = key_schema
+        self.value_schema = value_schema
 
     def __len__(self) -> int:
         return len(self.values)
@@ -168,6 +175,8 @@ class SourceBatch(Sequence[SourceRecord]):
             partition=self.partition,
             headers=None if self.headers is None else self.headers[i],
             timestamp=None if self.timestamps is None else self.timestamps[i],
+            key_schema=self.key_schema,
+            value_schema=self.value_schema,
         )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar, NamedTuple, Protocol, Self, TypeAlias, TypeVar
 
+from eosconnect.api.data.schema import Schema
 from eosconnect.api.errors import DataException
 
 __all__ = [
@@ -212,6 +213,10 @@ class ConnectRecord(Protocol):
     def timestamp(self) -> int | None: ...
     @property
     def headers(self) -> Headers: ...
+    @property
+    def key_schema(self) -> Schema | None: ...
+    @property
+    def value_schema(self) -> Schema | None: ...
 
     def new_record(
         self,
@@ -222,6 +227,8 @@ class ConnectRecord(Protocol):
         value: Any = ...,
         timestamp: int | None = ...,
         headers: HeadersLike = ...,
+        key_schema: Schema | None = ...,
+        value_schema: Schema | None = ...,
     ) -> Self: ...
 
 
@@ -243,11 +250,14 @@ class _RecordMixin:
         value: Any = _UNSET,
         timestamp: int | _Unset | None = _UNSET,
         headers: HeadersLike | _Unset = _UNSET,
+        key_schema: Schema | _Unset | None = _UNSET,
+        value_schema: Schema | _Unset | None = _UNSET,
     ) -> Self:
         """A copy with some fields replaced; what transformations return instead of mutating.
 
         Everything not named (including the source partition/offset or Kafka offset) is kept, so
-        the runtime can still commit the right position for a transformed record.
+        the runtime can still commit the right position for a transformed record. A transformation
+        that changes the shape of the key or value passes its new schema too (Kafka's `newRecord`).
         """
         changes = {
             name: val
@@ -258,6 +268,8 @@ class _RecordMixin:
                 ("value", value),
                 ("timestamp", timestamp),
                 ("headers", headers),
+                ("key_schema", key_schema),
+                ("value_schema", value_schema),
             )
             if val is not _UNSET
         }
@@ -289,6 +301,8 @@ class SourceRecord(_RecordMixin):
     partition: int | None
     headers: Headers
     timestamp: int | None
+    key_schema: Schema | None
+    value_schema: Schema | None
 
     def __init__(
         self,
@@ -300,6 +314,8 @@ class SourceRecord(_RecordMixin):
         partition: int | None = None,
         headers: HeadersLike = None,
         timestamp: int | None = None,
+        key_schema: Schema | None = None,
+        value_schema: Schema | None = None,
     ) -> None:
         # Connectors build one of these per record: skip the checks of fields left at None.
         if type(topic) is not str or not topic:
@@ -317,6 +333,8 @@ class SourceRecord(_RecordMixin):
         setattr_(self, "partition", partition)
         setattr_(self, "headers", () if headers is None else _normalize_headers(headers))
         setattr_(self, "timestamp", timestamp)
+        setattr_(self, "key_schema", key_schema)
+        setattr_(self, "value_schema", value_schema)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -331,6 +349,8 @@ class SinkRecord(_RecordMixin):
     timestamp: int | None
     headers: Headers
     leader_epoch: int | None
+    key_schema: Schema | None
+    value_schema: Schema | None
 
     def __init__(
         self,
@@ -342,6 +362,8 @@ class SinkRecord(_RecordMixin):
         timestamp: int | None = None,
         headers: HeadersLike = None,
         leader_epoch: int | None = None,
+        key_schema: Schema | None = None,
+        value_schema: Schema | None = None,
     ) -> None:
         _check_topic(topic)
         _check_optional_int("partition", partition, 0)
@@ -357,6 +379,8 @@ class SinkRecord(_RecordMixin):
         setattr_(self, "timestamp", timestamp)
         setattr_(self, "headers", _normalize_headers(headers))
         setattr_(self, "leader_epoch", leader_epoch)
+        setattr_(self, "key_schema", key_schema)
+        setattr_(self, "value_schema", value_schema)
 
     @property
     def kafka_partition(self) -> int:

@@ -1,0 +1,725 @@
+"""`Schema`, `Field` and `SchemaBuilder`: Kafka Connect's `org.apache.kafka.connect.data` in Python.
+
+A schema describes a key or value so that converters can write it in a typed format (JSON with a
+schema envelope, Avro, Protobuf) and sinks can create tables from it. The model, the names and the
+rules are Kafka's, so a schema built here serialises exactly as Java Connect's does:
+
+- `Schema` is Kafka's `ConnectSchema`: immutable, compared by value, hashable.
+- `SchemaBuilder` is the fluent way to make one (`SchemaBuilder.struct().name("x").field(...)`),
+  with Kafka's "each property may be set once" checks.
+- `validate_value` is `ConnectSchema.validateValue`: which Python values a schema accepts.
+
+Python has one `int` and one `float`, so where Java checks the boxed class (`Integer` for INT32),
+we check the range of the integer type (INT8 is -128..127) and accept an `int` where a float is
+expected. Logical types (see `logical.py`) take their Python types: `decimal.Decimal` for Decimal,
+`datetime.date` for Date, `datetime.time` for Time and `datetime.datetime` for Timestamp.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, ClassVar, NamedTuple
+
+from eosconnect.api.errors import DataException
+
+__all__ = [
+    "BOOLEAN_SCHEMA",
+    "BYTES_SCHEMA",
+    "FLOAT32_SCHEMA",
+    "FLOAT64_SCHEMA",
+    "INT8_SCHEMA",
+    "INT16_SCHEMA",
+    "INT32_SCHEMA",
+    "INT64_SCHEMA",
+    "OPTIONAL_BOOLEAN_SCHEMA",
+    "OPTIONAL_BYTES_SCHEMA",
+    "OPTIONAL_FLOAT32_SCHEMA",
+    "OPTIONAL_FLOAT64_SCHEMA",
+    "OPTIONAL_INT8_SCHEMA",
+    "OPTIONAL_INT16_SCHEMA",
+    "OPTIONAL_INT32_SCHEMA",
+    "OPTIONAL_INT64_SCHEMA",
+    "OPTIONAL_STRING_SCHEMA",
+    "STRING_SCHEMA",
+    "ConnectSchema",
+    "Field",
+    "Schema",
+    "SchemaAndValue",
+    "SchemaBuilder",
+    "SchemaBuilderException",
+    "Type",
+    "copy_schema_basics",
+    "validate_value",
+]
+
+
+class SchemaBuilderException(DataException):
+    """A `SchemaBuilder` call that Kafka's builder refuses (a property set twice, a bad default)."""
+
+
+class Type(Enum):
+    """Kafka's `Schema.Type`; the value is the lower-case name JSON schemas use (`"int32"`)."""
+
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    INT64 = "int64"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+    BOOLEAN = "boolean"
+    STRING = "string"
+    BYTES = "bytes"
+    ARRAY = "array"
+    MAP = "map"
+    STRUCT = "struct"
+
+    @property
+    def is_primitive(self) -> bool:
+        return self not in _COMPOUND
+
+    def __str__(self) -> str:  # Kafka's messages print the enum name: "schema type: INT32"
+        return self.name
+
+
+_COMPOUND = frozenset({Type.ARRAY, Type.MAP, Type.STRUCT})
+
+_INT_RANGES = {
+    Type.INT8: (-(2**7), 2**7 - 1),
+    Type.INT16: (-(2**15), 2**15 - 1),
+    Type.INT32: (-(2**31), 2**31 - 1),
+    Type.INT64: (-(2**63), 2**63 - 1),
+}
+
+DECIMAL_LOGICAL_NAME = "org.apache.kafka.connect.data.Decimal"
+DATE_LOGICAL_NAME = "org.apache.kafka.connect.data.Date"
+TIME_LOGICAL_NAME = "org.apache.kafka.connect.data.Time"
+TIMESTAMP_LOGICAL_NAME = "org.apache.kafka.connect.data.Timestamp"
+
+#: The Python classes that stand for each logical type (Kafka's LOGICAL_TYPE_CLASSES).
+_LOGICAL_CLASSES: dict[str, tuple[type, ...]] = {
+    DECIMAL_LOGICAL_NAME: (decimal.Decimal,),
+    DATE_LOGICAL_NAME: (datetime.date,),
+    TIME_LOGICAL_NAME: (datetime.time,),
+    TIMESTAMP_LOGICAL_NAME: (datetime.datetime,),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One field of a STRUCT schema: its name, its position and its schema."""
+
+    name: str
+    index: int
+    schema: Schema
+
+    def __str__(self) -> str:
+        return f"Field{{name={self.name}, index={self.index}, schema={self.schema}}}"
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable stand-in for a default value (lists and dicts are allowed as defaults)."""
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, Mapping):
+        return frozenset((_freeze(k), _freeze(v)) for k, v in value.items())
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+class Schema:
+    """An immutable schema, Kafka's `ConnectSchema`; build one with `SchemaBuilder`.
+
+    `fields`/`field()` exist for STRUCT, `key_schema` for MAP and `value_schema` for MAP and ARRAY;
+    asking another type for them raises `DataException`, as Kafka does. `parameters` is None or a
+    read-only map (Kafka never stores an empty one).
+    """
+
+    __slots__ = (
+        "_fields",
+        "_fields_by_name",
+        "_hash",
+        "_key_schema",
+        "_value_schema",
+        "default_value",
+        "doc",
+        "name",
+        "optional",
+        "parameters",
+        "type",
+        "version",
+    )
+
+    # The predefined schemas and the Type enum, as Kafka's `Schema.INT32_SCHEMA`, `Schema.Type`.
+    Type: ClassVar[type[Type]]
+    INT8_SCHEMA: ClassVar[Schema]
+    INT16_SCHEMA: ClassVar[Schema]
+    INT32_SCHEMA: ClassVar[Schema]
+    INT64_SCHEMA: ClassVar[Schema]
+    FLOAT32_SCHEMA: ClassVar[Schema]
+    FLOAT64_SCHEMA: ClassVar[Schema]
+    BOOLEAN_SCHEMA: ClassVar[Schema]
+    STRING_SCHEMA: ClassVar[Schema]
+    BYTES_SCHEMA: ClassVar[Schema]
+    OPTIONAL_INT8_SCHEMA: ClassVar[Schema]
+    OPTIONAL_INT16_SCHEMA: ClassVar[Schema]
+    OPTIONAL_INT32_SCHEMA: ClassVar[Schema]
+    OPTIONAL_INT64_SCHEMA: ClassVar[Schema]
+    OPTIONAL_FLOAT32_SCHEMA: ClassVar[Schema]
+    OPTIONAL_FLOAT64_SCHEMA: ClassVar[Schema]
+    OPTIONAL_BOOLEAN_SCHEMA: ClassVar[Schema]
+    OPTIONAL_STRING_SCHEMA: ClassVar[Schema]
+    OPTIONAL_BYTES_SCHEMA: ClassVar[Schema]
+
+    type: Type
+    optional: bool
+    default_value: Any
+    name: str | None
+    version: int | None
+    doc: str | None
+    parameters: Mapping[str, str] | None
+
+    def __init__(
+        self,
+        type: Type,
+        optional: bool = False,
+        default_value: Any = None,
+        name: str | None = None,
+        version: int | None = None,
+        doc: str | None = None,
+        parameters: Mapping[str, str] | None = None,
+        fields: list[Field] | tuple[Field, ...] | None = None,
+        key_schema: Schema | None = None,
+        value_schema: Schema | None = None,
+    ) -> None:
+        if not isinstance(type, Type):
+            raise DataException(f"schema type must be an eosconnect.api.Type, got {type!r}")
+        setattr_ = object.__setattr__
+        setattr_(self, "type", type)
+        setattr_(self, "optional", bool(optional))
+        setattr_(self, "default_value", default_value)
+        setattr_(self, "name", name)
+        setattr_(self, "version", version)
+        setattr_(self, "doc", doc)
+        setattr_(self, "parameters", None if parameters is None else MappingProxyType(dict(parameters)))
+        if type is Type.STRUCT:
+            field_tuple = tuple(fields or ())
+            setattr_(self, "_fields", field_tuple)
+            setattr_(self, "_fields_by_name", {f.name: f for f in field_tuple})
+        else:
+            setattr_(self, "_fields", None)
+            setattr_(self, "_fields_by_name", None)
+        setattr_(self, "_key_schema", key_schema)
+        setattr_(self, "_value_schema", value_schema)
+        setattr_(self, "_hash", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Schema is immutable; build a new one with SchemaBuilder (tried to set {name})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        params = None if self.parameters is None else dict(self.parameters)
+        return (
+            Schema,
+            (
+                self.type,
+                self.optional,
+                self.default_value,
+                self.name,
+                self.version,
+                self.doc,
+                params,
+                self._fields,
+                self._key_schema,
+                self._value_schema,
+            ),
+        )
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        """The fields of a STRUCT, in order."""
+        if self._fields is None:
+            raise DataException(f"Cannot list fields on non-struct type {self.type}")
+        return self._fields
+
+    def field(self, name: str) -> Field | None:
+        """The STRUCT field called `name`, or None."""
+        if self._fields_by_name is None:
+            raise DataException(f"Cannot look up fields on non-struct type {self.type}")
+        return self._fields_by_name.get(name)
+
+    @property
+    def key_schema(self) -> Schema | None:
+        if self.type is not Type.MAP:
+            raise DataException(f"Cannot look up key schema on non-map type {self.type}")
+        return self._key_schema
+
+    @property
+    def value_schema(self) -> Schema | None:
+        if self.type is not Type.MAP and self.type is not Type.ARRAY:
+            raise DataException(f"Cannot look up value schema on non-array and non-map type {self.type}")
+        return self._value_schema
+
+    def validate_value(self, value: Any) -> None:
+        """Raise `DataException` unless `value` fits this schema (`ConnectSchema.validateValue`)."""
+        validate_value(self, value)
+
+    @property
+    def schema(self) -> Schema:
+        """This schema (Kafka's `Schema.schema()`; a `SchemaBuilder` answers with what it builds)."""
+        return self
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.type,
+            self.optional,
+            self.version,
+            self.name,
+            self.doc,
+            self._fields,
+            self._key_schema,
+            self._value_schema,
+            None if self.parameters is None else dict(self.parameters),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not Schema:
+            return NotImplemented
+        if hash(self) != hash(other):
+            return False
+        return self._key() == other._key() and _default_equal(self.default_value, other.default_value)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            params = None if self.parameters is None else frozenset(self.parameters.items())
+            h = hash(
+                (
+                    self.type,
+                    self.optional,
+                    _freeze(self.default_value),
+                    self._fields,
+                    self._key_schema,
+                    self._value_schema,
+                    self.name,
+                    self.version,
+                    self.doc,
+                    params,
+                )
+            )
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __str__(self) -> str:
+        return f"Schema{{{self.name}:{self.type}}}" if self.name is not None else f"Schema{{{self.type}}}"
+
+    def __repr__(self) -> str:
+        parts = [f"type={self.type}"]
+        if self.optional:
+            parts.append("optional")
+        for attr in ("name", "version", "doc", "default_value", "parameters"):
+            val = getattr(self, attr)
+            if val is not None:
+                parts.append(f"{attr}={dict(val) if attr == 'parameters' else val!r}")
+        if self._fields is not None:
+            parts.append("fields=[" + ", ".join(f"{f.name}: {f.schema!r}" for f in self._fields) + "]")
+        if self._key_schema is not None:
+            parts.append(f"key_schema={self._key_schema!r}")
+        if self._value_schema is not None:
+            parts.append(f"value_schema={self._value_schema!r}")
+        return f"Schema({', '.join(parts)})"
+
+
+ConnectSchema = Schema
+"""Kafka's name for the immutable schema class."""
+
+
+def _default_equal(a: Any, b: Any) -> bool:
+    # Objects.deepEquals: bytes compare by content; bool and int are different in Java.
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
+class SchemaAndValue(NamedTuple):
+    """A value with its schema, what converters return when they read (`SchemaAndValue`)."""
+
+    schema: Schema | None
+    value: Any
+
+
+SchemaAndValue.NULL = SchemaAndValue(None, None)  # type: ignore[attr-defined]
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def _struct_class() -> type:
+    from eosconnect.api.data.struct import Struct  # struct.py builds on this module
+
+    return Struct
+
+
+def validate_value(schema: Schema, value: Any, field_name: str | None = None) -> None:
+    """Raise `DataException` unless `value` is valid for `schema`; `field_name` names it in errors.
+
+    `ConnectSchema.validateValue`: null only for optional schemas, the right Python type for the
+    schema type (or the logical type's class), struct schemas equal, arrays and maps checked
+    element by element.
+    """
+    _validate(schema, value, "value" if field_name is None else f'field: "{field_name}"')
+
+
+def _type_error(schema: Schema, value: Any, location: str, hint: str = "") -> DataException:
+    named = f' "{schema.name}"' if schema.name is not None else ""
+    return DataException(
+        f"Invalid Python object for schema{named} with type {schema.type}: {type(value).__name__} "
+        f"{_short(value)} for {location}{hint}"
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _validate(schema: Schema, value: Any, location: str) -> None:
+    if value is None:
+        if not schema.optional:
+            raise DataException(
+                f"Invalid value: null used for required {location}, schema type: {schema.type}"
+            )
+        return
+    stype = schema.type
+    name = schema.name
+    logical = _LOGICAL_CLASSES.get(name) if name is not None else None
+    if logical is not None:
+        if not isinstance(value, logical) or (
+            # datetime is a date subclass; a Date holds a date, a Timestamp a datetime
+            name == DATE_LOGICAL_NAME and isinstance(value, datetime.datetime)
+        ):
+            raise _type_error(schema, value, location, f" (a {name} value is a {logical[0].__qualname__})")
+        return
+    cls = type(value)
+    if stype in _INT_RANGES:
+        if cls is bool or not isinstance(value, int):
+            raise _type_error(schema, value, location)
+        low, high = _INT_RANGES[stype]
+        if not low <= value <= high:
+            raise DataException(
+                f"Invalid value {value} for {location}: out of range for {stype} ({low}..{high})"
+            )
+    elif stype is Type.FLOAT64 or stype is Type.FLOAT32:
+        if cls is bool or not isinstance(value, float | int):
+            raise _type_error(schema, value, location)
+    elif stype is Type.BOOLEAN:
+        if cls is not bool:
+            raise _type_error(schema, value, location)
+    elif stype is Type.STRING:
+        if not isinstance(value, str):
+            raise _type_error(schema, value, location)
+    elif stype is Type.BYTES:
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise _type_error(schema, value, location)
+    elif stype is Type.STRUCT:
+        if not isinstance(value, _struct_class()):
+            raise _type_error(schema, value, location)
+        if value.schema != schema:
+            raise DataException(f"Struct schemas do not match for {location}.")
+        value.validate()
+    elif stype is Type.ARRAY:
+        if not isinstance(value, list | tuple):
+            raise _type_error(schema, value, location)
+        where = f"element of array {location}"
+        element_schema = _not_none(schema._value_schema, where)
+        for item in value:
+            _validate(element_schema, item, where)
+    elif stype is Type.MAP:
+        if not isinstance(value, Mapping):
+            raise _type_error(schema, value, location)
+        key_where, value_where = f"key of map {location}", f"value of map {location}"
+        key_schema = _not_none(schema._key_schema, key_where)
+        value_schema = _not_none(schema._value_schema, value_where)
+        for k, v in value.items():
+            _validate(key_schema, k, key_where)
+            _validate(value_schema, v, value_where)
+
+
+def _not_none(schema: Schema | None, location: str) -> Schema:
+    if schema is None:
+        raise DataException(f"No schema defined for {location}")
+    return schema
+
+
+# --- the builder --------------------------------------------------------------------------------
+
+
+class SchemaBuilder:
+    """Kafka's fluent `SchemaBuilder`: start from a type, set properties, `build()`.
+
+    Each property may be set once (setting it again to a different value raises
+    `SchemaBuilderException`); the default value is validated against what has been set so far, so
+    set `name`/`optional` before `default_value`. Field schemas may be builders; they are built
+    when added.
+    """
+
+    __slots__ = (
+        "_default",
+        "_doc",
+        "_fields",
+        "_key_schema",
+        "_name",
+        "_optional",
+        "_parameters",
+        "_type",
+        "_value_schema",
+        "_version",
+    )
+
+    def __init__(self, type: Type) -> None:
+        if type is None:
+            raise SchemaBuilderException("type cannot be null")
+        if not isinstance(type, Type):
+            raise SchemaBuilderException(f"type must be an eosconnect.api.Type, got {type!r}")
+        self._type = type
+        self._optional: bool | None = None
+        self._default: Any = None
+        self._fields: dict[str, Field] | None = {} if type is Type.STRUCT else None
+        self._key_schema: Schema | None = None
+        self._value_schema: Schema | None = None
+        self._name: str | None = None
+        self._version: int | None = None
+        self._doc: str | None = None
+        self._parameters: dict[str, str] | None = None
+
+    # Factories, as Kafka's static methods.
+    @classmethod
+    def int8(cls) -> SchemaBuilder:
+        return cls(Type.INT8)
+
+    @classmethod
+    def int16(cls) -> SchemaBuilder:
+        return cls(Type.INT16)
+
+    @classmethod
+    def int32(cls) -> SchemaBuilder:
+        return cls(Type.INT32)
+
+    @classmethod
+    def int64(cls) -> SchemaBuilder:
+        return cls(Type.INT64)
+
+    @classmethod
+    def float32(cls) -> SchemaBuilder:
+        return cls(Type.FLOAT32)
+
+    @classmethod
+    def float64(cls) -> SchemaBuilder:
+        return cls(Type.FLOAT64)
+
+    @classmethod
+    def bool(cls) -> SchemaBuilder:
+        return cls(Type.BOOLEAN)
+
+    @classmethod
+    def string(cls) -> SchemaBuilder:
+        return cls(Type.STRING)
+
+    @classmethod
+    def bytes(cls) -> SchemaBuilder:
+        return cls(Type.BYTES)
+
+    @classmethod
+    def struct(cls) -> SchemaBuilder:
+        return cls(Type.STRUCT)
+
+    @classmethod
+    def array(cls, value_schema: Schema | SchemaBuilder) -> SchemaBuilder:
+        if value_schema is None:
+            raise SchemaBuilderException("valueSchema cannot be null.")
+        builder = cls(Type.ARRAY)
+        builder._value_schema = _built(value_schema)
+        return builder
+
+    @classmethod
+    def map(cls, key_schema: Schema | SchemaBuilder, value_schema: Schema | SchemaBuilder) -> SchemaBuilder:
+        if key_schema is None:
+            raise SchemaBuilderException("keySchema cannot be null.")
+        if value_schema is None:
+            raise SchemaBuilderException("valueSchema cannot be null.")
+        builder = cls(Type.MAP)
+        builder._key_schema = _built(key_schema)
+        builder._value_schema = _built(value_schema)
+        return builder
+
+    @classmethod
+    def _raw(
+        cls, type: Type, key_schema: Schema | None = None, value_schema: Schema | None = None
+    ) -> SchemaBuilder:
+        """An ARRAY/MAP builder whose element schemas may be missing (what JSON schema parsing needs)."""
+        builder = cls(type)
+        builder._key_schema = key_schema
+        builder._value_schema = value_schema
+        return builder
+
+    # What has been set so far.
+    @property
+    def type(self) -> Type:
+        return self._type
+
+    @property
+    def fields(self) -> list[Field]:
+        if self._fields is None:
+            raise DataException(f"Cannot list fields on non-struct type {self._type}")
+        return list(self._fields.values())
+
+    @property
+    def is_optional(self) -> bool:
+        return bool(self._optional)
+
+    # Setters.
+    def optional(self) -> SchemaBuilder:
+        _check_can_set("optional", self._optional, True)
+        self._optional = True
+        return self
+
+    def required(self) -> SchemaBuilder:
+        _check_can_set("optional", self._optional, False)
+        self._optional = False
+        return self
+
+    def default_value(self, value: Any) -> SchemaBuilder:
+        _check_can_set("default", self._default, value)
+        try:
+            validate_value(self.build(), value)
+        except DataException as exc:
+            raise SchemaBuilderException(f"Invalid default value: {exc}") from exc
+        self._default = value
+        return self
+
+    def name(self, name: str | None) -> SchemaBuilder:
+        _check_can_set("name", self._name, name)
+        self._name = name
+        return self
+
+    def version(self, version: int | None) -> SchemaBuilder:
+        _check_can_set("version", self._version, version)
+        self._version = version
+        return self
+
+    def doc(self, doc: str | None) -> SchemaBuilder:
+        _check_can_set("doc", self._doc, doc)
+        self._doc = doc
+        return self
+
+    def parameter(self, name: str, value: str) -> SchemaBuilder:
+        if self._parameters is None:
+            self._parameters = {}
+        self._parameters[name] = value
+        return self
+
+    def parameters(self, parameters: Mapping[str, str]) -> SchemaBuilder:
+        if not parameters:  # Kafka never stores an empty parameter map
+            return self
+        if self._parameters is None:
+            self._parameters = {}
+        self._parameters.update(parameters)
+        return self
+
+    def field(self, name: str, schema: Schema | SchemaBuilder) -> SchemaBuilder:
+        """Add a STRUCT field (at the next index)."""
+        if self._fields is None:
+            raise SchemaBuilderException(f"Cannot create fields on type {self._type}")
+        if not name:
+            raise SchemaBuilderException("fieldName cannot be null.")
+        if schema is None:
+            raise SchemaBuilderException(f"fieldSchema for field {name} cannot be null.")
+        if name in self._fields:
+            raise SchemaBuilderException(f"Cannot create field because of field name duplication {name}")
+        self._fields[name] = Field(name, len(self._fields), _built(schema))
+        return self
+
+    def get_field(self, name: str) -> Field | None:
+        """The STRUCT field added as `name`, or None (Kafka's `SchemaBuilder.field(String)`)."""
+        if self._fields is None:
+            raise DataException(f"Cannot look up fields on non-struct type {self._type}")
+        return self._fields.get(name)
+
+    def build(self) -> Schema:
+        return Schema(
+            self._type,
+            bool(self._optional),
+            self._default,
+            self._name,
+            self._version,
+            self._doc,
+            self._parameters,
+            None if self._fields is None else tuple(self._fields.values()),
+            self._key_schema,
+            self._value_schema,
+        )
+
+    @property
+    def schema(self) -> Schema:
+        return self.build()
+
+
+def _built(schema: Schema | SchemaBuilder) -> Schema:
+    if isinstance(schema, SchemaBuilder):
+        return schema.build()
+    if not isinstance(schema, Schema):
+        raise SchemaBuilderException(f"expected a Schema or SchemaBuilder, got {type(schema).__name__}")
+    return schema
+
+
+def _check_can_set(name: str, current: Any, new: Any) -> None:
+    if current is not None and current != new:
+        raise SchemaBuilderException(f"Invalid SchemaBuilder call: {name} has already been set.")
+
+
+def copy_schema_basics(source: Schema, builder: SchemaBuilder | None = None) -> SchemaBuilder:
+    """A builder (`builder`, or a new one of `source`'s type) with `source`'s name, version, doc and
+    parameters: Kafka's `SchemaUtil.copySchemaBasics`, what transformations start a new schema from."""
+    if builder is None:
+        builder = SchemaBuilder(source.type)
+    builder.name(source.name)
+    builder.version(source.version)
+    builder.doc(source.doc)
+    if source.parameters:
+        builder.parameters(source.parameters)
+    return builder
+
+
+INT8_SCHEMA = SchemaBuilder.int8().build()
+INT16_SCHEMA = SchemaBuilder.int16().build()
+INT32_SCHEMA = SchemaBuilder.int32().build()
+INT64_SCHEMA = SchemaBuilder.int64().build()
+FLOAT32_SCHEMA = SchemaBuilder.float32().build()
+FLOAT64_SCHEMA = SchemaBuilder.float64().build()
+BOOLEAN_SCHEMA = SchemaBuilder.bool().build()
+STRING_SCHEMA = SchemaBuilder.string().build()
+BYTES_SCHEMA = SchemaBuilder.bytes().build()
+OPTIONAL_INT8_SCHEMA = SchemaBuilder.int8().optional().build()
+OPTIONAL_INT16_SCHEMA = SchemaBuilder.int16().optional().build()
+OPTIONAL_INT32_SCHEMA = SchemaBuilder.int32().optional().build()
+OPTIONAL_INT64_SCHEMA = SchemaBuilder.int64().optional().build()
+OPTIONAL_FLOAT32_SCHEMA = SchemaBuilder.float32().optional().build()
+OPTIONAL_FLOAT64_SCHEMA = SchemaBuilder.float64().optional().build()
+OPTIONAL_BOOLEAN_SCHEMA = SchemaBuilder.bool().optional().build()
+OPTIONAL_STRING_SCHEMA = SchemaBuilder.string().optional().build()
+OPTIONAL_BYTES_SCHEMA = SchemaBuilder.bytes().optional().build()
+
+Schema.Type = Type
+for _name in [n for n in __all__ if n.endswith("_SCHEMA")]:
+    setattr(Schema, _name, globals()[_name])
+del _name
