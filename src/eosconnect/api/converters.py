@@ -304,6 +304,11 @@ CONVERTER_PATHS: dict[str, str] = {
     alias: _REGISTRY_CONVERTERS + path
     for path, aliases in {
         "avro.AvroConverter": ("avro", "AvroConverter", "io.confluent.connect.avro.AvroConverter"),
+        "json_schema.JsonSchemaConverter": (
+            "jsonschema",
+            "JsonSchemaConverter",
+            "io.confluent.connect.json.JsonSchemaConverter",
+        ),
     }.items()
     for alias in aliases
 }
@@ -313,8 +318,8 @@ libraries are only imported when a connector uses them), by the Python path they
 _CONVERTER_CHOICES = (
     "json, string or bytes (or Kafka's org.apache.kafka.connect.json.JsonConverter, "
     "org.apache.kafka.connect.storage.StringConverter, "
-    "org.apache.kafka.connect.converters.ByteArrayConverter), avro (Confluent's "
-    "io.confluent.connect.avro.AvroConverter), "
+    "org.apache.kafka.connect.converters.ByteArrayConverter), avro or jsonschema (Confluent's "
+    "io.confluent.connect.avro.AvroConverter, io.confluent.connect.json.JsonSchemaConverter), "
     "or a Python class path such as mypackage.converters.MyConverter"
 )
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections import OrderedDict
-from collections.abc import Mapping
 from typing import Any
 
 import fastavro
@@ -25,23 +23,10 @@ from eosconnect.api.schema_registry.avro_data import (
     to_avro_schema,
     to_avro_value,
 )
-from eosconnect.api.schema_registry.base import RegistryConverter
+from eosconnect.api.schema_registry.base import LruCache, RegistryConverter
 from eosconnect.api.schema_registry.wire import frame, unframe
 
 __all__ = ["AvroConverter"]
-
-
-class _LruCache(OrderedDict[Any, Any]):
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = max(size, 1)
-
-    def put(self, key: Any, value: Any) -> Any:
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > self.size:
-            self.popitem(last=False)
-        return value
 
 
 class AvroConverter(RegistryConverter):
@@ -49,12 +34,10 @@ class AvroConverter(RegistryConverter):
 
     FORMAT = "AVRO"
 
-    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
-        super().configure(config, is_key)
-        size = self.config["schemas.cache.size"]
-        self._to_avro: _LruCache = _LruCache(size)  # Connect schema -> (schema text, record name)
-        self._writers: _LruCache = _LruCache(size)  # schema id -> parsed Avro writer schema
-        self._readers: _LruCache = _LruCache(size)  # schema id -> (parsed Avro, Connect schema)
+    def _start_caches(self, size: int) -> None:
+        self._to_avro = LruCache(size)  # Connect schema -> (schema text, record name)
+        self._writers = LruCache(size)  # schema id -> parsed Avro writer schema
+        self._readers = LruCache(size)  # schema id -> (parsed Avro, Connect schema)
 
     # ------------------------------------------------------------------------------------- writing
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
@@ -94,11 +77,7 @@ class AvroConverter(RegistryConverter):
         reader = self._readers.get(schema_id)
         if reader is None:
             registered = self.registry.schema_by_id(schema_id, topic)
-            if registered.schema_type not in (None, self.FORMAT):
-                raise DataException(
-                    f"The record {self._what()} from topic {topic!r} was written with a "
-                    f"{registered.schema_type} schema (id {schema_id}), not Avro: use the matching converter."
-                )
+            self._check_format(registered.schema_type, schema_id, topic)
             avro = json.loads(registered.schema_str)
             reader = self._readers.put(schema_id, (fastavro.parse_schema(avro), from_avro_schema(avro)))
         parsed, connect_schema = reader

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +22,22 @@ from eosconnect.api.data import (
 from eosconnect.api.errors import DataException
 from eosconnect.api.schema_registry.settings import RegistryAccess, registry_config_def, registry_settings
 
-__all__ = ["RegistryConverter"]
+__all__ = ["LruCache", "RegistryConverter"]
+
+
+class LruCache(OrderedDict[Any, Any]):
+    """At most `size` entries; the least recently added goes first (schemas per converter)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = max(size, 1)
+
+    def put(self, key: Any, value: Any) -> Any:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
 
 
 class RegistryConverter(Converter):
@@ -33,6 +49,8 @@ class RegistryConverter(Converter):
     """
 
     registry: RegistryAccess
+    #: The registry's schema type of this converter's schemas: AVRO, JSON or PROTOBUF.
+    FORMAT = ""
 
     def config_def(self) -> ConfigDef:
         return registry_config_def()
@@ -41,6 +59,19 @@ class RegistryConverter(Converter):
         self.is_key = is_key
         self.config = registry_settings(self.config_def(), config, self._prefix())
         self.registry = RegistryAccess(self.config, is_key, self._prefix())
+        self._start_caches(self.config["schemas.cache.size"])
+
+    @abstractmethod
+    def _start_caches(self, size: int) -> None:
+        """Set up the converter's schema caches (`LruCache`s of `size`)."""
+
+    def _check_format(self, schema_type: str | None, schema_id: int, topic: str) -> None:
+        """Refuse a record whose registered schema is of another format (Avro read as JSON ...)."""
+        if (schema_type or "AVRO") != self.FORMAT:
+            raise DataException(
+                f"The record {self._what()} from topic {topic!r} was written with a {schema_type or 'AVRO'} "
+                f"schema (id {schema_id}), not {self.FORMAT}: use the converter it was written with."
+            )
 
     @abstractmethod
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
