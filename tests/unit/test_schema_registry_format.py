@@ -7,6 +7,12 @@ import pytest
 from eosconnect.api.data import INT32_SCHEMA, STRING_SCHEMA, Decimal, SchemaBuilder, Timestamp
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.schema_registry.avro_data import from_avro_schema, to_avro_schema
+from eosconnect.api.schema_registry.protobuf_data import (
+    connect_schema,
+    message_descriptor,
+    parse_proto,
+    to_proto,
+)
 from eosconnect.api.schema_registry.settings import registry_config_def, subject_name
 from eosconnect.api.schema_registry.wire import (
     frame,
@@ -89,3 +95,52 @@ def test_avro_schema_mapping_round_trips_connect_metadata():
 def test_avro_unions_beyond_optional_are_refused_clearly():
     with pytest.raises(DataException, match="unions other than"):
         from_avro_schema(["null", "string", "int"])
+
+
+FOREIGN_PROTO = """
+// written by hand, as teams do
+syntax = "proto3";
+package shop.v1;
+option java_package = "com.shop";
+
+enum Status { STATUS_UNKNOWN = 0; STATUS_PAID = 1 [deprecated = true]; }
+
+message Order {
+  reserved 4, 9 to 11;
+  /* the id */
+  int64 id = 1;
+  optional string note = 2 [json_name = "n"];
+  repeated Line lines = 3;
+  map<string, Line> by_sku = 5;
+  Status status = 6;
+  message Line { string sku = 1; uint32 qty = 2; }
+}
+"""
+
+
+def test_parse_proto_reads_hand_written_files_into_connect_schemas():
+    descriptor = message_descriptor(parse_proto(FOREIGN_PROTO), [0])
+    schema = connect_schema(descriptor)
+    assert schema.name == "shop.v1.Order"
+    fields = {f.name: f.schema for f in schema.fields}
+    assert fields["id"].type.name == "INT64" and not fields["id"].optional
+    assert fields["note"].optional and fields["status"].type.name == "STRING"
+    assert fields["lines"].value_schema.field("qty").schema.type.name == "INT64"
+    assert fields["by_sku"].key_schema.type.name == "STRING"
+    # As protoc does, a map field's entry type is a nested type at the map's place (indexes count it).
+    assert message_descriptor(parse_proto(FOREIGN_PROTO), [0, 1]).full_name == "shop.v1.Order.Line"
+
+
+def test_generated_proto_text_parses_back_to_the_same_message():
+    schema = (
+        SchemaBuilder.struct()
+        .name("com.example.Thing")
+        .field("n", SchemaBuilder.int64().optional().build())
+        .field("tags", SchemaBuilder.array(STRING_SCHEMA).build())
+        .field("m", SchemaBuilder.map(INT32_SCHEMA, STRING_SCHEMA).build())
+        .build()
+    )
+    generated = to_proto(schema)
+    reparsed = message_descriptor(parse_proto(generated.text), [0])
+    assert connect_schema(reparsed) == connect_schema(generated.descriptor)
+    assert "optional int64 n = 1;" in generated.text and "map<int32, string> m = 3;" in generated.text

@@ -309,6 +309,11 @@ CONVERTER_PATHS: dict[str, str] = {
             "JsonSchemaConverter",
             "io.confluent.connect.json.JsonSchemaConverter",
         ),
+        "protobuf.ProtobufConverter": (
+            "protobuf",
+            "ProtobufConverter",
+            "io.confluent.connect.protobuf.ProtobufConverter",
+        ),
     }.items()
     for alias in aliases
 }
@@ -318,8 +323,9 @@ libraries are only imported when a connector uses them), by the Python path they
 _CONVERTER_CHOICES = (
     "json, string or bytes (or Kafka's org.apache.kafka.connect.json.JsonConverter, "
     "org.apache.kafka.connect.storage.StringConverter, "
-    "org.apache.kafka.connect.converters.ByteArrayConverter), avro or jsonschema (Confluent's "
-    "io.confluent.connect.avro.AvroConverter, io.confluent.connect.json.JsonSchemaConverter), "
+    "org.apache.kafka.connect.converters.ByteArrayConverter), avro, jsonschema or protobuf (Confluent's "
+    "io.confluent.connect.avro.AvroConverter, io.confluent.connect.json.JsonSchemaConverter, "
+    "io.confluent.connect.protobuf.ProtobufConverter), "
     "or a Python class path such as mypackage.converters.MyConverter"
 )
 
