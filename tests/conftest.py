@@ -20,6 +20,7 @@ from eosconnect.devkafka.java_runtime import find_java
 from eosconnect.devkafka.registry import MIN_JAVA, LocalSchemaRegistry
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 from eosconnect.tools.worker_process import WorkerProcess
+from support.connect_harness import ConnectHarness
 
 SPARK_MASTER = os.environ.get("EOSCONNECT_TEST_SPARK_MASTER", "local[6,4]")
 TESTS_DIR = Path(__file__).resolve().parent
@@ -67,6 +68,13 @@ def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS
         pytest.fail(f"the schema registry could not be set up: {exc}")
     yield registry
     registry.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_harness() -> Iterator[ConnectHarness]:
+    """One JVM running Kafka's own JsonConverter, transformations and predicates (differential tests)."""
+    with ConnectHarness() as harness:
+        yield harness
 
 
 @pytest.fixture(scope="session")

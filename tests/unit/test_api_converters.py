@@ -7,11 +7,27 @@ from typing import Any
 import pytest
 
 from eosconnect.api import (
+    FLOAT32_SCHEMA,
+    FLOAT64_SCHEMA,
+    INT32_SCHEMA,
+    OPTIONAL_BOOLEAN_SCHEMA,
+    OPTIONAL_BYTES_SCHEMA,
+    OPTIONAL_FLOAT32_SCHEMA,
+    OPTIONAL_FLOAT64_SCHEMA,
+    OPTIONAL_INT16_SCHEMA,
+    OPTIONAL_INT32_SCHEMA,
+    OPTIONAL_INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    BooleanConverter,
     ByteArrayConverter,
     ConfigException,
     Converter,
     DataException,
+    IntegerConverter,
     JsonConverter,
+    Schema,
+    SchemaAndValue,
     StringConverter,
     converter_from_config,
     resolve_converter_class,
@@ -63,15 +79,22 @@ def test_json_errors_name_topic_and_problem() -> None:
         converter.to_connect("orders", b"not json")
 
 
-def test_json_schemas_enable_true_is_rejected_with_the_fix() -> None:
+def test_json_converter_settings_are_validated_under_their_full_names() -> None:
     with pytest.raises(ConfigException) as info:
         converter_from_config(
-            {"value.converter": "json", "value.converter.schemas.enable": "true"}, is_key=False
+            {"value.converter": "json", "value.converter.decimal.format": "HEX"}, is_key=False
         )
-    assert list(info.value.errors) == ["value.converter.schemas.enable"]
-    assert "not supported" in str(info.value) and "Set value.converter.schemas.enable=false" in str(
-        info.value
-    )
+    assert list(info.value.errors) == ["value.converter.decimal.format"]
+    with pytest.raises(ConfigException) as info:
+        converter_from_config(
+            {
+                "value.converter": "json",
+                "value.converter.schemas.enable": "true",
+                "value.converter.schema.content": "{not json",
+            },
+            is_key=False,
+        )
+    assert list(info.value.errors) == ["value.converter.schema.content"]
     key = converter_from_config(
         {
             "key.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -79,7 +102,7 @@ def test_json_schemas_enable_true_is_rejected_with_the_fix() -> None:
         },
         is_key=True,
     )
-    assert isinstance(key, JsonConverter) and key.is_key
+    assert isinstance(key, JsonConverter) and key.is_key and not key.schemas_enabled
 
 
 def test_string_converter() -> None:
@@ -144,3 +167,70 @@ def test_default_and_unknown_converters() -> None:
     assert "Set value.converter to json, string or bytes" in message
     with pytest.raises(ConfigException, match="is not a converter"):
         resolve_converter_class("eosconnect.api.ConfigDef", setting="value.converter")
+
+
+# --- schema'd forms -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "value", "wire"),
+    [
+        (
+            "org.apache.kafka.connect.converters.IntegerConverter",
+            OPTIONAL_INT32_SCHEMA,
+            -2,
+            b"\xff\xff\xff\xfe",
+        ),
+        (
+            "org.apache.kafka.connect.converters.LongConverter",
+            OPTIONAL_INT64_SCHEMA,
+            1,
+            b"\x00" * 7 + b"\x01",
+        ),
+        ("org.apache.kafka.connect.converters.ShortConverter", OPTIONAL_INT16_SCHEMA, 258, b"\x01\x02"),
+        (
+            "org.apache.kafka.connect.converters.FloatConverter",
+            OPTIONAL_FLOAT32_SCHEMA,
+            1.5,
+            b"\x3f\xc0\x00\x00",
+        ),
+        (
+            "org.apache.kafka.connect.converters.DoubleConverter",
+            OPTIONAL_FLOAT64_SCHEMA,
+            -2.0,
+            b"\xc0" + b"\x00" * 7,
+        ),
+        ("org.apache.kafka.connect.converters.BooleanConverter", OPTIONAL_BOOLEAN_SCHEMA, True, b"\x01"),
+        ("BooleanConverter", OPTIONAL_BOOLEAN_SCHEMA, False, b"\x00"),
+        ("org.apache.kafka.connect.converters.ByteArrayConverter", OPTIONAL_BYTES_SCHEMA, b"\x00a", b"\x00a"),
+        ("org.apache.kafka.connect.storage.StringConverter", OPTIONAL_STRING_SCHEMA, "Zoë", "Zoë".encode()),
+    ],
+)
+def test_kafkas_primitive_converters(name: str, schema: Schema, value: Any, wire: bytes) -> None:
+    converter = converter_from_config({"value.converter": name}, is_key=False)
+    assert converter.from_connect_data("t", schema, value) == wire
+    assert converter.to_connect_data("t", wire) == SchemaAndValue(schema, value)
+    assert converter.to_connect_data("t", None) == SchemaAndValue(schema, None)
+    assert converter.from_connect_data("t", schema, None) is None
+
+
+def test_primitive_converters_refuse_what_kafkas_refuse() -> None:
+    with pytest.raises(DataException, match="Failed to serialize to integer"):
+        IntegerConverter().from_connect("t", 2**31)
+    with pytest.raises(DataException, match="Size of data received by IntegerDeserializer is not 4"):
+        IntegerConverter().to_connect("t", b"\x00")
+    with pytest.raises(DataException, match="Unexpected byte received by BooleanDeserializer: 2"):
+        BooleanConverter().to_connect("t", b"\x02")
+    with pytest.raises(DataException, match="Invalid schema type for BooleanConverter: INT32"):
+        BooleanConverter().from_connect_data("t", INT32_SCHEMA, True)
+    with pytest.raises(DataException, match="Invalid schema type for ByteArrayConverter: STRING"):
+        ByteArrayConverter().from_connect_data("t", STRING_SCHEMA, b"x")
+    assert StringConverter().from_connect_data("t", FLOAT64_SCHEMA, 1e7) == b"1.0E7"  # Double.toString
+    assert StringConverter().from_connect_data("t", FLOAT32_SCHEMA, 1.1) == b"1.1"  # Float.toString
+
+
+def test_a_converter_written_before_schemas_keeps_working() -> None:
+    converter = UpperConverter()
+    assert converter.from_connect_data("t", STRING_SCHEMA, "a") == b"A"
+    assert converter.to_connect_data("t", b"A") == SchemaAndValue(None, "a")
+    assert converter.from_connect_batch("t", ["a", "b"], STRING_SCHEMA) == [b"A", b"B"]

@@ -26,3 +26,29 @@ def test_check_mode_reports_a_stale_file(tmp_path) -> None:
     stale.write_text("old")
     assert main(["--check", "--output", str(stale)]) == 1
     assert main(["--output", str(stale)]) == 0 and stale.read_text() == render_connectors_doc()
+
+
+def test_every_transformation_and_predicate_is_documented() -> None:
+    text = render_connectors_doc()
+    for name in (
+        "Cast",
+        "DropHeaders",
+        "ExtractField",
+        "Filter",
+        "Flatten",
+        "HeaderFrom",
+        "HoistField",
+        "InsertField",
+        "InsertHeader",
+        "MaskField",
+        "RegexRouter",
+        "ReplaceField",
+        "SetSchemaMetadata",
+        "TimestampConverter",
+        "TimestampRouter",
+        "ValueToKey",
+    ):
+        assert f"org.apache.kafka.connect.transforms.{name}" in text
+    for name in ("TopicNameMatches", "HasHeaderKey", "RecordIsTombstone"):
+        assert f"org.apache.kafka.connect.transforms.predicates.{name}" in text
+    assert "### TimestampConverter\n" in text and "`unix.precision`" in text

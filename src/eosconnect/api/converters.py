@@ -1,30 +1,59 @@
-"""Converters: record keys and values <-> the bytes stored in Kafka.
+"""Converters: record keys and values (with their schemas) <-> the bytes stored in Kafka.
 
-The built-ins write exactly what Kafka Connect's converters write (JSON with
-`schemas.enable=false`, UTF-8 strings, raw bytes), so topics filled by eosconnect read the same in
-kcat, console consumers and Java Connect sinks. `converter_from_config` maps the usual
-`key.converter`/`value.converter` settings (Kafka class names, short names or Python paths) to a
-configured instance.
+The built-ins write exactly what Kafka Connect's converters write (JSON with or without the
+schema envelope, UTF-8 strings, raw bytes, big-endian numbers), so topics filled by eosconnect read
+the same in kcat, console consumers and Java Connect sinks, and the other way round.
+`converter_from_config` maps the usual `key.converter`/`value.converter` settings (Kafka class
+names, short names or Python paths) to a configured instance.
+
+A converter writes a value with its schema (`from_connect_data(topic, schema, value)`) and reads
+bytes back into a `SchemaAndValue` (`to_connect_data`), as Kafka's `Converter` interface does.
+`from_connect`/`to_connect` are the schemaless forms that older converters implement; the base
+class maps one pair onto the other, so a converter written for either keeps working.
 """
 
 from __future__ import annotations
 
 import base64
+import decimal
 import json
 import math
+import struct as _binary
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.data.json_format import JsonCodec, JsonCodecConfig, java_double_text, java_float_text
+from eosconnect.api.data.schema import (
+    OPTIONAL_BOOLEAN_SCHEMA,
+    OPTIONAL_BYTES_SCHEMA,
+    OPTIONAL_FLOAT32_SCHEMA,
+    OPTIONAL_FLOAT64_SCHEMA,
+    OPTIONAL_INT16_SCHEMA,
+    OPTIONAL_INT32_SCHEMA,
+    OPTIONAL_INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    Schema,
+    SchemaAndValue,
+    Type,
+)
+from eosconnect.api.data.struct import Struct
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.plugins import import_class
+from eosconnect.api.validators import Range, ValidString
 
 __all__ = [
     "CONVERTER_ALIASES",
+    "BooleanConverter",
     "ByteArrayConverter",
     "Converter",
+    "DoubleConverter",
+    "FloatConverter",
+    "IntegerConverter",
     "JsonConverter",
+    "LongConverter",
+    "ShortConverter",
     "StringConverter",
     "converter_from_config",
     "resolve_converter_class",
@@ -60,10 +89,24 @@ class Converter(ABC):
     def to_connect(self, topic: str, data: bytes | None) -> Any:
         """Deserialise bytes read from `topic`."""
 
-    def from_connect_batch(self, topic: str, values: Sequence[Any]) -> Sequence[bytes | None]:
-        """`from_connect` for a whole column of a `SourceBatch`, in order. Override where a column can
-        be converted much faster than value by value (the built-in converters do)."""
-        return [self.from_connect(topic, value) for value in values]
+    def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
+        """Serialise a key/value and its schema (None: schemaless), Kafka's `fromConnectData`.
+        The default ignores the schema and calls `from_connect`: override it to write schemas."""
+        return self.from_connect(topic, value)
+
+    def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
+        """Deserialise bytes into a value and its schema, Kafka's `toConnectData`. The default calls
+        `to_connect` and reports no schema."""
+        return SchemaAndValue(None, self.to_connect(topic, data))
+
+    def from_connect_batch(
+        self, topic: str, values: Sequence[Any], schema: Schema | None = None
+    ) -> Sequence[bytes | None]:
+        """`from_connect_data` for a whole column of a `SourceBatch` (one schema for all), in order.
+        Override where a column converts much faster than value by value (the built-ins do)."""
+        if schema is None:
+            return [self.from_connect(topic, value) for value in values]
+        return [self.from_connect_data(topic, schema, value) for value in values]
 
     def _prefix(self) -> str:
         return "key.converter." if self.is_key else "value.converter."
@@ -81,32 +124,167 @@ def _as_bytes(data: Any) -> bytes:
 
 
 class JsonConverter(Converter):
-    """Kafka's `org.apache.kafka.connect.json.JsonConverter` with `schemas.enable=false`.
+    """Kafka's `org.apache.kafka.connect.json.JsonConverter`.
 
-    Compact JSON, non-ASCII written as UTF-8 (as Jackson does), bytes as base64 strings, and maps
-    with non-string keys as arrays of `[key, value]` pairs, all as Kafka's converter writes them.
-    Schema envelopes (`schemas.enable=true`) are not supported: eosconnect is schemaless.
+    With `schemas.enable=true` every key/value is written as Kafka's envelope
+    `{"schema":{...},"payload":...}` and read back into a schema and a value (Structs, logical
+    types), byte for byte as Java Connect does; `schema.content` (KIP-1054) gives the schema of
+    plain JSON messages instead. With `schemas.enable=false` (eosconnect's default, Kafka's is true)
+    values are compact JSON with no envelope; a value that has a schema is still written following
+    it (a Struct as an object, a Date as its day number), as Kafka does. Non-ASCII is written as
+    UTF-8, bytes as base64, maps with non-string keys as arrays of `[key, value]` pairs.
     """
 
     def config_def(self) -> ConfigDef:
-        return ConfigDef().define(
-            "schemas.enable",
-            ConfigType.BOOLEAN,
-            False,
-            Importance.HIGH,
-            "Must be false: eosconnect writes and reads schemaless JSON only.",
-            validator=_schemas_disabled,
+        return (
+            ConfigDef()
+            .define(
+                "schemas.enable",
+                ConfigType.BOOLEAN,
+                False,
+                Importance.HIGH,
+                'Write (and expect) the schema with each key/value in a {"schema":...,"payload":...} '
+                "envelope, as Kafka's JsonConverter does. eosconnect's default is false (Kafka's is true).",
+            )
+            .define(
+                "schemas.cache.size",
+                ConfigType.INT,
+                1000,
+                Importance.HIGH,
+                "The maximum number of schemas that can be cached in this converter instance.",
+                validator=Range.at_least(0),
+            )
+            .define(
+                "schema.content",
+                ConfigType.STRING,
+                None,
+                Importance.HIGH,
+                "When set (with schemas.enable=true), the JSON schema of every message read, which is then "
+                "plain JSON without an envelope (KIP-1054). Applies to reading (sink connectors) only.",
+            )
+            .define(
+                "decimal.format",
+                ConfigType.STRING,
+                "BASE64",
+                Importance.LOW,
+                "How Decimal values are written: BASE64 (the unscaled bytes, Kafka's default) or NUMERIC "
+                "(a JSON number). Case insensitive.",
+                validator=ValidString(["BASE64", "NUMERIC"], case_sensitive=False),
+            )
+            .define(
+                "replace.null.with.default",
+                ConfigType.BOOLEAN,
+                True,
+                Importance.LOW,
+                "Whether a null field with a default value is written and read as its default (true) or as "
+                "null (false).",
+            )
         )
 
-    def from_connect(self, topic: str, value: Any) -> bytes | None:
-        if value is None:
-            return None
-        if _is_flat_json(value):
-            # The common case (a flat dict of JSON primitives or a primitive) needs no preparation walk.
+    def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
+        super().configure(config, is_key)
+        self._setup()
+
+    def _setup(self) -> None:
+        cfg = self.config
+        self.schemas_enabled = bool(cfg["schemas.enable"])
+        self._codec = JsonCodec(
+            JsonCodecConfig(
+                decimal_numeric=str(cfg["decimal.format"]).upper() == "NUMERIC",
+                replace_null_with_default=bool(cfg["replace.null.with.default"]),
+                cache_size=int(cfg["schemas.cache.size"]),
+            )
+        )
+        self._prefixes: dict[Schema | None, str] = {}
+        self._content_schema: Schema | None = None
+        self._content_reader: Any = None
+        content = cfg["schema.content"]
+        if content and self.schemas_enabled:
+            setting = self._prefix() + "schema.content"
             try:
-                return _COMPACT_JSON(value).encode()
-            except ValueError:
-                pass  # NaN or infinity: the full path below reports it properly
+                node = json.loads(content, parse_float=decimal.Decimal)
+                self._content_schema, self._content_reader = self._codec.schema_from_json(node)
+            except (ValueError, DataException) as exc:
+                raise ConfigException(
+                    errors={
+                        setting: [
+                            f"is not a Kafka Connect JSON schema: {exc}. Set it to one, e.g. "
+                            '{"type":"struct","fields":[{"field":"id","type":"int64"}]}.'
+                        ]
+                    }
+                ) from None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._setup()
+
+    # -- writing --
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        return self.from_connect_data(topic, None, value)
+
+    def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
+        if schema is None:
+            if value is None:
+                return None
+            if not self.schemas_enabled:
+                if _is_flat_json(value):
+                    # The common case (a flat dict of JSON primitives) needs no preparation walk.
+                    try:
+                        return _COMPACT_JSON(value).encode()
+                    except ValueError:
+                        pass  # NaN or infinity: the full path below reports it properly
+                if not isinstance(value, Struct):
+                    return self._schemaless(topic, value)
+            if isinstance(value, Struct):
+                schema = value.schema  # a Struct knows its schema (Java would refuse it without one)
+        try:
+            if not self.schemas_enabled:
+                return self._codec.writer(schema)(value).encode()
+            return (self._envelope_prefix(schema) + self._codec.writer(schema)(value) + "}").encode()
+        except DataException as exc:
+            raise DataException(
+                f"JsonConverter cannot serialise the record {self._what()} for topic {topic!r}: {exc}"
+            ) from None
+
+    def from_connect_batch(
+        self, topic: str, values: Sequence[Any], schema: Schema | None = None
+    ) -> Sequence[bytes | None]:
+        if schema is None:
+            if self.schemas_enabled:
+                return [self.from_connect_data(topic, None, value) for value in values]
+            encode = _COMPACT_JSON
+            result: list[bytes | None] = []
+            append = result.append
+            for value in values:
+                if value is not None and (type(value) is dict or type(value) in _JSON_SCALARS):
+                    try:
+                        if _is_flat_json(value):
+                            append(encode(value).encode())
+                            continue
+                    except ValueError:
+                        pass
+                append(self.from_connect_data(topic, None, value))
+            return result
+        write = self._codec.writer(schema)
+        try:
+            if not self.schemas_enabled:
+                return [write(value).encode() for value in values]
+            prefix = self._envelope_prefix(schema)
+            return [(prefix + write(value) + "}").encode() for value in values]
+        except DataException:
+            return [self.from_connect_data(topic, schema, value) for value in values]  # names the value
+
+    def _envelope_prefix(self, schema: Schema | None) -> str:
+        prefix = self._prefixes.get(schema)
+        if prefix is None:
+            prefix = '{"schema":' + self._codec.schema_text(schema) + ',"payload":'
+            if len(self._prefixes) >= 1000:
+                self._prefixes.clear()
+            self._prefixes[schema] = prefix
+        return prefix
+
+    def _schemaless(self, topic: str, value: Any) -> bytes:
         try:
             plain = _to_json_ready(value, "")
             return _COMPACT_JSON(plain).encode()
@@ -116,9 +294,14 @@ class JsonConverter(Converter):
                 "Convert it to JSON types (dict, list, str, int, float, bool, None, bytes) first."
             ) from None
 
+    # -- reading --
+
     def to_connect(self, topic: str, data: bytes | None) -> Any:
+        return self.to_connect_data(topic, data).value
+
+    def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
         if data is None:
-            return None
+            return _NULL
         try:
             raw = _as_bytes(data)
         except TypeError as exc:
@@ -126,15 +309,56 @@ class JsonConverter(Converter):
                 f"JsonConverter expects bytes from topic {topic!r}, got {exc} for the record {self._what()}"
             ) from None
         if not raw:
-            return None
+            return _NULL
         try:
-            return json.loads(raw)
+            if not self.schemas_enabled:
+                return SchemaAndValue(None, json.loads(raw))
+            if self._content_schema is not None:
+                node = json.loads(raw, parse_float=decimal.Decimal)
+                return SchemaAndValue(self._content_schema, self._content_reader(node))
+            return self._read_envelope(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise DataException(
                 f"JsonConverter could not parse the record {self._what()} from topic {topic!r} as JSON: "
                 f"{exc}. If the topic holds plain strings or binary data, use StringConverter or "
                 f"ByteArrayConverter for {self._prefix().rstrip('.')}."
             ) from None
+        except DataException as exc:
+            raise DataException(
+                f"JsonConverter could not read the record {self._what()} from topic {topic!r}: {exc}"
+            ) from None
+
+    def _read_envelope(self, raw: bytes) -> SchemaAndValue:
+        # Fast path: {"schema":S,"payload":P} as Kafka writes it, the schema looked up by its text.
+        if raw.startswith(b'{"schema":') and raw.endswith(b"}"):
+            split = raw.find(b',"payload":')
+            if split > 0:
+                schema_text = raw[10:split]
+                cached = self._codec._to_connect_cache.get(schema_text)
+                try:
+                    if cached is None:
+                        node = json.loads(schema_text, parse_float=decimal.Decimal)
+                        cached = self._codec.schema_from_json(node, schema_text)
+                    payload = json.loads(raw[split + 11 : -1], parse_float=decimal.Decimal)
+                except json.JSONDecodeError:
+                    pass  # not the plain layout: parse it whole below
+                else:
+                    schema, read = cached
+                    return SchemaAndValue(schema, read(payload))
+        envelope = json.loads(raw, parse_float=decimal.Decimal)
+        if not isinstance(envelope, dict) or envelope.keys() != {"schema", "payload"}:
+            raise DataException(
+                'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
+                "contain additional fields. If you are trying to deserialize plain JSON data, set "
+                "schemas.enable=false in your converter configuration."
+            )
+        node = envelope["schema"]
+        key = None if node is None else json.dumps(node, separators=(",", ":"), default=str)
+        schema, read = self._codec.schema_from_json(node, key)
+        return SchemaAndValue(schema, read(envelope["payload"]))
+
+
+_NULL = SchemaAndValue(None, None)
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
@@ -150,14 +374,6 @@ def _is_flat_json(value: Any) -> bool:
     if type(value) is not dict:
         return False
     return all(type(k) is str and type(v) in _JSON_SCALARS for k, v in value.items())
-
-
-def _schemas_disabled(name: str, value: Any) -> None:
-    if value:
-        raise ValueError(
-            f"{name}=true is not supported: eosconnect's JsonConverter only reads and writes schemaless JSON "
-            f"(no schema/payload envelope). Set {name}=false."
-        )
 
 
 class _NotJsonable(Exception):
@@ -188,7 +404,8 @@ def _to_json_ready(value: Any, path: str) -> Any:
 
 class StringConverter(Converter):
     """Kafka's `org.apache.kafka.connect.storage.StringConverter`: text in `converter.encoding`
-    (UTF-8 by default). Numbers and booleans are written as their text, like Java's `toString`."""
+    (UTF-8 by default). Numbers, decimals and booleans are written as their text, like Java's
+    `toString` (`1.0E7`); what it reads has the schema `OPTIONAL_STRING_SCHEMA`, as in Kafka."""
 
     def config_def(self) -> ConfigDef:
         return ConfigDef().define(
@@ -205,11 +422,19 @@ class StringConverter(Converter):
         return str(self.config["converter.encoding"])
 
     def from_connect(self, topic: str, value: Any) -> bytes | None:
+        return self.from_connect_data(topic, None, value)
+
+    def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None:
             return None
-        if isinstance(value, bool):
+        if isinstance(value, str):
+            text = str(value)
+        elif isinstance(value, bool):
             text = "true" if value else "false"
-        elif isinstance(value, str | int | float):
+        elif isinstance(value, float):
+            single = schema is not None and schema.type is Type.FLOAT32
+            text = _java_float_string(value, single)
+        elif isinstance(value, int | decimal.Decimal):
             text = str(value)
         else:
             raise DataException(
@@ -224,14 +449,19 @@ class StringConverter(Converter):
                 f"StringConverter cannot encode a record for topic {topic!r}: {exc}"
             ) from None
 
-    def from_connect_batch(self, topic: str, values: Sequence[Any]) -> Sequence[bytes | None]:
+    def from_connect_batch(
+        self, topic: str, values: Sequence[Any], schema: Schema | None = None
+    ) -> Sequence[bytes | None]:
         # Strings are the common case: encode the column in one comprehension and fall back to the
         # value-by-value path (numbers, None, the error messages) when anything else is in it.
         encoding = self.encoding
         try:
             return [value.encode(encoding) for value in values]
         except (AttributeError, UnicodeEncodeError):
-            return super().from_connect_batch(topic, values)
+            return [self.from_connect_data(topic, schema, value) for value in values]
+
+    def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
+        return SchemaAndValue(OPTIONAL_STRING_SCHEMA, self.to_connect(topic, data))
 
     def to_connect(self, topic: str, data: bytes | None) -> Any:
         if data is None:
@@ -247,6 +477,13 @@ class StringConverter(Converter):
             ) from None
 
 
+def _java_float_string(value: float, single: bool) -> str:
+    """`Double.toString`/`Float.toString` of a value (`1.0E7`, `NaN`, `Infinity`)."""
+    if not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    return java_float_text(value) if single else java_double_text(value)
+
+
 def _known_encoding(name: str, value: Any) -> None:
     try:
         "".encode(value)
@@ -255,7 +492,19 @@ def _known_encoding(name: str, value: Any) -> None:
 
 
 class ByteArrayConverter(Converter):
-    """Kafka's `org.apache.kafka.connect.converters.ByteArrayConverter`: bytes pass through as-is."""
+    """Kafka's `org.apache.kafka.connect.converters.ByteArrayConverter`: bytes pass through as-is;
+    a schema, if given, must be BYTES, and what it reads has the schema `OPTIONAL_BYTES_SCHEMA`."""
+
+    def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
+        if schema is not None and schema.type is not Type.BYTES:
+            raise DataException(
+                f"Invalid schema type for ByteArrayConverter: {schema.type} (record {self._what()} for topic "
+                f"{topic!r}). It writes BYTES values; use JsonConverter or a converter for {schema.type}."
+            )
+        return self.from_connect(topic, value)
+
+    def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
+        return SchemaAndValue(OPTIONAL_BYTES_SCHEMA, self.to_connect(topic, data))
 
     def from_connect(self, topic: str, value: Any) -> bytes | None:
         if value is None:
@@ -269,8 +518,12 @@ class ByteArrayConverter(Converter):
                 "StringConverter."
             ) from None
 
-    def from_connect_batch(self, topic: str, values: Sequence[Any]) -> Sequence[bytes | None]:
+    def from_connect_batch(
+        self, topic: str, values: Sequence[Any], schema: Schema | None = None
+    ) -> Sequence[bytes | None]:
         # The identity for a column of bytes (what the mirrors copy): no new list, no call per value.
+        if schema is not None:
+            self.from_connect_data(topic, schema, None)  # checks the schema's type once
         for value in values:
             if value.__class__ is not bytes and value is not None:
                 return super().from_connect_batch(topic, values)
@@ -285,6 +538,124 @@ class ByteArrayConverter(Converter):
             raise DataException(f"ByteArrayConverter expects bytes from topic {topic!r}, got {exc}") from None
 
 
+class _NumberConverter(Converter):
+    """Kafka's `NumberConverter`s: one number as its big-endian bytes, as Kafka's serializers write it."""
+
+    type_name: str
+    schema: Schema
+    _format: str
+    _range: tuple[int, int] | None = None
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise DataException(
+                f"Failed to serialize to {self.type_name} (was {type(value).__name__}): the record "
+                f"{self._what()} for topic {topic!r} must be a number"
+            )
+        if self._range is not None:
+            low, high = self._range
+            if not isinstance(value, int) or not low <= value <= high:
+                raise DataException(
+                    f"Failed to serialize to {self.type_name}: {value!r} (record {self._what()} for topic "
+                    f"{topic!r}) is not an integer in {low}..{high}"
+                )
+        return _binary.pack(self._format, value)
+
+    def to_connect(self, topic: str, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        raw = _as_bytes(data)
+        size = _binary.calcsize(self._format)
+        if len(raw) != size:
+            raise DataException(
+                f"Failed to deserialize {self.type_name}: Size of data received by "
+                f"{self.type_name.capitalize()}Deserializer is not {size} (record {self._what()} from topic "
+                f"{topic!r} has {len(raw)} bytes)"
+            )
+        return _binary.unpack(self._format, raw)[0]
+
+    def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
+        return SchemaAndValue(self.schema, self.to_connect(topic, data))
+
+
+class ShortConverter(_NumberConverter):
+    """Kafka's `org.apache.kafka.connect.converters.ShortConverter`: INT16 as 2 big-endian bytes."""
+
+    type_name, schema, _format, _range = "short", OPTIONAL_INT16_SCHEMA, ">h", (-(2**15), 2**15 - 1)
+
+
+class IntegerConverter(_NumberConverter):
+    """Kafka's `org.apache.kafka.connect.converters.IntegerConverter`: INT32 as 4 big-endian bytes."""
+
+    type_name, schema, _format, _range = "integer", OPTIONAL_INT32_SCHEMA, ">i", (-(2**31), 2**31 - 1)
+
+
+class LongConverter(_NumberConverter):
+    """Kafka's `org.apache.kafka.connect.converters.LongConverter`: INT64 as 8 big-endian bytes."""
+
+    type_name, schema, _format, _range = "long", OPTIONAL_INT64_SCHEMA, ">q", (-(2**63), 2**63 - 1)
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+class FloatConverter(_NumberConverter):
+    """Kafka's `org.apache.kafka.connect.converters.FloatConverter`: FLOAT32 as 4 IEEE 754 bytes."""
+
+    type_name, schema, _format = "float", OPTIONAL_FLOAT32_SCHEMA, ">f"
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        if isinstance(value, float) and math.isfinite(value) and abs(value) > _FLOAT32_MAX:
+            value = math.copysign(math.inf, value)  # what Java's narrowing gives; struct.pack refuses it
+        return super().from_connect(topic, value)
+
+
+class DoubleConverter(_NumberConverter):
+    """Kafka's `org.apache.kafka.connect.converters.DoubleConverter`: FLOAT64 as 8 IEEE 754 bytes."""
+
+    type_name, schema, _format = "double", OPTIONAL_FLOAT64_SCHEMA, ">d"
+
+
+class BooleanConverter(Converter):
+    """Kafka's `org.apache.kafka.connect.converters.BooleanConverter`: one byte, 1 for true, 0 for false."""
+
+    def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
+        if schema is not None and schema.type is not Type.BOOLEAN:
+            raise DataException(f"Invalid schema type for BooleanConverter: {schema.type}")
+        return self.from_connect(topic, value)
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        if value is True:
+            return b"\x01"
+        if value is False:
+            return b"\x00"
+        raise DataException(
+            f"BooleanConverter is not compatible with objects of type {type(value).__name__} (record "
+            f"{self._what()} for topic {topic!r})"
+        )
+
+    def to_connect(self, topic: str, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        raw = _as_bytes(data)
+        if len(raw) != 1:
+            raise DataException(
+                "Failed to deserialize boolean: Size of data received by BooleanDeserializer is not 1"
+            )
+        if raw[0] > 1:
+            raise DataException(
+                f"Failed to deserialize boolean: Unexpected byte received by BooleanDeserializer: {raw[0]}"
+            )
+        return raw[0] == 1
+
+    def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
+        return SchemaAndValue(OPTIONAL_BOOLEAN_SCHEMA, self.to_connect(topic, data))
+
+
 CONVERTER_ALIASES: dict[str, type[Converter]] = {
     "json": JsonConverter,
     "JsonConverter": JsonConverter,
@@ -296,6 +667,18 @@ CONVERTER_ALIASES: dict[str, type[Converter]] = {
     "bytearray": ByteArrayConverter,
     "ByteArrayConverter": ByteArrayConverter,
     "org.apache.kafka.connect.converters.ByteArrayConverter": ByteArrayConverter,
+    **{
+        alias: cls
+        for cls in (
+            BooleanConverter,
+            DoubleConverter,
+            FloatConverter,
+            IntegerConverter,
+            LongConverter,
+            ShortConverter,
+        )
+        for alias in (cls.__name__, f"org.apache.kafka.connect.converters.{cls.__name__}")
+    },
 }
 """Names accepted for converters besides Python class paths (Kafka's Java names map to ours)."""
 
@@ -323,9 +706,9 @@ libraries are only imported when a connector uses them), by the Python path they
 _CONVERTER_CHOICES = (
     "json, string or bytes (or Kafka's org.apache.kafka.connect.json.JsonConverter, "
     "org.apache.kafka.connect.storage.StringConverter, "
-    "org.apache.kafka.connect.converters.ByteArrayConverter), avro, jsonschema or protobuf (Confluent's "
-    "io.confluent.connect.avro.AvroConverter, io.confluent.connect.json.JsonSchemaConverter, "
-    "io.confluent.connect.protobuf.ProtobufConverter), "
+    "org.apache.kafka.connect.converters.ByteArrayConverter, or its Integer/Long/Short/Float/Double/"
+    "BooleanConverter), avro, jsonschema or protobuf (Confluent's io.confluent.connect.avro.AvroConverter, "
+    "io.confluent.connect.json.JsonSchemaConverter, io.confluent.connect.protobuf.ProtobufConverter), "
     "or a Python class path such as mypackage.converters.MyConverter"
 )
 

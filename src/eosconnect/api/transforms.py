@@ -93,29 +93,32 @@ class Predicate(ABC, Generic[R]):
 _BUILTINS = "eosconnect.api.builtin_transforms"
 _KAFKA_SMT = "org.apache.kafka.connect.transforms"
 
-BUILTIN_TRANSFORMATIONS: dict[str, str] = {
-    "InsertField": f"{_BUILTINS}.InsertField",
-    "InsertField$Value": f"{_BUILTINS}.InsertField",
-    "InsertField$Key": f"{_BUILTINS}.InsertFieldKey",
-    f"{_KAFKA_SMT}.InsertField$Value": f"{_BUILTINS}.InsertField",
-    f"{_KAFKA_SMT}.InsertField$Key": f"{_BUILTINS}.InsertFieldKey",
-    "ReplaceField": f"{_BUILTINS}.ReplaceField",
-    "ReplaceField$Value": f"{_BUILTINS}.ReplaceField",
-    "ReplaceField$Key": f"{_BUILTINS}.ReplaceFieldKey",
-    f"{_KAFKA_SMT}.ReplaceField$Value": f"{_BUILTINS}.ReplaceField",
-    f"{_KAFKA_SMT}.ReplaceField$Key": f"{_BUILTINS}.ReplaceFieldKey",
-    "Filter": f"{_BUILTINS}.Filter",
-    f"{_KAFKA_SMT}.Filter": f"{_BUILTINS}.Filter",
-}
-"""Names accepted for `transforms.<alias>.type` besides Python class paths."""
+#: Kafka's transformations that come as `$Key`/`$Value` pairs; the short name means `$Value`.
+_KEYED = ("Cast", "ExtractField", "Flatten", "HeaderFrom", "HoistField", "InsertField", "MaskField",
+          "ReplaceField", "SetSchemaMetadata", "TimestampConverter")  # fmt: skip
+_UNKEYED = ("DropHeaders", "Filter", "InsertHeader", "RegexRouter", "TimestampRouter", "ValueToKey")
+
+
+def _transformation_names() -> dict[str, str]:
+    names: dict[str, str] = {}
+    for name in _KEYED:
+        for suffix, ours in (("", name), ("$Value", name), ("$Key", name + "Key")):
+            names[name + suffix] = f"{_BUILTINS}.{ours}"
+            if suffix:
+                names[f"{_KAFKA_SMT}.{name}{suffix}"] = f"{_BUILTINS}.{ours}"
+    for name in _UNKEYED:
+        names[name] = names[f"{_KAFKA_SMT}.{name}"] = f"{_BUILTINS}.{name}"
+    return names
+
+
+BUILTIN_TRANSFORMATIONS: dict[str, str] = _transformation_names()
+"""Names accepted for `transforms.<alias>.type` besides Python class paths: Kafka's class names
+(`org.apache.kafka.connect.transforms.InsertField$Value`), and the short ones (`InsertField`)."""
 
 BUILTIN_PREDICATES: dict[str, str] = {
-    "TopicNameMatches": f"{_BUILTINS}.TopicNameMatches",
-    f"{_KAFKA_SMT}.predicates.TopicNameMatches": f"{_BUILTINS}.TopicNameMatches",
-    "HasHeaderKey": f"{_BUILTINS}.HasHeaderKey",
-    f"{_KAFKA_SMT}.predicates.HasHeaderKey": f"{_BUILTINS}.HasHeaderKey",
-    "RecordIsTombstone": f"{_BUILTINS}.RecordIsTombstone",
-    f"{_KAFKA_SMT}.predicates.RecordIsTombstone": f"{_BUILTINS}.RecordIsTombstone",
+    name: f"{_BUILTINS}.{short}"
+    for short in ("TopicNameMatches", "HasHeaderKey", "RecordIsTombstone")
+    for name in (short, f"{_KAFKA_SMT}.predicates.{short}")
 }
 """Names accepted for `predicates.<alias>.type` besides Python class paths."""
 

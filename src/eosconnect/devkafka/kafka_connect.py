@@ -31,7 +31,15 @@ from eosconnect.devkafka.maven import (
     version_key,
 )
 
-CONNECT_ARTIFACTS = ("connect-runtime", "connect-file", "connect-json", "connect-mirror")
+CONNECT_ARTIFACTS = (
+    "connect-runtime",
+    "connect-file",
+    "connect-json",
+    "connect-transforms",
+    "connect-mirror",
+)
+#: What a differential test of converters and transformations needs: no worker, a dozen jars.
+CONNECT_LIBRARY_ARTIFACTS = ("connect-api", "connect-json", "connect-transforms")
 CONNECT_HEAP = ("-Xms128m", "-Xmx768m")
 #: Marks our Connect JVMs on the command line.
 JVM_MARKER = "-Deosconnect.devkafka.connect=true"
@@ -65,6 +73,21 @@ def ensure_kafka_connect(version: str | None = None, progress: bool = True) -> P
         except KafkaSetupError as exc:
             failures.append(str(exc))
     raise KafkaSetupError("No Apache Kafka Connect 4.x could be fetched:\n  " + "\n  ".join(failures[:3]))
+
+
+def ensure_connect_libraries(version: str | None = None, progress: bool = True) -> Path:
+    """The libs dir of Kafka's `connect-api`, `connect-json` and `connect-transforms` (with dependencies):
+    `version`, else `EOSCONNECT_CONNECT_VERSION`, else the broker's own version. Cached once.
+
+    The differential tests run Kafka's own JsonConverter and transformations from it; the full runtime
+    (`ensure_kafka_connect`) is not needed for that.
+    """
+    pinned = (
+        version or os.environ.get("EOSCONNECT_CONNECT_VERSION") or ensure_kafka(progress=progress).version
+    )
+    coordinates = [f"org.apache.kafka:{a}:{pinned}" for a in CONNECT_LIBRARY_ARTIFACTS]
+    # Not named connect-*: ensure_kafka_connect takes any complete connect-* entry for a full runtime.
+    return fetch_artifacts(f"harness-connect-{pinned}", coordinates, progress=progress)
 
 
 def _fetch_connect(version: str, progress: bool) -> Path:

@@ -6,6 +6,10 @@ still counts: the runtime must not poll it again (Kafka Connect behaves the same
 
 Sink side (`SinkRecordPipeline`): the other way round, converters first (bytes to values), then
 transformations. A dropped record is not given to `put`, but its Kafka offset is committed.
+
+Schemas travel with the values: a record's `key_schema`/`value_schema` (a `SourceBatch`'s one
+schema per column) go to the converter with the value, and what a converter reads back (its
+`SchemaAndValue`) becomes the sink record's schema and value.
 """
 
 from __future__ import annotations
@@ -83,8 +87,8 @@ class RecordPipeline(_Pipeline):
         return OutgoingRecord(
             topic=topic,
             partition=transformed.partition,
-            key=self.key_converter.from_connect(topic, transformed.key),
-            value=self.value_converter.from_connect(topic, transformed.value),
+            key=self.key_converter.from_connect_data(topic, transformed.key_schema, transformed.key),
+            value=self.value_converter.from_connect_data(topic, transformed.value_schema, transformed.value),
             headers=_headers(transformed.headers),
             timestamp=transformed.timestamp,
         )
@@ -95,7 +99,7 @@ class RecordPipeline(_Pipeline):
         self._check_topic(topic)
         keys = batch.keys
         if keys is not None and any(key is not None for key in keys):
-            keys = self.key_converter.from_connect_batch(topic, keys)
+            keys = _convert_column(self.key_converter, topic, keys, batch.key_schema)
         else:
             keys = None  # all null: the producer's default
         headers = batch.headers
@@ -105,7 +109,7 @@ class RecordPipeline(_Pipeline):
             topic,
             -1 if batch.partition is None else batch.partition,
             keys,
-            self.value_converter.from_connect_batch(topic, batch.values),
+            _convert_column(self.value_converter, topic, batch.values, batch.value_schema),
             batch.timestamps,
             headers,
         )
@@ -126,15 +130,19 @@ class SinkRecordPipeline(_Pipeline):
         topic = message.topic()
         timestamp_type, timestamp = message.timestamp()
         epoch = message.leader_epoch()
+        key = self.key_converter.to_connect_data(topic, message.key())
+        value = self.value_converter.to_connect_data(topic, message.value())
         record = SinkRecord(
             topic,
             message.partition(),
             message.offset(),
-            self.key_converter.to_connect(topic, message.key()),
-            self.value_converter.to_connect(topic, message.value()),
+            key.value,
+            value.value,
             timestamp if timestamp_type != TIMESTAMP_NOT_AVAILABLE and timestamp >= 0 else None,
             message.headers(),
             known_or_none(epoch),
+            key.schema,
+            value.schema,
         )
         return self.transforms.apply(record)
 
@@ -154,6 +162,16 @@ def pipeline_config(connector_config: Mapping[str, str], task: Task, task_log: A
                 )
             config[key] = "ByteArrayConverter"
     return config
+
+
+def _convert_column(
+    converter: Converter, topic: str, values: Sequence[Any], schema: Any
+) -> Sequence[bytes | None]:
+    # Converters written before schemas override `from_connect_batch(topic, values)`: pass a schema
+    # only when there is one.
+    if schema is None:
+        return converter.from_connect_batch(topic, values)
+    return converter.from_connect_batch(topic, values, schema)
 
 
 def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:

@@ -1,7 +1,8 @@
-"""Generate docs/connectors.md, the settings reference of the built-in connectors.
+"""Generate docs/connectors.md, the settings reference of the built-in connectors and transformations.
 
-Every connector in `BUILTIN_CONNECTORS` is described from its own `config_def().describe()`, so the
-reference cannot drift from the code; a unit test fails when the committed file is stale.
+Every connector in `BUILTIN_CONNECTORS`, and every transformation and predicate in
+`BUILTIN_TRANSFORMATIONS`/`BUILTIN_PREDICATES`, is described from its own `config_def().describe()`,
+so the reference cannot drift from the code; a unit test fails when the committed file is stale.
 
     python -m eosconnect.tools.gen_connector_docs            # rewrite docs/connectors.md
     python -m eosconnect.tools.gen_connector_docs --check    # exit 1 if it is out of date
@@ -18,6 +19,7 @@ from eosconnect.api.config import ConfigDef, ConfigKeyInfo
 from eosconnect.api.connector import Connector
 from eosconnect.api.plugins import BUILTIN_CONNECTORS, import_class
 from eosconnect.api.source import SourceConnector
+from eosconnect.api.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 
 __all__ = ["DEFAULT_OUTPUT", "main", "render_connectors_doc"]
 
@@ -121,7 +123,51 @@ def render_connectors_doc() -> str:
             parts.append(capabilities + "\n")
         parts.append("### Settings\n")
         parts.append("\n".join(_settings_table(connector.config_def())) + "\n")
+    parts.append(render_transforms_doc())
     return "\n".join(parts)
+
+
+TRANSFORMS_HEADER = """\
+# Transformations and predicates
+
+Kafka's Single Message Transforms, with Kafka's names, settings, defaults and behaviour, for records
+with schemas (`Struct` values) and without (dict values). Set `transforms.<alias>.type` to a short name
+below, to Kafka's class name (`org.apache.kafka.connect.transforms.InsertField$Value`), or to a Python
+class path; `$Key` variants work on the record key. Predicates go in `predicates.<alias>.type` and are
+attached with `transforms.<alias>.predicate` (and `transforms.<alias>.negate`). Each of them is tested
+against Kafka's own class on the same records (tests/integration/test_transforms_differential*.py).
+"""
+
+
+def _plugin_sections(title: str, table: dict[str, str]) -> list[str]:
+    """A summary table, then each plugin's settings, for the families named in `table` (a short name
+    such as `Cast`, with its `$Key` variant where there is one)."""
+    parts = [f"## {title}\n", "| `type` | Kafka's class names | what it does |", "| --- | --- | --- |"]
+    details = []
+    for short in [name for name in table if "." not in name and "$" not in name]:
+        targets = {table[short], table.get(short + "$Key")}
+        kafka = "<br>".join(
+            f"`{n}`" for n, target in table.items() if target in targets and n.startswith("org.")
+        )
+        names = ", ".join(f"`{n}`" for n, target in table.items() if target in targets and "." not in n)
+        cls = import_class(table[short])
+        summary = (inspect.getdoc(cls) or "").split("\n\n")[0]
+        parts.append(f"| {names} | {kafka} | {_cell(summary)} |")
+        config_def = cls().config_def()
+        if config_def.keys:
+            details.append(f"### {short}\n")
+            details.append("\n".join(_settings_table(config_def)) + "\n")
+    return ["\n".join(parts) + "\n", *details]
+
+
+def render_transforms_doc() -> str:
+    return "\n".join(
+        [
+            TRANSFORMS_HEADER,
+            *_plugin_sections("Transformations", BUILTIN_TRANSFORMATIONS),
+            *_plugin_sections("Predicates", BUILTIN_PREDICATES),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,14 @@ class Struct:
         self.schema = schema
         self._values: list[Any] = [None] * len(schema.fields)
 
+    @classmethod
+    def _of(cls, schema: Schema, values: list[Any]) -> Struct:
+        """A struct from values already known to be valid, in field order (what converters build)."""
+        struct = cls.__new__(cls)
+        struct.schema = schema
+        struct._values = values
+        return struct
+
     def _lookup(self, name: str) -> Field:
         field = self.schema.field(name)
         if field is None:
@@ -137,9 +145,7 @@ class Struct:
 
 
 def _rebuild(schema: Schema, values: list[Any]) -> Struct:
-    struct = Struct(schema)
-    struct._values = list(values)
-    return struct
+    return Struct._of(schema, list(values))
 
 
 def _values_equal(a: list[Any], b: list[Any]) -> bool:

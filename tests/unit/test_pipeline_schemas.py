@@ -1,0 +1,96 @@
+"""Schemas pass through the record pipelines: a source record's schema reaches the converter (one
+schema per `SourceBatch` column), and what a converter reads becomes the sink record's schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import TIMESTAMP_CREATE_TIME
+
+from eosconnect.api import (
+    INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    SchemaBuilder,
+    SourceBatch,
+    SourceRecord,
+    Struct,
+)
+from eosconnect.runtime.pipeline import RecordPipeline, SinkRecordPipeline
+
+SCHEMAS_ON = {
+    "key.converter": "org.apache.kafka.connect.converters.LongConverter",
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter.schemas.enable": "true",
+}
+SCHEMA = SchemaBuilder.struct().name("row").field("id", INT64_SCHEMA).field("name", STRING_SCHEMA).build()
+ENVELOPE = (
+    b'{"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},'
+    b'{"type":"string","optional":false,"field":"name"}],"optional":false,"name":"row"},'
+    b'"payload":{"id":1,"name":"a"}}'
+)
+
+
+class ConsumedMessage:
+    """The accessors of a confluent-kafka Message that the sink pipeline reads."""
+
+    def __init__(self, key: bytes | None, value: bytes | None) -> None:
+        self._key, self._value = key, value
+
+    def topic(self) -> str:
+        return "t"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return 3
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def timestamp(self) -> tuple[int, int]:
+        return TIMESTAMP_CREATE_TIME, 1000
+
+    def leader_epoch(self) -> int:
+        return 0
+
+    def headers(self) -> Any:
+        return None
+
+
+def row(i: int, name: str) -> Struct:
+    return Struct(SCHEMA).put("id", i).put("name", name)
+
+
+def test_a_source_records_schemas_reach_the_converters() -> None:
+    record = SourceRecord(
+        {"p": 1}, {"o": 1}, "t", row(1, "a"), key=1, key_schema=INT64_SCHEMA, value_schema=SCHEMA
+    )
+    out = RecordPipeline(SCHEMAS_ON).convert(record)
+    assert out is not None and out.value == ENVELOPE and out.key == b"\x00" * 7 + b"\x01"
+
+
+def test_a_batch_converts_its_columns_with_its_schema() -> None:
+    batch = SourceBatch({"p": 1}, {"o": 2}, "t", [row(1, "a"), row(2, "b")], value_schema=SCHEMA)
+    columns = RecordPipeline(SCHEMAS_ON).convert_columns(batch)
+    assert columns.values[0] == ENVELOPE and b'"payload":{"id":2,"name":"b"}' in columns.values[1]
+
+
+def test_sink_records_carry_what_the_converters_read() -> None:
+    record = SinkRecordPipeline(SCHEMAS_ON).convert(ConsumedMessage(b"\x00" * 7 + b"\x05", ENVELOPE))
+    assert record is not None
+    assert record.value == row(1, "a") and record.value_schema == SCHEMA
+    assert record.key == 5 and record.key_schema == SchemaBuilder.int64().optional().build()
+
+
+def test_schemaless_pipelines_are_unchanged() -> None:
+    config = {"value.converter": "json", "key.converter": "string"}
+    out = RecordPipeline(config).convert(SourceRecord({"p": 1}, {"o": 1}, "t", {"a": 1}))
+    assert out is not None and out.value == b'{"a":1}'
+    record = SinkRecordPipeline(config).convert(ConsumedMessage(b"k", b'{"a":1}'))
+    assert record is not None and record.value == {"a": 1} and record.value_schema is None
+    assert record.key_schema == OPTIONAL_STRING_SCHEMA  # StringConverter's, as in Kafka
