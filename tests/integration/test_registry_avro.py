@@ -14,9 +14,11 @@ import decimal
 import json
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema as RegistrySchema
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
@@ -310,3 +312,62 @@ def test_exactly_once_source_structs_through_avro(
     assert [v["seq"] for v in values] == list(range(300)), "exactly the records before the refused one"
     assert {schema_id(r.value) for r in records} == {registry_client.get_latest_version(subject).schema_id}
     assert {r.key for r in records} == {b"task-0"}
+
+
+def test_sink_reads_avro_written_by_another_producer_as_structs(
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    bootstrap: str,
+    tmp_path: Path,
+):
+    """Avro records produced with Confluent's own serializer (as a Java producer would write them)
+    reach a sink task as Structs through `value.converter=io.confluent.connect.avro.AvroConverter`."""
+    data = create_topic(topic_name("data"))
+    schema = {
+        "type": "record",
+        "name": "Payment",
+        "namespace": "com.example",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {
+                "name": "amount",
+                "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+            },
+            {"name": "memo", "type": ["null", "string"], "default": None},
+        ],
+    }
+    serialize = AvroSerializer(registry_client, json.dumps(schema))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        value = {"id": i, "amount": decimal.Decimal(f"{i}.50"), "memo": None if i % 2 else f"m{i}"}
+        producer.produce(data, value=serialize(value, SerializationContext(data, MessageField.VALUE)))
+    assert producer.flush(30) == 0
+
+    calls = tmp_path / "calls.jsonl"
+    connector = {
+        "name": topic_name("sink"),
+        "connector.class": "support.schema_connectors.StructRecordingSinkConnector",
+        "tasks.max": "1",
+        "topics": data,
+        "record.file": str(calls),
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": schema_registry.url,
+    }
+    job = run_job(connector, worker_props("disabled"))
+
+    def put() -> list[list[Any]]:
+        lines = calls.read_text().splitlines() if calls.exists() else []
+        return [r for e in map(json.loads, lines) if e["call"] == "put" for r in e["records"]]
+
+    wait_until(lambda: len(put()) >= 20, 120, "20 records put", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    records = put()
+    assert [r[3] for r in records] == ["com.example.Payment"] * 20
+    assert [r[4] for r in records] == [
+        {"id": i, "amount": f"{i}.50", "memo": None if i % 2 else f"m{i}"} for i in range(20)
+    ]
