@@ -371,3 +371,31 @@ def test_sink_reads_avro_written_by_another_producer_as_structs(
     assert [r[4] for r in records] == [
         {"id": i, "amount": f"{i}.50", "memo": None if i % 2 else f"m{i}"} for i in range(20)
     ]
+
+
+def test_basic_auth_user_info_and_url_credentials(tmp_path: Path):
+    """A registry that requires HTTP basic auth: USER_INFO and user:password@ in the URL both work,
+    a wrong password is one clear error naming the subject."""
+    with LocalSchemaRegistry(
+        tmp_path / "secured", basic_auth=("alice", "s3cret"), tie_to_parent=True
+    ) as secured:
+        topic = unique("auth")
+        value = Struct(SEQUENCE_V1).put("task", 0).put("seq", 1).put("payload", "p")
+        user_info = avro_converter(
+            secured.url, basic_auth_credentials_source="USER_INFO", basic_auth_user_info="alice:s3cret"
+        )
+        data = user_info.from_connect_data(topic, SEQUENCE_V1, value)
+        assert data is not None and user_info.to_connect_data(topic, data).value == value
+
+        in_url = secured.url.replace("http://", "http://alice:s3cret@")
+        assert avro_converter(in_url).from_connect_data(topic, SEQUENCE_V1, value) == data
+        wrong_in_url = secured.url.replace("http://", "http://alice:leaked@")
+        with pytest.raises(DataException) as refused:
+            avro_converter(wrong_in_url).from_connect_data(unique("auth"), SEQUENCE_V1, value)
+        assert "HTTP 401" in str(refused.value) and "leaked" not in str(refused.value)
+
+        wrong = avro_converter(
+            secured.url, basic_auth_credentials_source="USER_INFO", basic_auth_user_info="alice:wrong"
+        )
+        with pytest.raises(DataException, match=f"subject '{topic}-value'.*HTTP 401"):
+            wrong.from_connect_data(topic, SEQUENCE_V1, value)

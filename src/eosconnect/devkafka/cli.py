@@ -147,6 +147,10 @@ def registry_start(
         str | None,
         typer.Option(help="Global compatibility rule, e.g. BACKWARD (Apicurio's default is NONE)."),
     ] = None,
+    basic_auth: Annotated[
+        str | None,
+        typer.Option(help="USER:PASSWORD required on every API call (HTTP basic auth; for tests only)."),
+    ] = None,
 ) -> None:
     """Start the registry in the background; the last line printed is `schema.registry.url=...`."""
     if (run_dir / STATE_FILE).exists() and pid_alive(_attach_registry(run_dir).pid):
@@ -154,7 +158,13 @@ def registry_start(
         print(f"schema.registry.url={_attach_registry(run_dir).url}")
         return
     try:
-        registry = LocalSchemaRegistry(run_dir, port=port, compatibility=compatibility)
+        auth = None
+        if basic_auth is not None:
+            user, sep, password = basic_auth.partition(":")
+            if not (sep and user and password):
+                raise typer.BadParameter(f"--basic-auth expects USER:PASSWORD, got {basic_auth!r}")
+            auth = (user, password)
+        registry = LocalSchemaRegistry(run_dir, port=port, compatibility=compatibility, basic_auth=auth)
         with console.status(f"Starting Apicurio Registry {APICURIO_VERSION} in {run_dir} ..."):
             url = registry.start()
     except (RegistryError, KafkaSetupError, ValueError) as exc:

@@ -94,6 +94,7 @@ class LocalSchemaRegistry:
         *,
         port: int | None = None,
         compatibility: str | None = None,
+        basic_auth: tuple[str, str] | None = None,
         tie_to_parent: bool = False,
     ) -> None:
         if compatibility is not None and compatibility.upper() not in COMPATIBILITY_LEVELS:
@@ -104,6 +105,8 @@ class LocalSchemaRegistry:
         self.port = port
         self.compatibility = compatibility.upper() if compatibility else None
         self.tie_to_parent = tie_to_parent
+        #: (user, password) required on every API call (HTTP basic auth), as a secured registry would.
+        self.basic_auth = basic_auth
         self.state: RegistryState | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -148,6 +151,7 @@ class LocalSchemaRegistry:
             "-Dapicurio.rest.deletion.group.enabled=true",
             "-Dapicurio.rest.deletion.artifact.enabled=true",
             "-Dapicurio.rest.deletion.artifact-version.enabled=true",
+            *self._auth_options(),
             "-jar",
             str(app / "quarkus-run.jar"),
         ]
@@ -206,7 +210,9 @@ class LocalSchemaRegistry:
     def set_compatibility(self, level: str, subject: str | None = None) -> None:
         """`PUT /config[/<subject>]`: the global compatibility rule, or one subject's."""
         path = f"/config/{subject}" if subject else "/config"
-        response = httpx.put(f"{self.url}{path}", json={"compatibility": level.upper()}, timeout=10)
+        response = httpx.put(
+            f"{self.url}{path}", json={"compatibility": level.upper()}, timeout=10, auth=self.basic_auth
+        )
         if response.status_code != 200:
             raise RegistryError(f"PUT {path} {level} was refused: {response.status_code} {response.text}")
 
@@ -216,7 +222,7 @@ class LocalSchemaRegistry:
             if not self.is_running():
                 raise RegistryError(f"The schema registry exited during start-up; {self._log_hint()}")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/subjects", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/subjects", timeout=2, auth=self.basic_auth).status_code == 200:
                     return
             if time.monotonic() > deadline:
                 raise RegistryError(
@@ -225,6 +231,20 @@ class LocalSchemaRegistry:
             time.sleep(0.25)
 
     # ------------------------------------------------------------------ internals
+    def _auth_options(self) -> list[str]:
+        """Quarkus' HTTP basic auth with one embedded user guarding the whole API."""
+        if self.basic_auth is None:
+            return []
+        user, password = self.basic_auth
+        return [
+            "-Dquarkus.http.auth.basic=true",
+            "-Dquarkus.security.users.embedded.enabled=true",
+            "-Dquarkus.security.users.embedded.plain-text=true",
+            f"-Dquarkus.security.users.embedded.users.{user}={password}",
+            "-Dquarkus.http.auth.permission.api.paths=/apis/*",
+            "-Dquarkus.http.auth.permission.api.policy=authenticated",
+        ]
+
     def _signal(self, sig: signal.Signals) -> None:
         assert self.state is not None
         if self.state.pid and is_our_jvm(self.state.pid, JVM_MARKER):

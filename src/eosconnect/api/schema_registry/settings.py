@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from confluent_kafka.schema_registry import RegisteredSchema, SchemaRegistryClient
 from confluent_kafka.schema_registry import Schema as RegistrySchema
@@ -122,6 +123,11 @@ def _plain(value: Any) -> str:
     return str(getattr(value, "value", value) or "")
 
 
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 def subject_name(strategy: str, topic: str, is_key: bool, record_name: str | None) -> str:
     """The subject a schema is registered under (Confluent's `SubjectNameStrategy` implementations)."""
     short = strategy.removeprefix(_STRATEGY_PACKAGE)
@@ -156,14 +162,15 @@ class RegistryAccess:
 
     def __init__(self, settings: Mapping[str, Any], is_key: bool, prefix: str) -> None:
         urls: list[str] = settings["schema.registry.url"]
-        self.urls = ",".join(urls)
+        #: For messages: never the credentials a URL may carry.
+        self.urls = ",".join(_without_userinfo(url) for url in urls)
         self.is_key = is_key
         self.auto_register: bool = settings["auto.register.schemas"]
         self.use_latest: bool = settings["use.latest.version"]
         self.strategy: str = settings[
             "key.subject.name.strategy" if is_key else "value.subject.name.strategy"
         ]
-        conf: dict[str, Any] = {"url": self.urls, "cache.capacity": settings["schemas.cache.size"]}
+        conf: dict[str, Any] = {"url": ",".join(urls), "cache.capacity": settings["schemas.cache.size"]}
         if settings["basic.auth.credentials.source"] == "USER_INFO":
             user_info = _plain(settings["basic.auth.user.info"])
             if ":" not in user_info:
@@ -174,7 +181,8 @@ class RegistryAccess:
                         ]
                     }
                 )
-            conf["basic.auth.credentials.source"] = "USER_INFO"
+            # As Confluent's clients do with USER_INFO, credentials in the URL are not used.
+            conf["url"] = self.urls
             conf["basic.auth.user.info"] = user_info
         self.client = SchemaRegistryClient(conf)
         self._written: dict[tuple[str, str], RegistrySchemaId] = {}
