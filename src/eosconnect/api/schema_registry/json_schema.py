@@ -19,6 +19,7 @@ from eosconnect.api.schema_registry.json_schema_data import (
     dump_json,
     from_json_schema,
     from_json_value,
+    has_decimal,
     to_json_schema,
     to_json_value,
 )
@@ -33,7 +34,7 @@ class JsonSchemaConverter(RegistryConverter):
     FORMAT = "JSON"
 
     def _start_caches(self, size: int) -> None:
-        self._to_json: LruCache = LruCache(size)  # Connect schema -> (schema text, title)
+        self._to_json: LruCache = LruCache(size)  # Connect schema -> (schema text, title, has decimals)
         self._readers: LruCache = LruCache(size)  # schema id -> Connect schema
 
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
@@ -43,11 +44,12 @@ class JsonSchemaConverter(RegistryConverter):
         found = self._to_json.get(schema)
         if found is None:
             js = to_json_schema(schema)
-            found = self._to_json.put(schema, (json.dumps(js, separators=(",", ":")), js.get("title")))
-        text, title = found
+            text = json.dumps(js, separators=(",", ":"))
+            found = self._to_json.put(schema, (text, js.get("title"), has_decimal(schema)))
+        text, title, decimals = found
         subject = self.registry.subject(topic, title)
         registered = self.registry.schema_for_write(subject, RegistrySchema(text, self.FORMAT))
-        return frame(registered.schema_id, dump_json(to_json_value(schema, value)).encode())
+        return frame(registered.schema_id, dump_json(to_json_value(schema, value), decimals).encode())
 
     def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
         if data is None:

@@ -25,7 +25,14 @@ from typing import Any
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
 from eosconnect.api.errors import DataException
 
-__all__ = ["dump_json", "from_json_schema", "from_json_value", "to_json_schema", "to_json_value"]
+__all__ = [
+    "dump_json",
+    "from_json_schema",
+    "from_json_value",
+    "has_decimal",
+    "to_json_schema",
+    "to_json_value",
+]
 
 _CONNECT_TYPES = {
     Type.INT8: ("integer", "int8"),
@@ -133,8 +140,26 @@ def to_json_value(schema: Schema, value: Any) -> Any:
     return value
 
 
-def dump_json(value: Any) -> str:
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def has_decimal(schema: Schema) -> bool:
+    """Whether values of `schema` can hold a Decimal (only those need `dump_json`'s slow path)."""
+    if schema.name == Decimal.LOGICAL_NAME:
+        return True
+    if schema.type is Type.STRUCT:
+        return any(has_decimal(f.schema) for f in schema.fields)
+    if schema.type is Type.ARRAY:
+        return has_decimal(_not_none(schema.value_schema))
+    if schema.type is Type.MAP:
+        return has_decimal(_not_none(schema.key_schema)) or has_decimal(_not_none(schema.value_schema))
+    return False
+
+
+def dump_json(value: Any, exact_decimals: bool = True) -> str:
     """Compact JSON, non-ASCII as UTF-8, Decimals as numbers with every digit."""
+    if not exact_decimals:
+        return _COMPACT(value)
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise DataException(f"{value} cannot be written as a JSON number")
