@@ -8,7 +8,10 @@ the binaries the PostgreSQL cases are skipped, saying so.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import glob
+import json
 import os
 import shutil
 import socket
@@ -23,6 +26,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from eosconnect.api import JsonConverter
 from eosconnect.tools.verify import verify_jdbc_topic
 from support.runtime_helpers import committed_offsets, offset_history, wait_until
 
@@ -284,3 +288,88 @@ def test_idle_table_offset_advances_while_another_is_busy(
     latest = committed_offsets(read_committed, offsets_topic, "jdbc-heartbeat")
     assert latest['{"table": "idle"}'] == last
     assert topic_count(read_committed, prefix + "busy") > 0
+
+
+def test_schemad_rows_read_the_same_in_eosconnect_and_kafkas_json_converter(
+    postgres, run_job, worker_props, topic_name, create_topic, read_committed, connect_harness
+):
+    """Structs with the table's schema, JsonConverter schemas.enable=true, exactly once on PostgreSQL:
+    every row reads back as the same Struct, and Kafka's own JsonConverter reads each record and
+    writes it back byte for byte (what a Java schema-aware sink sees)."""
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(f"{postgres}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    admin.dispose()
+    db = Database(f"{postgres}/{name}", "postgresql")
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE items (id BIGSERIAL PRIMARY KEY, qty INTEGER NOT NULL, price NUMERIC(10,2), "
+            "day DATE, at TIMESTAMP(3), label VARCHAR(20), ok BOOLEAN, raw BYTEA)"
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO items (qty, price, day, at, label, ok, raw) VALUES "
+                "(:qty, :price, :day, :at, :label, :ok, :raw)"
+            ),
+            [
+                {
+                    "qty": i,
+                    "price": decimal.Decimal(i) / 4,
+                    "day": dt.date(2024, 1, 1) + dt.timedelta(days=i),
+                    "at": dt.datetime(2024, 1, 1, 12, 0, 0, 123000) + dt.timedelta(hours=i),
+                    "label": f"é-{i}" if i % 3 else None,
+                    "ok": i % 2 == 0,
+                    "raw": bytes([i % 256, 0]),
+                }
+                for i in range(1, 41)
+            ],
+        )
+    prefix = topic_name("db") + "-"
+    create_topic(prefix + "items")
+    converter_settings = {"schemas.enable": "true"}
+    config = jdbc_config(
+        "jdbc-schemas",
+        db,
+        ["items"],
+        "incrementing",
+        prefix,
+        tasks_max="1",
+        **{
+            "value_converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value_converter_schemas_enable": "true",
+            "key_converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key_converter_schemas_enable": "true",
+        },
+    )
+    job = run_job(config, worker_props("enabled"))
+    wait_until(lambda: topic_count(read_committed, prefix + "items") >= 40, 120, "rows to flow", job)
+    job.stop()
+
+    records = read_committed(prefix + "items")
+    ours = JsonConverter()
+    ours.configure(converter_settings, False)
+    read = [ours.to_connect_data(prefix + "items", r.value) for r in records]
+    assert sorted(v.value.get("id") for v in read) == list(range(1, 41))  # each row once
+    schema = read[0].schema
+    assert schema.name == "items" and all(v.schema == schema for v in read)
+    types = {f.name: (f.schema.type.name, f.schema.name, f.schema.optional) for f in schema.fields}
+    assert types["id"] == ("INT64", None, False) and types["qty"] == ("INT32", None, False)
+    assert types["price"] == ("BYTES", "org.apache.kafka.connect.data.Decimal", True)
+    assert types["day"][1] == "org.apache.kafka.connect.data.Date"
+    assert types["at"][1] == "org.apache.kafka.connect.data.Timestamp"
+    row = next(v.value for v in read if v.value.get("id") == 5)
+    assert row.get("price") == decimal.Decimal("1.25") and row.get("day") == dt.date(2024, 1, 6)
+    assert row.get("at") == dt.datetime(2024, 1, 1, 17, 0, 0, 123000, tzinfo=dt.UTC)
+    assert row.get("label") == "é-5" and row.get("ok") is False and row.get("raw") == b"\x05\x00"
+    key = ours.to_connect_data(prefix + "items", records[0].key)
+    assert key.schema is not None and key.schema.type.name == "INT64"
+
+    for record in records[:5]:  # Kafka's JsonConverter reads and rewrites them unchanged
+        text = record.value.decode()
+        answer = connect_harness.run(
+            {"converter": converter_settings, "topic": prefix + "items", "value": json.loads(text)}
+        )
+        assert "error" not in answer, answer
+        assert answer["value"] == json.loads(text)
+    db.engine.dispose()

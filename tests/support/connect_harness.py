@@ -107,6 +107,12 @@ class ConnectHarness:
 
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request, return the harness's answer (see the module docstring)."""
+        answer: dict[str, Any] = json.loads(self.run_line(request))
+        return answer
+
+    def run_line(self, request: dict[str, Any]) -> str:
+        """`run`, answering the JSON line exactly as the JVM wrote it (Jackson's number text and key
+        order intact: what byte-level converter comparisons need)."""
         assert self._proc.stdin is not None and self._proc.stdout is not None
         with self._lock:
             self._proc.stdin.write(json.dumps(request) + "\n")
@@ -115,8 +121,7 @@ class ConnectHarness:
         if not line:
             stderr = self._proc.stderr.read() if self._proc.stderr else ""
             raise HarnessError(f"the Java harness exited ({self._proc.wait()}): {stderr[-2000:]}")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+        return line
 
     def close(self) -> None:
         if self._proc.poll() is None:

@@ -14,6 +14,7 @@ from eosconnect.api import (
     ExactlyOnceSupport,
     InMemoryOffsetStorageReader,
     OffsetAndMetadata,
+    Schema,
     SinkConnector,
     SinkRecord,
     SinkTaskContext,
@@ -21,6 +22,7 @@ from eosconnect.api import (
     SourceTask,
     SourceTaskContext,
     TopicPartition,
+    converter_from_config,
 )
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "connector-guide.md"
@@ -108,3 +110,35 @@ def test_sink_example_appends_json_lines_and_flushes(sink_example: dict[str, Any
     ]
     with pytest.raises(ConfigException):
         connector.start({"topics": "orders"})
+
+
+@pytest.fixture(scope="module")
+def schema_example() -> dict[str, Any]:
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+    (code,) = [b for b in blocks if "class ReadingSourceTask" in b]
+    assert len(code.strip().splitlines()) <= 35
+    namespace: dict[str, Any] = {"__name__": "connector_guide_schema_example"}
+    exec(compile(code, str(GUIDE), "exec"), namespace)
+    return namespace
+
+
+def test_schema_example_writes_kafkas_envelope(schema_example: dict[str, Any]) -> None:
+    task = schema_example["ReadingSourceTask"]()
+    task.start({"topic": "readings", "sensor": "s1"})
+    (record,) = task.poll()
+    assert record.value_schema is schema_example["READING"] and record.key_schema == Schema.STRING_SCHEMA
+    record.value.validate()
+    converter = converter_from_config(
+        {
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "true",
+        },
+        is_key=False,
+    )
+    wire = converter.from_connect_data("readings", record.value_schema, record.value)
+    envelope = json.loads(wire)
+    assert envelope["schema"]["name"] == "com.example.Reading"
+    payload = '{"sensor":"s1","celsius":"ANc=","at":1704067260000,"note":null}'
+    assert envelope["payload"] == json.loads(payload)
+    assert payload in GUIDE.read_text()  # the guide shows what is really written
+    assert converter.to_connect_data("readings", wire).value == record.value

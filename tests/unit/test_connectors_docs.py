@@ -52,3 +52,14 @@ def test_every_transformation_and_predicate_is_documented() -> None:
     for name in ("TopicNameMatches", "HasHeaderKey", "RecordIsTombstone"):
         assert f"org.apache.kafka.connect.transforms.predicates.{name}" in text
     assert "### TimestampConverter\n" in text and "`unix.precision`" in text
+
+
+def test_every_converter_and_its_kafka_name_is_documented() -> None:
+    from eosconnect.api.converters import CONVERTER_ALIASES
+
+    text = render_connectors_doc()
+    assert "# Converters\n" in text
+    for name in CONVERTER_ALIASES:
+        assert f"`{name}`" in text, name
+    for setting in ("`schemas.enable`", "`schemas.cache.size`", "`decimal.format`", "`schema.content`"):
+        assert setting in text

@@ -7,27 +7,33 @@ import decimal
 import time
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
 
 from eosconnect.api import (
+    INT64_SCHEMA,
     ConfigException,
     ConnectorTransactionBoundaries,
+    Date,
+    Decimal,
     ExactlyOnceSupport,
     InMemoryOffsetStorageReader,
     RequestedTransactionContext,
     SourcePartition,
     SourceRecord,
     SourceTaskContext,
+    Time,
+    Timestamp,
     resolve_connector_class,
 )
 from eosconnect.connectors.jdbc import (
     JdbcSourceConnector,
     JdbcSourceTask,
-    _json_value,
     assign_tables,
 )
+from eosconnect.connectors.jdbc_schema import NumericMapping, row_schema
 
 
 @pytest.fixture
@@ -107,7 +113,8 @@ def test_incrementing_mode_records_offsets_and_resume(db) -> None:
     first = records[0]
     assert first.topic == "shop-orders" and dict(first.source_partition) == {"table": "orders"}
     assert dict(first.source_offset) == {"incrementing": 1}
-    assert first.value["item"] == "item-1" and first.value["id"] == 1
+    assert first.value.get("item") == "item-1" and first.value.get("id") == 1
+    assert first.value_schema.name == "orders" and first.key_schema == INT64_SCHEMA
     task.stop()
 
     insert(engine, "orders", [(4, ts()), (5, ts())])
@@ -289,9 +296,63 @@ def test_password_is_hidden_in_errors() -> None:
     assert "s3cret" not in errors and "other" not in errors
 
 
-def test_values_become_json_friendly() -> None:
-    moment = dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.UTC)
-    assert _json_value(moment) == "2024-05-01T12:30:00+00:00"
-    assert _json_value(decimal.Decimal("12")) == 12 and _json_value(decimal.Decimal("1.5")) == 1.5
-    assert _json_value(b"\x00\x01") == "AAE="
-    assert _json_value({"a": [dt.date(2024, 1, 2)]}) == {"a": ["2024-01-02"]}
+def test_rows_become_structs_with_the_tables_schema() -> None:
+    metadata = sa.MetaData()
+    table = sa.Table(
+        "t",
+        metadata,
+        sa.Column("id", sa.BigInteger, nullable=False),
+        sa.Column("small", sa.SmallInteger),
+        sa.Column("flag", sa.Boolean),
+        sa.Column("price", sa.Numeric(10, 2)),
+        sa.Column("count", sa.Numeric(9, 0)),
+        sa.Column("free", sa.Numeric()),
+        sa.Column("ratio", sa.REAL),
+        sa.Column("day", sa.Date),
+        sa.Column("at", sa.DateTime),
+        sa.Column("tod", sa.Time),
+        sa.Column("raw", sa.LargeBinary),
+        sa.Column("doc", sa.JSON),
+    )
+    columns = list(table.columns)
+
+    def schema_types(mapping: str) -> dict[str, Any]:
+        rows = row_schema(
+            "t", columns, dialect="postgresql", numeric_mapping=NumericMapping(mapping), zone=dt.UTC
+        )
+        return {f.name: (f.schema.type.name, f.schema.name, f.schema.optional) for f in rows.schema.fields}
+
+    none = schema_types("none")
+    assert none["id"] == ("INT64", None, False) and none["small"] == ("INT16", None, True)
+    assert none["price"] == ("BYTES", Decimal.LOGICAL_NAME, True) and none["count"][1] == Decimal.LOGICAL_NAME
+    assert none["free"] == ("STRING", None, True)  # no declared scale: its exact text
+    assert none["ratio"][0] == "FLOAT32" and none["day"][1] == Date.LOGICAL_NAME
+    assert none["at"][1] == Timestamp.LOGICAL_NAME and none["tod"][1] == Time.LOGICAL_NAME
+    assert none["raw"][0] == "BYTES" and none["doc"][0] == "STRING"
+    assert schema_types("precision_only")["count"][0] == "INT32"
+    assert schema_types("precision_only")["price"][1] == Decimal.LOGICAL_NAME
+    best = schema_types("best_fit")
+    assert best["price"][0] == "FLOAT64" and best["count"][0] == "INT32" and best["free"][0] == "FLOAT64"
+
+    paris = ZoneInfo("Europe/Paris")
+    rows = row_schema("t", columns, dialect="postgresql", numeric_mapping=NumericMapping.NONE, zone=paris)
+    struct = rows.struct(
+        {
+            "id": 1,
+            "small": None,
+            "flag": True,
+            "price": decimal.Decimal("1.5"),
+            "count": decimal.Decimal("7"),
+            "free": decimal.Decimal("3.14159"),
+            "ratio": 0.5,
+            "day": dt.date(2024, 1, 2),
+            "at": dt.datetime(2024, 1, 2, 13, 0),
+            "tod": dt.time(8, 30),
+            "raw": b"\x00",
+            "doc": {"a": [1]},
+        }
+    )
+    struct.validate()
+    assert struct.get("price") == decimal.Decimal("1.50") and struct.get("price").as_tuple().exponent == -2
+    assert struct.get("at") == dt.datetime(2024, 1, 2, 12, 0, tzinfo=dt.UTC)  # read in db.timezone
+    assert struct.get("free") == "3.14159" and struct.get("doc") == '{"a":[1]}'

@@ -24,7 +24,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
-from eosconnect.api.data.json_format import JsonCodec, JsonCodecConfig, java_double_text, java_float_text
+from eosconnect.api.data.json_format import (
+    JsonCodec,
+    JsonCodecConfig,
+    jackson_escapes,
+    java_double_text,
+    java_float_text,
+)
 from eosconnect.api.data.schema import (
     OPTIONAL_BOOLEAN_SCHEMA,
     OPTIONAL_BYTES_SCHEMA,
@@ -124,7 +130,8 @@ def _as_bytes(data: Any) -> bytes:
 
 
 class JsonConverter(Converter):
-    """Kafka's `org.apache.kafka.connect.json.JsonConverter`.
+    """Kafka's `org.apache.kafka.connect.json.JsonConverter`: compact JSON, with the schema in a
+    `{"schema":...,"payload":...}` envelope when `schemas.enable=true`.
 
     With `schemas.enable=true` every key/value is written as Kafka's envelope
     `{"schema":{...},"payload":...}` and read back into a schema and a value (Structs, logical
@@ -364,7 +371,12 @@ _NULL = SchemaAndValue(None, None)
 _JSON_SCALARS = (str, int, float, bool, type(None))
 #: What `json.dumps(..., separators=(",", ":"), ensure_ascii=False, allow_nan=False)` does, without
 #: building a new encoder per call (json.dumps only caches its default-settings encoder).
-_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+_PYTHON_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def _COMPACT_JSON(value: Any) -> str:
+    """Compact JSON as Jackson writes it (control characters escaped in upper-case hex)."""
+    return jackson_escapes(_PYTHON_COMPACT_JSON(value))
 
 
 def _is_flat_json(value: Any) -> bool:

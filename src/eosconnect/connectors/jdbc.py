@@ -9,8 +9,11 @@ built in (`sqlite:////abs/path/db.sqlite`), PostgreSQL works through psycopg
 the tasks round robin (table i to task i mod n, n = min(tasks.max, number of tables)). A task polls
 its tables in turn, each at most every `poll.interval.ms`, or again at once while a poll returns a
 full `batch.max.rows` batch. Records have the incrementing id as key (null without an incrementing
-column) and the row as a dict as value (datetimes as ISO-8601 strings, decimals as numbers, bytes
-as base64 with the JSON converter).
+column) and the row as a `Struct` as value, with a schema from the table (column types mapped as
+Confluent's JDBC source maps them, `numeric.mapping` included; see `jdbc_schema`). With
+`JsonConverter schemas.enable=true` the topic carries the schema for any schema-aware sink; without
+it the value is a JSON object whose dates and timestamps are Kafka's numbers and whose decimals
+are Kafka's base64 bytes (`numeric.mapping=best_fit` gives plain numbers).
 
 **Modes and offsets.**
 
@@ -52,15 +55,12 @@ go out while every table is idle. Details in `JdbcSourceTask.update_offsets`.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import decimal
 import json
 import logging
-import math
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -68,6 +68,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance, Password
+from eosconnect.api.data import Schema
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import Primitive, SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import (
@@ -78,6 +79,7 @@ from eosconnect.api.source import (
     SourceTask,
 )
 from eosconnect.api.validators import Range, Validator, ValidString
+from eosconnect.connectors.jdbc_schema import NumericMapping, RowSchema, key_schema_for, row_schema
 
 __all__ = [
     "CONFIG_DEF",
@@ -238,6 +240,17 @@ CONFIG_DEF = (
         "",
         Importance.MEDIUM,
         "Last-modified timestamp column; required by the timestamp modes.",
+        group="Mode",
+    )
+    .define(
+        "numeric.mapping",
+        ConfigType.STRING,
+        "none",
+        Importance.LOW,
+        "How NUMERIC/DECIMAL columns map to Connect types, as Confluent's setting: none (the logical "
+        "Decimal), precision_only (NUMERIC(p,0) with p <= 18 as the smallest integer type), best_fit "
+        "(also NUMERIC(p,s) with p <= 18 as FLOAT64).",
+        validator=ValidString.in_(*(m.value for m in NumericMapping)),
         group="Mode",
     )
     .define(
@@ -497,6 +510,8 @@ class _TableState:
     table: Any
     topic: str
     partition: SourcePartition
+    rows: RowSchema | None = None  # the value schema; set once the timestamp kind is known
+    key_schema: Schema | None = None
     ts_kind: _TsKind | None = None
     ts_aware: bool = False
     incrementing: Any = None  # last id read (None: nothing read yet)
@@ -525,6 +540,7 @@ class JdbcSourceTask(SourceTask):
         self.heartbeat_interval_s = values["heartbeat.interval.ms"] / 1000
         self.delay = dt.timedelta(milliseconds=values["timestamp.delay.interval.ms"])
         self.zone = ZoneInfo(values["db.timezone"])
+        self.numeric_mapping = NumericMapping(values["numeric.mapping"])
         self.attempts: int = values["connection.attempts"]
         self.backoff_s = values["connection.backoff.ms"] / 1000
         self.url = safe_url(values)
@@ -543,6 +559,16 @@ class JdbcSourceTask(SourceTask):
             state = _TableState(name, table, self.prefix + name, partition)
             if self.mode.uses_timestamp:
                 state.ts_kind, state.ts_aware = self._timestamp_kind(table.columns[self.ts_column].type)
+            state.rows = row_schema(
+                name,
+                list(table.columns),
+                dialect=self.engine.dialect.name,
+                numeric_mapping=self.numeric_mapping,
+                zone=self.zone,
+                text_columns=frozenset({self.ts_column} if state.ts_kind is _TsKind.TEXT else ()),
+            )
+            if self.inc_column:
+                state.key_schema = key_schema_for(state.rows.field_schema(self.inc_column))
             self._restore(state, stored.get(partition))
             self.tables[name] = state
         log.info(
@@ -672,12 +698,15 @@ class JdbcSourceTask(SourceTask):
     def _record(
         self, state: _TableState, row: Mapping[str, Any], offset: dict[str, Primitive]
     ) -> SourceRecord:
+        assert state.rows is not None
         return SourceRecord(
             source_partition=state.partition,
             source_offset=offset,
             topic=state.topic,
             key=_number(row[self.inc_column]) if self.inc_column else None,
-            value={column: _json_value(value) for column, value in row.items()},
+            value=state.rows.struct(row),
+            key_schema=state.key_schema,
+            value_schema=state.rows.schema,
         )
 
     def _query(self, state: _TableState) -> tuple[list[dict[str, Any]], Any, bool]:
@@ -868,29 +897,4 @@ def _number(value: Any) -> Primitive:
         return value
     if isinstance(value, decimal.Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
-    return str(value)
-
-
-def _json_value(value: Any) -> Any:
-    """A column value in a form the JSON converter writes the way a reader expects."""
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, decimal.Decimal):
-        if not value.is_finite():
-            return str(value)
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, bytes | bytearray | memoryview):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _json_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_value(v) for v in value]
     return str(value)

@@ -17,6 +17,9 @@ rows and the `eosconnect-kafka` sink can skip what it already committed.
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import decimal
 import json
 import time
 from collections.abc import Iterator, Mapping
@@ -25,6 +28,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from eosconnect.api.context import SourceTaskContext
+from eosconnect.api.data import Struct
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.offsets import InMemoryOffsetStorageReader
 from eosconnect.api.plugins import resolve_connector_class
@@ -52,7 +56,23 @@ def _text(value: Any) -> str | None:
         return value
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
-    return json.dumps(value, separators=(",", ":"), default=str)
+    if isinstance(value, Struct):
+        value = value.to_dict()
+    return json.dumps(value, separators=(",", ":"), default=_json_friendly)
+
+
+def _json_friendly(value: Any) -> Any:
+    """What Spark's from_json reads best for a schema'd value: decimals as numbers, dates and times
+    as ISO-8601 text, bytes as base64."""
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    return str(value)
 
 
 def _connector_settings(

@@ -1,4 +1,5 @@
-"""Generate docs/connectors.md, the settings reference of the built-in connectors and transformations.
+"""Generate docs/connectors.md, the settings reference of the built-in connectors, transformations
+and converters.
 
 Every connector in `BUILTIN_CONNECTORS`, and every transformation and predicate in
 `BUILTIN_TRANSFORMATIONS`/`BUILTIN_PREDICATES`, is described from its own `config_def().describe()`,
@@ -21,7 +22,7 @@ from eosconnect.api.plugins import BUILTIN_CONNECTORS, import_class
 from eosconnect.api.source import SourceConnector
 from eosconnect.api.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 
-__all__ = ["DEFAULT_OUTPUT", "main", "render_connectors_doc"]
+__all__ = ["DEFAULT_OUTPUT", "main", "render_connectors_doc", "render_converters_doc"]
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[3] / "docs" / "connectors.md"
 
@@ -124,6 +125,7 @@ def render_connectors_doc() -> str:
         parts.append("### Settings\n")
         parts.append("\n".join(_settings_table(connector.config_def())) + "\n")
     parts.append(render_transforms_doc())
+    parts.append(render_converters_doc())
     return "\n".join(parts)
 
 
@@ -168,6 +170,45 @@ def render_transforms_doc() -> str:
             *_plugin_sections("Predicates", BUILTIN_PREDICATES),
         ]
     )
+
+
+CONVERTERS_HEADER = """\
+# Converters
+
+`key.converter` and `value.converter` (worker or connector settings) turn keys and values, with their
+schemas, into the bytes stored in Kafka and back, exactly as Kafka's converters of the same name do,
+so topics are shared with Java Connect both ways (tests/integration/test_json_converter_differential.py
+checks JsonConverter against Kafka's own). Set a short name, Kafka's class name or a Python class path;
+a converter's own settings take the `key.converter.`/`value.converter.` prefix
+(`value.converter.schemas.enable=true`). "Schema read" is the schema a sink record gets.
+"""
+
+
+def render_converters_doc() -> str:
+    from eosconnect.api.converters import CONVERTER_ALIASES
+    from eosconnect.api.data import schema as schemas
+
+    predefined = {getattr(schemas, n): n for n in schemas.__all__ if n.endswith("_SCHEMA")}
+    by_class: dict[type, list[str]] = {}
+    for name, cls in CONVERTER_ALIASES.items():
+        by_class.setdefault(cls, []).append(name)
+    rows = ["| short names | Kafka's class name | what it does | schema read |", "| --- | --- | --- | --- |"]
+    details = []
+    for cls, names in by_class.items():
+        short = ", ".join(f"`{n}`" for n in names if "." not in n)
+        kafka = ", ".join(f"`{n}`" for n in names if n.startswith("org."))
+        summary = (inspect.getdoc(cls) or "").split("\n\n")[0]
+        converter = cls()
+        schema = converter.to_connect_data("t", None).schema
+        read = (
+            f"`{predefined.get(schema, repr(schema))}`" if schema is not None else "the envelope's (if any)"
+        )
+        rows.append(f"| {short} | {kafka} | {_cell(summary)} | {_cell(read)} |")
+        config_def = converter.config_def()
+        if config_def.keys:
+            details.append(f"## {cls.__name__}\n")
+            details.append("\n".join(_settings_table(config_def)) + "\n")
+    return "\n".join([CONVERTERS_HEADER, "\n".join(rows) + "\n", *details])
 
 
 def main(argv: list[str] | None = None) -> int:

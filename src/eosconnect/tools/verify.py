@@ -280,16 +280,23 @@ def record_id(record: TopicRecord, id_column: str) -> Hashable:
     """The row id a JdbcSource record carries: `value[id_column]`, else its key (the incrementing
     id); None when it has neither."""
     try:
-        value = json.loads(record.value) if record.value else None
+        value = _payload(json.loads(record.value)) if record.value else None
     except ValueError:
         value = None
     if isinstance(value, dict) and id_column in value:
         return _normalize_id(value[id_column])
     try:
-        key = json.loads(record.key) if record.key else None
+        key = _payload(json.loads(record.key)) if record.key else None
     except ValueError:
         return None
     return None if isinstance(key, dict | list) else _normalize_id(key)
+
+
+def _payload(value: Any) -> Any:
+    """The payload of a JsonConverter `schemas.enable=true` envelope, or the value itself."""
+    if isinstance(value, dict) and value.keys() == {"schema", "payload"}:
+        return value["payload"]
+    return value
 
 
 def table_ids(url: str, table: str, id_column: str) -> list[Hashable]:

@@ -20,6 +20,7 @@ import binascii
 import datetime
 import decimal
 import math
+import re
 import struct as _binary
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -40,7 +41,14 @@ from eosconnect.api.data.schema import (
 from eosconnect.api.data.struct import Struct
 from eosconnect.api.errors import DataException
 
-__all__ = ["JsonCodec", "JsonCodecConfig", "java_double_text", "java_float_text"]
+__all__ = [
+    "JsonCodec",
+    "JsonCodecConfig",
+    "jackson_escapes",
+    "java_double_text",
+    "java_float_text",
+    "json_string",
+]
 
 Writer = Callable[[Any], str]
 Reader = Callable[[Any], Any]
@@ -64,6 +72,37 @@ TYPES_BY_NAME = {name: t for t, name in TYPE_NAMES.items()}
 
 _INT_BITS = {Type.INT8: 8, Type.INT16: 16, Type.INT32: 32, Type.INT64: 64}
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+# --- strings and numbers as Jackson writes them ---
+
+_CONTROL = re.compile("[\x00-\x1f]")
+_SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_JACKSON_ESCAPES = str.maketrans(
+    {
+        '"': '\\"',
+        "\\": "\\\\",
+        **{chr(c): _SHORT_ESCAPES.get(chr(c), f"\\u{c:04X}") for c in range(0x20)},
+    }
+)
+
+
+def json_string(text: str) -> str:
+    """A JSON string as Jackson writes it: UTF-8 kept, control characters escaped with upper-case
+    hex (`\\u001F`), where Python's encoder writes lower case."""
+    if _CONTROL.search(text) is None:
+        return encode_basestring(text)
+    return '"' + text.translate(_JACKSON_ESCAPES) + '"'
+
+
+_LOWER_HEX_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u00([0-9a-f][0-9a-f])")
+
+
+def jackson_escapes(json_text: str) -> str:
+    """JSON text from Python's encoder with its `\\u00xx` escapes in Jackson's upper case."""
+    if "\\u00" not in json_text:
+        return json_text
+    return _LOWER_HEX_ESCAPE.sub(lambda m: m.group(1) + "\\u00" + m.group(2).upper(), json_text)
 
 
 # --- numbers as Java prints them ------------------------------------------------------------------
@@ -228,21 +267,19 @@ class JsonCodec:
             parts.append(',"values":' + ("null" if values is None else self._schema_json(values)))
         elif stype is Type.STRUCT:
             fields = [
-                self._schema_json(f.schema)[:-1] + ',"field":' + encode_basestring(f.name) + "}"
+                self._schema_json(f.schema)[:-1] + ',"field":' + json_string(f.name) + "}"
                 for f in schema.fields
             ]
             parts.append(',"fields":[' + ",".join(fields) + "]")
         parts.append(',"optional":' + ("true" if schema.optional else "false"))
         if schema.name is not None:
-            parts.append(',"name":' + encode_basestring(schema.name))
+            parts.append(',"name":' + json_string(schema.name))
         if schema.version is not None:
             parts.append(f',"version":{schema.version}')
         if schema.doc is not None:
-            parts.append(',"doc":' + encode_basestring(schema.doc))
+            parts.append(',"doc":' + json_string(schema.doc))
         if schema.parameters is not None:
-            params = ",".join(
-                encode_basestring(k) + ":" + encode_basestring(v) for k, v in schema.parameters.items()
-            )
+            params = ",".join(json_string(k) + ":" + json_string(v) for k, v in schema.parameters.items())
             parts.append(',"parameters":{' + params + "}")
         if schema.default_value is not None:
             parts.append(',"default":' + self._compile_writer(schema)(schema.default_value))
@@ -322,7 +359,7 @@ class JsonCodec:
             def write_string(value: Any) -> str:
                 if not isinstance(value, str):
                     raise bad(value)
-                return encode_basestring(value)
+                return json_string(value)
 
             return write_string
         if stype is Type.BYTES:
@@ -380,7 +417,7 @@ class JsonCodec:
         return write_pairs
 
     def _struct_writer(self, schema: Schema) -> Writer:
-        fields = [(encode_basestring(f.name) + ":", self._compile_writer(f.schema)) for f in schema.fields]
+        fields = [(json_string(f.name) + ":", self._compile_writer(f.schema)) for f in schema.fields]
 
         def write_struct(value: Any) -> str:
             if not isinstance(value, Struct):
@@ -436,7 +473,7 @@ class JsonCodec:
             return "null"
         cls = value.__class__
         if cls is str:
-            return encode_basestring(value)
+            return json_string(value)
         if cls is bool:
             return "true" if value else "false"
         if cls is int:
@@ -453,9 +490,7 @@ class JsonCodec:
             if all(isinstance(k, str) for k in value):
                 return (
                     "{"
-                    + ",".join(
-                        [encode_basestring(k) + ":" + self._write_schemaless(v) for k, v in value.items()]
-                    )
+                    + ",".join([json_string(k) + ":" + self._write_schemaless(v) for k, v in value.items()])
                     + "}"
                 )
             return (
@@ -469,7 +504,7 @@ class JsonCodec:
                 + "]"
             )
         if isinstance(value, str):
-            return encode_basestring(str(value))
+            return json_string(str(value))
         if isinstance(value, int):
             return str(int(value))
         if isinstance(value, float):
@@ -603,7 +638,7 @@ class JsonCodec:
                 if isinstance(node, bool):
                     raise bad(node, "a number")
                 if isinstance(node, int | float | decimal.Decimal):
-                    return narrow(float(node))
+                    return narrow(float(node)) or 0.0  # -0.0 reads as 0.0, as through Java's BigDecimal
                 if node in ("NaN", "Infinity", "-Infinity"):  # how Jackson writes non-finite numbers
                     return narrow(float(node))
                 raise bad(node, "a number")
@@ -699,7 +734,7 @@ class JsonCodec:
         """A payload without a schema: JSON types as Python's (numbers with a fraction as float)."""
         cls = node.__class__
         if cls is decimal.Decimal:
-            return float(node)
+            return float(node) or 0.0  # Java reads fractions as BigDecimal, which has no -0.0
         if cls is list:
             return [self.read_schemaless(v) for v in node]
         if cls is dict:

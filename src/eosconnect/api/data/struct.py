@@ -33,6 +33,19 @@ class Struct:
         self._values: list[Any] = [None] * len(schema.fields)
 
     @classmethod
+    def from_values(cls, schema: Schema, values: list[Any], *, validate: bool = True) -> Struct:
+        """A struct holding `values` in field order: the fast way to build one per row. With
+        `validate=False` the caller vouches that each value fits its field (as a converter does)."""
+        if not isinstance(schema, Schema) or schema.type is not Type.STRUCT:
+            raise DataException(f"Not a struct schema: {schema}")
+        if len(values) != len(schema.fields):
+            raise DataException(f"{len(values)} values for the {len(schema.fields)} fields of {schema}")
+        struct = cls._of(schema, list(values))
+        if validate:
+            struct.validate()
+        return struct
+
+    @classmethod
     def _of(cls, schema: Schema, values: list[Any]) -> Struct:
         """A struct from values already known to be valid, in field order (what converters build)."""
         struct = cls.__new__(cls)

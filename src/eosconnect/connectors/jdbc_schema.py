@@ -1,0 +1,228 @@
+"""Table columns -> Kafka Connect schemas and values, as Confluent's JDBC source connector maps them.
+
+Each table gets one STRUCT schema named after the table, a field per column (optional where the
+column is nullable), so a topic filled by `JdbcSource` carries the table's types to any schema-aware
+sink (with `JsonConverter schemas.enable=true`, or a Schema Registry converter):
+
+==============================  ==============================================================
+Column type (SQLAlchemy)        Connect schema
+==============================  ==============================================================
+BOOLEAN                         BOOLEAN
+SMALLINT / INTEGER / BIGINT     INT16 / INT32 / INT64 (SQLite's INTEGER: INT64, it is 8 bytes)
+REAL / FLOAT, DOUBLE            FLOAT32 / FLOAT64 (SQLite's REAL: FLOAT64, it is 8 bytes)
+NUMERIC(p, s), DECIMAL          by `numeric.mapping`, below
+CHAR, VARCHAR, TEXT, ENUM       STRING
+BINARY, VARBINARY, BLOB, BYTEA  BYTES
+DATE / TIME / TIMESTAMP         logical Date / Time / Timestamp
+INTERVAL                        FLOAT64 (seconds)
+anything else (JSON, UUID...)   STRING (its text; JSON as JSON text)
+==============================  ==============================================================
+
+`numeric.mapping`, Confluent's setting: `none` (the default) maps every NUMERIC to the logical
+`Decimal` with the column's scale; `precision_only` maps NUMERIC(p, 0) with p <= 18 to the smallest
+integer type that holds p digits (INT8 for p < 3, INT16 < 5, INT32 < 10, else INT64); `best_fit`
+does the same and maps NUMERIC(p, s>0) with p <= 18 to FLOAT64. A NUMERIC without a declared
+scale has no fixed scale for `Decimal`: it maps to FLOAT64 under `best_fit` and to STRING (its exact
+text) otherwise. Timestamps without a time zone are read in `db.timezone`.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from eosconnect.api.data import (
+    Date,
+    Decimal,
+    Schema,
+    SchemaBuilder,
+    Struct,
+    Time,
+    Timestamp,
+    Type,
+)
+
+__all__ = ["NumericMapping", "RowSchema", "row_schema"]
+
+ValueConverter = Callable[[Any], Any]
+
+_WIDE = decimal.Context(prec=1000)
+
+
+class NumericMapping(StrEnum):
+    NONE = "none"
+    PRECISION_ONLY = "precision_only"
+    BEST_FIT = "best_fit"
+
+
+@dataclass(frozen=True)
+class RowSchema:
+    """A table's STRUCT schema and, per field, how a driver value becomes its Connect value."""
+
+    schema: Schema
+    converters: tuple[tuple[str, ValueConverter], ...]
+
+    def struct(self, row: Mapping[str, Any]) -> Struct:
+        """The row as a Struct of this schema (values converted to their schema's Python types)."""
+        return Struct.from_values(
+            self.schema,
+            [None if (v := row[name]) is None else convert(v) for name, convert in self.converters],
+            validate=False,
+        )
+
+    def field_schema(self, name: str) -> Schema:
+        field = self.schema.field(name)
+        assert field is not None, name
+        return field.schema
+
+
+def row_schema(
+    name: str,
+    columns: list[Any],
+    *,
+    dialect: str,
+    numeric_mapping: NumericMapping,
+    zone: dt.tzinfo,
+    text_columns: frozenset[str] = frozenset(),
+) -> RowSchema:
+    """The schema of rows selected as `columns` (SQLAlchemy columns) of table `name`.
+
+    `text_columns` are read as text whatever their declared type (SQLite timestamps compared as text).
+    """
+    builder = SchemaBuilder.struct().name(name)
+    converters = []
+    for column in columns:
+        if column.name in text_columns:
+            field_builder, convert = SchemaBuilder.string(), str
+        else:
+            field_builder, convert = _column(column.type, dialect, numeric_mapping, zone)
+        if column.nullable:
+            field_builder.optional()
+        builder.field(column.name, field_builder)
+        converters.append((column.name, convert))
+    return RowSchema(builder.build(), tuple(converters))
+
+
+def _column(
+    column_type: Any, dialect: str, numeric_mapping: NumericMapping, zone: dt.tzinfo
+) -> tuple[SchemaBuilder, ValueConverter]:
+    from sqlalchemy import types as t
+
+    sqlite = dialect == "sqlite"
+    if isinstance(column_type, t.Boolean):
+        return SchemaBuilder.bool(), bool
+    if isinstance(column_type, t.Integer):
+        if sqlite or isinstance(column_type, t.BigInteger):
+            return SchemaBuilder.int64(), int
+        if isinstance(column_type, t.SmallInteger):
+            return SchemaBuilder.int16(), int
+        return SchemaBuilder.int32(), int
+    if isinstance(column_type, t.Float):  # before Numeric: Float is a Numeric
+        single = isinstance(column_type, t.REAL) or (
+            column_type.precision is not None and column_type.precision <= 24
+        )
+        return (SchemaBuilder.float32() if single and not sqlite else SchemaBuilder.float64()), float
+    if isinstance(column_type, t.Numeric):
+        return _numeric(column_type.precision, column_type.scale, numeric_mapping)
+    if isinstance(column_type, t.DateTime):
+        return Timestamp.builder(), lambda v: _instant(v, zone)
+    if isinstance(column_type, t.Date):
+        return Date.builder(), _date
+    if isinstance(column_type, t.Time):
+        return Time.builder(), _time
+    if isinstance(column_type, t.Interval):
+        return (
+            SchemaBuilder.float64(),
+            lambda v: v.total_seconds() if isinstance(v, dt.timedelta) else float(v),
+        )
+    if isinstance(column_type, t._Binary):
+        return SchemaBuilder.bytes(), bytes
+    if isinstance(column_type, t.String | t.Enum):
+        return SchemaBuilder.string(), str
+    return SchemaBuilder.string(), _text
+
+
+def _numeric(
+    precision: int | None, scale: int | None, mapping: NumericMapping
+) -> tuple[SchemaBuilder, ValueConverter]:
+    if mapping is not NumericMapping.NONE and precision is not None and 0 < precision <= 18:
+        if not scale:
+            if precision < 3:
+                return SchemaBuilder.int8(), int
+            if precision < 5:
+                return SchemaBuilder.int16(), int
+            if precision < 10:
+                return SchemaBuilder.int32(), int
+            return SchemaBuilder.int64(), int
+        if mapping is NumericMapping.BEST_FIT and scale > 0:
+            return SchemaBuilder.float64(), float
+    if scale is None:
+        if mapping is NumericMapping.BEST_FIT:
+            return SchemaBuilder.float64(), float
+        return SchemaBuilder.string(), _decimal_text
+    exponent = decimal.Decimal(1).scaleb(-scale)
+
+    def to_decimal(value: Any) -> decimal.Decimal:
+        number = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+        return _WIDE.quantize(number, exponent)
+
+    return Decimal.builder(scale), to_decimal
+
+
+def _instant(value: Any, zone: dt.tzinfo) -> dt.datetime:
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if not isinstance(value, dt.datetime):  # a DATE in a DATETIME column (SQLite lets that happen)
+        value = dt.datetime.combine(value, dt.time())
+    return value.replace(tzinfo=zone) if value.tzinfo is None else value
+
+
+def _date(value: Any) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, str):
+        return dt.date.fromisoformat(value)
+    return value  # type: ignore[no-any-return]
+
+
+def _time(value: Any) -> dt.time:
+    if isinstance(value, str):
+        return dt.time.fromisoformat(value)
+    if isinstance(value, dt.timedelta):  # some drivers (MySQL) return TIME as a duration
+        return (dt.datetime.min + value).time()
+    return value  # type: ignore[no-any-return]
+
+
+def _seconds(value: Any) -> float:
+    return value.total_seconds() if isinstance(value, dt.timedelta) else float(value)
+
+
+def _decimal_text(value: Any) -> str:
+    return str(value)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, separators=(",", ":"), default=str)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return str(value)
+
+
+def key_schema_for(field_schema: Schema) -> Schema | None:
+    """The schema of a record key holding the incrementing column (an integer), or None (schemaless)
+    when the column is not an integer type."""
+    if field_schema.type in (Type.INT8, Type.INT16, Type.INT32, Type.INT64) and field_schema.name is None:
+        return SchemaBuilder(field_schema.type).build()
+    return None
