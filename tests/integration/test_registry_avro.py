@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema as RegistrySchema
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -399,3 +400,64 @@ def test_basic_auth_user_info_and_url_credentials(tmp_path: Path):
         )
         with pytest.raises(DataException, match=f"subject '{topic}-value'.*HTTP 401"):
             wrong.from_connect_data(topic, SEQUENCE_V1, value)
+
+
+def test_jdbc_source_rows_through_avro_exactly_once(
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+    tmp_path: Path,
+):
+    """JdbcSource (a Struct per row, schema from the table) -> AvroConverter for keys and values ->
+    Kafka exactly once: every row once under read_committed, readable by Confluent's deserializer."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE items (id INTEGER PRIMARY KEY AUTOINCREMENT, qty INTEGER NOT NULL, label TEXT, "
+            "price NUMERIC(10,2))"
+        )
+        conn.execute(
+            sa.text("INSERT INTO items (qty, label, price) VALUES (:qty, :label, :price)"),
+            [{"qty": i, "label": f"é-{i}" if i % 3 else None, "price": i / 4} for i in range(1, 61)],
+        )
+    engine.dispose()
+    prefix = topic_name("db") + "-"
+    topic = create_topic(prefix + "items")
+    registry = {"schema.registry.url": schema_registry.url}
+    connector = {
+        "name": "jdbc-avro",
+        "connector.class": "JdbcSource",
+        "tasks.max": "1",
+        "connection.url": f"sqlite:///{tmp_path / 'shop.db'}",
+        "tables": "items",
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "topic.prefix": prefix,
+        "poll.interval.ms": "100",
+        "batch.max.rows": "25",
+        "key.converter": "avro",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        **{f"key.converter.{k}": v for k, v in registry.items()},
+        **{f"value.converter.{k}": v for k, v in registry.items()},
+    }
+    job = run_job(connector, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= 60, 120, "60 rows in Kafka", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+
+    records = read_committed(topic)
+    context = SerializationContext(topic, MessageField.VALUE)
+    values = [AvroDeserializer(registry_client)(r.value, context) for r in records]
+    assert sorted(v["id"] for v in values) == list(range(1, 61)), "every row exactly once"
+    row = next(v for v in values if v["id"] == 5)
+    assert row["qty"] == 5 and row["label"] == "é-5"
+    value_id = registry_client.get_latest_version(f"{topic}-value").schema_id
+    key_id = registry_client.get_latest_version(f"{topic}-key").schema_id
+    assert {schema_id(r.value) for r in records} == {value_id}
+    assert {schema_id(r.key) for r in records} == {key_id}
+    back = avro_converter(schema_registry.url).to_connect_data(topic, records[0].value)
+    assert back.schema is not None and back.schema.field("qty") is not None
