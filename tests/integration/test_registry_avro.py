@@ -108,7 +108,7 @@ def schema_id(data: bytes) -> int:
 
 @pytest.fixture(scope="module")
 def registry_client(schema_registry: LocalSchemaRegistry) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": schema_registry.url})
+    return SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})
 
 
 def test_records_read_back_by_confluents_deserializer_with_the_registrys_id(
@@ -451,7 +451,8 @@ def test_jdbc_source_rows_through_avro_exactly_once(
 
     records = read_committed(topic)
     context = SerializationContext(topic, MessageField.VALUE)
-    values = [AvroDeserializer(registry_client)(r.value, context) for r in records]
+    deserialize = AvroDeserializer(registry_client)
+    values = [deserialize(r.value, context) for r in records]
     assert sorted(v["id"] for v in values) == list(range(1, 61)), "every row exactly once"
     row = next(v for v in values if v["id"] == 5)
     assert row["qty"] == 5 and row["label"] == "é-5"

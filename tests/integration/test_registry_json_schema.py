@@ -76,7 +76,7 @@ def json_converter(url: str) -> JsonSchemaConverter:
 
 @pytest.fixture(scope="module")
 def registry_client(schema_registry: LocalSchemaRegistry) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": schema_registry.url})
+    return SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})
 
 
 def test_json_schema_records_read_by_confluents_deserializer(

@@ -109,6 +109,13 @@ def registry_config_def() -> ConfigDef:
             "user:password for HTTP basic auth, with basic.auth.credentials.source=USER_INFO.",
         )
         .define(
+            "http.read.timeout.ms",
+            ConfigType.INT,
+            60000,
+            Importance.LOW,
+            "How long a request to the registry may take before the conversion fails (Confluent's default).",
+        )
+        .define(
             "schemas.cache.size",
             ConfigType.INT,
             1000,
@@ -170,7 +177,11 @@ class RegistryAccess:
         self.strategy: str = settings[
             "key.subject.name.strategy" if is_key else "value.subject.name.strategy"
         ]
-        conf: dict[str, Any] = {"url": ",".join(urls), "cache.capacity": settings["schemas.cache.size"]}
+        conf: dict[str, Any] = {
+            "url": ",".join(urls),
+            "cache.capacity": settings["schemas.cache.size"],
+            "timeout": settings["http.read.timeout.ms"] / 1000,
+        }
         if settings["basic.auth.credentials.source"] == "USER_INFO":
             user_info = _plain(settings["basic.auth.user.info"])
             if ":" not in user_info:
