@@ -376,3 +376,13 @@ def test_a_source_batch_carries_one_schema_for_all_its_records() -> None:
     assert [r.value_schema for r in batch] == [STRING_SCHEMA, STRING_SCHEMA]
     assert batch[0].key_schema is None
     assert SourceBatch({"t": "x"}, {"o": 2}, "topic", ["a"]).value_schema is None
+
+
+def test_struct_from_values() -> None:
+    schema = person_schema()
+    person = Struct.from_values(schema, [1, "Ada", None, None])
+    assert person == Struct(schema).put("id", 1).put("name", "Ada")
+    with pytest.raises(DataException, match='required field: "name"'):
+        Struct.from_values(schema, [1, None, None, None])
+    with pytest.raises(DataException, match="3 values for the 4 fields"):
+        Struct.from_values(schema, [1, "Ada", None])

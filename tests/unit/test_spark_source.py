@@ -97,3 +97,26 @@ def test_rows_added_between_planning_and_reading_wait_for_the_next_micro_batch(t
     rows2 = [row for p in reader.partitions(end, more) for row in reader.read(p)]
     assert [r[1] for r in rows2] == [f"line {i}" for i in range(10, 15)]
     reader.stop()
+
+
+def test_struct_values_reach_spark_as_json_objects() -> None:
+    import datetime as dt
+    import decimal
+
+    from eosconnect.api import Decimal, SchemaBuilder, Struct, Timestamp
+    from eosconnect.spark.source import _text
+
+    schema = (
+        SchemaBuilder.struct()
+        .field("id", SchemaBuilder.int64())
+        .field("amount", Decimal.schema(2))
+        .field("at", Timestamp.SCHEMA)
+        .build()
+    )
+    value = (
+        Struct(schema)
+        .put("id", 1)
+        .put("amount", decimal.Decimal("2.50"))
+        .put("at", dt.datetime(2024, 1, 2, tzinfo=dt.UTC))
+    )
+    assert _text(value) == '{"id":1,"amount":2.5,"at":"2024-01-02T00:00:00+00:00"}'

@@ -188,6 +188,10 @@ class JsonConverter(Converter):
             )
         )
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._setup()
+
     def configure(self, config: Mapping[str, Any], is_key: bool) -> None:
         super().configure(config, is_key)
         self._setup()
@@ -221,10 +225,6 @@ class JsonConverter(Converter):
                     }
                 ) from None
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._setup()
-
     # -- writing --
 
     def from_connect(self, topic: str, value: Any) -> bytes | None:
@@ -238,9 +238,11 @@ class JsonConverter(Converter):
                 if _is_flat_json(value):
                     # The common case (a flat dict of JSON primitives) needs no preparation walk.
                     try:
-                        return _COMPACT_JSON(value).encode()
+                        text = _PYTHON_COMPACT_JSON(value)
                     except ValueError:
                         pass  # NaN or infinity: the full path below reports it properly
+                    else:
+                        return (jackson_escapes(text) if "\\u00" in text else text).encode()
                 if not isinstance(value, Struct):
                     return self._schemaless(topic, value)
             if isinstance(value, Struct):
@@ -258,21 +260,8 @@ class JsonConverter(Converter):
         self, topic: str, values: Sequence[Any], schema: Schema | None = None
     ) -> Sequence[bytes | None]:
         if schema is None:
-            if self.schemas_enabled:
-                return [self.from_connect_data(topic, None, value) for value in values]
-            encode = _COMPACT_JSON
-            result: list[bytes | None] = []
-            append = result.append
-            for value in values:
-                if value is not None and (type(value) is dict or type(value) in _JSON_SCALARS):
-                    try:
-                        if _is_flat_json(value):
-                            append(encode(value).encode())
-                            continue
-                    except ValueError:
-                        pass
-                append(self.from_connect_data(topic, None, value))
-            return result
+            convert = self.from_connect_data
+            return [convert(topic, None, value) for value in values]
         write = self._codec.writer(schema)
         try:
             if not self.schemas_enabled:
@@ -321,7 +310,11 @@ class JsonConverter(Converter):
             if not self.schemas_enabled:
                 return SchemaAndValue(None, json.loads(raw))
             if self._content_schema is not None:
-                node = json.loads(raw, parse_float=decimal.Decimal)
+                node = (
+                    _DECIMAL_JSON(raw.decode())
+                    if raw.isascii()
+                    else json.loads(raw, parse_float=decimal.Decimal)
+                )
                 return SchemaAndValue(self._content_schema, self._content_reader(node))
             return self._read_envelope(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -344,11 +337,11 @@ class JsonConverter(Converter):
                 cached = self._codec._to_connect_cache.get(schema_text)
                 try:
                     if cached is None:
-                        node = json.loads(schema_text, parse_float=decimal.Decimal)
+                        node = _DECIMAL_JSON(schema_text.decode())
                         cached = self._codec.schema_from_json(node, schema_text)
-                    payload = json.loads(raw[split + 11 : -1], parse_float=decimal.Decimal)
-                except json.JSONDecodeError:
-                    pass  # not the plain layout: parse it whole below
+                    payload = _DECIMAL_JSON(raw[split + 11 : -1].decode())
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    pass  # not the plain layout (or not UTF-8): parse it whole below
                 else:
                     schema, read = cached
                     return SchemaAndValue(schema, read(payload))
@@ -366,6 +359,9 @@ class JsonConverter(Converter):
 
 
 _NULL = SchemaAndValue(None, None)
+#: `json.loads(text, parse_float=decimal.Decimal)` without building a decoder per call (Kafka reads
+#: fractions as BigDecimal: exact for Decimal fields, converted for FLOAT fields).
+_DECIMAL_JSON = json.JSONDecoder(parse_float=decimal.Decimal).decode
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))

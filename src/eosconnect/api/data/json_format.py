@@ -122,10 +122,11 @@ def _shortest_digits(text: str) -> tuple[str, int]:
 
 
 def java_double_text(value: float) -> str:
-    """The JSON Jackson writes for a Java double: `Double.toString`, non-finite values quoted."""
+    """The JSON Jackson writes for a Java double: `Double.toString` (Java 19+, the shortest digits
+    that read back as the same double), non-finite values quoted."""
     if not math.isfinite(value):
         return '"NaN"' if value != value else ('"Infinity"' if value > 0 else '"-Infinity"')
-    return _java_number(value, repr(value))
+    return _java_number(value, repr(value), float)
 
 
 def java_float_text(value: float) -> str:
@@ -140,13 +141,25 @@ def java_float_text(value: float) -> str:
         text = f"{f32:.{precision}g}"
         if _binary.unpack("f", _binary.pack("f", float(text)))[0] == f32:
             break
-    return _java_number(f32, text)
+    return _java_number(f32, text, _float32)
 
 
-def _java_number(value: float, shortest: str) -> str:
+def _java_number(value: float, shortest: str, reads_as: Callable[[float], float]) -> str:
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     digits, exponent = _shortest_digits(shortest)
+    if len(digits) == 1:
+        # Java always prints two digits (d.d); where one suffices it takes the two-digit decimal
+        # closest to the exact value, which differs from d.0 only for the smallest subnormals
+        # (Float.MIN_VALUE is 1.4E-45, not 1.0E-45).
+        two = decimal.Decimal(value).scaleb(-exponent).quantize(decimal.Decimal("0.1"))
+        candidate = "".join(map(str, two.as_tuple().digits)).rstrip("0") or "0"
+        if (
+            len(candidate) <= 2
+            and abs(two) < 10
+            and reads_as(float(f"{candidate[0]}.{candidate[1:] or 0}e{exponent}")) == abs(value)
+        ):
+            digits = candidate
     sign = "-" if value < 0 else ""
     if 1e-3 <= abs(value) < 1e7:
         if exponent >= 0:
