@@ -28,7 +28,7 @@ def sequences(read_committed, topic: str) -> list[tuple[int, int]]:
 
 
 def test_sigterm_and_connector_stop_before_the_first_flush_repeat_nothing(
-    workers, topic_name, create_topic, read_committed
+    workers, topic_name, create_topic, read_committed, tmp_path
 ):
     data = create_topic(topic_name("data"), partitions=2)
     config = {
@@ -41,7 +41,12 @@ def test_sigterm_and_connector_stop_before_the_first_flush_repeat_nothing(
     }
     worker = workers("w1", mode="disabled", **NEVER_FLUSH)
     assert worker.create_connector("clean", config).status_code == 201
+    # A sink reading what the source writes: its consumer offsets are committed at the stop too.
+    copied = tmp_path / "copied.txt"
+    sink = {"connector.class": "FileStreamSink", "tasks.max": "1", "topics": data, "file": str(copied)}
+    assert worker.create_connector("clean-sink", sink).status_code == 201
     worker.wait_for(lambda: len(read_committed(data)) >= 400, 90, "400 records")
+    worker.wait_for(lambda: copied.exists() and copied.stat().st_size > 0, 60, "the sink to write")
     # SIGTERM to its process group and its Spark JVM, as `timeout` or `systemctl stop` send it: the
     # tasks stop cleanly and commit their offsets (the JVM, which ignores SIGTERM, runs them to the end)
     worker.signal(signal.SIGTERM)
@@ -63,3 +68,8 @@ def test_sigterm_and_connector_stop_before_the_first_flush_repeat_nothing(
     report = check_sequences(sequences(read_committed, data), {0: PER_TASK, 1: PER_TASK})
     assert report.ok, report.anomalies
     assert report.seen == 2 * PER_TASK
+    worker.wait_for(lambda: len(copied.read_text().splitlines()) >= 2 * PER_TASK, 60, "the sink's copy")
+    time.sleep(1)
+    lines = copied.read_text().splitlines()
+    twice = len(lines) - len(set(lines))
+    assert len(lines) == len(set(lines)) == 2 * PER_TASK, f"{twice} lines written twice"
