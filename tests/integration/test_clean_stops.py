@@ -47,8 +47,8 @@ def test_sigterm_and_connector_stop_before_the_first_flush_repeat_nothing(
     assert worker.create_connector("clean-sink", sink).status_code == 201
     worker.wait_for(lambda: len(read_committed(data)) >= 400, 90, "400 records")
     worker.wait_for(lambda: copied.exists() and copied.stat().st_size > 0, 60, "the sink to write")
-    # SIGTERM to its process group and its Spark JVM, as `timeout` or `systemctl stop` send it: the
-    # tasks stop cleanly and commit their offsets (the JVM, which ignores SIGTERM, runs them to the end)
+    # SIGTERM to its process group and its Spark JVM (`timeout`, `kill -- -PGID`): the tasks stop
+    # cleanly and commit their offsets (the JVM, which ignores SIGTERM, runs them to the end)
     worker.signal(signal.SIGTERM)
     worker.proc.wait(60)
     assert worker.proc is not None and worker.proc.returncode == 0, worker.tail()

@@ -125,12 +125,14 @@ def create_spark_session(
 def launch_detached_gateway(conf: SparkConf) -> Any:
     """Start Spark's JVM deaf to the signals meant for the worker; None if a JVM runs already.
 
-    A SIGTERM to the worker's process group (`timeout`, `kill -- -PGID`, a terminal) or to its whole
-    cgroup (systemd's default `KillMode`) would otherwise reach the JVM at the same moment as the
-    worker: the JVM's shutdown hook stops the SparkContext, which kills the tasks before they hear
-    "stop" and commit (an at-least-once source task then repeats everything since its last periodic
-    offset flush). So the JVM runs in a session of its own with SIGTERM ignored (the JVM leaves an
-    inherited SIG_IGN alone; PySpark already ignores SIGINT there). It still ends with the worker:
+    A SIGTERM to the worker's process group (`timeout`, `kill -- -PGID`, a terminal) would otherwise
+    reach the JVM at the same moment as the worker: the JVM's shutdown hook stops the SparkContext,
+    which kills the tasks before they hear "stop" and commit (an at-least-once source task then
+    repeats everything since its last periodic offset flush). So the JVM runs in a session of its
+    own with SIGTERM ignored (the JVM leaves an inherited SIG_IGN alone; PySpark already ignores
+    SIGINT there). (Spark's Python workers have process groups of their own too; a SIGTERM to the
+    whole cgroup, systemd's default `KillMode=control-group`, still kills them: use
+    `KillMode=mixed`.) It still ends with the worker:
     the worker stops it, or, if the worker dies, PySpark's gateway exits at end of input on its
     stdin pipe, so no JVM is left behind.
     """
