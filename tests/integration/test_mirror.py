@@ -491,3 +491,34 @@ def test_mirror_source_offset_syncs_stay_exact_while_another_producer_writes_the
         assert translated is not None
         first_at_or_after = bisect.bisect_left(copy_offsets, translated)
         assert first_at_or_after == committed, f"source offset {committed} translates to {translated}"
+
+
+def test_at_least_once_mirror_stopped_before_any_offset_flush_repeats_nothing(
+    run_job, worker_props, topic_name, target, read_committed
+):
+    """Issue 24's finding, at the runtime: a mirror without exactly once, stopped cleanly before
+    `offset.flush.interval.ms` came round, then restarted with exactly once on, copied everything
+    again. The clean stop commits its source offsets, so the restart copies only what is new."""
+    source = topic_name("remote")
+    ensure_topic(AdminClient({"bootstrap.servers": target}), source, PARTITIONS, 1, compacted=False)
+    produce_sequences(target, source, 0, 400)
+    connector = {
+        "name": "mm-clean-stop",
+        "connector.class": "MirrorSource",
+        "tasks.max": "2",
+        "topics": source,
+        "source.cluster.bootstrap.servers": target,
+        "source.cluster.alias": "remote",
+    }
+    worker = worker_props("disabled", offset_flush_interval_ms="3600000")
+    mirror_topic = f"remote.{source}"
+    job = run_job(connector, worker)
+    wait_until(lambda: len(read_committed(mirror_topic)) >= 400 * PARTITIONS, 180, "the copy", job)
+    assert all(o["state"] == "STOPPED" for o in job.stop())
+
+    produce_sequences(target, source, 400, 100)
+    exactly_once = {**worker, "exactly.once.source.support": "enabled", "offset.flush.interval.ms": "500"}
+    job = run_job(connector, exactly_once, generation=1, previous_task_count=2)
+    wait_until(lambda: len(read_committed(mirror_topic)) >= 500 * PARTITIONS, 120, "the new records", job)
+    job.stop()
+    assert_exactly_once(read_committed(mirror_topic), 500)

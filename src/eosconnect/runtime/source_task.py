@@ -88,6 +88,7 @@ class SourceTaskRunner(ABC):
         except Exception as exc:
             state, trace = TaskState.FAILED, traceback.format_exc()
             self.log.error("failed: %s", exc)
+            self.on_failure()
         finally:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
@@ -114,6 +115,9 @@ class SourceTaskRunner(ABC):
     @abstractmethod
     def on_stop(self) -> None:
         """The final commit before the task stops."""
+
+    def on_failure(self) -> None:  # noqa: B027 - optional hook
+        """The task failed: a chance to commit what is safe to commit (never raises)."""
 
     @abstractmethod
     def close_clients(self) -> None:
