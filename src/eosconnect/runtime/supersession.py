@@ -1,0 +1,30 @@
+"""Whether a task that lost its transactional id was replaced by design (KIP-618 zombie fencing).
+
+A task instance is fenced when a newer instance of the same task initialises its producer: a
+restart over REST, the leader relaunching tasks after it regained leadership, a new generation, a
+later Spark attempt. The newer instance is started once the older one has ended or been abandoned
+(it did not stop in time, say while a broker restart held up its commit), and its
+`init_transactions()` is what makes the older one harmless: that is the design, not a failure.
+The older instance then ends quietly at INFO (SUPERSEDED: no FAILED status, no ERROR line).
+
+Only the leader can tell a replaced instance from one fenced for a reason of its own (its
+transaction outlived `transaction.timeout.ms` and the broker aborted it while it was still the
+task's current instance): the task asks it (`RestTaskControl.superseded`); a task without such a
+control (single-process runs) keeps failing as before.
+"""
+
+from __future__ import annotations
+
+from eosconnect.runtime.exactly_once import TaskFencedError, TransactionTimedOutError
+from eosconnect.runtime.task import TaskSpec
+
+__all__ = ["replaced_by_design"]
+
+
+def replaced_by_design(spec: TaskSpec, exc: BaseException) -> bool:
+    """True if `exc` fenced this instance (or timed its transaction out) because a newer instance
+    of the task took over, as the leader confirms."""
+    if not isinstance(exc, TaskFencedError | TransactionTimedOutError):
+        return False
+    superseded = getattr(spec.control, "superseded", None)
+    return bool(superseded is not None and superseded())
