@@ -12,7 +12,7 @@ back. The transactional id is the runtime's (`<group.id>-<connector>-<task>`): `
 fences a predecessor with the same id (a Spark retry), and the leader's fencing round fences the
 ids of older generations. Errors are classified as the exactly-once source runtime does it.
 
-Every transaction is bounded (docs/transactions.md, "Bounded sink transactions"): the records'
+Every transaction is bounded (docs/mirroring.md, "Bounded transactions and replaced instances"): the records'
 delivery and the offsets must be in the transaction within `ABORT_AFTER_SHARE` of the producer's
 `transaction.timeout.ms` after it began, and the commit must return before the broker would abort
 it. A broker restart, a moving coordinator or a stalled producer that holds the transaction up
