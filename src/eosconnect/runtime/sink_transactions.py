@@ -81,9 +81,12 @@ class TransactionRetry(ConnectException):
     failed): consume again from `rewind`, the first source offset of every partition it held.
     Nothing of it was committed, its records nor its offsets."""
 
-    def __init__(self, message: str, rewind: dict[TopicPartition, int]) -> None:
+    def __init__(self, message: str, rewind: dict[TopicPartition, int], outcome_known: bool = True) -> None:
         super().__init__(message)
         self.rewind = rewind
+        #: False when a commit call hung: the transaction may have committed after all, so the task
+        #: resumes from the group's committed offsets where it has some, else from `rewind`.
+        self.outcome_known = outcome_known
 
 
 class TransactionalSinkProducer:
@@ -128,6 +131,8 @@ class TransactionalSinkProducer:
         self._last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
         self.records_in_transaction = 0
         self._hung: str | None = None  # the call that never returned: the producer must not be used
+        #: Producers replaced while a call hung inside them: kept referenced, never destroyed.
+        self._abandoned: list[Producer | None] = []
         #: Where MM2-format offset syncs of the copied records go, in the same transaction (None: none).
         self.offset_syncs_topic = offset_syncs_topic
         #: Per record of the open transaction given an origin: (source topic, partition, offset,
@@ -372,15 +377,8 @@ class TransactionalSinkProducer:
                     raise self._classified(exc, "aborting the transaction") from exc
         producer = self.producer
         producer.poll(0)  # serve the aborted records' delivery reports before the next transaction
-        self._delivery_error = None  # the abort purged the failed records with the others
         rewind = dict(self._first_offsets)
-        self._txn_started = None
-        self.records_in_transaction = 0
-        self._first_offsets.clear()
-        self._origins.clear()
-        self._delivered.clear()
-        self._abort_reason = None
-        self.retried_transactions += 1
+        self._forget_transaction()  # the abort purged any failed records with the others
         where = {str(tp): offset for tp, offset in sorted(rewind.items())}
         log.warning(
             "[%s] aborted its transaction of %d records after %.1fs (transaction.timeout.ms=%d): %s; "
@@ -394,13 +392,46 @@ class TransactionalSinkProducer:
         )
         raise TransactionRetry(f"{self.task_id}: transaction aborted ({why}); rewinding to {where}", rewind)
 
-    def _renew_producer(self, err: KafkaError) -> None:
+    def _replace_hung_producer(self, doing: str, waited_s: float) -> None:
+        """A transaction call never returned (librdkafka issues 5456 and 5511, after the broker
+        coordinating the group died): leave the old producer to the thread it blocks, make a new
+        one with the same transactional id (its `init_transactions()` fences the old one and ends
+        its transaction) and raise `TransactionRetry`. Whether a hung commit landed is unknown, so
+        the task resumes from the group's committed offsets (waited for if still completing)."""
+        log.warning(
+            "[%s] %s did not return within %.0fs (librdkafka issues 5456 and 5511); replacing the "
+            "producer, whose transaction the new one ends",
+            self.task_id,
+            doing,
+            waited_s,
+        )
+        self._abandoned.append(self.producer)  # never destroyed under the thread still inside it
+        self.producer = None
+        self._renew_producer(None)
+        rewind = dict(self._first_offsets)
+        self._forget_transaction()
+        raise TransactionRetry(
+            f"{self.task_id}: {doing} hung; resuming from the committed offsets", rewind, False
+        )
+
+    def _forget_transaction(self) -> None:
+        self._txn_started = None
+        self.records_in_transaction = 0
+        self._first_offsets.clear()
+        self._origins.clear()
+        self._delivered.clear()
+        self._abort_reason = None
+        self._delivery_error = None
+        self.retried_transactions += 1
+
+    def _renew_producer(self, err: KafkaError | None) -> None:
         """The abort failed fatally but not as a zombie (librdkafka 2.16 can end up so when the
         abort races a partition registration: the coordinator answers INVALID_TXN_STATE, which it
         only checks after our epoch): a new producer with the same transactional id aborts the
         open transaction in `init_transactions()`. A fenced producer never gets here: a successor's
         epoch is checked first, and re-initialising would fence the successor in turn."""
-        log.info("[%s] the producer failed while aborting (%s); a new one aborts it", self.task_id, err)
+        if err is not None:
+            log.info("[%s] the producer failed while aborting (%s); a new one aborts it", self.task_id, err)
         old, self.producer = self.producer, Producer(self._producer_config)
         if old is not None:
             with contextlib.suppress(KafkaException):
@@ -490,6 +521,8 @@ class TransactionalSinkProducer:
                 return future.result(timeout=limit)
             return self._call(doing, lambda: future.result(timeout=limit))
         except FutureTimeoutError:
+            if raw:  # a call of the transaction's own: replace the producer and write it again
+                self._replace_hung_producer(doing, limit)
             self._hung = doing
             raise ConnectException(
                 f"{self.task_id}: {doing} did not return within {limit:.0f}s although librdkafka was "
