@@ -275,7 +275,10 @@ class TransactionalSinkProducer:
                 if self.open_for_s() > self._abort_after_s():
                     self._abort_reason = "the producer's queue stayed full (the target accepts nothing)"
                     return
-                producer.poll(0.1)
+                try:
+                    producer.poll(0.1)
+                except SystemError as exc:
+                    raise self._surfaced(producer, exc, "serving delivery reports") from exc
             except KafkaException as exc:
                 if exc.args[0].txn_requires_abort():
                     self._abort_reason = f"sending a record failed: {exc.args[0].str()}"
@@ -448,7 +451,10 @@ class TransactionalSinkProducer:
         from eosconnect.mirrormaker.translation import offset_syncs
 
         assert self.offset_syncs_topic is not None
-        remaining = producer.flush(max(0.0, self._left_s(ABORT_AFTER_SHARE)))
+        try:
+            remaining = producer.flush(max(0.0, self._left_s(ABORT_AFTER_SHARE)))
+        except (KafkaException, SystemError) as exc:
+            raise self._surfaced(producer, exc, "flushing the transaction's records") from exc
         self._note_delivery_error()
         if self._abort_reason is not None:
             self._abort_and_rewind(self._abort_reason)
@@ -531,6 +537,19 @@ class TransactionalSinkProducer:
                 "with its offsets or not at all (a successor fences it); restart the task (POST "
                 "/connectors/<name>/tasks/<id>/restart): it resumes from the group's committed offsets."
             ) from None
+
+    def _surfaced(self, producer: Producer, exc: Exception, doing: str) -> Exception:
+        """The task-failing error for a failure of `flush()`/`poll()`, which report a producer's
+        fatal error (a zombie fenced by its successor) only indirectly, sometimes as a SystemError
+        from confluent-kafka's callback machinery: a transactional call raises the cause itself."""
+        try:
+            producer.abort_transaction(0.1)
+        except KafkaException as cause:
+            if cause.args[0].fatal():
+                return self._classified(cause, doing)
+        if isinstance(exc, KafkaException):
+            return self._classified(exc, doing)
+        return ConnectException(f"{self.task_id}: {doing} failed: {exc!r}")
 
     def _classified(self, exc: KafkaException, doing: str) -> Exception:
         return classify_transaction_error(
