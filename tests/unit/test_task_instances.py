@@ -11,7 +11,7 @@ from eosconnect.cluster.herder_state import GenerationRun, TaskRuntime
 from eosconnect.cluster.task_channel import RestTaskControl
 from eosconnect.cluster.task_health import TaskHealth
 from eosconnect.runtime.control import Directive
-from eosconnect.runtime.exactly_once import TaskFencedError, TransactionTimedOutError
+from eosconnect.runtime.exactly_once import TaskFencedError, TransactionCallHung, TransactionTimedOutError
 from eosconnect.runtime.supersession import replaced_by_design
 from eosconnect.runtime.task import TaskSpec
 
@@ -68,7 +68,9 @@ def spec(control: Any) -> TaskSpec:
     )
 
 
-@pytest.mark.parametrize("error", [TaskFencedError("fenced"), TransactionTimedOutError("timed out")])
+@pytest.mark.parametrize(
+    "error", [TaskFencedError("fenced"), TransactionTimedOutError("timed out"), TransactionCallHung("hung")]
+)
 def test_a_fenced_task_is_replaced_by_design_when_the_leader_says_stop(error: Exception) -> None:
     leader = Leader([Directive.RUN, Directive.STOP])  # the newer attempt had not reported at first
     assert replaced_by_design(spec(leader), error)

@@ -422,12 +422,7 @@ class MirrorSinkTask(SinkTask):
                     }
                 )
             except TransactionRetry as retry:
-                rewind: dict[TopicPartition, int | OffsetAndMetadata] = dict(retry.rewind)
-                if not retry.outcome_known:  # a hung commit may have landed: the target group says
-                    targets = {self.policy.target_partition(tp): tp for tp in current_offsets}
-                    committed = self.writer.committed(targets)
-                    rewind.update({targets[t]: om for t, om in committed.items()})
-                self.context.offset(rewind)
+                self.context.offset(retry.rewind)
                 return {}
             return current_offsets
         assert self.producer is not None

@@ -66,6 +66,12 @@ class TransactionTimedOutError(ConnectException):
     """The transaction outlived `transaction.timeout.ms`; the message lists the remedies."""
 
 
+class TransactionCallHung(ConnectException):
+    """A transaction call never returned (librdkafka issues 5456 and 5511). The producer is not
+    re-initialised in place: a replaced instance doing that would fence its own successor. The task
+    ends, quietly if a newer instance already replaced it (runtime/supersession.py)."""
+
+
 def transactional_producer_config(
     config: C, transactional_id: str, origin: Mapping[str, str] | None = None
 ) -> tuple[C, int]:

@@ -47,6 +47,7 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
 from eosconnect.runtime.exactly_once import (
     FENCED_CODES,
+    TransactionCallHung,
     classify_transaction_error,
     transactional_producer_config,
 )
@@ -54,7 +55,7 @@ from eosconnect.runtime.sink_task import kafka_offsets
 from eosconnect.storage.clients import forced
 from eosconnect.storage.transient import retry_transient
 
-__all__ = ["TransactionRetry", "TransactionalSinkProducer"]
+__all__ = ["TransactionCallHung", "TransactionRetry", "TransactionalSinkProducer"]
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +82,9 @@ class TransactionRetry(ConnectException):
     failed): consume again from `rewind`, the first source offset of every partition it held.
     Nothing of it was committed, its records nor its offsets."""
 
-    def __init__(self, message: str, rewind: dict[TopicPartition, int], outcome_known: bool = True) -> None:
+    def __init__(self, message: str, rewind: dict[TopicPartition, int]) -> None:
         super().__init__(message)
         self.rewind = rewind
-        #: False when a commit call hung: the transaction may have committed after all, so the task
-        #: resumes from the group's committed offsets where it has some, else from `rewind`.
-        self.outcome_known = outcome_known
 
 
 class TransactionalSinkProducer:
@@ -131,8 +129,6 @@ class TransactionalSinkProducer:
         self._last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
         self.records_in_transaction = 0
         self._hung: str | None = None  # the call that never returned: the producer must not be used
-        #: Producers replaced while a call hung inside them: kept referenced, never destroyed.
-        self._abandoned: list[Producer | None] = []
         #: Where MM2-format offset syncs of the copied records go, in the same transaction (None: none).
         self.offset_syncs_topic = offset_syncs_topic
         #: Per record of the open transaction given an origin: (source topic, partition, offset,
@@ -395,28 +391,6 @@ class TransactionalSinkProducer:
         )
         raise TransactionRetry(f"{self.task_id}: transaction aborted ({why}); rewinding to {where}", rewind)
 
-    def _replace_hung_producer(self, doing: str, waited_s: float) -> None:
-        """A transaction call never returned (librdkafka issues 5456 and 5511, after the broker
-        coordinating the group died): leave the old producer to the thread it blocks, make a new
-        one with the same transactional id (its `init_transactions()` fences the old one and ends
-        its transaction) and raise `TransactionRetry`. Whether a hung commit landed is unknown, so
-        the task resumes from the group's committed offsets (waited for if still completing)."""
-        log.warning(
-            "[%s] %s did not return within %.0fs (librdkafka issues 5456 and 5511); replacing the "
-            "producer, whose transaction the new one ends",
-            self.task_id,
-            doing,
-            waited_s,
-        )
-        self._abandoned.append(self.producer)  # never destroyed under the thread still inside it
-        self.producer = None
-        self._renew_producer(None)
-        rewind = dict(self._first_offsets)
-        self._forget_transaction()
-        raise TransactionRetry(
-            f"{self.task_id}: {doing} hung; resuming from the committed offsets", rewind, False
-        )
-
     def _forget_transaction(self) -> None:
         self._txn_started = None
         self.records_in_transaction = 0
@@ -432,7 +406,9 @@ class TransactionalSinkProducer:
         abort races a partition registration: the coordinator answers INVALID_TXN_STATE, which it
         only checks after our epoch): a new producer with the same transactional id aborts the
         open transaction in `init_transactions()`. A fenced producer never gets here: a successor's
-        epoch is checked first, and re-initialising would fence the successor in turn."""
+        epoch is checked first, and re-initialising would fence the successor in turn. (The answer
+        proves this instance held the current epoch a moment ago; a hung call proves nothing, so a
+        hang never re-initialises: see `TransactionCallHung`.)"""
         if err is not None:
             log.info("[%s] the producer failed while aborting (%s); a new one aborts it", self.task_id, err)
         old, self.producer = self.producer, Producer(self._producer_config)
@@ -527,10 +503,8 @@ class TransactionalSinkProducer:
                 return future.result(timeout=limit)
             return self._call(doing, lambda: future.result(timeout=limit))
         except FutureTimeoutError:
-            if raw:  # a call of the transaction's own: replace the producer and write it again
-                self._replace_hung_producer(doing, limit)
             self._hung = doing
-            raise ConnectException(
+            raise TransactionCallHung(
                 f"{self.task_id}: {doing} did not return within {limit:.0f}s although librdkafka was "
                 f"given {timeout_s:.0f}s: librdkafka can hang there after the broker coordinating "
                 f"group {self.group_id!r} died (librdkafka issues 5456 and 5511). Its transaction commits "

@@ -15,16 +15,20 @@ control (single-process runs) keeps failing as before.
 
 from __future__ import annotations
 
-from eosconnect.runtime.exactly_once import TaskFencedError, TransactionTimedOutError
+from eosconnect.runtime.exactly_once import TaskFencedError, TransactionCallHung, TransactionTimedOutError
 from eosconnect.runtime.task import TaskSpec
+
+#: Failures a replaced instance meets once its successor fenced it (a librdkafka call can also hang
+#: then, when the broker that coordinated its group died meanwhile).
+_REPLACED_SYMPTOMS = (TaskFencedError, TransactionTimedOutError, TransactionCallHung)
 
 __all__ = ["replaced_by_design"]
 
 
 def replaced_by_design(spec: TaskSpec, exc: BaseException) -> bool:
-    """True if `exc` fenced this instance (or timed its transaction out) because a newer instance
-    of the task took over, as the leader confirms."""
-    if not isinstance(exc, TaskFencedError | TransactionTimedOutError):
+    """True if `exc` fenced this instance (or timed its transaction out, or hung its producer)
+    while a newer instance of the task had taken over, as the leader confirms."""
+    if not isinstance(exc, _REPLACED_SYMPTOMS):
         return False
     superseded = getattr(spec.control, "superseded", None)
     return bool(superseded is not None and superseded())
