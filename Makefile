@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark test test-long lint soak bench kafka postgres registry install clean
+.PHONY: demo demo-spark test test-long lint soak soak-long bench kafka postgres registry install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,14 @@ test-long: kafka postgres registry
 # kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.
 soak: kafka
 	$(BIN)/pytest -m soak -p no:cacheprovider -s
+
+# The long soak: 3 random seeds x 20 minutes in each source transaction boundary (about 3.5 hours;
+# EOSCONNECT_SOAK_BOUNDARY, see tests/soak/test_chaos.py). Stops at the first failing run.
+soak-long: kafka
+	for boundary in poll interval connector; do for run in 1 2 3; do \
+	  EOSCONNECT_SOAK_SECONDS=1200 EOSCONNECT_SOAK_BOUNDARY=$$boundary \
+	    $(BIN)/pytest -m soak -p no:cacheprovider -s || exit 1; \
+	done; done
 
 bench: kafka
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py

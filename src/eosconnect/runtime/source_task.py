@@ -86,9 +86,15 @@ class SourceTaskRunner(ABC):
             state = TaskState.SUPERSEDED
             self.log.info("not starting: %s", exc)
         except Exception as exc:
-            state, trace = TaskState.FAILED, traceback.format_exc()
-            self.log.error("failed: %s", exc)
-            self.on_failure()
+            from eosconnect.runtime.supersession import replaced_by_design  # imports exactly_once
+
+            if replaced_by_design(self.spec, exc):
+                state = TaskState.SUPERSEDED
+                self.log.info("ending: a newer instance of this task took over and fenced this one (%s)", exc)
+            else:
+                state, trace = TaskState.FAILED, traceback.format_exc()
+                self.log.error("failed: %s", exc)
+                self.on_failure()
         finally:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
