@@ -261,9 +261,10 @@ def test_sigkill_of_the_task_leaves_every_record_exactly_once_in_an_append_only_
 def test_poison_records_go_to_the_dead_letter_queue_with_kafkas_headers(
     postgres, run_job, worker_props, topic_name, create_topic, bootstrap, read_committed
 ):
-    """errors.tolerance=all with a DLQ: a record the JsonConverter rejects (stage VALUE_CONVERTER) and
-    one the task reports through errant_record_reporter() (a JSON string, not a row: TASK_PUT) go to
-    the dead letter topic as consumed, with Kafka's __connect.errors.* headers; the rest is written."""
+    """errors.tolerance=all with a DLQ: a record the JsonConverter rejects (stage VALUE_CONVERTER), one
+    the task reports through errant_record_reporter() (a JSON string, not a row: TASK_PUT) and one the
+    database refuses (a duplicate primary key, found at flush: TASK_PUT) go to the dead letter topic as
+    consumed, with Kafka's __connect.errors.* headers; the rest is written, exactly once."""
     url = new_database(postgres)
     topic = create_topic(topic_name("mixed"), partitions=1)
     dlq = topic_name("dlq")
@@ -271,7 +272,12 @@ def test_poison_records_go_to_the_dead_letter_queue_with_kafkas_headers(
     not_a_row = json.dumps({"schema": {"type": "string"}, "payload": "just text"}).encode()
     items: list[tuple[bytes | None, bytes | None]] = [(None, value(i)) for i in range(10)]
     items[3], items[7] = (None, not_json), (None, not_a_row)
+    items.append((None, value(5, "duplicate key")))  # the database refuses it: a unique key violation
     produce(bootstrap, topic, items, 1)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE events (k BIGINT PRIMARY KEY, note TEXT, price NUMERIC(38, 2))")
+    engine.dispose()
     name = topic_name("sink")
     config = sink_config(
         url,
@@ -289,7 +295,7 @@ def test_poison_records_go_to_the_dead_letter_queue_with_kafkas_headers(
 
     def done() -> bool:
         try:
-            return scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 10
+            return scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 11
         except sa.exc.SQLAlchemyError:
             return False
 
@@ -298,8 +304,12 @@ def test_poison_records_go_to_the_dead_letter_queue_with_kafkas_headers(
     assert scalar(url, "SELECT COUNT(*) FROM events") == 8
     assert scalar(url, "SELECT COUNT(*) FROM events WHERE k IN (3, 7)") == 0
     letters = read_committed(dlq)
-    assert [r.value for r in letters] == [not_json, not_a_row]
-    for letter, offset, stage in zip(letters, (3, 7), ("VALUE_CONVERTER", "TASK_PUT"), strict=True):
+    assert [r.value for r in letters] == [not_json, not_a_row, items[10][1]]
+    refused = {k: v.decode() for k, v in letters[2].headers}
+    assert (refused["__connect.errors.offset"], refused["__connect.errors.stage"]) == ("10", "TASK_PUT")
+    assert refused["__connect.errors.exception.class.name"] == "sqlalchemy.exc.IntegrityError"
+    assert scalar(url, "SELECT note FROM events WHERE k = 5") == "n", "the first row with key 5 stays"
+    for letter, offset, stage in zip(letters, (3, 7), ("VALUE_CONVERTER", "TASK_PUT"), strict=False):
         headers = {k: v.decode() for k, v in letter.headers}
         assert headers["__connect.errors.topic"] == topic
         assert headers["__connect.errors.partition"] == "0"

@@ -294,3 +294,34 @@ def test_a_lost_connection_fails_the_flush_after_connection_attempts(url: str, m
         task.pre_commit(positions(2))
     assert calls == [False, True]
     task.stop()
+
+
+def test_a_constraint_violation_is_reported_and_the_rest_committed_with_errors_tolerance_all(
+    url: str,
+) -> None:
+    from eosconnect.runtime.dead_letter import DeadLetterQueue, ErrorReporting
+
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE orders (k BIGINT PRIMARY KEY, note TEXT)")
+    engine.dispose()
+    config = {"name": "jdbc", "connection.url": url, "topics": "orders"}
+    queue = DeadLetterQueue(ErrorReporting.parse({"errors.tolerance": "all"}), None, None, "jdbc", 0)
+    task = JdbcSinkTask()
+    task.initialize(SinkTaskContext(configs=config, errant_reporter=queue.reporter("JdbcSinkTask")))
+    task.start(config)
+    task.open([TP])
+    values = [{"k": 1, "note": "a"}, {"k": 2, "note": "b"}, {"k": 1, "note": "dup"}, {"k": 3, "note": "c"}]
+    task.put([record(i, value=v) for i, v in enumerate(values)])
+    assert task.pre_commit(positions(4)) == positions(4)
+    assert rows(url, "SELECT k, note FROM orders ORDER BY k") == [(1, "a"), (2, "b"), (3, "c")]
+    assert queue.reported == 1
+    assert rows(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == [(4,)]
+    task.stop()
+
+    strict = start_task(url, name="strict")
+    strict.open([TP])
+    strict.put([record(0, value={"k": 2, "note": "dup"})])
+    with pytest.raises(sa.exc.IntegrityError):
+        strict.pre_commit(positions(1))
+    strict.stop()

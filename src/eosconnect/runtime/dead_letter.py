@@ -148,8 +148,22 @@ class DeadLetterQueue:
 
     # ----------------------------------------------------------------------------- the runtime's side
     def remember(self, messages: list[Any]) -> None:
-        """The batch about to be `put`: what a KIP-610 report of one of its records copies."""
-        self._raw = {(m.topic(), m.partition(), m.offset()): m for m in messages if m.error() is None}
+        """The batch about to be `put`: what a KIP-610 report of one of its records copies (kept
+        until its position is committed: a task may report a record when it writes it, in pre_commit)."""
+        if self.settings.tolerate:
+            self._raw.update(
+                {(m.topic(), m.partition(), m.offset()): m for m in messages if m.error() is None}
+            )
+
+    def committed(self, positions: Mapping[Any, Any]) -> None:
+        """After `pre_commit(positions)`: the dead letters it reported are written before anything is
+        committed, and the copies of the records before those positions (all seen by it) dropped."""
+        self.flush()
+        if self._raw:
+            below = {(tp.topic, tp.partition): om.offset for tp, om in positions.items()}
+            self._raw = {
+                k: m for k, m in self._raw.items() if (k[0], k[1]) not in below or k[2] >= below[(k[0], k[1])]
+            }
 
     def failed(self, message: RawMessage, stage: str, class_name: str, exc: BaseException) -> None:
         """A consumed message the converters or transformations rejected (errors.tolerance=all)."""
@@ -216,7 +230,7 @@ class DeadLetterQueue:
                 detail,
                 exc,
             )
-        done: Future[None] = Future()
+        done: Future[None] = _Delivery(self)
         if self.producer is None:
             done.set_result(None)
             return done
@@ -265,6 +279,19 @@ class DeadLetterQueue:
                 self.producer.poll(0.1)
         self.producer.poll(0)
         return done
+
+
+class _Delivery(Future[None]):
+    """A dead letter's future; waiting for it makes the producer deliver (KIP-610's `Future.get()`)."""
+
+    def __init__(self, queue: DeadLetterQueue) -> None:
+        super().__init__()
+        self._queue = queue
+
+    def result(self, timeout: float | None = None) -> None:
+        if not self.done() and self._queue.producer is not None:
+            self._queue.producer.flush(30 if timeout is None else timeout)
+        return super().result(timeout)
 
 
 class ErrantRecordReporter:

@@ -553,6 +553,8 @@ class SinkTaskRunner:
         if self.dead_letters is not None:
             self.dead_letters.flush()  # skipped records' positions only once their dead letters are written
         returned = dict(self.task.pre_commit(dict(current)) or {})
+        if self.dead_letters is not None:
+            self.dead_letters.committed(current)  # what pre_commit reported (KIP-610) is written first
         assigned = self.context.assigned
         unassigned = [str(tp) for tp in returned if tp not in assigned]
         if unassigned:

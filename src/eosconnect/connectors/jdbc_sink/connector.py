@@ -70,7 +70,7 @@ from eosconnect.connectors.jdbc import connection_errors
 from eosconnect.connectors.jdbc_sink.config import CONFIG_DEF, cross_field_errors, parse_settings
 from eosconnect.connectors.jdbc_sink.dialect import transactional_engine
 from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
-from eosconnect.connectors.jdbc_sink.rows import RowMaker
+from eosconnect.connectors.jdbc_sink.rows import Row, RowMaker
 from eosconnect.connectors.jdbc_sink.writer import RowWriter
 
 __all__ = ["JdbcSinkConnector", "JdbcSinkTask"]
@@ -146,6 +146,10 @@ class JdbcSinkTask(SinkTask):
         self.rows = RowMaker(self.settings)
         self.writer = RowWriter(self.settings, self.name)
         self.stores_offsets = self.settings.exactly_once
+        #: With errors.tolerance=all: the records of buffered rows, to report rows the database refuses.
+        self._records: dict[tuple[str, int, int], SinkRecord] | None = (
+            {} if self.context.errant_record_reporter() is not None else None
+        )
         self.written = 0
 
     def open(self, partitions: Iterable[TopicPartition]) -> None:
@@ -176,13 +180,20 @@ class JdbcSinkTask(SinkTask):
                 continue
             if row is not None:
                 self.writer.add(row)
+                if self._records is not None:  # kept for a report at flush time (KIP-610)
+                    self._records[(record.topic, record.partition, record.offset)] = record
         if len(self.writer.buffer) >= self.settings.batch_size:
             self.context.request_commit()
 
     def pre_commit(
         self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> Mapping[TopicPartition, OffsetAndMetadata]:
-        result = self.writer.flush(current_offsets)
+        result = self.writer.flush(
+            current_offsets, self._report_rejected if self._records is not None else None
+        )
+        if self._records is not None:
+            flushed = {(tp.topic, tp.partition) for tp in current_offsets}
+            self._records = {k: r for k, r in self._records.items() if (k[0], k[1]) not in flushed}
         self.written += result.rows
         for tp, generation in result.fenced.items():
             if tp in self.context.paused:
@@ -197,8 +208,25 @@ class JdbcSinkTask(SinkTask):
             self.context.pause(tp)
         return result.committed
 
+    def _report_rejected(self, rejected: list[tuple[Row, Exception]]) -> None:
+        """Rows the database refused (a constraint violation): reported as errant records (KIP-610),
+        each dead letter written before the transaction commits the positions past them."""
+        reporter = self.context.errant_record_reporter()
+        assert reporter is not None and self._records is not None
+        futures = []
+        for row, exc in rejected:
+            tp = row.topic_partition
+            record = self._records[(tp.topic, tp.partition, row.offset)]
+            futures.append(reporter.report(record, exc))
+        for future in futures:
+            future.result()
+
     def close(self, partitions: Iterable[TopicPartition]) -> None:
+        partitions = list(partitions)
         self.writer.release(partitions)
+        if self._records:
+            gone = {(tp.topic, tp.partition) for tp in partitions}
+            self._records = {k: r for k, r in self._records.items() if (k[0], k[1]) not in gone}
 
     def stop(self) -> None:
         writer = getattr(self, "writer", None)

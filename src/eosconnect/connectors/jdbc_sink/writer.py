@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
@@ -78,7 +78,11 @@ class RowWriter:
     def add(self, row: Row) -> None:
         self.buffer.append(row)
 
-    def flush(self, positions: Mapping[TopicPartition, OffsetAndMetadata]) -> FlushResult:
+    def flush(
+        self,
+        positions: Mapping[TopicPartition, OffsetAndMetadata],
+        on_rejected: Callable[[list[tuple[Row, Exception]]], None] | None = None,
+    ) -> FlushResult:
         """Write the buffered rows of these partitions and (exactly once) their positions, atomically.
 
         A lost connection (the database restarted, a network blip) is retried `connection.attempts`
@@ -93,7 +97,12 @@ class RowWriter:
         backoff_s = int(self.settings.values["connection.backoff.ms"]) / 1000
         for attempt in range(1, attempts + 1):
             try:
-                result = self._flush_once(positions, rows, retry=attempt > 1)
+                try:
+                    result = self._flush_once(positions, rows, retry=attempt > 1)
+                except sa.exc.IntegrityError:
+                    if on_rejected is None:
+                        raise
+                    result = self._flush_once(positions, rows, retry=attempt > 1, on_rejected=on_rejected)
                 break
             except sa.exc.OperationalError as exc:
                 if attempt == attempts:
@@ -113,7 +122,12 @@ class RowWriter:
         return result
 
     def _flush_once(
-        self, positions: Mapping[TopicPartition, OffsetAndMetadata], rows: list[Row], *, retry: bool
+        self,
+        positions: Mapping[TopicPartition, OffsetAndMetadata],
+        rows: list[Row],
+        *,
+        retry: bool,
+        on_rejected: Callable[[list[tuple[Row, Exception]]], None] | None = None,
     ) -> FlushResult:
         result = FlushResult()
         with self.engine.begin() as conn:
@@ -139,7 +153,13 @@ class RowWriter:
                     for r in rows
                     if r.topic_partition not in result.fenced and r.topic_partition not in done
                 ]
-            result.rows = self._write_rows(conn, rows)
+            if on_rejected is None:
+                result.rows = self._write_rows(conn, rows)
+            else:
+                rejected = self._write_one_by_one(conn, rows)
+                result.rows = len(rows) - len(rejected)
+                if rejected:
+                    on_rejected(rejected)
             result.committed = {tp: om for tp, om in positions.items() if tp not in result.fenced}
             if self.offsets is not None:
                 self.offsets.write(conn, {tp: om for tp, om in result.committed.items() if tp not in done})
@@ -156,6 +176,17 @@ class RowWriter:
         if run:
             written += self._execute(conn, run)
         return written
+
+    def _write_one_by_one(self, conn: sa.Connection, rows: list[Row]) -> list[tuple[Row, Exception]]:
+        """Each row in a savepoint of its own; the rows the database refused, with its error."""
+        rejected: list[tuple[Row, Exception]] = []
+        for row in rows:
+            try:
+                with conn.begin_nested():
+                    self._execute(conn, [row])
+            except sa.exc.IntegrityError as exc:
+                rejected.append((row, exc))
+        return rejected
 
     def _execute(self, conn: sa.Connection, run: list[Row]) -> int:
         first = run[0]
