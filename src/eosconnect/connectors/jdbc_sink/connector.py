@@ -53,8 +53,10 @@ to the task's errant record reporter (KIP-610): logged and, with `errors.deadlet
 dead-lettered, its position committed only after the dead letter was written. A lost connection (the
 database restarting) is retried `connection.attempts` times, `connection.backoff.ms` apart; a retry
 first checks whether the lost attempt committed after all (its acknowledgement lost with the
-connection) and then writes nothing twice. Other database errors (a constraint violation) roll the
-flush back and fail the task; on restart it resumes from the offsets table.
+connection) and then writes nothing twice. A row the database refuses (a constraint violation) rolls
+the flush back and fails the task (on restart it resumes from the offsets table); with
+`errors.tolerance=all` the flush is written again row by row in savepoints, and each refused row is
+reported as an errant record (dead-lettered before the transaction commits the positions past it).
 """
 
 from __future__ import annotations
