@@ -7,11 +7,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import IO, Any
 
 from eosconnect.api.batch import SourceBatch
+from eosconnect.api.data import STRING_SCHEMA
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.file_access import AllowedDirs
@@ -158,6 +160,10 @@ class FileStreamSourceConnector(SourceConnector):
 
 
 class FileStreamSourceTask(SourceTask):
+    """Lines as Kafka's FileStreamSourceTask gives them: a STRING value schema (so schema'd converters
+    write what Kafka's do, e.g. JsonConverter's `{"schema":{"type":"string",...}}` envelope) and the
+    time read as each record's timestamp (what TimestampRouter and InsertField's timestamp use)."""
+
     def version(self) -> str:
         return VERSION
 
@@ -221,6 +227,8 @@ class FileStreamSourceTask(SourceTask):
             topic=self.topic,
             values=_decode_lines(lines),
             record_offsets=LineEndOffsets(start, lines),
+            timestamps=[int(time.time() * 1000)] * len(lines),
+            value_schema=STRING_SCHEMA,
         )
 
     def stop(self) -> None:
