@@ -13,8 +13,8 @@ from itertools import accumulate
 from typing import IO, Any
 
 from eosconnect.api.batch import SourceBatch
-from eosconnect.api.data import STRING_SCHEMA
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.data import STRING_SCHEMA
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.file_access import AllowedDirs
 from eosconnect.api.records import (
