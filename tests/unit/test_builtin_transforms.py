@@ -142,7 +142,8 @@ def test_bad_settings_are_reported_under_their_full_names() -> None:
 
 
 def test_rest_plugin_list_names_kafkas_transformations_and_predicates() -> None:
-    """`GET /connector-plugins?connectorsOnly=false` lists them under Kafka's class names, as Kafka does."""
+    """`GET /connector-plugins?connectorsOnly=false` lists them under Kafka's class names, as Kafka does,
+    and the converters (type "converter") under their Java class names."""
     from eosconnect.cluster.herder_reads import HerderReads
 
     listed = HerderReads.connector_plugins(object.__new__(HerderReads), connectors_only=False)
@@ -152,5 +153,16 @@ def test_rest_plugin_list_names_kafkas_transformations_and_predicates() -> None:
     assert "org.apache.kafka.connect.transforms.Cast$Key" in by_type["transformation"]
     assert "org.apache.kafka.connect.transforms.predicates.HasHeaderKey" in by_type["predicate"]
     assert len(by_type["transformation"]) == 26 and len(by_type["predicate"]) == 3
+    assert by_type["converter"] == {
+        "org.apache.kafka.connect.json.JsonConverter",
+        "org.apache.kafka.connect.storage.StringConverter",
+        *(
+            f"org.apache.kafka.connect.converters.{name}Converter"
+            for name in ("ByteArray", "Boolean", "Double", "Float", "Integer", "Long", "Short")
+        ),
+        "io.confluent.connect.avro.AvroConverter",
+        "io.confluent.connect.json.JsonSchemaConverter",
+        "io.confluent.connect.protobuf.ProtobufConverter",
+    }
     only_connectors = HerderReads.connector_plugins(object.__new__(HerderReads), connectors_only=True)
     assert {p["type"] for p in only_connectors} == {"source", "sink"}
