@@ -8,7 +8,8 @@ from eosconnect.api import SourceRecord, TransformationChain
 from eosconnect.api.builtin_transforms import InsertField
 from eosconnect.api.builtin_transforms.base import SchemaUpdateCache, java_double_str, java_float_str
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
-from eosconnect.api.data import SchemaBuilder, Struct
+from eosconnect.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, SchemaBuilder, Struct
+from eosconnect.api.errors import DataException
 from eosconnect.api.transforms import (
     BUILTIN_PREDICATES,
     BUILTIN_TRANSFORMATIONS,
@@ -166,3 +167,31 @@ def test_rest_plugin_list_names_kafkas_transformations_and_predicates() -> None:
     }
     only_connectors = HerderReads.connector_plugins(object.__new__(HerderReads), connectors_only=True)
     assert {p["type"] for p in only_connectors} == {"source", "sink"}
+
+
+def test_insert_and_replace_field_copy_struct_fields_and_still_refuse_a_missing_required_one() -> None:
+    """Copied fields are not validated again (they were when put), but a required field left null in
+    the input still fails at the transformation, as Kafka's Struct.put makes it fail."""
+    schema = SchemaBuilder.struct().field("id", INT64_SCHEMA).field("note", OPTIONAL_STRING_SCHEMA).build()
+    chain = TransformationChain.from_config(
+        {
+            "transforms": "insert,replace",
+            "transforms.insert.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.insert.static.field": "origin",
+            "transforms.insert.static.value": "here",
+            "transforms.replace.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+            "transforms.replace.renames": "note:remark",
+        }
+    )
+
+    def record(value: Struct) -> SourceRecord:
+        return SourceRecord(
+            source_partition={}, source_offset={}, topic="t", value=value, value_schema=schema
+        )
+
+    out = chain.apply(record(Struct(schema).put("id", 7).put("note", None)))
+    assert out is not None and out.value_schema is not None
+    assert [f.name for f in out.value_schema.fields] == ["id", "remark", "origin"]
+    assert out.value == Struct(out.value_schema).put("id", 7).put("remark", None).put("origin", "here")
+    with pytest.raises(DataException, match='required field: "id"'):
+        chain.apply(record(Struct(schema).put("note", "no id")))
