@@ -58,11 +58,12 @@ test-long: kafka postgres registry
 soak: kafka
 	$(BIN)/pytest -m soak -p no:cacheprovider -s
 
-bench: kafka
+bench: kafka registry
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect.py
+	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect_schemas.py
 
 clean:
 	rm -rf $(VENV) .eosconnect
