@@ -195,3 +195,29 @@ def test_insert_and_replace_field_copy_struct_fields_and_still_refuse_a_missing_
     assert out.value == Struct(out.value_schema).put("id", 7).put("remark", None).put("origin", "here")
     with pytest.raises(DataException, match='required field: "id"'):
         chain.apply(record(Struct(schema).put("note", "no id")))
+
+
+def test_timestamp_router_reuses_the_last_name_only_for_the_same_topic_and_timestamp() -> None:
+    chain = TransformationChain.from_config(
+        {
+            "transforms": "route",
+            "transforms.route.type": "org.apache.kafka.connect.transforms.TimestampRouter",
+            "transforms.route.timestamp.format": "yyyyMMdd-HH",
+        }
+    )
+
+    def routed(topic: str, timestamp: int) -> str:
+        out = chain.apply(
+            SourceRecord(source_partition={}, source_offset={}, topic=topic, value=None, timestamp=timestamp)
+        )
+        assert out is not None
+        return out.topic
+
+    day = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
+    assert [routed("a", day), routed("a", day), routed("b", day), routed("b", day + 3_600_000)] == [
+        "a-20231114-22",
+        "a-20231114-22",
+        "b-20231114-22",
+        "b-20231114-23",
+    ]
+    assert routed("a", day) == "a-20231114-22"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -63,7 +64,10 @@ def _insertion(spec: str | None) -> tuple[str, bool] | None:
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
+@functools.lru_cache(maxsize=256)
 def millis_to_datetime(millis: int) -> datetime.datetime:
+    """The UTC datetime of epoch milliseconds; cached, as the records of one poll share a timestamp
+    (datetimes are immutable, so sharing one is safe)."""
     return _EPOCH + datetime.timedelta(milliseconds=millis)
 
 
