@@ -58,7 +58,7 @@ test-long: kafka postgres registry
 soak: kafka
 	$(BIN)/pytest -m soak -p no:cacheprovider -s
 
-bench: kafka registry
+bench: kafka
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
