@@ -58,6 +58,10 @@ BUILTIN_CONNECTORS: dict[str, str] = {
         "eosconnect.connectors.file_stream.FileStreamSourceConnector"
     ),
     "JdbcSource": "eosconnect.connectors.jdbc.JdbcSourceConnector",
+    "PostgresCdcSource": "eosconnect.connectors.postgres_cdc.PostgresCdcSourceConnector",
+    "io.debezium.connector.postgresql.PostgresConnector": (
+        "eosconnect.connectors.postgres_cdc.PostgresCdcSourceConnector"
+    ),
     "FileStreamSink": "eosconnect.connectors.file_stream.FileStreamSinkConnector",
     "MirrorSink": "eosconnect.connectors.mirror.MirrorSinkConnector",
     "MirrorSource": "eosconnect.connectors.mirror_source.MirrorSourceConnector",
