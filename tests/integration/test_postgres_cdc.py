@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -94,8 +95,8 @@ class Workload:
     """Transactions of 1-4 statements (insert, update, delete) on random keys, from a thread.
     Every update sets a new `version`, so each change is distinguishable."""
 
-    def __init__(self, db: Db, transactions: int, seed: int = 7) -> None:
-        self.db, self.transactions = db, transactions
+    def __init__(self, db: Db, transactions: int, seed: int = 7, pause_s: float = 0.0) -> None:
+        self.db, self.transactions, self.pause_s = db, transactions, pause_s
         self.random = random.Random(seed)
         self.multi_statement: list[int] = []  # txids of transactions with several statements
         self.changes = 0
@@ -140,6 +141,7 @@ class Workload:
                     conn.commit()
                     if statements > 1:
                         self.multi_statement.append(txid)
+                    time.sleep(self.pause_s)
         except BaseException as exc:  # surfaced by join()
             self.error = exc
 
@@ -260,12 +262,12 @@ def test_sigkilled_task_resumes_exactly_once(
         db,
         prefix,
         connector_class="support.cdc_connectors.CrashingPostgresCdcConnector",
-        crash_after_batches="5",
+        crash_after_batches="3",
         crash_marker_dir=str(markers),
     )
     job = run_job(config, worker_props("enabled"))
     wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
-    workload = Workload(db, transactions=80, seed=11).start()
+    workload = Workload(db, transactions=80, seed=11, pause_s=0.05).start()
     workload.join()
 
     def delivered() -> bool:

@@ -1,6 +1,17 @@
 """`PostgresCdcSource` (also `io.debezium.connector.postgresql.PostgresConnector`): change data
-capture from PostgreSQL's write-ahead log through logical replication (pgoutput), in Debezium's
-event format, exactly once. See docs/cdc.md."""
+capture from PostgreSQL's write-ahead log through logical replication with the built-in `pgoutput`
+plugin, in Debezium's event format, so Debezium consumers read its topics unchanged.
+
+Rows of the captured tables go to `<topic.prefix>.<schema>.<table>`: an initial snapshot (op `r`,
+read in the replication slot's exported snapshot), then every insert (`c`), update (`u`) and delete
+(`d`, followed by a tombstone) in commit order. Keys are the primary key structs; values the
+Debezium envelope (before, after, source, op, ts_ms). Source offsets are the commit LSN and the
+event's position in its transaction, and the slot's confirmed position moves only once the Kafka
+transaction holding the events committed: exactly once with `exactly.once.source.support=enabled`,
+and with `transaction.boundary=connector` each database transaction is one Kafka transaction.
+One task (a slot has one reader). Needs `wal_level=logical` and a role with REPLICATION. Set-up,
+event format, WAL retention and migrating a Debezium config: [cdc.md](cdc.md).
+"""
 
 from __future__ import annotations
 

@@ -258,11 +258,18 @@ class PostgresCdcTask(SourceTask):
         )
         if self._resume is not None:
             lsn, event = self._resume
-            records = [
+            kept = [
                 r
                 for r in records
                 if (int(r.source_offset["lsn"]), int(r.source_offset["event"])) > (lsn, event)  # type: ignore[arg-type]
             ]
+            if len(kept) < len(records):
+                log.info(
+                    "PostgresCdcSource: skipped %d event(s) of transaction %d already in Kafka",
+                    len(records) - len(kept),
+                    begin.xid,
+                )
+            records = kept
         self._ready.extend(records)
 
     def _record(
