@@ -285,3 +285,31 @@ def test_sigkilled_task_resumes_exactly_once(
             (config["slot.name"],),
         ).fetchone()
     assert confirmed is not None and confirmed[0]
+
+
+def test_validation_names_each_problem_and_its_fix(db) -> None:
+    """Up-front checks against the real server: a role without REPLICATION, a missing publication
+    with autocreation disabled, a filter matching nothing, a plugin other than pgoutput."""
+    from eosconnect.connectors.postgres_cdc import PostgresCdcSourceConnector
+
+    with db.connect() as conn:
+        conn.execute("DROP ROLE IF EXISTS plain_user")
+        conn.execute("CREATE ROLE plain_user LOGIN")
+    config = {
+        **cdc_config("cdc-validate", db, "v"),
+        "database.user": "plain_user",
+        "publication.name": "missing_pub",
+        "publication.autocreate.mode": "disabled",
+    }
+    errors = {r.name: r.errors for r in PostgresCdcSourceConnector().validate(config) if r.errors}
+    assert "REPLICATION" in errors["database.user"][0] and "ALTER ROLE" in errors["database.user"][0]
+    assert "CREATE PUBLICATION" in errors["publication.name"][0]
+
+    filtered = {**cdc_config("cdc-validate", db, "v"), "table.include.list": "public\\.nothing"}
+    errors = {r.name: r.errors for r in PostgresCdcSourceConnector().validate(filtered) if r.errors}
+    assert "no table matches" in errors["table.include.list"][0]
+
+    decoderbufs = {**cdc_config("cdc-validate", db, "v"), "plugin.name": "decoderbufs"}
+    errors = {r.name: r.errors for r in PostgresCdcSourceConnector().validate(decoderbufs) if r.errors}
+    assert list(errors) == ["plugin.name"]
+    assert not [r for r in PostgresCdcSourceConnector().validate(cdc_config("ok", db, "v")) if r.errors]

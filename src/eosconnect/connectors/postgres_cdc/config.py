@@ -58,6 +58,9 @@ CONFIG_DEF = (
     .define("slot.name", ConfigType.STRING, "debezium", Importance.MEDIUM,
             "Logical replication slot (pgoutput) the connector reads; created if missing. It keeps "
             "the WAL the connector has not confirmed yet.", group="Replication")
+    .define("plugin.name", ConfigType.STRING, "pgoutput", Importance.LOW,
+            "Logical decoding plugin: pgoutput, the only one supported (Debezium's default).",
+            ValidString.in_("pgoutput"), group="Replication")
     .define("publication.name", ConfigType.STRING, "dbz_publication", Importance.MEDIUM,
             "Publication whose tables pgoutput streams.", group="Replication")
     .define("publication.autocreate.mode", ConfigType.STRING, AutoCreate.ALL_TABLES.value, Importance.MEDIUM,

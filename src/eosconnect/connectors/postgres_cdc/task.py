@@ -263,6 +263,9 @@ class PostgresCdcTask(SourceTask):
                 for r in records
                 if (int(r.source_offset["lsn"]), int(r.source_offset["event"])) > (lsn, event)  # type: ignore[arg-type]
             ]
+            if not kept:  # the whole transaction is in Kafka already: the slot may pass it
+                with self._lock:
+                    self._flush_to = max(self._flush_to, commit.end_lsn)
             if len(kept) < len(records):
                 log.info(
                     "PostgresCdcSource: skipped %d event(s) of transaction %d already in Kafka",
