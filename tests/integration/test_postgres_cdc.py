@@ -313,3 +313,42 @@ def test_validation_names_each_problem_and_its_fix(db) -> None:
     errors = {r.name: r.errors for r in PostgresCdcSourceConnector().validate(decoderbufs) if r.errors}
     assert list(errors) == ["plugin.name"]
     assert not [r for r in PostgresCdcSourceConnector().validate(cdc_config("ok", db, "v")) if r.errors]
+
+
+def test_heartbeats_move_offset_and_slot_while_captured_tables_are_idle(
+    db, run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """Only a table outside the publication changes: heartbeat records carry the server's WAL
+    position into the committed offset, and the slot moves on, so PostgreSQL does not keep that WAL."""
+    from support.runtime_helpers import committed_offsets
+
+    with db.connect() as conn:
+        conn.execute("CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, line TEXT)")
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    heartbeats = create_topic(f"__debezium-heartbeat.{prefix}")
+    worker = worker_props("enabled")
+    config = cdc_config("cdc-heartbeat", db, prefix, heartbeat_interval_ms="300")
+    job = run_job(config, worker)
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    with db.connect() as conn:
+        start = conn.execute("SELECT pg_current_wal_lsn() - '0/0'").fetchone()[0]
+        for i in range(200):
+            conn.execute("INSERT INTO audit (line) VALUES (%s)", (f"line {i}",))
+
+    def offset_lsn() -> int:
+        offsets = committed_offsets(read_committed, worker["offset.storage.topic"], "cdc-heartbeat")
+        offset = offsets.get(json.dumps({"server": prefix})) or {}
+        return int(offset.get("lsn", 0)) if "heartbeat" in offset else 0
+
+    wait_until(lambda: offset_lsn() > start, 60, "a heartbeat offset past the audit writes", job)
+    job.stop()
+    assert len(read_committed(topic)) == SNAPSHOT_ROWS, "heartbeats add no change events"
+    record = read_committed(heartbeats)[-1]
+    assert json.loads(record.key)["payload"] == {"serverName": prefix}
+    with db.connect() as conn:
+        confirmed = conn.execute(
+            "SELECT confirmed_flush_lsn - '0/0' FROM pg_replication_slots WHERE slot_name = %s",
+            (config["slot.name"],),
+        ).fetchone()[0]
+    assert confirmed > start, "the slot moved past the WAL of the uncaptured table"

@@ -29,7 +29,7 @@ from typing import Any
 
 from eosconnect.api.data import SchemaBuilder, Struct
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import Primitive, RecordMetadata, SourceOffset, SourcePartition, SourceRecord
+from eosconnect.api.records import Primitive, RecordMetadata, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
@@ -148,20 +148,26 @@ class PostgresCdcTask(SourceTask):
         self._confirm()
         deadline = time.monotonic() + self.poll_s
         while len(self._ready) < self.batch_size and not self._stopping.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or (self._ready and self._txn is None and remaining < self.poll_s / 2):
+            # Wait for WAL only while there is nothing to hand over (or a transaction is half read).
+            waiting = not self._ready or self._txn is not None
+            remaining = deadline - time.monotonic() if waiting else 0.0
+            if waiting and remaining <= 0:
                 break
-            message = self.stream.read(remaining)
+            message = self.stream.read(max(remaining, 0.0))
             if message is None:
+                if not waiting:
+                    break
                 continue
             self._handle(parse(message.payload))
-        if not self._ready:
-            return self._heartbeat()
-        self._last_activity = time.monotonic()
-        count = min(len(self._ready), self.batch_size)
-        batch = [self._ready.popleft() for _ in range(count)]
+        if self._ready:
+            self._last_activity = time.monotonic()
+            batch = [self._ready.popleft() for _ in range(min(len(self._ready), self.batch_size))]
+        else:
+            batch = self._heartbeat()
+        if not batch:
+            return None
         txn = self.context.transaction_context
-        if txn is not None:
+        if txn is not None:  # end the Kafka transaction where the database transaction ends
             for record in batch:
                 if "lsn_end" in record.source_offset:
                     txn.commit_transaction(record)
@@ -289,17 +295,17 @@ class PostgresCdcTask(SourceTask):
             value_schema=table.envelope_schema if value is not None else None,
         )
 
-    def _heartbeat(self) -> list[SourceRecord] | None:
+    def _heartbeat(self) -> list[SourceRecord]:
         """After heartbeat.interval.ms without changes, a heartbeat record whose offset is the
         server's WAL position: committing it lets the slot move on an idle or filtered database."""
         if self.heartbeat_s <= 0 or self._txn is not None:
-            return None
+            return []
         if time.monotonic() - self._last_activity < self.heartbeat_s:
-            return None
+            return []
         self._last_activity = time.monotonic()
         wal_end = self.stream.wal_end
         if not wal_end:
-            return None
+            return []
         now_ms = int(time.time() * 1000)
         return [
             SourceRecord(
@@ -328,11 +334,6 @@ class PostgresCdcTask(SourceTask):
         if target > self._confirmed and self.stream.started:
             self.stream.confirm(target)
             self._confirmed = target
-
-    def update_offsets(
-        self, offsets: dict[SourcePartition, SourceOffset]
-    ) -> dict[SourcePartition, dict[str, Primitive]] | None:
-        return None
 
     def stop(self) -> None:
         self._stopping.set()
