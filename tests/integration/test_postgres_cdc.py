@@ -352,3 +352,37 @@ def test_heartbeats_move_offset_and_slot_while_captured_tables_are_idle(
             (config["slot.name"],),
         ).fetchone()[0]
     assert confirmed > start, "the slot moved past the WAL of the uncaptured table"
+
+
+def test_sigkill_mid_snapshot_takes_it_again_exactly_once(
+    db, run_job, worker_props, topic_name, create_topic, read_committed, tmp_path: Path
+):
+    """With transaction.boundary=connector the snapshot is one Kafka transaction: killed halfway,
+    nothing of it is visible, and the restarted task takes a new snapshot on a new slot."""
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = cdc_config(
+        "cdc-snapshot-crash",
+        db,
+        prefix,
+        connector_class="support.cdc_connectors.CrashingPostgresCdcConnector",
+        snapshot_fetch_size="5",
+        crash_phase="snapshot",
+        crash_after_batches="3",
+        crash_marker_dir=str(markers),
+    )
+    job = run_job(config, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 120, "the snapshot", job)
+    workload = Workload(db, transactions=20, seed=5).start()
+    workload.join()
+
+    def delivered() -> bool:
+        changes = sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+        return changes >= workload.changes
+
+    wait_until(delivered, 90, "every change", job)
+    job.stop()
+    assert (markers / "crashed").exists(), "the task's Python worker must have been SIGKILLed mid-snapshot"
+    check_exactly_once(read_events(read_committed, topic), db, workload.changes)

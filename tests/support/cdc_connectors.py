@@ -13,20 +13,22 @@ from eosconnect.connectors.postgres_cdc import PostgresCdcSourceConnector, Postg
 
 class CrashingPostgresCdcTask(PostgresCdcTask):
     """SIGKILLs its own Python worker once (marker file in `crash.marker.dir`), in the poll after
-    `crash.after.batches` streamed (non-snapshot) batches were returned."""
+    `crash.after.batches` batches of `crash.phase` (`stream`, the default, or `snapshot`) were returned."""
 
     def start(self, config: dict[str, str]) -> None:
         super().start(config)
         self._batches = 0
         self._crash_after = int(config["crash.after.batches"])
         self._marker = Path(config["crash.marker.dir"]) / "crashed"
+        self._phase = config.get("crash.phase", "stream")
 
     def poll(self) -> list[SourceRecord] | None:
         if self._batches >= self._crash_after and not self._marker.exists():
             self._marker.write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
         records = super().poll()
-        if records and self._snapshot is None and records[0].source_offset.get("snapshot") is None:
+        snapshot = bool(records) and records[0].source_offset.get("snapshot") is not None  # type: ignore[index]
+        if records and snapshot == (self._phase == "snapshot"):
             self._batches += 1
         return records
 

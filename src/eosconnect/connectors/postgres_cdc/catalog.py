@@ -136,19 +136,14 @@ def table_meta(conn: Any, schema: str, table: str) -> TableMeta:
         "AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
         (oid,),
     ).fetchall()
-    key = conn.execute(
-        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-        "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s AND i.indisprimary "
-        "ORDER BY array_position(i.indkey::int2[], a.attnum)",
-        (oid,),
-    ).fetchall()
+    _, key = relation_meta(conn, oid)
     return TableMeta(
         oid,
         schema,
         table,
         tuple(Column(r[0], r[1], r[2], False) for r in rows),
         {r[0]: not r[3] for r in rows},
-        tuple(r[0] for r in key),
+        key,
     )
 
 
