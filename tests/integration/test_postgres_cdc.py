@@ -373,16 +373,28 @@ def test_sigkill_mid_snapshot_takes_it_again_exactly_once(
         crash_after_batches="3",
         crash_marker_dir=str(markers),
     )
+    with db.connect() as conn:  # `before` carries the whole old row
+        conn.execute("ALTER TABLE accounts REPLICA IDENTITY FULL")
     job = run_job(config, worker_props("enabled"))
     wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 120, "the snapshot", job)
     workload = Workload(db, transactions=20, seed=5).start()
     workload.join()
+    with db.connect() as conn:  # a dropped column disappears from the events after it
+        conn.execute("ALTER TABLE accounts DROP COLUMN note")
+        conn.execute("UPDATE accounts SET version = 100000 WHERE id = (SELECT max(id) FROM accounts)")
+    expected = workload.changes + 1
 
     def delivered() -> bool:
         changes = sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
-        return changes >= workload.changes
+        return changes >= expected
 
     wait_until(delivered, 90, "every change", job)
     job.stop()
     assert (markers / "crashed").exists(), "the task's Python worker must have been SIGKILLed mid-snapshot"
-    check_exactly_once(read_events(read_committed, topic), db, workload.changes)
+    events = read_events(read_committed, topic)
+    check_exactly_once(events, db, expected)
+    values = [v for _, _, v in events if v is not None]
+    for value in values:
+        if value["op"] in ("u", "d"):
+            assert value["before"] is not None and value["before"]["owner"].startswith("owner-"), value
+    assert "note" not in values[-1]["after"] and "note" in values[0]["after"]
