@@ -209,7 +209,7 @@ def transactions_of(events: list[tuple[int, Any, Any]]) -> list[list[tuple[int, 
 
 
 def test_snapshot_then_changes_exactly_once_one_kafka_transaction_per_db_transaction(
-    db, run_job, worker_props, topic_name, create_topic, read_committed
+    db, run_job, worker_props, topic_name, create_topic, read_committed, connect_harness
 ):
     prefix = topic_name("pg")
     topic = create_topic(f"{prefix}.public.accounts")
@@ -248,6 +248,34 @@ def test_snapshot_then_changes_exactly_once_one_kafka_transaction_per_db_transac
     first = next(v for _, _, v in events if v is not None)
     assert first["after"]["balance"] is not None and first["source"]["connector"] == "postgresql"
     assert first["source"]["db"] == db.name and first["source"]["table"] == "accounts"
+
+    # Kafka's own JsonConverter reads each kind of event (r, c, u, d, after the ALTER) and writes
+    # it back byte for byte: the envelope and its schemas are valid Connect data for Java consumers.
+    records = read_committed(topic)
+    samples: dict[str, Any] = {}
+    for record in records:
+        if record.value:
+            payload = json.loads(record.value)
+            samples.setdefault(payload["payload"]["op"], record)
+    samples["alter"] = records[-1]
+    assert set(samples) == {"r", "c", "u", "d", "alter"}
+    for record in samples.values():
+        for data in (record.key, record.value):
+            answer = connect_harness.run(
+                {"converter": {"schemas.enable": "true"}, "topic": topic, "value": json.loads(data)}
+            )
+            assert "error" not in answer, answer
+            assert answer["value"] == json.loads(data)
+    envelope = json.loads(samples["u"].value)["schema"]
+    assert envelope["name"] == f"{prefix}.public.accounts.Envelope"
+    fields = {f["field"]: f for f in envelope["fields"]}
+    assert fields["after"]["name"] == f"{prefix}.public.accounts.Value"
+    assert fields["source"]["name"] == "io.debezium.connector.postgresql.Source"
+    columns = {f["field"]: f for f in fields["after"]["fields"]}
+    assert columns["balance"]["name"] == "org.apache.kafka.connect.data.Decimal"
+    assert columns["opened"]["name"] == "io.debezium.time.Date"
+    assert columns["seen"]["name"] == "io.debezium.time.ZonedTimestamp"
+    assert json.loads(samples["u"].key)["schema"]["name"] == f"{prefix}.public.accounts.Key"
 
 
 def test_sigkilled_task_resumes_exactly_once(
