@@ -139,3 +139,24 @@ def test_table_filter_and_lsn_text() -> None:
     assert tables("public", "orders") and not tables("public", "audit_log")
     assert "replication='database'" in config.dsn(replication=True)
     assert parse_lsn("16/B374D848") == 0x16B374D848 and format_lsn(0x16B374D848) == "16/B374D848"
+
+
+def test_column_exclude_list_keeps_the_primary_key() -> None:
+    config = CdcConfig.parse(
+        {
+            "database.hostname": "h",
+            "database.user": "u",
+            "database.dbname": "d",
+            "topic.prefix": "p",
+            "column.exclude.list": "public\\.t\\.(secret|id)",
+        }
+    )
+    columns = [Column("id", 23, -1, True), Column("secret", 25, -1, False), Column("name", 25, -1, False)]
+    table = TableEvents(
+        "p", "public", "t", columns, [False, True, True], ["id"], DecimalHandling.PRECISE,
+        TimePrecision.ADAPTIVE, config.columns,
+    )  # fmt: skip
+    assert [f.name for f in table.value_schema.fields] == ["id", "name"]
+    row = table.row(("3", "hidden", "ann"))
+    assert row.to_dict() == {"id": 3, "name": "ann"}
+    assert table.key(row) == Struct(table.key_schema).put("id", 3)

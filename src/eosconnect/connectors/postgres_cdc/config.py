@@ -74,6 +74,13 @@ CONFIG_DEF = (
     .define("table.exclude.list", ConfigType.LIST, [], Importance.MEDIUM,
             "Regular expressions matched against <schema>.<table>: matching tables are not captured "
             "(not with table.include.list).", _REGEXES, group="Tables")
+    .define("column.include.list", ConfigType.LIST, [], Importance.LOW,
+            "Regular expressions matched against <schema>.<table>.<column>: only matching columns are in "
+            "the events' before/after (primary key columns always are).", _REGEXES, group="Tables")
+    .define("column.exclude.list", ConfigType.LIST, [], Importance.LOW,
+            "Regular expressions matched against <schema>.<table>.<column>: matching columns are left out "
+            "of before/after (not with column.include.list; primary key columns stay).", _REGEXES,
+            group="Tables")
     .define("snapshot.mode", ConfigType.STRING, SnapshotMode.INITIAL.value, Importance.MEDIUM,
             "initial: copy the tables' rows (op=r) from the slot's exported snapshot on the first start, "
             "then stream from exactly there; no_data / never: stream changes only; initial_only: snapshot "
@@ -106,13 +113,14 @@ CONFIG_DEF = (
 
 @dataclass(frozen=True)
 class TableFilter:
-    """Debezium's table.include.list / table.exclude.list: full matches on `<schema>.<table>`."""
+    """Debezium's include/exclude lists: full matches on the dotted name (`<schema>.<table>` for
+    tables, `<schema>.<table>.<column>` for columns); the include list wins when both are set."""
 
     include: tuple[re.Pattern[str], ...]
     exclude: tuple[re.Pattern[str], ...]
 
-    def __call__(self, schema: str, table: str) -> bool:
-        name = f"{schema}.{table}"
+    def __call__(self, *parts: str) -> bool:
+        name = ".".join(parts)
         if self.include:
             return any(p.fullmatch(name) for p in self.include)
         return not any(p.fullmatch(name) for p in self.exclude)
@@ -136,6 +144,13 @@ class CdcConfig:
         return TableFilter(
             tuple(re.compile(p.strip()) for p in self.values["table.include.list"] if p.strip()),
             tuple(re.compile(p.strip()) for p in self.values["table.exclude.list"] if p.strip()),
+        )
+
+    @property
+    def columns(self) -> TableFilter:
+        return TableFilter(
+            tuple(re.compile(p.strip()) for p in self.values["column.include.list"] if p.strip()),
+            tuple(re.compile(p.strip()) for p in self.values["column.exclude.list"] if p.strip()),
         )
 
     def dsn(self, *, replication: bool = False) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,9 +135,18 @@ class TableEvents:
         primary_key: Sequence[str],
         decimal_mode: DecimalHandling,
         time_mode: TimePrecision,
+        keep_column: Callable[[str, str, str], bool] | None = None,
     ) -> None:
         self.schema_name, self.table = schema_name, table
         self.topic = f"{prefix}.{schema_name}.{table}"
+        # column.include.list / column.exclude.list: positions (in the tuples) of the columns kept
+        self._kept = tuple(
+            i
+            for i, c in enumerate(columns)
+            if keep_column is None or c.name in primary_key or keep_column(schema_name, table, c.name)
+        )
+        columns = [columns[i] for i in self._kept]
+        nullable = [nullable[i] for i in self._kept]
         self.columns = tuple(columns)
         types = [column_type(c.type_oid, c.type_modifier, decimal_mode, time_mode) for c in columns]
         self.converters = tuple(t.convert for t in types)
@@ -179,7 +188,8 @@ class TableEvents:
         are null, or a type default for NOT NULL ones; unchanged TOASTed values become Debezium's
         placeholder (strings and bytes) or null."""
         out: list[Any] = []
-        for i, (text, convert, schema) in enumerate(zip(values, self.converters, self._fields, strict=False)):
+        values = [values[i] if i < len(values) else None for i in self._kept]
+        for i, (text, convert, schema) in enumerate(zip(values, self.converters, self._fields, strict=True)):
             if key_only and i not in self.key_positions:
                 out.append(None if schema.optional else type_default(schema))
             elif text is None:
@@ -188,7 +198,6 @@ class TableEvents:
                 out.append(_unavailable(schema))
             else:
                 out.append(convert(text))  # type: ignore[arg-type]
-        out += [None] * (len(self._fields) - len(out))
         return Struct.from_values(self.value_schema, out, validate=False)
 
     def key(self, row: Struct | None) -> Struct | None:

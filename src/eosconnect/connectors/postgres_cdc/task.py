@@ -89,6 +89,7 @@ class PostgresCdcTask(SourceTask):
         self.poll_s = self.cfg["poll.interval.ms"] / 1000
         self.heartbeat_s = self.cfg["heartbeat.interval.ms"] / 1000
         self.filter = self.cfg.tables
+        self.column_filter = self.cfg.columns
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ready: deque[SourceRecord] = deque()
@@ -213,6 +214,7 @@ class PostgresCdcTask(SourceTask):
             key or tuple(c.name for c in relation.columns if c.key and relation.replica_identity != "f"),
             self.decimal_mode,
             self.time_mode,
+            self.column_filter,
         )
 
     def _change(self, message: Insert | Update | Delete) -> None:
@@ -381,6 +383,7 @@ class _Snapshot:
             meta.primary_key,
             self.task.decimal_mode,
             self.task.time_mode,
+            self.task.column_filter,
         )
         columns = ", ".join(f"{catalog._ident(c.name)}::text" for c in meta.columns)
         self._cursor = self.conn.cursor(name=f"eosconnect_snapshot_{meta.oid}")
