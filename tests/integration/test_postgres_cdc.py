@@ -369,17 +369,19 @@ def test_heartbeats_move_offset_and_slot_while_captured_tables_are_idle(
         offset = offsets.get(json.dumps({"server": prefix})) or {}
         return int(offset.get("lsn", 0)) if "heartbeat" in offset else 0
 
+    def slot_lsn() -> int:
+        with db.connect() as conn:
+            return conn.execute(
+                "SELECT confirmed_flush_lsn - '0/0' FROM pg_replication_slots WHERE slot_name = %s",
+                (config["slot.name"],),
+            ).fetchone()[0]
+
     wait_until(lambda: offset_lsn() > start, 60, "a heartbeat offset past the audit writes", job)
+    wait_until(lambda: slot_lsn() > start, 60, "the slot to move past the uncaptured table's WAL", job)
     job.stop()
     assert len(read_committed(topic)) == SNAPSHOT_ROWS, "heartbeats add no change events"
     record = read_committed(heartbeats)[-1]
     assert json.loads(record.key)["payload"] == {"serverName": prefix}
-    with db.connect() as conn:
-        confirmed = conn.execute(
-            "SELECT confirmed_flush_lsn - '0/0' FROM pg_replication_slots WHERE slot_name = %s",
-            (config["slot.name"],),
-        ).fetchone()[0]
-    assert confirmed > start, "the slot moved past the WAL of the uncaptured table"
 
 
 def test_sigkill_mid_snapshot_takes_it_again_exactly_once(

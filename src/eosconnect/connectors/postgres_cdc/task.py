@@ -359,7 +359,10 @@ class _Snapshot:
         self.task, self.lsn = task, lsn
         self.fetch = int(task.cfg["snapshot.fetch.size"])
         self.conn = psycopg.connect(task.cfg.dsn())
-        self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        # psycopg opens the transaction (BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY) before the
+        # first statement, which must be SET TRANSACTION SNAPSHOT.
+        self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        self.conn.read_only = True
         self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
         self.ts = dt.datetime.now(dt.UTC)
         self.tables = [
