@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.devkafka import KafkaSetupError, LocalKafkaCluster
+from eosconnect.devkafka.java_runtime import find_java
+from eosconnect.devkafka.registry import MIN_JAVA, LocalSchemaRegistry
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 from eosconnect.tools.worker_process import WorkerProcess
 from support.connect_harness import ConnectHarness
@@ -49,6 +51,23 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClust
     cluster.start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSchemaRegistry]:
+    """A real schema registry (Apicurio Registry, Confluent-compatible API) for the whole session,
+    started only when a test asks for it (6-16 s, ~300 MB). Its global compatibility is Apicurio's
+    NONE: tests that rely on a rule set it on their own subject. Skipped, saying why, where no Java 21+
+    is installed (`make registry` installs one where Debian has it)."""
+    if find_java(MIN_JAVA) is None:
+        pytest.skip(f"the schema registry needs Java {MIN_JAVA}+, and none was found (see `make registry`)")
+    registry = LocalSchemaRegistry(tmp_path_factory.mktemp("registry"), tie_to_parent=True)
+    try:
+        registry.start()
+    except KafkaSetupError as exc:
+        pytest.fail(f"the schema registry could not be set up: {exc}")
+    yield registry
+    registry.stop()
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import typer
 from eosconnect.cli_errors import CliGroup, PlainHelpCommand
 from eosconnect.clients.cli import connectors_app, plugins_app
 from eosconnect.devkafka.cli import app as kafka_app
+from eosconnect.devkafka.cli import registry_app
 from eosconnect.mirrormaker.cli import mirror_app, mirror_maker
 from eosconnect.tools.kafka_cli import groups_app, topics_app
 from eosconnect.tools.verify_cli import verify
@@ -20,6 +21,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(kafka_app, name="kafka")
+app.add_typer(registry_app, name="registry")
 app.add_typer(connectors_app, name="connectors")
 app.add_typer(plugins_app, name="plugins")
 app.command("verify", cls=PlainHelpCommand)(verify)

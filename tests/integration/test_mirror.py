@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,11 +35,16 @@ PARTITIONS = 3
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def target_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
     cluster = LocalKafkaCluster(tmp_path_factory.mktemp("target"), brokers=1, tie_to_parent=True)
     cluster.start()
-    yield cluster.bootstrap_servers
+    yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def target(target_cluster: LocalKafkaCluster) -> str:
+    return target_cluster.bootstrap_servers
 
 
 def produce_sequences(bootstrap: str, topic: str, start: int, count: int) -> None:
@@ -276,6 +284,124 @@ def test_worker_mirrors_exactly_once_across_a_new_generation(
     )
 
 
+def test_a_stalled_target_makes_the_mirror_abort_and_rewrite_its_transaction_in_time(
+    workers, topic_name, create_topic, bootstrap, target, target_cluster: LocalKafkaCluster
+):
+    """The target broker freezes (SIGSTOP) for longer than half the producer's transaction timeout
+    while a mirror task's transaction is open: the task aborts it before the broker would, says so
+    once at WARN, rewinds to the transaction's first records and writes them again. No task fails,
+    nothing is lost or doubled, and no ERROR is logged."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    worker = workers()
+    mirror_topic = f"src.{source}"
+    config = mirror_config(
+        "mm",
+        source,
+        target,
+        tasks_max="1",
+        transaction_commit_interval_ms="500",
+        target_cluster_transaction_timeout_ms="20000",
+    )
+    config["connector.class"] = "MirrorSink"
+    assert worker.create_connector("mm", config).status_code == 201
+    produced = 0
+    stop = threading.Event()
+
+    def keep_producing() -> None:  # a transaction is open whenever the broker freezes
+        nonlocal produced
+        while not stop.is_set():
+            produce_sequences(bootstrap, source, produced, 20)
+            produced += 20
+            stop.wait(0.1)
+
+    producer = threading.Thread(target=keep_producing, daemon=True)
+    producer.start()
+    try:
+        worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 100 * PARTITIONS, 120, "copying")
+        (broker,) = target_cluster.broker_ids()
+        pid = target_cluster.node(broker).pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(13)  # past 10 s (half of 20 s): the task must abort; before 20 s: the broker would
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        time.sleep(2)
+    finally:
+        stop.set()
+        producer.join(30)
+    worker.wait_for(
+        lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
+    )
+    assert worker.task_states("mm") == ["RUNNING"]
+    assert_exactly_once(mirrored(target, mirror_topic), produced)
+    log_text = worker.log_path.read_text(errors="replace")
+    warnings = [line for line in log_text.splitlines() if "aborted its transaction of" in line]
+    assert warnings and all(" WARNING " in line for line in warnings), log_text[-3000:]
+    assert len(warnings) <= 3, f"one WARN per aborted transaction, not a stream: {warnings}"
+    errors = [line for line in log_text.splitlines() if " ERROR eosconnect.runtime" in line]
+    assert not errors, errors
+
+
+def test_a_replaced_mirror_task_ends_quietly_when_its_successor_fences_it(
+    workers, topic_name, create_topic, bootstrap, target
+):
+    """Issue 25: a mirror task frozen (SIGSTOP) in the middle of its transactions is replaced by a
+    new generation (tasks.max 1 -> 2): it does not stop in time, is abandoned, and the new
+    generation fences it. Woken up, it ends at INFO: no ERROR line, no FAILED status, and none of
+    its writes become visible."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    worker = workers()
+    mirror_topic = f"src.{source}"
+    config = mirror_config("mm", source, target, tasks_max="1", transaction_commit_interval_ms="200")
+    config["connector.class"] = "MirrorSink"
+    assert worker.create_connector("mm", config).status_code == 201
+    produced = 0
+    stop = threading.Event()
+
+    def keep_producing() -> None:  # the frozen task holds an open transaction
+        nonlocal produced
+        while not stop.is_set():
+            produce_sequences(bootstrap, source, produced, 20)
+            produced += 20
+            stop.wait(0.05)
+
+    producer = threading.Thread(target=keep_producing, daemon=True)
+    producer.start()
+    try:
+        worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 100 * PARTITIONS, 120, "copying")
+        (zombie,) = [r["pid"] for r in worker.request("GET", "/internal/tasks").json().values()]
+        os.kill(zombie, signal.SIGSTOP)
+        try:
+            updated = worker.request("PUT", "/connectors/mm/config", json={**config, "tasks.max": "2"})
+            assert updated.status_code == 200, updated.text
+            worker.wait_for(lambda: worker.task_states("mm") == ["RUNNING"] * 2, 120, "the new generation")
+            worker.wait_for(
+                lambda: "fencing 1 producers of connector 'mm'" in worker.log_path.read_text(), 60, "fencing"
+            )
+        finally:
+            os.kill(zombie, signal.SIGCONT)
+        worker.wait_for(
+            lambda: (
+                "[mm-0] ending: a newer instance" in worker.log_path.read_text()
+                or "[mm-0] stopped after" in worker.log_path.read_text()
+            ),
+            60,
+            "the zombie to end",
+        )
+    finally:
+        stop.set()
+        producer.join(30)
+    worker.wait_for(
+        lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
+    )
+    assert worker.task_states("mm") == ["RUNNING", "RUNNING"]
+    assert_exactly_once(mirrored(target, mirror_topic), produced)
+    log_text = worker.log_path.read_text(errors="replace")
+    problems = [line for line in log_text.splitlines() if " ERROR eosconnect" in line or " CRITICAL " in line]
+    assert not [p for p in problems if "eosconnect.kafka" not in p or " CRITICAL " in p], problems
+
+
 def test_worker_offsets_of_an_exactly_once_mirror_are_altered_and_reset_on_the_target(
     workers, topic_name, create_topic, bootstrap, target
 ):
@@ -491,3 +617,34 @@ def test_mirror_source_offset_syncs_stay_exact_while_another_producer_writes_the
         assert translated is not None
         first_at_or_after = bisect.bisect_left(copy_offsets, translated)
         assert first_at_or_after == committed, f"source offset {committed} translates to {translated}"
+
+
+def test_at_least_once_mirror_stopped_before_any_offset_flush_repeats_nothing(
+    run_job, worker_props, topic_name, target, read_committed
+):
+    """Issue 24's finding, at the runtime: a mirror without exactly once, stopped cleanly before
+    `offset.flush.interval.ms` came round, then restarted with exactly once on, copied everything
+    again. The clean stop commits its source offsets, so the restart copies only what is new."""
+    source = topic_name("remote")
+    ensure_topic(AdminClient({"bootstrap.servers": target}), source, PARTITIONS, 1, compacted=False)
+    produce_sequences(target, source, 0, 400)
+    connector = {
+        "name": "mm-clean-stop",
+        "connector.class": "MirrorSource",
+        "tasks.max": "2",
+        "topics": source,
+        "source.cluster.bootstrap.servers": target,
+        "source.cluster.alias": "remote",
+    }
+    worker = worker_props("disabled", offset_flush_interval_ms="3600000")
+    mirror_topic = f"remote.{source}"
+    job = run_job(connector, worker)
+    wait_until(lambda: len(read_committed(mirror_topic)) >= 400 * PARTITIONS, 180, "the copy", job)
+    assert all(o["state"] == "STOPPED" for o in job.stop())
+
+    produce_sequences(target, source, 400, 100)
+    exactly_once = {**worker, "exactly.once.source.support": "enabled", "offset.flush.interval.ms": "500"}
+    job = run_job(connector, exactly_once, generation=1, previous_task_count=2)
+    wait_until(lambda: len(read_committed(mirror_topic)) >= 500 * PARTITIONS, 120, "the new records", job)
+    job.stop()
+    assert_exactly_once(read_committed(mirror_topic), 500)

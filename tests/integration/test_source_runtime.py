@@ -254,6 +254,24 @@ def test_at_least_once_mode_delivers_everything(
     assert all(o["state"] == "STOPPED" for o in outcomes)
 
 
+def test_at_least_once_task_that_fails_commits_what_was_acknowledged(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """Kafka Connect commits a source task's offsets in `finally`: records acknowledged before the
+    failure are not sent again by the restarted task, though no periodic flush came round."""
+    data = create_topic(topic_name("data"))
+    worker = worker_props("disabled", offset_flush_interval_ms="3600000")
+    connector = sequence_config(
+        "seq-fail", data, tasks=1, total=100000, connector_class="support.connectors.FailingSequenceConnector"
+    )
+    connector["fail.after.polls"] = "4"
+    (outcome,) = run_job(connector, worker).wait(90)
+    assert outcome["state"] == "FAILED" and "the source went away" in outcome["trace"]
+    assert verify(read_committed(data), 1, 200).ok
+    committed = committed_offsets(read_committed, worker["offset.storage.topic"], "seq-fail")
+    assert committed == {json.dumps({"task": 0}): {"seq": 199}}
+
+
 def test_transactional_id_override_is_ignored(
     run_job, worker_props, topic_name, create_topic, read_committed
 ):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -26,6 +28,14 @@ def sequence(name: str, topic: str, tasks: int, total: int, **extra: str) -> dic
         "payload.bytes": "10",
         **extra,
     }
+
+
+def guide_example() -> str:
+    """The first Python block of docs/connector-guide.md (the counter source connector)."""
+    guide = Path(__file__).resolve().parents[2] / "docs" / "connector-guide.md"
+    match = re.search(r"```python\n(.*?)```", guide.read_text(), re.S)
+    assert match is not None
+    return match.group(1)
 
 
 def committed_sequences(read_committed, topic: str) -> list[tuple[int, int]]:
@@ -147,15 +157,23 @@ def test_leader_failover_keeps_exactly_once(workers, topic_name, create_topic, r
     assert report.ok, report.anomalies
 
 
-def test_kafka_connect_py_drives_the_real_worker(workers, topic_name, create_topic, read_committed):
-    """A client written for Kafka Connect (kafka-connect-py from PyPI) works unchanged."""
+def test_kafka_connect_py_drives_the_real_worker(workers, topic_name, create_topic, read_committed, tmp_path):
+    """A client written for Kafka Connect (kafka-connect-py from PyPI) works unchanged. The worker's
+    plugin.path holds docs/connector-guide.md's example as a module: listed with its version."""
     kafka_connect = pytest.importorskip("kafka_connect")
     data = create_topic(topic_name("data"))
-    worker = workers()
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "guide_counter.py").write_text(guide_example() + '\n__version__ = "1.0"\n')
+    worker = workers(**{"plugin.path": str(plugins)})
     connect = kafka_connect.KafkaConnect(url=worker.url)
     assert set(connect.get_cluster_info()) == {"version", "commit", "kafka_cluster_id"}
-    assert "eosconnect.connectors.sequence.SequenceSourceConnector" in {
-        p["class"] for p in connect.list_connector_plugins()
+    listed = {p["class"]: p for p in connect.list_connector_plugins()}
+    assert "eosconnect.connectors.sequence.SequenceSourceConnector" in listed
+    assert listed["guide_counter.CounterSourceConnector"] == {
+        "class": "guide_counter.CounterSourceConnector",
+        "type": "source",
+        "version": "1.0",
     }
     bad = connect.validate_connector_config(
         "SequenceSource", {"connector.class": "SequenceSource", "tasks.max": "0"}

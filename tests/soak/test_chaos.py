@@ -26,6 +26,10 @@ up, and `eosconnect.tools.verify` checks both topics whole: every source partiti
 complete, no gap, no duplicate, matching the committed source offsets. The worker log must hold no
 error or traceback other than those the injected faults explain.
 
+`EOSCONNECT_SOAK_BOUNDARY` picks the source's transaction boundary: `poll` (the default),
+`interval` (every 500 ms) or `connector` (SequenceSource commits every 50 records); `make
+soak-long` runs each of the three with three random seeds for 20 minutes each.
+
 The schedule comes from a seeded RNG: the seed and every fault are printed with timestamps (`make
 soak` shows them live) and `EOSCONNECT_SOAK_SEED=<seed>` replays the same schedule (timings, and so
 interleavings, differ from run to run). The timeline and the worker log are kept in
@@ -64,6 +68,15 @@ from support.chaos import (
 )
 
 SOAK_SECONDS = float(os.environ.get("EOSCONNECT_SOAK_SECONDS", "600"))
+#: The source connector's transaction boundary, and the settings that make it.
+BOUNDARIES: dict[str, dict[str, str]] = {
+    "poll": {},
+    "interval": {"transaction.boundary": "interval", "transaction.boundary.interval.ms": "500"},
+    "connector": {"transaction.boundary": "connector", "transaction.commit.every": "50"},
+}
+BOUNDARY = os.environ.get("EOSCONNECT_SOAK_BOUNDARY", "poll").strip().lower()
+if BOUNDARY not in BOUNDARIES:
+    raise ValueError(f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY!r}: use one of {', '.join(BOUNDARIES)}")
 SEED = int(os.environ.get("EOSCONNECT_SOAK_SEED") or random.SystemRandom().randrange(1, 2**31))
 ARTIFACTS = Path(
     os.environ.get("EOSCONNECT_SOAK_DIR", Path(__file__).resolve().parents[2] / ".eosconnect/soak")
@@ -116,7 +129,11 @@ def bootstrap(kafka3: LocalKafkaCluster) -> str:
 
 
 def source_config(topic: str, tasks: int) -> dict[str, str]:
-    return endless_sequence(topic, tasks, RATE)
+    return {
+        **endless_sequence(topic, tasks, RATE),
+        "producer.override.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
+        **BOUNDARIES[BOUNDARY],
+    }
 
 
 def mirror_config(topic: str, bootstrap: str) -> dict[str, str]:
@@ -394,7 +411,8 @@ def test_exactly_once_through_chaos(kafka3: LocalKafkaCluster, workers, topic_na
     chaos = Chaos(worker, kafka3, source, mirror, rng, artifacts / "timeline.txt")
     chaos.log(
         f"seed {SEED} (replay: EOSCONNECT_SOAK_SEED={SEED} EOSCONNECT_SOAK_SECONDS={SOAK_SECONDS:.0f} "
-        f"make soak); {SOAK_SECONDS:.0f}s of faults; timeline and worker log in {artifacts}"
+        f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY} make soak); {SOAK_SECONDS:.0f}s of faults, source "
+        f"transaction.boundary={BOUNDARY}; timeline and worker log in {artifacts}"
     )
     passed = False
     try:

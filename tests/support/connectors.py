@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eosconnect.api.config import ConfigDef
+from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import (
     OffsetAndMetadata,
     RecordMetadata,
@@ -53,6 +54,26 @@ class CrashingSequenceTask(SequenceSourceTask):
 class CrashingSequenceConnector(SequenceSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return CrashingSequenceTask
+
+
+class FailingSequenceTask(SequenceSourceTask):
+    """Raises in `poll()` after `fail.after.polls` polls: the task fails (no Spark retry)."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._polls = 0
+        self._fail_after = int(config["fail.after.polls"])
+
+    def poll(self) -> list[SourceRecord] | None:
+        self._polls += 1
+        if self._polls > self._fail_after:
+            raise ConnectException("the source went away")
+        return super().poll()
+
+
+class FailingSequenceConnector(SequenceSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return FailingSequenceTask
 
 
 class ConflictingBoundaryTask(SequenceSourceTask):

@@ -161,7 +161,7 @@ def test_default_and_unknown_converters() -> None:
     with pytest.raises(ConfigException, match=r'"key.converter": is required'):
         converter_from_config({}, is_key=True, default=None)
     with pytest.raises(ConfigException) as info:
-        converter_from_config({"value.converter": "io.confluent.connect.avro.AvroConverter"}, is_key=False)
+        converter_from_config({"value.converter": "io.confluent.connect.avro.NoSuchConverter"}, is_key=False)
     message = str(info.value)
     assert '"value.converter": cannot load converter' in message and "Java class" in message
     assert "Set value.converter to json, string or bytes" in message

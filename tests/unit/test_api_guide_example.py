@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ def test_counter_connector_splits_work_and_resumes_from_committed_offsets(exampl
         "tasks.max": "2",
         "topic": "counts",
         "batch.size": "3",
+        "poll.interval.ms": "100",
     }
     connector.start(config)
     assert connector.exactly_once_support(config) is ExactlyOnceSupport.SUPPORTED
@@ -65,7 +67,9 @@ def test_counter_connector_splits_work_and_resumes_from_committed_offsets(exampl
         assert isinstance(task, SourceTask)
         task.initialize(SourceTaskContext(configs=task_config, offset_storage_reader=reader))
         task.start(task_config)
+        started = time.monotonic()
         first, second = task.poll() or [], task.poll() or []
+        assert time.monotonic() - started >= 0.1, "poll() is not paced by poll.interval.ms"
         polled[task_config["counter"]] = [r.value["value"] for r in first + second]
         assert first[0].topic == "counts"
         assert first[0].source_partition == {"counter": task_config["counter"]}

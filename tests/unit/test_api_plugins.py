@@ -242,3 +242,77 @@ def test_plugin_path_comes_first_on_sys_path_in_its_order(tmp_path, monkeypatch)
     assert sys.path[:3] == [str(first.resolve()), str(second.resolve()), "/site-packages-stand-in"]
     plugins.configure_plugin_path([str(first)])  # configuring again adds no duplicate
     assert sys.path.count(str(first.resolve())) == 1
+
+
+SINK_PACKAGE_MODULE = """
+from eosconnect.api import ConfigDef, SinkConnector, SinkTask
+
+
+class JsonTask(SinkTask):
+    def start(self, config):
+        pass
+
+    def put(self, records):
+        pass
+
+
+class JsonSinkConnector(SinkConnector):
+    def config_def(self):
+        return ConfigDef()
+
+    def start(self, config):
+        pass
+
+    def task_class(self):
+        return JsonTask
+
+    def task_configs(self, max_tasks):
+        return [{}]
+"""
+
+
+def test_plugin_path_connectors_are_listed_with_their_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A module, a package and a zip on plugin.path: `GET /connector-plugins` (and so `eosconnect
+    plugins list`) shows each one's connector classes with their versions; a module that does not
+    import is skipped."""
+    import uuid
+    import zipfile
+
+    from eosconnect.cluster.herder_reads import HerderReads
+
+    tag = uuid.uuid4().hex[:8]
+    plugin_dir = tmp_path / "plugins"
+    plugin_dir.mkdir()
+    (plugin_dir / f"single_{tag}.py").write_text(MODULE + '\n__version__ = "1.2.3"\n')
+    package = plugin_dir / f"pkg_{tag}"
+    package.mkdir()
+    (package / "__init__.py").write_text('__version__ = "0.4"\n')
+    (package / "sink.py").write_text(
+        SINK_PACKAGE_MODULE + '\ndef _v(self):\n    return "0.4"\nJsonSinkConnector.version = _v\n'
+    )
+    (plugin_dir / f"broken_{tag}.py").write_text("import surely_not_installed_dependency\n")
+    archive = tmp_path / f"zipped_{tag}.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(
+            f"zipped_{tag}/__init__.py", MODULE.replace("PluginSourceConnector", "ZippedSourceConnector")
+        )
+    entries = [str(plugin_dir), str(archive)]
+    monkeypatch.setattr(sys, "path", [*entries, *sys.path])
+    monkeypatch.setenv(plugins.PLUGIN_PATH_ENV, ":".join(entries))
+    try:
+        listed = {p["class"]: p for p in HerderReads.connector_plugins(None, True)}  # type: ignore[arg-type]
+    finally:
+        plugins._scan_plugin_path.cache_clear()
+        for name in [m for m in sys.modules if m.split(".")[0].endswith(tag)]:
+            del sys.modules[name]
+    assert listed[f"single_{tag}.PluginSourceConnector"] == {
+        "class": f"single_{tag}.PluginSourceConnector",
+        "type": "source",
+        "version": "1.2.3",
+    }
+    assert listed[f"pkg_{tag}.sink.JsonSinkConnector"]["type"] == "sink"
+    assert listed[f"pkg_{tag}.sink.JsonSinkConnector"]["version"] == "0.4"
+    assert listed[f"zipped_{tag}.ZippedSourceConnector"]["type"] == "source"
+    assert not any(c.startswith(f"broken_{tag}") for c in listed)

@@ -140,6 +140,9 @@ class _OpenTransaction:
     def open_for_s(self) -> float:
         return self.seconds
 
+    def must_commit(self, interval_s: float) -> bool:
+        return self.seconds >= interval_s
+
     def produce(self, *args: object, origin: tuple[str, int, int] | None = None) -> None:
         self.produced.append(args)
         self.origins.append(origin)

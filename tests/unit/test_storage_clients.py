@@ -163,3 +163,26 @@ def test_forced_is_silent_when_the_user_agrees_or_said_nothing(caplog):
         assert forced({}, "enable.idempotence", True, "x") == {"enable.idempotence": True}
         assert forced({"enable.idempotence": "true"}, "enable.idempotence", True, "x")["enable.idempotence"]
     assert caplog.text == ""
+
+
+def test_librdkafka_fenced_lines_are_warnings_other_fatal_lines_stay_critical() -> None:
+    """A zombie's fencing is by design (KIP-618): the task's own line says whether it was a fault."""
+    logger = kafka_logger("producer")
+    assert kafka_logger("producer").filters.count(logger.filters[0]) == 1  # added once
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Keep()
+    logger.addHandler(handler)
+    try:
+        logger.critical(
+            "FATAL [rdkafka#producer-2]: Fatal error: This instance has been fenced by a newer instance"
+        )
+        logger.critical("TXNERR [rdkafka#producer-2]: Producer attempted an operation with an old epoch")
+        logger.critical("FATAL [rdkafka#producer-2]: Fatal error: Broker: Cluster authorization failed")
+    finally:
+        logger.removeHandler(handler)
+    assert [r.levelname for r in seen] == ["WARNING", "WARNING", "CRITICAL"]

@@ -690,11 +690,33 @@ CONVERTER_ALIASES: dict[str, type[Converter]] = {
 }
 """Names accepted for converters besides Python class paths (Kafka's Java names map to ours)."""
 
+_REGISTRY_CONVERTERS = "eosconnect.api.schema_registry."
+CONVERTER_PATHS: dict[str, str] = {
+    alias: _REGISTRY_CONVERTERS + path
+    for path, aliases in {
+        "avro.AvroConverter": ("avro", "AvroConverter", "io.confluent.connect.avro.AvroConverter"),
+        "json_schema.JsonSchemaConverter": (
+            "jsonschema",
+            "JsonSchemaConverter",
+            "io.confluent.connect.json.JsonSchemaConverter",
+        ),
+        "protobuf.ProtobufConverter": (
+            "protobuf",
+            "ProtobufConverter",
+            "io.confluent.connect.protobuf.ProtobufConverter",
+        ),
+    }.items()
+    for alias in aliases
+}
+"""Aliases of converters that live in their own modules (the Schema Registry converters and their
+libraries are only imported when a connector uses them), by the Python path they stand for."""
+
 _CONVERTER_CHOICES = (
     "json, string or bytes (or Kafka's org.apache.kafka.connect.json.JsonConverter, "
     "org.apache.kafka.connect.storage.StringConverter, "
     "org.apache.kafka.connect.converters.ByteArrayConverter, or its Integer/Long/Short/Float/Double/"
-    "BooleanConverter), "
+    "BooleanConverter), avro, jsonschema or protobuf (Confluent's io.confluent.connect.avro.AvroConverter, "
+    "io.confluent.connect.json.JsonSchemaConverter, io.confluent.connect.protobuf.ProtobufConverter), "
     "or a Python class path such as mypackage.converters.MyConverter"
 )
 
@@ -709,6 +731,7 @@ def resolve_converter_class(
         value = name.strip()
         if value in CONVERTER_ALIASES:
             return CONVERTER_ALIASES[value]
+        value = CONVERTER_PATHS.get(value, value)
         try:
             cls = import_class(value)
         except ImportError as exc:

@@ -22,8 +22,12 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
+import logging
 import os
+import pkgutil
 import sys
+import zipfile
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
@@ -41,11 +45,14 @@ __all__ = [
     "configure_plugin_path",
     "connector_type",
     "import_class",
+    "plugin_path_connectors",
     "plugin_version",
     "register_connector",
     "resolve_connector_class",
     "unregister_connector",
 ]
+
+log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "eosconnect.connectors"
 SETTING = "connector.class"
@@ -187,6 +194,67 @@ def configure_plugin_path(directories: Iterable[str]) -> None:
     for d in reversed(dirs):
         if d not in sys.path:
             sys.path.insert(0, d)
+
+
+def plugin_path_connectors() -> dict[str, str]:
+    """Every connector class defined on the worker's plugin.path, `module.Class` -> `module.Class`,
+    found as Kafka Connect finds them: by importing the plugins' modules (for `plugins list` and
+    `GET /connector-plugins`). A module that fails to import is logged and skipped."""
+    return dict(_scan_plugin_path(os.environ.get(PLUGIN_PATH_ENV, "")))
+
+
+@functools.lru_cache(maxsize=4)
+def _scan_plugin_path(plugin_path: str) -> tuple[tuple[str, str], ...]:
+    """Cached per plugin.path: modules stay imported, a change takes effect after a restart anyway."""
+    found: dict[str, str] = {}
+    for entry in (Path(p) for p in plugin_path.split(os.pathsep) if p):
+        for name in sorted(_top_level_modules(entry)):
+            for module in _modules_of(name):
+                for cls in vars(module).values():
+                    if (
+                        isinstance(cls, type)
+                        and issubclass(cls, Connector)
+                        and cls.__module__ == module.__name__
+                        and not inspect.isabstract(cls)
+                    ):
+                        path = f"{cls.__module__}.{cls.__qualname__}"
+                        found[path] = path
+    return tuple(sorted(found.items()))
+
+
+def _top_level_modules(entry: Path) -> set[str]:
+    """What a `sys.path` entry makes importable at its top: `x.py`, packages `x/__init__.py`, in a
+    directory or in a .zip/.whl/.egg file."""
+    if entry.is_dir():
+        names = [p.name for p in entry.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()]
+    elif entry.is_file() and zipfile.is_zipfile(entry):
+        with zipfile.ZipFile(entry) as archive:
+            names = [
+                n.split("/", 1)[0]
+                for n in archive.namelist()
+                if (n.count("/") == 0 and n.endswith(".py"))
+                or (n.count("/") == 1 and n.endswith("/__init__.py"))
+            ]
+    else:
+        return set()
+    return {n.removesuffix(".py") for n in names if n.removesuffix(".py").isidentifier()}
+
+
+def _modules_of(name: str) -> list[Any]:
+    """The module `name` and, for a package, its submodules; import errors are logged."""
+    try:
+        check_plugin_location(name)
+        module = importlib.import_module(name)
+    except Exception as exc:
+        log.warning("plugin.path: module %r cannot be imported, its connectors are not listed: %s", name, exc)
+        return []
+    modules = [module]
+    for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=f"{name}."):
+        try:
+            modules.append(importlib.import_module(info.name))
+        except Exception as exc:
+            log.warning("plugin.path: module %r could not be imported: %s", info.name, exc)
+    return modules
 
 
 def _allowed_roots() -> list[Path]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 
 from eosconnect.cluster.herder_state import LAUNCHED, GenerationRun, HerderState, TaskRuntime
 from eosconnect.cluster.jobs import SparkTaskJob
@@ -150,6 +151,7 @@ class Generations(HerderState):
         )
         run = GenerationRun(name, generation, snapshot.task_count(name), job)
         run.owners = dict.fromkeys(tasks, job)
+        run.instances = {spec.task: _instance_of(spec) for spec in specs}
         return run
 
     def _warn_if_plugins_changed(self) -> None:
@@ -175,7 +177,9 @@ class Generations(HerderState):
             task_config=dict(snapshot.task_config(name, task) or {}),
             connector_config=connector_config,
             worker_config=worker_props,
-            control=RestTaskControl(self.rest_url, worker_props, name, task, generation),
+            control=RestTaskControl(
+                self.rest_url, worker_props, name, task, generation, instance=uuid.uuid4().hex[:12]
+            ),
             coordinator=coordinator,
             generation=generation,
         )
@@ -207,13 +211,20 @@ class Generations(HerderState):
         """Run `tasks` of `run`'s generation again, as one more Spark job of that generation."""
         snapshot = self.config_store.snapshot
         label = "-".join(str(t) for t in tasks)
+        specs = [self._spec(name, snapshot, run.generation, t) for t in tasks]
         extra = SparkTaskJob(
             self.spark,
             f"eosconnect-{name}-gen{run.generation}-task{label}-{int(time.time() * 1000)}",
-            [self._spec(name, snapshot, run.generation, t) for t in tasks],
+            specs,
             f"eosconnect tasks {label} of {name}: {why}",
         )
+        for spec in specs:  # from now on the earlier instance is told to stop (and may be fenced)
+            run.instances[spec.task] = _instance_of(spec)
         for t in tasks:
             run.owners[t] = extra
             self._tasks.setdefault((name, t), TaskRuntime()).last_seen = time.monotonic()
         run.extra_jobs.append(extra.start())
+
+
+def _instance_of(spec: TaskSpec) -> str:
+    return str(getattr(spec.control, "instance", ""))

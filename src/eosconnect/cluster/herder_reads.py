@@ -16,6 +16,7 @@ from eosconnect import __version__
 from eosconnect.api.plugins import (
     available_connectors,
     connector_type,
+    plugin_path_connectors,
     plugin_version,
     resolve_connector_class,
 )
@@ -176,7 +177,8 @@ class HerderReads(HerderState):
     def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
         plugins = []
         seen: set[str] = set()
-        for short, path in sorted(available_connectors().items()):
+        # Short names first (built-ins, entry points, registered), then plugin.path's classes.
+        for short, path in [*sorted(available_connectors().items()), *plugin_path_connectors().items()]:
             if str(path) in seen:  # one class may have several names (e.g. Kafka's class name)
                 continue
             seen.add(str(path))

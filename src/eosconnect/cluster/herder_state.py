@@ -67,6 +67,8 @@ class TaskRuntime:
     last_seen: float = field(default_factory=time.monotonic)
     #: Spark's attempt number of the task's last heartbeat (0 = first attempt).
     attempt: int = 0
+    #: The launch (`GenerationRun.instances`) the last heartbeat came from.
+    instance: str | None = None
 
 
 @dataclass
@@ -85,6 +87,9 @@ class GenerationRun:
     owners: dict[int, SparkTaskJob] = field(default_factory=dict)
     #: Jobs whose end the herder has looked at (`_recover_lost_tasks`).
     ended_jobs: set[str] = field(default_factory=set)
+    #: The id of each task's latest launch (its `RestTaskControl.instance`): an instance launched
+    #: before (or an earlier Spark attempt of it) is told to stop and never speaks for the task.
+    instances: dict[int, str] = field(default_factory=dict)
 
     def running(self) -> bool:
         return self.job.running() or any(j.running() for j in self.extra_jobs)

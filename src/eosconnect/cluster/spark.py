@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eosconnect.cluster.shipping import DAEMON_MODULE, ShippingPlan, is_local_master, plan_shipping
 
 if TYPE_CHECKING:
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,44 @@ def create_spark_session(
     return spark
 
 
+def launch_detached_gateway(conf: SparkConf) -> Any:
+    """Start Spark's JVM deaf to the signals meant for the worker; None if a JVM runs already.
+
+    A SIGTERM to the worker's process group (`timeout`, `kill -- -PGID`, a terminal) would otherwise
+    reach the JVM at the same moment as the worker: the JVM's shutdown hook stops the SparkContext,
+    which kills the tasks before they hear "stop" and commit (an at-least-once source task then
+    repeats everything since its last periodic offset flush). So the JVM runs in a session of its
+    own with SIGTERM ignored (the JVM leaves an inherited SIG_IGN alone; PySpark already ignores
+    SIGINT there). (Spark's Python workers have process groups of their own too; a SIGTERM to the
+    whole cgroup, systemd's default `KillMode=control-group`, still kills them: use
+    `KillMode=mixed`.) It still ends with the worker:
+    the worker stops it, or, if the worker dies, PySpark's gateway exits at end of input on its
+    stdin pipe, so no JVM is left behind.
+    """
+    import pyspark.java_gateway as java_gateway
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:
+        return None
+    popen = java_gateway.Popen  # type: ignore[attr-defined]
+
+    def deaf_popen(*args: Any, **kwargs: Any) -> Any:
+        inner = kwargs.get("preexec_fn")
+
+        def preexec() -> None:
+            if inner is not None:
+                inner()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        return popen(*args, **{**kwargs, "preexec_fn": preexec})
+
+    java_gateway.Popen = deaf_popen  # type: ignore[attr-defined]
+    try:
+        return java_gateway.launch_gateway(conf, popen_kwargs={"start_new_session": True})
+    finally:
+        java_gateway.Popen = popen  # type: ignore[attr-defined]
+
+
 def executor_slots(spark: SparkSession) -> int:
     """Task slots Spark has now: the executors' cores over `spark.task.cpus` (0 before any executor
     registered). `defaultParallelism` is no measure on a cluster: it says 2 with no executor at all."""
@@ -163,7 +203,8 @@ class SparkProvider:
         plan = plan_shipping(self.master, self.conf, self.plugin_path, cache_root(), self.ship)
         os.environ["PYSPARK_PYTHON"] = plan.executor_python
         settings = session_settings(self.master, self.conf, plan)
-        SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(settings.items())))
+        conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        SparkContext._ensure_initialized(gateway=launch_detached_gateway(conf), conf=conf)
 
     @property
     def active(self) -> bool:

@@ -35,6 +35,8 @@ from eosconnect.worker_config import WorkerConfig
 log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_S = 0.5
+#: How long a fenced task asks the leader whether a newer instance replaced it (see `superseded`).
+SUPERSEDED_WAIT_S = 10.0
 #: A task that cannot reach its worker for this long stops: its worker is gone or partitioned away,
 #: and a successor will fence it anyway.
 ORPHAN_TIMEOUT_S = 60.0
@@ -207,6 +209,9 @@ class RestTaskControl:
     connector: str
     task: int
     generation: int
+    #: This launch of the task (set by the leader): a later launch, or a later Spark attempt of this
+    #: one, makes the leader answer this instance "stop" (see `superseded`).
+    instance: str = ""
     _metrics: TaskMetrics | None = field(default=None, repr=False)
     _last_beat: float = field(default=0.0, repr=False)
     _last_ok: float = field(default_factory=time.monotonic, repr=False)
@@ -260,9 +265,27 @@ class RestTaskControl:
             beat.join(15.0)
         self._report({"state": state, "trace": trace, "final": True})
 
+    def superseded(self, wait_s: float = SUPERSEDED_WAIT_S) -> bool:
+        """Asked by a task whose producer was fenced (or whose transaction the broker aborted):
+        was it replaced by design? True once the leader answers this instance "stop" (a newer
+        launch or Spark attempt of the task, a newer generation, a restart or stop asked for, or a
+        worker that no longer leads). A newer attempt may not have reported yet when it fences this
+        one, so a "run" is asked again for up to `wait_s`; still "run" means this instance is the
+        task's current one and its failure is real."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            answer = self._report({"state": "RUNNING"})
+            if answer is Directive.STOP:
+                self._directive = Directive.STOP
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(HEARTBEAT_INTERVAL_S)
+
     def _report(self, report: dict[str, Any]) -> Directive | None:
         body = {
             **report,
+            "instance": self.instance,
             "generation": self.generation,
             "pid": os.getpid(),
             "attempt": _spark_attempt(),

@@ -44,6 +44,10 @@ class TaskHealth(HerderState):
         with self._lock:
             run = self._runs.get(name)
             runtime = self._tasks.setdefault((name, task), TaskRuntime())
+            if self._stale_instance(run, runtime, task, generation, report):
+                # A newer instance of the task runs (a restart, a relaunch, a later Spark attempt):
+                # this one stops, and its reports never overwrite the newer one's state.
+                return "stop"
             changed = (runtime.state, runtime.generation) != (state, generation)
             if run is None or run.generation == generation or runtime.generation <= generation:
                 runtime.state, runtime.generation = state, generation
@@ -52,6 +56,7 @@ class TaskHealth(HerderState):
                 runtime.metrics = dict(report.get("metrics") or {})
                 runtime.last_seen = time.monotonic()
                 runtime.attempt = int(report.get("attempt") or 0)
+                runtime.instance = report.get("instance") or runtime.instance
             directive = "stop"
             if run is not None and run.generation == generation and run.stopping_since is None:
                 if task in run.stop_tasks:
@@ -75,6 +80,22 @@ class TaskHealth(HerderState):
                 runtime.trace,
             )
         return directive
+
+    @staticmethod
+    def _stale_instance(
+        run: GenerationRun | None, runtime: TaskRuntime, task: int, generation: int, report: Mapping[str, Any]
+    ) -> bool:
+        """Whether the reporting instance was replaced within its generation: the leader launched
+        the task again since (`GenerationRun.instances`), or a later Spark attempt of the same launch
+        has reported. (Instances of older generations are told to stop by their generation.)"""
+        instance = report.get("instance")
+        if run is None or run.generation != generation or not instance:
+            return False
+        latest = run.instances.get(task)
+        if latest is not None and instance != latest:
+            return True
+        attempt = int(report.get("attempt") or 0)
+        return runtime.generation == generation and runtime.instance == instance and attempt < runtime.attempt
 
     def _check_heartbeats(self) -> None:
         """A task not heard from for `task.heartbeat.timeout.ms` is not RUNNING (nor PAUSED): its

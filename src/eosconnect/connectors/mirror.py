@@ -76,7 +76,7 @@ from eosconnect.connectors.mirror_topics import (
     source_topic_configs,
 )
 from eosconnect.runtime.config import sink_consumer_group
-from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
+from eosconnect.runtime.sink_transactions import TransactionalSinkProducer, TransactionRetry
 from eosconnect.storage.clients import (
     KINDS,
     ClientConfig,
@@ -386,9 +386,10 @@ class MirrorSinkTask(SinkTask):
                 )
             else:
                 self._produce(topic, record, headers)
-        if self.writer is not None and self.writer.open_for_s() >= self.commit_interval_s:
+        if self.writer is not None and self.writer.must_commit(self.commit_interval_s):
             # The worker's flush interval (60 s by default) may be as long as the transaction
-            # timeout: ask for the commit ourselves, well before the broker would abort.
+            # timeout: ask for the commit ourselves, well before the broker would abort (or at
+            # once when a record failed and the transaction must be aborted and written again).
             self.context.request_commit()
 
     def _produce(self, topic: str, record: SinkRecord, headers: list[tuple[str, bytes | None]]) -> None:
@@ -414,16 +415,24 @@ class MirrorSinkTask(SinkTask):
     ) -> Mapping[TopicPartition, OffsetAndMetadata]:
         """Exactly once: commit the target transaction with the offsets, then let the runtime copy
         them to the source group, where they only show the lag (KIP-656). At least once: flush, then
-        let the runtime commit them to the source group, the truth in that mode."""
+        let the runtime commit them to the source group, the truth in that mode.
+
+        A transaction the writer had to abort (it could not commit in time, or a record failed;
+        `TransactionRetry`) commits nothing: the task rewinds to the first record of every
+        partition it held, and the runtime consumes them again before anything else."""
         if self.writer is not None:
-            self.writer.commit(
-                {  # the source leader epoch goes along: see TransactionalSinkProducer.commit
-                    self.policy.target_partition(tp): OffsetAndMetadata(
-                        om.offset, leader_epoch=om.leader_epoch
-                    )
-                    for tp, om in current_offsets.items()
-                }
-            )
+            try:
+                self.writer.commit(
+                    {  # the source leader epoch goes along: see TransactionalSinkProducer.commit
+                        self.policy.target_partition(tp): OffsetAndMetadata(
+                            om.offset, leader_epoch=om.leader_epoch
+                        )
+                        for tp, om in current_offsets.items()
+                    }
+                )
+            except TransactionRetry as retry:
+                self.context.offset(retry.rewind)
+                return {}
             return current_offsets
         assert self.producer is not None
         remaining = self.producer.flush(60)

@@ -1,4 +1,5 @@
-"""`eosconnect kafka ...`: start, stop and inspect local Apache Kafka clusters."""
+"""`eosconnect kafka ...` and `eosconnect registry ...`: start, stop and inspect local Apache Kafka
+clusters and a local schema registry."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from rich.table import Table
 from eosconnect.cli_errors import CliGroup
 from eosconnect.devkafka.cluster import ClusterError, LocalKafkaCluster, pid_alive
 from eosconnect.devkafka.distribution import KafkaSetupError
+from eosconnect.devkafka.registry import (
+    APICURIO_VERSION,
+    STATE_FILE,
+    LocalSchemaRegistry,
+    RegistryError,
+)
 
 DEFAULT_DIR = Path(".eosconnect/kafka")
 
@@ -116,3 +123,75 @@ def broker(
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(1) from exc
     console.print(f"node {node_id}: {action} done")
+
+
+# ---------------------------------------------------------------------- eosconnect registry
+REGISTRY_DIR = Path(".eosconnect/registry")
+
+registry_app = typer.Typer(
+    help="Run a real schema registry (Apicurio Registry, Confluent-compatible API) on loopback."
+)
+RegistryDirOption = Annotated[Path, typer.Option("--dir", help="Run directory of the registry (state, log).")]
+
+
+def _attach_registry(run_dir: Path) -> LocalSchemaRegistry:
+    try:
+        return LocalSchemaRegistry.attach(run_dir)
+    except RegistryError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from exc
+
+
+@registry_app.command("start")
+def registry_start(
+    run_dir: RegistryDirOption = REGISTRY_DIR,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default: a free one).")] = None,
+    compatibility: Annotated[
+        str | None,
+        typer.Option(help="Global compatibility rule, e.g. BACKWARD (Apicurio's default is NONE)."),
+    ] = None,
+    basic_auth: Annotated[
+        str | None,
+        typer.Option(help="USER:PASSWORD required on every API call (HTTP basic auth; for tests only)."),
+    ] = None,
+) -> None:
+    """Start the registry in the background; the last line printed is `schema.registry.url=...`."""
+    if (run_dir / STATE_FILE).exists() and pid_alive(_attach_registry(run_dir).pid):
+        console.print(f"A schema registry is already running in {run_dir}.")
+        print(f"schema.registry.url={_attach_registry(run_dir).url}")
+        return
+    try:
+        auth = None
+        if basic_auth is not None:
+            user, sep, password = basic_auth.partition(":")
+            if not (sep and user and password):
+                raise typer.BadParameter(f"--basic-auth expects USER:PASSWORD, got {basic_auth!r}")
+            auth = (user, password)
+        registry = LocalSchemaRegistry(run_dir, port=port, compatibility=compatibility, basic_auth=auth)
+        with console.status(f"Starting Apicurio Registry {APICURIO_VERSION} in {run_dir} ..."):
+            url = registry.start()
+    except (RegistryError, KafkaSetupError, ValueError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from exc
+    console.print(
+        f"Apicurio Registry {APICURIO_VERSION} is running (pid {registry.pid}); log {registry.log_file}"
+    )
+    print(f"schema.registry.url={url}")
+
+
+@registry_app.command("stop")
+def registry_stop(run_dir: RegistryDirOption = REGISTRY_DIR) -> None:
+    """Stop the registry (SIGTERM, SIGKILL if it hangs); its in-memory schemas are gone."""
+    _attach_registry(run_dir).stop()
+    console.print(f"Stopped the schema registry in {run_dir}.")
+
+
+@registry_app.command("status")
+def registry_status(run_dir: RegistryDirOption = REGISTRY_DIR) -> None:
+    """Whether the registry runs, its pid and URL."""
+    registry = _attach_registry(run_dir)
+    state = "[green]running[/green]" if registry.is_running() else "[red]stopped[/red]"
+    console.print(f"Apicurio Registry {APICURIO_VERSION} in {run_dir}: {state} (pid {registry.pid or '-'})")
+    print(f"schema.registry.url={registry.url}")
+    if not registry.is_running():
+        raise typer.Exit(1)

@@ -74,9 +74,10 @@ def pid_alive(pid: int | None) -> bool:
     return True
 
 
-def _is_our_jvm(pid: int) -> bool:
+def is_our_jvm(pid: int, marker: str = JVM_MARKER) -> bool:
+    """Whether `pid` is a JVM one of our launchers started (its command line holds `marker`)."""
     try:
-        return JVM_MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 
@@ -428,7 +429,7 @@ class LocalKafkaCluster:
         log.info("started Kafka node %s (%s) pid %s", node.node_id, node.roles, proc.pid)
 
     def _signal(self, node: Node, sig: signal.Signals) -> None:
-        if node.pid and _is_our_jvm(node.pid):
+        if node.pid and is_our_jvm(node.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(node.pid, sig)
 
@@ -468,7 +469,7 @@ class LocalKafkaCluster:
         with contextlib.suppress(Exception):
             old = ClusterState.load(self.run_dir)
             for node in old.nodes:
-                if pid_alive(node.pid) and _is_our_jvm(node.pid):
+                if pid_alive(node.pid) and is_our_jvm(node.pid):
                     log.warning(
                         "killing stale Kafka node %s (pid %s) in %s", node.node_id, node.pid, self.run_dir
                     )

@@ -176,3 +176,43 @@ def fetch_artifacts(name: str, coordinates: list[str], progress: bool = True) ->
             jars = len(list((target / "libs").glob("*.jar")))
             print(f"{name}: {jars} jars cached in {target}", flush=True)
         return target / "libs"
+
+
+def fetch_unpacked(name: str, coordinate: str, progress: bool = True) -> Path:
+    """The directory of cache entry `name` holding the archive `coordinate` unpacked.
+
+    `coordinate` is `group:artifact:version:packaging[:classifier]` of a `tar.gz`/`zip` archive published
+    ready to run (e.g. a Quarkus application). Downloaded and unpacked once; later calls need no network.
+    """
+    target = cache_root() / name
+    if (target / COMPLETE_MARKER).exists():
+        return target / "app"
+    with cache_lock(name):
+        if (target / COMPLETE_MARKER).exists():
+            return target / "app"
+        mvn = require_mvn()
+        if progress:
+            print(f"Fetching {coordinate} from Maven Central with mvn ...", flush=True)
+        with tempfile.TemporaryDirectory(prefix="eosconnect-mvn-") as tmp:
+            work = Path(tmp)
+            result = run_mvn(
+                mvn,
+                work,
+                pom([]),
+                ["dependency:copy", f"-Dartifact={coordinate}", f"-DoutputDirectory={work / 'download'}"],
+            )
+            archives = list((work / "download").glob("*")) if result.returncode == 0 else []
+            if len(archives) != 1:
+                raise KafkaSetupError(
+                    f"Could not fetch {coordinate} with mvn: {mvn_error(result)}. "
+                    "Check that Maven can reach Maven Central."
+                )
+            staging = work / "app"
+            shutil.unpack_archive(archives[0], staging)
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            shutil.move(str(staging), target / "app")
+        (target / COMPLETE_MARKER).write_text(coordinate + "\n")
+        if progress:
+            print(f"{name}: unpacked in {target / 'app'}", flush=True)
+        return target / "app"

@@ -147,6 +147,9 @@ class HeartbeatRequest(BaseModel):
     state: str = Field(description="RUNNING, PAUSED, FAILED, ...")
     trace: str | None = Field(default=None, description="The failure's trace when FAILED")
     metrics: dict[str, Any] | None = Field(default=None, description="TaskMetrics.snapshot() of the task")
+    instance: str | None = Field(
+        default=None, description="The task's launch; an instance replaced by a newer one is told to stop"
+    )
 
 
 # ---------------------------------------------------------------- responses (documentation)

@@ -72,6 +72,7 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         offsets_config.pop("transactional.id", None)
         self.offset_producer = Producer({**offsets_config, "enable.idempotence": True})
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         self._submitted: dict[SourcePartition, deque[_Submitted]] = {}
         # Per-record delivery callbacks cost a Python call each: the fast path skips the metadata
         # unless the task overrides commit_record() and so can use it.
@@ -138,11 +139,39 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         self.producer.poll(0)
 
     def on_stop(self) -> None:
-        self._stop_flusher.set()
-        self._flusher.join()
-        self.producer.flush(30)
+        """A clean stop (worker shutdown, connector stop, pause-then-stop, delete, reconfiguration,
+        task restart) commits, as Kafka Connect's source tasks do: otherwise a restart sends again
+        everything since the last periodic flush."""
+        self._final_commit()
         self._raise_if_failed()
-        self._flush_offsets()
+
+    def on_failure(self) -> None:
+        """Acknowledged records are in Kafka whatever failed after them: commit their offsets, so
+        that a restarted task does not send them again (Kafka Connect commits in `finally` too)."""
+        if getattr(self, "_flusher", None) is None:
+            return  # failed before it could send anything
+        try:
+            self._final_commit()
+        except Exception as exc:
+            self.log.warning("could not commit the offsets of the acknowledged records: %s", exc)
+
+    def _final_commit(self) -> None:
+        """Wait for the records sent to be acknowledged, then commit the offsets of every
+        acknowledged one, all within `task.shutdown.graceful.timeout.ms` (the worker gives up on a
+        task that takes longer); records still unacknowledged then are sent again after a restart."""
+        budget_ms = self.worker.task_shutdown_graceful_timeout_ms
+        deadline = time.monotonic() + budget_ms / 1000
+        self._stop_flusher.set()
+        self._flusher.join(max(0.0, deadline - time.monotonic()))
+        unacknowledged = self.producer.flush(max(0.0, deadline - time.monotonic()))
+        if unacknowledged:
+            self.log.warning(
+                "%d record(s) not acknowledged within task.shutdown.graceful.timeout.ms=%d; committing "
+                "the offsets of the acknowledged ones only (the rest is sent again after a restart)",
+                unacknowledged,
+                budget_ms,
+            )
+        self._flush_offsets(max(1.0, deadline - time.monotonic()))
 
     def close_clients(self) -> None:
         stop = getattr(self, "_stop_flusher", None)
@@ -188,7 +217,17 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         except BaseException as exc:
             self._flusher_error = exc
 
-    def _flush_offsets(self) -> None:
+    def _flush_offsets(self, timeout_s: float = 60.0) -> None:
+        # One flush at a time: a final commit must not write its offsets before (and then be
+        # overwritten by) older ones of a periodic flush still in flight.
+        if not self._flush_lock.acquire(timeout=timeout_s):
+            raise ConnectException(f"{self.task_id}: an offset flush still running after {timeout_s:.0f}s")
+        try:
+            self._flush_offsets_locked(timeout_s)
+        finally:
+            self._flush_lock.release()
+
+    def _flush_offsets_locked(self, timeout_s: float) -> None:
         started = time.monotonic()
         offsets, done = self._committable()
         offsets = self.updated_offsets(offsets)
@@ -201,11 +240,11 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
                     value=value,
                     on_delivery=lambda err, _msg: errors.append(err.str()) if err else None,
                 )
-            remaining = self.offset_producer.flush(60)
+            remaining = self.offset_producer.flush(timeout_s)
             if remaining or errors:
                 raise ConnectException(
                     f"{self.task_id}: could not commit offsets to {self.placement.topic!r}: "
-                    f"{errors[:1] or [f'{remaining} offset records unacknowledged after 60s']}"
+                    f"{errors[:1] or [f'{remaining} offset records unacknowledged after {timeout_s:.0f}s']}"
                 )
             self.metrics.record_offset_commit(time.monotonic() - started)
             self.offsets_committed(offsets)

@@ -66,6 +66,12 @@ class TransactionTimedOutError(ConnectException):
     """The transaction outlived `transaction.timeout.ms`; the message lists the remedies."""
 
 
+class TransactionCallHung(ConnectException):
+    """A transaction call never returned (librdkafka issues 5456 and 5511). The producer is not
+    re-initialised in place: a replaced instance doing that would fence its own successor. The task
+    ends, quietly if a newer instance already replaced it (runtime/supersession.py)."""
+
+
 def transactional_producer_config(
     config: C, transactional_id: str, origin: Mapping[str, str] | None = None
 ) -> tuple[C, int]:
@@ -368,11 +374,28 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 self._end_transaction(abort=False)
             elif self._txn_open:
                 self.log.info("stopping with an open transaction the connector did not commit; aborting it")
-                self._call_producer(lambda: self.producer.abort_transaction(30))
+                self._abort_on_stop()
                 self._txn_open = False
         elif self._txn_open:
             self._end_transaction(abort=False)
         self._await_commit()  # the final commit, or the last pipelined one
+
+    def _abort_on_stop(self) -> None:
+        """Abort the open transaction of a stopping task. librdkafka 2.16 can send the abort while
+        a partition registration of the transaction is still under way, and the coordinator then
+        refuses it (INVALID_TXN_STATE, fatal for the producer; seen in the chaos soak with
+        transaction.boundary=connector). Nothing of the transaction was committed and the next
+        instance's `init_transactions()` ends it, so the stop goes on; anything else fails as before."""
+        try:
+            self.producer.abort_transaction(30)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.INVALID_TXN_STATE:
+                raise self._classify(exc, "aborting the transaction") from exc
+            self.log.info(
+                "the broker refused the abort (%s); nothing of the transaction was committed, and the "
+                "next instance's init_transactions() ends it",
+                exc.args[0].str(),
+            )
 
     def close_clients(self) -> None:
         self._abandon_pending_commit()

@@ -57,6 +57,7 @@ from eosconnect.runtime.control import Directive
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
 from eosconnect.runtime.startup import GenerationSuperseded
+from eosconnect.runtime.supersession import replaced_by_design
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation, validate_positions
 from eosconnect.storage.clients import ClientConfig, client_config
@@ -223,8 +224,12 @@ class SinkTaskRunner:
             self.log.info("not starting: %s", exc)
         except Exception as exc:
             self._failed = True
-            state, trace = TaskState.FAILED, traceback.format_exc()
-            self.log.error("failed: %s", exc)
+            if replaced_by_design(self.spec, exc):
+                state = TaskState.SUPERSEDED
+                self.log.info("ending: a newer instance of this task took over and fenced this one (%s)", exc)
+            else:
+                state, trace = TaskState.FAILED, traceback.format_exc()
+                self.log.error("failed: %s", exc)
         finally:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
@@ -288,6 +293,9 @@ class SinkTaskRunner:
             if self.context.commit_requested or time.monotonic() >= next_commit:
                 self.context.commit_requested = False
                 self.commit_offsets()
+                # A rewind pre_commit() asked for (an exactly-once sink that aborted its transaction
+                # rewinds to its first records) applies before the next poll, never after it.
+                self._apply_context_requests()
                 next_commit = time.monotonic() + flush_interval_s
 
     # ----------------------------------------------------------------------------- delivery

@@ -12,6 +12,17 @@ back. The transactional id is the runtime's (`<group.id>-<connector>-<task>`): `
 fences a predecessor with the same id (a Spark retry), and the leader's fencing round fences the
 ids of older generations. Errors are classified as the exactly-once source runtime does it.
 
+Every transaction is bounded (docs/mirroring.md, "Bounded transactions and replaced instances"): the records'
+delivery and the offsets must be in the transaction within `ABORT_AFTER_SHARE` of the producer's
+`transaction.timeout.ms` after it began, and the commit must return before the broker would abort
+it. A broker restart, a moving coordinator or a stalled producer that holds the transaction up
+longer makes the task abort it itself, say so once at WARN, and raise `TransactionRetry` naming
+the first source offset of every partition the transaction held: the task rewinds its consumer
+there and writes the same records again in a new transaction. Nothing is lost (the aborted records
+were never visible to read_committed readers) and nothing is doubled (the offsets of the aborted
+transaction were not committed either). Before this, a flush, offsets call and commit each had 60 s
+of their own, and one transaction outlived the broker's timeout through a broker restart.
+
 The offsets and commit calls run on a helper thread and are waited for at most a little longer
 than their own timeout: librdkafka's `send_offsets_to_transaction()` can block forever, past its
 timeout, once the group coordinator's broker has died (librdkafka issues 5456 and 5511, open in
@@ -34,12 +45,17 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
-from eosconnect.runtime.exactly_once import classify_transaction_error, transactional_producer_config
+from eosconnect.runtime.exactly_once import (
+    FENCED_CODES,
+    TransactionCallHung,
+    classify_transaction_error,
+    transactional_producer_config,
+)
 from eosconnect.runtime.sink_task import kafka_offsets
 from eosconnect.storage.clients import forced
 from eosconnect.storage.transient import retry_transient
 
-__all__ = ["TransactionalSinkProducer"]
+__all__ = ["TransactionCallHung", "TransactionRetry", "TransactionalSinkProducer"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +63,28 @@ log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 60.0
 #: How much longer than its own timeout a transaction call is waited for before it counts as hung.
 HUNG_CALL_GRACE_S = 15.0
+#: The share of `transaction.timeout.ms` after a transaction began by which its records must be
+#: delivered and its offsets added; past it the task aborts the transaction and writes it again.
+ABORT_AFTER_SHARE = 0.5
+#: The share of `transaction.timeout.ms` by which its commit must have returned (the broker aborts
+#: the transaction at 1.0; the rest is the margin for the abort's own round trip).
+COMMIT_BY_SHARE = 0.85
+#: The shortest timeout a transaction call is given, however little of the budget is left.
+MIN_CALL_TIMEOUT_S = 1.0
+
+
+#: Delivery errors of records an abort purged: expected, never a reason to abort again.
+PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+
+
+class TransactionRetry(ConnectException):
+    """The task aborted its open transaction (it could not be committed in time, or a record of it
+    failed): consume again from `rewind`, the first source offset of every partition it held.
+    Nothing of it was committed, its records nor its offsets."""
+
+    def __init__(self, message: str, rewind: dict[TopicPartition, int]) -> None:
+        super().__init__(message)
+        self.rewind = rewind
 
 
 class TransactionalSinkProducer:
@@ -103,6 +141,13 @@ class TransactionalSinkProducer:
         #: Per target partition, the offsets of the open transaction's delivered records, in order
         #: (librdkafka reports one partition's deliveries in produce order).
         self._delivered: dict[tuple[str, int], list[int]] = {}
+        #: Per source partition, the offset of the first record of the open transaction: where the
+        #: task consumes again when the transaction is aborted.
+        self._first_offsets: dict[TopicPartition, int] = {}
+        #: Why the open transaction must be aborted (a record failed), if it must.
+        self._abort_reason: str | None = None
+        #: Transactions aborted and written again (a metric for tests and operators).
+        self.retried_transactions = 0
 
     # ----------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -180,6 +225,21 @@ class TransactionalSinkProducer:
         """How long the current transaction has been open (0 when none is)."""
         return 0.0 if self._txn_started is None else time.monotonic() - self._txn_started
 
+    def must_commit(self, interval_s: float) -> bool:
+        """Whether the task should ask for a commit now: its interval passed, or the transaction
+        must be aborted (the commit does it, and rewinds)."""
+        return self.open_for_s() >= interval_s or self._abort_reason is not None
+
+    def _abort_after_s(self) -> float:
+        return self.transaction_timeout_ms / 1000 * ABORT_AFTER_SHARE
+
+    def _left_s(self, share: float) -> float:
+        """Seconds left of the open transaction's budget up to `share` of its timeout."""
+        return self.transaction_timeout_ms / 1000 * share - self.open_for_s()
+
+    def _call_timeout_s(self, share: float) -> float:
+        return min(CALL_TIMEOUT_S, max(MIN_CALL_TIMEOUT_S, self._left_s(share)))
+
     def produce(
         self,
         topic: str,
@@ -194,11 +254,14 @@ class TransactionalSinkProducer:
         record part of the transaction's offset syncs (when the writer has an offsets-syncs topic)."""
         producer = self.producer
         assert producer is not None
-        if self._delivery_error is not None:
-            raise self._delivery_failure()
+        self._note_delivery_error()
         if self._txn_started is None:
             self._call("beginning a transaction", producer.begin_transaction)
             self._txn_started = time.monotonic()
+        if origin is not None:
+            self._first_offsets.setdefault(TopicPartition(origin[0], origin[1]), origin[2])
+        if self._abort_reason is not None:
+            return  # the transaction is aborted at the commit the task asks for: rewound, not lost
         extra: dict[str, Any] = {}
         if headers:
             extra["headers"] = headers
@@ -209,8 +272,17 @@ class TransactionalSinkProducer:
                 producer.produce(topic, value, key, partition, on_delivery=self._on_delivery, **extra)
                 break
             except BufferError:  # the local queue is full: serve deliveries, then try again
-                producer.poll(0.1)
+                if self.open_for_s() > self._abort_after_s():
+                    self._abort_reason = "the producer's queue stayed full (the target accepts nothing)"
+                    return
+                try:
+                    producer.poll(0.1)
+                except SystemError as exc:
+                    raise self._surfaced(producer, exc, "serving delivery reports") from exc
             except KafkaException as exc:
+                if exc.args[0].txn_requires_abort():
+                    self._abort_reason = f"sending a record failed: {exc.args[0].str()}"
+                    return
                 raise self._classified(exc, f"sending a record to {topic!r}") from exc
         self.records_in_transaction += 1
         if origin is not None and self.offset_syncs_topic is not None:
@@ -231,34 +303,141 @@ class TransactionalSinkProducer:
                 return
             self._call("beginning a transaction", producer.begin_transaction)
             self._txn_started = time.monotonic()
+        self._note_delivery_error()
+        if self._abort_reason is not None:
+            self._abort_and_rewind(self._abort_reason)
+        if self._left_s(ABORT_AFTER_SHARE) <= 0:
+            self._abort_and_rewind("it could not be committed in time")
         if self._origins:
             self._write_offset_syncs(producer)
         if offsets:
             metadata = consumer.consumer_group_metadata()
-            self._bounded_call(
-                "sending offsets to the transaction",
-                lambda: producer.send_offsets_to_transaction(
-                    kafka_offsets(offsets), metadata, CALL_TIMEOUT_S
-                ),
-            )
-        self._bounded_call("committing the transaction", lambda: producer.commit_transaction(CALL_TIMEOUT_S))
+            timeout = self._call_timeout_s(ABORT_AFTER_SHARE)
+            try:
+                self._bounded_call(
+                    "sending offsets to the transaction",
+                    lambda: producer.send_offsets_to_transaction(kafka_offsets(offsets), metadata, timeout),
+                    timeout,
+                    raw=True,
+                )
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if err.fatal() or not (err.retriable() or err.txn_requires_abort()):
+                    raise self._classified(exc, "sending offsets to the transaction") from exc
+                self._abort_and_rewind(f"sending its offsets failed: {err.str()}")
+        self._commit_in_time(producer)
         if self._delivery_error is not None:  # commit_transaction normally raises first
             raise self._delivery_failure()
         self._txn_started = None
         self.records_in_transaction = 0
+        self._first_offsets.clear()
         self._last_committed.update(offsets)
+
+    def _commit_in_time(self, producer: Producer) -> None:
+        """`commit_transaction()`, tried again while it times out and the budget lasts (librdkafka
+        allows no abort once the commit began); an abortable failure aborts and rewinds."""
+        while True:
+            timeout = self._call_timeout_s(COMMIT_BY_SHARE)
+            try:
+                self._bounded_call(
+                    "committing the transaction",
+                    lambda t=timeout: producer.commit_transaction(t),
+                    timeout,
+                    raw=True,
+                )
+                return
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if not err.fatal() and err.txn_requires_abort():
+                    self._abort_and_rewind(f"its commit failed: {err.str()}")
+                if err.fatal() or not err.retriable() or self._left_s(COMMIT_BY_SHARE) <= 0:
+                    raise self._classified(exc, "committing the transaction") from exc
+                log.info("[%s] the commit timed out (%s); trying it again", self.task_id, err.str())
+
+    def _abort_and_rewind(self, why: str) -> None:
+        """Abort the open transaction and raise `TransactionRetry` (the task rewinds and writes its
+        records again); says so once, at WARN. A failed abort fails the task (classified)."""
+        producer = self.producer
+        assert producer is not None
+        open_for = self.open_for_s()
+        records = self.records_in_transaction
+        while True:
+            timeout = max(MIN_CALL_TIMEOUT_S, min(CALL_TIMEOUT_S, self._left_s(1.0) - 1))
+            try:
+                self._bounded_call(
+                    "aborting the transaction",
+                    lambda t=timeout: producer.abort_transaction(t),
+                    timeout,
+                    raw=True,
+                )
+                break
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if err.fatal() and err.code() not in FENCED_CODES:
+                    self._renew_producer(err)
+                    break
+                if err.fatal() or not err.retriable() or self._left_s(1.0) <= 0:
+                    raise self._classified(exc, "aborting the transaction") from exc
+        producer = self.producer
+        producer.poll(0)  # serve the aborted records' delivery reports before the next transaction
+        rewind = dict(self._first_offsets)
+        self._forget_transaction()  # the abort purged any failed records with the others
+        where = {str(tp): offset for tp, offset in sorted(rewind.items())}
+        log.warning(
+            "[%s] aborted its transaction of %d records after %.1fs (transaction.timeout.ms=%d): %s; "
+            "consuming again from %s and writing them in a new transaction",
+            self.task_id,
+            records,
+            open_for,
+            self.transaction_timeout_ms,
+            why,
+            where,
+        )
+        raise TransactionRetry(f"{self.task_id}: transaction aborted ({why}); rewinding to {where}", rewind)
+
+    def _forget_transaction(self) -> None:
+        self._txn_started = None
+        self.records_in_transaction = 0
+        self._first_offsets.clear()
+        self._origins.clear()
+        self._delivered.clear()
+        self._abort_reason = None
+        self._delivery_error = None
+        self.retried_transactions += 1
+
+    def _renew_producer(self, err: KafkaError | None) -> None:
+        """The abort failed fatally but not as a zombie (librdkafka 2.16 can end up so when the
+        abort races a partition registration: the coordinator answers INVALID_TXN_STATE, which it
+        only checks after our epoch): a new producer with the same transactional id aborts the
+        open transaction in `init_transactions()`. A fenced producer never gets here: a successor's
+        epoch is checked first, and re-initialising would fence the successor in turn. (The answer
+        proves this instance held the current epoch a moment ago; a hung call proves nothing, so a
+        hang never re-initialises: see `TransactionCallHung`.)"""
+        if err is not None:
+            log.info("[%s] the producer failed while aborting (%s); a new one aborts it", self.task_id, err)
+        old, self.producer = self.producer, Producer(self._producer_config)
+        if old is not None:
+            with contextlib.suppress(KafkaException):
+                old.flush(0)
+        producer = self.producer
+        self._call(
+            "initialising the transactional producer again",
+            lambda: producer.init_transactions(CALL_TIMEOUT_S),
+        )
 
     def _write_offset_syncs(self, producer: Producer) -> None:
         """Add the offset syncs of the transaction's records to it (exact translation, see
         eosconnect.mirrormaker.translation): the records' target offsets are known once delivered."""
         assert self.offset_syncs_topic is not None
-        remaining = producer.flush(CALL_TIMEOUT_S)
-        if self._delivery_error is not None:
-            raise self._delivery_failure()
+        try:
+            remaining = producer.flush(max(0.0, self._left_s(ABORT_AFTER_SHARE)))
+        except (KafkaException, SystemError) as exc:
+            raise self._surfaced(producer, exc, "flushing the transaction's records") from exc
+        self._note_delivery_error()
+        if self._abort_reason is not None:
+            self._abort_and_rewind(self._abort_reason)
         if remaining:
-            raise ConnectException(
-                f"{self.task_id}: {remaining} records were still undelivered after {CALL_TIMEOUT_S:.0f}s"
-            )
+            self._abort_and_rewind(f"{remaining} of its records were still undelivered")
         taken: dict[tuple[str, int], int] = {}
         copies = []
         for topic, partition, offset, target_topic, target_partition in self._origins:
@@ -277,11 +456,23 @@ class TransactionalSinkProducer:
 
     # ----------------------------------------------------------------------------- errors
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None and err.code() in PURGED:
+            return  # records of a transaction this task aborted itself
         if err is not None:
             if self._delivery_error is None:
                 self._delivery_error = err
         elif self._origins:
             self._delivered.setdefault((msg.topic(), msg.partition()), []).append(msg.offset())
+
+    def _note_delivery_error(self) -> None:
+        """A record that failed to be delivered dooms the transaction: a fatal error fails the task,
+        any other makes the next commit abort and rewind (see `TransactionRetry`)."""
+        err = self._delivery_error
+        if err is None or self._abort_reason is not None:
+            return
+        if err.fatal() or err.code() in FENCED_CODES:
+            raise self._delivery_failure()
+        self._abort_reason = f"a record could not be delivered: {err.str()}"
 
     def _delivery_failure(self) -> Exception:
         err = self._delivery_error
@@ -294,8 +485,11 @@ class TransactionalSinkProducer:
         except KafkaException as exc:
             raise self._classified(exc, doing) from exc
 
-    def _bounded_call(self, doing: str, call: Callable[[], Any]) -> Any:
-        """`_call` on the helper thread, failing the task if it outlives its own timeout."""
+    def _bounded_call(
+        self, doing: str, call: Callable[[], Any], timeout_s: float = CALL_TIMEOUT_S, raw: bool = False
+    ) -> Any:
+        """`_call` on the helper thread, failing the task if it outlives its own timeout
+        (`timeout_s`, what librdkafka was given); `raw` leaves a KafkaException unclassified."""
         future: Future[Any] = Future()
 
         def run() -> None:
@@ -306,18 +500,33 @@ class TransactionalSinkProducer:
 
         # A daemon thread, not an executor's: a hung call must not hold up the process's exit.
         threading.Thread(target=run, name=f"txn-{self.task_id}", daemon=True).start()
-        limit = CALL_TIMEOUT_S + HUNG_CALL_GRACE_S
+        limit = timeout_s + HUNG_CALL_GRACE_S
         try:
+            if raw:
+                return future.result(timeout=limit)
             return self._call(doing, lambda: future.result(timeout=limit))
         except FutureTimeoutError:
             self._hung = doing
-            raise ConnectException(
+            raise TransactionCallHung(
                 f"{self.task_id}: {doing} did not return within {limit:.0f}s although librdkafka was "
-                f"given {CALL_TIMEOUT_S:.0f}s: librdkafka can hang there after the broker coordinating "
+                f"given {timeout_s:.0f}s: librdkafka can hang there after the broker coordinating "
                 f"group {self.group_id!r} died (librdkafka issues 5456 and 5511). Its transaction commits "
                 "with its offsets or not at all (a successor fences it); restart the task (POST "
                 "/connectors/<name>/tasks/<id>/restart): it resumes from the group's committed offsets."
             ) from None
+
+    def _surfaced(self, producer: Producer, exc: Exception, doing: str) -> Exception:
+        """The task-failing error for a failure of `flush()`/`poll()`, which report a producer's
+        fatal error (a zombie fenced by its successor) only indirectly, sometimes as a SystemError
+        from confluent-kafka's callback machinery: a transactional call raises the cause itself."""
+        try:
+            producer.abort_transaction(0.1)
+        except KafkaException as cause:
+            if cause.args[0].fatal():
+                return self._classified(cause, doing)
+        if isinstance(exc, KafkaException):
+            return self._classified(exc, doing)
+        return ConnectException(f"{self.task_id}: {doing} failed: {exc!r}")
 
     def _classified(self, exc: KafkaException, doing: str) -> Exception:
         return classify_transaction_error(

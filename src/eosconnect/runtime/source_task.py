@@ -86,8 +86,15 @@ class SourceTaskRunner(ABC):
             state = TaskState.SUPERSEDED
             self.log.info("not starting: %s", exc)
         except Exception as exc:
-            state, trace = TaskState.FAILED, traceback.format_exc()
-            self.log.error("failed: %s", exc)
+            from eosconnect.runtime.supersession import replaced_by_design  # imports exactly_once
+
+            if replaced_by_design(self.spec, exc):
+                state = TaskState.SUPERSEDED
+                self.log.info("ending: a newer instance of this task took over and fenced this one (%s)", exc)
+            else:
+                state, trace = TaskState.FAILED, traceback.format_exc()
+                self.log.error("failed: %s", exc)
+                self.on_failure()
         finally:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
@@ -114,6 +121,9 @@ class SourceTaskRunner(ABC):
     @abstractmethod
     def on_stop(self) -> None:
         """The final commit before the task stops."""
+
+    def on_failure(self) -> None:  # noqa: B027 - optional hook
+        """The task failed: a chance to commit what is safe to commit (never raises)."""
 
     @abstractmethod
     def close_clients(self) -> None:

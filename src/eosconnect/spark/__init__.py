@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from eosconnect.api.errors import ConfigException
+from eosconnect.spark.quiet_stop import stop_at_exit, stop_query
 
-__all__ = ["check_preconditions", "register"]
+__all__ = ["check_preconditions", "register", "stop_query"]
 
 
 def check_preconditions(spark: Any) -> None:
@@ -33,10 +34,15 @@ def check_preconditions(spark: Any) -> None:
 
 
 def register(spark: Any) -> None:
-    """Register `eosconnect-kafka` and `eosconnect` with `spark` after checking its settings."""
+    """Register `eosconnect-kafka` and `eosconnect` with `spark` after checking its settings: in
+    local mode Spark's Python workers run the driver's interpreter unless PYSPARK_PYTHON says
+    otherwise, on a cluster the executors must import eosconnect (spark/interpreter.py)."""
+    from eosconnect.spark.interpreter import use_driver_python
     from eosconnect.spark.sink import EosKafkaSink
     from eosconnect.spark.source import ConnectorSource
 
     check_preconditions(spark)
+    use_driver_python(spark)  # before registering: each registration records the interpreter
     spark.dataSource.register(EosKafkaSink)
     spark.dataSource.register(ConnectorSource)
+    stop_at_exit(spark)  # no EOFError traceback from PySpark when a script ends without spark.stop()

@@ -289,10 +289,11 @@ def _log_outcome(outcome: str, messages: list[WriterCommitMessage | None], batch
     done = [m for m in messages if isinstance(m, PartitionCommit)]
     written = sum(m.rows for m in done if not m.skipped)
     skipped = [m.partition for m in done if m.skipped]
-    if outcome == "aborted":
-        log.warning(
-            "eosconnect-kafka batch %d aborted by Spark: partitions %s are committed in Kafka and will be "
-            "skipped when the batch is replayed; the others wrote nothing visible",
+    if outcome == "aborted":  # a stopped query or a failed task: nothing lost, so not a warning
+        log.info(
+            "eosconnect-kafka batch %d aborted by Spark (query stopped or a task failed): partitions %s "
+            "are committed in Kafka and will be skipped when the batch is replayed; the others wrote "
+            "nothing visible",
             batch,
             sorted(m.partition for m in done),
         )

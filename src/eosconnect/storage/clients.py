@@ -113,13 +113,37 @@ class ClientConfig(dict[str, Any]):
         return self
 
 
+class FencedIsNoFault(logging.Filter):
+    """librdkafka logs a producer fenced by a newer instance as a fatal error (CRITICAL). Under
+    KIP-618 that is how a replaced task instance learns it is a zombie, by design; the task's own
+    line says whether it was a fault (INFO when the leader confirms a newer instance took over,
+    ERROR otherwise, see runtime/supersession.py). So librdkafka's lines go down to WARNING. The
+    same for a refused end of a transaction (INVALID_TXN_STATE, a librdkafka 2.16 race between an
+    abort and a partition registration): the runtime judges it (a stopping source task goes on,
+    a sink renews its producer, anything else fails the task with an ERROR of its own)."""
+
+    MARKERS = (
+        "fenced by a newer instance",
+        "operation with an old epoch",
+        "attempted a transactional operation in an invalid state",
+    )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING and any(m in record.getMessage() for m in self.MARKERS):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def kafka_logger(kind: str) -> logging.Logger:
     """The Python logger librdkafka's messages go to (instead of stderr), one per client kind.
 
     confluent-kafka forwards them from the client's `poll()`/`flush()` calls, which is where a
     busy client already spends its time; an admin client's log lines arrive on `admin.poll(0)`.
     """
-    return logging.getLogger(f"eosconnect.kafka.{kind}")
+    logger = logging.getLogger(f"eosconnect.kafka.{kind}")
+    if not any(isinstance(f, FencedIsNoFault) for f in logger.filters):
+        logger.addFilter(FencedIsNoFault())
+    return logger
 
 
 def _is_top_level_client_key(key: str) -> bool:

@@ -1,13 +1,13 @@
 """Run `eosconnect mirror-maker mm2.properties` as a real subprocess, for tests and demos.
 
-Like `WorkerProcess`: its own process group (the Python driver, its Spark JVM and, with several
-target clusters, its child workers), tied to the caller's life, killable with signals. Ready once
-every selected target's worker has printed that its connectors are configured.
+Like `WorkerProcess`: its own process group (the Python driver and, with several target clusters,
+its child workers; their Spark JVMs run in sessions of their own), tied to the caller's life,
+killable with signals. Ready once every selected target's worker has printed that its connectors
+are configured.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -19,6 +19,7 @@ from pathlib import Path
 import javaproperties
 
 from eosconnect.devkafka.java_command import die_with_parent
+from eosconnect.tools.worker_process import signal_with_jvm
 
 __all__ = ["EosMirrorMakerProcess"]
 
@@ -77,9 +78,9 @@ class EosMirrorMakerProcess:
             return "(no log)"
 
     def signal(self, sig: signal.Signals) -> None:
+        """Its process group and the Spark JVMs its workers start in sessions of their own."""
         if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, sig)
+            signal_with_jvm(self.proc.pid, sig)
 
     def kill(self) -> None:
         self.signal(signal.SIGKILL)

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     from eosconnect.cluster.spark import create_spark_session
-    from eosconnect.spark import register
+    from eosconnect.spark import register, stop_query
 
     conf = {"spark.sql.shuffle.partitions": "2"}
     if args.jars:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
             break
     if query.exception():
         raise SystemExit(f"query failed: {query.exception()}")
-    query.stop()
+    stop_query(query)  # quietly: a batch it cancels is replayed by the next run
     spark.stop()
 
 

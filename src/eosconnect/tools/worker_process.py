@@ -23,6 +23,25 @@ import javaproperties
 from eosconnect.devkafka.java_command import die_with_parent
 
 
+def detached_children(pid: int) -> list[int]:
+    """Descendants of `pid` within its process group that lead a group of their own (Linux /proc):
+    a worker's Spark JVM, or the JVMs of mirror-maker's child workers. Empty where /proc does not say."""
+    found: list[int] = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            for child in map(int, children.read_text().split()):
+                with contextlib.suppress(OSError):
+                    found.extend([child] if os.getpgid(child) == child else detached_children(child))
+    return found
+
+
+def signal_with_jvm(pid: int, sig: signal.Signals) -> None:
+    """Signal the process group led by `pid` and the groups of its detached children (its JVM)."""
+    for group in [*detached_children(pid), pid]:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, sig)
+
+
 @dataclass
 class WorkerProcess:
     props: dict[str, str]
@@ -72,12 +91,11 @@ class WorkerProcess:
             return "(no log)"
 
     def signal(self, sig: signal.Signals) -> None:
-        """Signal the worker's process group: the Python driver and Spark's JVM. Spark's Python
-        workers run in a process group of their own (pyspark's daemon calls setpgid): signal
-        their pids (GET /internal/tasks) to reach a task."""
+        """Signal the worker's process group and Spark's JVM, which the worker starts in a session of
+        its own (cluster/spark.py). Spark's Python workers run in a process group of their own too
+        (pyspark's daemon calls setpgid): signal their pids (GET /internal/tasks) to reach a task."""
         assert self.proc is not None
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, sig)
+        signal_with_jvm(self.proc.pid, sig)
 
     def stop(self, timeout: float = 60.0) -> None:
         if self.proc is None or self.proc.poll() is not None:

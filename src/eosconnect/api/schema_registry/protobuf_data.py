@@ -1,0 +1,557 @@
+"""Connect schemas and values <-> Protobuf (proto3), after Confluent's `ProtobufData`, to a working depth.
+
+Writing: a STRUCT schema becomes one proto3 file with one top-level message (named after the schema:
+`com.example.Order` is `message Order` in `package com.example`, an unnamed one `ConnectDefault1`);
+fields are numbered by position (1, 2, ...); INT8/INT16/INT32 are `int32`, INT64 `int64`, FLOAT32 `float`,
+FLOAT64 `double`, BOOLEAN `bool`, STRING `string`, BYTES `bytes`; an optional primitive is a proto3
+`optional` field (it has presence, so null survives); ARRAY is `repeated`; MAP with string, integer or
+boolean keys is `map<K, V>`; a nested STRUCT is a nested message; Timestamp is
+`google.protobuf.Timestamp`. The `.proto` text is what is registered (schema type PROTOBUF), and the
+same file, as a `FileDescriptorProto`, gives the message class that encodes the payload.
+
+Reading: the registered `.proto` text is parsed (`parse_proto`, the proto3 subset above plus enums,
+`reserved` and options, which are skipped) and the message the record's message indexes name is
+decoded. Message-typed fields read as optional STRUCTs (a message field may be absent), enums as STRING.
+
+Not supported yet (a clear error says so): Decimal, Date and Time (Confluent maps them to
+`confluent.type.Decimal`, `google.type.Date`, `google.type.TimeOfDay`), arrays of arrays or of maps,
+maps with other keys, top-level schemas other than STRUCT, and reading `oneof` groups.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
+from eosconnect.api.errors import DataException
+
+__all__ = ["ProtoFile", "from_message", "message_descriptor", "parse_proto", "to_message", "to_proto"]
+
+FDP = descriptor_pb2.FieldDescriptorProto
+TIMESTAMP_TYPE = "google.protobuf.Timestamp"
+TIMESTAMP_IMPORT = "google/protobuf/timestamp.proto"
+_SCALARS = {
+    Type.INT8: FDP.TYPE_INT32,
+    Type.INT16: FDP.TYPE_INT32,
+    Type.INT32: FDP.TYPE_INT32,
+    Type.INT64: FDP.TYPE_INT64,
+    Type.FLOAT32: FDP.TYPE_FLOAT,
+    Type.FLOAT64: FDP.TYPE_DOUBLE,
+    Type.BOOLEAN: FDP.TYPE_BOOL,
+    Type.STRING: FDP.TYPE_STRING,
+    Type.BYTES: FDP.TYPE_BYTES,
+}
+_TYPE_NAMES = {
+    FDP.TYPE_INT32: "int32",
+    FDP.TYPE_INT64: "int64",
+    FDP.TYPE_FLOAT: "float",
+    FDP.TYPE_DOUBLE: "double",
+    FDP.TYPE_BOOL: "bool",
+    FDP.TYPE_STRING: "string",
+    FDP.TYPE_BYTES: "bytes",
+    FDP.TYPE_UINT32: "uint32",
+    FDP.TYPE_UINT64: "uint64",
+    FDP.TYPE_SINT32: "sint32",
+    FDP.TYPE_SINT64: "sint64",
+    FDP.TYPE_FIXED32: "fixed32",
+    FDP.TYPE_FIXED64: "fixed64",
+    FDP.TYPE_SFIXED32: "sfixed32",
+    FDP.TYPE_SFIXED64: "sfixed64",
+}
+_BY_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+_MAP_KEYS = (Type.STRING, Type.INT32, Type.INT64, Type.BOOLEAN, Type.INT8, Type.INT16)
+
+
+class ProtoFile:
+    """One generated `.proto` file: its text (what is registered) and its descriptor."""
+
+    def __init__(self, file: descriptor_pb2.FileDescriptorProto) -> None:
+        self.file = file
+        self.text = render_proto(file)
+        self.descriptor = message_descriptor(file, [0])
+        self.message_class = message_factory.GetMessageClass(self.descriptor)
+
+    @property
+    def full_name(self) -> str:
+        return self.descriptor.full_name
+
+
+# ---------------------------------------------------------------------------------------- Connect -> proto
+def to_proto(schema: Schema) -> ProtoFile:
+    if schema.type is not Type.STRUCT:
+        raise DataException(
+            f"ProtobufConverter writes STRUCT schemas only got {schema.type}: wrap the value in a Struct."
+        )
+    full_name = schema.name or "ConnectDefault1"
+    package, _, name = full_name.rpartition(".")
+    file = descriptor_pb2.FileDescriptorProto(name=f"{full_name}.proto", syntax="proto3")
+    if package:
+        file.package = package
+    message = file.message_type.add(name=name)
+    _fill_message(message, schema, file)
+    return ProtoFile(file)
+
+
+def _fill_message(message: descriptor_pb2.DescriptorProto, schema: Schema, file: Any) -> None:
+    for f in schema.fields:
+        field = message.field.add(name=f.name, number=f.index + 1, label=FDP.LABEL_OPTIONAL)
+        _set_field_type(field, f.schema, message, file, f.name)
+
+
+def _set_field_type(field: Any, schema: Schema, message: Any, file: Any, name: str) -> None:
+    if schema.name in (Decimal.LOGICAL_NAME, Date.LOGICAL_NAME, Time.LOGICAL_NAME):
+        raise DataException(
+            f"field {name!r}: ProtobufConverter does not support {schema.name} yet "
+            "(Confluent maps it to confluent.type.Decimal / google.type.Date / google.type.TimeOfDay)"
+        )
+    if schema.name == Timestamp.LOGICAL_NAME:
+        field.type = FDP.TYPE_MESSAGE
+        field.type_name = f".{TIMESTAMP_TYPE}"
+        if TIMESTAMP_IMPORT not in file.dependency:
+            file.dependency.append(TIMESTAMP_IMPORT)
+        return
+    t = schema.type
+    if t in _SCALARS:
+        field.type = _SCALARS[t]
+        if schema.optional:
+            field.proto3_optional = True
+            field.oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=f"_{field.name}")
+        return
+    if t is Type.STRUCT:
+        nested_name = (schema.name or f"{name.title().replace('_', '')}Struct").rpartition(".")[2]
+        if nested_name not in [m.name for m in message.nested_type]:
+            _fill_message(message.nested_type.add(name=nested_name), schema, file)
+        field.type = FDP.TYPE_MESSAGE
+        field.type_name = nested_name
+        return
+    if t is Type.ARRAY:
+        element = schema.value_schema
+        assert element is not None
+        if element.type in (Type.ARRAY, Type.MAP):
+            raise DataException(
+                f"field {name!r}: ProtobufConverter does not support arrays of {element.type}"
+            )
+        field.label = FDP.LABEL_REPEATED
+        _set_field_type(field, _required(element), message, file, name)
+        return
+    # MAP
+    key_schema, value_schema = schema.key_schema, schema.value_schema
+    assert key_schema is not None and value_schema is not None
+    if key_schema.type not in _MAP_KEYS or value_schema.type in (Type.ARRAY, Type.MAP):
+        raise DataException(
+            f"field {name!r}: ProtobufConverter writes maps with string, integer or boolean keys and "
+            f"non-collection values; got MAP<{key_schema.type}, {value_schema.type}>"
+        )
+    entry = message.nested_type.add(name=f"{_camel(name)}Entry")
+    entry.options.map_entry = True
+    key = entry.field.add(name="key", number=1, label=FDP.LABEL_OPTIONAL)
+    _set_field_type(key, _required(key_schema), entry, file, name)
+    value = entry.field.add(name="value", number=2, label=FDP.LABEL_OPTIONAL)
+    _set_field_type(value, _required(value_schema), entry, file, name)
+    field.label = FDP.LABEL_REPEATED
+    field.type = FDP.TYPE_MESSAGE
+    field.type_name = entry.name
+
+
+def _required(schema: Schema) -> Schema:
+    """Elements, keys and values have no presence in proto3: write them as required."""
+    if not schema.optional:
+        return schema
+    if schema.type is Type.STRUCT:
+        return schema  # a message element is written as it is
+    return Schema(
+        schema.type,
+        False,
+        None,
+        schema.name,
+        schema.version,
+        schema.doc,
+        schema.parameters,
+        None,
+        None,
+        None,
+    )
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+def render_proto(file: descriptor_pb2.FileDescriptorProto) -> str:
+    lines = ['syntax = "proto3";']
+    if file.package:
+        lines.append(f"package {file.package};")
+    lines += [f'import "{dep}";' for dep in file.dependency]
+    for message in file.message_type:
+        lines += _render_message(message, "")
+    return "\n".join(lines) + "\n"
+
+
+def _render_message(message: descriptor_pb2.DescriptorProto, indent: str) -> list[str]:
+    entries = {m.name: m for m in message.nested_type if m.options.map_entry}
+    lines = [f"{indent}message {message.name} {{"]
+    inner = indent + "  "
+    for field in message.field:
+        if field.type_name in entries:
+            entry = entries[field.type_name]
+            key, value = entry.field
+            lines.append(f"{inner}map<{_type_text(key)}, {_type_text(value)}> {field.name} = {field.number};")
+            continue
+        label = (
+            "repeated "
+            if field.label == FDP.LABEL_REPEATED
+            else ("optional " if field.proto3_optional else "")
+        )
+        lines.append(f"{inner}{label}{_type_text(field)} {field.name} = {field.number};")
+    for nested in message.nested_type:
+        if not nested.options.map_entry:
+            lines += _render_message(nested, inner)
+    lines.append(f"{indent}}}")
+    return lines
+
+
+def _type_text(field: Any) -> str:
+    if field.type in _TYPE_NAMES:
+        return _TYPE_NAMES[field.type]
+    return field.type_name
+
+
+# ------------------------------------------------------------------------------------------ .proto parsing
+_TOKEN = re.compile(
+    r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[A-Za-z_][\w.]*|\.[\w.]+|-?\d+|[{}\[\]<>=;,()])',
+    re.S,
+)
+
+
+def _tokens(text: str) -> Iterator[str]:
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise DataException(f"cannot parse the .proto schema at {text[pos : pos + 40]!r}")
+        pos = m.end()
+        if m.group(1):
+            yield m.group(1)
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.tokens = list(_tokens(text))
+        self.pos = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def next(self) -> str:
+        token = self.peek()
+        if token is None:
+            raise DataException("the .proto schema ends early")
+        self.pos += 1
+        return token
+
+    def expect(self, token: str) -> None:
+        got = self.next()
+        if got != token:
+            raise DataException(f"the .proto schema has {got!r} where {token!r} was expected")
+
+    def skip_statement(self) -> None:
+        depth = 0
+        while True:
+            token = self.next()
+            if token in "{[(":
+                depth += 1
+            elif token in "}])":
+                depth -= 1
+                if depth == 0 and token == "}":
+                    return
+            elif token == ";" and depth == 0:
+                return
+
+    def skip_options(self) -> None:
+        if self.peek() == "[":
+            depth = 0
+            while True:
+                token = self.next()
+                depth += token == "["
+                depth -= token == "]"
+                if depth == 0:
+                    break
+
+
+def parse_proto(text: str) -> descriptor_pb2.FileDescriptorProto:
+    """A `FileDescriptorProto` for a proto3 file as registries hold them (see the module doc)."""
+    p = _Parser(text)
+    file = descriptor_pb2.FileDescriptorProto(name="registry.proto", syntax="proto3")
+    while p.peek() is not None:
+        token = p.next()
+        if token == "syntax":
+            p.expect("=")
+            file.syntax = p.next().strip("\"'")
+            p.expect(";")
+        elif token == "package":
+            file.package = p.next()
+            p.expect(";")
+        elif token == "import":
+            dep = p.next()
+            if dep in ("public", "weak"):
+                dep = p.next()
+            file.dependency.append(dep.strip("\"'"))
+            p.expect(";")
+        elif token == "message":
+            _parse_message(p, file.message_type.add(name=p.next()))
+        elif token == "enum":
+            _parse_enum(p, file.enum_type.add(name=p.next()))
+        elif token == ";":
+            continue
+        else:
+            p.skip_statement()
+    return file
+
+
+def _parse_enum(p: _Parser, enum: descriptor_pb2.EnumDescriptorProto) -> None:
+    p.expect("{")
+    while (token := p.next()) != "}":
+        if token in ("option", "reserved"):
+            p.skip_statement()
+            continue
+        if token == ";":
+            continue
+        p.expect("=")
+        enum.value.add(name=token, number=int(p.next()))
+        p.skip_options()
+        p.expect(";")
+
+
+def _parse_message(p: _Parser, message: descriptor_pb2.DescriptorProto) -> None:
+    p.expect("{")
+    while (token := p.next()) != "}":
+        if token == "message":
+            _parse_message(p, message.nested_type.add(name=p.next()))
+        elif token == "enum":
+            _parse_enum(p, message.enum_type.add(name=p.next()))
+        elif token in ("option", "reserved", "extensions", "extend"):
+            p.skip_statement()
+        elif token == "oneof":
+            raise DataException("reading Protobuf schemas with oneof groups is not supported yet")
+        elif token == ";":
+            continue
+        elif token == "map":
+            p.expect("<")
+            key_type = p.next()
+            p.expect(",")
+            value_type = p.next()
+            p.expect(">")
+            name = p.next()
+            p.expect("=")
+            number = int(p.next())
+            p.skip_options()
+            p.expect(";")
+            entry = message.nested_type.add(name=f"{_camel(name)}Entry")
+            entry.options.map_entry = True
+            _add_field(entry, "key", 1, key_type, FDP.LABEL_OPTIONAL)
+            _add_field(entry, "value", 2, value_type, FDP.LABEL_OPTIONAL)
+            _add_field(message, name, number, entry.name, FDP.LABEL_REPEATED)
+        else:
+            label, optional = FDP.LABEL_OPTIONAL, False
+            if token in ("optional", "repeated", "required"):
+                label = FDP.LABEL_REPEATED if token == "repeated" else FDP.LABEL_OPTIONAL
+                optional = token == "optional"
+                token = p.next()
+            name = p.next()
+            p.expect("=")
+            number = int(p.next())
+            p.skip_options()
+            p.expect(";")
+            field = _add_field(message, name, number, token, label)
+            if optional:
+                field.proto3_optional = True
+                field.oneof_index = len(message.oneof_decl)
+                message.oneof_decl.add(name=f"_{name}")
+
+
+def _add_field(message: Any, name: str, number: int, type_text: str, label: int) -> Any:
+    field = message.field.add(name=name, number=number, label=label)
+    if type_text in _BY_NAME:
+        field.type = _BY_NAME[type_text]
+    else:
+        field.type_name = type_text  # message or enum: the pool resolves it in scope
+    return field
+
+
+def message_descriptor(file: descriptor_pb2.FileDescriptorProto, indexes: list[int]) -> Descriptor:
+    """The message that `indexes` (the wire format's message indexes) name in `file`."""
+    pool = descriptor_pool.DescriptorPool()
+    if TIMESTAMP_IMPORT in file.dependency:
+        well_known = descriptor_pb2.FileDescriptorProto()
+        timestamp_pb2.DESCRIPTOR.CopyToProto(well_known)
+        pool.Add(well_known)
+    unknown = [d for d in file.dependency if d != TIMESTAMP_IMPORT]
+    if unknown:
+        raise DataException(f"Protobuf schemas importing {', '.join(unknown)} are not supported yet")
+    try:
+        file_descriptor = pool.Add(file)
+    except TypeError:
+        pool.AddSerializedFile(file.SerializeToString())
+        file_descriptor = pool.FindFileByName(file.name)
+    except Exception as exc:
+        raise DataException(f"the Protobuf schema does not build: {exc}") from None
+    messages = list(file_descriptor.message_types_by_name.values())
+    descriptor = messages[indexes[0]]
+    for index in indexes[1:]:
+        descriptor = descriptor.nested_types[index]
+    return descriptor
+
+
+# --------------------------------------------------------------------------------------------- values
+def to_message(schema: Schema, value: Any, message: Message) -> Message:
+    """Fill `message` (of the class `to_proto` built for `schema`) from a Connect value."""
+    for f in schema.fields:
+        item = value.get(f.name)
+        if item is None:
+            if not f.schema.optional and f.schema.default_value is None:
+                raise DataException(f"field {f.name!r} is required and has no value")
+            continue
+        _set(message, f.name, f.schema, item)
+    return message
+
+
+def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
+    if schema.name == Timestamp.LOGICAL_NAME:
+        getattr(message, name).FromDatetime(value.astimezone(datetime.UTC).replace(tzinfo=None))
+        return
+    t = schema.type
+    if t is Type.STRUCT:
+        to_message(schema, value, getattr(message, name))
+    elif t is Type.ARRAY:
+        element = schema.value_schema
+        assert element is not None
+        container = getattr(message, name)
+        for item in value:
+            if element.type is Type.STRUCT:
+                to_message(element, item, container.add())
+            elif element.name == Timestamp.LOGICAL_NAME:
+                container.add().FromDatetime(item.astimezone(datetime.UTC).replace(tzinfo=None))
+            else:
+                container.append(item)
+    elif t is Type.MAP:
+        value_schema = schema.value_schema
+        assert value_schema is not None
+        container = getattr(message, name)
+        for k, v in value.items():
+            if value_schema.type is Type.STRUCT:
+                to_message(value_schema, v, container[k])
+            else:
+                container[k] = v
+    else:
+        setattr(message, name, bytes(value) if t is Type.BYTES else value)
+
+
+def connect_schema(descriptor: Descriptor) -> Schema:
+    """The Connect STRUCT schema of a message (read side)."""
+    builder = SchemaBuilder.struct().name(descriptor.full_name)
+    for field in descriptor.fields:
+        builder.field(field.name, _field_schema(field))
+    return builder.build()
+
+
+def _is_map(field: FieldDescriptor) -> bool:
+    return (
+        field.type == FieldDescriptor.TYPE_MESSAGE
+        and field.message_type.GetOptions().map_entry
+        and field.is_repeated
+    )
+
+
+def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
+    if _is_map(field):
+        entry = field.message_type
+        return SchemaBuilder.map(
+            _field_schema(entry.fields_by_name["key"], True),
+            _field_schema(entry.fields_by_name["value"], True),
+        ).build()
+    if field.is_repeated and not element:
+        return SchemaBuilder.array(_field_schema(field, True)).build()
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        if field.message_type.full_name == TIMESTAMP_TYPE:
+            builder = Timestamp.builder()
+        else:
+            builder = SchemaBuilder.struct().name(field.message_type.full_name)
+            for sub in field.message_type.fields:
+                builder.field(sub.name, _field_schema(sub))
+        return builder.build() if element else builder.optional().build()
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        builder = SchemaBuilder.string()
+    else:
+        factory = {
+            FieldDescriptor.TYPE_INT32: SchemaBuilder.int32,
+            FieldDescriptor.TYPE_SINT32: SchemaBuilder.int32,
+            FieldDescriptor.TYPE_SFIXED32: SchemaBuilder.int32,
+            FieldDescriptor.TYPE_UINT32: SchemaBuilder.int64,
+            FieldDescriptor.TYPE_FIXED32: SchemaBuilder.int64,
+            FieldDescriptor.TYPE_INT64: SchemaBuilder.int64,
+            FieldDescriptor.TYPE_SINT64: SchemaBuilder.int64,
+            FieldDescriptor.TYPE_SFIXED64: SchemaBuilder.int64,
+            FieldDescriptor.TYPE_UINT64: SchemaBuilder.int64,
+            FieldDescriptor.TYPE_FIXED64: SchemaBuilder.int64,
+            FieldDescriptor.TYPE_FLOAT: SchemaBuilder.float32,
+            FieldDescriptor.TYPE_DOUBLE: SchemaBuilder.float64,
+            FieldDescriptor.TYPE_BOOL: SchemaBuilder.bool,
+            FieldDescriptor.TYPE_STRING: SchemaBuilder.string,
+            FieldDescriptor.TYPE_BYTES: SchemaBuilder.bytes,
+        }[field.type]
+        builder = factory()
+    if not element and field.has_presence:
+        builder.optional()
+    return builder.build()
+
+
+def from_message(schema: Schema, message: Message) -> Struct:
+    struct = Struct(schema)
+    for f in schema.fields:
+        descriptor = message.DESCRIPTOR.fields_by_name[f.name]
+        struct.put(f, _get(message, descriptor, f.schema))
+    return struct
+
+
+def _get(message: Message, field: FieldDescriptor, schema: Schema) -> Any:
+    if not field.is_repeated and field.has_presence and not message.HasField(field.name):
+        return None
+    raw = getattr(message, field.name)
+    return _convert(raw, field, schema)
+
+
+def _convert(raw: Any, field: FieldDescriptor, schema: Schema) -> Any:
+    if schema.type is Type.ARRAY:
+        element = schema.value_schema
+        assert element is not None
+        return [_element(item, field, element) for item in raw]
+    if schema.type is Type.MAP:
+        value_schema = schema.value_schema
+        assert value_schema is not None
+        value_field = field.message_type.fields_by_name["value"]
+        return {k: _element(v, value_field, value_schema) for k, v in raw.items()}
+    return _element(raw, field, schema)
+
+
+def _element(raw: Any, field: FieldDescriptor, schema: Schema) -> Any:
+    if schema.name == Timestamp.LOGICAL_NAME:
+        return raw.ToDatetime(tzinfo=datetime.UTC)
+    if schema.type is Type.STRUCT:
+        return from_message(schema, raw)
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        return (
+            field.enum_type.values_by_number[raw].name
+            if raw in field.enum_type.values_by_number
+            else str(raw)
+        )
+    if schema.type is Type.BYTES:
+        return bytes(raw)
+    return raw

@@ -1,0 +1,34 @@
+"""Whether a task that lost its transactional id was replaced by design (KIP-618 zombie fencing).
+
+A task instance is fenced when a newer instance of the same task initialises its producer: a
+restart over REST, the leader relaunching tasks after it regained leadership, a new generation, a
+later Spark attempt. The newer instance is started once the older one has ended or been abandoned
+(it did not stop in time, say while a broker restart held up its commit), and its
+`init_transactions()` is what makes the older one harmless: that is the design, not a failure.
+The older instance then ends quietly at INFO (SUPERSEDED: no FAILED status, no ERROR line).
+
+Only the leader can tell a replaced instance from one fenced for a reason of its own (its
+transaction outlived `transaction.timeout.ms` and the broker aborted it while it was still the
+task's current instance): the task asks it (`RestTaskControl.superseded`); a task without such a
+control (single-process runs) keeps failing as before.
+"""
+
+from __future__ import annotations
+
+from eosconnect.runtime.exactly_once import TaskFencedError, TransactionCallHung, TransactionTimedOutError
+from eosconnect.runtime.task import TaskSpec
+
+#: Failures a replaced instance meets once its successor fenced it (a librdkafka call can also hang
+#: then, when the broker that coordinated its group died meanwhile).
+_REPLACED_SYMPTOMS = (TaskFencedError, TransactionTimedOutError, TransactionCallHung)
+
+__all__ = ["replaced_by_design"]
+
+
+def replaced_by_design(spec: TaskSpec, exc: BaseException) -> bool:
+    """True if `exc` fenced this instance (or timed its transaction out, or hung its producer)
+    while a newer instance of the task had taken over, as the leader confirms."""
+    if not isinstance(exc, _REPLACED_SYMPTOMS):
+        return False
+    superseded = getattr(spec.control, "superseded", None)
+    return bool(superseded is not None and superseded())

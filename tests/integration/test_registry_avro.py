@@ -1,0 +1,464 @@
+"""The Avro converter against a real schema registry (Apicurio Registry, Confluent's API).
+
+What is checked is what Java's AvroConverter promises: the bytes are the Confluent wire format that
+Confluent's own deserializer reads back to the same data, the id in them is the registry's id for the
+subject, subjects are named by the configured strategy, and a schema the subject's compatibility rule
+refuses fails the write, naming the subject and the rule. The last test runs the whole exactly-once
+source path: Structs -> AvroConverter -> Kafka transactions, read back with read_committed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from confluent_kafka import Producer
+from confluent_kafka.schema_registry import Schema as RegistrySchema
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from eosconnect.api.converters import converter_from_config
+from eosconnect.api.data import (
+    INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    Date,
+    Decimal,
+    Schema,
+    SchemaBuilder,
+    Struct,
+    Time,
+    Timestamp,
+)
+from eosconnect.api.errors import DataException
+from eosconnect.api.schema_registry.avro import AvroConverter
+from eosconnect.api.schema_registry.avro_data import to_avro_schema
+from eosconnect.devkafka.registry import LocalSchemaRegistry
+from support.runtime_helpers import wait_until
+from support.schema_connectors import SCHEMA_NAME, SEQUENCE_V1
+
+pytestmark = [pytest.mark.kafka]
+
+ITEM = SchemaBuilder.struct().name("com.example.Item").field("sku", STRING_SCHEMA).build()
+ORDER = (
+    SchemaBuilder.struct()
+    .name("com.example.Order")
+    .version(3)
+    .doc("an order")
+    .field("id", INT64_SCHEMA)
+    .field("note", OPTIONAL_STRING_SCHEMA)
+    .field("small", SchemaBuilder.int8().build())
+    .field("medium", SchemaBuilder.int16().optional().default_value(7).build())
+    .field("price", Decimal.schema(2))
+    .field("day", Date.SCHEMA)
+    .field("time", Time.SCHEMA)
+    .field("at", Timestamp.SCHEMA)
+    .field("raw", SchemaBuilder.bytes().build())
+    .field("items", SchemaBuilder.array(ITEM).build())
+    .field("counts", SchemaBuilder.map(STRING_SCHEMA, INT64_SCHEMA).build())
+    .field("by_id", SchemaBuilder.map(INT64_SCHEMA, STRING_SCHEMA).build())
+    .build()
+)
+
+
+def order(order_id: int) -> Struct:
+    return (
+        Struct(ORDER)
+        .put("id", order_id)
+        .put("note", None)
+        .put("small", -3)
+        .put("medium", 300)
+        .put("price", decimal.Decimal("-1234.50"))
+        .put("day", datetime.date(2024, 2, 29))
+        .put("time", datetime.time(23, 59, 58, 123000))
+        .put("at", datetime.datetime(2024, 2, 29, 12, 0, 1, 5000, tzinfo=datetime.UTC))
+        .put("raw", b"\x00\xffbytes")
+        .put("items", [Struct(ITEM).put("sku", "a-1"), Struct(ITEM).put("sku", "b-2")])
+        .put("counts", {"x": 1, "y": -2})
+        .put("by_id", {10: "ten", 20: "twenty"})
+    )
+
+
+def avro_converter(url: str, is_key: bool = False, **settings: str) -> AvroConverter:
+    side = "key" if is_key else "value"
+    config = {f"{side}.converter": "io.confluent.connect.avro.AvroConverter"}
+    config[f"{side}.converter.schema.registry.url"] = url
+    config.update({f"{side}.converter.{k.replace('_', '.')}": v for k, v in settings.items()})
+    converter = converter_from_config(config, is_key=is_key)
+    assert isinstance(converter, AvroConverter)
+    return converter
+
+
+def unique(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def schema_id(data: bytes) -> int:
+    assert data[0] == 0, "magic byte"
+    return int.from_bytes(data[1:5], "big")
+
+
+@pytest.fixture(scope="module")
+def registry_client(schema_registry: LocalSchemaRegistry) -> SchemaRegistryClient:
+    return SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})
+
+
+def test_records_read_back_by_confluents_deserializer_with_the_registrys_id(
+    schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
+):
+    topic = unique("orders")
+    converter = avro_converter(schema_registry.url)
+    data = converter.from_connect_data(topic, ORDER, order(1))
+    assert data is not None
+
+    latest = registry_client.get_latest_version(f"{topic}-value")
+    assert schema_id(data) == latest.schema_id
+    registered = json.loads(latest.schema.schema_str)
+    assert registered["connect.name"] == "com.example.Order" and registered["connect.version"] == 3
+    fields = {f["name"]: f for f in registered["fields"]}
+    assert fields["note"]["type"] == ["null", "string"] and fields["note"]["default"] is None
+    assert fields["small"]["type"] == {"type": "int", "connect.type": "int8"}
+    assert fields["price"]["type"]["logicalType"] == "decimal" and fields["price"]["type"]["scale"] == 2
+    assert fields["by_id"]["type"]["items"]["name"] == "MapEntry"
+
+    plain = AvroDeserializer(registry_client)(data, SerializationContext(topic, MessageField.VALUE))
+    assert plain == {
+        "id": 1,
+        "note": None,
+        "small": -3,
+        "medium": 300,
+        "price": decimal.Decimal("-1234.50"),
+        "day": datetime.date(2024, 2, 29),
+        "time": datetime.time(23, 59, 58, 123000),
+        "at": datetime.datetime(2024, 2, 29, 12, 0, 1, 5000, tzinfo=datetime.UTC),
+        "raw": b"\x00\xffbytes",
+        "items": [{"sku": "a-1"}, {"sku": "b-2"}],
+        "counts": {"x": 1, "y": -2},
+        "by_id": [{"key": 10, "value": "ten"}, {"key": 20, "value": "twenty"}],
+    }
+
+    # A second record reuses the id; a fresh converter (another task) reads both back as Connect data.
+    again = converter.from_connect_data(topic, ORDER, order(2))
+    assert again is not None and schema_id(again) == schema_id(data)
+    back = avro_converter(schema_registry.url).to_connect_data(topic, data)
+    assert back.schema == ORDER
+    assert back.value == order(1)
+
+
+def test_records_written_by_confluents_serializer_read_as_connect_data(
+    schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
+):
+    topic = unique("foreign")
+    schema = {
+        "type": "record",
+        "name": "Reading",
+        "namespace": "com.example",
+        "fields": [
+            {"name": "sensor", "type": "string"},
+            {"name": "value", "type": ["null", "double"], "default": None},
+            {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["HOT", "COLD"]}},
+        ],
+    }
+    serializer = AvroSerializer(registry_client, json.dumps(schema))
+    data = serializer(
+        {"sensor": "s1", "value": 21.5, "kind": "COLD"}, SerializationContext(topic, MessageField.VALUE)
+    )
+    assert data is not None
+    result = avro_converter(schema_registry.url).to_connect_data(topic, data)
+    assert isinstance(result.schema, Schema) and result.schema.name == "com.example.Reading"
+    assert result.value.get("sensor") == "s1" and result.value.get("value") == 21.5
+    assert result.value.get("kind") == "COLD"
+    assert result.schema.field("value").schema.optional
+
+
+def test_incompatible_change_refused_naming_subject_and_rule(
+    schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
+):
+    topic = unique("evolve")
+    subject = f"{topic}-value"
+    converter = avro_converter(schema_registry.url)
+    v1 = SchemaBuilder.struct().name("com.example.Evolving").field("a", INT64_SCHEMA).build()
+    first = converter.from_connect_data(topic, v1, Struct(v1).put("a", 1))
+    schema_registry.set_compatibility("BACKWARD", subject=subject)
+
+    # BACKWARD allows a new optional field (it has a default: readers of v2 fill it in for v1 data) ...
+    v2 = (
+        SchemaBuilder.struct()
+        .name("com.example.Evolving")
+        .field("a", INT64_SCHEMA)
+        .field("b", OPTIONAL_STRING_SCHEMA)
+        .build()
+    )
+    second = converter.from_connect_data(topic, v2, Struct(v2).put("a", 2).put("b", "x"))
+    assert first is not None and second is not None and schema_id(second) != schema_id(first)
+
+    # ... and refuses a new required field without a default.
+    v3 = (
+        SchemaBuilder.struct()
+        .name("com.example.Evolving")
+        .field("a", INT64_SCHEMA)
+        .field("c", STRING_SCHEMA)
+        .build()
+    )
+    with pytest.raises(DataException) as refused:
+        converter.from_connect_data(topic, v3, Struct(v3).put("a", 3).put("c", "y"))
+    message = str(refused.value)
+    assert repr(subject) in message and "BACKWARD" in message and "incompatible" in message
+    assert [v for v in registry_client.get_versions(subject)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "is_key", "expected"),
+    [
+        ("TopicNameStrategy", True, "{topic}-key"),
+        ("TopicNameStrategy", False, "{topic}-value"),
+        ("io.confluent.kafka.serializers.subject.RecordNameStrategy", False, "com.example.Order"),
+        ("TopicRecordNameStrategy", True, "{topic}-com.example.Order"),
+    ],
+)
+def test_subject_name_strategies_register_under_their_subjects(
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    strategy: str,
+    is_key: bool,
+    expected: str,
+):
+    topic = unique("strategy")
+    side = "key" if is_key else "value"
+    converter = avro_converter(
+        schema_registry.url, is_key=is_key, **{f"{side}.subject.name.strategy": strategy}
+    )
+    data = converter.from_connect_data(topic, ORDER, order(5))
+    assert data is not None
+    subject = expected.format(topic=topic)
+    assert schema_id(data) == registry_client.get_latest_version(subject).schema_id
+
+
+def test_auto_register_off_and_use_latest_version(
+    schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
+):
+    topic = unique("preregistered")
+    subject = f"{topic}-value"
+    first = Struct(SEQUENCE_V1).put("task", 0).put("seq", 0).put("payload", "")
+    plain = avro_converter(schema_registry.url, auto_register_schemas="false")
+    with pytest.raises(DataException, match=r"auto\.register\.schemas=false"):
+        plain.from_connect_data(topic, SEQUENCE_V1, first)
+
+    registered_id = avro_converter(schema_registry.url).from_connect_data(topic, SEQUENCE_V1, first)
+    assert registered_id is not None
+    value = Struct(SEQUENCE_V1).put("task", 1).put("seq", 1).put("payload", "p")
+    looked_up = avro_converter(schema_registry.url, auto_register_schemas="false").from_connect_data(
+        topic, SEQUENCE_V1, value
+    )
+    latest = avro_converter(
+        schema_registry.url, auto_register_schemas="false", use_latest_version="true"
+    ).from_connect_data(topic, SEQUENCE_V1, value)
+    assert looked_up is not None and latest is not None
+    assert schema_id(looked_up) == schema_id(latest) == registry_client.get_latest_version(subject).schema_id
+    assert registry_client.get_latest_version(subject).schema.schema_str.count(SCHEMA_NAME.split(".")[-1])
+
+
+def test_not_wire_format_is_one_clear_error(schema_registry: LocalSchemaRegistry):
+    with pytest.raises(DataException, match="Unknown magic byte"):
+        avro_converter(schema_registry.url).to_connect_data("t", b'{"plain": "json"}')
+
+
+def test_exactly_once_source_structs_through_avro(
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+):
+    """Struct records -> AvroConverter -> Kafka transactions; then a record whose schema BACKWARD refuses
+    fails the task naming subject and rule, and nothing of its transaction is visible."""
+    data = create_topic(topic_name("data"))
+    subject = f"{data}-value"
+    connector = {
+        "name": "avro-seq",
+        "connector.class": "support.schema_connectors.StructSequenceConnector",
+        "tasks.max": "1",
+        "topic": data,
+        "records.per.task": "400",
+        "batch.size": "50",
+        "payload.bytes": "8",
+        "schema.switch.at": "300",
+        "key.converter": "string",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": schema_registry.url,
+    }
+    # The subject exists with v1 and the BACKWARD rule before the connector starts.
+    registry_client.register_schema(subject, RegistrySchema(json.dumps(to_avro_schema(SEQUENCE_V1)), "AVRO"))
+    schema_registry.set_compatibility("BACKWARD", subject=subject)
+
+    job = run_job(connector, worker_props("enabled"))
+    wait_until(lambda: not job.running(), 120, "the task to fail on the refused schema")
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["FAILED"], outcomes
+    assert repr(subject) in outcomes[0]["trace"] and "BACKWARD" in outcomes[0]["trace"]
+
+    records = read_committed(data)
+    deserialize = AvroDeserializer(registry_client)
+    values = [deserialize(r.value, SerializationContext(data, MessageField.VALUE)) for r in records]
+    assert [v["seq"] for v in values] == list(range(300)), "exactly the records before the refused one"
+    assert {schema_id(r.value) for r in records} == {registry_client.get_latest_version(subject).schema_id}
+    assert {r.key for r in records} == {b"task-0"}
+
+
+def test_sink_reads_avro_written_by_another_producer_as_structs(
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    bootstrap: str,
+    tmp_path: Path,
+):
+    """Avro records produced with Confluent's own serializer (as a Java producer would write them)
+    reach a sink task as Structs through `value.converter=io.confluent.connect.avro.AvroConverter`."""
+    data = create_topic(topic_name("data"))
+    schema = {
+        "type": "record",
+        "name": "Payment",
+        "namespace": "com.example",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {
+                "name": "amount",
+                "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+            },
+            {"name": "memo", "type": ["null", "string"], "default": None},
+        ],
+    }
+    serialize = AvroSerializer(registry_client, json.dumps(schema))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        value = {"id": i, "amount": decimal.Decimal(f"{i}.50"), "memo": None if i % 2 else f"m{i}"}
+        producer.produce(data, value=serialize(value, SerializationContext(data, MessageField.VALUE)))
+    assert producer.flush(30) == 0
+
+    calls = tmp_path / "calls.jsonl"
+    connector = {
+        "name": topic_name("sink"),
+        "connector.class": "support.schema_connectors.StructRecordingSinkConnector",
+        "tasks.max": "1",
+        "topics": data,
+        "record.file": str(calls),
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": schema_registry.url,
+    }
+    job = run_job(connector, worker_props("disabled"))
+
+    def put() -> list[list[Any]]:
+        lines = calls.read_text().splitlines() if calls.exists() else []
+        return [r for e in map(json.loads, lines) if e["call"] == "put" for r in e["records"]]
+
+    wait_until(lambda: len(put()) >= 20, 120, "20 records put", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    records = put()
+    assert [r[3] for r in records] == ["com.example.Payment"] * 20
+    assert [r[4] for r in records] == [
+        {"id": i, "amount": f"{i}.50", "memo": None if i % 2 else f"m{i}"} for i in range(20)
+    ]
+
+
+def test_basic_auth_user_info_and_url_credentials(tmp_path: Path):
+    """A registry that requires HTTP basic auth: USER_INFO and user:password@ in the URL both work,
+    a wrong password is one clear error naming the subject."""
+    with LocalSchemaRegistry(
+        tmp_path / "secured", basic_auth=("alice", "s3cret"), tie_to_parent=True
+    ) as secured:
+        topic = unique("auth")
+        value = Struct(SEQUENCE_V1).put("task", 0).put("seq", 1).put("payload", "p")
+        user_info = avro_converter(
+            secured.url, basic_auth_credentials_source="USER_INFO", basic_auth_user_info="alice:s3cret"
+        )
+        data = user_info.from_connect_data(topic, SEQUENCE_V1, value)
+        assert data is not None and user_info.to_connect_data(topic, data).value == value
+
+        in_url = secured.url.replace("http://", "http://alice:s3cret@")
+        assert avro_converter(in_url).from_connect_data(topic, SEQUENCE_V1, value) == data
+        wrong_in_url = secured.url.replace("http://", "http://alice:leaked@")
+        with pytest.raises(DataException) as refused:
+            avro_converter(wrong_in_url).from_connect_data(unique("auth"), SEQUENCE_V1, value)
+        assert "HTTP 401" in str(refused.value) and "leaked" not in str(refused.value)
+
+        wrong = avro_converter(
+            secured.url, basic_auth_credentials_source="USER_INFO", basic_auth_user_info="alice:wrong"
+        )
+        with pytest.raises(DataException, match=f"subject '{topic}-value'.*HTTP 401"):
+            wrong.from_connect_data(topic, SEQUENCE_V1, value)
+
+
+def test_jdbc_source_rows_through_avro_exactly_once(
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+    tmp_path: Path,
+):
+    """JdbcSource (a Struct per row, schema from the table) -> AvroConverter for keys and values ->
+    Kafka exactly once: every row once under read_committed, readable by Confluent's deserializer."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'shop.db'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE items (id INTEGER PRIMARY KEY AUTOINCREMENT, qty INTEGER NOT NULL, label TEXT, "
+            "price NUMERIC(10,2))"
+        )
+        conn.execute(
+            sa.text("INSERT INTO items (qty, label, price) VALUES (:qty, :label, :price)"),
+            [{"qty": i, "label": f"é-{i}" if i % 3 else None, "price": i / 4} for i in range(1, 61)],
+        )
+    engine.dispose()
+    prefix = topic_name("db") + "-"
+    topic = create_topic(prefix + "items")
+    registry = {"schema.registry.url": schema_registry.url}
+    connector = {
+        "name": "jdbc-avro",
+        "connector.class": "JdbcSource",
+        "tasks.max": "1",
+        "connection.url": f"sqlite:///{tmp_path / 'shop.db'}",
+        "tables": "items",
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "topic.prefix": prefix,
+        "poll.interval.ms": "100",
+        "batch.max.rows": "25",
+        "key.converter": "avro",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        **{f"key.converter.{k}": v for k, v in registry.items()},
+        **{f"value.converter.{k}": v for k, v in registry.items()},
+    }
+    job = run_job(connector, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= 60, 120, "60 rows in Kafka", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+
+    records = read_committed(topic)
+    context = SerializationContext(topic, MessageField.VALUE)
+    deserialize = AvroDeserializer(registry_client)
+    values = [deserialize(r.value, context) for r in records]
+    assert sorted(v["id"] for v in values) == list(range(1, 61)), "every row exactly once"
+    row = next(v for v in values if v["id"] == 5)
+    assert row["qty"] == 5 and row["label"] == "é-5"
+    value_id = registry_client.get_latest_version(f"{topic}-value").schema_id
+    key_id = registry_client.get_latest_version(f"{topic}-key").schema_id
+    assert {schema_id(r.value) for r in records} == {value_id}
+    assert {schema_id(r.key) for r in records} == {key_id}
+    back = avro_converter(schema_registry.url).to_connect_data(topic, records[0].value)
+    assert back.schema is not None and back.schema.field("qty") is not None

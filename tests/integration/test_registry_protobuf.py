@@ -1,0 +1,106 @@
+"""The Protobuf converter against a real schema registry (Apicurio Registry, Confluent's API):
+Confluent's ProtobufDeserializer reads what it writes (message indexes included), ids are the
+registry's, and a field type change the subject's BACKWARD rule refuses fails the write."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from eosconnect.api.converters import converter_from_config
+from eosconnect.api.data import INT64_SCHEMA, STRING_SCHEMA, Decimal, SchemaBuilder, Struct, Timestamp
+from eosconnect.api.errors import DataException
+from eosconnect.api.schema_registry.protobuf import ProtobufConverter
+from eosconnect.api.schema_registry.protobuf_data import to_proto
+from eosconnect.devkafka.registry import LocalSchemaRegistry
+
+ITEM = SchemaBuilder.struct().name("com.example.Item").field("sku", STRING_SCHEMA).build()
+ORDER = (
+    SchemaBuilder.struct()
+    .name("com.example.PbOrder")
+    .field("id", INT64_SCHEMA)
+    .field("note", SchemaBuilder.string().optional().build())
+    .field("small", SchemaBuilder.int16().build())
+    .field("ratio", SchemaBuilder.float64().build())
+    .field("raw", SchemaBuilder.bytes().build())
+    .field("at", Timestamp.SCHEMA)
+    .field("tags", SchemaBuilder.array(STRING_SCHEMA).build())
+    .field("items", SchemaBuilder.array(ITEM).build())
+    .field("counts", SchemaBuilder.map(STRING_SCHEMA, INT64_SCHEMA).build())
+    .build()
+)
+AT = datetime.datetime(2024, 1, 2, 3, 4, 5, 6000, tzinfo=datetime.UTC)
+
+
+def order() -> Struct:
+    return (
+        Struct(ORDER)
+        .put("id", 5)
+        .put("small", -3)
+        .put("ratio", 0.5)
+        .put("raw", b"\x00\x01")
+        .put("at", AT)
+        .put("tags", ["a", "b"])
+        .put("items", [Struct(ITEM).put("sku", "s1")])
+        .put("counts", {"x": 2})
+    )
+
+
+def protobuf_converter(url: str) -> ProtobufConverter:
+    converter = converter_from_config(
+        {
+            "value.converter": "io.confluent.connect.protobuf.ProtobufConverter",
+            "value.converter.schema.registry.url": url,
+        },
+        is_key=False,
+    )
+    assert isinstance(converter, ProtobufConverter)
+    return converter
+
+
+def test_protobuf_records_read_by_confluents_deserializer(schema_registry: LocalSchemaRegistry):
+    topic = f"pb-{uuid.uuid4().hex[:8]}"
+    data = protobuf_converter(schema_registry.url).from_connect_data(topic, ORDER, order())
+    assert data is not None and data[0] == 0 and data[5] == 0, "magic byte, id, message index [0]"
+    latest = SchemaRegistryClient({"url": schema_registry.url}).get_latest_version(f"{topic}-value")
+    assert int.from_bytes(data[1:5], "big") == latest.schema_id and latest.schema.schema_type == "PROTOBUF"
+    assert "optional string note = 2;" in latest.schema.schema_str
+
+    message_class = to_proto(ORDER).message_class
+    plain = ProtobufDeserializer(message_class, {"use.deprecated.format": False})(
+        data, SerializationContext(topic, MessageField.VALUE)
+    )
+    assert plain.id == 5 and not plain.HasField("note") and plain.small == -3 and plain.raw == b"\x00\x01"
+    assert plain.at.ToDatetime(tzinfo=datetime.UTC) == AT and list(plain.tags) == ["a", "b"]
+    assert plain.items[0].sku == "s1" and dict(plain.counts) == {"x": 2}
+
+    back = protobuf_converter(schema_registry.url).to_connect_data(topic, data)
+    assert back.schema is not None and back.schema.name == "com.example.PbOrder"
+    value = back.value
+    assert (value.get("id"), value.get("note"), value.get("small"), value.get("at")) == (5, None, -3, AT)
+    assert value.get("items")[0].get("sku") == "s1" and value.get("counts") == {"x": 2}
+
+
+def test_protobuf_field_type_change_refused_under_backward(schema_registry: LocalSchemaRegistry):
+    topic = f"pb-evolve-{uuid.uuid4().hex[:8]}"
+    converter = protobuf_converter(schema_registry.url)
+    v1 = SchemaBuilder.struct().name("com.example.P").field("a", INT64_SCHEMA).build()
+    converter.from_connect_data(topic, v1, Struct(v1).put("a", 1))
+    schema_registry.set_compatibility("BACKWARD", subject=f"{topic}-value")
+    v2 = SchemaBuilder.struct().name("com.example.P").field("a", STRING_SCHEMA).build()
+    with pytest.raises(DataException) as refused:
+        converter.from_connect_data(topic, v2, Struct(v2).put("a", "one"))
+    assert f"'{topic}-value'" in str(refused.value) and "BACKWARD" in str(refused.value)
+
+
+def test_unsupported_logical_types_are_refused_clearly():
+    schema = SchemaBuilder.struct().field("price", Decimal.schema(2)).build()
+    with pytest.raises(
+        DataException, match=r"does not support org\.apache\.kafka\.connect\.data\.Decimal yet"
+    ):
+        to_proto(schema)

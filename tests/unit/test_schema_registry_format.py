@@ -1,0 +1,146 @@
+"""The Schema Registry converters' pieces that need no registry: wire format, subjects, Avro mapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from eosconnect.api.data import INT32_SCHEMA, STRING_SCHEMA, Decimal, SchemaBuilder, Timestamp
+from eosconnect.api.errors import ConfigException, DataException
+from eosconnect.api.schema_registry.avro_data import from_avro_schema, to_avro_schema
+from eosconnect.api.schema_registry.protobuf_data import (
+    connect_schema,
+    message_descriptor,
+    parse_proto,
+    to_proto,
+)
+from eosconnect.api.schema_registry.settings import registry_config_def, subject_name
+from eosconnect.api.schema_registry.wire import (
+    frame,
+    read_message_indexes,
+    unframe,
+    write_message_indexes,
+)
+
+
+def test_frame_is_magic_byte_then_big_endian_id():
+    data = frame(258, b"payload")
+    assert data == b"\x00\x00\x00\x01\x02payload"
+    schema_id, rest = unframe(data, "t", "value")
+    assert schema_id == 258 and bytes(rest) == b"payload"
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00\x01", b'{"a":1}'])
+def test_unframe_refuses_what_is_not_the_wire_format(data: bytes):
+    with pytest.raises(DataException, match=r"Unknown magic byte!.*topic 't'"):
+        unframe(data, "t", "value")
+
+
+@pytest.mark.parametrize(
+    ("indexes", "encoded"),
+    [([0], b"\x00"), ([1], b"\x02\x02"), ([0, 2], b"\x04\x00\x04"), ([70], b"\x02\x8c\x01")],
+)
+def test_protobuf_message_indexes_are_zigzag_varints(indexes: list[int], encoded: bytes):
+    assert write_message_indexes(indexes) == encoded
+    assert read_message_indexes(memoryview(encoded + b"rest")) == (indexes, memoryview(b"rest"))
+
+
+def test_subject_name_strategies():
+    assert subject_name("TopicNameStrategy", "orders", True, None) == "orders-key"
+    assert subject_name("TopicNameStrategy", "orders", False, "x.Y") == "orders-value"
+    full = "io.confluent.kafka.serializers.subject.RecordNameStrategy"
+    assert subject_name(full, "orders", False, "com.example.Order") == "com.example.Order"
+    assert (
+        subject_name("TopicRecordNameStrategy", "orders", False, "com.example.Order")
+        == "orders-com.example.Order"
+    )
+    with pytest.raises(DataException, match="has none"):
+        subject_name("RecordNameStrategy", "orders", False, None)
+
+
+def test_settings_refuse_unknown_strategy_and_bad_auth_source():
+    with pytest.raises(ConfigException, match="unknown subject name strategy"):
+        registry_config_def().parse({"value.subject.name.strategy": "Mine"}, prefix="value.converter.")
+    with pytest.raises(ConfigException, match=r"basic\.auth\.credentials\.source"):
+        registry_config_def().parse({"basic.auth.credentials.source": "SASL"}, prefix="value.converter.")
+
+
+def test_avro_schema_mapping_round_trips_connect_metadata():
+    schema = (
+        SchemaBuilder.struct()
+        .name("com.example.Thing")
+        .version(4)
+        .doc("a thing")
+        .parameter("origin", "test")
+        .field("n", SchemaBuilder.int16().optional().default_value(5).build())
+        .field("s", STRING_SCHEMA)
+        .field("price", Decimal.builder(3).optional().build())
+        .field("at", Timestamp.SCHEMA)
+        .field("nested", SchemaBuilder.struct().field("x", INT32_SCHEMA).build())
+        .field("m", SchemaBuilder.map(INT32_SCHEMA, STRING_SCHEMA).build())
+        .build()
+    )
+    avro = to_avro_schema(schema)
+    assert isinstance(avro, dict)
+    assert avro["name"] == "Thing" and avro["namespace"] == "com.example"
+    assert avro["connect.parameters"] == {"origin": "test"}
+    fields = {f["name"]: f for f in avro["fields"]}
+    # A non-null default must match the union's first branch: [int, null].
+    assert fields["n"]["type"][1] == "null" and fields["n"]["default"] == 5
+    assert fields["price"]["type"][0] == "null" and fields["price"]["default"] is None
+    assert fields["nested"]["type"]["name"] == "ConnectDefault"
+    assert fields["nested"]["type"]["namespace"] == "io.confluent.connect.avro"
+    assert from_avro_schema(avro) == schema
+
+
+def test_avro_unions_beyond_optional_are_refused_clearly():
+    with pytest.raises(DataException, match="unions other than"):
+        from_avro_schema(["null", "string", "int"])
+
+
+FOREIGN_PROTO = """
+// written by hand, as teams do
+syntax = "proto3";
+package shop.v1;
+option java_package = "com.shop";
+
+enum Status { STATUS_UNKNOWN = 0; STATUS_PAID = 1 [deprecated = true]; }
+
+message Order {
+  reserved 4, 9 to 11;
+  /* the id */
+  int64 id = 1;
+  optional string note = 2 [json_name = "n"];
+  repeated Line lines = 3;
+  map<string, Line> by_sku = 5;
+  Status status = 6;
+  message Line { string sku = 1; uint32 qty = 2; }
+}
+"""
+
+
+def test_parse_proto_reads_hand_written_files_into_connect_schemas():
+    descriptor = message_descriptor(parse_proto(FOREIGN_PROTO), [0])
+    schema = connect_schema(descriptor)
+    assert schema.name == "shop.v1.Order"
+    fields = {f.name: f.schema for f in schema.fields}
+    assert fields["id"].type.name == "INT64" and not fields["id"].optional
+    assert fields["note"].optional and fields["status"].type.name == "STRING"
+    assert fields["lines"].value_schema.field("qty").schema.type.name == "INT64"
+    assert fields["by_sku"].key_schema.type.name == "STRING"
+    # As protoc does, a map field's entry type is a nested type at the map's place (indexes count it).
+    assert message_descriptor(parse_proto(FOREIGN_PROTO), [0, 1]).full_name == "shop.v1.Order.Line"
+
+
+def test_generated_proto_text_parses_back_to_the_same_message():
+    schema = (
+        SchemaBuilder.struct()
+        .name("com.example.Thing")
+        .field("n", SchemaBuilder.int64().optional().build())
+        .field("tags", SchemaBuilder.array(STRING_SCHEMA).build())
+        .field("m", SchemaBuilder.map(INT32_SCHEMA, STRING_SCHEMA).build())
+        .build()
+    )
+    generated = to_proto(schema)
+    reparsed = message_descriptor(parse_proto(generated.text), [0])
+    assert connect_schema(reparsed) == connect_schema(generated.descriptor)
+    assert "optional int64 n = 1;" in generated.text and "map<int32, string> m = 3;" in generated.text

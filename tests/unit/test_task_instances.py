@@ -1,0 +1,91 @@
+"""Task instances (issue 25): a replaced instance is told to stop and cannot speak for the task,
+and a fenced task ends quietly only when the leader confirms a newer instance took over."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from eosconnect.cluster.herder_state import GenerationRun, TaskRuntime
+from eosconnect.cluster.task_channel import RestTaskControl
+from eosconnect.cluster.task_health import TaskHealth
+from eosconnect.runtime.control import Directive
+from eosconnect.runtime.exactly_once import TaskFencedError, TransactionCallHung, TransactionTimedOutError
+from eosconnect.runtime.supersession import replaced_by_design
+from eosconnect.runtime.task import TaskSpec
+
+
+def run_with(instances: dict[int, str], generation: int = 3) -> GenerationRun:
+    run = GenerationRun("c", generation, 2, job=None)  # type: ignore[arg-type]  # no Spark job needed
+    run.instances = dict(instances)
+    return run
+
+
+def stale(
+    run: GenerationRun | None, runtime: TaskRuntime, report: dict[str, Any], generation: int = 3
+) -> bool:
+    return TaskHealth._stale_instance(run, runtime, 0, generation, report)
+
+
+def test_an_instance_launched_before_the_latest_is_stale() -> None:
+    run = run_with({0: "new"})
+    assert stale(run, TaskRuntime(), {"instance": "old"})
+    assert not stale(run, TaskRuntime(), {"instance": "new"})
+
+
+def test_an_earlier_spark_attempt_of_the_same_launch_is_stale_once_a_later_one_reported() -> None:
+    run = run_with({0: "a"})
+    runtime = TaskRuntime(state="RUNNING", generation=3, attempt=1, instance="a")
+    assert stale(run, runtime, {"instance": "a", "attempt": 0})
+    assert not stale(run, runtime, {"instance": "a", "attempt": 1})
+    assert not stale(run, runtime, {"instance": "a", "attempt": 2})
+
+
+def test_other_generations_and_unnamed_instances_are_left_to_the_generation_rule() -> None:
+    run = run_with({0: "new"})
+    assert not stale(run, TaskRuntime(), {"instance": "old"}, generation=2)
+    assert not stale(None, TaskRuntime(), {"instance": "old"})
+    assert not stale(run, TaskRuntime(), {})  # a task of an older release names no instance
+
+
+class Leader(RestTaskControl):
+    """Answers the supersession question with a scripted sequence of directives."""
+
+    def __init__(self, answers: list[Directive | None]) -> None:
+        super().__init__("http://127.0.0.1:9", {}, "c", 0, 3, instance="i1")
+        self.answers = answers
+        self.asked: list[dict[str, Any]] = []
+
+    def _report(self, report: dict[str, Any]) -> Directive | None:
+        self.asked.append(report)
+        return self.answers.pop(0) if self.answers else Directive.RUN
+
+
+def spec(control: Any) -> TaskSpec:
+    return TaskSpec(
+        connector="c", task=0, task_config={}, connector_config={}, worker_config={}, control=control
+    )
+
+
+@pytest.mark.parametrize(
+    "error", [TaskFencedError("fenced"), TransactionTimedOutError("timed out"), TransactionCallHung("hung")]
+)
+def test_a_fenced_task_is_replaced_by_design_when_the_leader_says_stop(error: Exception) -> None:
+    leader = Leader([Directive.RUN, Directive.STOP])  # the newer attempt had not reported at first
+    assert replaced_by_design(spec(leader), error)
+    assert len(leader.asked) == 2
+
+
+def test_a_fenced_task_the_leader_still_wants_running_really_failed() -> None:
+    leader = Leader([])
+    assert not leader.superseded(wait_s=0.6)
+    assert not replaced_by_design(spec(Leader([])), RuntimeError("other"))
+
+
+def test_without_a_leader_to_ask_a_fenced_task_fails_as_before() -> None:
+    class FileLike:
+        def directive(self) -> Directive:
+            return Directive.RUN
+
+    assert not replaced_by_design(spec(FileLike()), TaskFencedError("fenced"))
