@@ -117,23 +117,28 @@ def slot_info(conn: Any, slot: str) -> tuple[str, int | None] | None:
     return row[0], None if row[1] is None else parse_lsn(row[1])
 
 
-def drop_slot(conn: Any, slot: str, wait_s: float = 30.0) -> None:
-    """Drop a slot, first waiting (up to `wait_s`) for a previous reader to let go of it: after a
-    crash, the server notices the dead connection only a moment later."""
+def wait_released(conn: Any, slot: str, wait_s: float = 30.0) -> int | None:
+    """Wait (up to `wait_s`) until no connection reads the slot; the reader's pid if one still does.
+    After a crash the server notices the dead connection only a moment later."""
     deadline = time.monotonic() + wait_s
     while True:
         row = conn.execute(
             "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,)
         ).fetchone()
-        if row is None:
-            return
-        if row[0] is None or time.monotonic() > deadline:
-            break
+        if row is None or row[0] is None:
+            return None
+        if time.monotonic() > deadline:
+            return int(row[0])
         time.sleep(0.2)
+
+
+def drop_slot(conn: Any, slot: str, wait_s: float = 30.0) -> None:
+    """Drop a slot once its previous reader let go of it."""
+    reader = wait_released(conn, slot, wait_s)
     try:
         conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
     except Exception as exc:
         raise ConnectException(
             f"cannot drop replication slot {slot!r} to take a new snapshot: {exc}. Stop whatever reads it "
-            f"(pg_replication_slots.active_pid {row[0]}) and restart the connector."
+            f"(pg_replication_slots.active_pid {reader}) and restart the connector."
         ) from exc

@@ -49,6 +49,7 @@ from eosconnect.connectors.postgres_cdc.replication import (
     drop_slot,
     format_lsn,
     slot_info,
+    wait_released,
 )
 from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
 
@@ -125,6 +126,13 @@ class PostgresCdcTask(SourceTask):
             if mode is SnapshotMode.INITIAL_ONLY:
                 self._done = True
                 return
+            reader = wait_released(self.catalog, self.stream.slot)
+            if reader is not None:
+                raise ConnectException(
+                    f"replication slot {self.stream.slot!r} is still read by server process {reader} (another"
+                    " instance of this connector, or a different client). Stop it (SELECT "
+                    f"pg_terminate_backend({reader});) or give this connector its own slot.name."
+                )
             self.stream.start()
             log.info("PostgresCdcSource: streaming slot %s after %s", self.stream.slot, dict(stored))
         elif mode in (SnapshotMode.INITIAL, SnapshotMode.INITIAL_ONLY):
