@@ -117,10 +117,21 @@ def slot_info(conn: Any, slot: str) -> tuple[str, int | None] | None:
     return row[0], None if row[1] is None else parse_lsn(row[1])
 
 
-def wait_released(conn: Any, slot: str, wait_s: float = 30.0) -> int | None:
-    """Wait (up to `wait_s`) until no connection reads the slot; the reader's pid if one still does.
-    After a crash the server notices the dead connection only a moment later."""
-    deadline = time.monotonic() + wait_s
+def release_timeout_s(conn: Any) -> float:
+    """How long a slot's previous reader may hold on to it: the server ends a walsender that has
+    not answered for wal_sender_timeout (a frozen, e.g. SIGSTOPped, instance), plus a margin."""
+    row = conn.execute(
+        "SELECT setting::float / 1000 FROM pg_settings WHERE name = 'wal_sender_timeout'"
+    ).fetchone()
+    timeout = float(row[0]) if row and row[0] and row[0] > 0 else 60.0
+    return timeout + 5.0
+
+
+def wait_released(conn: Any, slot: str, wait_s: float | None = None) -> int | None:
+    """Wait until no connection reads the slot (up to `wait_s`, by default wal_sender_timeout plus
+    a margin); the reader's pid if one still does. After a crash the server notices the dead
+    connection a moment later; a frozen reader is ended by the server after wal_sender_timeout."""
+    deadline = time.monotonic() + (release_timeout_s(conn) if wait_s is None else wait_s)
     while True:
         row = conn.execute(
             "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,)
@@ -132,7 +143,7 @@ def wait_released(conn: Any, slot: str, wait_s: float = 30.0) -> int | None:
         time.sleep(0.2)
 
 
-def drop_slot(conn: Any, slot: str, wait_s: float = 30.0) -> None:
+def drop_slot(conn: Any, slot: str, wait_s: float | None = None) -> None:
     """Drop a slot once its previous reader let go of it."""
     reader = wait_released(conn, slot, wait_s)
     try:
