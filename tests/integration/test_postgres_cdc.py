@@ -428,3 +428,60 @@ def test_sigkill_mid_snapshot_takes_it_again_exactly_once(
         if value["op"] in ("u", "d"):
             assert value["before"] is not None and value["before"]["owner"].startswith("owner-"), value
     assert "note" not in values[-1]["after"] and "note" in values[0]["after"]
+
+
+def test_sigstopped_zombie_is_replaced_exactly_once(
+    db, run_job, worker_props, topic_name, create_topic, read_committed, tmp_path: Path
+):
+    """The task's Python worker is frozen (SIGSTOP) holding the slot; a new instance is started: it
+    waits until PostgreSQL ends the frozen walsender (wal_sender_timeout, 4 s here), streams on, and
+    the zombie, thawed, is fenced. Every change once."""
+    import os
+    import signal
+
+    with db.connect() as conn:
+        conn.execute("ALTER SYSTEM SET wal_sender_timeout = '4s'")
+        conn.execute("SELECT pg_reload_conf()")
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    pid_file = tmp_path / "pid"
+    config = cdc_config(
+        "cdc-zombie",
+        db,
+        prefix,
+        connector_class="support.cdc_connectors.PidRecordingPostgresCdcConnector",
+        pid_file=str(pid_file),
+    )
+    worker = worker_props("enabled")
+    zombie = run_job(config, worker)
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", zombie)
+    first = Workload(db, transactions=15, seed=3).start()
+    first.join()
+
+    def changes() -> int:
+        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+
+    wait_until(lambda: changes() >= first.changes, 60, "the first changes", zombie)
+    pid = int(pid_file.read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with db.connect() as conn:
+            next_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
+            for i in range(10):
+                conn.execute(
+                    "INSERT INTO accounts VALUES (%s, 'late', 1, NULL, now(), NULL, %s)",
+                    (next_id + i, 50000 + i),
+                )
+        successor = run_job(config, worker)
+        wait_until(lambda: changes() >= first.changes + 10, 90, "the successor to stream the rest", successor)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        with db.connect() as conn:  # the other tests keep the default
+            conn.execute("ALTER SYSTEM RESET wal_sender_timeout")
+            conn.execute("SELECT pg_reload_conf()")
+    (zombie_outcome,) = zombie.wait(60)
+    # Thawed, the zombie finds its replication connection ended by the server (or its producer fenced).
+    assert zombie_outcome["state"] == "FAILED", zombie_outcome
+    assert "lost the replication connection" in zombie_outcome["trace"] or "fenced" in zombie_outcome["trace"]
+    successor.stop()
+    check_exactly_once(read_events(read_committed, topic), db, first.changes + 10)

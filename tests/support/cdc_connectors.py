@@ -36,3 +36,16 @@ class CrashingPostgresCdcTask(PostgresCdcTask):
 class CrashingPostgresCdcConnector(PostgresCdcSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return CrashingPostgresCdcTask
+
+
+class PidRecordingPostgresCdcTask(PostgresCdcTask):
+    """Writes its Python worker's pid to `pid.file` at start (a test freezes it with SIGSTOP)."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        Path(config["pid.file"]).write_text(str(os.getpid()))
+
+
+class PidRecordingPostgresCdcConnector(PostgresCdcSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return PidRecordingPostgresCdcTask

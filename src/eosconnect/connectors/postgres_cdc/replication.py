@@ -80,11 +80,21 @@ class ReplicationStream:
 
     def read(self, timeout: float) -> WalMessage | None:
         """The next pgoutput message, waiting up to `timeout` seconds for one."""
-        message = self.cursor.read_message()
-        if message is None:
-            ready = select.select([self.conn], [], [], timeout)[0]
-            if ready:
-                message = self.cursor.read_message()
+        import psycopg2
+
+        try:
+            message = self.cursor.read_message()
+            if message is None:
+                ready = select.select([self.conn], [], [], timeout)[0]
+                if ready:
+                    message = self.cursor.read_message()
+        except psycopg2.Error as exc:
+            reason = str(exc).strip() or type(exc).__name__
+            raise ConnectException(
+                f"lost the replication connection reading slot {self.slot!r} ({reason}); "
+                "a restarted task resumes from its committed offset (the server ends a reader that did not "
+                "answer for wal_sender_timeout)"
+            ) from exc
         if message is None:
             return None
         return WalMessage(bytes(message.payload), message.data_start, message.wal_end)
