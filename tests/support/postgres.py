@@ -4,7 +4,8 @@
 the `postgres` system user when the tests run as root, since initdb and pg_ctl refuse root) and
 yields its SQLAlchemy URL without a database name; `new_database` makes a fresh database on it.
 Without the binaries the PostgreSQL cases are skipped, saying so. Registered for every test module
-by tests/conftest.py.
+by tests/conftest.py. The URL it yields is a `PostgresServer`, which can also `kill()` the server
+(as a crash) and `start()` it again.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["new_database", "postgres"]
+__all__ = ["PostgresServer", "new_database", "postgres"]
 
 
 def _postgres_bindir() -> Path | None:
@@ -41,8 +42,24 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+class PostgresServer(str):
+    """The server's SQLAlchemy URL (without a database name), which can also crash and restart it."""
+
+    def __new__(cls, url: str, stop: list[str], start: list[str]) -> PostgresServer:
+        server = super().__new__(cls, url)
+        server._stop, server._start = stop, start
+        return server
+
+    def kill(self) -> None:
+        """Stop at once, as a crash would (`pg_ctl -m immediate`: no checkpoint, clients cut off)."""
+        subprocess.run(self._stop, capture_output=True, timeout=60, check=True)
+
+    def start(self) -> None:
+        subprocess.run(self._start, capture_output=True, timeout=120, check=True)
+
+
 @pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
+def postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL server for this module; yields its SQLAlchemy URL without a database name."""
     bindir = _postgres_bindir()
     if bindir is None:
@@ -67,19 +84,25 @@ def postgres() -> Iterator[str]:
             raise RuntimeError(f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
 
     run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-    options = (  # wal_level=logical: change data capture tests read logical replication slots
-        f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off "
-        "-c wal_level=logical"
-    )
-    run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "server.log"), "-w", "start")
+    options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+    options += " -c wal_level=logical"  # change data capture tests read logical replication slots
+    start = [
+        str(bindir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-o",
+        options,
+        "-l",
+        str(base / "server.log"),
+        "-w",
+        "start",
+    ]
+    stop = [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]
+    run(*start)
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
+        yield PostgresServer(f"postgresql+psycopg://postgres@127.0.0.1:{port}", stop, [*prefix, *start])
     finally:
-        subprocess.run(
-            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-            capture_output=True,
-            timeout=60,
-        )
+        subprocess.run(stop, capture_output=True, timeout=60)
         shutil.rmtree(base, ignore_errors=True)
 
 
