@@ -485,3 +485,47 @@ def test_sigstopped_zombie_is_replaced_exactly_once(
     assert "lost the replication connection" in zombie_outcome["trace"] or "fenced" in zombie_outcome["trace"]
     successor.stop()
     check_exactly_once(read_events(read_committed, topic), db, first.changes + 10)
+
+
+def test_postgres_crash_mid_stream_then_restart_exactly_once(
+    postgres,  # noqa: F811 - the imported fixture
+    db,
+    run_job,
+    worker_props,
+    topic_name,
+    create_topic,
+    read_committed,
+):
+    """PostgreSQL crashes (pg_ctl -m immediate) while the task streams: the task fails saying the
+    replication connection was lost; restarted after PostgreSQL is back, it resumes from its
+    committed offset on the same slot. Every change once."""
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    worker = worker_props("enabled")
+    config = cdc_config("cdc-pg-crash", db, prefix)
+    job = run_job(config, worker)
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    first = Workload(db, transactions=15, seed=21).start()
+    first.join()
+
+    def changes() -> int:
+        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+
+    wait_until(lambda: changes() >= first.changes, 60, "the first changes", job)
+    postgres.kill()
+    try:
+        (outcome,) = job.wait(60)
+    finally:
+        postgres.start()
+    assert outcome["state"] == "FAILED" and "replication connection" in outcome["trace"], outcome
+    with db.connect() as conn:
+        start_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
+        for i in range(10):
+            conn.execute(
+                "INSERT INTO accounts VALUES (%s, 'after', 1, NULL, now(), NULL, %s)",
+                (start_id + i, 70000 + i),
+            )
+    job = run_job(config, worker)
+    wait_until(lambda: changes() >= first.changes + 10, 90, "the changes after the restart", job)
+    job.stop()
+    check_exactly_once(read_events(read_committed, topic), db, first.changes + 10)
