@@ -71,6 +71,7 @@ bench: kafka
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect.py
+	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect_schemas.py
 
 clean:
 	rm -rf $(VENV) .eosconnect

@@ -258,11 +258,22 @@ class Run:
         return self.duplicates == 0 and self.missing == 0
 
 
+def leading_number(value: bytes) -> int:
+    """The record's number where the value starts with it (8 digits): file lines, mirrored records."""
+    return int(value[:8])
+
+
 def watch(
-    bootstrap: str, topic: str, partitions: int, expected: int, timeout: float
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    timeout: float,
+    number: Callable[[bytes], int] = leading_number,
 ) -> Iterator[float | None]:
     """Yields once when ready to read (None), then the times the first and the last record were seen,
-    then (seen, duplicates, missing). Values start with the record's number (8 digits)."""
+    then (seen, duplicates, missing). `number(value)` is the record's number (by default the value
+    starts with it, 8 digits)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -285,9 +296,9 @@ def watch(
                     continue
                 if first is None:
                     first = time.monotonic()
-                number = int(message.value()[:8])
-                if number < expected and not seen[number]:
-                    seen[number] = 1
+                n = number(message.value())
+                if n < expected and not seen[n]:
+                    seen[n] = 1
                     count += 1
                 else:
                     duplicates += 1
@@ -312,9 +323,10 @@ def run_once(
     partitions: int,
     expected: int,
     bootstrap: str,
+    number: Callable[[bytes], int] = leading_number,
 ) -> Run:
     name = f"{job}-{side.name}-{uuid.uuid4().hex[:6]}"
-    watcher = watch(bootstrap, topic, partitions, expected, timeout=600)
+    watcher = watch(bootstrap, topic, partitions, expected, timeout=600, number=number)
     next(watcher)
     results: list[object] = []
     reader = threading.Thread(target=lambda: results.extend(watcher), daemon=True)

@@ -101,6 +101,18 @@ def test_new_record_keeps_source_position() -> None:
     assert r.topic == "orders"
 
 
+def test_new_record_copies_every_slot_of_both_record_types() -> None:
+    source = record(key="k", timestamp=5, headers={"h": b"v"})
+    sink = SinkRecord("t", 3, 10, b"k", {"v": 1}, timestamp=1, headers={"h": "x"}, leader_epoch=7)
+    for original in (source, sink):
+        copy = original.new_record()
+        assert copy == original and copy is not original
+        slots = type(original).__slots__
+        assert all(getattr(copy, name) is getattr(original, name) for name in slots)
+        changed = original.new_record(value="new", value_schema=None)
+        assert changed.value == "new" and original.value != "new"
+
+
 def test_records_pickle_for_spark() -> None:
     r = record(headers={"h": b"v"})
     assert pickle.loads(pickle.dumps(r)) == r

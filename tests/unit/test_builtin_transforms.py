@@ -8,7 +8,8 @@ from eosconnect.api import SourceRecord, TransformationChain
 from eosconnect.api.builtin_transforms import InsertField
 from eosconnect.api.builtin_transforms.base import SchemaUpdateCache, java_double_str, java_float_str
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
-from eosconnect.api.data import SchemaBuilder, Struct
+from eosconnect.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, SchemaBuilder, Struct
+from eosconnect.api.errors import DataException
 from eosconnect.api.transforms import (
     BUILTIN_PREDICATES,
     BUILTIN_TRANSFORMATIONS,
@@ -142,7 +143,8 @@ def test_bad_settings_are_reported_under_their_full_names() -> None:
 
 
 def test_rest_plugin_list_names_kafkas_transformations_and_predicates() -> None:
-    """`GET /connector-plugins?connectorsOnly=false` lists them under Kafka's class names, as Kafka does."""
+    """`GET /connector-plugins?connectorsOnly=false` lists them under Kafka's class names, as Kafka does,
+    and the converters (type "converter") under their Java class names."""
     from eosconnect.cluster.herder_reads import HerderReads
 
     listed = HerderReads.connector_plugins(object.__new__(HerderReads), connectors_only=False)
@@ -152,5 +154,70 @@ def test_rest_plugin_list_names_kafkas_transformations_and_predicates() -> None:
     assert "org.apache.kafka.connect.transforms.Cast$Key" in by_type["transformation"]
     assert "org.apache.kafka.connect.transforms.predicates.HasHeaderKey" in by_type["predicate"]
     assert len(by_type["transformation"]) == 26 and len(by_type["predicate"]) == 3
+    assert by_type["converter"] == {
+        "org.apache.kafka.connect.json.JsonConverter",
+        "org.apache.kafka.connect.storage.StringConverter",
+        *(
+            f"org.apache.kafka.connect.converters.{name}Converter"
+            for name in ("ByteArray", "Boolean", "Double", "Float", "Integer", "Long", "Short")
+        ),
+        "io.confluent.connect.avro.AvroConverter",
+        "io.confluent.connect.json.JsonSchemaConverter",
+        "io.confluent.connect.protobuf.ProtobufConverter",
+    }
     only_connectors = HerderReads.connector_plugins(object.__new__(HerderReads), connectors_only=True)
     assert {p["type"] for p in only_connectors} == {"source", "sink"}
+
+
+def test_insert_and_replace_field_copy_struct_fields_and_still_refuse_a_missing_required_one() -> None:
+    """Copied fields are not validated again (they were when put), but a required field left null in
+    the input still fails at the transformation, as Kafka's Struct.put makes it fail."""
+    schema = SchemaBuilder.struct().field("id", INT64_SCHEMA).field("note", OPTIONAL_STRING_SCHEMA).build()
+    chain = TransformationChain.from_config(
+        {
+            "transforms": "insert,replace",
+            "transforms.insert.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.insert.static.field": "origin",
+            "transforms.insert.static.value": "here",
+            "transforms.replace.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+            "transforms.replace.renames": "note:remark",
+        }
+    )
+
+    def record(value: Struct) -> SourceRecord:
+        return SourceRecord(
+            source_partition={}, source_offset={}, topic="t", value=value, value_schema=schema
+        )
+
+    out = chain.apply(record(Struct(schema).put("id", 7).put("note", None)))
+    assert out is not None and out.value_schema is not None
+    assert [f.name for f in out.value_schema.fields] == ["id", "remark", "origin"]
+    assert out.value == Struct(out.value_schema).put("id", 7).put("remark", None).put("origin", "here")
+    with pytest.raises(DataException, match='required field: "id"'):
+        chain.apply(record(Struct(schema).put("note", "no id")))
+
+
+def test_timestamp_router_reuses_the_last_name_only_for_the_same_topic_and_timestamp() -> None:
+    chain = TransformationChain.from_config(
+        {
+            "transforms": "route",
+            "transforms.route.type": "org.apache.kafka.connect.transforms.TimestampRouter",
+            "transforms.route.timestamp.format": "yyyyMMdd-HH",
+        }
+    )
+
+    def routed(topic: str, timestamp: int) -> str:
+        out = chain.apply(
+            SourceRecord(source_partition={}, source_offset={}, topic=topic, value=None, timestamp=timestamp)
+        )
+        assert out is not None
+        return out.topic
+
+    day = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
+    assert [routed("a", day), routed("a", day), routed("b", day), routed("b", day + 3_600_000)] == [
+        "a-20231114-22",
+        "a-20231114-22",
+        "b-20231114-22",
+        "b-20231114-23",
+    ]
+    assert routed("a", day) == "a-20231114-22"

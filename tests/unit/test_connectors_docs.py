@@ -63,3 +63,14 @@ def test_every_converter_and_its_kafka_name_is_documented() -> None:
         assert f"`{name}`" in text, name
     for setting in ("`schemas.enable`", "`schemas.cache.size`", "`decimal.format`", "`schema.content`"):
         assert setting in text
+
+
+def test_the_schema_registry_converters_and_their_settings_are_documented() -> None:
+    from eosconnect.api.converters import CONVERTER_PATHS
+
+    text = render_connectors_doc()
+    for name in CONVERTER_PATHS:
+        assert f"`{name}`" in text, name
+    assert "## Schema Registry converters (AvroConverter, JsonSchemaConverter, ProtobufConverter)" in text
+    for setting in ("`schema.registry.url`", "`auto.register.schemas`", "`use.latest.version`"):
+        assert setting in text

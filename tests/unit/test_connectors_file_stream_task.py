@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from eosconnect.api import (
     SourceTaskContext,
     resolve_connector_class,
 )
+from eosconnect.api.data import STRING_SCHEMA
 from eosconnect.connectors.file_stream import (
     FileStreamSinkTask,
     FileStreamSourceConnector,
@@ -55,6 +57,19 @@ def test_lines_with_kafka_partition_and_byte_offsets(tmp_path: Path) -> None:
         f.write(b" line\nmore")
     assert drain(task) == [("last line", 22)]
     task.stop()
+
+
+def test_records_carry_kafkas_string_schema_and_the_read_time(tmp_path: Path) -> None:
+    """As Kafka's FileStreamSourceTask: Schema.STRING_SCHEMA values and a timestamp per record (what
+    TimestampRouter needs), so schema'd converters write what Kafka's file source writes."""
+    path = tmp_path / "in.txt"
+    path.write_text("a\nb\n")
+    before = int(time.time() * 1000)
+    batch = start_task(path).poll()
+    assert batch is not None
+    records = list(batch)
+    assert [r.value_schema for r in records] == [STRING_SCHEMA, STRING_SCHEMA]
+    assert all(r.timestamp is not None and before <= r.timestamp <= time.time() * 1000 for r in records)
 
 
 def test_resume_from_stored_position(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect import __version__
+from eosconnect.api.converters import CONVERTER_ALIASES, CONVERTER_PATHS
 from eosconnect.api.plugins import (
     available_connectors,
     connector_type,
@@ -189,15 +190,17 @@ class HerderReads(HerderState):
                 kind, version = "source", "unknown"
             plugins.append({"class": str(path), "type": kind, "version": version})
         if not connectors_only:
-            # As Kafka Connect lists them: every transformation and predicate under Kafka's class names.
-            for kind, table in (
+            # As Kafka Connect lists them: every transformation, predicate and converter under its Java
+            # class name (Kafka's, and Confluent's for the Schema Registry converters).
+            for kind, names in (
                 ("transformation", BUILTIN_TRANSFORMATIONS),
                 ("predicate", BUILTIN_PREDICATES),
+                ("converter", [*CONVERTER_ALIASES, *CONVERTER_PATHS]),
             ):
                 plugins.extend(
                     {"class": name, "type": kind, "version": __version__}
-                    for name in sorted(table)
-                    if name.startswith("org.")
+                    for name in sorted(names)
+                    if name.startswith(("org.", "io."))
                 )
         return plugins
 

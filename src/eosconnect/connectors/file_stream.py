@@ -7,12 +7,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import IO, Any
 
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.data import STRING_SCHEMA
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.file_access import AllowedDirs
 from eosconnect.api.records import (
@@ -90,8 +92,10 @@ class FileStreamSourceConnector(SourceConnector):
 
     A line ends with `\\n` (a `\\r\\n` ending is stripped as well). A last line without its newline
     is not emitted until the newline arrives: a writer may still be in the middle of it, and emitting
-    it early would commit a position inside the line. The value is the line as a string (key null);
-    with the default JSON converter it is written as a JSON string, with
+    it early would commit a position inside the line. The value is the line as a string (key null),
+    with Kafka's STRING value schema and the time it was read as the record timestamp, as Kafka's
+    task gives them; with the default JSON converter it is written as a JSON string (with
+    `schemas.enable=true` in the envelope Kafka's file source writes), with
     `value.converter=org.apache.kafka.connect.storage.StringConverter` as plain text.
 
     Re-reading a file from a committed byte position yields the same lines, so exactly-once delivery
@@ -158,6 +162,10 @@ class FileStreamSourceConnector(SourceConnector):
 
 
 class FileStreamSourceTask(SourceTask):
+    """Lines as Kafka's FileStreamSourceTask gives them: a STRING value schema (so schema'd converters
+    write what Kafka's do, e.g. JsonConverter's `{"schema":{"type":"string",...}}` envelope) and the
+    time read as each record's timestamp (what TimestampRouter and InsertField's timestamp use)."""
+
     def version(self) -> str:
         return VERSION
 
@@ -221,6 +229,8 @@ class FileStreamSourceTask(SourceTask):
             topic=self.topic,
             values=_decode_lines(lines),
             record_offsets=LineEndOffsets(start, lines),
+            timestamps=[int(time.time() * 1000)] * len(lines),
+            value_schema=STRING_SCHEMA,
         )
 
     def stop(self) -> None:

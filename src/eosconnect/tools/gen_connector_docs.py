@@ -189,38 +189,57 @@ CONVERTERS_HEADER = """\
 # Converters
 
 `key.converter` and `value.converter` (worker or connector settings) turn keys and values, with their
-schemas, into the bytes stored in Kafka and back, exactly as Kafka's converters of the same name do,
+schemas, into the bytes stored in Kafka and back, exactly as the Java converters of the same name do,
 so topics are shared with Java Connect both ways (tests/integration/test_json_converter_differential.py
-checks JsonConverter against Kafka's own). Set a short name, Kafka's class name or a Python class path;
-a converter's own settings take the `key.converter.`/`value.converter.` prefix
-(`value.converter.schemas.enable=true`). "Schema read" is the schema a sink record gets.
+checks JsonConverter against Kafka's own; the Schema Registry converters write Confluent's wire format,
+read back by Confluent's deserializers against a real registry in tests/integration/test_registry_*.py).
+Set a short name, the Java class name or a Python class path; a converter's own settings take the
+`key.converter.`/`value.converter.` prefix (`value.converter.schemas.enable=true`,
+`value.converter.schema.registry.url=http://...`). "Schema read" is the schema a sink record gets.
 """
 
 
 def render_converters_doc() -> str:
-    from eosconnect.api.converters import CONVERTER_ALIASES
+    from eosconnect.api.converters import CONVERTER_ALIASES, CONVERTER_PATHS
     from eosconnect.api.data import schema as schemas
+    from eosconnect.api.plugins import import_class
+    from eosconnect.api.schema_registry.base import RegistryConverter
 
     predefined = {getattr(schemas, n): n for n in schemas.__all__ if n.endswith("_SCHEMA")}
     by_class: dict[type, list[str]] = {}
     for name, cls in CONVERTER_ALIASES.items():
         by_class.setdefault(cls, []).append(name)
-    rows = ["| short names | Kafka's class name | what it does | schema read |", "| --- | --- | --- | --- |"]
+    for name, path in CONVERTER_PATHS.items():
+        by_class.setdefault(import_class(path), []).append(name)
+    rows = ["| short names | Java class name | what it does | schema read |", "| --- | --- | --- | --- |"]
     details = []
+    registry_converters = []
     for cls, names in by_class.items():
         short = ", ".join(f"`{n}`" for n in names if "." not in n)
-        kafka = ", ".join(f"`{n}`" for n in names if n.startswith("org."))
+        java = ", ".join(f"`{n}`" for n in names if n.startswith(("org.", "io.")))
         summary = (inspect.getdoc(cls) or "").split("\n\n")[0]
         converter = cls()
-        schema = converter.to_connect_data("t", None).schema
-        read = (
-            f"`{predefined.get(schema, repr(schema))}`" if schema is not None else "the envelope's (if any)"
-        )
-        rows.append(f"| {short} | {kafka} | {_cell(summary)} | {_cell(read)} |")
+        if isinstance(converter, RegistryConverter):
+            read = "the registry's, by the record's schema id"
+            registry_converters.append(cls.__name__)
+        else:
+            schema = converter.to_connect_data("t", None).schema
+            read = (
+                f"`{predefined.get(schema, repr(schema))}`"
+                if schema is not None
+                else "the envelope's (if any)"
+            )
+        rows.append(f"| {short} | {java} | {_cell(summary)} | {_cell(read)} |")
         config_def = converter.config_def()
-        if config_def.keys:
+        if config_def.keys and not isinstance(converter, RegistryConverter):
             details.append(f"## {cls.__name__}\n")
             details.append("\n".join(_settings_table(config_def)) + "\n")
+    if registry_converters:
+        from eosconnect.api.schema_registry.settings import registry_config_def
+
+        details.append(f"## Schema Registry converters ({', '.join(registry_converters)})\n")
+        details.append("The same settings as Confluent's converters, for all three.\n")
+        details.append("\n".join(_settings_table(registry_config_def())) + "\n")
     return "\n".join([CONVERTERS_HEADER, "\n".join(rows) + "\n", *details])
 
 

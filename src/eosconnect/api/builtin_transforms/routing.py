@@ -80,6 +80,7 @@ class TimestampRouter(Transformation[R]):
         super().configure(config)
         try:
             self.timestamp_format = JavaDateFormat(self.config["timestamp.format"])
+            self._last: tuple[str, int, str] | None = None  # (topic, timestamp, routed topic)
         except ValueError as exc:
             raise ConfigException(errors={"timestamp.format": [str(exc)]}) from None
 
@@ -89,8 +90,13 @@ class TimestampRouter(Transformation[R]):
                 f"Timestamp missing on record for topic {record.topic!r}: TimestampRouter needs the record "
                 "timestamp. Set it in the connector, or limit the transformation with a predicate."
             )
+        # Records of one poll share topic and timestamp: the last name is reused for them.
+        last = self._last
+        if last is not None and last[0] == record.topic and last[1] == record.timestamp:
+            return record.new_record(topic=last[2])
         formatted = self.timestamp_format.format(record.timestamp)
         topic = (
             self.config["topic.format"].replace("${topic}", record.topic).replace("${timestamp}", formatted)
         )
+        self._last = (record.topic, record.timestamp, topic)
         return record.new_record(topic=topic)

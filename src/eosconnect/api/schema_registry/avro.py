@@ -30,7 +30,12 @@ __all__ = ["AvroConverter"]
 
 
 class AvroConverter(RegistryConverter):
-    """Avro with a Schema Registry; settings as Confluent's converter (see `settings`)."""
+    """Confluent's `io.confluent.connect.avro.AvroConverter`: the Confluent wire format (magic byte
+    0, the 4-byte schema id the registry gave the record's schema, then Avro binary); schemas are
+    registered in and read from a Schema Registry (`schema.registry.url`).
+
+    Settings as Confluent's converter (see `settings`).
+    """
 
     FORMAT = "AVRO"
 

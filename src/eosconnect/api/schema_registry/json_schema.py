@@ -29,7 +29,13 @@ __all__ = ["JsonSchemaConverter"]
 
 
 class JsonSchemaConverter(RegistryConverter):
-    """JSON Schema with a Schema Registry; settings as Confluent's converter (see `settings`)."""
+    """Confluent's `io.confluent.connect.json.JsonSchemaConverter`: the Confluent wire format (magic
+    byte 0, the 4-byte schema id the registry gave the record's schema, then the JSON text,
+    described by a JSON Schema); schemas are registered in and read from a Schema Registry
+    (`schema.registry.url`).
+
+    Settings as Confluent's converter (see `settings`).
+    """
 
     FORMAT = "JSON"
 

@@ -39,7 +39,13 @@ _FIRST_MESSAGE = write_message_indexes([0])
 
 
 class ProtobufConverter(RegistryConverter):
-    """Protobuf with a Schema Registry; settings as Confluent's converter (see `settings`)."""
+    """Confluent's `io.confluent.connect.protobuf.ProtobufConverter`: the Confluent wire format
+    (magic byte 0, the 4-byte schema id the registry gave the record's schema, then Confluent's
+    message indexes and the Protobuf binary); schemas are registered in and read from a Schema
+    Registry (`schema.registry.url`).
+
+    Settings as Confluent's converter (see `settings`).
+    """
 
     FORMAT = "PROTOBUF"
 
