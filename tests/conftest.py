@@ -51,6 +51,20 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClust
 
 
 @pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+    """One SASL_SSL broker (SCRAM-SHA-512, a CA made for the run, StandardAuthorizer with
+    `allow.everyone.if.no.acl.found=false`), started only by the tests that ask for it.
+    `secured_kafka.create_user(name)` returns a principal's client settings; `.grant([...])` and
+    `.revoke([...])` take `eosconnect.devkafka.security.Acl`s."""
+    cluster = LocalKafkaCluster(
+        tmp_path_factory.mktemp("kafka-sasl-ssl"), tie_to_parent=True, security="sasl_ssl"
+    )
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def bootstrap(kafka: LocalKafkaCluster) -> str:
     return kafka.bootstrap_servers
 
