@@ -55,7 +55,12 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKaf
     """One SASL_SSL broker (SCRAM-SHA-512, a CA made for the run, StandardAuthorizer with
     `allow.everyone.if.no.acl.found=false`), started only by the tests that ask for it.
     `secured_kafka.create_user(name)` returns a principal's client settings; `.grant([...])` and
-    `.revoke([...])` take `eosconnect.devkafka.security.Acl`s."""
+    `.revoke([...])` take `eosconnect.devkafka.security.Acl`s. EOSCONNECT_TEST_SECURED_KAFKA=<dir>
+    reuses a cluster started by `eosconnect kafka start --security sasl_ssl --dir <dir>` (left running)."""
+    reuse = os.environ.get("EOSCONNECT_TEST_SECURED_KAFKA")
+    if reuse:
+        yield LocalKafkaCluster.attach(reuse)
+        return
     cluster = LocalKafkaCluster(
         tmp_path_factory.mktemp("kafka-sasl-ssl"), tie_to_parent=True, security="sasl_ssl"
     )

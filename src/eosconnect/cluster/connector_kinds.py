@@ -24,7 +24,7 @@ from eosconnect.runtime.config import (
     SinkConnectorConfig,
     SourceConnectorConfig,
 )
-from eosconnect.storage.clients import client_config
+from eosconnect.storage.clients import client_config, is_connection_key
 
 __all__ = [
     "SINK",
@@ -83,12 +83,34 @@ def uses_exactly_once_startup(config: Mapping[str, str] | None) -> bool:
 
 
 def fencing_producer_config(worker_props: Mapping[str, str], config: Mapping[str, str]) -> dict[str, Any]:
-    """The producer settings zombie fencing uses for this connector: its tasks' transactional
-    producers' cluster and principal (a mirror sink's target cluster, say)."""
+    """The producer settings zombie fencing uses for this connector.
+
+    A source connector's zombies are fenced by its *admin* principal, as KIP-618 says (Kafka
+    Connect calls `Admin.fenceProducers` with the connector's admin client): librdkafka has no such
+    call, so a producer initialises each transactional id, but it connects as the admin client
+    would (`admin.override.*` over the worker's `admin.*` over its top-level settings), and so needs
+    exactly the admin principal's Write and Describe on the tasks' TransactionalIds. A sink that
+    delivers exactly once fences with its transactional producers' cluster and principal (a mirror
+    sink's target cluster, say).
+    """
     connector = _sink_connector(config)
     if connector is not None:
         return connector.transactional_producer_config(config, worker_props)
-    return dict(client_config("producer", worker_props, config))
+    producer = dict(client_config("producer", worker_props, config))
+    admin = client_config("admin", worker_props, config)
+    admin_overridden = any(
+        is_connection_key(k.removeprefix("admin.override."))
+        for k in config
+        if k.startswith("admin.override.")
+    )
+    if producer.get("bootstrap.servers") != admin.get("bootstrap.servers") and not admin_overridden:
+        # The producer writes to another cluster and no admin settings say how to log in there:
+        # the tasks' transactional ids live on the producer's cluster, so fence as the producer.
+        return producer
+    for key in [k for k in producer if is_connection_key(k)]:
+        del producer[key]
+    producer.update({k: v for k, v in admin.items() if is_connection_key(k)})
+    return producer
 
 
 def alter_sink_connector_offsets(

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from eosconnect.cluster.required_acls import Acl
+
 SecurityMode = Literal["plaintext", "sasl_plaintext", "sasl_ssl", "ssl"]
 SECURITY_MODES: tuple[SecurityMode, ...] = ("plaintext", "sasl_plaintext", "sasl_ssl", "ssl")
 SUPER_USER = "admin"
@@ -195,17 +197,6 @@ class SecurityState:
 
 
 # --------------------------------------------------------------------------------- users and ACLs
-@dataclass(frozen=True)
-class Acl:
-    """One ALLOW ACL: `Acl("worker", "Write", "TransactionalId", "connect-cluster-g")`."""
-
-    principal: str  # user name; the principal is User:<principal>
-    operation: str  # Kafka's name: Read, Write, Describe, Create, DescribeConfigs, ...
-    resource_type: str  # Topic, Group, TransactionalId, Cluster
-    resource_name: str
-    pattern: Literal["LITERAL", "PREFIXED"] = "LITERAL"
-
-
 def _binding(acl: Acl) -> Any:
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
     from confluent_kafka.admin import ResourceType as RT
@@ -221,7 +212,7 @@ def _binding(acl: Acl) -> Any:
         resource_types[acl.resource_type.lower()],
         acl.resource_name,
         ResourcePatternType[acl.pattern],
-        f"User:{acl.principal}",
+        acl.principal if ":" in acl.principal else f"User:{acl.principal}",
         "*",
         operation,
         AclPermissionType.ALLOW,

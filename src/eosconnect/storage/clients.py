@@ -29,6 +29,7 @@ __all__ = [
     "ClientKind",
     "client_config",
     "forced",
+    "is_connection_key",
     "kafka_logger",
     "prefixed_client_config",
     "validate_client_config",
@@ -122,7 +123,9 @@ def kafka_logger(kind: str) -> logging.Logger:
     return logging.getLogger(f"eosconnect.kafka.{kind}")
 
 
-def _is_top_level_client_key(key: str) -> bool:
+def is_connection_key(key: str) -> bool:
+    """Where the cluster is and who connects: `bootstrap.servers`, `security.protocol`, `sasl.*`,
+    `ssl.*` (the worker's top-level settings every client inherits)."""
     return key in TOP_LEVEL_EXACT or key.startswith(TOP_LEVEL_PREFIXES)
 
 
@@ -170,7 +173,7 @@ def client_config(
     config: dict[str, Any] = dict(DEFAULTS[kind])
     origin: dict[str, str] = {}
     for key, value in worker.items():
-        if _is_top_level_client_key(key) and value is not None:
+        if is_connection_key(key) and value is not None:
             config[key], origin[key] = value, key
     prefix = f"{kind}."
     for key, value in worker.items():

@@ -1,0 +1,132 @@
+"""The worker and an exactly-once source on a SASL_SSL broker with an authorizer: exactly KIP-618's
+ACLs suffice, and each missing one fails the connector with a message that says how to grant it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from eosconnect.cluster.required_acls import connector_acls
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.devkafka.security import Acl
+from eosconnect.tools.worker_process import WorkerProcess
+from support.secured import (
+    create_topics,
+    internal_topics,
+    kip618_source_acls,
+    kip618_worker_acls,
+    overrides,
+    start_worker,
+    worker_settings,
+)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.secured]
+
+TASKS = 2
+RECORDS = 300
+
+
+@dataclass
+class SecuredWorker:
+    cluster: LocalKafkaCluster
+    worker: WorkerProcess
+    group: str
+    props: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def secured_worker(secured_kafka: LocalKafkaCluster, tmp_path_factory) -> Iterator[SecuredWorker]:
+    """A worker logged in as its own principal with only its KIP-618 ACLs, on topics the super
+    user made; connectors may override only their principal (`Principal` policy)."""
+    group = f"sec-{uuid.uuid4().hex[:6]}"
+    create_topics(
+        secured_kafka, dict.fromkeys(internal_topics(group).values(), 1), set(internal_topics(group).values())
+    )
+    worker_client = secured_kafka.create_user(f"{group}-worker")
+    secured_kafka.grant(kip618_worker_acls(f"{group}-worker", group))
+    props = worker_settings(worker_client, group, **{"connector.client.config.override.policy": "Principal"})
+    worker = start_worker(props, tmp_path_factory.mktemp("secured-worker"))
+    yield SecuredWorker(secured_kafka, worker, group, props)
+    worker.stop()
+
+
+def _sequence(data: str, principals: dict[str, dict[str, str]]) -> dict[str, str]:
+    config = {
+        "connector.class": "SequenceSource",
+        "tasks.max": str(TASKS),
+        "topic": data,
+        "records.per.task": str(RECORDS),
+        "batch.size": "20",
+        "rate.per.task": "300",
+        "payload.bytes": "10",
+    }
+    for kind, client in principals.items():
+        config.update(overrides(kind, client))
+    return config
+
+
+def _connector_principals(sw: SecuredWorker, name: str) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    users = {
+        kind: sw.cluster.create_user(f"{sw.group}-{name}-{kind}")
+        for kind in ("producer", "consumer", "admin")
+    }
+    names = {kind: c["sasl.username"] for kind, c in users.items()}
+    return users, names
+
+
+def _verify(
+    cluster: LocalKafkaCluster, reader: dict[str, str], topic: str
+) -> subprocess.CompletedProcess[str]:
+    args = [sys.executable, "-m", "eosconnect.cli", "verify", "-t", topic, "--sequence"]
+    args += ["--tasks", str(TASKS), "--records-per-task", str(RECORDS)]
+    args += ["-b", reader["bootstrap.servers"]]
+    for key, value in reader.items():
+        if key != "bootstrap.servers":
+            args += ["-X", f"{key}={value}"]
+    return subprocess.run(args, capture_output=True, text=True, timeout=180, check=False)
+
+
+def test_exactly_once_source_with_exactly_kip618_acls(secured_worker: SecuredWorker, tmp_path: Path):
+    sw, name = secured_worker, "seq"
+    data = f"{sw.group}-{name}-data"
+    create_topics(sw.cluster, {data: 2})
+    users, names = _connector_principals(sw, name)
+    granted = kip618_source_acls(sw.group, name, TASKS, data, **names)
+    config = _sequence(data, users)
+    # The acls listing says what KIP-618 says (the consumer's Read is the worker's: with the
+    # worker's offsets topic, the worker's consumer reads the connector's offsets).
+    listed = {
+        (a.principal, a.operation, a.resource_type, a.resource_name)
+        for a in connector_acls(sw.props, name, config)
+    }
+    kip = {(a.principal, a.operation, a.resource_type, a.resource_name) for a in granted}
+    consumer_read = (
+        f"User:{names['consumer']}",
+        "Read",
+        "Topic",
+        internal_topics(sw.group)["offset.storage.topic"],
+    )
+    worker_read = (f"User:{sw.group}-worker", "Read", "Topic", consumer_read[3])
+    assert listed == (kip - {consumer_read}) | {worker_read}
+    sw.cluster.grant(granted)
+    reader = sw.cluster.create_user(f"{sw.group}-reader")
+    sw.cluster.grant([Acl(f"User:{reader['sasl.username']}", "Read", "Topic", data)])
+
+    created = sw.worker.create_connector(name, config)
+    assert created.status_code == 201, created.text
+    sw.worker.wait_for(lambda: sw.worker.task_states(name) == ["RUNNING"] * TASKS, 120, "tasks RUNNING")
+
+    def done() -> bool:
+        result = _verify(sw.cluster, reader, data)
+        return result.returncode == 0
+
+    sw.worker.wait_for(done, 180, "every sequence exactly once, read_committed by the Read-only reader")
+    final = _verify(sw.cluster, reader, data)
+    assert final.returncode == 0, final.stdout + final.stderr
+    assert sw.worker.task_states(name) == ["RUNNING"] * TASKS
