@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from eosconnect.cluster.required_acls import connector_acls
+from eosconnect.connectors.sequence import parse_value
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.security import Acl
+from eosconnect.storage.acls import connector_acls
+from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.tools.worker_process import WorkerProcess
 from support.secured import (
     create_topics,
@@ -130,3 +132,75 @@ def test_exactly_once_source_with_exactly_kip618_acls(secured_worker: SecuredWor
     final = _verify(sw.cluster, reader, data)
     assert final.returncode == 0, final.stdout + final.stderr
     assert sw.worker.task_states(name) == ["RUNNING"] * TASKS
+    assert sw.worker.request("DELETE", f"/connectors/{name}").status_code == 204
+
+
+MISSING = {
+    "producer-transactional-id": ("producer", "Write", "TransactionalId", "{group}-{name}-0"),
+    "admin-fencing": ("admin", "Write", "TransactionalId", "{group}-{name}-1"),
+    "producer-offsets-topic": ("producer", "Write", "Topic", "{group}-offsets"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISSING))
+def test_a_missing_kip618_acl_fails_loudly_with_its_remedy(secured_worker: SecuredWorker, case: str):
+    """KIP-618: "the stack trace will include a helpful error message containing instructions on
+    how to remediate the failure". Nothing half-written is visible to read_committed."""
+    sw = secured_worker
+    name = f"miss-{case}"
+    data = f"{sw.group}-{name}-data"
+    create_topics(sw.cluster, {data: 2})
+    users, names = _connector_principals(sw, name)
+    kind, operation, rtype, pattern = MISSING[case]
+    missing = Acl(f"User:{names[kind]}", operation, rtype, pattern.format(group=sw.group, name=name))
+    granted = [a for a in kip618_source_acls(sw.group, name, TASKS, data, **names) if a != missing]
+    assert len(granted) == len(kip618_source_acls(sw.group, name, TASKS, data, **names)) - 1
+    sw.cluster.grant(granted)
+
+    config = _sequence(data, users)
+    created = sw.worker.create_connector(name, config)
+    assert created.status_code == 201, created.text
+    if kind == "admin":
+        # The first generation has no earlier one to fence: fencing (the admin principal's job)
+        # starts with the next generation, here a reconfiguration.
+        sw.worker.wait_for(lambda: sw.worker.task_states(name) == ["RUNNING"] * TASKS, 120, "tasks RUNNING")
+        changed = sw.worker.request("PUT", f"/connectors/{name}/config", json={**config, "batch.size": "10"})
+        assert changed.status_code == 200, changed.text
+
+    def failure() -> str | None:
+        status = sw.worker.status(name)
+        traces = [t.get("trace", "") for t in status["tasks"] if t["state"] == "FAILED"]
+        if status["connector"]["state"] == "FAILED":
+            traces.append(status["connector"].get("trace", ""))
+        return "\n".join(traces) or None
+
+    try:
+        trace = sw.worker.wait_for(failure, 120, f"the connector or a task FAILED without {missing}")
+        _check_failure(sw, name, data, case, missing, trace)
+    finally:
+        sw.worker.request("DELETE", f"/connectors/{name}")
+
+
+def _check_failure(sw: SecuredWorker, name: str, data: str, case: str, missing: Acl, trace: str) -> None:
+    operation, rtype = missing.operation, missing.resource_type
+    command = (
+        f"kafka-acls.sh --bootstrap-server {sw.cluster.bootstrap_servers} --add --allow-principal "
+        f"{missing.principal} --operation {operation} "
+        f"{'--topic' if rtype == 'Topic' else '--transactional-id'} {missing.resource_name}"
+    )
+    assert f"{missing.principal} needs {operation} on {rtype} '{missing.resource_name}'" in trace, trace
+    assert command in trace, trace
+
+    # Nothing half-written: what read_committed shows is, per task, a gap-free prefix (no record of
+    # an aborted or open transaction, no duplicate).
+    records = read_to_end(sw.cluster.client_config(), data, timeout=60)
+    by_task: dict[int, list[int]] = {}
+    for record in records:
+        task, seq = parse_value(record.value)
+        by_task.setdefault(task, []).append(seq)
+    for task, seqs in by_task.items():
+        assert sorted(seqs) == list(range(len(seqs))), f"task {task}: {seqs[:20]}..."
+    if case == "producer-offsets-topic":
+        assert records == [], "a transaction whose offsets could not be written was committed"
+    if case == "producer-transactional-id":
+        assert 0 not in by_task

@@ -265,6 +265,7 @@ EXPECTED_OPERATIONS = {
     ("post", "/connectors"),
     ("get", "/connectors/{connector}"),
     ("delete", "/connectors/{connector}"),
+    ("get", "/connectors/{connector}/acls"),
     ("get", "/connectors/{connector}/config"),
     ("put", "/connectors/{connector}/config"),
     ("patch", "/connectors/{connector}/config"),

@@ -24,7 +24,7 @@ from eosconnect.runtime.config import (
     SinkConnectorConfig,
     SourceConnectorConfig,
 )
-from eosconnect.storage.clients import client_config, is_connection_key
+from eosconnect.storage.clients import admin_principal_producer_config
 
 __all__ = [
     "SINK",
@@ -96,21 +96,7 @@ def fencing_producer_config(worker_props: Mapping[str, str], config: Mapping[str
     connector = _sink_connector(config)
     if connector is not None:
         return connector.transactional_producer_config(config, worker_props)
-    producer = dict(client_config("producer", worker_props, config))
-    admin = client_config("admin", worker_props, config)
-    admin_overridden = any(
-        is_connection_key(k.removeprefix("admin.override."))
-        for k in config
-        if k.startswith("admin.override.")
-    )
-    if producer.get("bootstrap.servers") != admin.get("bootstrap.servers") and not admin_overridden:
-        # The producer writes to another cluster and no admin settings say how to log in there:
-        # the tasks' transactional ids live on the producer's cluster, so fence as the producer.
-        return producer
-    for key in [k for k in producer if is_connection_key(k)]:
-        del producer[key]
-    producer.update({k: v for k, v in admin.items() if is_connection_key(k)})
-    return producer
+    return admin_principal_producer_config(worker_props, config)
 
 
 def alter_sink_connector_offsets(

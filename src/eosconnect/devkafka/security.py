@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from eosconnect.cluster.required_acls import Acl
+from eosconnect.storage.acls import Acl
 
 SecurityMode = Literal["plaintext", "sasl_plaintext", "sasl_ssl", "ssl"]
 SECURITY_MODES: tuple[SecurityMode, ...] = ("plaintext", "sasl_plaintext", "sasl_ssl", "ssl")

@@ -87,7 +87,14 @@ class SourceTaskRunner(ABC):
             self.log.info("not starting: %s", exc)
         except Exception as exc:
             state, trace = TaskState.FAILED, traceback.format_exc()
-            self.log.error("failed: %s", exc)
+            from eosconnect.storage.acls import task_authorization_hint
+
+            hint = task_authorization_hint(
+                trace, self.worker.originals, self.spec.connector, self.connector.originals, self.spec.task
+            )
+            if hint:
+                trace = f"{hint}\n\n{trace}"
+            self.log.error("failed: %s%s", exc, f" ({hint})" if hint else "")
         finally:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())

@@ -27,6 +27,7 @@ __all__ = [
     "ClientConfig",
     "ClientConfigError",
     "ClientKind",
+    "admin_principal_producer_config",
     "client_config",
     "forced",
     "is_connection_key",
@@ -191,6 +192,30 @@ def client_config(
             config[key], origin[key] = value, f"{override}{key}"
     config.setdefault("logger", logger or kafka_logger(kind))
     return ClientConfig(kind, config, origin)
+
+
+def admin_principal_producer_config(
+    worker: Mapping[str, Any], connector: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A producer that logs in as the connector's admin principal, to fence its zombies (KIP-618:
+    the admin principal does it). The cluster is the producer's (where the tasks' transactional ids
+    live); when the producer writes to another cluster and no `admin.override.*` says how to log in
+    there, it is the producer's principal too."""
+    producer = dict(client_config("producer", worker, connector))
+    admin = client_config("admin", worker, connector)
+    admin_overridden = any(
+        is_connection_key(k.removeprefix("admin.override."))
+        for k in connector
+        if k.startswith("admin.override.")
+    )
+    if producer.get("bootstrap.servers") != admin.get("bootstrap.servers") and not admin_overridden:
+        # The producer writes to another cluster and no admin settings say how to log in there:
+        # the tasks' transactional ids live on the producer's cluster, so fence as the producer.
+        return producer
+    for key in [k for k in producer if is_connection_key(k)]:
+        del producer[key]
+    producer.update({k: v for k, v in admin.items() if is_connection_key(k)})
+    return producer
 
 
 def prefixed_client_config(

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from eosconnect.storage.clients import ClientKind, client_config
+from eosconnect.storage.clients import ClientKind, admin_principal_producer_config, client_config
 from eosconnect.storage.config_store import leader_transactional_id
+from eosconnect.storage.offsets import offsets_topic_for
 from eosconnect.storage.transactional_ids import task_transactional_id
 
 __all__ = [
@@ -113,9 +114,7 @@ def connector_acls(
     group = str(worker.get("group.id") or "connect-cluster")
     producer = _principal("producer", worker, connector)
     consumer = _principal("consumer", worker, connector)
-    from eosconnect.cluster.connector_kinds import fencing_producer_config
-
-    admin = principal_of(fencing_producer_config(worker, connector))
+    admin = principal_of(admin_principal_producer_config(worker, connector))
     topics = _named_topics(connector)
     rows: list[Acl] = []
     if sink:
@@ -127,8 +126,6 @@ def connector_acls(
         rows.append(Acl(producer, "Write", "Topic", topic, role="source producer (records)"))
     if _eos(worker) != "enabled":
         return rows
-    from eosconnect.storage.offsets import offsets_topic_for
-
     placement = offsets_topic_for(name, connector, worker)
     tasks = max(1, int(str(connector.get("tasks.max") or "1").strip() or 1))
     tids = [task_transactional_id(group, name, t) for t in range(tasks)]
@@ -197,3 +194,65 @@ def remediation(acls: Iterable[Acl], bootstrap: str = "<bootstrap>") -> str:
         f"with: {kafka_acls_command(a, bootstrap)}"
         for a in acls
     )
+
+
+#: How Kafka (and librdkafka) say that an ACL of each resource type is missing.
+_REFUSALS: dict[str, tuple[str, ...]] = {
+    "TransactionalId": ("transactional_id_authorization_failed", "transactional id authorization failed"),
+    "Topic": ("topic_authorization_failed", "topic authorization failed"),
+    "Group": ("group_authorization_failed", "group authorization failed"),
+    "Cluster": ("cluster_authorization_failed", "cluster authorization failed"),
+}
+
+
+def refused_resource_types(error_text: str) -> set[str]:
+    """The resource types an error says the principal lacks an ACL on (empty: not an ACL error)."""
+    text = error_text.lower()
+    return {rtype for rtype, needles in _REFUSALS.items() if any(n in text for n in needles)}
+
+
+def authorization_hint(error_text: str, acls: Iterable[Acl], bootstrap: str = "<bootstrap>") -> str | None:
+    """If `error_text` is an authorization failure: the rows of `acls` it may be about, as
+    "principal needs operation on type 'name'; grant it with: kafka-acls.sh ..." (KIP-618 asks
+    for such remediation instructions); else None."""
+    types = refused_resource_types(error_text)
+    rows = [a for a in acls if a.resource_type in types]
+    if not rows:
+        return None
+    return (
+        f"Kafka refused an operation for lack of an ACL ({', '.join(sorted(types))}). This needs the "
+        f"following ACLs; one of them is missing: {remediation(rows, bootstrap)}"
+    )
+
+
+def task_authorization_hint(
+    error_text: str, worker: Mapping[str, Any], connector: str, config: Mapping[str, Any], task: int
+) -> str | None:
+    """`authorization_hint` for a source task: its connector's rows, of its own transactional id.
+    None when the leader's fencing failed: its answer names the admin principal's ACLs itself."""
+    if "fenc" in error_text and "zombie" in error_text:
+        return None
+    try:
+        rows = connector_acls(worker, connector, config)
+    except Exception:  # a hint must never hide the failure it explains
+        return None
+    group = str(worker.get("group.id") or "connect-cluster")
+    own = task_transactional_id(group, connector, task)
+    rows = [r for r in rows if r.resource_type != "TransactionalId" or r.resource_name == own]
+    rows = [r for r in rows if "fencing" not in r.role]  # the leader's fencing reports its own
+    servers = str(client_config("producer", worker, config).get("bootstrap.servers") or "<bootstrap>")
+    return authorization_hint(error_text, rows, servers)
+
+
+def fencing_authorization_hint(
+    error_text: str, worker: Mapping[str, Any], connector: str, config: Mapping[str, Any]
+) -> str | None:
+    """`authorization_hint` for a failed fencing round: the admin principal's TransactionalId rows."""
+    try:
+        rows = [r for r in connector_acls(worker, connector, config) if "fencing" in r.role]
+        servers = str(
+            admin_principal_producer_config(worker, config).get("bootstrap.servers") or "<bootstrap>"
+        )
+    except Exception:  # a hint must never hide the failure it explains
+        return None
+    return authorization_hint(error_text, rows, servers)
