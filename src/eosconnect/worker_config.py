@@ -219,6 +219,7 @@ OTHER_WORKER_SETTINGS = frozenset(
         "transactional.id",
         "file.allowed.dirs",
         "connector.client.config.override.policy",
+        "connector.client.config.override.allowlist",
         "eosconnect.tasks.max.limit",
         "eosconnect.zombie.cancel.timeout.ms",
         "eosconnect.ship.environment",

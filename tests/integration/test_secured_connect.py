@@ -31,6 +31,10 @@ from support.secured import (
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.secured]
 
 TASKS = 2
+ALLOWLIST = {
+    "connector.client.config.override.policy": "Allowlist",
+    "connector.client.config.override.allowlist": "sasl.username,sasl.password",
+}
 RECORDS = 300
 
 
@@ -45,14 +49,15 @@ class SecuredWorker:
 @pytest.fixture(scope="module")
 def secured_worker(secured_kafka: LocalKafkaCluster, tmp_path_factory) -> Iterator[SecuredWorker]:
     """A worker logged in as its own principal with only its KIP-618 ACLs, on topics the super
-    user made; connectors may override only their principal (`Principal` policy)."""
+    user made; connectors may override only their SASL user and password (Kafka 4.2's `Allowlist`
+    policy, KIP-1188)."""
     group = f"sec-{uuid.uuid4().hex[:6]}"
     create_topics(
         secured_kafka, dict.fromkeys(internal_topics(group).values(), 1), set(internal_topics(group).values())
     )
     worker_client = secured_kafka.create_user(f"{group}-worker")
     secured_kafka.grant(kip618_worker_acls(f"{group}-worker", group))
-    props = worker_settings(worker_client, group, **{"connector.client.config.override.policy": "Principal"})
+    props = worker_settings(worker_client, group, **ALLOWLIST)
     worker = start_worker(props, tmp_path_factory.mktemp("secured-worker"))
     yield SecuredWorker(secured_kafka, worker, group, props)
     worker.stop()
@@ -132,6 +137,29 @@ def test_exactly_once_source_with_exactly_kip618_acls(secured_worker: SecuredWor
     final = _verify(sw.cluster, reader, data)
     assert final.returncode == 0, final.stdout + final.stderr
     assert sw.worker.task_states(name) == ["RUNNING"] * TASKS
+
+    # GET /connectors/<c>/acls and `eosconnect connectors acls`: the worker's rows and the connector's.
+    answer = sw.worker.request("GET", f"/connectors/{name}/acls").json()
+    served = {
+        (a["principal"], a["operation"], a["resource_type"], a["resource_name"]) for a in answer["acls"]
+    }
+    worker_rows = {
+        (a.principal, a.operation, a.resource_type, a.resource_name)
+        for a in kip618_worker_acls(f"{sw.group}-worker", sw.group)
+    }
+    assert served == listed | worker_rows
+    cli = subprocess.run(
+        [sys.executable, "-m", "eosconnect.cli", "connectors", "acls", name, "--url", sw.worker.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    grant = (
+        f"kafka-acls.sh --bootstrap-server {sw.cluster.bootstrap_servers} --add --allow-principal "
+        f"User:{names['admin']} --operation Write --transactional-id {sw.group}-{name}-1"
+    )
+    assert grant in cli, cli
     assert sw.worker.request("DELETE", f"/connectors/{name}").status_code == 204
 
 

@@ -57,6 +57,8 @@ DEFAULTS: dict[ClientKind, dict[str, Any]] = {
 
 #: Worker key for KIP-458's policy on which connector overrides are allowed.
 OVERRIDE_POLICY_KEY = "connector.client.config.override.policy"
+#: The `Allowlist` policy's list of client settings connectors may override (KIP-1188).
+ALLOWLIST_KEY = "connector.client.config.override.allowlist"
 #: Settings that the `Principal` policy lets a connector override (librdkafka's names for them).
 PRINCIPAL_KEYS_EXACT = frozenset({"security.protocol"})
 PRINCIPAL_PREFIXES = ("sasl.",)
@@ -141,11 +143,25 @@ def _check_override_policy(kind: ClientKind, worker: Mapping[str, Any], override
     if short == "all":
         return
     principal = short == "principal"
+    # Kafka 4.2's Allowlist policy (KIP-1188): exactly the client settings the worker lists.
+    allowlist = (
+        {k.strip() for k in str(worker.get(ALLOWLIST_KEY) or "").split(",") if k.strip()}
+        if short == "allowlist"
+        else set()
+    )
     errors: dict[str, list[str]] = {}
     for key in overrides:
         if principal and (key in PRINCIPAL_KEYS_EXACT or key.startswith(PRINCIPAL_PREFIXES)):
             continue
-        allowed = "only security.protocol and sasl.* may be overridden" if principal else "nothing may be"
+        if key in allowlist:
+            continue
+        if short == "allowlist":
+            allowed = (
+                f"only {', '.join(sorted(allowlist))} may be" if allowlist else f"{ALLOWLIST_KEY} is empty"
+            )
+            allowed += f"; add {key} to {ALLOWLIST_KEY} to allow it"
+        else:
+            allowed = "only security.protocol and sasl.* may be overridden" if principal else "nothing may be"
         errors[f"{kind}.override.{key}"] = [
             f"the worker's {OVERRIDE_POLICY_KEY}={policy} forbids it ({allowed}); remove it from the "
             f"connector, or ask the operator to relax {OVERRIDE_POLICY_KEY}"
