@@ -154,7 +154,8 @@ def test_override_policy_allowlist_kip_1188():
         "producer.override.sasl.password": "secret",
     }
     worker = {
-        "connector.client.config.override.policy": "org.apache.kafka.connect.connector.policy.AllowlistConnectorClientConfigOverridePolicy",
+        "connector.client.config.override.policy": "org.apache.kafka.connect.connector.policy."
+        "AllowlistConnectorClientConfigOverridePolicy",
         "connector.client.config.override.allowlist": "sasl.username, sasl.password",
     }
     with pytest.raises(ClientConfigError) as info:
