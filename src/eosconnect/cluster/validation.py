@@ -11,6 +11,7 @@ connector's), each with its errors, so a UI can show every problem next to its f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
@@ -103,12 +104,61 @@ def file_confinement_errors(
     Their tasks check again when they open the file (api/file_access.py)."""
     from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
 
-    allowed = AllowedDirs.parse(worker.originals.get(FILE_ALLOWED_DIRS))
-    if allowed is None or not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
+    if not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
         return {}
     target = (config.get("file") or "").strip()
-    problem = allowed.refusal(target) if target else None
+    if not target:
+        return {}
+    if "\x00" in target:  # os calls raise ValueError on it: a 500 before this check
+        return {"file": ["contains a NUL byte, which no file name can; remove it"]}
+    allowed = AllowedDirs.parse(worker.originals.get(FILE_ALLOWED_DIRS))
+    problem = allowed.refusal(target) if allowed is not None else None
+    if problem is None:
+        problem = file_shape_problem(target, sink=isinstance(connector, FileStreamSinkConnector))
     return {"file": [problem]} if problem else {}
+
+
+#: A connector config is one config topic record: librdkafka's producer refuses a message above its
+#: `message.max.bytes` (1000000 by default) and the broker one above its own (1048588 by default).
+CONFIG_RECORD_LIMIT_BYTES = 1_000_000
+
+
+def config_size_problem(config: Mapping[str, str]) -> str | None:
+    """Why `config` cannot be stored (a 400 naming the limit, where the write failed with a 500)."""
+    import json
+
+    size = len(json.dumps({"properties": dict(config)}).encode())
+    if size <= CONFIG_RECORD_LIMIT_BYTES - 4096:  # room for the record's key and framing
+        return None
+    return (
+        f"Connector configuration is {size} bytes, but the config topic stores it as one record of at "
+        f"most about {CONFIG_RECORD_LIMIT_BYTES} bytes (the Kafka producer's and broker's "
+        "message.max.bytes). Move large values out of the config: into a file the connector reads, or "
+        "behind a config provider variable"
+    )
+
+
+def file_shape_problem(target: str, *, sink: bool) -> str | None:
+    """What makes `target` unusable as a FileStream file, seen from the worker (tasks on executors
+    of the same host or shared file system see the same): a directory, a FIFO, a device or socket
+    (a read blocks, or never ends), or for a sink a parent directory that does not exist. Found
+    here, the connector is refused at validation instead of its tasks failing at run time."""
+    import stat
+
+    path = Path(target)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if sink and not path.parent.is_dir():
+            return f"the directory {path.parent} does not exist; create it, or pick a file in one that does"
+        return None  # a source waits for its file to appear; a sink creates it
+    except OSError as exc:
+        return f"cannot be used: {exc.strerror}"
+    if stat.S_ISDIR(mode):
+        return f"{target} is a directory; name a file"
+    if not stat.S_ISREG(mode):
+        return f"{target} is not a regular file (a FIFO, device or socket); name a regular file"
+    return None
 
 
 def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:
