@@ -44,6 +44,7 @@ POSITION_FIELD = "position"
 IDLE_WAIT_S = 0.2
 #: Bytes read from the file per system call: lines are split in bulk, a chunk at a time.
 READ_CHUNK = 1024 * 1024
+LINE_MAX_BYTES = "line.max.bytes"
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,17 @@ CONFIG_DEF = (
         2000,
         Importance.LOW,
         "The maximum number of lines returned by one poll().",
+        Range.at_least(1),
+    )
+    .define(
+        LINE_MAX_BYTES,
+        ConfigType.INT,
+        1024 * 1024,
+        Importance.LOW,
+        "eosconnect: the longest line (in bytes, without its newline) the task accepts; a longer one "
+        "fails the task naming this setting instead of being buffered without bound (a file with no "
+        "newline at all would otherwise fill the executor's memory). A line must also fit in one "
+        "Kafka record.",
         Range.at_least(1),
     )
 )
@@ -166,6 +178,7 @@ class FileStreamSourceTask(SourceTask):
         self.filename: str = values["file"]
         self.topic: str = values["topic"]
         self.batch_size: int = values["batch.size"]
+        self.line_max_bytes: int = values[LINE_MAX_BYTES]
         self.partition = {FILENAME_FIELD: self.filename}
         self._allowed = _allowed_dirs(self)
         stored = self.context.offset_storage_reader.offset(self.partition)
@@ -281,12 +294,25 @@ class FileStreamSourceTask(SourceTask):
         cut = chunk.rfind(b"\n")
         if cut < 0:
             self._partial += chunk
+            self._check_line_length(len(self._partial))
             return
         complete = self._partial + chunk[:cut] if self._partial else chunk[:cut]
         self._partial = chunk[cut + 1 :]
+        lines = complete.split(b"\n")
+        self._check_line_length(max(len(self._partial), max(map(len, lines))))
         if self._next:  # drop the lines already handed out before appending
             self._lines, self._next = self._lines[self._next :], 0
-        self._lines.extend(complete.split(b"\n"))
+        self._lines.extend(lines)
+
+    def _check_line_length(self, length: int) -> None:
+        if length > self.line_max_bytes:
+            line_start = self._read_to - len(self._partial) if length == len(self._partial) else None
+            where = f" starting at byte {line_start}" if line_start is not None else ""
+            raise ConnectException(
+                f"file {self.filename!r} has a line{where} longer than {LINE_MAX_BYTES}="
+                f"{self.line_max_bytes} bytes (is it a text file with newlines?). Raise {LINE_MAX_BYTES} "
+                "if such lines are expected (each must also fit in one Kafka record), or fix the file."
+            )
 
 
 class LineEndOffsets(Sequence[Mapping[str, int]]):
