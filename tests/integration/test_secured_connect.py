@@ -205,6 +205,18 @@ def test_a_missing_kip618_acl_fails_loudly_with_its_remedy(secured_worker: Secur
     try:
         trace = sw.worker.wait_for(failure, 120, f"the connector or a task FAILED without {missing}")
         _check_failure(sw, name, data, case, missing, trace)
+        assert sw.worker.request("DELETE", f"/connectors/{name}").status_code == 204
+        # /internal/tasks lists a deleted connector's tasks only while they stop (was: for ever).
+        sw.worker.wait_for(
+            lambda: (
+                not any(
+                    t["connector"] == name
+                    for t in sw.worker.request("GET", "/internal/tasks").json().values()
+                )
+            ),
+            30,
+            "the deleted connector's tasks gone from /internal/tasks",
+        )
     finally:
         sw.worker.request("DELETE", f"/connectors/{name}")
 

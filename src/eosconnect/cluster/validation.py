@@ -103,7 +103,18 @@ def file_confinement_errors(
     `file` must lie inside one of those directories (after resolving `..` and symbolic links).
     Their tasks check again when they open the file (api/file_access.py)."""
     from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
+    from eosconnect.connectors.jdbc import JdbcSourceConnector, sqlite_file
 
+    if isinstance(connector, JdbcSourceConnector):
+        # A file-backed database is a file like any other: confined to file.allowed.dirs, checked
+        # before the connector's own validation connects (which would create it, or tell whether
+        # it exists, anywhere on the worker).
+        database = sqlite_file(str(config.get("connection.url") or ""))
+        allowed = AllowedDirs.parse(worker.originals.get(FILE_ALLOWED_DIRS))
+        if database is None or allowed is None or "\x00" in database:
+            return {}
+        problem = allowed.refusal(database)
+        return {"connection.url": [problem]} if problem else {}
     if not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
         return {}
     target = (config.get("file") or "").strip()
@@ -298,7 +309,10 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
             extra.setdefault(name, []).extend(errors)
     framework = framework_config_def(kind)
     framework_values = {v.name: v for v in framework.validate(config)}
-    checked = connector.validate(config) if connector is not None else None
+    # A config refused for what it names (a file, a database file outside file.allowed.dirs) is
+    # not handed to the connector's own validation, which would open it.
+    opens_refused = any(extra.get(k) for k in ("file", "connection.url"))
+    checked = connector.validate(config) if connector is not None and not opens_refused else None
     connector_values = {
         v.name: v for v in (checked if checked is not None else connector_def.validate(config))
     }
