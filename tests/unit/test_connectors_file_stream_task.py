@@ -171,3 +171,21 @@ def test_a_line_longer_than_line_max_bytes_fails_naming_the_setting(tmp_path: Pa
     task = start_task(within, **{"line.max.bytes": "999"})
     with pytest.raises(ConnectException, match=r"line\.max\.bytes=999"):
         drain(task)
+
+
+def test_sink_writes_text_lines_and_refuses_values_it_would_change(tmp_path: Path) -> None:
+    """ByteArrayConverter values: UTF-8 text is written as is; bytes that are not UTF-8 (were
+    replaced with U+FFFD) and a newline inside a value (read back as two records) fail the task
+    naming the record, and nothing of that batch is written."""
+    from eosconnect.api import SinkRecord
+
+    out = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.initialize(SinkTaskContext())
+    task.start({"file": str(out), "topics": "t"})
+    task.put([SinkRecord("t", 0, 0, None, "é".encode()), SinkRecord("t", 0, 1, None, None)])
+    for bad, why in ((b"\xff\xfe", "not UTF-8"), (b"two\nlines", "newline")):
+        with pytest.raises(ConnectException, match=f"record t-0@7 .*{why}"):
+            task.put([SinkRecord("t", 0, 6, None, b"fine"), SinkRecord("t", 0, 7, None, bad)])
+    task.stop()
+    assert out.read_bytes() == "é\nnull\n".encode()

@@ -380,20 +380,41 @@ def parse_sink_config(config: Mapping[str, str]) -> dict[str, Any]:
     return SINK_CONFIG_DEF.parse(config)
 
 
-def line_of(value: Any) -> str:
-    """The text of one record value, as Kafka's FileStreamSinkTask prints it."""
+def line_of(record: SinkRecord) -> str:
+    """The text of one record value, as Kafka's FileStreamSinkTask prints it; a value that cannot
+    be one line without loss fails the task (Kafka's sink replaces undecodable bytes and splits a
+    value with a newline into two lines, which a reader cannot tell from two records)."""
+    value = record.value
     if value is None:
         return "null"
     if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).decode("utf-8", errors="replace")
-    return str(value)
+        try:
+            text = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConnectException(
+                f"record {record.topic}-{record.kafka_partition}@{record.kafka_offset} has a binary value "
+                f"that is not UTF-8 text ({exc.reason} at byte {exc.start}); FileStreamSink writes text "
+                "lines, so it refuses it rather than replace bytes. Use a converter that yields text "
+                "for this topic, or a sink made for binary data."
+            ) from exc
+    else:
+        text = str(value)
+    if "\n" in text:
+        raise ConnectException(
+            f"record {record.topic}-{record.kafka_partition}@{record.kafka_offset} has a value with a "
+            "newline; FileStreamSink writes one record per line, and this one would read back as two. "
+            "Use a converter or transformation that encodes the value on one line (JsonConverter does)."
+        )
+    return text
 
 
 class FileStreamSinkConnector(SinkConnector):
     """Appends the values of records from `topics` to one file (Kafka's `FileStreamSinkConnector`).
 
     Each record's value becomes one line: a string as it is, bytes decoded as UTF-8, null as `null`
-    (as Kafka's sink prints it), anything else as `str(value)`. Settings: `file` (required) and the
+    (as Kafka's sink prints it), anything else as `str(value)`. A value that cannot be one line
+    without loss (bytes that are not UTF-8, a newline inside) fails the task naming the record,
+    before anything of its batch is written. Settings: `file` (required) and the
     topics to read, `topics` or `topics.regex`. Each `put` batch is written with one unbuffered
     write, and `flush` fsyncs the file before the runtime commits the consumer offsets, so every
     committed record is on disk. Delivery is at least once: after a crash (not a clean stop or
@@ -444,7 +465,7 @@ class FileStreamSinkTask(SinkTask):
     def put(self, records: list[SinkRecord]) -> None:
         if not records:
             return
-        data = memoryview("".join(line_of(r.value) + "\n" for r in records).encode("utf-8"))
+        data = memoryview("".join(line_of(r) + "\n" for r in records).encode("utf-8"))
         while data:
             written = self._file.write(data)
             data = data[written or 0 :]
