@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
+from eosconnect.api.config_providers import unresolvable_variables
 from eosconnect.api.connector import Connector
 from eosconnect.api.converters import resolve_converter_class
 from eosconnect.api.errors import ConfigException
@@ -303,6 +304,8 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
     if too_many:
         extra["tasks.max"] = too_many
     for name, errors in framework_errors(config, kind).items():
+        extra.setdefault(name, []).extend(errors)
+    for name, errors in unresolvable_variables(config, worker.originals).items():
         extra.setdefault(name, []).extend(errors)
     if connector is not None:
         for name, errors in preflight(connector, config, worker).items():

@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.errors import ConfigException
 
 __all__ = [
@@ -207,7 +208,9 @@ def client_config(
         for key, value in overrides.items():
             config[key], origin[key] = value, f"{override}{key}"
     config.setdefault("logger", logger or kafka_logger(kind))
-    return ClientConfig(kind, config, origin)
+    # ${provider:path:key} variables (KIP-297) are resolved here, where the client is built, so
+    # that only the config topic's placeholders are ever stored, answered or logged.
+    return ClientConfig(kind, resolve_config(config, worker), origin)
 
 
 def admin_principal_producer_config(
