@@ -44,6 +44,7 @@ class SecuredWorker:
     worker: WorkerProcess
     group: str
     props: dict[str, str]
+    secrets: Path
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +58,15 @@ def secured_worker(secured_kafka: LocalKafkaCluster, tmp_path_factory) -> Iterat
     )
     worker_client = secured_kafka.create_user(f"{group}-worker")
     secured_kafka.grant(kip618_worker_acls(f"{group}-worker", group))
-    props = worker_settings(worker_client, group, **ALLOWLIST)
+    secrets = tmp_path_factory.mktemp("secrets")
+    providers = {
+        "config.providers": "file",
+        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        "config.providers.file.param.allowed.paths": str(secrets),
+    }
+    props = worker_settings(worker_client, group, **ALLOWLIST, **providers)
     worker = start_worker(props, tmp_path_factory.mktemp("secured-worker"))
-    yield SecuredWorker(secured_kafka, worker, group, props)
+    yield SecuredWorker(secured_kafka, worker, group, props, secrets)
     worker.stop()
 
 
@@ -105,7 +112,16 @@ def test_exactly_once_source_with_exactly_kip618_acls(secured_worker: SecuredWor
     create_topics(sw.cluster, {data: 2})
     users, names = _connector_principals(sw, name)
     granted = kip618_source_acls(sw.group, name, TASKS, data, **names)
-    config = _sequence(data, users)
+    # The passwords live in a properties file, not in the connector config (KIP-297 FileConfigProvider).
+    passwords = sw.secrets / f"{name}.properties"
+    passwords.write_text("".join(f"{kind}={client['sasl.password']}\n" for kind, client in users.items()))
+    config = {
+        **_sequence(data, users),
+        **{
+            f"{kind}.override.sasl.password": f"${{file:{passwords}:{kind}}}"
+            for kind in ("producer", "consumer", "admin")
+        },
+    }
     # The acls listing says what KIP-618 says (the consumer's Read is the worker's: with the
     # worker's offsets topic, the worker's consumer reads the connector's offsets).
     listed = {
@@ -134,6 +150,12 @@ def test_exactly_once_source_with_exactly_kip618_acls(secured_worker: SecuredWor
         return result.returncode == 0
 
     sw.worker.wait_for(done, 180, "every sequence exactly once, read_committed by the Read-only reader")
+    stored = sw.worker.request("GET", f"/connectors/{name}/config").json()
+    assert stored["producer.override.sasl.password"] == config["producer.override.sasl.password"]
+    task_configs = sw.worker.request("GET", f"/connectors/{name}/tasks").text
+    log = sw.worker.log_path.read_text(errors="replace")
+    for client in users.values():
+        assert client["sasl.password"] not in task_configs and client["sasl.password"] not in log
     final = _verify(sw.cluster, reader, data)
     assert final.returncode == 0, final.stdout + final.stderr
     assert sw.worker.task_states(name) == ["RUNNING"] * TASKS
