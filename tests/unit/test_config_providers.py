@@ -89,3 +89,32 @@ def test_task_configs_keep_the_placeholder(worker: dict[str, str]) -> None:
     _connector, configs = task_configs_for(props, worker)
     assert configs and all(c.get("secret") == variable for c in configs)
     assert all("s3cret" not in str(c) for c in configs)
+
+
+def test_validation_uses_the_value_and_answers_the_placeholder(worker: dict[str, str]) -> None:
+    """A JdbcSource whose password is a variable: the connector's validation connects with the
+    resolved value; the validate answer shows the variable, never the value."""
+    import json
+
+    from eosconnect.cluster.validation import validate_connector_config
+    from eosconnect.worker_config import WorkerConfig
+
+    d = worker["secrets"]
+    variable = f"${{file:{d}/orders.properties:password}}"
+    config = {
+        "name": "j",
+        "connector.class": "JdbcSource",
+        "connection.url": f"sqlite:///{d}/missing.db",
+        "connection.password": variable,
+        "tables": "orders",
+        "mode": "bulk",
+        "topic.prefix": "p-",
+    }
+    base = {"bootstrap.servers": "localhost:9092", "group.id": "g", "offset.storage.topic": "o"}
+    answer = validate_connector_config(config, WorkerConfig.parse({**base, **worker}))
+    text = json.dumps(answer)
+    assert "s3cret" not in text and variable in text
+    unresolved = validate_connector_config(
+        {**config, "connection.password": "${file:/nope:x}"}, WorkerConfig.parse({**base, **worker})
+    )
+    assert "${file:/nope:x} cannot be resolved" in json.dumps(unresolved)

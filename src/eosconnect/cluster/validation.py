@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
-from eosconnect.api.config_providers import unresolvable_variables
+from eosconnect.api.config_providers import resolve_config, unresolvable_variables
 from eosconnect.api.connector import Connector
 from eosconnect.api.converters import resolve_converter_class
 from eosconnect.api.errors import ConfigException
@@ -94,6 +94,17 @@ def sink_preflight(
                 f"deliver at least once and do not take it. Remove {name} from this sink's config."
             )
     return errors
+
+
+def _validate_resolved(connector: Connector, config: Mapping[str, str], worker: Mapping[str, Any]) -> Any:
+    """The connector validates the values its tasks will see (a password from a config provider
+    can be tried), and the answer shows the placeholders, never a resolved value."""
+    results = connector.validate(resolve_config(config, worker))
+    for result in results or []:
+        raw = config.get(result.name)
+        if isinstance(raw, str) and "${" in raw:
+            result.value = raw
+    return results
 
 
 def file_confinement_errors(
@@ -305,7 +316,8 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
         extra["tasks.max"] = too_many
     for name, errors in framework_errors(config, kind).items():
         extra.setdefault(name, []).extend(errors)
-    for name, errors in unresolvable_variables(config, worker.originals).items():
+    unresolved = unresolvable_variables(config, worker.originals)
+    for name, errors in unresolved.items():
         extra.setdefault(name, []).extend(errors)
     if connector is not None:
         for name, errors in preflight(connector, config, worker).items():
@@ -315,7 +327,11 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
     # A config refused for what it names (a file, a database file outside file.allowed.dirs) is
     # not handed to the connector's own validation, which would open it.
     opens_refused = any(extra.get(k) for k in ("file", "connection.url"))
-    checked = connector.validate(config) if connector is not None and not opens_refused else None
+    checked = (
+        _validate_resolved(connector, config, worker.originals)
+        if connector is not None and not opens_refused and not unresolved
+        else None
+    )
     connector_values = {
         v.name: v for v in (checked if checked is not None else connector_def.validate(config))
     }
