@@ -49,7 +49,7 @@ def start(
     ] = "plaintext",
 ) -> None:
     """Start a cluster in the background; prints `bootstrap.servers=...`, then for a secured cluster
-    the super user's client settings as KEY=VALUE lines (for `-X`, `--command-config` or a worker)."""
+    the super user's client settings as KEY=VALUE lines (for `-X` or a worker's properties)."""
     mode = security.strip().lower()
     if mode not in SECURITY_MODES:
         raise typer.BadParameter(f"--security must be one of {', '.join(SECURITY_MODES)}, got {security!r}")
