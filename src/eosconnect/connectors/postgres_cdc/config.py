@@ -162,6 +162,7 @@ class CdcConfig:
             "user": self.values["database.user"],
             "dbname": self.values["database.dbname"],
             "application_name": "eosconnect-postgres-cdc",
+            "connect_timeout": "10",  # a silent port fails validation in seconds, not minutes
             "options": "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3",
         }
         if isinstance(password, Password) and password.value:
