@@ -78,6 +78,25 @@ def connect_harness() -> Iterator[ConnectHarness]:
 
 
 @pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+    """One SASL_SSL broker (SCRAM-SHA-512, a CA made for the run, StandardAuthorizer with
+    `allow.everyone.if.no.acl.found=false`), started only by the tests that ask for it.
+    `secured_kafka.create_user(name)` returns a principal's client settings; `.grant([...])` and
+    `.revoke([...])` take `eosconnect.devkafka.security.Acl`s. EOSCONNECT_TEST_SECURED_KAFKA=<dir>
+    reuses a cluster started by `eosconnect kafka start --security sasl_ssl --dir <dir>` (left running)."""
+    reuse = os.environ.get("EOSCONNECT_TEST_SECURED_KAFKA")
+    if reuse:
+        yield LocalKafkaCluster.attach(reuse)
+        return
+    cluster = LocalKafkaCluster(
+        tmp_path_factory.mktemp("kafka-sasl-ssl"), tie_to_parent=True, security="sasl_ssl"
+    )
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def bootstrap(kafka: LocalKafkaCluster) -> str:
     return kafka.bootstrap_servers
 

@@ -219,6 +219,8 @@ OTHER_WORKER_SETTINGS = frozenset(
         "transactional.id",
         "file.allowed.dirs",
         "connector.client.config.override.policy",
+        "connector.client.config.override.allowlist",
+        "config.providers",
         "eosconnect.tasks.max.limit",
         "eosconnect.zombie.cancel.timeout.ms",
         "eosconnect.ship.environment",
@@ -227,18 +229,26 @@ OTHER_WORKER_SETTINGS = frozenset(
 #: Prefixes of settings that go elsewhere: the worker's Kafka clients (`producer.*`, `consumer.*`,
 #: `admin.*`, and the connection settings every client inherits), the SparkSession (`spark.*`), the
 #: REST listener's TLS in Kafka Connect's spelling (`listeners.https.ssl.*`).
-WORKER_SETTING_PREFIXES = ("producer.", "consumer.", "admin.", "sasl.", "ssl.", "spark.", "listeners.https.")
+WORKER_SETTING_PREFIXES = (
+    "producer.",
+    "consumer.",
+    "admin.",
+    "sasl.",
+    "ssl.",
+    "spark.",
+    "listeners.https.",
+    "config.providers.",
+)
 #: Kafka Connect worker settings eosconnect has no use for, with why where it matters.
 KAFKA_CONNECT_ONLY: dict[str, str] = {
     "key.converter": "set key.converter on each connector (default JsonConverter)",
     "value.converter": "set value.converter on each connector (default JsonConverter)",
     "header.converter": "header values pass through as bytes",
-    "config.providers": "eosconnect does not resolve ${provider:...} references; write the values",
     "rest.extension.classes": "Java REST extensions do not exist here",
     "metric.reporters": "metrics are served at GET /metrics (Prometheus)",
     "plugin.discovery": "plugins are found on plugin.path and through entry points",
 }
-KAFKA_CONNECT_ONLY_PREFIXES = ("key.converter.", "value.converter.", "header.converter.", "config.providers.")
+KAFKA_CONNECT_ONLY_PREFIXES = ("key.converter.", "value.converter.", "header.converter.")
 KAFKA_CONNECT_IGNORED = frozenset(
     {
         "client.dns.lookup",

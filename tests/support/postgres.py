@@ -85,6 +85,7 @@ def postgres() -> Iterator[PostgresServer]:
 
     run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
     options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+    options += " -c wal_level=logical"  # change data capture tests read logical replication slots
     start = [
         str(bindir / "pg_ctl"),
         "-D",

@@ -158,3 +158,23 @@ def test_signatures_differ_per_request_and_a_replay_is_refused(key: SessionKey) 
     tampered = {**first, NONCE_HEADER: "another-nonce"}
     with pytest.raises(SessionKeyError):
         verify_request(key, tampered, "PUT", PATH, BODY, NOW)
+
+
+def test_a_replay_spelled_differently_in_base64_is_refused(key: SessionKey) -> None:
+    """The 32-byte HMAC takes 43 base64 characters and a '='; the last character's two low bits
+    are unused, so four spellings decode to the same signature: all are one request."""
+    import base64
+
+    headers = sign_request(key, "PUT", PATH, BODY, NOW)
+    text = headers[AUTHORIZATION_HEADER]
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = alphabet.index(text[42])
+    variant = text[:42] + alphabet[last ^ 0b01] + text[43:]
+    assert variant != text and base64.b64decode(variant) == base64.b64decode(text)
+    replay = {**headers, AUTHORIZATION_HEADER: variant}
+    verify_request(key, replay, "PUT", PATH, BODY, NOW)  # the signature itself is valid
+    guard = ReplayGuard()
+    guard.check(headers, "PUT", PATH)
+    with pytest.raises(SessionKeyError) as info:
+        guard.check(replay, "PUT", PATH)
+    assert info.value.reason is SessionKeyFailure.REPLAYED

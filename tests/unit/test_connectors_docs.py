@@ -15,7 +15,7 @@ def test_generated_reference_is_up_to_date() -> None:
 
 def test_every_builtin_connector_and_setting_is_documented() -> None:
     text = render_connectors_doc()
-    for name in ("SequenceSource", "FileStreamSource", "JdbcSource"):
+    for name in ("SequenceSource", "FileStreamSource", "JdbcSource", "PostgresCdcSource"):
         assert f"## {name}\n" in text and name in BUILTIN_CONNECTORS
     for setting in ("`connection.url`", "`heartbeat.interval.ms`", "`batch.size`", "`records.per.task`"):
         assert setting in text

@@ -168,3 +168,39 @@ def test_sink_refuses_a_file_outside_the_allowed_dirs_and_creates_nothing(tmp_pa
     task.start({"file": str(allowed / "out.txt"), "topics": "t"})
     task.stop()
     assert (allowed / "out.txt").exists()
+
+
+def test_a_line_longer_than_line_max_bytes_fails_naming_the_setting(tmp_path: Path) -> None:
+    """A file without newlines (the probe used a 2 GB sparse one) made the task buffer without bound;
+    now the task fails once a line passes line.max.bytes, and reads no further."""
+    path = tmp_path / "in.txt"
+    with path.open("wb") as f:
+        f.write(b"short\n")
+        f.truncate(8 * 1024 * 1024)  # 8 MiB of NUL bytes, no newline: sparse, as in the probe
+    task = start_task(path, **{"line.max.bytes": "65536"})
+    with pytest.raises(ConnectException, match=r"line starting at byte 6 longer than line\.max\.bytes=65536"):
+        drain(task)
+    within = tmp_path / "ok.txt"
+    within.write_bytes(b"a" * 1000 + b"\nb\n")
+    assert [v for v, _ in drain(start_task(within, **{"line.max.bytes": "1000"}))] == ["a" * 1000, "b"]
+    task = start_task(within, **{"line.max.bytes": "999"})
+    with pytest.raises(ConnectException, match=r"line\.max\.bytes=999"):
+        drain(task)
+
+
+def test_sink_writes_text_lines_and_refuses_values_it_would_change(tmp_path: Path) -> None:
+    """ByteArrayConverter values: UTF-8 text is written as is; bytes that are not UTF-8 (were
+    replaced with U+FFFD) and a newline inside a value (read back as two records) fail the task
+    naming the record, and nothing of that batch is written."""
+    from eosconnect.api import SinkRecord
+
+    out = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.initialize(SinkTaskContext())
+    task.start({"file": str(out), "topics": "t"})
+    task.put([SinkRecord("t", 0, 0, None, "é".encode()), SinkRecord("t", 0, 1, None, None)])
+    for bad, why in ((b"\xff\xfe", "not UTF-8"), (b"two\nlines", "newline")):
+        with pytest.raises(ConnectException, match=f"record t-0@7 .*{why}"):
+            task.put([SinkRecord("t", 0, 6, None, b"fine"), SinkRecord("t", 0, 7, None, bad)])
+    task.stop()
+    assert out.read_bytes() == "é\nnull\n".encode()

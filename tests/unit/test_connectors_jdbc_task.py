@@ -285,7 +285,57 @@ def test_unreachable_database_is_reported_on_the_url(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}"
     results = JdbcSourceConnector().validate(config(url))
     errors = {r.name: r.errors for r in results if r.errors}
-    assert list(errors) == ["connection.url"] and "cannot connect" in errors["connection.url"][0]
+    assert list(errors) == ["connection.url"] and "does not exist" in errors["connection.url"][0]
+
+
+def test_validation_creates_no_sqlite_file(tmp_path: Path) -> None:
+    """Validating used to connect, and so create the database file a URL names (anywhere)."""
+    target = tmp_path / "new.db"
+    results = JdbcSourceConnector().validate(config(f"sqlite:///{target}"))
+    assert any("does not exist" in e for r in results for e in r.errors)
+    assert not target.exists()
+
+
+def test_sqlite_database_outside_file_allowed_dirs_is_refused_unopened(tmp_path: Path) -> None:
+    from eosconnect.cluster.validation import config_errors, validate_connector_config
+    from eosconnect.worker_config import WorkerConfig
+
+    inside = tmp_path / "allowed"
+    inside.mkdir()
+    outside = tmp_path / "elsewhere.db"
+    outside.write_bytes(b"")  # exists: a connect would have told so, and opened it
+    worker = WorkerConfig.parse(
+        {
+            "bootstrap.servers": "localhost:9092",
+            "group.id": "g",
+            "offset.storage.topic": "o",
+            "file.allowed.dirs": str(inside),
+        }
+    )
+    named = {"name": "j", "connector.class": "JdbcSource", **config(f"sqlite:///{outside}")}
+    errors = config_errors(validate_connector_config(named, worker))
+    assert "file.allowed.dirs" in errors["connection.url"][0]
+    assert errors.keys() == {"connection.url"}  # the connector's own checks (which connect) did not run
+
+
+def test_validation_gives_up_on_a_silent_port_quickly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A URL at a port that accepts connections but never speaks took the driver's default timeout
+    (130 s in the probe): validation bounds it."""
+    import socket
+    import time
+
+    from eosconnect.connectors import jdbc
+
+    monkeypatch.setattr(jdbc, "VALIDATION_CONNECT_TIMEOUT_S", 2)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        began = time.monotonic()
+        results = JdbcSourceConnector().validate(config(f"postgresql+psycopg://u:p@127.0.0.1:{port}/db"))
+        took = time.monotonic() - began
+    assert any("cannot connect" in e for r in results for e in r.errors)
+    assert took < 15, took
 
 
 def test_password_is_hidden_in_errors() -> None:

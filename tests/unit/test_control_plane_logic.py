@@ -106,6 +106,50 @@ def test_file_stream_connectors_are_confined_to_file_allowed_dirs(tmp_path) -> N
     )
 
 
+def test_file_stream_validation_refuses_what_fails_only_at_run_time(tmp_path) -> None:
+    """A NUL byte (was a 500), a directory, a FIFO, a sink's missing parent directory: refused at
+    validation on the `file` field, naming the problem, with or without file.allowed.dirs."""
+    import os
+
+    from eosconnect.cluster.validation import config_errors, validate_connector_config
+    from eosconnect.worker_config import WorkerConfig
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    base = {"bootstrap.servers": "localhost:9092", "group.id": "g", "offset.storage.topic": "o"}
+    source = {"name": "f", "connector.class": "FileStreamSource", "topic": "t"}
+    sink = {"name": "s", "connector.class": "FileStreamSink", "topics": "t"}
+    for worker in (
+        WorkerConfig.parse(base),
+        WorkerConfig.parse({**base, "file.allowed.dirs": str(tmp_path)}),
+    ):
+        cases = {
+            "NUL byte": {**source, "file": str(tmp_path / "a\x00b")},
+            "is a directory": {**source, "file": str(tmp_path)},
+            "not a regular file": {**sink, "file": str(fifo)},
+            "does not exist": {**sink, "file": str(tmp_path / "missing" / "out.txt")},
+        }
+        for expected, config in cases.items():
+            errors = config_errors(validate_connector_config(config, worker))
+            assert expected in errors["file"][0], (expected, errors)
+        fine = config_errors(validate_connector_config({**sink, "file": str(tmp_path / "out.txt")}, worker))
+        assert "file" not in fine
+        waits = config_errors(
+            validate_connector_config({**source, "file": str(tmp_path / "later.txt")}, worker)
+        )
+        assert "file" not in waits  # a source waits for its file to appear
+
+
+def test_a_config_larger_than_a_config_topic_record_is_refused_naming_the_limit() -> None:
+    from eosconnect.cluster.validation import CONFIG_RECORD_LIMIT_BYTES, config_size_problem
+
+    assert config_size_problem({"connector.class": "FileStreamSource", "file": "/tmp/x"}) is None
+    problem = config_size_problem({"connector.class": "FileStreamSource", "blob": "x" * 10_000_000})
+    assert (
+        problem is not None and str(CONFIG_RECORD_LIMIT_BYTES) in problem and "message.max.bytes" in problem
+    )
+
+
 def test_auto_restart_backs_off_and_gives_up() -> None:
     from eosconnect.cluster.auto_restart import AutoRestarts, RestartPolicy
 

@@ -180,6 +180,9 @@ def test_loggers(client: Any) -> None:
         assert client.get(f"/admin/loggers/{name}").json()["level"] == "TRACE"
 
         assert "'level'" in error(client.put(f"/admin/loggers/{name}", json={}), 400)
+        assert "control character" in error(
+            client.put("/admin/loggers/evil%0Aforged", json={"level": "DEBUG"}), 400
+        )
         assert "invalid log level 'LOUD'" in error(
             client.put(f"/admin/loggers/{name}", json={"level": "LOUD"}), 404
         )
@@ -265,6 +268,7 @@ EXPECTED_OPERATIONS = {
     ("post", "/connectors"),
     ("get", "/connectors/{connector}"),
     ("delete", "/connectors/{connector}"),
+    ("get", "/connectors/{connector}/acls"),
     ("get", "/connectors/{connector}/config"),
     ("put", "/connectors/{connector}/config"),
     ("patch", "/connectors/{connector}/config"),

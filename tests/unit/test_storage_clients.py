@@ -145,6 +145,38 @@ def test_override_policy_none_and_principal():
     assert client_config("producer", {}, connector)["linger.ms"] == "5"  # All is the default
 
 
+def test_override_policy_allowlist_kip_1188():
+    """Kafka 4.2's `Allowlist`: exactly the client settings in connector.client.config.override.allowlist
+    (by their unprefixed names); an empty list allows none."""
+    connector = {
+        "producer.override.linger.ms": "5",
+        "producer.override.sasl.username": "me",
+        "producer.override.sasl.password": "secret",
+    }
+    worker = {
+        "connector.client.config.override.policy": "org.apache.kafka.connect.connector.policy."
+        "AllowlistConnectorClientConfigOverridePolicy",
+        "connector.client.config.override.allowlist": "sasl.username, sasl.password",
+    }
+    with pytest.raises(ClientConfigError) as info:
+        client_config("producer", worker, connector)
+    assert set(info.value.errors) == {"producer.override.linger.ms"}
+    assert "add linger.ms to connector.client.config.override.allowlist" in str(info.value)
+    allowed = client_config(
+        "producer",
+        {**worker, "connector.client.config.override.allowlist": "linger.ms,sasl.username,sasl.password"},
+        connector,
+    )
+    assert allowed["linger.ms"] == "5" and allowed["sasl.username"] == "me"
+    with pytest.raises(ClientConfigError) as info:
+        client_config(
+            "admin",
+            {"connector.client.config.override.policy": "Allowlist"},
+            {"admin.override.sasl.username": "me"},
+        )
+    assert "connector.client.config.override.allowlist is empty" in str(info.value)
+
+
 def test_forced_warns_naming_the_ignored_user_value(caplog):
     resolved = client_config("producer", {}, {"producer.override.transactional.id": "mine"})
     with caplog.at_level(logging.WARNING):

@@ -64,13 +64,14 @@ def test_unknown_settings_name_their_near_miss() -> None:
 
 def test_kafka_connect_settings_without_effect_say_so() -> None:
     notes = unknown_worker_settings(
-        {"key.converter.schemas.enable": "false", "config.providers": "file", "session.timeout.ms": "1"}
+        {
+            "key.converter.schemas.enable": "false",
+            "config.providers": "file",  # used: config providers (KIP-297)
+            "config.providers.file.class": "FileConfigProvider",
+            "session.timeout.ms": "1",
+        }
     )
-    assert [n.name for n in notes] == [
-        "key.converter.schemas.enable",
-        "config.providers",
-        "session.timeout.ms",
-    ]
+    assert [n.name for n in notes] == ["key.converter.schemas.enable", "session.timeout.ms"]
     assert all("Kafka Connect setting eosconnect does not use" in n.message() for n in notes)
     assert "set key.converter on each connector" in notes[0].message()
 

@@ -69,6 +69,10 @@ BUILTIN_CONNECTORS: dict[str, str] = {
     "io.confluent.connect.jdbc.JdbcSinkConnector": (
         "eosconnect.connectors.jdbc_sink.connector.JdbcSinkConnector"
     ),
+    "PostgresCdcSource": "eosconnect.connectors.postgres_cdc.PostgresCdcSourceConnector",
+    "io.debezium.connector.postgresql.PostgresConnector": (
+        "eosconnect.connectors.postgres_cdc.PostgresCdcSourceConnector"
+    ),
     "FileStreamSink": "eosconnect.connectors.file_stream.FileStreamSinkConnector",
     "MirrorSink": "eosconnect.connectors.mirror.MirrorSinkConnector",
     "MirrorSource": "eosconnect.connectors.mirror_source.MirrorSourceConnector",

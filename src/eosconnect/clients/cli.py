@@ -375,6 +375,37 @@ def connector_config(
         _print_config(config)
 
 
+@connectors_app.command("acls")
+def connector_acls(
+    name: NameArg,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """The Kafka ACLs the worker and this connector need (KIP-618), and the kafka-acls.sh commands."""
+    with _client(url, auth, insecure, cacert) as client:
+        answer = client.get_acls(name)
+    if output is Output.json:
+        _print_json(answer)
+        return
+    table = Table("Principal", "Operation", "Resource type", Column("Resource name", overflow="fold"), "For")
+    for row in answer.get("acls", []):
+        table.add_row(
+            row["principal"],
+            row["operation"],
+            row["resource_type"],
+            row["resource_name"],
+            row.get("role", ""),
+        )
+    console = _console()
+    console.print(table)
+    console.print("Grant them with:")
+    for command in answer.get("commands", []):
+        print(command)
+
+
 @connectors_app.command("status")
 def connector_status(
     name: NameArg,

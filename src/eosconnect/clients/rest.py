@@ -97,6 +97,9 @@ class ConnectClient:
     def get_config(self, name: str) -> dict[str, str]:
         return self._json("GET", f"/connectors/{_seg(name)}/config")
 
+    def get_acls(self, name: str) -> dict[str, Any]:
+        return self._json("GET", f"/connectors/{_seg(name)}/acls")
+
     def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
         response = self.request("PUT", f"/connectors/{_seg(name)}/config", json=dict(config))
         return response.status_code == 201, response.json()

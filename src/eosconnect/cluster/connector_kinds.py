@@ -24,7 +24,7 @@ from eosconnect.runtime.config import (
     SinkConnectorConfig,
     SourceConnectorConfig,
 )
-from eosconnect.storage.clients import client_config
+from eosconnect.storage.clients import admin_principal_producer_config
 
 __all__ = [
     "SINK",
@@ -83,12 +83,20 @@ def uses_exactly_once_startup(config: Mapping[str, str] | None) -> bool:
 
 
 def fencing_producer_config(worker_props: Mapping[str, str], config: Mapping[str, str]) -> dict[str, Any]:
-    """The producer settings zombie fencing uses for this connector: its tasks' transactional
-    producers' cluster and principal (a mirror sink's target cluster, say)."""
+    """The producer settings zombie fencing uses for this connector.
+
+    A source connector's zombies are fenced by its *admin* principal, as KIP-618 says (Kafka
+    Connect calls `Admin.fenceProducers` with the connector's admin client): librdkafka has no such
+    call, so a producer initialises each transactional id, but it connects as the admin client
+    would (`admin.override.*` over the worker's `admin.*` over its top-level settings), and so needs
+    exactly the admin principal's Write and Describe on the tasks' TransactionalIds. A sink that
+    delivers exactly once fences with its transactional producers' cluster and principal (a mirror
+    sink's target cluster, say).
+    """
     connector = _sink_connector(config)
     if connector is not None:
         return connector.transactional_producer_config(config, worker_props)
-    return dict(client_config("producer", worker_props, config))
+    return admin_principal_producer_config(worker_props, config)
 
 
 def alter_sink_connector_offsets(

@@ -93,6 +93,10 @@ class Herder(Protocol):
 
     def connector_config(self, name: str) -> dict[str, str]: ...
 
+    def connector_acls(self, name: str) -> dict[str, Any]:
+        """`{"name", "acls": [{"principal", "operation", "resource_type", ...}], "commands": [...]}`."""
+        ...
+
     def task_configs(self, name: str) -> list[dict[str, Any]]:
         """`[{"id": {"connector", "task"}, "config": {...}}]`."""
         ...

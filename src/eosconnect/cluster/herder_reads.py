@@ -27,6 +27,7 @@ from eosconnect.cluster.herder_api import HerderError, MetricsView, NotFoundErro
 from eosconnect.cluster.herder_state import HerderState
 from eosconnect.cluster.validation import plugin_config_infos, validate_connector_config
 from eosconnect.runtime.task import TASK_CLASS_KEY
+from eosconnect.storage.acls import connector_acls, kafka_acls_command, worker_acls
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState, Status
 
@@ -62,6 +63,19 @@ class HerderReads(HerderState):
         if snapshot.target_state(name) == TargetState.STOPPED:
             return 0
         return snapshot.task_count(name)
+
+    def connector_acls(self, name: str) -> dict[str, Any]:
+        """The ACLs the worker and this connector need under the worker's settings (an eosconnect
+        extension): rows for a table and the kafka-acls.sh commands that grant them."""
+        config = self.connector_config(name)
+        worker = self.worker.originals
+        rows = worker_acls(worker) + connector_acls(worker, name, config, sink=kind_of_config(config).is_sink)
+        servers = str(worker.get("bootstrap.servers") or "<bootstrap>")
+        return {
+            "name": name,
+            "acls": [row.to_json() for row in rows],
+            "commands": [kafka_acls_command(row, servers) for row in rows],
+        }
 
     def connector_info(self, name: str) -> dict[str, Any]:
         snapshot = self._snapshot_with(name)

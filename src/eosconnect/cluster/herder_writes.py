@@ -17,7 +17,7 @@ from typing import Any
 from eosconnect.cluster.herder_api import BadRequestError, ConflictError, NotFoundError
 from eosconnect.cluster.herder_state import HerderState
 from eosconnect.cluster.names import connector_name_errors, max_placeable_tasks, tasks_max_errors
-from eosconnect.cluster.validation import config_errors, validate_connector_config
+from eosconnect.cluster.validation import config_errors, config_size_problem, validate_connector_config
 from eosconnect.storage.config_state import TargetState
 from eosconnect.storage.status_store import ConnectState
 
@@ -33,6 +33,9 @@ class HerderWrites(HerderState):
                 f"({name})"
             )
         config["name"] = name
+        too_large = config_size_problem(config)
+        if too_large:
+            raise BadRequestError(too_large)
         name_problems = connector_name_errors(name)
         if name_problems:
             raise BadRequestError(f"Connector name {name!r} is invalid: {'; '.join(name_problems)}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.connector import Connector
 from eosconnect.api.context import ConnectorContext
 from eosconnect.api.plugins import resolve_connector_class
@@ -57,7 +58,13 @@ def start_connector(
         worker, props = dict(worker_props), dict(connector_props)
         context.client_config = lambda kind: dict(client_config(kind, worker, props))  # type: ignore[arg-type]
     connector.context = context
-    connector.start(dict(connector_props))
+    # ${provider:path:key} variables are resolved for the connector (KIP-297); the task configs it
+    # derives get the placeholders back (connector_task_configs), so nothing resolved is stored.
+    resolved = resolve_config(connector_props, worker_props or {})
+    connector._eosconnect_placeholders = {  # type: ignore[attr-defined]
+        k: (resolved[k], v) for k, v in connector_props.items() if isinstance(v, str) and "${" in v
+    }
+    connector.start(resolved)
     return connector
 
 
@@ -68,7 +75,16 @@ def connector_task_configs(connector: Connector, connector_props: Mapping[str, s
     tasks_max = kind_of(type(connector)).parse(connector_props).tasks_max
     task_class = connector.task_class()
     path = f"{task_class.__module__}.{task_class.__qualname__}"
-    return [{**tc, TASK_CLASS_KEY: path} for tc in connector.task_configs(tasks_max)]
+    placeholders: dict[str, tuple[str, str]] = getattr(connector, "_eosconnect_placeholders", {})
+    configs = []
+    for tc in connector.task_configs(tasks_max):
+        # Kafka's reverse transform: a task setting equal to a resolved variable stores the variable.
+        restored = {
+            k: placeholders[k][1] if k in placeholders and v == placeholders[k][0] else v
+            for k, v in tc.items()
+        }
+        configs.append({**restored, TASK_CLASS_KEY: path})
+    return configs
 
 
 def task_configs_for(

@@ -252,7 +252,11 @@ class TaskHealth(HerderState):
                 self._put_task_status(name, t, ConnectState.FAILED, run.generation, f"{note}\n\n{cause}")
 
     def task_runtimes(self) -> dict[str, dict[str, Any]]:
-        """Internal view for operators and tests: pid, state and generation of every known task."""
+        """Internal view for operators and tests: pid, state and generation of every known task.
+
+        A deleted connector's tasks are listed while they are still stopping (their run is kept
+        until they end), and no longer after that."""
+        existing = set(self.config_store.snapshot.connectors())
         with self._lock:
             return {
                 f"{c}-{t}": {
@@ -263,4 +267,5 @@ class TaskHealth(HerderState):
                     "pid": r.pid,
                 }
                 for (c, t), r in self._tasks.items()
+                if c in existing or c in self._runs
             }

@@ -11,9 +11,11 @@ connector's), each with its errors, so a UI can show every problem next to its f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
+from eosconnect.api.config_providers import resolve_config, unresolvable_variables
 from eosconnect.api.connector import Connector
 from eosconnect.api.converters import resolve_converter_class
 from eosconnect.api.errors import ConfigException
@@ -94,6 +96,17 @@ def sink_preflight(
     return errors
 
 
+def _validate_resolved(connector: Connector, config: Mapping[str, str], worker: Mapping[str, Any]) -> Any:
+    """The connector validates the values its tasks will see (a password from a config provider
+    can be tried), and the answer shows the placeholders, never a resolved value."""
+    results = connector.validate(resolve_config(config, worker))
+    for result in results or []:
+        raw = config.get(result.name)
+        if isinstance(raw, str) and "${" in raw:
+            result.value = raw
+    return results
+
+
 def file_confinement_errors(
     connector: Connector, config: Mapping[str, str], worker: WorkerConfig
 ) -> dict[str, list[str]]:
@@ -102,12 +115,29 @@ def file_confinement_errors(
     `file` must lie inside one of those directories (after resolving `..` and symbolic links).
     Their tasks check again when they open the file (api/file_access.py)."""
     from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
+    from eosconnect.connectors.jdbc import JdbcSourceConnector, sqlite_file
 
-    allowed = AllowedDirs.parse(worker.originals.get(FILE_ALLOWED_DIRS))
-    if allowed is None or not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
+    if isinstance(connector, JdbcSourceConnector):
+        # A file-backed database is a file like any other: confined to file.allowed.dirs, checked
+        # before the connector's own validation connects (which would create it, or tell whether
+        # it exists, anywhere on the worker).
+        database = sqlite_file(str(config.get("connection.url") or ""))
+        allowed = AllowedDirs.parse(worker.originals.get(FILE_ALLOWED_DIRS))
+        if database is None or allowed is None or "\x00" in database:
+            return {}
+        problem = allowed.refusal(database)
+        return {"connection.url": [problem]} if problem else {}
+    if not isinstance(connector, FileStreamSourceConnector | FileStreamSinkConnector):
         return {}
     target = (config.get("file") or "").strip()
-    problem = allowed.refusal(target) if target else None
+    if not target:
+        return {}
+    if "\x00" in target:  # os calls raise ValueError on it: a 500 before this check
+        return {"file": ["contains a NUL byte, which no file name can; remove it"]}
+    allowed = AllowedDirs.parse(worker.originals.get(FILE_ALLOWED_DIRS))
+    problem = allowed.refusal(target) if allowed is not None else None
+    if problem is None:
+        problem = file_shape_problem(target, sink=isinstance(connector, FileStreamSinkConnector))
     return {"file": [problem]} if problem else {}
 
 
@@ -123,6 +153,49 @@ def mirror_source_preflight(
         return {}
     fix = "set exactly.once.source.support=enabled on every worker"
     return offset_syncs_errors(config, worker.exactly_once_enabled, fix)
+
+
+#: A connector config is one config topic record: librdkafka's producer refuses a message above its
+#: `message.max.bytes` (1000000 by default) and the broker one above its own (1048588 by default).
+CONFIG_RECORD_LIMIT_BYTES = 1_000_000
+
+
+def config_size_problem(config: Mapping[str, str]) -> str | None:
+    """Why `config` cannot be stored (a 400 naming the limit, where the write failed with a 500)."""
+    import json
+
+    size = len(json.dumps({"properties": dict(config)}).encode())
+    if size <= CONFIG_RECORD_LIMIT_BYTES - 4096:  # room for the record's key and framing
+        return None
+    return (
+        f"Connector configuration is {size} bytes, but the config topic stores it as one record of at "
+        f"most about {CONFIG_RECORD_LIMIT_BYTES} bytes (the Kafka producer's and broker's "
+        "message.max.bytes). Move large values out of the config: into a file the connector reads, or "
+        "behind a config provider variable"
+    )
+
+
+def file_shape_problem(target: str, *, sink: bool) -> str | None:
+    """What makes `target` unusable as a FileStream file, seen from the worker (tasks on executors
+    of the same host or shared file system see the same): a directory, a FIFO, a device or socket
+    (a read blocks, or never ends), or for a sink a parent directory that does not exist. Found
+    here, the connector is refused at validation instead of its tasks failing at run time."""
+    import stat
+
+    path = Path(target)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if sink and not path.parent.is_dir():
+            return f"the directory {path.parent} does not exist; create it, or pick a file in one that does"
+        return None  # a source waits for its file to appear; a sink creates it
+    except OSError as exc:
+        return f"cannot be used: {exc.strerror}"
+    if stat.S_ISDIR(mode):
+        return f"{target} is a directory; name a file"
+    if not stat.S_ISREG(mode):
+        return f"{target} is not a regular file (a FIFO, device or socket); name a regular file"
+    return None
 
 
 def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:
@@ -259,12 +332,22 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
         extra["tasks.max"] = too_many
     for name, errors in framework_errors(config, kind).items():
         extra.setdefault(name, []).extend(errors)
+    unresolved = unresolvable_variables(config, worker.originals)
+    for name, errors in unresolved.items():
+        extra.setdefault(name, []).extend(errors)
     if connector is not None:
         for name, errors in preflight(connector, config, worker).items():
             extra.setdefault(name, []).extend(errors)
     framework = framework_config_def(kind)
     framework_values = {v.name: v for v in framework.validate(config)}
-    checked = connector.validate(config) if connector is not None else None
+    # A config refused for what it names (a file, a database file outside file.allowed.dirs) is
+    # not handed to the connector's own validation, which would open it.
+    opens_refused = any(extra.get(k) for k in ("file", "connection.url"))
+    checked = (
+        _validate_resolved(connector, config, worker.originals)
+        if connector is not None and not opens_refused and not unresolved
+        else None
+    )
     connector_values = {
         v.name: v for v in (checked if checked is not None else connector_def.validate(config))
     }

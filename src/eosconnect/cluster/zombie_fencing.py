@@ -12,9 +12,12 @@ import logging
 import threading
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from eosconnect.cluster.connector_kinds import fencing_producer_config
 from eosconnect.cluster.herder_api import ConflictError, HerderError, NotFoundError, NotLeaderError
 from eosconnect.cluster.herder_state import HerderState
+from eosconnect.storage.acls import fencing_authorization_hint
 from eosconnect.storage.config_state import ConfigSnapshot
 from eosconnect.storage.config_store import FencingConflict, LeaderFencedError
 from eosconnect.storage.fencing_round import perform_fencing_round
@@ -60,12 +63,22 @@ class ZombieFencing(HerderState):
             except FencingError as exc:
                 servers = producer_config.get("bootstrap.servers")
                 reported = f"; the producers reported: {'; '.join(client_errors)}" if client_errors else ""
+                hint = fencing_authorization_hint(
+                    f"{exc} {reported}", self.worker.originals, name, snapshot.connector_config(name) or {}
+                )
                 raise HerderError(
                     f"zombie fencing for connector {name} failed: {exc} (connector producer "
-                    f"bootstrap.servers={servers}){reported}"
+                    f"bootstrap.servers={servers}){reported}{f'. {hint}' if hint else ''}"
                 ) from exc
             except LeaderFencedError as exc:
                 raise NotLeaderError(self.election.leader_url(max_age_s=0)) from exc
+            except KafkaException as exc:  # e.g. TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                hint = fencing_authorization_hint(
+                    str(exc), self.worker.originals, name, snapshot.connector_config(name) or {}
+                )
+                raise HerderError(
+                    f"zombie fencing for connector {name} failed: {exc}{f'. {hint}' if hint else ''}"
+                ) from exc
 
     def _fence_ahead(self, name: str, generation: int) -> None:
         """Run the generation's fencing round while Spark launches its tasks, as Kafka Connect's

@@ -46,6 +46,7 @@ POSITION_FIELD = "position"
 IDLE_WAIT_S = 0.2
 #: Bytes read from the file per system call: lines are split in bulk, a chunk at a time.
 READ_CHUNK = 1024 * 1024
+LINE_MAX_BYTES = "line.max.bytes"
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,17 @@ CONFIG_DEF = (
         2000,
         Importance.LOW,
         "The maximum number of lines returned by one poll().",
+        Range.at_least(1),
+    )
+    .define(
+        LINE_MAX_BYTES,
+        ConfigType.INT,
+        1024 * 1024,
+        Importance.LOW,
+        "eosconnect: the longest line (in bytes, without its newline) the task accepts; a longer one "
+        "fails the task naming this setting instead of being buffered without bound (a file with no "
+        "newline at all would otherwise fill the executor's memory). A line must also fit in one "
+        "Kafka record.",
         Range.at_least(1),
     )
 )
@@ -174,6 +186,7 @@ class FileStreamSourceTask(SourceTask):
         self.filename: str = values["file"]
         self.topic: str = values["topic"]
         self.batch_size: int = values["batch.size"]
+        self.line_max_bytes: int = values[LINE_MAX_BYTES]
         self.partition = {FILENAME_FIELD: self.filename}
         self._allowed = _allowed_dirs(self)
         stored = self.context.offset_storage_reader.offset(self.partition)
@@ -291,12 +304,25 @@ class FileStreamSourceTask(SourceTask):
         cut = chunk.rfind(b"\n")
         if cut < 0:
             self._partial += chunk
+            self._check_line_length(len(self._partial))
             return
         complete = self._partial + chunk[:cut] if self._partial else chunk[:cut]
         self._partial = chunk[cut + 1 :]
+        lines = complete.split(b"\n")
+        self._check_line_length(max(len(self._partial), max(map(len, lines))))
         if self._next:  # drop the lines already handed out before appending
             self._lines, self._next = self._lines[self._next :], 0
-        self._lines.extend(complete.split(b"\n"))
+        self._lines.extend(lines)
+
+    def _check_line_length(self, length: int) -> None:
+        if length > self.line_max_bytes:
+            line_start = self._read_to - len(self._partial) if length == len(self._partial) else None
+            where = f" starting at byte {line_start}" if line_start is not None else ""
+            raise ConnectException(
+                f"file {self.filename!r} has a line{where} longer than {LINE_MAX_BYTES}="
+                f"{self.line_max_bytes} bytes (is it a text file with newlines?). Raise {LINE_MAX_BYTES} "
+                "if such lines are expected (each must also fit in one Kafka record), or fix the file."
+            )
 
 
 class LineEndOffsets(Sequence[Mapping[str, int]]):
@@ -364,20 +390,41 @@ def parse_sink_config(config: Mapping[str, str]) -> dict[str, Any]:
     return SINK_CONFIG_DEF.parse(config)
 
 
-def line_of(value: Any) -> str:
-    """The text of one record value, as Kafka's FileStreamSinkTask prints it."""
+def line_of(record: SinkRecord) -> str:
+    """The text of one record value, as Kafka's FileStreamSinkTask prints it; a value that cannot
+    be one line without loss fails the task (Kafka's sink replaces undecodable bytes and splits a
+    value with a newline into two lines, which a reader cannot tell from two records)."""
+    value = record.value
     if value is None:
         return "null"
     if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).decode("utf-8", errors="replace")
-    return str(value)
+        try:
+            text = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConnectException(
+                f"record {record.topic}-{record.kafka_partition}@{record.kafka_offset} has a binary value "
+                f"that is not UTF-8 text ({exc.reason} at byte {exc.start}); FileStreamSink writes text "
+                "lines, so it refuses it rather than replace bytes. Use a converter that yields text "
+                "for this topic, or a sink made for binary data."
+            ) from exc
+    else:
+        text = str(value)
+    if "\n" in text:
+        raise ConnectException(
+            f"record {record.topic}-{record.kafka_partition}@{record.kafka_offset} has a value with a "
+            "newline; FileStreamSink writes one record per line, and this one would read back as two. "
+            "Use a converter or transformation that encodes the value on one line (JsonConverter does)."
+        )
+    return text
 
 
 class FileStreamSinkConnector(SinkConnector):
     """Appends the values of records from `topics` to one file (Kafka's `FileStreamSinkConnector`).
 
     Each record's value becomes one line: a string as it is, bytes decoded as UTF-8, null as `null`
-    (as Kafka's sink prints it), anything else as `str(value)`. Settings: `file` (required) and the
+    (as Kafka's sink prints it), anything else as `str(value)`. A value that cannot be one line
+    without loss (bytes that are not UTF-8, a newline inside) fails the task naming the record,
+    before anything of its batch is written. Settings: `file` (required) and the
     topics to read, `topics` or `topics.regex`. Each `put` batch is written with one unbuffered
     write, and `flush` fsyncs the file before the runtime commits the consumer offsets, so every
     committed record is on disk. Delivery is at least once: after a crash (not a clean stop or
@@ -428,7 +475,7 @@ class FileStreamSinkTask(SinkTask):
     def put(self, records: list[SinkRecord]) -> None:
         if not records:
             return
-        data = memoryview("".join(line_of(r.value) + "\n" for r in records).encode("utf-8"))
+        data = memoryview("".join(line_of(r) + "\n" for r in records).encode("utf-8"))
         while data:
             written = self._file.write(data)
             data = data[written or 0 :]

@@ -59,6 +59,7 @@ import datetime as dt
 import decimal
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -326,8 +327,14 @@ def assign_tables(tables: list[str], max_tasks: int) -> list[list[str]]:
     return [tables[i::count] for i in range(count)]
 
 
-def create_engine_for(values: Mapping[str, Any]) -> Any:
-    """An SQLAlchemy engine for the parsed settings (user/password settings override the URL's)."""
+#: Seconds validation waits for a database to answer a connection: without it, validating a URL
+#: at a port that never answers (not a database) took the driver's default, over two minutes.
+VALIDATION_CONNECT_TIMEOUT_S = 10
+
+
+def create_engine_for(values: Mapping[str, Any], connect_timeout_s: int | None = None) -> Any:
+    """An SQLAlchemy engine for the parsed settings (user/password settings override the URL's);
+    `connect_timeout_s` bounds connecting where the driver takes a timeout (PostgreSQL, MySQL)."""
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
 
@@ -337,7 +344,23 @@ def create_engine_for(values: Mapping[str, Any]) -> Any:
     password = values.get("connection.password")
     if isinstance(password, Password) and password.value:
         url = url.set(password=password.value)
-    return create_engine(url, pool_pre_ping=True)
+    connect_args: dict[str, Any] = {}
+    if connect_timeout_s is not None and url.get_backend_name() in ("postgresql", "mysql", "mariadb"):
+        connect_args["connect_timeout"] = connect_timeout_s
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def sqlite_file(url_text: str) -> str | None:
+    """The file a `sqlite:///<path>` URL names (None: not SQLite, or an in-memory database)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(url_text)
+    except Exception:
+        return None
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    return url.database
 
 
 def safe_url(values: Mapping[str, Any]) -> str:
@@ -382,12 +405,27 @@ def _cross_field_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def connection_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Whether the connection settings reach the database (shared with JdbcSink): {} if so."""
+def connection_errors(values: Mapping[str, Any], *, new_sqlite_file_ok: bool = False) -> dict[str, list[str]]:
+    """Whether the connection settings reach the database (shared with JdbcSink): {} if so.
+
+    Validation never creates the SQLite file a config names: a missing one is an error, or, with
+    `new_sqlite_file_ok` (a sink, whose task creates it), fine when its directory exists."""
     from sqlalchemy.exc import SQLAlchemyError
 
+    database_file = sqlite_file(values["connection.url"])
+    if database_file is not None and not os.path.isfile(database_file):
+        if not new_sqlite_file_ok:
+            return {"connection.url": [f"the SQLite database file {database_file} does not exist"]}
+        if not os.path.isdir(os.path.dirname(os.path.abspath(database_file))):
+            return {
+                "connection.url": [
+                    f"cannot connect to {safe_url(values)}: the directory of the SQLite database file "
+                    f"{database_file} does not exist"
+                ]
+            }
+        return {}
     try:
-        engine = create_engine_for(values)
+        engine = create_engine_for(values, connect_timeout_s=VALIDATION_CONNECT_TIMEOUT_S)
     except Exception as exc:
         return {"connection.url": [f"cannot create a database engine for {safe_url(values)}: {exc}"]}
     try:
@@ -409,7 +447,7 @@ def _database_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
     errors = connection_errors(values)
     if errors:
         return errors
-    engine = create_engine_for(values)
+    engine = create_engine_for(values, connect_timeout_s=VALIDATION_CONNECT_TIMEOUT_S)
     try:
         mode = Mode(values["mode"])
         for name in table_names(values):

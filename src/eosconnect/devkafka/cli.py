@@ -19,6 +19,7 @@ from eosconnect.devkafka.registry import (
     LocalSchemaRegistry,
     RegistryError,
 )
+from eosconnect.devkafka.security import SECURITY_MODES, SecurityMode
 
 DEFAULT_DIR = Path(".eosconnect/kafka")
 
@@ -46,8 +47,19 @@ def start(
     config: Annotated[
         list[str] | None, typer.Option("--config", "-c", help="Extra broker setting KEY=VALUE (repeatable).")
     ] = None,
+    security: Annotated[
+        str,
+        typer.Option(
+            help="plaintext, or sasl_ssl | sasl_plaintext | ssl: SCRAM-SHA-512 users or TLS client "
+            "certificates, a CA made for the run, StandardAuthorizer (no ACL, no access)."
+        ),
+    ] = "plaintext",
 ) -> None:
-    """Start a cluster in the background; the last line printed is `bootstrap.servers=...`."""
+    """Start a cluster in the background; prints `bootstrap.servers=...`, then for a secured cluster
+    the super user's client settings as KEY=VALUE lines (for `-X` or a worker's properties)."""
+    mode = security.strip().lower()
+    if mode not in SECURITY_MODES:
+        raise typer.BadParameter(f"--security must be one of {', '.join(SECURITY_MODES)}, got {security!r}")
     extra = {}
     for item in config or []:
         key, sep, value = item.partition("=")
@@ -57,17 +69,24 @@ def start(
     if (run_dir / "cluster.json").exists() and any(pid_alive(n.pid) for n in _attach(run_dir).state.nodes):  # type: ignore[union-attr]
         cluster = _attach(run_dir)
         console.print(f"A cluster is already running in {run_dir}.")
-        print(f"bootstrap.servers={cluster.bootstrap_servers}")
+        _print_client_settings(cluster)
         return
-    cluster = LocalKafkaCluster(run_dir, brokers=brokers, extra_config=extra)
+    secured: SecurityMode = mode  # type: ignore[assignment]
+    cluster = LocalKafkaCluster(run_dir, brokers=brokers, extra_config=extra, security=secured)
     try:
         with console.status(f"Starting {brokers} Kafka broker(s) in {run_dir} ..."):
-            bootstrap = cluster.start()
+            cluster.start()
     except (ClusterError, KafkaSetupError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(1) from exc
-    console.print(f"Apache Kafka {cluster.version} is running; logs in {run_dir}/node-*/logs")
-    print(f"bootstrap.servers={bootstrap}")
+    console.print(f"Apache Kafka {cluster.version} is running ({mode}); logs in {run_dir}/node-*/logs")
+    _print_client_settings(cluster)
+
+
+def _print_client_settings(cluster: LocalKafkaCluster) -> None:
+    """`bootstrap.servers=` first (scripts read that line), then the super user's settings."""
+    for key, value in cluster.client_config().items():
+        print(f"{key}={value}")
 
 
 @app.command()
@@ -97,7 +116,7 @@ def status(run_dir: DirOption = DEFAULT_DIR) -> None:
             "[green]running[/green]" if alive else "[red]stopped[/red]",
         )
     console.print(table)
-    print(f"bootstrap.servers={cluster.bootstrap_servers}")
+    _print_client_settings(cluster)
 
 
 @app.command()

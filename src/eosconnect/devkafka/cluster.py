@@ -23,6 +23,16 @@ from pathlib import Path
 
 from eosconnect.devkafka.distribution import KafkaDistribution, ensure_kafka
 from eosconnect.devkafka.java_command import java_command, log4j2_config, spawn_java
+from eosconnect.devkafka.security import (
+    CLIENT_LISTENER,
+    SUPER_USER,
+    Acl,
+    SecurityMode,
+    SecurityState,
+    create_scram_user,
+    grant,
+    revoke,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,16 +113,20 @@ class ClusterState:
     cluster_id: str
     nodes: list[Node] = field(default_factory=list)
     extra_config: dict[str, str] = field(default_factory=dict)
+    security: SecurityState = field(default_factory=SecurityState)
 
     @classmethod
     def load(cls, run_dir: Path) -> ClusterState:
         data = json.loads((run_dir / STATE_FILE).read_text())
         data["nodes"] = [Node(**n) for n in data["nodes"]]
+        data["security"] = SecurityState(**data.get("security", {}))
         return cls(**data)
 
     def save(self) -> None:
+        """Owner-only (0600): a secured cluster's state holds the super user's password."""
         path = Path(self.run_dir) / STATE_FILE
         tmp = path.with_suffix(".tmp")
+        tmp.touch(mode=0o600)
         tmp.write_text(json.dumps(asdict(self), indent=2))
         tmp.replace(path)
 
@@ -131,6 +145,7 @@ class LocalKafkaCluster:
         extra_config: dict[str, str] | None = None,
         tie_to_parent: bool = False,
         distribution: KafkaDistribution | None = None,
+        security: SecurityMode = "plaintext",
     ) -> None:
         if brokers not in (1, 3):
             raise ValueError(f"brokers must be 1 or 3, got {brokers}")
@@ -138,6 +153,7 @@ class LocalKafkaCluster:
         self.brokers = brokers
         self.extra_config = dict(extra_config or {})
         self.tie_to_parent = tie_to_parent
+        self.security_mode: SecurityMode = security
         self._distribution = distribution
         self.state: ClusterState | None = None
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -153,7 +169,7 @@ class LocalKafkaCluster:
             )
         state = ClusterState.load(run_dir)
         brokers = sum(1 for n in state.nodes if n.is_broker)
-        cluster = cls(run_dir, brokers=brokers, extra_config=state.extra_config)
+        cluster = cls(run_dir, brokers=brokers, extra_config=state.extra_config, security=state.security.mode)
         cluster.state = state
         return cluster
 
@@ -170,6 +186,7 @@ class LocalKafkaCluster:
             cluster_id=_new_cluster_id(),
             nodes=self._plan_nodes(),
             extra_config=self.extra_config,
+            security=SecurityState.generate(self.security_mode, self.run_dir),
         )
         (self.run_dir / "log4j2.xml").write_text(LOG4J2_CONFIG)
         for node in self.state.nodes:
@@ -210,6 +227,55 @@ class LocalKafkaCluster:
     def version(self) -> str:
         assert self.state is not None
         return self.state.version
+
+    @property
+    def security(self) -> SecurityState:
+        assert self.state is not None, "cluster not started"
+        return self.state.security
+
+    def client_config(self, user: str = SUPER_USER, password: str | None = None) -> dict[str, str]:
+        """librdkafka settings to reach the cluster as `user` (the super user by default)."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.security.client_settings(user, password)}
+
+    def create_user(self, name: str, password: str | None = None) -> dict[str, str]:
+        """A new principal `User:<name>` with no ACLs; returns its client settings.
+
+        SCRAM-SHA-512 credentials through the admin API in the SASL modes, a certificate signed by
+        the run's CA in `ssl` mode. The call returns once the user can connect.
+        """
+        import secrets
+
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        sec = self.security
+        if not sec.enabled:
+            raise ClusterError(
+                "users need a secured cluster: start it with security=sasl_ssl|sasl_plaintext|ssl"
+            )
+        if sec.sasl:
+            password = password or secrets.token_urlsafe(12)
+            create_scram_user(self.client_config(), name, password)
+        else:
+            sec.issue_certificate(name)
+        settings = self.client_config(name, password)
+        deadline = time.monotonic() + 30
+        while True:  # SCRAM credentials reach the broker through the metadata log
+            try:
+                AdminClient({**settings, "log_level": 0}).list_topics(timeout=3)
+                return settings
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+
+    def grant(self, acls: list[Acl]) -> None:
+        """Create ALLOW ACLs as the super user."""
+        grant(self.client_config(), acls)
+
+    def revoke(self, acls: list[Acl]) -> None:
+        """Delete exactly these ACLs as the super user."""
+        revoke(self.client_config(), acls)
 
     def broker_ids(self) -> list[int]:
         assert self.state is not None
@@ -276,7 +342,7 @@ class LocalKafkaCluster:
         assert self.state is not None
         deadline = time.monotonic() + timeout
         expected = len(self.broker_ids())
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        admin = AdminClient({**self.client_config(), "log_level": 0})
         while True:
             self._check_alive()
             try:
@@ -297,7 +363,7 @@ class LocalKafkaCluster:
             except KafkaException as exc:
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise ClusterError(f"Could not create {READY_TOPIC}: {exc}; {self._log_hint()}") from exc
-        producer = Producer({"bootstrap.servers": self.bootstrap_servers, "acks": "all", "log_level": 0})
+        producer = Producer({**self.client_config(), "acks": "all", "log_level": 0})
         acked: list[object] = []
         while not acked:
             self._check_alive()
@@ -349,9 +415,10 @@ class LocalKafkaCluster:
         rf = str(self.brokers)
         min_isr = "1" if self.brokers == 1 else "2"
         listeners, advertised = [], []
+        client = CLIENT_LISTENER if self.state.security.enabled else "PLAINTEXT"
         if node.is_broker:
-            listeners.append(f"PLAINTEXT://127.0.0.1:{node.port}")
-            advertised.append(f"PLAINTEXT://127.0.0.1:{node.port}")
+            listeners.append(f"{client}://127.0.0.1:{node.port}")
+            advertised.append(f"{client}://127.0.0.1:{node.port}")
         if node.controller_port:
             listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
         props = {
@@ -380,6 +447,7 @@ class LocalKafkaCluster:
         if node.is_broker:
             props["inter.broker.listener.name"] = "PLAINTEXT"
             props["advertised.listeners"] = ",".join(advertised)
+        props.update(self.state.security.broker_properties(node.is_broker))
         props.update(self.extra_config)
         path = self._node_dir(node) / "server.properties"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -412,6 +480,7 @@ class LocalKafkaCluster:
                 "-c",
                 str(self._node_dir(node) / "server.properties"),
                 "--ignore-formatted",
+                *self.state.security.format_arguments(),
             ],
         )
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)

@@ -120,6 +120,13 @@ def set_logger(
     body: Annotated[dict[str, Any], Body(description='{"level": "DEBUG"}')],
     scope: Annotated[str, Query(description="worker (default) or cluster (every worker)")] = "worker",
 ) -> Response:
+    if any(ord(c) < 32 or ord(c) == 127 for c in logger):
+        # Logger names end up in log lines and in the config topic (scope=cluster): a newline or
+        # an escape sequence there forges log lines or corrupts terminals.
+        raise BadRequestError(
+            f"Logger name {logger!r} contains a control character; logger names are dotted module "
+            "names such as eosconnect.runtime"
+        )
     raw = body.get("level")
     if raw is None:
         raise BadRequestError("Desired 'level' parameter was not specified in request.")

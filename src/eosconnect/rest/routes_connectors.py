@@ -300,6 +300,21 @@ def stop_connector(connector: str, herder: HerderDep) -> Response:
 
 
 @router.get(
+    "/{connector}/acls",
+    summary="The Kafka ACLs the worker and this connector need (eosconnect extension)",
+    description="KIP-618's tables under the worker's current settings: each principal, operation, "
+    "resource type and name, and the `kafka-acls.sh` commands that grant them.",
+    responses={
+        200: {"content": {"application/json": {"schema": {"type": "object"}}}},
+        **error_responses(404),
+    },
+    response_model=None,
+)
+def get_connector_acls(connector: str, herder: HerderDep) -> Response:
+    return JSONResponse(herder.connector_acls(connector))
+
+
+@router.get(
     "/{connector}/tasks",
     summary="List a connector's tasks and their configurations",
     responses={200: {"model": list[TaskInfo]}, **error_responses(404, 409, 500)},

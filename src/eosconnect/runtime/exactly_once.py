@@ -191,6 +191,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             client_config("producer", self.worker.originals, self.connector.originals).validate(),
             task_transactional_id(self.worker.group_id, name, self.spec.task),
         )
+        # Records without a callback of their own (the source offsets) report failures here: a
+        # commit only says "N message(s) failed delivery", and the reason (an offsets topic the
+        # principal may not write, say) must reach the task's error.
+        self._delivery_failures: list[str] = []
+        config["on_delivery"] = self._note_delivery_failure
         self.producer = Producer(config)
         # 1. the leader fences zombies of the previous generation
         coordinator.fence_zombies(name, self.spec.generation)
@@ -404,6 +409,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             committer.shutdown(wait=True)
         producer = getattr(self, "producer", None)
         if producer is not None:
+            # A failed task may leave a transaction open (a commit refused for an ACL, say): abort
+            # it now rather than leave read_committed readers stalled until transaction.timeout.ms.
+            # Without a transaction in progress (or on a fenced producer) this raises at once.
+            with contextlib.suppress(KafkaException):
+                producer.abort_transaction(10)
             with contextlib.suppress(KafkaException):  # a fenced producer raises its fatal error
                 producer.flush(0)
 
@@ -670,7 +680,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         (default: the open one, if any)."""
         if txn_started is None and self._txn_open:
             txn_started = self._txn_started
-        return classify_transaction_error(
+        classified = classify_transaction_error(
             self._fatal_cause(exc),
             doing,
             task_id=self.task_id,
@@ -678,6 +688,18 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             transaction_timeout_ms=self.transaction_timeout_ms,
             txn_started=txn_started,
         )
+        failures = getattr(self, "_delivery_failures", None)
+        if failures and type(classified) is ConnectException:
+            return ConnectException(f"{classified}; {'; '.join(failures)}")
+        return classified
+
+    def _note_delivery_failure(self, err: KafkaError | None, msg: Any) -> None:
+        failures = getattr(self, "_delivery_failures", None)
+        if err is None or failures is None or len(failures) >= 3:
+            return
+        text = f"a record to {msg.topic()!r} failed: {err.name()}: {err.str()}"
+        if text not in failures:
+            failures.append(text)
 
     def _fatal_cause(self, exc: KafkaException) -> KafkaException:
         """`produce()` on a producer that already hit a fatal error (e.g. fenced, learnt from a

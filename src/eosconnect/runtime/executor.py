@@ -22,6 +22,11 @@ def run_task(spec: TaskSpec) -> TaskOutcome:
     from eosconnect.runtime.sink_task import run_sink_task
 
     try:
+        spec = resolved_spec(spec)
+    except Exception:
+        log.exception("[%s-%s] could not resolve its config provider variables", spec.connector, spec.task)
+        return TaskOutcome(spec.connector, spec.task, TaskState.FAILED, traceback.format_exc())
+    try:
         kind = connector_type(task_class_of(spec))
     except ModuleNotFoundError as exc:
         log.exception("[%s-%s] could not be created", spec.connector, spec.task)
@@ -32,6 +37,20 @@ def run_task(spec: TaskSpec) -> TaskOutcome:
         log.exception("[%s-%s] could not be created", spec.connector, spec.task)
         return TaskOutcome(spec.connector, spec.task, TaskState.FAILED, traceback.format_exc())
     return run_sink_task(spec) if kind is ConnectorType.SINK else run_source_task(spec)
+
+
+def resolved_spec(spec: TaskSpec) -> TaskSpec:
+    """The spec with `${provider:path:key}` variables of its task and connector configs resolved,
+    here on the executor (KIP-297): the config topic and the REST API keep the placeholders."""
+    import dataclasses
+
+    from eosconnect.api.config_providers import resolve_config
+
+    return dataclasses.replace(
+        spec,
+        task_config=resolve_config(spec.task_config, spec.worker_config),
+        connector_config=resolve_config(spec.connector_config, spec.worker_config),
+    )
 
 
 def missing_module(exc: ModuleNotFoundError) -> str:

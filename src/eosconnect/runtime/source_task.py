@@ -93,7 +93,18 @@ class SourceTaskRunner(ABC):
                 self.log.info("ending: a newer instance of this task took over and fenced this one (%s)", exc)
             else:
                 state, trace = TaskState.FAILED, traceback.format_exc()
-                self.log.error("failed: %s", exc)
+                from eosconnect.storage.acls import task_authorization_hint
+
+                hint = task_authorization_hint(
+                    trace,
+                    self.worker.originals,
+                    self.spec.connector,
+                    self.connector.originals,
+                    self.spec.task,
+                )
+                if hint:
+                    trace = f"{hint}\n\n{trace}"
+                self.log.error("failed: %s%s", exc, f" ({hint})" if hint else "")
                 self.on_failure()
         finally:
             self._shutdown()

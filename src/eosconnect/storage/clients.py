@@ -21,14 +21,17 @@ from typing import Any, Literal, TypeVar
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.errors import ConfigException
 
 __all__ = [
     "ClientConfig",
     "ClientConfigError",
     "ClientKind",
+    "admin_principal_producer_config",
     "client_config",
     "forced",
+    "is_connection_key",
     "kafka_logger",
     "prefixed_client_config",
     "validate_client_config",
@@ -55,6 +58,8 @@ DEFAULTS: dict[ClientKind, dict[str, Any]] = {
 
 #: Worker key for KIP-458's policy on which connector overrides are allowed.
 OVERRIDE_POLICY_KEY = "connector.client.config.override.policy"
+#: The `Allowlist` policy's list of client settings connectors may override (KIP-1188).
+ALLOWLIST_KEY = "connector.client.config.override.allowlist"
 #: Settings that the `Principal` policy lets a connector override (librdkafka's names for them).
 PRINCIPAL_KEYS_EXACT = frozenset({"security.protocol"})
 PRINCIPAL_PREFIXES = ("sasl.",)
@@ -146,7 +151,9 @@ def kafka_logger(kind: str) -> logging.Logger:
     return logger
 
 
-def _is_top_level_client_key(key: str) -> bool:
+def is_connection_key(key: str) -> bool:
+    """Where the cluster is and who connects: `bootstrap.servers`, `security.protocol`, `sasl.*`,
+    `ssl.*` (the worker's top-level settings every client inherits)."""
     return key in TOP_LEVEL_EXACT or key.startswith(TOP_LEVEL_PREFIXES)
 
 
@@ -161,11 +168,25 @@ def _check_override_policy(kind: ClientKind, worker: Mapping[str, Any], override
     if short == "all":
         return
     principal = short == "principal"
+    # Kafka 4.2's Allowlist policy (KIP-1188): exactly the client settings the worker lists.
+    allowlist = (
+        {k.strip() for k in str(worker.get(ALLOWLIST_KEY) or "").split(",") if k.strip()}
+        if short == "allowlist"
+        else set()
+    )
     errors: dict[str, list[str]] = {}
     for key in overrides:
         if principal and (key in PRINCIPAL_KEYS_EXACT or key.startswith(PRINCIPAL_PREFIXES)):
             continue
-        allowed = "only security.protocol and sasl.* may be overridden" if principal else "nothing may be"
+        if key in allowlist:
+            continue
+        if short == "allowlist":
+            allowed = (
+                f"only {', '.join(sorted(allowlist))} may be" if allowlist else f"{ALLOWLIST_KEY} is empty"
+            )
+            allowed += f"; add {key} to {ALLOWLIST_KEY} to allow it"
+        else:
+            allowed = "only security.protocol and sasl.* may be overridden" if principal else "nothing may be"
         errors[f"{kind}.override.{key}"] = [
             f"the worker's {OVERRIDE_POLICY_KEY}={policy} forbids it ({allowed}); remove it from the "
             f"connector, or ask the operator to relax {OVERRIDE_POLICY_KEY}"
@@ -194,7 +215,7 @@ def client_config(
     config: dict[str, Any] = dict(DEFAULTS[kind])
     origin: dict[str, str] = {}
     for key, value in worker.items():
-        if _is_top_level_client_key(key) and value is not None:
+        if is_connection_key(key) and value is not None:
             config[key], origin[key] = value, key
     prefix = f"{kind}."
     for key, value in worker.items():
@@ -211,7 +232,33 @@ def client_config(
         for key, value in overrides.items():
             config[key], origin[key] = value, f"{override}{key}"
     config.setdefault("logger", logger or kafka_logger(kind))
-    return ClientConfig(kind, config, origin)
+    # ${provider:path:key} variables (KIP-297) are resolved here, where the client is built, so
+    # that only the config topic's placeholders are ever stored, answered or logged.
+    return ClientConfig(kind, resolve_config(config, worker), origin)
+
+
+def admin_principal_producer_config(
+    worker: Mapping[str, Any], connector: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A producer that logs in as the connector's admin principal, to fence its zombies (KIP-618:
+    the admin principal does it). The cluster is the producer's (where the tasks' transactional ids
+    live); when the producer writes to another cluster and no `admin.override.*` says how to log in
+    there, it is the producer's principal too."""
+    producer = dict(client_config("producer", worker, connector))
+    admin = client_config("admin", worker, connector)
+    admin_overridden = any(
+        is_connection_key(k.removeprefix("admin.override."))
+        for k in connector
+        if k.startswith("admin.override.")
+    )
+    if producer.get("bootstrap.servers") != admin.get("bootstrap.servers") and not admin_overridden:
+        # The producer writes to another cluster and no admin settings say how to log in there:
+        # the tasks' transactional ids live on the producer's cluster, so fence as the producer.
+        return producer
+    for key in [k for k in producer if is_connection_key(k)]:
+        del producer[key]
+    producer.update({k: v for k, v in admin.items() if is_connection_key(k)})
+    return producer
 
 
 def prefixed_client_config(

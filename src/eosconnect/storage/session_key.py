@@ -189,12 +189,19 @@ class ReplayGuard:
 
     def __init__(self, max_age_ms: int = DEFAULT_MAX_AGE_MS) -> None:
         self.max_age_ms = max_age_ms
-        self._seen: dict[str, float] = {}
+        self._seen: dict[str | bytes, float] = {}
         self._lock = threading.Lock()
 
     def check(self, headers: Mapping[str, str], method: str, path: str) -> None:
-        """Call after `verify_request` succeeded; raises SessionKeyError(REPLAYED) for a repeat."""
-        signature = _header(headers, AUTHORIZATION_HEADER) or ""
+        """Call after `verify_request` succeeded; raises SessionKeyError(REPLAYED) for a repeat.
+
+        Keyed on the signature's bytes, not its text: base64 has several spellings of the same
+        bytes (the unused low bits of the last character), and each would verify again."""
+        text = _header(headers, AUTHORIZATION_HEADER) or ""
+        try:
+            signature: str | bytes = base64.b64decode(text, validate=True)
+        except (ValueError, binascii.Error):
+            signature = text
         now = time.monotonic()
         horizon = 2 * self.max_age_ms / 1000  # clocks may differ by max_age either way
         with self._lock:

@@ -59,7 +59,14 @@ def ensure_topic(
         future.result(timeout=timeout + 5)
     except KafkaException as exc:
         err: KafkaError = exc.args[0]
-        if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+        # A principal without Create is refused even for a topic that exists (the authorizer
+        # answers before the existence check): as Kafka Connect does, fall back to using the
+        # topic if it is there, so least-privilege workers run on topics an administrator made.
+        refused = err.code() in (
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        )
+        if err.code() != KafkaError.TOPIC_ALREADY_EXISTS and not (refused and _exists(admin, name, timeout)):
             raise TopicCreationError(
                 _explain(name, err, partitions, replication_factor, partitions_setting, replication_setting)
             ) from exc
@@ -131,6 +138,14 @@ def _check_compacted(admin: AdminClient, name: str, strict: bool, timeout: float
     if strict:
         raise TopicCreationError(message)
     log.warning(message)
+
+
+def _exists(admin: AdminClient, name: str, timeout: float) -> bool:
+    try:
+        topic = admin.list_topics(name, timeout=timeout).topics.get(name)
+    except KafkaException:
+        return False
+    return topic is not None and topic.error is None and bool(topic.partitions)
 
 
 def _wait_visible(admin: AdminClient, name: str, timeout: float) -> None:

@@ -122,12 +122,16 @@ class WorkerProcess:
         return httpx.request(method, self.url + path, timeout=60, **kwargs)
 
     def signed_headers(self, method: str, path: str, body: bytes = b"") -> dict[str, str]:
+        from eosconnect.storage.clients import client_config
         from eosconnect.storage.config_state import build_snapshot
         from eosconnect.storage.session_key import sign_request
         from eosconnect.storage.topic_reader import read_to_end
 
         topic = self.props.get("config.storage.topic", "connect-configs")
-        records = read_to_end({"bootstrap.servers": self.props["bootstrap.servers"]}, topic, timeout=30)
+        # As the worker reads it: its connection settings (a secured cluster's principal) included.
+        client = client_config("consumer", self.props)
+        client.pop("logger", None)
+        records = read_to_end(client, topic, timeout=30)
         key = build_snapshot((r.key, r.value) for r in records).session_key
         if key is None:
             return {}

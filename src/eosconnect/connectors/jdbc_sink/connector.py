@@ -98,7 +98,7 @@ class JdbcSinkConnector(SinkConnector):
         values = CONFIG_DEF.parse(config)
         errors = {**cross_field_errors(values), **sink_topics_errors(config)}
         if not errors:
-            errors = connection_errors(values)  # shared with JdbcSource
+            errors = connection_errors(values, new_sqlite_file_ok=True)  # shared with JdbcSource
         return [
             ConfigValue(
                 r.name, r.value, r.recommended_values, [*r.errors, *errors.get(r.name, [])], r.visible

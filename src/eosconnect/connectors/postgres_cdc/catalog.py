@@ -1,0 +1,163 @@
+"""What the connector asks PostgreSQL's catalog (over an ordinary psycopg connection): the up-front
+checks (wal_level, the REPLICATION privilege, the publication), the publication itself, the
+captured tables, and each table's columns, nullability and primary key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eosconnect.connectors.postgres_cdc.config import AutoCreate, CdcConfig, TableFilter
+from eosconnect.connectors.postgres_cdc.pgoutput import Column
+
+__all__ = ["TableMeta", "check", "connect", "ensure_publication", "published_tables", "table_meta"]
+
+_SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
+
+
+def connect(config: CdcConfig) -> Any:
+    """An autocommit psycopg (3) connection for catalog queries."""
+    import psycopg
+
+    return psycopg.connect(config.dsn(), autocommit=True)
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def qualified(schema: str, table: str) -> str:
+    return f"{_ident(schema)}.{_ident(table)}"
+
+
+def user_tables(conn: Any, tables: TableFilter) -> list[tuple[str, str]]:
+    rows = conn.execute(
+        "SELECT schemaname, tablename FROM pg_tables WHERE schemaname <> ALL(%s) ORDER BY 1, 2",
+        (list(_SYSTEM_SCHEMAS),),
+    ).fetchall()
+    return [(s, t) for s, t in rows if tables(s, t)]
+
+
+def publication_exists(conn: Any, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone() is not None
+
+
+def check(config: CdcConfig) -> dict[str, list[str]]:
+    """The up-front checks; each failure names the setting concerned and the fix."""
+    import psycopg
+
+    try:
+        conn = connect(config)
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return {"database.hostname": [f"cannot connect to {config.describe()}: {reason}"]}
+    errors: dict[str, list[str]] = {}
+    with conn:
+        wal_level = conn.execute("SHOW wal_level").fetchone()[0]
+        if wal_level != "logical":
+            errors.setdefault("database.hostname", []).append(
+                f"PostgreSQL runs with wal_level={wal_level}; logical replication needs wal_level=logical. "
+                "Run ALTER SYSTEM SET wal_level = logical; and restart PostgreSQL."
+            )
+        user = config["database.user"]
+        role = conn.execute(
+            "SELECT rolreplication, rolsuper FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        replication, superuser = bool(role and role[0]), bool(role and role[1])
+        if not (replication or superuser):
+            errors.setdefault("database.user", []).append(
+                f"role {user!r} has no REPLICATION privilege, needed to read the replication slot. "
+                f"Run ALTER ROLE {_ident(user)} REPLICATION; (or use a role that has it)."
+            )
+        name, mode = config["publication.name"], AutoCreate(config["publication.autocreate.mode"])
+        exists = publication_exists(conn, name)
+        if not exists and mode is AutoCreate.DISABLED:
+            errors.setdefault("publication.name", []).append(
+                f"publication {name!r} does not exist and publication.autocreate.mode=disabled. Create it "
+                f"(CREATE PUBLICATION {_ident(name)} FOR TABLE ...;) or set publication.autocreate.mode to "
+                "filtered or all_tables."
+            )
+        if not exists and mode is AutoCreate.ALL_TABLES and not superuser:
+            errors.setdefault("publication.autocreate.mode", []).append(
+                f"creating publication {name!r} FOR ALL TABLES needs a superuser; role {user!r} is not one. "
+                "Create the publication yourself, or set publication.autocreate.mode=filtered (the role "
+                "must own the tables)."
+            )
+        if mode is AutoCreate.FILTERED and not user_tables(conn, config.tables):
+            errors.setdefault("table.include.list", []).append(
+                "no table matches table.include.list/table.exclude.list, so the publication would be "
+                "empty. Give <schema>.<table> patterns such as public\\.orders."
+            )
+    return errors
+
+
+def ensure_publication(conn: Any, config: CdcConfig) -> None:
+    """Create the publication (or set its tables, for `filtered`) as publication.autocreate.mode says."""
+    name, mode = config["publication.name"], AutoCreate(config["publication.autocreate.mode"])
+    exists = publication_exists(conn, name)
+    if mode is AutoCreate.ALL_TABLES and not exists:
+        conn.execute(f"CREATE PUBLICATION {_ident(name)} FOR ALL TABLES")
+    elif mode is AutoCreate.FILTERED:
+        listed = ", ".join(qualified(s, t) for s, t in user_tables(conn, config.tables))
+        verb = (
+            f"ALTER PUBLICATION {_ident(name)} SET TABLE"
+            if exists
+            else f"CREATE PUBLICATION {_ident(name)} FOR TABLE"
+        )
+        conn.execute(f"{verb} {listed}")
+
+
+def published_tables(conn: Any, config: CdcConfig) -> list[tuple[str, str]]:
+    """The captured tables: the publication's, narrowed by the include/exclude lists."""
+    rows = conn.execute(
+        "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s ORDER BY 1, 2",
+        (config["publication.name"],),
+    ).fetchall()
+    tables = config.tables
+    return [(s, t) for s, t in rows if tables(s, t)]
+
+
+@dataclass(frozen=True)
+class TableMeta:
+    oid: int
+    schema: str
+    table: str
+    columns: tuple[Column, ...]
+    nullable: dict[str, bool]
+    primary_key: tuple[str, ...]
+
+
+def table_meta(conn: Any, schema: str, table: str) -> TableMeta:
+    """A table's current columns (as pgoutput lists them: not dropped, not generated), nullability
+    and primary key."""
+    oid = conn.execute("SELECT %s::regclass::oid", (qualified(schema, table),)).fetchone()[0]
+    rows = conn.execute(
+        "SELECT attname, atttypid, atttypmod, attnotnull FROM pg_attribute WHERE attrelid = %s "
+        "AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
+        (oid,),
+    ).fetchall()
+    _, key = relation_meta(conn, oid)
+    return TableMeta(
+        oid,
+        schema,
+        table,
+        tuple(Column(r[0], r[1], r[2], False) for r in rows),
+        {r[0]: not r[3] for r in rows},
+        key,
+    )
+
+
+def relation_meta(conn: Any, oid: int) -> tuple[dict[str, bool], tuple[str, ...]]:
+    """Nullability and primary key of the relation a pgoutput Relation message describes."""
+    rows = conn.execute(
+        "SELECT attname, attnotnull FROM pg_attribute "
+        "WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped",
+        (oid,),
+    ).fetchall()
+    key = conn.execute(
+        "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+        "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s AND i.indisprimary "
+        "ORDER BY array_position(i.indkey::int2[], a.attnum)",
+        (oid,),
+    ).fetchall()
+    return {r[0]: not r[1] for r in rows}, tuple(r[0] for r in key)

@@ -1,0 +1,182 @@
+"""`PostgresCdcSource` settings, under Debezium's names for what it implements."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from eosconnect.api.config import ConfigDef, ConfigType, Importance, Password
+from eosconnect.api.validators import Range, Validator, ValidString
+from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
+
+__all__ = ["CONFIG_DEF", "AutoCreate", "CdcConfig", "SnapshotMode", "TableFilter"]
+
+
+class AutoCreate(StrEnum):
+    ALL_TABLES = "all_tables"
+    FILTERED = "filtered"
+    DISABLED = "disabled"
+
+
+class SnapshotMode(StrEnum):
+    INITIAL = "initial"  # snapshot when there is no offset yet, then stream
+    NO_DATA = "no_data"  # stream only (Debezium's former `never`)
+    NEVER = "never"
+    INITIAL_ONLY = "initial_only"  # snapshot, then stop producing
+
+
+def _regex_list_ok(value: Any) -> bool:
+    try:
+        for pattern in value:
+            re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
+_REGEXES = Validator.of(_regex_list_ok, "comma-separated regular expressions such as public\\.orders", [])
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define("database.hostname", ConfigType.STRING, importance=Importance.HIGH,
+            documentation="PostgreSQL server host.", group="Database")
+    .define("database.port", ConfigType.INT, 5432, Importance.HIGH, "PostgreSQL server port.",
+            Range.between(1, 65535), group="Database")
+    .define("database.user", ConfigType.STRING, importance=Importance.HIGH,
+            documentation="A role with the REPLICATION attribute (and SELECT on the captured tables).",
+            group="Database")
+    .define("database.password", ConfigType.PASSWORD, None, Importance.HIGH,
+            "The role's password (never logged).", group="Database")
+    .define("database.dbname", ConfigType.STRING, importance=Importance.HIGH,
+            documentation="The database to capture.", group="Database")
+    .define("topic.prefix", ConfigType.STRING, importance=Importance.HIGH,
+            documentation="Logical server name: topics are <topic.prefix>.<schema>.<table>, and it is "
+            "source.name in every event.", group="Connector")
+    .define("slot.name", ConfigType.STRING, "debezium", Importance.MEDIUM,
+            "Logical replication slot (pgoutput) the connector reads; created if missing. It keeps "
+            "the WAL the connector has not confirmed yet.", group="Replication")
+    .define("plugin.name", ConfigType.STRING, "pgoutput", Importance.LOW,
+            "Logical decoding plugin: pgoutput, the only one supported (Debezium's default).",
+            ValidString.in_("pgoutput"), group="Replication")
+    .define("publication.name", ConfigType.STRING, "dbz_publication", Importance.MEDIUM,
+            "Publication whose tables pgoutput streams.", group="Replication")
+    .define("publication.autocreate.mode", ConfigType.STRING, AutoCreate.ALL_TABLES.value, Importance.MEDIUM,
+            "all_tables: create the publication FOR ALL TABLES if missing (needs a superuser); filtered: "
+            "create it (or set its tables) for the tables table.include.list/table.exclude.list select; "
+            "disabled: it must exist.",
+            ValidString.in_(*(m.value for m in AutoCreate)), group="Replication")
+    .define("table.include.list", ConfigType.LIST, [], Importance.MEDIUM,
+            "Regular expressions matched against <schema>.<table>: only matching tables are captured "
+            "(all non-system tables when empty).", _REGEXES, group="Tables")
+    .define("table.exclude.list", ConfigType.LIST, [], Importance.MEDIUM,
+            "Regular expressions matched against <schema>.<table>: matching tables are not captured "
+            "(not with table.include.list).", _REGEXES, group="Tables")
+    .define("column.include.list", ConfigType.LIST, [], Importance.LOW,
+            "Regular expressions matched against <schema>.<table>.<column>: only matching columns are in "
+            "the events' before/after (primary key columns always are).", _REGEXES, group="Tables")
+    .define("column.exclude.list", ConfigType.LIST, [], Importance.LOW,
+            "Regular expressions matched against <schema>.<table>.<column>: matching columns are left out "
+            "of before/after (not with column.include.list; primary key columns stay).", _REGEXES,
+            group="Tables")
+    .define("snapshot.mode", ConfigType.STRING, SnapshotMode.INITIAL.value, Importance.MEDIUM,
+            "initial: copy the tables' rows (op=r) from the slot's exported snapshot on the first start, "
+            "then stream from exactly there; no_data / never: stream changes only; initial_only: snapshot "
+            "and produce nothing after it.",
+            ValidString.in_(*(m.value for m in SnapshotMode)), group="Connector")
+    .define("snapshot.fetch.size", ConfigType.INT, 10240, Importance.LOW,
+            "Rows read per snapshot batch.", Range.at_least(1), group="Connector")
+    .define("heartbeat.interval.ms", ConfigType.INT, 0, Importance.MEDIUM,
+            "Every this many ms without changes, write a heartbeat record to "
+            "<heartbeat.topics.prefix>.<topic.prefix> whose offset carries the server's WAL position, so "
+            "the slot advances on idle or filtered databases (0: off).", Range.at_least(0), group="Connector")
+    .define("heartbeat.topics.prefix", ConfigType.STRING, "__debezium-heartbeat", Importance.LOW,
+            "Prefix of the heartbeat topic.", group="Connector")
+    .define("tombstones.on.delete", ConfigType.BOOLEAN, True, Importance.MEDIUM,
+            "Follow each delete event with a tombstone (null value) for log compaction.", group="Connector")
+    .define("decimal.handling.mode", ConfigType.STRING, DecimalHandling.PRECISE.value, Importance.MEDIUM,
+            "numeric columns as precise (Decimal), double (FLOAT64) or string.",
+            ValidString.in_(*(m.value for m in DecimalHandling)), group="Connector")
+    .define("time.precision.mode", ConfigType.STRING, TimePrecision.ADAPTIVE.value, Importance.MEDIUM,
+            "adaptive (Debezium's io.debezium.time types by column precision), "
+            "adaptive_time_microseconds, or connect (Kafka's Date/Time/Timestamp).",
+            ValidString.in_(*(m.value for m in TimePrecision)), group="Connector")
+    .define("max.batch.size", ConfigType.INT, 2048, Importance.LOW,
+            "Most change events returned by one poll.", Range.at_least(1), group="Connector")
+    .define("poll.interval.ms", ConfigType.INT, 500, Importance.LOW,
+            "Longest wait for WAL in one poll when there is nothing to return.", Range.at_least(1),
+            group="Connector")
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TableFilter:
+    """Debezium's include/exclude lists: full matches on the dotted name (`<schema>.<table>` for
+    tables, `<schema>.<table>.<column>` for columns); the include list wins when both are set."""
+
+    include: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+
+    def __call__(self, *parts: str) -> bool:
+        name = ".".join(parts)
+        if self.include:
+            return any(p.fullmatch(name) for p in self.include)
+        return not any(p.fullmatch(name) for p in self.exclude)
+
+
+@dataclass(frozen=True)
+class CdcConfig:
+    """The parsed settings."""
+
+    values: Mapping[str, Any]
+
+    @classmethod
+    def parse(cls, config: Mapping[str, str]) -> CdcConfig:
+        return cls(CONFIG_DEF.parse(config))
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def tables(self) -> TableFilter:
+        return TableFilter(
+            tuple(re.compile(p.strip()) for p in self.values["table.include.list"] if p.strip()),
+            tuple(re.compile(p.strip()) for p in self.values["table.exclude.list"] if p.strip()),
+        )
+
+    @property
+    def columns(self) -> TableFilter:
+        return TableFilter(
+            tuple(re.compile(p.strip()) for p in self.values["column.include.list"] if p.strip()),
+            tuple(re.compile(p.strip()) for p in self.values["column.exclude.list"] if p.strip()),
+        )
+
+    def dsn(self, *, replication: bool = False) -> str:
+        """A libpq connection string; the session settings make value texts unambiguous."""
+        password = self.values.get("database.password")
+        parts = {
+            "host": self.values["database.hostname"],
+            "port": str(self.values["database.port"]),
+            "user": self.values["database.user"],
+            "dbname": self.values["database.dbname"],
+            "application_name": "eosconnect-postgres-cdc",
+            "connect_timeout": "10",  # a silent port fails validation in seconds, not minutes
+            "options": "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3",
+        }
+        if isinstance(password, Password) and password.value:
+            parts["password"] = password.value
+        if replication:
+            parts["replication"] = "database"
+        return " ".join(f"{k}='{_quote(v)}'" for k, v in parts.items())
+
+    def describe(self) -> str:
+        return (
+            f"postgresql://{self.values['database.user']}@{self.values['database.hostname']}:"
+            f"{self.values['database.port']}/{self.values['database.dbname']}"
+        )
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("'", "\\'")

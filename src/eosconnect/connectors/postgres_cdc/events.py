@@ -1,0 +1,237 @@
+"""Debezium's change event format: per table a Key and a Value struct, and the Envelope around them.
+
+Topic `<topic.prefix>.<schema>.<table>`; key: the primary key columns as a struct named
+`<prefix>.<schema>.<table>.Key` (null for a table without a primary key); value: the Envelope
+`<prefix>.<schema>.<table>.Envelope` {before, after, source, transaction, op, ts_ms, ts_us, ts_ns},
+`before`/`after` being `<prefix>.<schema>.<table>.Value` structs and `source` the struct
+`io.debezium.connector.postgresql.Source`. A delete is followed by a tombstone (same key, null
+value) unless `tombstones.on.delete=false`, so compacted topics drop deleted rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eosconnect.api.data import Schema, SchemaBuilder, Struct
+from eosconnect.connectors.postgres_cdc.pgoutput import UNCHANGED, Column, TupleValue
+from eosconnect.connectors.postgres_cdc.types import (
+    DecimalHandling,
+    TimePrecision,
+    column_type,
+    type_default,
+)
+
+__all__ = ["CONNECTOR_NAME", "DEBEZIUM_VERSION", "UNAVAILABLE", "SourceInfo", "TableEvents", "source_schema"]
+
+#: The Debezium release whose event format this follows (reported as source.version).
+DEBEZIUM_VERSION = "2.7.3.Final"
+CONNECTOR_NAME = "postgresql"
+#: Debezium's `unavailable.value.placeholder`: an unchanged TOASTed value the WAL does not carry.
+UNAVAILABLE = "__debezium_unavailable_value"
+
+_SNAPSHOT_ENUM = (
+    SchemaBuilder.string()
+    .name("io.debezium.data.Enum")
+    .version(1)
+    .parameter(
+        "allowed", "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+    )
+    .default_value("false")
+    .optional()
+    .build()
+)
+
+
+def source_schema() -> Schema:
+    """`io.debezium.connector.postgresql.Source`, the `source` block of every event."""
+    return (
+        SchemaBuilder.struct()
+        .name("io.debezium.connector.postgresql.Source")
+        .field("version", SchemaBuilder.string().build())
+        .field("connector", SchemaBuilder.string().build())
+        .field("name", SchemaBuilder.string().build())
+        .field("ts_ms", SchemaBuilder.int64().build())
+        .field("snapshot", _SNAPSHOT_ENUM)
+        .field("db", SchemaBuilder.string().build())
+        .field("sequence", SchemaBuilder.string().optional().build())
+        .field("ts_us", SchemaBuilder.int64().optional().build())
+        .field("ts_ns", SchemaBuilder.int64().optional().build())
+        .field("schema", SchemaBuilder.string().build())
+        .field("table", SchemaBuilder.string().build())
+        .field("txId", SchemaBuilder.int64().optional().build())
+        .field("lsn", SchemaBuilder.int64().optional().build())
+        .field("xmin", SchemaBuilder.int64().optional().build())
+        .build()
+    )
+
+
+SOURCE_SCHEMA = source_schema()
+TRANSACTION_SCHEMA = (
+    SchemaBuilder.struct()
+    .name("event.block")
+    .version(1)
+    .optional()
+    .field("id", SchemaBuilder.string().build())
+    .field("total_order", SchemaBuilder.int64().build())
+    .field("data_collection_order", SchemaBuilder.int64().build())
+    .build()
+)
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where an event comes from: the `source` block's variable part."""
+
+    server: str  # topic.prefix
+    db: str
+    ts: dt.datetime  # commit time (streaming) or snapshot time
+    snapshot: str  # "false" while streaming; "true"/"last" in the snapshot
+    tx_id: int | None
+    lsn: int | None
+    last_commit_lsn: int | None = None
+
+    def struct(self, schema_name: str, table: str) -> Struct:
+        micros = int(self.ts.timestamp() * 1_000_000)
+        sequence = None
+        if self.lsn is not None:
+            previous = None if self.last_commit_lsn is None else str(self.last_commit_lsn)
+            sequence = json.dumps([previous, str(self.lsn)])
+        return Struct.from_values(
+            SOURCE_SCHEMA,
+            [
+                DEBEZIUM_VERSION,
+                CONNECTOR_NAME,
+                self.server,
+                micros // 1000,
+                self.snapshot,
+                self.db,
+                sequence,
+                micros,
+                micros * 1000,
+                schema_name,
+                table,
+                self.tx_id,
+                self.lsn,
+                None,
+            ],
+            validate=False,
+        )
+
+
+class TableEvents:
+    """One table's schemas (from a pgoutput Relation or the catalog) and its events' keys and values."""
+
+    def __init__(
+        self,
+        prefix: str,
+        schema_name: str,
+        table: str,
+        columns: Sequence[Column],
+        nullable: Sequence[bool],
+        primary_key: Sequence[str],
+        decimal_mode: DecimalHandling,
+        time_mode: TimePrecision,
+        keep_column: Callable[[str, str, str], bool] | None = None,
+    ) -> None:
+        self.schema_name, self.table = schema_name, table
+        self.topic = f"{prefix}.{schema_name}.{table}"
+        # column.include.list / column.exclude.list: positions (in the tuples) of the columns kept
+        self._kept = tuple(
+            i
+            for i, c in enumerate(columns)
+            if keep_column is None or c.name in primary_key or keep_column(schema_name, table, c.name)
+        )
+        columns = [columns[i] for i in self._kept]
+        nullable = [nullable[i] for i in self._kept]
+        self.columns = tuple(columns)
+        types = [column_type(c.type_oid, c.type_modifier, decimal_mode, time_mode) for c in columns]
+        self.converters = tuple(t.convert for t in types)
+        value = SchemaBuilder.struct().name(f"{self.topic}.Value")
+        field_schemas: dict[str, Schema] = {}
+        for column, kind, is_nullable in zip(columns, types, nullable, strict=True):
+            builder = kind.builder()
+            if is_nullable:
+                builder.optional()
+            field_schemas[column.name] = builder.build()
+            value.field(column.name, field_schemas[column.name])
+        self.value_schema = value.optional().build()
+        names = [c.name for c in columns]
+        self.key_positions = tuple(names.index(k) for k in primary_key if k in names)
+        self.key_schema: Schema | None = None
+        if self.key_positions:
+            key = SchemaBuilder.struct().name(f"{self.topic}.Key")
+            for position in self.key_positions:
+                key.field(names[position], field_schemas[names[position]])
+            self.key_schema = key.build()
+        self.envelope_schema = (
+            SchemaBuilder.struct()
+            .name(f"{self.topic}.Envelope")
+            .version(2)
+            .field("before", self.value_schema)
+            .field("after", self.value_schema)
+            .field("source", SOURCE_SCHEMA)
+            .field("transaction", TRANSACTION_SCHEMA)
+            .field("op", SchemaBuilder.string().build())
+            .field("ts_ms", SchemaBuilder.int64().optional().build())
+            .field("ts_us", SchemaBuilder.int64().optional().build())
+            .field("ts_ns", SchemaBuilder.int64().optional().build())
+            .build()
+        )
+        self._fields = [field_schemas[n] for n in names]
+
+    def row(self, values: Sequence[TupleValue], *, key_only: bool = False) -> Struct:
+        """A Value struct from a tuple's texts. With `key_only` (an old key), the columns not sent
+        are null, or a type default for NOT NULL ones; unchanged TOASTed values become Debezium's
+        placeholder (strings and bytes) or null."""
+        out: list[Any] = []
+        values = [values[i] if i < len(values) else None for i in self._kept]
+        for i, (text, convert, schema) in enumerate(zip(values, self.converters, self._fields, strict=True)):
+            if key_only and i not in self.key_positions:
+                out.append(None if schema.optional else type_default(schema))
+            elif text is None:
+                out.append(None)
+            elif text is UNCHANGED:
+                out.append(_unavailable(schema))
+            else:
+                out.append(convert(text))  # type: ignore[arg-type]
+        return Struct.from_values(self.value_schema, out, validate=False)
+
+    def key(self, row: Struct | None) -> Struct | None:
+        if self.key_schema is None or row is None:
+            return None
+        return Struct.from_values(
+            self.key_schema, [row.get(f.name) for f in self.key_schema.fields], validate=False
+        )
+
+    def envelope(
+        self, op: str, before: Struct | None, after: Struct | None, source: SourceInfo, now: dt.datetime
+    ) -> Struct:
+        micros = int(now.timestamp() * 1_000_000)
+        return Struct.from_values(
+            self.envelope_schema,
+            [
+                before,
+                after,
+                source.struct(self.schema_name, self.table),
+                None,
+                op,
+                micros // 1000,
+                micros,
+                micros * 1000,
+            ],
+            validate=False,
+        )
+
+
+def _unavailable(schema: Schema) -> Any:
+    from eosconnect.api.data import Type
+
+    if schema.type is Type.STRING and schema.name is None:
+        return UNAVAILABLE
+    if schema.type is Type.BYTES and schema.name is None:
+        return UNAVAILABLE.encode()
+    return None

@@ -1,0 +1,449 @@
+"""`PostgresCdcTask`: the initial snapshot, then the pgoutput stream, as Debezium change events.
+
+**Offsets.** One source partition, `{"server": <topic.prefix>}`. A streamed event's offset is
+`{"lsn": <commit LSN of its transaction>, "txId": <xid>, "event": <its position in the
+transaction>}`, plus `"lsn_end"` (the end of the commit record) on the last event of the
+transaction. On restart every event at or before the stored (lsn, event) is skipped, so a
+transaction whose events were partly committed to Kafka resumes exactly after the last committed
+one. Snapshot events carry `{"lsn": <the slot's consistent point>, "event": -1, "snapshot":
+"true"}` ("last" on the final one): a restart with an unfinished snapshot drops the slot and takes
+the snapshot again (the exported snapshot died with the task).
+
+**Exactly once.** The slot's confirmed flush LSN moves (to `lsn_end`) only in `commit_record`,
+which the runtime calls after the Kafka transaction holding the record committed: PostgreSQL keeps
+every transaction not yet in Kafka. With `transaction.boundary=connector` the task asks for a
+commit after the last event of each PostgreSQL transaction (and after the whole snapshot), so a
+read_committed consumer sees each database transaction all or nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from eosconnect.api.data import SchemaBuilder, Struct
+from eosconnect.api.errors import ConnectException
+from eosconnect.api.records import Primitive, RecordMetadata, SourcePartition, SourceRecord
+from eosconnect.api.source import SourceTask
+from eosconnect.connectors.postgres_cdc import catalog
+from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
+from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
+from eosconnect.connectors.postgres_cdc.pgoutput import (
+    Begin,
+    Commit,
+    Delete,
+    Insert,
+    Relation,
+    TupleValue,
+    Update,
+    parse,
+)
+from eosconnect.connectors.postgres_cdc.replication import (
+    ReplicationStream,
+    drop_slot,
+    format_lsn,
+    slot_info,
+    wait_released,
+)
+from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
+
+__all__ = ["VERSION", "PostgresCdcTask"]
+
+VERSION = "1.0.0"
+log = logging.getLogger(__name__)
+
+HEARTBEAT_KEY = (
+    SchemaBuilder.struct()
+    .name("io.debezium.connector.common.ServerNameKey")
+    .field("serverName", SchemaBuilder.string().build())
+    .build()
+)
+HEARTBEAT_VALUE = (
+    SchemaBuilder.struct()
+    .name("io.debezium.connector.common.Heartbeat")
+    .field("ts_ms", SchemaBuilder.int64().build())
+    .build()
+)
+
+
+class PostgresCdcTask(SourceTask):
+    def version(self) -> str:
+        return VERSION
+
+    # ------------------------------------------------------------------------------------ start
+
+    def start(self, config: dict[str, str]) -> None:
+        self.cfg = CdcConfig.parse(config)
+        self.prefix: str = self.cfg["topic.prefix"]
+        self.db: str = self.cfg["database.dbname"]
+        self.partition = SourcePartition({"server": self.prefix})
+        self.decimal_mode = DecimalHandling(self.cfg["decimal.handling.mode"])
+        self.time_mode = TimePrecision(self.cfg["time.precision.mode"])
+        self.tombstones: bool = self.cfg["tombstones.on.delete"]
+        self.batch_size: int = self.cfg["max.batch.size"]
+        self.poll_s = self.cfg["poll.interval.ms"] / 1000
+        self.heartbeat_s = self.cfg["heartbeat.interval.ms"] / 1000
+        self.filter = self.cfg.tables
+        self.column_filter = self.cfg.columns
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ready: deque[SourceRecord] = deque()
+        self._relations: dict[int, TableEvents | None] = {}
+        self._txn: tuple[Begin, list[tuple[str, TableEvents, Struct | None, Struct | None]]] | None = None
+        self._last_commit_lsn: int | None = None
+        self._flush_to = 0  # confirmed once the Kafka transaction with it committed
+        self._confirmed = 0
+        self._last_activity = time.monotonic()
+        self._snapshot: _Snapshot | None = None
+        self._done = False
+        self.catalog = catalog.connect(self.cfg)
+        catalog.ensure_publication(self.catalog, self.cfg)
+        self.stream = ReplicationStream(self.cfg)
+        stored = self.context.offset_storage_reader.offset(self.partition)
+        self._resume: tuple[int, int] | None = None
+        mode = SnapshotMode(self.cfg["snapshot.mode"])
+        slot = slot_info(self.catalog, self.stream.slot)
+        if slot is not None and slot[0] != "pgoutput":
+            raise ConnectException(
+                f"replication slot {self.stream.slot!r} uses the {slot[0]!r} plugin, not pgoutput. Drop it "
+                f"(SELECT pg_drop_replication_slot('{self.stream.slot}');) or set slot.name to another slot."
+            )
+        snapshot_done = stored is not None and stored.get("snapshot") in (None, "last")
+        if stored is not None and snapshot_done:
+            if slot is None:
+                raise ConnectException(
+                    f"replication slot {self.stream.slot!r} is gone, so the changes since the stored offset "
+                    f"(LSN {format_lsn(int(stored['lsn']))}) are lost. Reset the connector's offsets to take "
+                    "a new snapshot (snapshot.mode=initial)."
+                )
+            self._resume = (int(stored["lsn"]), int(stored.get("event", -1)))
+            if mode is SnapshotMode.INITIAL_ONLY:
+                self._done = True
+                return
+            reader = wait_released(self.catalog, self.stream.slot)
+            if reader is not None:
+                raise ConnectException(
+                    f"replication slot {self.stream.slot!r} is still read by server process {reader} (another"
+                    " instance of this connector, or a different client). Stop it (SELECT "
+                    f"pg_terminate_backend({reader});) or give this connector its own slot.name."
+                )
+            self.stream.start()
+            log.info("PostgresCdcSource: streaming slot %s after %s", self.stream.slot, dict(stored))
+        elif mode in (SnapshotMode.INITIAL, SnapshotMode.INITIAL_ONLY):
+            if slot is not None:
+                log.info("PostgresCdcSource: dropping slot %s to take a (new) snapshot", self.stream.slot)
+                drop_slot(self.catalog, self.stream.slot)
+            created = self.stream.create_slot(export_snapshot=True)
+            self._snapshot = _Snapshot(self, created.consistent_lsn, created.snapshot_name or "")
+        else:
+            if slot is None:
+                self.stream.create_slot(export_snapshot=False)
+            self.stream.start()
+
+    # ------------------------------------------------------------------------------------ poll
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self._stopping.is_set() or self._done:
+            self._stopping.wait(self.poll_s)
+            return None
+        if self._snapshot is not None:
+            return self._poll_snapshot()
+        self._confirm()
+        deadline = time.monotonic() + self.poll_s
+        while len(self._ready) < self.batch_size and not self._stopping.is_set():
+            # Wait for WAL only while there is nothing to hand over (or a transaction is half read).
+            waiting = not self._ready or self._txn is not None
+            remaining = deadline - time.monotonic() if waiting else 0.0
+            if waiting and remaining <= 0:
+                break
+            message = self.stream.read(max(remaining, 0.0))
+            if message is None:
+                if not waiting:
+                    break
+                continue
+            self._handle(parse(message.payload))
+        if self._ready:
+            self._last_activity = time.monotonic()
+            batch = [self._ready.popleft() for _ in range(min(len(self._ready), self.batch_size))]
+        else:
+            batch = self._heartbeat()
+        if not batch:
+            return None
+        txn = self.context.transaction_context
+        if txn is not None:  # end the Kafka transaction where the database transaction ends
+            for record in batch:
+                if "lsn_end" in record.source_offset:
+                    txn.commit_transaction(record)
+        return batch
+
+    def _poll_snapshot(self) -> list[SourceRecord] | None:
+        assert self._snapshot is not None
+        records, finished = self._snapshot.next_batch()
+        if finished:
+            self._snapshot.close()
+            self._snapshot = None
+            if SnapshotMode(self.cfg["snapshot.mode"]) is SnapshotMode.INITIAL_ONLY:
+                self._done = True
+            else:
+                self.stream.start()
+        txn = self.context.transaction_context
+        if finished and records and txn is not None:
+            txn.commit_transaction(records[-1])  # the whole snapshot is one Kafka transaction
+        return records or None
+
+    # ------------------------------------------------------------------------------------ stream
+
+    def _handle(self, message: Any) -> None:
+        if isinstance(message, Begin):
+            self._txn = (message, [])
+        elif isinstance(message, Relation):
+            self._relations[message.oid] = self._table_events(message)
+        elif isinstance(message, Insert | Update | Delete):
+            self._change(message)
+        elif isinstance(message, Commit):
+            self._commit(message)
+
+    def _table_events(self, relation: Relation) -> TableEvents | None:
+        if not self.filter(relation.namespace, relation.name):
+            return None
+        nullable, key = catalog.relation_meta(self.catalog, relation.oid)
+        return TableEvents(
+            self.prefix,
+            relation.namespace,
+            relation.name,
+            relation.columns,
+            [nullable.get(c.name, True) for c in relation.columns],
+            key or tuple(c.name for c in relation.columns if c.key and relation.replica_identity != "f"),
+            self.decimal_mode,
+            self.time_mode,
+            self.column_filter,
+        )
+
+    def _change(self, message: Insert | Update | Delete) -> None:
+        table = self._relations.get(message.relation_oid)
+        if table is None or self._txn is None:
+            return
+        events = self._txn[1]
+        if isinstance(message, Insert):
+            events.append(("c", table, None, table.row(message.new)))
+        elif isinstance(message, Update):
+            after = table.row(message.new)
+            before = None if message.old is None else table.row(message.old, key_only=message.old_is_key)
+            if message.old_is_key and before is not None and table.key(before) != table.key(after):
+                events.append(("d", table, before, None))  # a primary key change: delete, then create
+                events.append(("c", table, None, after))
+            else:
+                events.append(("u", table, before, after))
+        else:
+            events.append(("d", table, table.row(message.old, key_only=message.old_is_key), None))
+
+    def _commit(self, commit: Commit) -> None:
+        if self._txn is None:
+            return
+        begin, events = self._txn
+        self._txn = None
+        now = dt.datetime.now(dt.UTC)
+        records: list[SourceRecord] = []
+        for op, table, before, after in events:
+            source = SourceInfo(
+                self.prefix,
+                self.db,
+                begin.commit_time,
+                "false",
+                begin.xid,
+                begin.final_lsn,
+                self._last_commit_lsn,
+            )
+            key = table.key(after if after is not None else before)
+            value = table.envelope(op, before, after, source, now)
+            records.append(self._record(table, key, value, begin, len(records)))
+            if op == "d" and self.tombstones:
+                records.append(self._record(table, key, None, begin, len(records)))
+        self._last_commit_lsn = begin.final_lsn
+        if not records:
+            return
+        last = records[-1]
+        records[-1] = dataclasses.replace(
+            last, source_offset={**last.source_offset, "lsn_end": commit.end_lsn}
+        )
+        if self._resume is not None:
+            lsn, event = self._resume
+            kept = [
+                r
+                for r in records
+                if (int(r.source_offset["lsn"]), int(r.source_offset["event"])) > (lsn, event)  # type: ignore[arg-type]
+            ]
+            if not kept:  # the whole transaction is in Kafka already: the slot may pass it
+                with self._lock:
+                    self._flush_to = max(self._flush_to, commit.end_lsn)
+            if len(kept) < len(records):
+                log.info(
+                    "PostgresCdcSource: skipped %d event(s) of transaction %d already in Kafka",
+                    len(records) - len(kept),
+                    begin.xid,
+                )
+            records = kept
+        self._ready.extend(records)
+
+    def _record(
+        self, table: TableEvents, key: Struct | None, value: Struct | None, begin: Begin, index: int
+    ) -> SourceRecord:
+        offset: dict[str, Primitive] = {"lsn": begin.final_lsn, "txId": begin.xid, "event": index}
+        return SourceRecord(
+            source_partition=self.partition,
+            source_offset=offset,
+            topic=table.topic,
+            key=key,
+            value=value,
+            key_schema=table.key_schema,
+            value_schema=table.envelope_schema if value is not None else None,
+        )
+
+    def _heartbeat(self) -> list[SourceRecord]:
+        """After heartbeat.interval.ms without changes, a heartbeat record whose offset is the
+        server's WAL position: committing it lets the slot move on an idle or filtered database."""
+        if self.heartbeat_s <= 0 or self._txn is not None:
+            return []
+        if time.monotonic() - self._last_activity < self.heartbeat_s:
+            return []
+        self._last_activity = time.monotonic()
+        wal_end = self.stream.wal_end
+        if not wal_end:
+            return []
+        now_ms = int(time.time() * 1000)
+        return [
+            SourceRecord(
+                source_partition=self.partition,
+                source_offset={"lsn": wal_end, "event": -1, "lsn_end": wal_end, "heartbeat": now_ms},
+                topic=f"{self.cfg['heartbeat.topics.prefix']}.{self.prefix}",
+                key=Struct(HEARTBEAT_KEY).put("serverName", self.prefix),
+                value=Struct(HEARTBEAT_VALUE).put("ts_ms", now_ms),
+                key_schema=HEARTBEAT_KEY,
+                value_schema=HEARTBEAT_VALUE,
+            )
+        ]
+
+    # ------------------------------------------------------------------------------------ commits
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        end = record.source_offset.get("lsn_end")
+        if isinstance(end, int) and record.source_partition == self.partition:
+            with self._lock:
+                self._flush_to = max(self._flush_to, end)
+
+    def _confirm(self) -> None:
+        """Move the slot to what Kafka holds (called on the polling thread, which owns the connection)."""
+        with self._lock:
+            target = self._flush_to
+        if target > self._confirmed and self.stream.started:
+            self.stream.confirm(target)
+            self._confirmed = target
+
+    def stop(self) -> None:
+        self._stopping.set()
+        snapshot = self.__dict__.get("_snapshot")
+        if snapshot is not None:
+            snapshot.close()
+        for name in ("stream", "catalog"):
+            resource = self.__dict__.get(name)
+            if resource is not None:
+                with contextlib.suppress(Exception):
+                    resource.close()
+
+
+class _Snapshot:
+    """Reads the captured tables in the slot's exported snapshot (REPEATABLE READ, SET TRANSACTION
+    SNAPSHOT), snapshot.fetch.size rows per poll, one row ahead so the final event says "last"."""
+
+    def __init__(self, task: PostgresCdcTask, lsn: int, snapshot_name: str) -> None:
+        import psycopg
+
+        self.task, self.lsn = task, lsn
+        self.fetch = int(task.cfg["snapshot.fetch.size"])
+        self.conn = psycopg.connect(task.cfg.dsn())
+        # psycopg opens the transaction (BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY) before the
+        # first statement, which must be SET TRANSACTION SNAPSHOT.
+        self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        self.conn.read_only = True
+        self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
+        self.ts = dt.datetime.now(dt.UTC)
+        self.tables = [
+            catalog.table_meta(self.conn, s, t) for s, t in catalog.published_tables(self.conn, task.cfg)
+        ]
+        log.info("PostgresCdcSource: snapshot of %d table(s) at LSN %s", len(self.tables), format_lsn(lsn))
+        self._cursor: Any = None
+        self._events: TableEvents | None = None
+        self._carry: SourceRecord | None = None
+
+    def _open_next(self) -> bool:
+        if not self.tables:
+            return False
+        meta = self.tables.pop(0)
+        self._events = TableEvents(
+            self.task.prefix,
+            meta.schema,
+            meta.table,
+            meta.columns,
+            [meta.nullable[c.name] for c in meta.columns],
+            meta.primary_key,
+            self.task.decimal_mode,
+            self.task.time_mode,
+            self.task.column_filter,
+        )
+        columns = ", ".join(f"{catalog._ident(c.name)}::text" for c in meta.columns)
+        self._cursor = self.conn.cursor(name=f"eosconnect_snapshot_{meta.oid}")
+        self._cursor.execute(f"SELECT {columns} FROM {catalog.qualified(meta.schema, meta.table)}")
+        return True
+
+    def next_batch(self) -> tuple[list[SourceRecord], bool]:
+        """The next records and whether the snapshot is complete (the last one is then marked)."""
+        out: list[SourceRecord] = [self._carry] if self._carry is not None else []
+        self._carry = None
+        while len(out) <= self.fetch:
+            if self._cursor is None and not self._open_next():
+                if out:
+                    last = out[-1]
+                    out[-1] = self._record(last, "last")
+                return out, True
+            rows = self._cursor.fetchmany(self.fetch + 1 - len(out))
+            if not rows:
+                self._cursor.close()
+                self._cursor = None
+                continue
+            out += [self._row(row) for row in rows]
+        self._carry = out.pop()
+        return out, False
+
+    def _row(self, row: tuple[TupleValue, ...]) -> SourceRecord:
+        events = self._events
+        assert events is not None
+        after = events.row(row)
+        source = SourceInfo(self.task.prefix, self.task.db, self.ts, "true", None, self.lsn)
+        value = events.envelope("r", None, after, source, dt.datetime.now(dt.UTC))
+        return SourceRecord(
+            source_partition=self.task.partition,
+            source_offset={"lsn": self.lsn, "event": -1, "snapshot": "true"},
+            topic=events.topic,
+            key=events.key(after),
+            value=value,
+            key_schema=events.key_schema,
+            value_schema=events.envelope_schema,
+        )
+
+    def _record(self, record: SourceRecord, snapshot: str) -> SourceRecord:
+        value = record.value
+        if isinstance(value, Struct):
+            source = value.get("source")
+            source.put("snapshot", snapshot)
+        return dataclasses.replace(record, source_offset={**record.source_offset, "snapshot": snapshot})
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.rollback()
+            self.conn.close()

@@ -1,0 +1,531 @@
+"""PostgresCdcSource against a real PostgreSQL (wal_level=logical) and the session's broker, exactly once.
+
+Each test: a fresh database and slot, an initial snapshot, then a workload of inserts, updates and
+deletes (some transactions of several statements), read back read_committed, checking that every
+change appears once, in commit order per key, that the last event per key equals the table's row
+(a tombstone for a deleted one), and that with transaction.boundary=connector every database
+transaction is exactly one Kafka transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from support.postgres import new_database, postgres  # noqa: F401 - the fixture
+from support.runtime_helpers import wait_until
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+SNAPSHOT_ROWS = 40
+
+
+@dataclass
+class Db:
+    url: str  # SQLAlchemy URL
+    host: str
+    port: int
+    name: str
+
+    def connect(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(
+            host=self.host, port=self.port, user="postgres", dbname=self.name, autocommit=True
+        )
+
+
+@pytest.fixture
+def db(postgres: str) -> Iterator[Db]:  # noqa: F811 - the imported fixture
+    url = new_database(postgres)
+    parsed = sa.engine.make_url(url)
+    database = Db(url, parsed.host or "127.0.0.1", parsed.port or 5432, parsed.database or "")
+    with database.connect() as conn:
+        conn.execute(
+            "CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance NUMERIC(12,2), "
+            "opened DATE, seen TIMESTAMPTZ, note VARCHAR(40), version BIGINT NOT NULL)"
+        )
+        for i in range(1, SNAPSHOT_ROWS + 1):
+            conn.execute(
+                "INSERT INTO accounts VALUES (%s, %s, %s, DATE '2024-01-01' + %s, "
+                "TIMESTAMPTZ '2024-01-01 00:00:00+00' + %s * INTERVAL '1 hour', %s, 0)",
+                (i, f"owner-{i}", f"{i}.25", i, i, None if i % 3 else f"n{i}"),
+            )
+    yield database
+    with database.connect() as conn:  # a slot left behind would keep WAL forever
+        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active")
+
+
+def cdc_config(name: str, db: Db, prefix: str, **extra: str) -> dict[str, str]:
+    return {
+        "name": name,
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "tasks.max": "1",
+        "database.hostname": db.host,
+        "database.port": str(db.port),
+        "database.user": "postgres",
+        "database.dbname": db.name,
+        "topic.prefix": prefix,
+        "slot.name": f"slot_{uuid.uuid4().hex[:8]}",
+        "publication.name": "cdc_pub",
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": "public\\.accounts",
+        "poll.interval.ms": "200",
+        "transaction.boundary": "connector",
+        "exactly.once.support": "required",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "true",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        **{k.replace("_", "."): v for k, v in extra.items()},
+    }
+
+
+class Workload:
+    """Transactions of 1-4 statements (insert, update, delete) on random keys, from a thread.
+    Every update sets a new `version`, so each change is distinguishable."""
+
+    def __init__(self, db: Db, transactions: int, seed: int = 7, pause_s: float = 0.0) -> None:
+        self.db, self.transactions, self.pause_s = db, transactions, pause_s
+        self.random = random.Random(seed)
+        self.multi_statement: list[int] = []  # txids of transactions with several statements
+        self.changes = 0
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Workload:
+        self._thread.start()
+        return self
+
+    def join(self) -> None:
+        self._thread.join(120)
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        try:
+            with self.db.connect() as conn:
+                conn.autocommit = False
+                next_id, version = SNAPSHOT_ROWS + 1, 0
+                for _ in range(self.transactions):
+                    statements = self.random.randint(1, 4)
+                    for _ in range(statements):
+                        ids = [r[0] for r in conn.execute("SELECT id FROM accounts").fetchall()]
+                        choice = self.random.random()
+                        version += 1
+                        if choice < 0.4 or len(ids) < 5:
+                            conn.execute(
+                                "INSERT INTO accounts VALUES (%s, %s, %s, NULL, now(), 'new', %s)",
+                                (next_id, f"owner-{next_id}", f"{next_id}.5", version),
+                            )
+                            next_id += 1
+                        elif choice < 0.8:
+                            conn.execute(
+                                "UPDATE accounts SET balance = balance + 1, version = %s WHERE id = %s",
+                                (version, self.random.choice(ids)),
+                            )
+                        else:
+                            conn.execute("DELETE FROM accounts WHERE id = %s", (self.random.choice(ids),))
+                        self.changes += 1
+                    txid = conn.execute("SELECT txid_current()").fetchone()[0]
+                    conn.commit()
+                    if statements > 1:
+                        self.multi_statement.append(txid)
+                    time.sleep(self.pause_s)
+        except BaseException as exc:  # surfaced by join()
+            self.error = exc
+
+
+def read_events(read_committed: Any, topic: str) -> list[tuple[int, Any, Any]]:
+    """(Kafka offset, key payload, value payload or None) of every committed record."""
+    out = []
+    for record in read_committed(topic):
+        key = json.loads(record.key)["payload"] if record.key else None
+        value = json.loads(record.value)["payload"] if record.value else None
+        out.append((record.offset, key["id"] if key else None, value))
+    return out
+
+
+def table_rows(db: Db) -> dict[int, dict[str, Any]]:
+    with db.connect() as conn:
+        rows = conn.execute("SELECT id, owner, balance::text, version FROM accounts").fetchall()
+    return {r[0]: {"owner": r[1], "balance": r[2], "version": r[3]} for r in rows}
+
+
+def check_exactly_once(events: list[tuple[int, Any, Any]], db: Db, workload_changes: int) -> None:
+    """Every change once, per key in commit order, last event per key = the row."""
+    seen: set[str] = set()
+    per_key: dict[int, list[Any]] = defaultdict(list)
+    changes = 0
+    for _offset, key, value in events:
+        if value is None:
+            per_key[key].append(None)
+            continue
+        identity = json.dumps(
+            [value["source"]["lsn"], value["op"], value["before"], value["after"]], sort_keys=True
+        )
+        assert identity not in seen, f"duplicate event {identity}"
+        seen.add(identity)
+        per_key[key].append(value)
+        if value["op"] != "r":
+            changes += 1
+    assert changes == workload_changes, (changes, workload_changes)
+    snapshot = [v for _, _, v in events if v is not None and v["op"] == "r"]
+    assert len(snapshot) == SNAPSHOT_ROWS
+    assert snapshot[-1]["source"]["snapshot"] == "last"
+    rows = table_rows(db)
+    for key, history in per_key.items():
+        lsns = [v["source"]["lsn"] for v in history if v is not None and v["op"] != "r"]
+        assert lsns == sorted(lsns), f"key {key}: events out of commit order"
+        last = history[-1]
+        if key in rows:
+            assert last is not None and last["after"] is not None, (key, last)
+            after = last["after"]
+            assert after["owner"] == rows[key]["owner"] and after["version"] == rows[key]["version"]
+        else:
+            assert last is None, f"key {key} was deleted: its last record must be a tombstone"
+    assert set(rows) <= set(per_key)
+
+
+def transactions_of(events: list[tuple[int, Any, Any]]) -> list[list[tuple[int, Any, Any]]]:
+    """The records grouped into Kafka transactions: a gap in the offsets is a commit marker."""
+    groups: list[list[tuple[int, Any, Any]]] = []
+    for event in events:
+        if groups and event[0] == groups[-1][-1][0] + 1:
+            groups[-1].append(event)
+        else:
+            groups.append([event])
+    return groups
+
+
+def test_snapshot_then_changes_exactly_once_one_kafka_transaction_per_db_transaction(
+    db, run_job, worker_props, topic_name, create_topic, read_committed, connect_harness
+):
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    job = run_job(cdc_config("cdc-e2e", db, prefix), worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    workload = Workload(db, transactions=60).start()
+    workload.join()
+    with db.connect() as conn:  # a schema change mid-stream: picked up from the Relation message
+        conn.execute("ALTER TABLE accounts ADD COLUMN tier SMALLINT")
+        conn.execute(
+            "UPDATE accounts SET tier = 2, version = 100000 WHERE id = (SELECT min(id) FROM accounts)"
+        )
+    expected = workload.changes + 1
+
+    def delivered() -> bool:
+        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r") >= expected
+
+    wait_until(delivered, 90, "every change", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+
+    events = read_events(read_committed, topic)
+    check_exactly_once(events, db, expected)
+    groups = transactions_of(events)
+    assert (
+        all(v is not None and v["op"] == "r" for _, _, v in groups[0]) and len(groups[0]) == SNAPSHOT_ROWS
+    ), "the snapshot is one Kafka transaction"
+    for group in groups[1:]:
+        txids = {v["source"]["txId"] for _, _, v in group if v is not None}
+        assert len(txids) == 1, f"one database transaction per Kafka transaction, got {txids}"
+    streamed = {next(v["source"]["txId"] for _, _, v in g if v is not None) for g in groups[1:]}
+    assert len(streamed) == len(groups) - 1, "no database transaction is split"
+    assert set(workload.multi_statement) <= streamed
+    last = [v for _, _, v in events if v is not None][-1]
+    assert last["after"]["tier"] == 2 and last["op"] == "u"
+    first = next(v for _, _, v in events if v is not None)
+    assert first["after"]["balance"] is not None and first["source"]["connector"] == "postgresql"
+    assert first["source"]["db"] == db.name and first["source"]["table"] == "accounts"
+
+    # Kafka's own JsonConverter reads each kind of event (r, c, u, d, after the ALTER) and writes
+    # it back byte for byte: the envelope and its schemas are valid Connect data for Java consumers.
+    records = read_committed(topic)
+    samples: dict[str, Any] = {}
+    for record in records:
+        if record.value:
+            payload = json.loads(record.value)
+            samples.setdefault(payload["payload"]["op"], record)
+    samples["alter"] = records[-1]
+    assert set(samples) == {"r", "c", "u", "d", "alter"}
+    for record in samples.values():
+        for data in (record.key, record.value):
+            answer = connect_harness.run(
+                {"converter": {"schemas.enable": "true"}, "topic": topic, "value": json.loads(data)}
+            )
+            assert "error" not in answer, answer
+            assert answer["value"] == json.loads(data)
+    envelope = json.loads(samples["u"].value)["schema"]
+    assert envelope["name"] == f"{prefix}.public.accounts.Envelope"
+    fields = {f["field"]: f for f in envelope["fields"]}
+    assert fields["after"]["name"] == f"{prefix}.public.accounts.Value"
+    assert fields["source"]["name"] == "io.debezium.connector.postgresql.Source"
+    columns = {f["field"]: f for f in fields["after"]["fields"]}
+    assert columns["balance"]["name"] == "org.apache.kafka.connect.data.Decimal"
+    assert columns["opened"]["name"] == "io.debezium.time.Date"
+    assert columns["seen"]["name"] == "io.debezium.time.ZonedTimestamp"
+    assert json.loads(samples["u"].key)["schema"]["name"] == f"{prefix}.public.accounts.Key"
+
+
+def test_sigkilled_task_resumes_exactly_once(
+    db, run_job, worker_props, topic_name, create_topic, read_committed, tmp_path: Path
+):
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = cdc_config(
+        "cdc-crash",
+        db,
+        prefix,
+        connector_class="support.cdc_connectors.CrashingPostgresCdcConnector",
+        crash_after_batches="3",
+        crash_marker_dir=str(markers),
+    )
+    job = run_job(config, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    workload = Workload(db, transactions=80, seed=11, pause_s=0.05).start()
+    workload.join()
+
+    def delivered() -> bool:
+        changes = sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+        return changes >= workload.changes
+
+    wait_until(delivered, 120, "every change", job)
+    outcomes = job.stop()
+    assert (markers / "crashed").exists(), "the task's Python worker must have been SIGKILLed"
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    check_exactly_once(read_events(read_committed, topic), db, workload.changes)
+    with db.connect() as conn:  # the slot moved: PostgreSQL does not keep WAL Kafka already has
+        confirmed = conn.execute(
+            "SELECT confirmed_flush_lsn > '0/0' FROM pg_replication_slots WHERE slot_name = %s",
+            (config["slot.name"],),
+        ).fetchone()
+    assert confirmed is not None and confirmed[0]
+
+
+def test_validation_names_each_problem_and_its_fix(db) -> None:
+    """Up-front checks against the real server: a role without REPLICATION, a missing publication
+    with autocreation disabled, a filter matching nothing, a plugin other than pgoutput."""
+    from eosconnect.connectors.postgres_cdc import PostgresCdcSourceConnector
+
+    with db.connect() as conn:
+        conn.execute("DROP ROLE IF EXISTS plain_user")
+        conn.execute("CREATE ROLE plain_user LOGIN")
+    config = {
+        **cdc_config("cdc-validate", db, "v"),
+        "database.user": "plain_user",
+        "publication.name": "missing_pub",
+        "publication.autocreate.mode": "disabled",
+    }
+    errors = {r.name: r.errors for r in PostgresCdcSourceConnector().validate(config) if r.errors}
+    assert "REPLICATION" in errors["database.user"][0] and "ALTER ROLE" in errors["database.user"][0]
+    assert "CREATE PUBLICATION" in errors["publication.name"][0]
+
+    filtered = {**cdc_config("cdc-validate", db, "v"), "table.include.list": "public\\.nothing"}
+    errors = {r.name: r.errors for r in PostgresCdcSourceConnector().validate(filtered) if r.errors}
+    assert "no table matches" in errors["table.include.list"][0]
+
+    decoderbufs = {**cdc_config("cdc-validate", db, "v"), "plugin.name": "decoderbufs"}
+    errors = {r.name: r.errors for r in PostgresCdcSourceConnector().validate(decoderbufs) if r.errors}
+    assert list(errors) == ["plugin.name"]
+    assert not [r for r in PostgresCdcSourceConnector().validate(cdc_config("ok", db, "v")) if r.errors]
+
+
+def test_heartbeats_move_offset_and_slot_while_captured_tables_are_idle(
+    db, run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """Only a table outside the publication changes: heartbeat records carry the server's WAL
+    position into the committed offset, and the slot moves on, so PostgreSQL does not keep that WAL."""
+    from support.runtime_helpers import committed_offsets
+
+    with db.connect() as conn:
+        conn.execute("CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, line TEXT)")
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    heartbeats = create_topic(f"__debezium-heartbeat.{prefix}")
+    worker = worker_props("enabled")
+    config = cdc_config("cdc-heartbeat", db, prefix, heartbeat_interval_ms="300")
+    job = run_job(config, worker)
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    with db.connect() as conn:
+        start = conn.execute("SELECT pg_current_wal_lsn() - '0/0'").fetchone()[0]
+        for i in range(200):
+            conn.execute("INSERT INTO audit (line) VALUES (%s)", (f"line {i}",))
+
+    def offset_lsn() -> int:
+        offsets = committed_offsets(read_committed, worker["offset.storage.topic"], "cdc-heartbeat")
+        offset = offsets.get(json.dumps({"server": prefix})) or {}
+        return int(offset.get("lsn", 0)) if "heartbeat" in offset else 0
+
+    def slot_lsn() -> int:
+        with db.connect() as conn:
+            return conn.execute(
+                "SELECT confirmed_flush_lsn - '0/0' FROM pg_replication_slots WHERE slot_name = %s",
+                (config["slot.name"],),
+            ).fetchone()[0]
+
+    wait_until(lambda: offset_lsn() > start, 60, "a heartbeat offset past the audit writes", job)
+    wait_until(lambda: slot_lsn() > start, 60, "the slot to move past the uncaptured table's WAL", job)
+    job.stop()
+    assert len(read_committed(topic)) == SNAPSHOT_ROWS, "heartbeats add no change events"
+    record = read_committed(heartbeats)[-1]
+    assert json.loads(record.key)["payload"] == {"serverName": prefix}
+
+
+def test_sigkill_mid_snapshot_takes_it_again_exactly_once(
+    db, run_job, worker_props, topic_name, create_topic, read_committed, tmp_path: Path
+):
+    """With transaction.boundary=connector the snapshot is one Kafka transaction: killed halfway,
+    nothing of it is visible, and the restarted task takes a new snapshot on a new slot."""
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = cdc_config(
+        "cdc-snapshot-crash",
+        db,
+        prefix,
+        connector_class="support.cdc_connectors.CrashingPostgresCdcConnector",
+        snapshot_fetch_size="5",
+        crash_phase="snapshot",
+        crash_after_batches="3",
+        crash_marker_dir=str(markers),
+    )
+    with db.connect() as conn:  # `before` carries the whole old row
+        conn.execute("ALTER TABLE accounts REPLICA IDENTITY FULL")
+    job = run_job(config, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 120, "the snapshot", job)
+    workload = Workload(db, transactions=20, seed=5).start()
+    workload.join()
+    with db.connect() as conn:  # a dropped column disappears from the events after it
+        conn.execute("ALTER TABLE accounts DROP COLUMN note")
+        conn.execute("UPDATE accounts SET version = 100000 WHERE id = (SELECT max(id) FROM accounts)")
+    expected = workload.changes + 1
+
+    def delivered() -> bool:
+        changes = sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+        return changes >= expected
+
+    wait_until(delivered, 90, "every change", job)
+    job.stop()
+    assert (markers / "crashed").exists(), "the task's Python worker must have been SIGKILLed mid-snapshot"
+    events = read_events(read_committed, topic)
+    check_exactly_once(events, db, expected)
+    values = [v for _, _, v in events if v is not None]
+    for value in values:
+        if value["op"] in ("u", "d"):
+            assert value["before"] is not None and value["before"]["owner"].startswith("owner-"), value
+    assert "note" not in values[-1]["after"] and "note" in values[0]["after"]
+
+
+def test_sigstopped_zombie_is_replaced_exactly_once(
+    db, run_job, worker_props, topic_name, create_topic, read_committed, tmp_path: Path
+):
+    """The task's Python worker is frozen (SIGSTOP) holding the slot; a new instance is started: it
+    waits until PostgreSQL ends the frozen walsender (wal_sender_timeout, 4 s here), streams on, and
+    the zombie, thawed, is fenced. Every change once."""
+    import os
+    import signal
+
+    with db.connect() as conn:
+        conn.execute("ALTER SYSTEM SET wal_sender_timeout = '4s'")
+        conn.execute("SELECT pg_reload_conf()")
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    pid_file = tmp_path / "pid"
+    config = cdc_config(
+        "cdc-zombie",
+        db,
+        prefix,
+        connector_class="support.cdc_connectors.PidRecordingPostgresCdcConnector",
+        pid_file=str(pid_file),
+    )
+    worker = worker_props("enabled")
+    zombie = run_job(config, worker)
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", zombie)
+    first = Workload(db, transactions=15, seed=3).start()
+    first.join()
+
+    def changes() -> int:
+        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+
+    wait_until(lambda: changes() >= first.changes, 60, "the first changes", zombie)
+    pid = int(pid_file.read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with db.connect() as conn:
+            next_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
+            for i in range(10):
+                conn.execute(
+                    "INSERT INTO accounts VALUES (%s, 'late', 1, NULL, now(), NULL, %s)",
+                    (next_id + i, 50000 + i),
+                )
+        successor = run_job(config, worker)
+        wait_until(lambda: changes() >= first.changes + 10, 90, "the successor to stream the rest", successor)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        with db.connect() as conn:  # the other tests keep the default
+            conn.execute("ALTER SYSTEM RESET wal_sender_timeout")
+            conn.execute("SELECT pg_reload_conf()")
+    (zombie_outcome,) = zombie.wait(60)
+    # Thawed, the zombie finds its replication connection ended by the server (or its producer fenced).
+    assert zombie_outcome["state"] == "FAILED", zombie_outcome
+    assert "lost the replication connection" in zombie_outcome["trace"] or "fenced" in zombie_outcome["trace"]
+    successor.stop()
+    check_exactly_once(read_events(read_committed, topic), db, first.changes + 10)
+
+
+def test_postgres_crash_mid_stream_then_restart_exactly_once(
+    postgres,  # noqa: F811 - the imported fixture
+    db,
+    run_job,
+    worker_props,
+    topic_name,
+    create_topic,
+    read_committed,
+):
+    """PostgreSQL crashes (pg_ctl -m immediate) while the task streams: the task fails saying the
+    replication connection was lost; restarted after PostgreSQL is back, it resumes from its
+    committed offset on the same slot. Every change once."""
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    worker = worker_props("enabled")
+    config = cdc_config("cdc-pg-crash", db, prefix)
+    job = run_job(config, worker)
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    first = Workload(db, transactions=15, seed=21).start()
+    first.join()
+
+    def changes() -> int:
+        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+
+    wait_until(lambda: changes() >= first.changes, 60, "the first changes", job)
+    postgres.kill()
+    try:
+        (outcome,) = job.wait(60)
+    finally:
+        postgres.start()
+    assert outcome["state"] == "FAILED" and "replication connection" in outcome["trace"], outcome
+    with db.connect() as conn:
+        start_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
+        for i in range(10):
+            conn.execute(
+                "INSERT INTO accounts VALUES (%s, 'after', 1, NULL, now(), NULL, %s)",
+                (start_id + i, 70000 + i),
+            )
+    job = run_job(config, worker)
+    wait_until(lambda: changes() >= first.changes + 10, 90, "the changes after the restart", job)
+    job.stop()
+    check_exactly_once(read_events(read_committed, topic), db, first.changes + 10)

@@ -1,0 +1,51 @@
+"""PostgresCdcSource variants for fault tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from eosconnect.api.records import SourceRecord
+from eosconnect.api.source import SourceTask
+from eosconnect.connectors.postgres_cdc import PostgresCdcSourceConnector, PostgresCdcTask
+
+
+class CrashingPostgresCdcTask(PostgresCdcTask):
+    """SIGKILLs its own Python worker once (marker file in `crash.marker.dir`), in the poll after
+    `crash.after.batches` batches of `crash.phase` (`stream`, the default, or `snapshot`) were returned."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._batches = 0
+        self._crash_after = int(config["crash.after.batches"])
+        self._marker = Path(config["crash.marker.dir"]) / "crashed"
+        self._phase = config.get("crash.phase", "stream")
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self._batches >= self._crash_after and not self._marker.exists():
+            self._marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        records = super().poll()
+        snapshot = bool(records) and records[0].source_offset.get("snapshot") is not None  # type: ignore[index]
+        if records and snapshot == (self._phase == "snapshot"):
+            self._batches += 1
+        return records
+
+
+class CrashingPostgresCdcConnector(PostgresCdcSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return CrashingPostgresCdcTask
+
+
+class PidRecordingPostgresCdcTask(PostgresCdcTask):
+    """Writes its Python worker's pid to `pid.file` at start (a test freezes it with SIGSTOP)."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        Path(config["pid.file"]).write_text(str(os.getpid()))
+
+
+class PidRecordingPostgresCdcConnector(PostgresCdcSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return PidRecordingPostgresCdcTask

@@ -1,0 +1,94 @@
+"""Helpers for the secured suite: internal topics made by the super user, a least-privilege worker,
+and KIP-618's ACL tables written out by hand (so the tests check `required_acls`, not reuse it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.devkafka.security import Acl
+from eosconnect.tools.worker_process import WorkerProcess
+
+
+def internal_topics(group: str) -> dict[str, str]:
+    return {
+        "config.storage.topic": f"{group}-configs",
+        "offset.storage.topic": f"{group}-offsets",
+        "status.storage.topic": f"{group}-status",
+    }
+
+
+def create_topics(
+    cluster: LocalKafkaCluster, topics: dict[str, int], compacted: set[str] = frozenset()
+) -> None:
+    """As the super user: a least-privilege worker has no Create (an administrator makes them)."""
+    admin = AdminClient({**cluster.client_config(), "log_level": 0})
+    new = [
+        NewTopic(t, n, 1, config={"cleanup.policy": "compact"} if t in compacted else {})
+        for t, n in topics.items()
+    ]
+    for fut in admin.create_topics(new).values():
+        fut.result(30)
+
+
+def kip618_worker_acls(worker: str, group: str) -> list[Acl]:
+    """The worker principal: its internal topics and group (what Kafka Connect's worker needs), and
+    KIP-618's Write/Describe on TransactionalId connect-cluster-<group.id>."""
+    topics = internal_topics(group).values()
+    acls = [Acl(f"User:{worker}", op, "Topic", t) for t in topics for op in ("Read", "Write")]
+    acls.append(Acl(f"User:{worker}", "Read", "Group", group))
+    acls += [
+        Acl(f"User:{worker}", op, "TransactionalId", f"connect-cluster-{group}")
+        for op in ("Write", "Describe")
+    ]
+    return acls
+
+
+def kip618_source_acls(
+    group: str, connector: str, tasks: int, data: str, *, producer: str, consumer: str, admin: str
+) -> list[Acl]:
+    """KIP-618's "Connector principal permissions" for an exactly-once source that uses the worker's
+    offsets topic, plus Write on the topic its records go to."""
+    offsets = internal_topics(group)["offset.storage.topic"]
+    tids = [f"{group}-{connector}-{t}" for t in range(tasks)]
+    acls = [
+        Acl(f"User:{producer}", op, "TransactionalId", tid) for tid in tids for op in ("Write", "Describe")
+    ]
+    acls += [
+        Acl(f"User:{producer}", "Write", "Topic", offsets),
+        Acl(f"User:{producer}", "Write", "Topic", data),
+    ]
+    acls.append(Acl(f"User:{consumer}", "Read", "Topic", offsets))
+    acls += [Acl(f"User:{admin}", op, "TransactionalId", tid) for tid in tids for op in ("Write", "Describe")]
+    return acls
+
+
+def worker_settings(worker_client: dict[str, str], group: str, **extra: str) -> dict[str, str]:
+    return {
+        **worker_client,
+        "group.id": group,
+        **internal_topics(group),
+        "offset.storage.partitions": "1",
+        "status.storage.partitions": "1",
+        "offset.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "exactly.once.source.support": "enabled",
+        "offset.flush.interval.ms": "500",
+        "listeners": "http://127.0.0.1:0",
+        "task.shutdown.graceful.timeout.ms": "3000",
+        "spark.master": "local[6,4]",
+        "spark.driver.memory": "768m",
+        **extra,
+    }
+
+
+def start_worker(props: dict[str, str], workdir: Path) -> WorkerProcess:
+    return WorkerProcess(props, workdir).start()
+
+
+def overrides(kind: str, client: dict[str, str]) -> dict[str, str]:
+    """`<kind>.override.sasl.username/password`: a connector client logging in as another principal."""
+    return {f"{kind}.override.{k}": v for k, v in client.items() if k in ("sasl.username", "sasl.password")}

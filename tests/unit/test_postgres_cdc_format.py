@@ -1,0 +1,162 @@
+"""pgoutput parsing and Debezium's type mapping and envelope (no database: the wire bytes are built here)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import struct
+
+from eosconnect.api.data import Struct
+from eosconnect.connectors.postgres_cdc.config import CdcConfig, TableFilter
+from eosconnect.connectors.postgres_cdc.events import UNAVAILABLE, SourceInfo, TableEvents
+from eosconnect.connectors.postgres_cdc.pgoutput import (
+    UNCHANGED,
+    Begin,
+    Column,
+    Commit,
+    Delete,
+    Insert,
+    Relation,
+    Update,
+    parse,
+)
+from eosconnect.connectors.postgres_cdc.replication import format_lsn, parse_lsn
+from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision, column_type
+
+
+def _tuple(*values: str | None) -> bytes:
+    out = struct.pack("!h", len(values))
+    for value in values:
+        if value is None:
+            out += b"n"
+        elif value == "<u>":
+            out += b"u"
+        else:
+            raw = value.encode()
+            out += b"t" + struct.pack("!i", len(raw)) + raw
+    return out
+
+
+def test_transaction_messages_parse() -> None:
+    begin = parse(b"B" + struct.pack("!QqI", 0x1_0000_0010, 1_000_000, 742))
+    assert begin == Begin(0x1_0000_0010, dt.datetime(2000, 1, 1, 0, 0, 1, tzinfo=dt.UTC), 742)
+    commit = parse(b"C\0" + struct.pack("!QQq", 5, 9, 0))
+    assert isinstance(commit, Commit) and (commit.commit_lsn, commit.end_lsn) == (5, 9)
+
+
+def test_relation_and_changes_parse() -> None:
+    relation = parse(
+        b"R"
+        + struct.pack("!I", 16384)
+        + b"public\0accounts\0d"
+        + struct.pack("!h", 2)
+        + b"\x01id\0"
+        + struct.pack("!Ii", 23, -1)
+        + b"\x00note\0"
+        + struct.pack("!Ii", 25, -1)
+    )
+    assert relation == Relation(
+        16384, "public", "accounts", "d", (Column("id", 23, -1, True), Column("note", 25, -1, False))
+    )
+    assert parse(b"I" + struct.pack("!I", 16384) + b"N" + _tuple("1", None)) == Insert(16384, ("1", None))
+    update = parse(b"U" + struct.pack("!I", 16384) + b"K" + _tuple("1", None) + b"N" + _tuple("2", "<u>"))
+    assert update == Update(16384, ("1", None), True, ("2", UNCHANGED))
+    delete = parse(b"D" + struct.pack("!I", 16384) + b"O" + _tuple("2", "x"))
+    assert delete == Delete(16384, ("2", "x"), False)
+    assert parse(b"O" + struct.pack("!Q", 1) + b"origin\0") is None
+
+
+def test_debezium_type_mapping() -> None:
+    precise, adaptive = DecimalHandling.PRECISE, TimePrecision.ADAPTIVE
+    numeric = column_type(1700, ((10 << 16) | 2) + 4, precise, adaptive)
+    schema = numeric.builder().build()
+    assert schema.name == "org.apache.kafka.connect.data.Decimal"
+    assert schema.parameters == {"scale": "2", "connect.decimal.precision": "10"}
+    assert numeric.convert("12.5") == decimal.Decimal("12.50")
+    date = column_type(1082, -1, precise, adaptive)
+    assert date.builder().build().name == "io.debezium.time.Date" and date.convert("1970-01-11") == 10
+    ts = column_type(1114, -1, precise, adaptive)
+    assert ts.builder().build().name == "io.debezium.time.MicroTimestamp"
+    assert ts.convert("1970-01-01 00:00:01.5") == 1_500_000
+    assert column_type(1114, 3, precise, adaptive).builder().build().name == "io.debezium.time.Timestamp"
+    tz = column_type(1184, -1, precise, adaptive)
+    assert tz.builder().build().name == "io.debezium.time.ZonedTimestamp"
+    assert tz.convert("2024-01-01 12:00:00.25+02") == "2024-01-01T10:00:00.250000Z"
+    assert column_type(16, -1, precise, adaptive).convert("t") is True
+    assert column_type(17, -1, precise, adaptive).convert("\\x0102") == b"\x01\x02"
+    assert column_type(1700, ((10 << 16) | 2) + 4, DecimalHandling.DOUBLE, adaptive).convert("1.5") == 1.5
+    variable = column_type(1700, -1, precise, adaptive).convert("-1.25")
+    assert isinstance(variable, Struct) and variable.get("scale") == 2
+    assert int.from_bytes(variable.get("value"), "big", signed=True) == -125
+
+
+def test_envelope_key_and_schema_names() -> None:
+    columns = [Column("id", 23, -1, True), Column("name", 25, -1, False), Column("blob", 25, -1, False)]
+    table = TableEvents(
+        "srv",
+        "public",
+        "t",
+        columns,
+        [False, False, True],
+        ["id"],
+        DecimalHandling.PRECISE,
+        TimePrecision.ADAPTIVE,
+    )
+    assert table.topic == "srv.public.t"
+    assert table.key_schema is not None and table.key_schema.name == "srv.public.t.Key"
+    assert table.envelope_schema.name == "srv.public.t.Envelope"
+    assert [f.name for f in table.envelope_schema.fields][:5] == [
+        "before",
+        "after",
+        "source",
+        "transaction",
+        "op",
+    ]
+    after = table.row(("7", "ann", "x"))
+    before = table.row(("7", None, None), key_only=True)
+    assert before.get("name") == "" and before.get("blob") is None  # NOT NULL column gets a type default
+    assert table.row(("7", "ann", UNCHANGED)).get("blob") == UNAVAILABLE
+    source = SourceInfo("srv", "db", dt.datetime(2024, 1, 1, tzinfo=dt.UTC), "false", 9, 100, 90)
+    value = table.envelope("u", before, after, source, dt.datetime(2024, 1, 1, tzinfo=dt.UTC))
+    block = value.get("source")
+    assert block.schema.name == "io.debezium.connector.postgresql.Source"
+    assert (block.get("connector"), block.get("txId"), block.get("lsn")) == ("postgresql", 9, 100)
+    assert block.get("sequence") == '["90", "100"]' and block.get("ts_ms") == 1704067200000
+    assert table.key(after) == Struct(table.key_schema).put("id", 7)
+
+
+def test_table_filter_and_lsn_text() -> None:
+    config = CdcConfig.parse(
+        {
+            "database.hostname": "h",
+            "database.user": "u",
+            "database.dbname": "d",
+            "topic.prefix": "p",
+            "table.exclude.list": "public\\.audit.*",
+        }
+    )
+    tables: TableFilter = config.tables
+    assert tables("public", "orders") and not tables("public", "audit_log")
+    assert "replication='database'" in config.dsn(replication=True)
+    assert parse_lsn("16/B374D848") == 0x16B374D848 and format_lsn(0x16B374D848) == "16/B374D848"
+
+
+def test_column_exclude_list_keeps_the_primary_key() -> None:
+    config = CdcConfig.parse(
+        {
+            "database.hostname": "h",
+            "database.user": "u",
+            "database.dbname": "d",
+            "topic.prefix": "p",
+            "column.exclude.list": "public\\.t\\.(secret|id)",
+        }
+    )
+    columns = [Column("id", 23, -1, True), Column("secret", 25, -1, False), Column("name", 25, -1, False)]
+    table = TableEvents(
+        "p", "public", "t", columns, [False, True, True], ["id"], DecimalHandling.PRECISE,
+        TimePrecision.ADAPTIVE, config.columns,
+    )  # fmt: skip
+    assert [f.name for f in table.value_schema.fields] == ["id", "name"]
+    row = table.row(("3", "hidden", "ann"))
+    assert row.to_dict() == {"id": 3, "name": "ann"}
+    assert table.key(row) == Struct(table.key_schema).put("id", 3)
