@@ -173,8 +173,14 @@ class Tables:
             ),
             schema=schema,
         )
-        with self.engine.begin() as conn:
-            table.create(conn, checkfirst=True)
+        try:
+            with self.engine.begin() as conn:
+                table.create(conn, checkfirst=True)
+        except sa.exc.DBAPIError:  # another task created it at the same moment: use theirs
+            reflected = self._reflect(name)
+            if reflected is None:
+                raise
+            return reflected
         log.info("created table %s with columns %s (primary key %s)", name, list(columns), list(key))
         return table
 

@@ -60,8 +60,14 @@ class OffsetsTable:
         )
 
     def create(self, engine: sa.Engine) -> None:
-        with engine.begin() as conn:
-            self.table.create(conn, checkfirst=True)
+        """Create the table unless it exists; tasks starting together race here (PostgreSQL's
+        CREATE TABLE IF NOT EXISTS is not safe against that), so losing the race is fine."""
+        try:
+            with engine.begin() as conn:
+                self.table.create(conn, checkfirst=True)
+        except sa.exc.DBAPIError:
+            if not sa.inspect(engine).has_table(self.table.name, schema=self.table.schema):
+                raise
 
     def _where(self, partitions: Iterable[TopicPartition]) -> sa.ColumnElement[bool]:
         c = self.table.c
