@@ -130,7 +130,11 @@ def replay_last_batch(checkpoint: Path) -> str:
 
     planned, committed = _batch_ids(checkpoint, "offsets"), _batch_ids(checkpoint, "commits")
     if planned and committed and committed[-1] == planned[-1]:
-        (checkpoint / "commits" / str(planned[-1])).unlink()
+        commits = checkpoint / "commits"
+        (commits / str(planned[-1])).unlink()
+        # Its checksum goes too: Spark never leaves one without its entry, and a stale `.N.crc` makes
+        # the rewrite of entry N fail as "Multiple streaming queries are concurrently using" it.
+        (commits / f".{planned[-1]}.crc").unlink(missing_ok=True)
         return f"removed commit log entry {planned[-1]}: Spark replays that batch, already in Kafka"
     newest = planned[-1] if planned else None
     return f"the crash fell inside batch {newest} (planned, not recorded as done): Spark replays it"
