@@ -6,12 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from eosconnect.cluster.herder_state import GenerationRun, TaskRuntime
 from eosconnect.cluster.task_channel import RestTaskControl
 from eosconnect.cluster.task_health import TaskHealth
 from eosconnect.runtime.control import Directive
-from eosconnect.runtime.exactly_once import TaskFencedError, TransactionCallHung, TransactionTimedOutError
+from eosconnect.runtime.exactly_once import (
+    TaskFencedError,
+    TransactionCallHung,
+    TransactionTimedOutError,
+    classify_transaction_error,
+    fatal_cause,
+)
 from eosconnect.runtime.supersession import replaced_by_design
 from eosconnect.runtime.task import TaskSpec
 
@@ -89,3 +96,27 @@ def test_without_a_leader_to_ask_a_fenced_task_fails_as_before() -> None:
             return Directive.RUN
 
     assert not replaced_by_design(spec(FileLike()), TaskFencedError("fenced"))
+
+
+class _FencedProducer:
+    """A producer after a fatal fence: produce() says only _FATAL, a transactional call the cause."""
+
+    def abort_transaction(self, _timeout: float) -> None:
+        raise KafkaException(KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True))
+
+
+def test_a_fatal_produce_error_is_classified_by_its_cause_so_a_zombie_reads_as_fenced() -> None:
+    """Seen in a full run: the replaced mirror task's produce() raised _FATAL ('Unable to produce
+    message'), which read as a plain failure and logged ERROR; the cause is the fence."""
+    produce_error = KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message"))
+    cause = fatal_cause(_FencedProducer(), produce_error)
+    classified = classify_transaction_error(
+        cause,
+        "sending a record",
+        task_id="t",
+        transactional_id="g-c-0",
+        transaction_timeout_ms=60000,
+        txn_started=None,
+    )
+    assert isinstance(classified, TaskFencedError)
+    assert fatal_cause(None, produce_error) is produce_error

@@ -124,6 +124,19 @@ def classify_transaction_error(
     return ConnectException(f"{task_id}: Kafka error while {doing}: {err.name()}: {err.str()}")
 
 
+def fatal_cause(producer: Any, exc: KafkaException) -> KafkaException:
+    """`produce()` on a producer that already hit a fatal error (e.g. fenced, learnt from a
+    produce response) only says _FATAL; any transactional call then raises the cause itself, so
+    a fenced zombie is told apart from a real failure (shared by sources and the mirror sink)."""
+    if producer is None or exc.args[0].code() != KafkaError._FATAL:
+        return exc
+    try:
+        producer.abort_transaction(0.1)
+    except KafkaException as cause:
+        return cause if cause.args[0].code() != KafkaError._FATAL else exc
+    return exc
+
+
 class _Landing:
     """Where a `SourceBatch` sent on the columnar path landed, from the delivery reports of its
     first and last record only (see `ExactlyOnceSourceTaskRunner._write_extras`)."""
@@ -702,15 +715,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             failures.append(text)
 
     def _fatal_cause(self, exc: KafkaException) -> KafkaException:
-        """`produce()` on a producer that already hit a fatal error (e.g. fenced, learnt from a
-        produce response) only says _FATAL; any transactional call then raises the cause itself."""
-        if exc.args[0].code() != KafkaError._FATAL:
-            return exc
-        try:
-            self.producer.abort_transaction(0.1)
-        except KafkaException as cause:
-            return cause if cause.args[0].code() != KafkaError._FATAL else exc
-        return exc
+        return fatal_cause(self.producer, exc)
 
     @property
     def producer_transactional_id(self) -> str:

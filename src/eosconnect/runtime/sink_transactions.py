@@ -49,6 +49,7 @@ from eosconnect.runtime.exactly_once import (
     FENCED_CODES,
     TransactionCallHung,
     classify_transaction_error,
+    fatal_cause,
     transactional_producer_config,
 )
 from eosconnect.runtime.sink_task import kafka_offsets
@@ -530,7 +531,7 @@ class TransactionalSinkProducer:
 
     def _classified(self, exc: KafkaException, doing: str) -> Exception:
         return classify_transaction_error(
-            exc,
+            fatal_cause(self.producer, exc),
             doing,
             task_id=self.task_id,
             transactional_id=self.transactional_id,
