@@ -186,6 +186,13 @@ class _PendingCommit:
 class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     producer: Producer
 
+    def offsets_read_timeout_s(self) -> float:
+        """A sibling task killed mid-transaction (Spark gave up on it, so no successor fences it)
+        holds the shared offsets topic's last stable offset back until the broker aborts its
+        transaction: `transaction.timeout.ms` after it began, found by a check that runs every 10 s.
+        The read waits that long, not a fixed 60 s that a 60 s transaction timeout can outlast."""
+        return max(super().offsets_read_timeout_s(), self.transaction_timeout_ms / 1000 + 20)
+
     def prepare(self) -> None:
         """Start-up steps 1-5 of DESIGN.md section 3, with the waits that need no order overlapped.
 

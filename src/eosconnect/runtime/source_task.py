@@ -166,8 +166,12 @@ class SourceTaskRunner(ABC):
     def read_offsets(self) -> ConnectorOffsetView:
         """The connector's committed offsets, read to the end of its offsets topic(s)."""
         view = ConnectorOffsetView.create(self.spec.connector, self.placement, self.worker.originals)
-        view.refresh()
+        view.refresh(self.offsets_read_timeout_s())
         return view
+
+    def offsets_read_timeout_s(self) -> float:
+        """How long the start-up read may wait for the offsets topic's end (read_committed)."""
+        return 60.0
 
     def transaction_context(self) -> Any:
         return None
