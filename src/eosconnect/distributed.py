@@ -6,7 +6,7 @@ others' upper layer.
 
 The properties file is Kafka Connect's distributed-worker format. `spark.*` settings go to the
 SparkSession; the default master `local[16,4]` gives 16 long-running task slots on one machine and
-4 attempts per task (retries need the `local[N,F]` form, DESIGN.md section 1). The process runs
+4 attempts per task (retries need the `local[N,F]` form, docs/architecture.md). The process runs
 until SIGTERM/SIGINT, then stops its tasks gracefully and leaves the group.
 """
 

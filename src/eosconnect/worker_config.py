@@ -3,7 +3,7 @@
 Every layer reads them: the Kafka-backed stores (storage/: topic names, group id, exactly-once
 support), the task loops (runtime/), the herder (cluster/) and the REST layer. So they live here, at
 the package root next to `api/` (whose `ConfigDef` they use and nothing else), below all of those
-layers, and any of them may import this module without importing upwards (DESIGN.md section 9,
+layers, and any of them may import this module without importing upwards (docs/architecture.md,
 docs/architecture.md). The connectors' own framework settings (`tasks.max`, `transaction.boundary`,
 `errors.tolerance`, ...) are a runtime concern and stay in runtime/config.py.
 """

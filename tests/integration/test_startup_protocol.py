@@ -1,4 +1,4 @@
-"""spec/000 "Worker lag after being assigned source task but before instantiating producer".
+"""KIP-618 "Worker lag after being assigned source task but before instantiating producer".
 
 A task passes the generation check (step 2), then blocks before creating its producer; meanwhile
 the connector is reconfigured and the new generation's instance of the same task runs. When the

@@ -91,7 +91,7 @@ def count_of(read_committed, topic: str, task: int) -> int:
 def test_rolling_upgrade_disabled_preparing_enabled(
     workers, bootstrap, topic_name, create_topic, read_committed
 ):
-    """spec/000 "Rolling upgrade(s)": disabled -> preparing -> enabled, the worker restarted with each
+    """KIP-618 "Rolling upgrade(s)": disabled -> preparing -> enabled, the worker restarted with each
     setting and one connector kept running across the restarts. Nothing is lost in any phase; from
     `enabled` on nothing is duplicated either, and the exactly-once tasks resume right after the
     offsets the at-least-once tasks committed. In `preparing` the leader already writes the config
@@ -192,7 +192,7 @@ def closed_port() -> int:
 
 
 def test_failed_fencing_round_fails_tasks_until_fixed(workers, topic_name, create_topic, read_committed):
-    """spec/000 "Cannot fence out producers during zombie fencing": a reconfiguration 2 -> 1 tasks needs
+    """KIP-618 "Cannot fence out producers during zombie fencing": a reconfiguration 2 -> 1 tasks needs
     the old ids fenced with the connector's producer settings; pointed at an unreachable cluster, the
     round fails, the task is FAILED with the leader's reason in its trace, and nothing is written.
     With the cause removed (a good config) the connector runs exactly once again, and so it does

@@ -1,4 +1,4 @@
-"""The package's layering (DESIGN.md section 9, docs/architecture.md), checked on the source.
+"""The package's layering (docs/architecture.md, docs/architecture.md), checked on the source.
 
 Lower layers must not import higher ones, not even lazily inside a function: storage/ (Kafka-backed
 state, client primitives) knows nothing of the task loops (runtime/) or the herder (cluster/), and

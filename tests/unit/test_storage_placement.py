@@ -1,4 +1,4 @@
-"""Where a connector's offsets live (spec/000 "Per-connector offsets topics")."""
+"""Where a connector's offsets live (KIP-618 "Per-connector offsets topics")."""
 
 from __future__ import annotations
 

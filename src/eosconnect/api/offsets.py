@@ -1,6 +1,6 @@
 """Reading committed source offsets, so a source task resumes where the last one stopped.
 
-The runtime implements `OffsetStorageReader` over the offsets topic(s) (DESIGN.md §5);
+The runtime implements `OffsetStorageReader` over the offsets topic(s) (docs/architecture.md);
 `InMemoryOffsetStorageReader` exists for connector unit tests and examples.
 """
 

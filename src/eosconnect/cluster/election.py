@@ -14,7 +14,7 @@ migrate to it, and the leader would briefly lose leadership at every join.)
 
 A frozen ex-leader that wakes up may still believe it leads until its consumer notices the
 rebalance; that is why every config-topic write of the leader goes through its transactional
-producer, which the new leader fenced (DESIGN.md section 4).
+producer, which the new leader fenced (docs/architecture.md).
 
 Followers find the leader's REST URL in the group's description: each member's `client.id`
 carries its URL.

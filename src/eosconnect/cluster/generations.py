@@ -1,4 +1,4 @@
-"""The Spark jobs of the leader's connector generations: launch, stop, abandon, reap (DESIGN.md section 1).
+"""The Spark jobs of the leader's connector generations: launch, stop, abandon, reap (docs/architecture.md).
 
 One Spark job runs one generation of a connector's tasks (cluster/jobs.py), plus one more job for
 every task run again in that generation (a restart, or tasks lost with a failed job). Each tick the

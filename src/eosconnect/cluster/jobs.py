@@ -1,4 +1,4 @@
-"""One connector generation's tasks as one Spark job (DESIGN.md section 1).
+"""One connector generation's tasks as one Spark job (docs/architecture.md).
 
 The driver instantiates the connector, asks it for task configs, and launches a job with one Spark
 task per connector task, in its own job group so that it can be cancelled as a unit. Tasks are told

@@ -2,7 +2,7 @@
 
 In `local[...]` mode executors are threads of the driver's JVM whose Python workers run the driver's
 interpreter, so nothing ships. On a cluster they are other machines that see neither the driver's
-virtualenv nor its checkout (DESIGN.md section 1). Unless the user provides the executors' Python
+virtualenv nor its checkout (docs/architecture.md). Unless the user provides the executors' Python
 themselves (`spark.archives`, `spark.pyspark.python`, or a container image), the worker packs its own
 environment once into a tar.gz, cached by content under `<cache>/shipped-env/<digest>/`, and hands it to
 Spark through `spark.archives` (`<archive>#eosconnect-env`); executors unpack it into their working

@@ -2,7 +2,7 @@
 
 Each connector task is a long-running Spark task, so the session needs one task slot per task plus
 headroom, and the master `local[N,F]` form so that a task whose Python worker dies is retried
-(plain `local[N]` ignores `spark.task.maxFailures`, see DESIGN.md section 1).
+(plain `local[N]` ignores `spark.task.maxFailures`, see docs/architecture.md).
 
 On a cluster master the executors' Python comes from `cluster/shipping.py` (the worker's packed
 environment via `spark.archives`, plugin code via `addPyFile`) unless the user provides it. PySpark

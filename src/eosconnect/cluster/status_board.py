@@ -3,7 +3,7 @@
 A status GET must answer within a second, also while Kafka is unreachable; and the herder must never
 wait for a status write while it holds its lock (a broker outage would stall heartbeats and the
 control loop with it). So writes go through a queue to one writer thread (in order, best effort: the
-status topic is advisory, DESIGN.md section 2), a reader thread keeps the topic's snapshot fresh, and
+status topic is advisory, docs/architecture.md), a reader thread keeps the topic's snapshot fresh, and
 what this worker published last is kept as an overlay: on the leader, which publishes every task's
 and connector's status, that overlay is the current truth even before Kafka acknowledged it.
 """

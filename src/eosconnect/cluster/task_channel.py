@@ -1,12 +1,12 @@
 """How a task on a Spark executor talks to its worker: signed HTTP requests to the leader.
 
-Spark has no driver-to-task channel (DESIGN.md section 1), so the task asks:
+Spark has no driver-to-task channel (docs/architecture.md), so the task asks:
 - `RestStartupCoordinator` runs the leader-dependent start-up steps of an exactly-once task: the
   signed fencing request (step 1) and the generation checks against the config topic (steps 2, 5);
 - `RestTaskControl` is the task's heartbeat: every half second it reports state and metrics and
   learns whether to run, pause or stop.
 
-Both read the session key from the config topic themselves (it lives there, DESIGN.md section 2), so
+Both read the session key from the config topic themselves (it lives there, docs/architecture.md), so
 nothing secret travels inside the pickled task spec. Both are pickled to executors: clients and
 stores are created lazily on the executor.
 """

@@ -39,7 +39,7 @@ from eosconnect.worker_config import WorkerConfig
 def exactly_once_preflight(
     connector: SourceConnector, config: Mapping[str, str], worker: WorkerConfig
 ) -> dict[str, list[str]]:
-    """spec/000 "REST API pre-flight validation", worded as the KIP words it."""
+    """KIP-618 "REST API pre-flight validation", worded as the KIP words it."""
     errors: dict[str, list[str]] = {}
     if config.get("exactly.once.support", "requested").strip().lower() == "required":
         if not worker.exactly_once_enabled:

@@ -1,4 +1,4 @@
-"""The leader's zombie fencing rounds for a connector's new generation (KIP-618, DESIGN.md section 3).
+"""The leader's zombie fencing rounds for a connector's new generation (KIP-618, docs/architecture.md).
 
 Before tasks of a new generation produce, every producer an earlier generation may still hold is
 fenced (storage/fencing_round.py does the round). Each task asks for the round in step 1 of its
@@ -96,6 +96,6 @@ class ZombieFencing(HerderState):
 
         Safe to answer from memory: only the leader writes task configs, so a newer generation than
         the one in memory cannot be fenced yet without this worker knowing; and the task re-checks
-        its generation against the topic itself right after (DESIGN.md section 3, step 2)."""
+        its generation against the topic itself right after (docs/architecture.md, step 2)."""
         latest = snapshot.generation(name)
         return latest is not None and latest >= generation and not snapshot.pending_fencing(name)

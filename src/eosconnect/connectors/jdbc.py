@@ -43,7 +43,7 @@ incrementing mode applies: a row whose id was allocated before an already-read r
 after it is not seen (use `timestamp+incrementing` with a delay if writers commit out of order).
 
 **Heartbeats (KIP-910).** While a table has no new rows, its offset is still committed every
-`heartbeat.interval.ms` through `update_offsets`, as spec/003 describes for a CDC source's quiet
+`heartbeat.interval.ms` through `update_offsets`, as KIP-910 describes for a CDC source's quiet
 tables. In the timestamp modes it advances to the point up to which the table was last read
 complete: `{"timestamp": <read bound>, "incrementing": null}` (null: every row with that timestamp
 was read). In incrementing mode the last id read is committed again: an id position cannot move
@@ -869,7 +869,7 @@ class JdbcSourceTask(SourceTask):
     ) -> Mapping[SourcePartition, Mapping[str, Primitive]] | None:
         """KIP-910 heartbeat: commit offsets for tables that produced no rows in this commit.
 
-        spec/003's case is a CDC source whose position (an LSN, a binlog position) keeps moving
+        KIP-910's case is a CDC source whose position (an LSN, a binlog position) keeps moving
         while the tracked tables are quiet: the connector commits the *current source position*
         for the quiet partitions so that their offsets stay fresh and a restart re-reads as little
         as possible. For a table polled by query, the position up to which the source has been

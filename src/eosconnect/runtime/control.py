@@ -1,6 +1,6 @@
 """How a running task learns that it must pause or stop.
 
-Spark has no channel from the driver to a running task, so the task asks (DESIGN.md section 1).
+Spark has no channel from the driver to a running task, so the task asks (docs/architecture.md).
 `TaskControl` is that question; the worker answers it over its internal REST endpoint, tests and
 single-process runs answer it with a file, which every local Spark executor can see.
 """

@@ -1,6 +1,6 @@
 """The exactly-once source task (KIP-618): records and their offsets in one Kafka transaction.
 
-Start-up follows DESIGN.md section 3 step by step. Per transaction, records are sent inside a
+Start-up follows docs/architecture.md. Per transaction, records are sent inside a
 lazily begun transaction while their source offsets are collected; at the boundary the offsets are
 written to the offsets topic *with the same producer in the same transaction*, and the transaction
 commits. Only then do `commit_record()` and `commit()` run. An abort drops the records but commits
@@ -194,7 +194,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         return max(super().offsets_read_timeout_s(), self.transaction_timeout_ms / 1000 + 20)
 
     def prepare(self) -> None:
-        """Start-up steps 1-5 of DESIGN.md section 3, with the waits that need no order overlapped.
+        """Start-up steps 1-5 of docs/architecture.md, with the waits that need no order overlapped.
 
         The producer is created first (creating one sends nothing that fences: librdkafka asks for
         a producer id only in `init_transactions()`), so its connections are made while the fencing

@@ -1,6 +1,6 @@
 """The sink task loop a Spark task runs: consume, convert, `put`, commit; at least once.
 
-Kafka Connect's sink model (DESIGN.md section 7): the task's consumer joins the group
+Kafka Connect's sink model (docs/architecture.md): the task's consumer joins the group
 `connect-<connector>` (read_committed, no auto-commit) and subscribes to `topics`/`topics.regex`.
 Partitions assigned to it are `open`ed on the task, revoked ones have their offsets committed and
 are then `close`d. Batches go through the converters (bytes to values) and transformations to

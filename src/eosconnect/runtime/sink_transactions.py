@@ -1,4 +1,4 @@
-"""A sink's records and its consumed positions in one Kafka transaction (KIP-656, DESIGN.md section 7).
+"""A sink's records and its consumed positions in one Kafka transaction (KIP-656, docs/architecture.md).
 
 A sink that writes into Kafka can deliver exactly once the way a Kafka Streams application does:
 its records go through a transactional producer, and at the commit point the positions it has

@@ -1,4 +1,4 @@
-"""The steps of an exactly-once task's start-up that need the cluster's leader (DESIGN.md section 3).
+"""The steps of an exactly-once task's start-up that need the cluster's leader (docs/architecture.md).
 
 A task asks the leader to fence zombies of its connector (step 1) and checks that its generation is
 still the latest, before and after creating its producer (steps 2 and 5). The distributed worker

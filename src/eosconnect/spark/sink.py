@@ -1,6 +1,6 @@
 """`eosconnect-kafka`: a Spark sink (Python Data Source API) that writes Kafka exactly once.
 
-Per (micro-batch, Spark partition) one Kafka transaction (DESIGN.md section 10):
+Per (micro-batch, Spark partition) one Kafka transaction (docs/architecture.md):
 
 1. the task's producer has the transactional id `<prefix>-<query id>-<partition>` (the query id
    survives restarts from the checkpoint; a batch job uses its `job.id`), and `init_transactions()`

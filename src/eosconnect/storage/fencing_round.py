@@ -58,7 +58,7 @@ class FencingPlan:
 
 
 def fencing_plan(snapshot: ConfigSnapshot, connector: str, group_id: str) -> FencingPlan:
-    """Decide the round (DESIGN.md section 4, KIP-618 steps 5-6).
+    """Decide the round (docs/architecture.md, KIP-618 steps 5-6).
 
     - no task-count record after the latest commit → nothing to do;
     - no previous task-count record → no producer of this connector has ever been allowed to

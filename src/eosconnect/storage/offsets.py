@@ -174,7 +174,7 @@ class ConnectorOffsetView(OffsetStorageReader):
     """What a connector's tasks see: its separate offsets topic over the worker's global topic.
 
     Partition by partition, a value (or a deletion) in the separate topic wins; partitions only in
-    the global topic come from there (spec/000 "Smooth migration"). Reads both topics on first use;
+    the global topic come from there (KIP-618 "Smooth migration"). Reads both topics on first use;
     `refresh()` re-reads both to their current end.
     """
 
@@ -332,7 +332,7 @@ def offsets_topic_for(
     *,
     same_cluster: Callable[[Any, Any], bool] = same_bootstrap,
 ) -> OffsetsTopicPlacement:
-    """Decide where `connector_name` keeps its offsets (spec/000 "Per-connector offsets topics").
+    """Decide where `connector_name` keeps its offsets (KIP-618 "Per-connector offsets topics").
 
     - `offsets.storage.topic` in the connector config: that topic on the connector's cluster
       (explicit); if it names the global topic on the worker's own cluster, it is the global topic.

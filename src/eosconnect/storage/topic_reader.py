@@ -3,7 +3,7 @@
 A read_committed consumer stops at the last stable offset (LSO), which sits before any open
 transaction. "The end" must therefore be fixed first, with read_uncommitted end offsets (the high
 watermarks), and the consumer must keep going until it has passed them: that only happens once every
-transaction open at the start has committed or aborted. This is DESIGN.md section 5's rule, used by
+transaction open at the start has committed or aborted. This is docs/architecture.md, used by
 the offsets and config stores and by the verifier alike.
 """
 

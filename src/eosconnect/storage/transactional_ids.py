@@ -1,4 +1,4 @@
-"""Task producers' transactional ids: how they are named, and fencing them out (KIP-618, DESIGN.md
+"""Task producers' transactional ids: how they are named, and fencing them out (KIP-618, docs/architecture.md
 section 4).
 
 Kafka client primitives used by the task loops (runtime/: a task's producer takes its id), by the
