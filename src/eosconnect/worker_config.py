@@ -152,6 +152,18 @@ WORKER_CONFIG_DEF = (
         Range.at_least(1000),
     )
     .define(
+        "scheduled.rebalance.max.delay.ms",
+        ConfigType.LONG,
+        60_000,
+        Importance.LOW,
+        "How long a leader that lost its group membership (its group coordinator died or could not "
+        "be reached) keeps its tasks running while it rejoins, instead of stopping and restarting "
+        "every task. If another worker is elected meanwhile, that worker fences these tasks before "
+        "it starts its own, so exactly once holds either way. 0 stops them at once. Kafka Connect "
+        "uses this setting for the same purpose, with a default of 300000.",
+        Range.at_least(0),
+    )
+    .define(
         "plugin.path",
         ConfigType.LIST,
         "",
@@ -258,7 +270,6 @@ KAFKA_CONNECT_IGNORED = frozenset(
         "rebalance.timeout.ms",
         "worker.sync.timeout.ms",
         "worker.unsync.backoff.ms",
-        "scheduled.rebalance.max.delay.ms",
         "connect.protocol",
         "offset.flush.timeout.ms",
         "offset.storage.file.filename",

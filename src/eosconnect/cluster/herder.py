@@ -149,6 +149,10 @@ class DistributedHerder(
     def _tick(self) -> None:
         snapshot = self.config_store.read_to_end()
         self._apply_cluster_logger_levels(snapshot)
+        if self.election.in_doubt:
+            # Lost membership, rejoining (cluster/election.py): the tasks run on untouched, and no
+            # leader action is taken until the group either gives the leadership back or not.
+            return
         if not self.election.is_leader:
             if self.config_store.has_write_privileges:
                 self.config_store.relinquish_write_privileges()
