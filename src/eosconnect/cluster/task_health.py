@@ -22,10 +22,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.cluster.auto_restart import RestartPolicy
+from eosconnect.cluster.connector_kinds import fencing_producer_config
 from eosconnect.cluster.herder_state import FINAL_STATES, LAUNCHED, GenerationRun, HerderState, TaskRuntime
 from eosconnect.cluster.spark import executor_slots
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState
+from eosconnect.storage.transactional_ids import fence_transactional_ids, task_transactional_id
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +177,7 @@ class TaskHealth(HerderState):
             reason = job.failure_reason()
             exhausted = ATTEMPTS_EXHAUSTED.search(reason)
             gave_up_on = {job.specs[int(exhausted.group(1))].task} if exhausted else set(lost)
+            self._fence_lost_tasks(name, sorted(gave_up_on & set(lost)))
             for t in sorted(gave_up_on & set(lost)):
                 detail = (
                     f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
@@ -211,6 +214,35 @@ class TaskHealth(HerderState):
                 for t in others:
                     self._mark_ended(name, run, t, "RESTARTING", None)
                 self._relaunch(name, run, others, "lost with a failed Spark job")
+
+    def _fence_lost_tasks(self, name: str, tasks: list[int]) -> None:
+        """Fence the transactional ids of tasks Spark gave up on, before anything can restart them.
+
+        The last attempt may have died inside a transaction, and no successor will fence it until
+        the task is restarted (maybe never): the broker would hold that transaction open until
+        `transaction.timeout.ms`, and with it every read_committed reader of its partitions, the
+        siblings' start-up read of the offsets topic included. Fencing aborts it now. It runs before
+        the task is marked FAILED, so no restart (REST or automatic) can race it."""
+        config = self.config_store.snapshot.connector_config(name)
+        if not tasks or not self._uses_fencing(config):
+            return
+        ids = [task_transactional_id(self.worker.group_id, name, t) for t in tasks]
+        try:
+            fence_transactional_ids(fencing_producer_config(self.worker.originals, config or {}), ids, 10.0)
+            log.info(
+                "connector %s: fenced %s of the task(s) Spark gave up on, so an open transaction of "
+                "theirs is aborted now, not after transaction.timeout.ms",
+                name,
+                ", ".join(ids),
+            )
+        except Exception as exc:  # the broker aborts it at transaction.timeout.ms anyway
+            log.warning(
+                "connector %s: could not fence %s of the task(s) Spark gave up on (%s); an open "
+                "transaction of theirs holds read_committed readers until transaction.timeout.ms",
+                name,
+                ", ".join(ids),
+                exc,
+            )
 
     def _mark_ended(self, name: str, run: GenerationRun, task: int, state: str, trace: str | None) -> None:
         runtime = self._tasks.setdefault((name, task), TaskRuntime())
