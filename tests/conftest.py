@@ -186,7 +186,7 @@ def workers(worker_props, tmp_path: Path):
             "spark.driver.memory": "768m",
             **overrides,
         }
-        worker = WorkerProcess(props, tmp_path / name).start()
+        worker = WorkerProcess(props, tmp_path / name).start(timeout=240)  # Spark starts slowly under load
         started.append(worker)
         return worker
 
