@@ -24,7 +24,7 @@ from eosconnect.runtime.config import (
     SinkConnectorConfig,
     SourceConnectorConfig,
 )
-from eosconnect.storage.clients import admin_principal_producer_config
+from eosconnect.storage.clients import admin_principal_producer_config, client_config
 
 __all__ = [
     "SINK",
@@ -95,7 +95,8 @@ def fencing_producer_config(worker_props: Mapping[str, str], config: Mapping[str
     """
     connector = _sink_connector(config)
     if connector is not None:
-        return connector.transactional_producer_config(config, worker_props)
+        target = connector.transaction_target_config(config, worker_props)
+        return target if target is not None else dict(client_config("producer", worker_props, config))
     return admin_principal_producer_config(worker_props, config)
 
 

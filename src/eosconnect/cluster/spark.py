@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eosconnect.cluster.shipping import DAEMON_MODULE, ShippingPlan, is_local_master, plan_shipping
+from eosconnect.runtime.host import cache_root
 
 if TYPE_CHECKING:
     from pyspark import SparkConf
@@ -91,8 +92,6 @@ def create_spark_session(
 ) -> SparkSession:
     """Get or create the session, with what its executors need to import eosconnect and the plugins."""
     from pyspark.sql import SparkSession
-
-    from eosconnect.devkafka.distribution import cache_root
 
     master = master or DEFAULT_MASTER
     conf = dict(conf or {})
@@ -197,8 +196,6 @@ class SparkProvider:
     def prepare(self) -> None:
         """Start the JVM (and pack what ships) ahead of time, without an application or executors."""
         from pyspark import SparkConf, SparkContext
-
-        from eosconnect.devkafka.distribution import cache_root
 
         plan = plan_shipping(self.master, self.conf, self.plugin_path, cache_root(), self.ship)
         os.environ["PYSPARK_PYTHON"] = plan.executor_python

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from eosconnect.devkafka.java_command import die_with_parent
+from eosconnect.runtime.host import die_with_parent
 
 ITEMS = [(f"item-{i}", f"category-{i % 4}", 1.0 + i % 7) for i in range(10)]
 
