@@ -146,11 +146,6 @@ class SparkTaskJob:
         self.wait(30)
 
 
-def free_task_slots(spark: SparkSession, busy: int) -> int:
-    """Task slots not held by running connector tasks (long-running tasks hold one slot each)."""
-    return spark.sparkContext.defaultParallelism - busy
-
-
 @dataclass
 class ConnectorJob:
     """Run a connector's tasks on Spark until told to stop.

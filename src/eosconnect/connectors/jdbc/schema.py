@@ -200,10 +200,6 @@ def _time(value: Any) -> dt.time:
     return value  # type: ignore[no-any-return]
 
 
-def _seconds(value: Any) -> float:
-    return value.total_seconds() if isinstance(value, dt.timedelta) else float(value)
-
-
 def _decimal_text(value: Any) -> str:
     return str(value)
 
