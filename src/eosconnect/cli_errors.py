@@ -126,7 +126,8 @@ class CliGroup(typer.core.TyperGroup):
             argv.remove(DEBUG_FLAG)
         return super().main(argv, *rest, **kwargs)
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    # Typer passes its own Context; the base class declares Click's, which newer Typer vendors privately
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except _PASS_THROUGH:

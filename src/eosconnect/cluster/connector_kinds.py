@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from eosconnect.api.config import ConfigDef
 from eosconnect.api.errors import ConfigException
@@ -70,7 +70,7 @@ def _sink_connector(config: Mapping[str, str] | None) -> SinkConnector | None:
         cls = resolve_connector_class(str((config or {}).get("connector.class", "")))
     except (ConfigException, TypeError):
         return None
-    return cls() if kind_of(cls).is_sink else None
+    return cast(SinkConnector, cls()) if kind_of(cls).is_sink else None
 
 
 def uses_exactly_once_startup(config: Mapping[str, str] | None) -> bool:

@@ -71,7 +71,7 @@ def start(
         console.print(f"A cluster is already running in {run_dir}.")
         _print_client_settings(cluster)
         return
-    secured: SecurityMode = mode  # type: ignore[assignment]
+    secured: SecurityMode = mode
     cluster = LocalKafkaCluster(run_dir, brokers=brokers, extra_config=extra, security=secured)
     try:
         with console.status(f"Starting {brokers} Kafka broker(s) in {run_dir} ..."):

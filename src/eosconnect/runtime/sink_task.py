@@ -183,7 +183,8 @@ class SinkTaskRunner:
         self.task_id = f"{spec.connector}-{spec.task}"
         self.log = TaskLogAdapter(log, {"id": self.task_id})
         self.metrics = SinkTaskMetrics(spec.connector, spec.task)
-        self.task: SinkTask = instantiate_task(spec, SinkTask)
+        # the abstract base is what the loaded class is checked against (issubclass), never instantiated
+        self.task: SinkTask = instantiate_task(spec, SinkTask)  # type: ignore[type-abstract]
         self.pipeline = SinkRecordPipeline(pipeline_config(self.connector.originals, self.task, self.log))
         self.context = SinkTaskContext(
             configs=dict(spec.task_config),
@@ -484,9 +485,9 @@ class SinkTaskRunner:
             if message.error() is not None:
                 self._consumer_error(message)  # a moved partition's position is in self.current
             else:  # fetched before the pause took effect: read it again after resuming
-                self.consumer.seek(
-                    KafkaTopicPartition(message.topic(), message.partition(), message.offset())
-                )
+                topic, partition, offset = message.topic(), message.partition(), message.offset()
+                assert topic is not None and partition is not None and offset is not None  # a record
+                self.consumer.seek(KafkaTopicPartition(topic, partition, offset))
 
     # ----------------------------------------------------------------------------- commits
     def commit_offsets(self, partitions: Iterable[TopicPartition] | None = None) -> None:

@@ -54,7 +54,7 @@ class TaskOutcome:
     pid: int = field(default_factory=os.getpid)
 
 
-class TaskLogAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
+class TaskLogAdapter(logging.LoggerAdapter):
     """Prefixes every line with the connector and task it concerns."""
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:

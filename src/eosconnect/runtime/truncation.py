@@ -248,12 +248,13 @@ def _await_validation(
             )
         for message in consumer.consume(num_messages=max(len(pending), 1), timeout=min(remaining, 0.5)):
             error = message.error()
-            if message.topic() is None or message.partition() is None or message.partition() < 0:
+            topic, partition = message.topic(), message.partition()
+            if topic is None or partition is None or partition < 0:
                 if error is not None and error.fatal():
                     raise KafkaException(error)
                 logger.debug("validating positions: %s", error.str() if error else message)
                 continue
-            tp = TopicPartition(message.topic(), message.partition())
+            tp = TopicPartition(topic, partition)
             if tp not in pending:
                 continue
             if error is None or error.code() == KafkaError._PARTITION_EOF:
@@ -346,7 +347,9 @@ class TruncationRepair:
                 t.affected_range(),
                 divergence.offset,
             )
-            epoch = {} if divergence.leader_epoch is None else {"leader_epoch": divergence.leader_epoch}
+            epoch: dict[str, Any] = (
+                {} if divergence.leader_epoch is None else {"leader_epoch": divergence.leader_epoch}
+            )
             starts[tp] = KafkaTopicPartition(tp.topic, tp.partition, divergence.offset, **epoch)
         return starts
 

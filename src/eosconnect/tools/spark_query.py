@@ -25,7 +25,7 @@ from eosconnect.runtime.host import die_with_parent
 ITEMS = [(f"item-{i}", f"category-{i % 4}", 1.0 + i % 7) for i in range(10)]
 
 
-def build_query(spark, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def build_query(spark, args: argparse.Namespace):
     """orders (JdbcSource) joined with a static item catalogue, one JSON value per order, key = id."""
     from pyspark.sql import functions as F
 

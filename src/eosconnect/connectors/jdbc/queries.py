@@ -34,7 +34,7 @@ def next_rows(
         if ts_kind is TsKind.TEXT:
             columns = [type_coerce(c, String).label(c.name) if c is ts else c for c in columns]
             ts = type_coerce(ts, String)
-    inc = table.columns[inc_column] if inc_column else None
+    inc: Any = table.columns[inc_column] if inc_column else None
     stmt = select(*columns)
     if mode is Mode.INCREMENTING:
         if incrementing is not None:

@@ -6,6 +6,7 @@ at-least-once path and the global-topic copier use `OffsetWriter`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -15,14 +16,18 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import Primitive, SourcePartition
+from eosconnect.api.records import Primitive, SourceOffset, SourcePartition
 from eosconnect.storage.serialization import encode_key, encode_value
 
 __all__ = ["OffsetWriteError", "OffsetWriter", "PartitionOffsets", "encode_offset_records", "write_offsets"]
 
 log = logging.getLogger(__name__)
 
-PartitionOffsets = Mapping[Mapping[str, Primitive], Mapping[str, Primitive] | None]
+#: Offsets by source partition, as plain maps or as the frozen ones records carry (None: deleted).
+PartitionOffsets = (
+    Mapping[SourcePartition, SourceOffset | None]
+    | Mapping[Mapping[str, Primitive], Mapping[str, Primitive] | None]
+)
 
 
 def encode_offset_records(connector: str, offsets: PartitionOffsets) -> list[tuple[bytes, bytes | None]]:
@@ -122,7 +127,7 @@ class OffsetWriter:
                         self.topic,
                         key=key,
                         value=value,
-                        on_delivery=lambda err, msg, p=partition: delivered(p, err, msg),
+                        on_delivery=functools.partial(delivered, partition),
                     )
                     break
                 except BufferError:
