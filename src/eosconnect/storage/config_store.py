@@ -187,8 +187,8 @@ class _Deliveries:
     def __call__(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             self.errors.append(f"{msg.key()!r}: {err.name()}: {err.str()}")
-        else:
-            self.offsets.append(msg.offset())
+        elif (offset := msg.offset()) is not None:  # a delivered record always has one
+            self.offsets.append(offset)
 
 
 class LeaderConfigWriter:
