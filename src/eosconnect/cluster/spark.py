@@ -140,7 +140,7 @@ def launch_detached_gateway(conf: SparkConf) -> Any:
 
     if SparkContext._gateway is not None:
         return None
-    popen = java_gateway.Popen  # type: ignore[attr-defined]
+    popen = java_gateway.Popen
 
     def deaf_popen(*args: Any, **kwargs: Any) -> Any:
         inner = kwargs.get("preexec_fn")
@@ -152,18 +152,19 @@ def launch_detached_gateway(conf: SparkConf) -> Any:
 
         return popen(*args, **{**kwargs, "preexec_fn": preexec})
 
-    java_gateway.Popen = deaf_popen  # type: ignore[attr-defined]
+    # pyspark's module global, replaced for this one launch and restored (mypy sees a class there)
+    java_gateway.Popen = deaf_popen  # type: ignore[misc, assignment]
     try:
         return java_gateway.launch_gateway(conf, popen_kwargs={"start_new_session": True})
     finally:
-        java_gateway.Popen = popen  # type: ignore[attr-defined]
+        java_gateway.Popen = popen  # type: ignore[misc]
 
 
 def executor_slots(spark: SparkSession) -> int:
     """Task slots Spark has now: the executors' cores over `spark.task.cpus` (0 before any executor
     registered). `defaultParallelism` is no measure on a cluster: it says 2 with no executor at all."""
     sc = spark.sparkContext
-    jsc = sc._jsc.sc()  # type: ignore[union-attr]
+    jsc = sc._jsc.sc()
     try:
         profile = jsc.resourceProfileManager().defaultResourceProfile()
         return int(jsc.maxNumConcurrentTasks(profile))
