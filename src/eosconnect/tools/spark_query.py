@@ -187,7 +187,7 @@ class SparkQueryProcess:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 parents[int(stat.parent.name)] = int(fields[1])
 
-        def depth_below_driver(pid: int) -> int:
+        def depth_below_driver(pid: int) -> int:  # called only while the driver process runs (proc set)
             depth = 0
             while pid in parents and pid != self.proc.pid:  # type: ignore[union-attr]
                 pid, depth = parents[pid], depth + 1
