@@ -44,6 +44,7 @@ demo-spark: kafka  ## JdbcSource -> Spark -> eosconnect-kafka through a driver S
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 
 test: kafka postgres registry lint
 	$(BIN)/pytest -m "not soak" -p no:cacheprovider

@@ -114,7 +114,7 @@ class _FrozenPrimitiveMap(Mapping[str, Primitive]):
 
     def __eq__(self, other: object) -> bool:
         if type(other) is type(self):  # the runtime's offset maps compare these per record
-            return self._data == other._data  # type: ignore[attr-defined]
+            return self._data == other._data
         if isinstance(other, Mapping):
             return self._data == dict(other.items())
         return NotImplemented

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eosconnect.cluster.auto_restart import AutoRestarts
 from eosconnect.cluster.connector_kinds import uses_exactly_once_startup
@@ -95,7 +95,41 @@ class GenerationRun:
         return self.job.running() or any(j.running() for j in self.extra_jobs)
 
 
-class HerderState:
+class HerderParts(Protocol):
+    """The methods the herder's parts call on one another; each is implemented by one part.
+
+    For the type checker `HerderState` is a `HerderParts`, so every such call is checked against
+    these signatures and every part's implementation must match them (an incompatible one is an
+    error). At run time `DistributedHerder`, which inherits every part, has them all; the protocol
+    is not among its bases, so nothing changes there.
+    """
+
+    def connector_info(self, name: str) -> dict[str, Any]: ...  # herder_reads.py
+
+    def connector_status(self, name: str) -> dict[str, Any]: ...  # herder_reads.py
+
+    def _task_finished(  # generations.py
+        self, name: str, task: int, generation: int, run: GenerationRun | None
+    ) -> None: ...
+
+    # generations.py
+    def _relaunch(self, name: str, run: GenerationRun, tasks: list[int], why: str) -> None: ...
+
+    def _fence_ahead(self, name: str, generation: int) -> None: ...  # zombie_fencing.py
+
+    def _recover_lost_tasks(self, name: str, run: GenerationRun) -> None: ...  # task_health.py
+
+    # task_health.py
+    def _auto_restart(self, name: str, run: GenerationRun, snapshot: ConfigSnapshot) -> None: ...
+
+
+if TYPE_CHECKING:
+    _PartsBase = HerderParts
+else:
+    _PartsBase = object
+
+
+class HerderState(_PartsBase):
     """The herder's fields (set by `DistributedHerder.__init__`) and the helpers every part uses."""
 
     worker: WorkerConfig

@@ -56,11 +56,13 @@ def start_connector(
     context = context or ConnectorContext()
     if worker_props is not None:
         worker, props = dict(worker_props), dict(connector_props)
+        # `kind` is a ClientKind string the connector passes; client_config validates it at run time
         context.client_config = lambda kind: dict(client_config(kind, worker, props))  # type: ignore[arg-type]
     connector.context = context
     # ${provider:path:key} variables are resolved for the connector (KIP-297); the task configs it
     # derives get the placeholders back (connector_task_configs), so nothing resolved is stored.
     resolved = resolve_config(connector_props, worker_props or {})
+    # the runtime's own attribute on the connector object, read back by connector_task_configs
     connector._eosconnect_placeholders = {  # type: ignore[attr-defined]
         k: (resolved[k], v) for k, v in connector_props.items() if isinstance(v, str) and "${" in v
     }
@@ -144,11 +146,6 @@ class SparkTaskJob:
         log.warning("cancelling Spark job group %s", self.job_group)
         self.spark.sparkContext.cancelJobGroup(self.job_group)
         self.wait(30)
-
-
-def free_task_slots(spark: SparkSession, busy: int) -> int:
-    """Task slots not held by running connector tasks (long-running tasks hold one slot each)."""
-    return spark.sparkContext.defaultParallelism - busy
 
 
 @dataclass

@@ -164,9 +164,9 @@ class MirrorSinkConnector(SinkConnector):
     def exactly_once_delivery(self, config: Mapping[str, str]) -> bool:
         return is_transactional(config)
 
-    def transactional_producer_config(
+    def transaction_target_config(
         self, config: Mapping[str, str], worker_props: Mapping[str, str]
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
         return dict(target_client_config("producer", config))
 
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[TopicPartition, int] | None) -> bool:

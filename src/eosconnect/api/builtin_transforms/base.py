@@ -23,8 +23,6 @@ from eosconnect.api.errors import DataException
 from eosconnect.api.records import R, SinkRecord
 from eosconnect.api.transforms import Transformation
 
-KAFKA_SMT = "org.apache.kafka.connect.transforms"
-
 
 class KeyOrValueTransformation(Transformation[R]):
     """A transformation of a record's value, or of its key in the `...Key` subclass (Kafka's `$Key`)."""
@@ -125,12 +123,6 @@ def require_struct(value: Any, purpose: str) -> Struct:
             f"(Python {type(value).__name__}). A record with a schema needs a Struct value."
         )
     return value
-
-
-def require_schema(schema: Schema | None, purpose: str) -> Schema:
-    if schema is None:
-        raise DataException(f"Schema required for [{purpose}]. Use a converter that reads schemas.")
-    return schema
 
 
 def require_sink_record(record: Any, purpose: str) -> SinkRecord:
