@@ -72,10 +72,13 @@ class RecordPipeline(_Pipeline):
         super().__init__(connector_config)
         self.forbidden_topics = forbidden_topics
 
+        self._columnar = self.transforms.columnar
+
     @property
     def columnar(self) -> bool:
-        """Whether `SourceBatch`es can skip per-record objects: no transformation to run on them."""
-        return not self.transforms.stages
+        """Whether `SourceBatch`es can skip per-record objects: no transformation to run on them, or
+        only transformations of whole batches (`Transformation.apply_columns`)."""
+        return self._columnar
 
     def convert(self, record: SourceRecord) -> OutgoingRecord | None:
         """The record ready to send, or None if a transformation dropped it."""
@@ -93,8 +96,18 @@ class RecordPipeline(_Pipeline):
             timestamp=transformed.timestamp,
         )
 
-    def convert_columns(self, batch: SourceBatch) -> OutgoingColumns:
-        """A whole `SourceBatch` converted column by column (only when `columnar`)."""
+    def convert_columns(self, batch: SourceBatch) -> OutgoingColumns | list[tuple[SourceRecord, Any]]:
+        """A whole `SourceBatch` transformed and converted column by column (only when `columnar`).
+
+        Where a transformation declines the batch (`Transformation.apply_columns`), its records go
+        one by one instead: then the result is each `SourceRecord` of the batch with its
+        `OutgoingRecord` (None: dropped), for the runner to send as on the per-record path.
+        """
+        if self.transforms.stages:
+            transformed = self.transforms.apply_columns(batch)
+            if transformed is None:
+                return [(record, self.convert(record)) for record in batch]
+            batch = transformed
         topic = batch.topic
         self._check_topic(topic)
         keys = batch.keys

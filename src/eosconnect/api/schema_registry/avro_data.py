@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import decimal
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
@@ -255,6 +255,84 @@ def _to_avro_value(schema: Schema, value: Any) -> Any:
     if t is Type.BYTES:
         return bytes(value)
     return value
+
+
+def avro_value_converter(schema: Schema) -> Callable[[Any], Any]:
+    """`to_avro_value` compiled for one schema: the walk over the schema is done once, so a batch of
+    records of that schema pays only for its values (the converters keep one per schema)."""
+    convert = _present_converter(schema)
+    default, optional = schema.default_value, schema.optional
+
+    def nullable(value: Any) -> Any:
+        if value is None:
+            value = default
+            if value is None:
+                if optional:
+                    return None
+                raise DataException(f"a required {schema.type} value is null (schema {schema!r})")
+        return convert(value)
+
+    return nullable
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _last_one(from_logical: Callable[[Schema, Any], Any], schema: Schema) -> Callable[[Any], Any]:
+    """A logical type's conversion that reuses its last result for the very same (immutable) value
+    object: records of one poll share one timestamp object (InsertField's `timestamp.field`)."""
+    last: list[Any] = [None, None]
+
+    def convert(value: Any) -> Any:
+        if value is last[0] and value is not None:
+            return last[1]
+        result = from_logical(schema, value)
+        last[0], last[1] = value, result
+        return result
+
+    return convert
+
+
+def _present_converter(schema: Schema) -> Callable[[Any], Any]:
+    """What `_to_avro_value` does with a non-null value of `schema`."""
+    name = schema.name
+    if name == Decimal.LOGICAL_NAME:
+        return lambda value: Decimal.from_logical(schema, _as_decimal(value))
+    for logical in (Date, Time, Timestamp):
+        if name == logical.LOGICAL_NAME:
+            return _last_one(logical.from_logical, schema)
+    t = schema.type
+    if t is Type.STRUCT:
+        fields = [(f.name, avro_value_converter(f.schema)) for f in schema.fields]
+        # Fields written as they are (strings, numbers) skip their converter unless null.
+        plain = [_present_converter(f.schema) is _identity for f in schema.fields]
+
+        def struct(value: Any) -> Any:
+            if isinstance(value, Struct):
+                # `Struct.get(field)` by the field's index; a null's default is `nullable`'s.
+                values = value._values
+                return {
+                    name: v if (v := values[i]) is not None and plain[i] else convert(v)
+                    for i, (name, convert) in enumerate(fields)
+                }
+            if isinstance(value, Mapping):
+                return {name: convert(value.get(name)) for name, convert in fields}
+            raise DataException(f"a STRUCT value must be a Struct, got {type(value).__name__}")
+
+        return struct
+    if t is Type.ARRAY:
+        item = avro_value_converter(_not_none(schema.value_schema))
+        return lambda value: [item(v) for v in value]
+    if t is Type.MAP:
+        key_schema = _not_none(schema.key_schema)
+        key, item = avro_value_converter(key_schema), avro_value_converter(_not_none(schema.value_schema))
+        if key_schema.type is Type.STRING and not key_schema.optional:
+            return lambda value: {k: item(v) for k, v in value.items()}
+        return lambda value: [{"key": key(k), "value": item(v)} for k, v in value.items()]
+    if t is Type.BYTES:
+        return bytes
+    return _identity
 
 
 def _as_decimal(value: Any) -> decimal.Decimal:
