@@ -153,6 +153,20 @@ def test_records_read_back_by_confluents_deserializer_with_the_registrys_id(
     assert back.value == order(1)
 
 
+def test_a_batch_is_written_as_its_records_are_one_by_one(schema_registry: LocalSchemaRegistry):
+    """`from_connect_batch` (one registry lookup per batch) gives each record's bytes, nulls kept."""
+    topic = unique("orders")
+    converter = avro_converter(schema_registry.url)
+    values = [order(1), None, order(2), order(3)]
+    assert converter.from_connect_batch(topic, values, ORDER) == [
+        converter.from_connect_data(topic, ORDER, value) for value in values
+    ]
+    bad = order(4)
+    bad._values[0] = "not a long"  # as a Struct filled without checks could hold
+    with pytest.raises(DataException, match="AvroConverter could not write the record value"):
+        converter.from_connect_batch(topic, [order(5), bad], ORDER)
+
+
 def test_records_written_by_confluents_serializer_read_as_connect_data(
     schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
 ):

@@ -33,7 +33,14 @@ from typing import Any
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
 from eosconnect.api.errors import DataException
 
-__all__ = ["AVRO_NAMESPACE", "from_avro_schema", "from_avro_value", "to_avro_schema", "to_avro_value"]
+__all__ = [
+    "AVRO_NAMESPACE",
+    "avro_value_converter",
+    "from_avro_schema",
+    "from_avro_value",
+    "to_avro_schema",
+    "to_avro_value",
+]
 
 AVRO_NAMESPACE = "io.confluent.connect.avro"
 DEFAULT_RECORD_NAME = "ConnectDefault"
@@ -191,7 +198,7 @@ def _avro_field(name: str, schema: Schema, names: _Names) -> dict[str, Any]:
 
 def _default_json(schema: Schema, value: Any) -> Any:
     """A default value as Avro JSON (bytes as ISO-8859-1 strings, as Avro's JSON encoding has them)."""
-    avro_value = _to_avro_value(schema, value)
+    avro_value = to_avro_value(schema, value)
     return _jsonable(avro_value)
 
 
@@ -214,47 +221,7 @@ def _not_none(schema: Schema | None) -> Schema:
 # ----------------------------------------------------------------------------------------------- values
 def to_avro_value(schema: Schema, value: Any) -> Any:
     """A Connect value (Struct, list, dict, logical Python types) as the plain data fastavro writes."""
-    return _to_avro_value(schema, value)
-
-
-def _to_avro_value(schema: Schema, value: Any) -> Any:
-    if value is None:
-        value = schema.default_value
-        if value is None:
-            if schema.optional:
-                return None
-            raise DataException(f"a required {schema.type} value is null (schema {schema!r})")
-    name = schema.name
-    if name == Decimal.LOGICAL_NAME:
-        return Decimal.from_logical(schema, _as_decimal(value))
-    if name == Date.LOGICAL_NAME:
-        return Date.from_logical(schema, value)
-    if name == Time.LOGICAL_NAME:
-        return Time.from_logical(schema, value)
-    if name == Timestamp.LOGICAL_NAME:
-        return Timestamp.from_logical(schema, value)
-    t = schema.type
-    if t is Type.STRUCT:
-        if isinstance(value, Struct):
-            return {f.name: _to_avro_value(f.schema, value.get(f)) for f in schema.fields}
-        if isinstance(value, Mapping):
-            return {f.name: _to_avro_value(f.schema, value.get(f.name)) for f in schema.fields}
-        raise DataException(f"a STRUCT value must be a Struct, got {type(value).__name__}")
-    if t is Type.ARRAY:
-        items = _not_none(schema.value_schema)
-        return [_to_avro_value(items, v) for v in value]
-    if t is Type.MAP:
-        key_schema = _not_none(schema.key_schema)
-        value_schema = _not_none(schema.value_schema)
-        if key_schema.type is Type.STRING and not key_schema.optional:
-            return {k: _to_avro_value(value_schema, v) for k, v in value.items()}
-        return [
-            {"key": _to_avro_value(key_schema, k), "value": _to_avro_value(value_schema, v)}
-            for k, v in value.items()
-        ]
-    if t is Type.BYTES:
-        return bytes(value)
-    return value
+    return avro_value_converter(schema)(value)
 
 
 def avro_value_converter(schema: Schema) -> Callable[[Any], Any]:
@@ -295,7 +262,7 @@ def _last_one(from_logical: Callable[[Schema, Any], Any], schema: Schema) -> Cal
 
 
 def _present_converter(schema: Schema) -> Callable[[Any], Any]:
-    """What `_to_avro_value` does with a non-null value of `schema`."""
+    """The Avro form of a non-null value of `schema` (nulls: `avro_value_converter`)."""
     name = schema.name
     if name == Decimal.LOGICAL_NAME:
         return lambda value: Decimal.from_logical(schema, _as_decimal(value))
