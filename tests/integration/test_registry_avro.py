@@ -42,7 +42,7 @@ from eosconnect.api.errors import DataException
 from eosconnect.api.schema_registry.avro import AvroConverter
 from eosconnect.api.schema_registry.avro_data import to_avro_schema
 from eosconnect.devkafka.registry import LocalSchemaRegistry
-from support.runtime_helpers import wait_until
+from support.runtime_helpers import committed_offsets, wait_until
 from support.schema_connectors import SCHEMA_NAME, SEQUENCE_V1
 
 pytestmark = [pytest.mark.kafka]
@@ -327,6 +327,120 @@ def test_exactly_once_source_structs_through_avro(
     assert [v["seq"] for v in values] == list(range(300)), "exactly the records before the refused one"
     assert {schema_id(r.value) for r in records} == {registry_client.get_latest_version(subject).schema_id}
     assert {r.key for r in records} == {b"task-0"}
+
+
+def test_refused_schema_with_errors_tolerance_all_is_skipped_by_an_exactly_once_source(
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+):
+    """With errors.tolerance=all, the records whose schema BACKWARD refuses are skipped as Kafka's source
+    tasks skip them: nothing of them is written (neither the key, whose schema the registry took, nor the
+    value), the task goes on, and their offsets are committed with the records around them."""
+    data = create_topic(topic_name("data"))
+    subject = f"{data}-value"
+    worker = worker_props("enabled")
+    connector = {
+        "name": "avro-tolerant",
+        "connector.class": "support.schema_connectors.StructSequenceConnector",
+        "tasks.max": "1",
+        "topic": data,
+        "records.per.task": "400",
+        "batch.size": "50",
+        "payload.bytes": "8",
+        "schema.switch.at": "300",
+        "errors.tolerance": "all",
+        "errors.log.enable": "true",
+        "key.converter": "io.confluent.connect.avro.AvroConverter",
+        "key.converter.schema.registry.url": schema_registry.url,
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": schema_registry.url,
+    }
+    registry_client.register_schema(subject, RegistrySchema(json.dumps(to_avro_schema(SEQUENCE_V1)), "AVRO"))
+    schema_registry.set_compatibility("BACKWARD", subject=subject)
+
+    job = run_job(connector, worker)
+    wait_until(
+        lambda: (
+            committed_offsets(read_committed, worker["offset.storage.topic"], "avro-tolerant")
+            == {json.dumps({"task": 0}): {"seq": 399}}
+        ),
+        120,
+        "the offset past the last (skipped) record",
+        job,
+    )
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    assert outcomes[0]["metrics"]["source-record-filtered-total"] == 100
+
+    records = read_committed(data)
+    deserialize = AvroDeserializer(registry_client)
+    values = [deserialize(r.value, SerializationContext(data, MessageField.VALUE)) for r in records]
+    assert [v["seq"] for v in values] == list(range(300)), "the refused records are not written"
+    assert all(r.key is not None and r.value is not None for r in records)
+    assert [v for v in registry_client.get_versions(subject)] == [1], "the refused schema is not registered"
+
+
+def test_sink_skips_records_the_registry_has_no_schema_for_into_the_dead_letter_queue(
+    schema_registry: LocalSchemaRegistry,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+    bootstrap: str,
+    tmp_path: Path,
+):
+    """A sink never registers schemas: what the registry refuses it is the schema of a record's id (a
+    record written against another registry). With errors.tolerance=all and a dead letter queue that
+    record goes to the queue as consumed, with the registry's answer in Kafka's error headers, and the
+    records around it are put."""
+    data = create_topic(topic_name("data"))
+    dlq = topic_name("dlq")
+    topic = data
+    converter = avro_converter(schema_registry.url)
+    good = [converter.from_connect_data(topic, ORDER, order(i)) for i in range(3)]
+    unknown_id = bytes([0]) + (2**31 - 7).to_bytes(4, "big") + (good[0] or b"")[5:]
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in (good[0], unknown_id, good[1], good[2]):
+        producer.produce(data, key=b"k", value=value)
+    assert producer.flush(30) == 0
+
+    calls = tmp_path / "calls.jsonl"
+    connector = {
+        "name": topic_name("sink"),
+        "connector.class": "support.schema_connectors.StructRecordingSinkConnector",
+        "tasks.max": "1",
+        "topics": data,
+        "record.file": str(calls),
+        "key.converter": "string",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": schema_registry.url,
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+    job = run_job(connector, worker_props("disabled"))
+
+    def put() -> list[list[Any]]:
+        lines = calls.read_text().splitlines() if calls.exists() else []
+        return [r for e in map(json.loads, lines) if e["call"] == "put" for r in e["records"]]
+
+    wait_until(lambda: len(put()) >= 3, 120, "3 records put", job)
+    outcomes = job.stop()  # the dead letter was acknowledged before the positions past it committed
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    assert [r[2] for r in put()] == [0, 2, 3] and [r[4]["id"] for r in put()] == [0, 1, 2]
+    [letter] = read_committed(dlq)
+    assert letter.value == unknown_id and letter.key == b"k"
+    headers = {k: v.decode() for k, v in letter.headers}
+    assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+    assert headers["__connect.errors.class.name"] == "io.confluent.connect.avro.AvroConverter"
+    assert "has no schema with id 2147483641" in headers["__connect.errors.exception.message"]
 
 
 def test_sink_reads_avro_written_by_another_producer_as_structs(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
 from eosconnect.api import (
@@ -16,6 +17,7 @@ from eosconnect.api import (
     SourceRecord,
     Struct,
 )
+from eosconnect.api.errors import DataException
 from eosconnect.runtime.pipeline import RecordPipeline, SinkRecordPipeline
 
 SCHEMAS_ON = {
@@ -148,3 +150,25 @@ def test_a_transformation_with_a_predicate_keeps_batches_record_by_record() -> N
         "predicates.always.pattern": ".*",
     }
     assert not RecordPipeline(config).columnar
+
+
+def test_errors_tolerance_all_skips_only_the_records_a_converter_rejects() -> None:
+    config = {**SCHEMAS_ON, "errors.tolerance": "all"}
+    bad = Struct._of(SCHEMA, [2, 5])  # "name" holds an int: the JsonConverter refuses it
+    batch = SourceBatch({"p": 1}, {"o": 3}, "t", [row(1, "a"), bad, row(3, "c")], value_schema=SCHEMA)
+    pipeline = RecordPipeline(config)
+    pairs = pipeline.convert_columns(batch)
+    assert isinstance(pairs, list)  # record by record, so that only the bad one is skipped
+    assert [out is None for _, out in pairs] == [False, True, False]
+    assert pipeline.skipped == 1
+    strict = RecordPipeline(SCHEMAS_ON)
+    with pytest.raises(DataException):
+        strict.convert_columns(batch)
+    with pytest.raises(DataException):
+        strict.convert(batch[1])
+
+
+def test_errors_tolerance_all_writes_nothing_of_a_record_whose_value_is_rejected() -> None:
+    config = {**SCHEMAS_ON, "errors.tolerance": "all"}
+    record = SourceRecord({"p": 1}, {"o": 1}, "t", Struct._of(SCHEMA, [1, 2]), key=7, value_schema=SCHEMA)
+    assert RecordPipeline(config).convert(record) is None  # the key converted, the record is not sent
