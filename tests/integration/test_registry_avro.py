@@ -193,6 +193,94 @@ def test_records_written_by_confluents_serializer_read_as_connect_data(
     assert result.schema.field("value").schema.optional
 
 
+def test_general_unions_as_confluents_union_structs_both_ways(
+    schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
+):
+    """A union other than ["null", T] is Confluent's `io.confluent.connect.avro.Union` STRUCT: one
+    optional field per branch (the type, or a record's simple name), the branch taken set. Records
+    written by Confluent's serializer read so, and ours write the branch back for its deserializer."""
+    topic = unique("unions")
+    schema = {
+        "type": "record",
+        "name": "Event",
+        "namespace": "com.example",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {
+                "name": "payload",
+                "type": [
+                    "null",
+                    "string",
+                    "long",
+                    {"type": "record", "name": "Point", "fields": [{"name": "x", "type": "int"}]},
+                    {"type": "record", "name": "Label", "fields": [{"name": "text", "type": "string"}]},
+                ],
+            },
+            {"name": "either", "type": ["int", "string"]},
+        ],
+    }
+    serialize = AvroSerializer(registry_client, json.dumps(schema))
+    context = SerializationContext(topic, MessageField.VALUE)
+    events = [
+        {"id": 1, "payload": "text", "either": 1},
+        {"id": 2, "payload": 7, "either": "b"},
+        {"id": 3, "payload": ("com.example.Point", {"x": 3}), "either": 2},
+        {"id": 4, "payload": ("com.example.Label", {"text": "hi"}), "either": 3},
+        {"id": 5, "payload": None, "either": "c"},
+    ]
+    converter = avro_converter(schema_registry.url)
+    read = [converter.to_connect_data(topic, serialize(e, context)) for e in events]
+    union = read[0].schema.field("payload").schema
+    assert union.name == "io.confluent.connect.avro.Union" and union.optional
+    assert [f.name for f in union.fields] == ["string", "long", "Point", "Label"]
+    assert all(f.schema.optional for f in union.fields)
+    either = read[0].schema.field("either").schema
+    assert [f.name for f in either.fields] == ["int", "string"] and not either.optional
+
+    def taken(struct: Struct | None) -> Any:
+        if struct is None:
+            return None
+        [(name, value)] = [(f.name, struct.get(f)) for f in struct.schema.fields if struct.get(f) is not None]
+        return name, value.to_dict() if isinstance(value, Struct) else value
+
+    assert [taken(r.value.get("payload")) for r in read] == [
+        ("string", "text"),
+        ("long", 7),
+        ("Point", {"x": 3}),
+        ("Label", {"text": "hi"}),
+        None,
+    ]
+    assert [taken(r.value.get("either")) for r in read] == [
+        ("int", 1),
+        ("string", "b"),
+        ("int", 2),
+        ("int", 3),
+        ("string", "c"),
+    ]
+
+    # Written back by eosconnect (its own subject), read by Confluent's deserializer as the same data.
+    out_topic = unique("unions-out")
+    deserialize = AvroDeserializer(registry_client)
+    written = [converter.from_connect_data(out_topic, r.schema, r.value) for r in read]
+    back = [deserialize(w, SerializationContext(out_topic, MessageField.VALUE)) for w in written]
+    assert [(b["id"], b["payload"], b["either"]) for b in back] == [
+        (1, "text", 1),
+        (2, 7, "b"),
+        (3, {"x": 3}, 2),
+        (4, {"text": "hi"}, 3),
+        (5, None, "c"),
+    ]
+    registered = json.loads(registry_client.get_latest_version(f"{out_topic}-value").schema.schema_str)
+    payload_type = next(f["type"] for f in registered["fields"] if f["name"] == "payload")
+    assert [b if isinstance(b, str) else b["name"] for b in payload_type] == [
+        "null",
+        "string",
+        "long",
+        "Point",
+        "Label",
+    ]
+
+
 def test_incompatible_change_refused_naming_subject_and_rule(
     schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
 ):

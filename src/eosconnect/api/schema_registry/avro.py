@@ -119,7 +119,10 @@ class AvroConverter(RegistryConverter):
             reader = self._readers.put(schema_id, (fastavro.parse_schema(avro), from_avro_schema(avro)))
         parsed, connect_schema = reader
         try:
-            datum = fastavro.schemaless_reader(io.BytesIO(payload), parsed, None)
+            # A record taken by a union comes as (record name, fields): the union STRUCT's branch.
+            datum = fastavro.schemaless_reader(
+                io.BytesIO(payload), parsed, None, return_record_name=True, return_record_name_override=True
+            )
         except (EOFError, ValueError, TypeError, IndexError) as exc:
             raise DataException(
                 f"AvroConverter could not read the record {self._what()} from topic {topic!r} with schema "
