@@ -13,7 +13,16 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from eosconnect.api.converters import converter_from_config
-from eosconnect.api.data import INT64_SCHEMA, STRING_SCHEMA, Decimal, SchemaBuilder, Struct, Timestamp
+from eosconnect.api.data import (
+    INT64_SCHEMA,
+    STRING_SCHEMA,
+    Date,
+    Decimal,
+    SchemaBuilder,
+    Struct,
+    Time,
+    Timestamp,
+)
 from eosconnect.api.errors import DataException
 from eosconnect.api.schema_registry.protobuf import ProtobufConverter
 from eosconnect.api.schema_registry.protobuf_data import to_proto
@@ -84,6 +93,52 @@ def test_protobuf_records_read_by_confluents_deserializer(schema_registry: Local
     value = back.value
     assert (value.get("id"), value.get("note"), value.get("small"), value.get("at")) == (5, None, -3, AT)
     assert value.get("items")[0].get("sku") == "s1" and value.get("counts") == {"x": 2}
+
+
+def test_date_and_time_as_googles_well_known_types(schema_registry: LocalSchemaRegistry):
+    """Date is `google.type.Date`, Time `google.type.TimeOfDay` (as Confluent's ProtobufData maps them):
+    Confluent's deserializer reads them, and they read back as Connect's Date and Time."""
+    schema = (
+        SchemaBuilder.struct()
+        .name("com.example.Shift")
+        .field("day", Date.SCHEMA)
+        .field("starts", Time.SCHEMA)
+        .field("off", SchemaBuilder.array(Date.SCHEMA).build())
+        .field("note", SchemaBuilder.string().optional().build())
+        .build()
+    )
+    value = (
+        Struct(schema)
+        .put("day", datetime.date(2024, 2, 29))
+        .put("starts", datetime.time(23, 59, 58, 123000))
+        .put("off", [datetime.date(2024, 3, 1), datetime.date(1970, 1, 1)])
+    )
+    topic = f"pb-dates-{uuid.uuid4().hex[:8]}"
+    data = protobuf_converter(schema_registry.url).from_connect_data(topic, schema, value)
+    assert data is not None
+    registered = SchemaRegistryClient({"url": schema_registry.url}).get_latest_version(f"{topic}-value")
+    assert 'import "google/type/date.proto";' in registered.schema.schema_str
+    assert ".google.type.TimeOfDay starts = 2;" in registered.schema.schema_str
+
+    plain = ProtobufDeserializer(to_proto(schema).message_class, {"use.deprecated.format": False})(
+        data, SerializationContext(topic, MessageField.VALUE)
+    )
+    assert (plain.day.year, plain.day.month, plain.day.day) == (2024, 2, 29)
+    assert (plain.starts.hours, plain.starts.minutes, plain.starts.seconds, plain.starts.nanos) == (
+        23,
+        59,
+        58,
+        123_000_000,
+    )
+    assert [(d.year, d.month, d.day) for d in plain.off] == [(2024, 3, 1), (1970, 1, 1)]
+
+    back = protobuf_converter(schema_registry.url).to_connect_data(topic, data)
+    assert back.schema is not None
+    assert back.schema.field("day").schema.name == Date.LOGICAL_NAME
+    assert back.schema.field("starts").schema.name == Time.LOGICAL_NAME
+    assert back.value.get("day") == datetime.date(2024, 2, 29)
+    assert back.value.get("starts") == datetime.time(23, 59, 58, 123000)
+    assert back.value.get("off") == [datetime.date(2024, 3, 1), datetime.date(1970, 1, 1)]
 
 
 def test_protobuf_field_type_change_refused_under_backward(schema_registry: LocalSchemaRegistry):

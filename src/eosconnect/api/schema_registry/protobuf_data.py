@@ -6,16 +6,17 @@ fields are numbered by position (1, 2, ...); INT8/INT16/INT32 are `int32`, INT64
 FLOAT64 `double`, BOOLEAN `bool`, STRING `string`, BYTES `bytes`; an optional primitive is a proto3
 `optional` field (it has presence, so null survives); ARRAY is `repeated`; MAP with string, integer or
 boolean keys is `map<K, V>`; a nested STRUCT is a nested message; Timestamp is
-`google.protobuf.Timestamp`. The `.proto` text is what is registered (schema type PROTOBUF), and the
+`google.protobuf.Timestamp`, Date `google.type.Date` and Time `google.type.TimeOfDay` (as Confluent's
+ProtobufData writes them; read back as Connect's logical types). The `.proto` text is what is registered (schema type PROTOBUF), and the
 same file, as a `FileDescriptorProto`, gives the message class that encodes the payload.
 
 Reading: the registered `.proto` text is parsed (`parse_proto`, the proto3 subset above plus enums,
 `reserved` and options, which are skipped) and the message the record's message indexes name is
 decoded. Message-typed fields read as optional STRUCTs (a message field may be absent), enums as STRING.
 
-Not supported yet (a clear error says so): Decimal, Date and Time (Confluent maps them to
-`confluent.type.Decimal`, `google.type.Date`, `google.type.TimeOfDay`), arrays of arrays or of maps,
-maps with other keys, top-level schemas other than STRUCT, and reading `oneof` groups.
+Not supported yet (a clear error says so): Decimal (Confluent's `confluent.type.Decimal`, its scale in
+`confluent.field_meta` options), arrays of arrays or of maps, maps with other keys, top-level schemas
+other than STRUCT, and reading `oneof` groups.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+from google.type import date_pb2, timeofday_pb2
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
 from eosconnect.api.errors import DataException
@@ -37,6 +39,16 @@ __all__ = ["ProtoFile", "from_message", "message_descriptor", "parse_proto", "to
 FDP = descriptor_pb2.FieldDescriptorProto
 TIMESTAMP_TYPE = "google.protobuf.Timestamp"
 TIMESTAMP_IMPORT = "google/protobuf/timestamp.proto"
+DATE_TYPE = "google.type.Date"
+TIME_TYPE = "google.type.TimeOfDay"
+#: Connect's logical types that Confluent's ProtobufData writes as these well-known messages: logical
+#: name -> (message full name, the file that defines it, its generated module).
+_LOGICAL_MESSAGES: dict[str, tuple[str, str, Any]] = {
+    Timestamp.LOGICAL_NAME: (TIMESTAMP_TYPE, TIMESTAMP_IMPORT, timestamp_pb2),
+    Date.LOGICAL_NAME: (DATE_TYPE, "google/type/date.proto", date_pb2),
+    Time.LOGICAL_NAME: (TIME_TYPE, "google/type/timeofday.proto", timeofday_pb2),
+}
+_KNOWN_IMPORTS = {path: module for _, path, module in _LOGICAL_MESSAGES.values()}
 _SCALARS = {
     Type.INT8: FDP.TYPE_INT32,
     Type.INT16: FDP.TYPE_INT32,
@@ -106,16 +118,17 @@ def _fill_message(message: descriptor_pb2.DescriptorProto, schema: Schema, file:
 
 
 def _set_field_type(field: Any, schema: Schema, message: Any, file: Any, name: str) -> None:
-    if schema.name in (Decimal.LOGICAL_NAME, Date.LOGICAL_NAME, Time.LOGICAL_NAME):
+    if schema.name == Decimal.LOGICAL_NAME:
         raise DataException(
-            f"field {name!r}: ProtobufConverter does not support {schema.name} yet "
-            "(Confluent maps it to confluent.type.Decimal / google.type.Date / google.type.TimeOfDay)"
+            f"field {name!r}: ProtobufConverter does not support {schema.name} yet (Confluent maps it to "
+            "confluent.type.Decimal with its scale in confluent.field_meta options)"
         )
-    if schema.name == Timestamp.LOGICAL_NAME:
+    if schema.name in _LOGICAL_MESSAGES:
+        type_name, path, _ = _LOGICAL_MESSAGES[schema.name]
         field.type = FDP.TYPE_MESSAGE
-        field.type_name = f".{TIMESTAMP_TYPE}"
-        if TIMESTAMP_IMPORT not in file.dependency:
-            file.dependency.append(TIMESTAMP_IMPORT)
+        field.type_name = f".{type_name}"
+        if path not in file.dependency:
+            file.dependency.append(path)
         return
     t = schema.type
     if t in _SCALARS:
@@ -389,11 +402,12 @@ def _add_field(message: Any, name: str, number: int, type_text: str, label: int)
 def message_descriptor(file: descriptor_pb2.FileDescriptorProto, indexes: list[int]) -> Descriptor:
     """The message that `indexes` (the wire format's message indexes) name in `file`."""
     pool = descriptor_pool.DescriptorPool()
-    if TIMESTAMP_IMPORT in file.dependency:
-        well_known = descriptor_pb2.FileDescriptorProto()
-        timestamp_pb2.DESCRIPTOR.CopyToProto(well_known)
-        pool.Add(well_known)
-    unknown = [d for d in file.dependency if d != TIMESTAMP_IMPORT]
+    for dependency in file.dependency:
+        if dependency in _KNOWN_IMPORTS:
+            well_known = descriptor_pb2.FileDescriptorProto()
+            _KNOWN_IMPORTS[dependency].DESCRIPTOR.CopyToProto(well_known)
+            pool.Add(well_known)
+    unknown = [d for d in file.dependency if d not in _KNOWN_IMPORTS]
     if unknown:
         raise DataException(f"Protobuf schemas importing {', '.join(unknown)} are not supported yet")
     try:
@@ -423,9 +437,32 @@ def to_message(schema: Schema, value: Any, message: Message) -> Message:
     return message
 
 
-def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
+def _set_logical(target: Message, schema: Schema, value: Any) -> None:
+    """A Timestamp, Date or Time into its well-known message, as Confluent's ProtobufData writes it."""
     if schema.name == Timestamp.LOGICAL_NAME:
-        getattr(message, name).FromDatetime(value.astimezone(datetime.UTC).replace(tzinfo=None))
+        target.FromDatetime(value.astimezone(datetime.UTC).replace(tzinfo=None))  # type: ignore[attr-defined]
+    elif schema.name == Date.LOGICAL_NAME:
+        target.year, target.month, target.day = value.year, value.month, value.day  # type: ignore[attr-defined]
+    else:  # Time: Connect's are milliseconds of the (UTC) day
+        millis = Time.from_logical(schema, value)
+        seconds, target.nanos = divmod(millis, 1000)  # type: ignore[attr-defined]
+        target.nanos *= 1_000_000  # type: ignore[attr-defined]
+        minutes, target.seconds = divmod(seconds, 60)  # type: ignore[attr-defined]
+        target.hours, target.minutes = divmod(minutes, 60)  # type: ignore[attr-defined]
+
+
+def _get_logical(raw: Any, schema: Schema) -> Any:
+    if schema.name == Timestamp.LOGICAL_NAME:
+        return raw.ToDatetime(tzinfo=datetime.UTC)
+    if schema.name == Date.LOGICAL_NAME:
+        return datetime.date(raw.year, raw.month, raw.day)
+    millis = ((raw.hours * 60 + raw.minutes) * 60 + raw.seconds) * 1000 + raw.nanos // 1_000_000
+    return Time.to_logical(schema, millis)
+
+
+def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
+    if schema.name in _LOGICAL_MESSAGES:
+        _set_logical(getattr(message, name), schema, value)
         return
     t = schema.type
     if t is Type.STRUCT:
@@ -437,8 +474,8 @@ def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
         for item in value:
             if element.type is Type.STRUCT:
                 to_message(element, item, container.add())
-            elif element.name == Timestamp.LOGICAL_NAME:
-                container.add().FromDatetime(item.astimezone(datetime.UTC).replace(tzinfo=None))
+            elif element.name in _LOGICAL_MESSAGES:
+                _set_logical(container.add(), element, item)
             else:
                 container.append(item)
     elif t is Type.MAP:
@@ -462,6 +499,9 @@ def connect_schema(descriptor: Descriptor) -> Schema:
     return builder.build()
 
 
+_LOGICAL_BUILDERS = {TIMESTAMP_TYPE: Timestamp.builder, DATE_TYPE: Date.builder, TIME_TYPE: Time.builder}
+
+
 def _is_map(field: FieldDescriptor) -> bool:
     return (
         field.type == FieldDescriptor.TYPE_MESSAGE
@@ -480,8 +520,9 @@ def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
     if field.is_repeated and not element:
         return SchemaBuilder.array(_field_schema(field, True)).build()
     if field.type == FieldDescriptor.TYPE_MESSAGE:
-        if field.message_type.full_name == TIMESTAMP_TYPE:
-            builder = Timestamp.builder()
+        logical = _LOGICAL_BUILDERS.get(field.message_type.full_name)
+        if logical is not None:
+            builder = logical()
         else:
             builder = SchemaBuilder.struct().name(field.message_type.full_name)
             for sub in field.message_type.fields:
@@ -542,8 +583,8 @@ def _convert(raw: Any, field: FieldDescriptor, schema: Schema) -> Any:
 
 
 def _element(raw: Any, field: FieldDescriptor, schema: Schema) -> Any:
-    if schema.name == Timestamp.LOGICAL_NAME:
-        return raw.ToDatetime(tzinfo=datetime.UTC)
+    if schema.name in _LOGICAL_MESSAGES:
+        return _get_logical(raw, schema)
     if schema.type is Type.STRUCT:
         return from_message(schema, raw)
     if field.type == FieldDescriptor.TYPE_ENUM:
