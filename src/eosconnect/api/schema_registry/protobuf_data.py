@@ -7,8 +7,9 @@ FLOAT64 `double`, BOOLEAN `bool`, STRING `string`, BYTES `bytes`; an optional pr
 `optional` field (it has presence, so null survives); ARRAY is `repeated`; MAP with string, integer or
 boolean keys is `map<K, V>`; a nested STRUCT is a nested message; Timestamp is
 `google.protobuf.Timestamp`, Date `google.type.Date` and Time `google.type.TimeOfDay` (as Confluent's
-ProtobufData writes them; read back as Connect's logical types). The `.proto` text is what is registered (schema type PROTOBUF), and the
-same file, as a `FileDescriptorProto`, gives the message class that encodes the payload.
+ProtobufData writes them; read back as Connect's logical types). The `.proto` text is what is
+registered (schema type PROTOBUF), and the same file, as a `FileDescriptorProto`, gives the message
+class that encodes the payload.
 
 Reading: the registered `.proto` text is parsed (`parse_proto`, the proto3 subset above plus enums,
 `reserved` and options, which are skipped) and the message the record's message indexes name is
