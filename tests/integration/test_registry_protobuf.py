@@ -8,9 +8,11 @@ import datetime
 import uuid
 
 import pytest
+from confluent_kafka.schema_registry import Schema as RegistrySchema
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import message_factory
 
 from eosconnect.api.converters import converter_from_config
 from eosconnect.api.data import (
@@ -25,7 +27,7 @@ from eosconnect.api.data import (
 )
 from eosconnect.api.errors import DataException
 from eosconnect.api.schema_registry.protobuf import ProtobufConverter
-from eosconnect.api.schema_registry.protobuf_data import to_proto
+from eosconnect.api.schema_registry.protobuf_data import message_descriptor, parse_proto, to_proto
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 
 ITEM = SchemaBuilder.struct().name("com.example.Item").field("sku", STRING_SCHEMA).build()
@@ -139,6 +141,61 @@ def test_date_and_time_as_googles_well_known_types(schema_registry: LocalSchemaR
     assert back.value.get("day") == datetime.date(2024, 2, 29)
     assert back.value.get("starts") == datetime.time(23, 59, 58, 123000)
     assert back.value.get("off") == [datetime.date(2024, 3, 1), datetime.date(1970, 1, 1)]
+
+
+ONEOF_PROTO = """
+syntax = "proto3";
+package shop.v1;
+message Payment {
+  int64 id = 1;
+  oneof method {
+    string card = 2;
+    int64 account = 3;
+    Wallet wallet = 4;
+  }
+  message Wallet { string provider = 1; }
+}
+"""
+
+
+def test_oneof_groups_as_confluents_union_structs_both_ways(schema_registry: LocalSchemaRegistry):
+    """A `oneof` reads as Confluent's ProtobufData has it: a field `<group>_<index>` (before the other
+    fields) holding the optional STRUCT `io.confluent.connect.protobuf.Union.<group>` with the member
+    that is set; written back, it is a `oneof` again, which Confluent's deserializer reads."""
+    client = SchemaRegistryClient({"url": schema_registry.url})
+    topic = f"pb-oneof-{uuid.uuid4().hex[:8]}"
+    schema_id = client.register_schema(f"{topic}-value", RegistrySchema(ONEOF_PROTO, "PROTOBUF"))
+    payment = message_factory.GetMessageClass(message_descriptor(parse_proto(ONEOF_PROTO), [0]))
+    by_card, by_wallet, unset = payment(id=1, card="4111"), payment(id=2), payment(id=3)
+    by_wallet.wallet.provider = "paypal"
+    converter = protobuf_converter(schema_registry.url)
+    read = [
+        converter.to_connect_data(
+            topic, b"\x00" + schema_id.to_bytes(4, "big") + b"\x00" + m.SerializeToString()
+        )
+        for m in (by_card, by_wallet, unset)
+    ]
+    schema = read[0].schema
+    assert schema is not None and [f.name for f in schema.fields] == ["method_0", "id"]
+    union = schema.field("method_0").schema
+    assert union.name == "io.confluent.connect.protobuf.Union.method" and union.optional
+    assert [f.name for f in union.fields] == ["card", "account", "wallet"]
+    assert read[0].value.get("method_0").get("card") == "4111"
+    assert read[1].value.get("method_0").get("wallet").get("provider") == "paypal"
+    assert read[2].value.get("method_0") is None
+
+    out = f"pb-oneof-out-{uuid.uuid4().hex[:8]}"
+    deserialize = ProtobufDeserializer(to_proto(schema).message_class, {"use.deprecated.format": False})
+    back = [
+        deserialize(
+            converter.from_connect_data(out, r.schema, r.value), SerializationContext(out, MessageField.VALUE)
+        )
+        for r in read
+    ]
+    assert [(b.id, b.WhichOneof("method")) for b in back] == [(1, "card"), (2, "wallet"), (3, None)]
+    assert back[0].card == "4111" and back[1].wallet.provider == "paypal"
+    registered = client.get_latest_version(f"{out}-value").schema.schema_str
+    assert "oneof method {" in registered
 
 
 def test_protobuf_field_type_change_refused_under_backward(schema_registry: LocalSchemaRegistry):

@@ -13,11 +13,14 @@ class that encodes the payload.
 
 Reading: the registered `.proto` text is parsed (`parse_proto`, the proto3 subset above plus enums,
 `reserved` and options, which are skipped) and the message the record's message indexes name is
-decoded. Message-typed fields read as optional STRUCTs (a message field may be absent), enums as STRING.
+decoded. Message-typed fields read as optional STRUCTs (a message field may be absent), enums as STRING,
+and a `oneof` group as Confluent's ProtobufData reads it: a field `<group>_<index>` (before the
+message's other fields) holding the optional STRUCT `io.confluent.connect.protobuf.Union.<group>`, one
+optional field per member, the member that is set filled in; such a STRUCT is written as a `oneof`.
 
 Not supported yet (a clear error says so): Decimal (Confluent's `confluent.type.Decimal`, its scale in
-`confluent.field_meta` options), arrays of arrays or of maps, maps with other keys, top-level schemas
-other than STRUCT, and reading `oneof` groups.
+`confluent.field_meta` options), arrays of arrays or of maps, maps with other keys, and top-level schemas
+other than STRUCT.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ _LOGICAL_MESSAGES: dict[str, tuple[str, str, Any]] = {
     Time.LOGICAL_NAME: (TIME_TYPE, "google/type/timeofday.proto", timeofday_pb2),
 }
 _KNOWN_IMPORTS = {path: module for _, path, module in _LOGICAL_MESSAGES.values()}
+#: Confluent's ProtobufData names a `oneof` group's Connect STRUCT this prefix + the group's name; the
+#: field holding it is `<group>_<index of the group>`, before the message's other fields.
+UNION_PREFIX = "io.confluent.connect.protobuf.Union."
 _SCALARS = {
     Type.INT8: FDP.TYPE_INT32,
     Type.INT16: FDP.TYPE_INT32,
@@ -113,9 +119,28 @@ def to_proto(schema: Schema) -> ProtoFile:
 
 
 def _fill_message(message: descriptor_pb2.DescriptorProto, schema: Schema, file: Any) -> None:
+    """Fields numbered in order (1, 2, ...); a union STRUCT (Confluent's `...protobuf.Union.<name>`)
+    is a `oneof <name>` whose members take the next numbers."""
+    number = 0
     for f in schema.fields:
-        field = message.field.add(name=f.name, number=f.index + 1, label=FDP.LABEL_OPTIONAL)
+        if is_union(f.schema):
+            oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=f.schema.name[len(UNION_PREFIX) :])  # type: ignore[index]
+            for member in f.schema.fields:
+                number += 1
+                field = message.field.add(name=member.name, number=number, label=FDP.LABEL_OPTIONAL)
+                _set_field_type(field, _required(member.schema), message, file, member.name)
+                field.oneof_index = oneof_index
+            continue
+        number += 1
+        field = message.field.add(name=f.name, number=number, label=FDP.LABEL_OPTIONAL)
         _set_field_type(field, f.schema, message, file, f.name)
+
+
+def is_union(schema: Schema) -> bool:
+    """Whether `schema` is Confluent's Connect form of a `oneof` group (a STRUCT named
+    `io.confluent.connect.protobuf.Union.<oneof name>`, one optional field per member)."""
+    return schema.type is Type.STRUCT and (schema.name or "").startswith(UNION_PREFIX)
 
 
 def _set_field_type(field: Any, schema: Schema, message: Any, file: Any, name: str) -> None:
@@ -213,7 +238,17 @@ def _render_message(message: descriptor_pb2.DescriptorProto, indent: str) -> lis
     entries = {m.name: m for m in message.nested_type if m.options.map_entry}
     lines = [f"{indent}message {message.name} {{"]
     inner = indent + "  "
+    rendered_oneofs: set[int] = set()
     for field in message.field:
+        if field.HasField("oneof_index") and not field.proto3_optional:
+            if field.oneof_index not in rendered_oneofs:
+                rendered_oneofs.add(field.oneof_index)
+                lines.append(f"{inner}oneof {message.oneof_decl[field.oneof_index].name} {{")
+                for member in message.field:
+                    if member.HasField("oneof_index") and member.oneof_index == field.oneof_index:
+                        lines.append(f"{inner}  {_type_text(member)} {member.name} = {member.number};")
+                lines.append(f"{inner}}}")
+            continue
         if field.type_name in entries:
             entry = entries[field.type_name]
             key, value = entry.field
@@ -354,7 +389,19 @@ def _parse_message(p: _Parser, message: descriptor_pb2.DescriptorProto) -> None:
         elif token in ("option", "reserved", "extensions", "extend"):
             p.skip_statement()
         elif token == "oneof":
-            raise DataException("reading Protobuf schemas with oneof groups is not supported yet")
+            oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=p.next())
+            p.expect("{")
+            while (member_type := p.next()) != "}":
+                if member_type == "option":
+                    p.skip_statement()
+                    continue
+                name = p.next()
+                p.expect("=")
+                number = int(p.next())
+                p.skip_options()
+                p.expect(";")
+                _add_field(message, name, number, member_type, FDP.LABEL_OPTIONAL).oneof_index = oneof_index
         elif token == ";":
             continue
         elif token == "map":
@@ -434,6 +481,12 @@ def to_message(schema: Schema, value: Any, message: Message) -> Message:
             if not f.schema.optional and f.schema.default_value is None:
                 raise DataException(f"field {f.name!r} is required and has no value")
             continue
+        if is_union(f.schema):  # the oneof's member that is set (the first, should several be)
+            for member in f.schema.fields:
+                if (member_value := item.get(member.name)) is not None:
+                    _set(message, member.name, member.schema, member_value)
+                    break
+            continue
         _set(message, f.name, f.schema, item)
     return message
 
@@ -494,10 +547,36 @@ def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
 
 def connect_schema(descriptor: Descriptor) -> Schema:
     """The Connect STRUCT schema of a message (read side)."""
+    return _struct_builder(descriptor).build()
+
+
+def _struct_builder(descriptor: Descriptor) -> SchemaBuilder:
+    """A message's fields; each `oneof` group first, as Confluent's ProtobufData orders them: a
+    field `<group>_<index>` holding a union STRUCT of its members (optional, one set)."""
     builder = SchemaBuilder.struct().name(descriptor.full_name)
+    for oneof in _real_oneofs(descriptor):
+        union = SchemaBuilder.struct().name(UNION_PREFIX + oneof.name).optional()
+        for member in oneof.fields:
+            union.field(member.name, _field_schema(member))
+        builder.field(f"{oneof.name}_{oneof.index}", union.build())
     for field in descriptor.fields:
-        builder.field(field.name, _field_schema(field))
-    return builder.build()
+        if _real_oneof(field) is None:
+            builder.field(field.name, _field_schema(field))
+    return builder
+
+
+def _real_oneofs(descriptor: Descriptor) -> list[Any]:
+    return [o for o in descriptor.oneofs if not _synthetic(o)]
+
+
+def _synthetic(oneof: Any) -> bool:
+    """proto3 `optional` puts its field in a oneof of its own, named `_<field>` by protoc."""
+    return len(oneof.fields) == 1 and oneof.name == f"_{oneof.fields[0].name}"
+
+
+def _real_oneof(field: FieldDescriptor) -> Any:
+    oneof = field.containing_oneof
+    return None if oneof is None or _synthetic(oneof) else oneof
 
 
 _LOGICAL_BUILDERS = {TIMESTAMP_TYPE: Timestamp.builder, DATE_TYPE: Date.builder, TIME_TYPE: Time.builder}
@@ -522,12 +601,7 @@ def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
         return SchemaBuilder.array(_field_schema(field, True)).build()
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         logical = _LOGICAL_BUILDERS.get(field.message_type.full_name)
-        if logical is not None:
-            builder = logical()
-        else:
-            builder = SchemaBuilder.struct().name(field.message_type.full_name)
-            for sub in field.message_type.fields:
-                builder.field(sub.name, _field_schema(sub))
+        builder = logical() if logical is not None else _struct_builder(field.message_type)
         return builder.build() if element else builder.optional().build()
     if field.type == FieldDescriptor.TYPE_ENUM:
         builder = SchemaBuilder.string()
@@ -557,9 +631,16 @@ def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
 
 def from_message(schema: Schema, message: Message) -> Struct:
     struct = Struct(schema)
+    fields = message.DESCRIPTOR.fields_by_name
     for f in schema.fields:
-        descriptor = message.DESCRIPTOR.fields_by_name[f.name]
-        struct.put(f, _get(message, descriptor, f.schema))
+        if is_union(f.schema):
+            member = message.WhichOneof(f.schema.name[len(UNION_PREFIX) :])  # type: ignore[index]
+            if member is not None:
+                union = Struct(f.schema)
+                union.put(member, _get(message, fields[member], f.schema.field(member).schema))  # type: ignore[union-attr]
+                struct.put(f, union)
+            continue
+        struct.put(f, _get(message, fields[f.name], f.schema))
     return struct
 
 
