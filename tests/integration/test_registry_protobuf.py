@@ -5,6 +5,7 @@ registry's, and a field type change the subject's BACKWARD rule refuses fails th
 from __future__ import annotations
 
 import datetime
+import decimal
 import uuid
 
 import pytest
@@ -210,9 +211,50 @@ def test_protobuf_field_type_change_refused_under_backward(schema_registry: Loca
     assert f"'{topic}-value'" in str(refused.value) and "BACKWARD" in str(refused.value)
 
 
-def test_unsupported_logical_types_are_refused_clearly():
-    schema = SchemaBuilder.struct().field("price", Decimal.schema(2)).build()
-    with pytest.raises(
-        DataException, match=r"does not support org\.apache\.kafka\.connect\.data\.Decimal yet"
-    ):
-        to_proto(schema)
+def test_unsupported_shapes_are_refused_clearly():
+    grid = SchemaBuilder.array(SchemaBuilder.array(INT64_SCHEMA).build()).build()
+    with pytest.raises(DataException, match="does not support arrays of ARRAY"):
+        to_proto(SchemaBuilder.struct().field("grid", grid).build())
+
+
+def test_decimal_as_confluents_decimal_message(schema_registry: LocalSchemaRegistry):
+    """Decimal is `confluent.type.Decimal` (unscaled two's complement bytes, precision, scale), its
+    schema's scale and precision in `(confluent.field_meta)` params, as Confluent's ProtobufData writes
+    it: Confluent's deserializer reads it, and it reads back as the same Decimal schema and value."""
+    schema = (
+        SchemaBuilder.struct()
+        .name("com.example.Invoice")
+        .field("total", Decimal.builder(2).parameter("connect.decimal.precision", "12").build())
+        .field("lines", SchemaBuilder.array(Decimal.schema(3)).build())
+        .build()
+    )
+    value = (
+        Struct(schema)
+        .put("total", decimal.Decimal("-1234.50"))
+        .put("lines", [decimal.Decimal("0.125"), decimal.Decimal("99999.000")])
+    )
+    topic = f"pb-decimal-{uuid.uuid4().hex[:8]}"
+    data = protobuf_converter(schema_registry.url).from_connect_data(topic, schema, value)
+    assert data is not None
+    registered = SchemaRegistryClient({"url": schema_registry.url}).get_latest_version(f"{topic}-value")
+    assert 'import "confluent/type/decimal.proto";' in registered.schema.schema_str
+
+    plain = ProtobufDeserializer(to_proto(schema).message_class, {"use.deprecated.format": False})(
+        data, SerializationContext(topic, MessageField.VALUE)
+    )
+    assert (int.from_bytes(plain.total.value, "big", signed=True), plain.total.scale) == (-123450, 2)
+    assert plain.total.precision == 6
+    assert [(int.from_bytes(d.value, "big", signed=True), d.scale) for d in plain.lines] == [
+        (125, 3),
+        (99999000, 3),
+    ]
+
+    back = protobuf_converter(schema_registry.url).to_connect_data(topic, data)
+    assert back.schema is not None
+    total = back.schema.field("total").schema
+    assert total.name == Decimal.LOGICAL_NAME and total.parameters == {
+        "scale": "2",
+        "connect.decimal.precision": "12",
+    }
+    assert back.value.get("total") == decimal.Decimal("-1234.50")
+    assert back.value.get("lines") == [decimal.Decimal("0.125"), decimal.Decimal("99999.000")]

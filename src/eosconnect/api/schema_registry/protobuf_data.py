@@ -6,8 +6,9 @@ fields are numbered by position (1, 2, ...); INT8/INT16/INT32 are `int32`, INT64
 FLOAT64 `double`, BOOLEAN `bool`, STRING `string`, BYTES `bytes`; an optional primitive is a proto3
 `optional` field (it has presence, so null survives); ARRAY is `repeated`; MAP with string, integer or
 boolean keys is `map<K, V>`; a nested STRUCT is a nested message; Timestamp is
-`google.protobuf.Timestamp`, Date `google.type.Date` and Time `google.type.TimeOfDay` (as Confluent's
-ProtobufData writes them; read back as Connect's logical types). The `.proto` text is what is
+`google.protobuf.Timestamp`, Date `google.type.Date`, Time `google.type.TimeOfDay` and Decimal
+`confluent.type.Decimal` (unscaled two's complement bytes, precision, scale; the schema's scale and
+precision as `(confluent.field_meta)` params), as Confluent's ProtobufData writes them and reads them back. The `.proto` text is what is
 registered (schema type PROTOBUF), and the same file, as a `FileDescriptorProto`, gives the message
 class that encodes the payload.
 
@@ -18,18 +19,20 @@ and a `oneof` group as Confluent's ProtobufData reads it: a field `<group>_<inde
 message's other fields) holding the optional STRUCT `io.confluent.connect.protobuf.Union.<group>`, one
 optional field per member, the member that is set filled in; such a STRUCT is written as a `oneof`.
 
-Not supported yet (a clear error says so): Decimal (Confluent's `confluent.type.Decimal`, its scale in
-`confluent.field_meta` options), arrays of arrays or of maps, maps with other keys, and top-level schemas
-other than STRUCT.
+Not supported yet (a clear error says so): arrays of arrays or of maps, maps with other keys, and
+top-level schemas other than STRUCT.
 """
 
 from __future__ import annotations
 
 import datetime
+import decimal
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from confluent_kafka.schema_registry.confluent import meta_pb2
+from confluent_kafka.schema_registry.confluent.type import decimal_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
@@ -45,17 +48,27 @@ TIMESTAMP_TYPE = "google.protobuf.Timestamp"
 TIMESTAMP_IMPORT = "google/protobuf/timestamp.proto"
 DATE_TYPE = "google.type.Date"
 TIME_TYPE = "google.type.TimeOfDay"
+DECIMAL_TYPE = "confluent.type.Decimal"
+META_IMPORT = "confluent/meta.proto"
 #: Connect's logical types that Confluent's ProtobufData writes as these well-known messages: logical
 #: name -> (message full name, the file that defines it, its generated module).
 _LOGICAL_MESSAGES: dict[str, tuple[str, str, Any]] = {
     Timestamp.LOGICAL_NAME: (TIMESTAMP_TYPE, TIMESTAMP_IMPORT, timestamp_pb2),
     Date.LOGICAL_NAME: (DATE_TYPE, "google/type/date.proto", date_pb2),
     Time.LOGICAL_NAME: (TIME_TYPE, "google/type/timeofday.proto", timeofday_pb2),
+    Decimal.LOGICAL_NAME: (DECIMAL_TYPE, "confluent/type/decimal.proto", decimal_pb2),
 }
-_KNOWN_IMPORTS = {path: module for _, path, module in _LOGICAL_MESSAGES.values()}
+#: Imports a registered schema may have, with the modules that define them (and their own imports).
+_KNOWN_IMPORTS = {
+    **{path: module for _, path, module in _LOGICAL_MESSAGES.values()},
+    META_IMPORT: meta_pb2,  # `(confluent.field_meta)` options: a Decimal's precision and scale
+    "google/protobuf/descriptor.proto": descriptor_pb2,
+}
 #: Confluent's ProtobufData names a `oneof` group's Connect STRUCT this prefix + the group's name; the
 #: field holding it is `<group>_<index of the group>`, before the message's other fields.
 UNION_PREFIX = "io.confluent.connect.protobuf.Union."
+#: Connect's Decimal parameter for the precision (Confluent's `connect.decimal.precision`).
+PRECISION_PARAMETER = "connect.decimal.precision"
 _SCALARS = {
     Type.INT8: FDP.TYPE_INT32,
     Type.INT16: FDP.TYPE_INT32,
@@ -145,10 +158,14 @@ def is_union(schema: Schema) -> bool:
 
 def _set_field_type(field: Any, schema: Schema, message: Any, file: Any, name: str) -> None:
     if schema.name == Decimal.LOGICAL_NAME:
-        raise DataException(
-            f"field {name!r}: ProtobufConverter does not support {schema.name} yet (Confluent maps it to "
-            "confluent.type.Decimal with its scale in confluent.field_meta options)"
-        )
+        # Confluent's: the message, the precision (if the schema has one) and scale as field_meta params.
+        params = field.options.Extensions[meta_pb2.field_meta].params
+        precision = (schema.parameters or {}).get(PRECISION_PARAMETER)
+        if precision is not None:
+            params["precision"] = precision
+        params["scale"] = str(Decimal.scale(schema))
+        if META_IMPORT not in file.dependency:
+            file.dependency.append(META_IMPORT)
     if schema.name in _LOGICAL_MESSAGES:
         type_name, path, _ = _LOGICAL_MESSAGES[schema.name]
         field.type = FDP.TYPE_MESSAGE
@@ -259,12 +276,23 @@ def _render_message(message: descriptor_pb2.DescriptorProto, indent: str) -> lis
             if field.label == FDP.LABEL_REPEATED
             else ("optional " if field.proto3_optional else "")
         )
-        lines.append(f"{inner}{label}{_type_text(field)} {field.name} = {field.number};")
+        lines.append(
+            f"{inner}{label}{_type_text(field)} {field.name} = {field.number}{_options_text(field)};"
+        )
     for nested in message.nested_type:
         if not nested.options.map_entry:
             lines += _render_message(nested, inner)
     lines.append(f"{indent}}}")
     return lines
+
+
+def _options_text(field: Any) -> str:
+    """A field's `(confluent.field_meta)` params as Confluent writes them, else nothing."""
+    if not field.options.HasExtension(meta_pb2.field_meta):
+        return ""
+    params = field.options.Extensions[meta_pb2.field_meta].params
+    entries = ", ".join(f'{{ key: "{k}", value: "{v}" }}' for k, v in params.items())
+    return f" [(confluent.field_meta) = {{ params: [{entries}] }}]"
 
 
 def _type_text(field: Any) -> str:
@@ -275,7 +303,7 @@ def _type_text(field: Any) -> str:
 
 # ------------------------------------------------------------------------------------------ .proto parsing
 _TOKEN = re.compile(
-    r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[A-Za-z_][\w.]*|\.[\w.]+|-?\d+|[{}\[\]<>=;,()])',
+    r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[A-Za-z_][\w.]*|\.[\w.]+|-?\d+|[{}\[\]<>=;,():])',
     re.S,
 )
 
@@ -324,15 +352,36 @@ class _Parser:
             elif token == ";" and depth == 0:
                 return
 
-    def skip_options(self) -> None:
+    def skip_options(self) -> list[str]:
+        """Skip a field's `[...]` options; their tokens are returned (for `field_meta_params`)."""
+        tokens: list[str] = []
         if self.peek() == "[":
             depth = 0
             while True:
                 token = self.next()
+                tokens.append(token)
                 depth += token == "["
                 depth -= token == "]"
                 if depth == 0:
                     break
+        return tokens
+
+
+def field_meta_params(tokens: list[str]) -> dict[str, str]:
+    """The `key: "..."`, `value: "..."` pairs of a `(confluent.field_meta)` option (Confluent writes a
+    Decimal's precision and scale so), from the option's tokens."""
+    if "(" not in tokens or "confluent.field_meta" not in tokens:
+        return {}
+    params: dict[str, str] = {}
+    key = None
+    for i, token in enumerate(tokens[:-2]):
+        if tokens[i + 1] == ":" and token in ("key", "value"):
+            text = tokens[i + 2].strip("\"'")
+            if token == "key":
+                key = text
+            elif key is not None:
+                params[key], key = text, None
+    return params
 
 
 def parse_proto(text: str) -> descriptor_pb2.FileDescriptorProto:
@@ -399,9 +448,12 @@ def _parse_message(p: _Parser, message: descriptor_pb2.DescriptorProto) -> None:
                 name = p.next()
                 p.expect("=")
                 number = int(p.next())
-                p.skip_options()
+                params = field_meta_params(p.skip_options())
                 p.expect(";")
-                _add_field(message, name, number, member_type, FDP.LABEL_OPTIONAL).oneof_index = oneof_index
+                member = _add_field(message, name, number, member_type, FDP.LABEL_OPTIONAL)
+                member.oneof_index = oneof_index
+                for key, value in params.items():
+                    member.options.Extensions[meta_pb2.field_meta].params[key] = value
         elif token == ";":
             continue
         elif token == "map":
@@ -429,9 +481,11 @@ def _parse_message(p: _Parser, message: descriptor_pb2.DescriptorProto) -> None:
             name = p.next()
             p.expect("=")
             number = int(p.next())
-            p.skip_options()
+            params = field_meta_params(p.skip_options())
             p.expect(";")
             field = _add_field(message, name, number, token, label)
+            for key, value in params.items():
+                field.options.Extensions[meta_pb2.field_meta].params[key] = value
             if optional:
                 field.proto3_optional = True
                 field.oneof_index = len(message.oneof_decl)
@@ -450,11 +504,21 @@ def _add_field(message: Any, name: str, number: int, type_text: str, label: int)
 def message_descriptor(file: descriptor_pb2.FileDescriptorProto, indexes: list[int]) -> Descriptor:
     """The message that `indexes` (the wire format's message indexes) name in `file`."""
     pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add_known(path: str) -> None:
+        if path in added or path not in _KNOWN_IMPORTS:
+            return
+        added.add(path)
+        module_file = _KNOWN_IMPORTS[path].DESCRIPTOR
+        for dependency in module_file.dependencies:
+            add_known(dependency.name)
+        well_known = descriptor_pb2.FileDescriptorProto()
+        module_file.CopyToProto(well_known)
+        pool.Add(well_known)
+
     for dependency in file.dependency:
-        if dependency in _KNOWN_IMPORTS:
-            well_known = descriptor_pb2.FileDescriptorProto()
-            _KNOWN_IMPORTS[dependency].DESCRIPTOR.CopyToProto(well_known)
-            pool.Add(well_known)
+        add_known(dependency)
     unknown = [d for d in file.dependency if d not in _KNOWN_IMPORTS]
     if unknown:
         raise DataException(f"Protobuf schemas importing {', '.join(unknown)} are not supported yet")
@@ -497,6 +561,11 @@ def _set_logical(target: Message, schema: Schema, value: Any) -> None:
         target.FromDatetime(value.astimezone(datetime.UTC).replace(tzinfo=None))  # type: ignore[attr-defined]
     elif schema.name == Date.LOGICAL_NAME:
         target.year, target.month, target.day = value.year, value.month, value.day  # type: ignore[attr-defined]
+    elif schema.name == Decimal.LOGICAL_NAME:  # Confluent's DecimalUtils.fromBigDecimal
+        unscaled = Decimal.from_logical(schema, value)  # two's complement, as BigInteger.toByteArray
+        target.value = unscaled  # type: ignore[attr-defined]
+        target.precision = max(len(str(abs(int.from_bytes(unscaled, "big", signed=True)))), 1)  # type: ignore[attr-defined]
+        target.scale = Decimal.scale(schema)  # type: ignore[attr-defined]
     else:  # Time: Connect's are milliseconds of the (UTC) day
         millis = Time.from_logical(schema, value)
         seconds, target.nanos = divmod(millis, 1000)  # type: ignore[attr-defined]
@@ -510,6 +579,8 @@ def _get_logical(raw: Any, schema: Schema) -> Any:
         return raw.ToDatetime(tzinfo=datetime.UTC)
     if schema.name == Date.LOGICAL_NAME:
         return datetime.date(raw.year, raw.month, raw.day)
+    if schema.name == Decimal.LOGICAL_NAME:  # the message's own scale, as DecimalUtils.toBigDecimal
+        return decimal.Decimal(int.from_bytes(raw.value, "big", signed=True)).scaleb(-raw.scale)
     millis = ((raw.hours * 60 + raw.minutes) * 60 + raw.seconds) * 1000 + raw.nanos // 1_000_000
     return Time.to_logical(schema, millis)
 
@@ -582,6 +653,18 @@ def _real_oneof(field: FieldDescriptor) -> Any:
 _LOGICAL_BUILDERS = {TIMESTAMP_TYPE: Timestamp.builder, DATE_TYPE: Date.builder, TIME_TYPE: Time.builder}
 
 
+def _decimal_builder(field: FieldDescriptor) -> SchemaBuilder:
+    """Confluent's: the scale (else 0) and precision from the field's `(confluent.field_meta)` params."""
+    options = field.GetOptions()
+    params: Any = {}
+    if options.HasExtension(meta_pb2.field_meta):
+        params = options.Extensions[meta_pb2.field_meta].params
+    builder = Decimal.builder(int(params.get("scale", "0")))
+    if "precision" in params:
+        builder.parameter(PRECISION_PARAMETER, params["precision"])
+    return builder
+
+
 def _is_map(field: FieldDescriptor) -> bool:
     return (
         field.type == FieldDescriptor.TYPE_MESSAGE
@@ -601,7 +684,10 @@ def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
         return SchemaBuilder.array(_field_schema(field, True)).build()
     if field.type == FieldDescriptor.TYPE_MESSAGE:
         logical = _LOGICAL_BUILDERS.get(field.message_type.full_name)
-        builder = logical() if logical is not None else _struct_builder(field.message_type)
+        if field.message_type.full_name == DECIMAL_TYPE:
+            builder = _decimal_builder(field)
+        else:
+            builder = logical() if logical is not None else _struct_builder(field.message_type)
         return builder.build() if element else builder.optional().build()
     if field.type == FieldDescriptor.TYPE_ENUM:
         builder = SchemaBuilder.string()
