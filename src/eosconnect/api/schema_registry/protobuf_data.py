@@ -1,16 +1,16 @@
 """Connect schemas and values <-> Protobuf (proto3), after Confluent's `ProtobufData`, to a working depth.
 
 Writing: a STRUCT schema becomes one proto3 file with one top-level message (named after the schema:
-`com.example.Order` is `message Order` in `package com.example`, an unnamed one `ConnectDefault1`);
-fields are numbered by position (1, 2, ...); INT8/INT16/INT32 are `int32`, INT64 `int64`, FLOAT32 `float`,
+`com.example.Order` is `message Order` in `package com.example`, an unnamed one `ConnectDefault1`); fields
+are numbered by position (1, 2, ...); INT8/INT16/INT32 are `int32`, INT64 `int64`, FLOAT32 `float`,
 FLOAT64 `double`, BOOLEAN `bool`, STRING `string`, BYTES `bytes`; an optional primitive is a proto3
 `optional` field (it has presence, so null survives); ARRAY is `repeated`; MAP with string, integer or
 boolean keys is `map<K, V>`; a nested STRUCT is a nested message; Timestamp is
 `google.protobuf.Timestamp`, Date `google.type.Date`, Time `google.type.TimeOfDay` and Decimal
 `confluent.type.Decimal` (unscaled two's complement bytes, precision, scale; the schema's scale and
-precision as `(confluent.field_meta)` params), as Confluent's ProtobufData writes them and reads them back. The `.proto` text is what is
-registered (schema type PROTOBUF), and the same file, as a `FileDescriptorProto`, gives the message
-class that encodes the payload.
+precision as `(confluent.field_meta)` params), as Confluent's ProtobufData writes them and reads them
+back. The `.proto` text is what is registered (schema type PROTOBUF), and the same file, as a
+`FileDescriptorProto`, gives the message class that encodes the payload.
 
 Reading: the registered `.proto` text is parsed (`parse_proto`, the proto3 subset above plus enums,
 `reserved` and options, which are skipped) and the message the record's message indexes name is
