@@ -34,6 +34,7 @@ from typing import Any
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
 from eosconnect.api.errors import DataException
+from eosconnect.api.schema_registry.value_walk import value_converter
 
 __all__ = [
     "AVRO_NAMESPACE",
@@ -244,90 +245,30 @@ def to_avro_value(schema: Schema, value: Any) -> Any:
 
 
 def avro_value_converter(schema: Schema) -> Callable[[Any], Any]:
-    """`to_avro_value` compiled for one schema: the walk over the schema is done once, so a batch of
-    records of that schema pays only for its values (the converters keep one per schema)."""
-    convert = _present_converter(schema)
-    default, optional = schema.default_value, schema.optional
-
-    def nullable(value: Any) -> Any:
-        if value is None:
-            value = default
-            if value is None:
-                if optional:
-                    return None
-                raise DataException(f"a required {schema.type} value is null (schema {schema!r})")
-        return convert(value)
-
-    return nullable
+    """`to_avro_value` compiled for one schema (see `value_walk`): the converters keep one per schema."""
+    return value_converter(schema, _avro_special, _avro_null)
 
 
-def _identity(value: Any) -> Any:
-    return value
+def _avro_null(schema: Schema) -> str:
+    return f"a required {schema.type} value is null (schema {schema!r})"
 
 
-def _last_one(from_logical: Callable[[Schema, Any], Any], schema: Schema) -> Callable[[Any], Any]:
-    """A logical type's conversion that reuses its last result for the very same (immutable) value
-    object: records of one poll share one timestamp object (InsertField's `timestamp.field`)."""
-    last: list[Any] = [None, None]
-
-    def convert(value: Any) -> Any:
-        if value is last[0] and value is not None:
-            return last[1]
-        result = from_logical(schema, value)
-        last[0], last[1] = value, result
-        return result
-
-    return convert
-
-
-def _present_converter(schema: Schema) -> Callable[[Any], Any]:
-    """The Avro form of a non-null value of `schema` (nulls: `avro_value_converter`)."""
-    name = schema.name
-    if name == Decimal.LOGICAL_NAME:
+def _avro_special(schema: Schema, child: Callable[[Schema], Callable[[Any], Any]]) -> Any:
+    """Avro's own: Decimal as its unscaled bytes, BYTES as bytes, a union STRUCT as its branch."""
+    if schema.name == Decimal.LOGICAL_NAME:
         return lambda value: Decimal.from_logical(schema, _as_decimal(value))
-    for logical in (Date, Time, Timestamp):
-        if name == logical.LOGICAL_NAME:
-            return _last_one(logical.from_logical, schema)
-    t = schema.type
-    if t is Type.STRUCT and name == UNION_NAME:
-        return _union_converter(schema)
-    if t is Type.STRUCT:
-        fields = [(f.name, avro_value_converter(f.schema)) for f in schema.fields]
-        # Fields written as they are (strings, numbers) skip their converter unless null.
-        plain = [_present_converter(f.schema) is _identity for f in schema.fields]
-
-        def struct(value: Any) -> Any:
-            if isinstance(value, Struct):
-                # `Struct.get(field)` by the field's index; a null's default is `nullable`'s.
-                values = value._values
-                return {
-                    name: v if (v := values[i]) is not None and plain[i] else convert(v)
-                    for i, (name, convert) in enumerate(fields)
-                }
-            if isinstance(value, Mapping):
-                return {name: convert(value.get(name)) for name, convert in fields}
-            raise DataException(f"a STRUCT value must be a Struct, got {type(value).__name__}")
-
-        return struct
-    if t is Type.ARRAY:
-        item = avro_value_converter(_not_none(schema.value_schema))
-        return lambda value: [item(v) for v in value]
-    if t is Type.MAP:
-        key_schema = _not_none(schema.key_schema)
-        key, item = avro_value_converter(key_schema), avro_value_converter(_not_none(schema.value_schema))
-        if key_schema.type is Type.STRING and not key_schema.optional:
-            return lambda value: {k: item(v) for k, v in value.items()}
-        return lambda value: [{"key": key(k), "value": item(v)} for k, v in value.items()]
-    if t is Type.BYTES:
+    if schema.type is Type.STRUCT and schema.name == UNION_NAME:
+        return _union_converter(schema, child)
+    if schema.type is Type.BYTES:
         return bytes
-    return _identity
+    return None
 
 
-def _union_converter(schema: Schema) -> Callable[[Any], Any]:
+def _union_converter(schema: Schema, child: Callable[[Schema], Callable[[Any], Any]]) -> Callable[[Any], Any]:
     """A union STRUCT's value: its first set field's, as that branch. A named record branch is given
     to fastavro as `(record name, value)`, so it takes that branch and no other with the same fields."""
     branches = [
-        (f.name, avro_value_converter(f.schema), f.schema.name if f.schema.type is Type.STRUCT else None)
+        (f.name, child(f.schema), f.schema.name if f.schema.type is Type.STRUCT else None)
         for f in schema.fields
     ]
 
