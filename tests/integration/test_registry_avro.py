@@ -106,6 +106,26 @@ def schema_id(data: bytes) -> int:
     return int.from_bytes(data[1:5], "big")
 
 
+def recording_sink(name: str, topic: str, calls: Path, url: str, **settings: str) -> dict[str, str]:
+    """A `StructRecordingSinkConnector` reading `topic` with AvroConverter values, logging to `calls`."""
+    return {
+        "name": name,
+        "connector.class": "support.schema_connectors.StructRecordingSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "record.file": str(calls),
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": url,
+        **settings,
+    }
+
+
+def put_records(calls: Path) -> list[list[Any]]:
+    """The records the recording sink was given, in order."""
+    lines = calls.read_text().splitlines() if calls.exists() else []
+    return [r for e in map(json.loads, lines) if e["call"] == "put" for r in e["records"]]
+
+
 @pytest.fixture(scope="module")
 def registry_client(schema_registry: LocalSchemaRegistry) -> SchemaRegistryClient:
     return SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})
@@ -499,30 +519,25 @@ def test_sink_skips_records_the_registry_has_no_schema_for_into_the_dead_letter_
     assert producer.flush(30) == 0
 
     calls = tmp_path / "calls.jsonl"
-    connector = {
-        "name": topic_name("sink"),
-        "connector.class": "support.schema_connectors.StructRecordingSinkConnector",
-        "tasks.max": "1",
-        "topics": data,
-        "record.file": str(calls),
-        "key.converter": "string",
-        "value.converter": "io.confluent.connect.avro.AvroConverter",
-        "value.converter.schema.registry.url": schema_registry.url,
-        "errors.tolerance": "all",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
-    }
+    connector = recording_sink(
+        topic_name("sink"),
+        data,
+        calls,
+        schema_registry.url,
+        **{
+            "key.converter": "string",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+    )
     job = run_job(connector, worker_props("disabled"))
-
-    def put() -> list[list[Any]]:
-        lines = calls.read_text().splitlines() if calls.exists() else []
-        return [r for e in map(json.loads, lines) if e["call"] == "put" for r in e["records"]]
-
-    wait_until(lambda: len(put()) >= 3, 120, "3 records put", job)
+    wait_until(lambda: len(put_records(calls)) >= 3, 120, "3 records put", job)
     outcomes = job.stop()  # the dead letter was acknowledged before the positions past it committed
     assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
-    assert [r[2] for r in put()] == [0, 2, 3] and [r[4]["id"] for r in put()] == [0, 1, 2]
+    records = put_records(calls)
+    assert [r[2] for r in records] == [0, 2, 3] and [r[4]["id"] for r in records] == [0, 1, 2]
     [letter] = read_committed(dlq)
     assert letter.value == unknown_id and letter.key == b"k"
     headers = {k: v.decode() for k, v in letter.headers}
@@ -565,25 +580,13 @@ def test_sink_reads_avro_written_by_another_producer_as_structs(
     assert producer.flush(30) == 0
 
     calls = tmp_path / "calls.jsonl"
-    connector = {
-        "name": topic_name("sink"),
-        "connector.class": "support.schema_connectors.StructRecordingSinkConnector",
-        "tasks.max": "1",
-        "topics": data,
-        "record.file": str(calls),
-        "value.converter": "io.confluent.connect.avro.AvroConverter",
-        "value.converter.schema.registry.url": schema_registry.url,
-    }
-    job = run_job(connector, worker_props("disabled"))
-
-    def put() -> list[list[Any]]:
-        lines = calls.read_text().splitlines() if calls.exists() else []
-        return [r for e in map(json.loads, lines) if e["call"] == "put" for r in e["records"]]
-
-    wait_until(lambda: len(put()) >= 20, 120, "20 records put", job)
+    job = run_job(
+        recording_sink(topic_name("sink"), data, calls, schema_registry.url), worker_props("disabled")
+    )
+    wait_until(lambda: len(put_records(calls)) >= 20, 120, "20 records put", job)
     outcomes = job.stop()
     assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
-    records = put()
+    records = put_records(calls)
     assert [r[3] for r in records] == ["com.example.Payment"] * 20
     assert [r[4] for r in records] == [
         {"id": i, "amount": f"{i}.50", "memo": None if i % 2 else f"m{i}"} for i in range(20)
