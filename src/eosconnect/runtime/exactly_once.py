@@ -341,7 +341,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         finally:
             self._await_commit()
         for item, outgoing in zip(items, converted, strict=True):
-            if isinstance(item, SourceBatch):
+            if isinstance(outgoing, list):  # a batch its transformations took record by record
+                for record, each in outgoing:
+                    self._send(record, each)
+            elif isinstance(item, SourceBatch):
                 if not self._txn_open:
                     self._begin()
                 self._txn_offsets[item.source_partition] = item.source_offset

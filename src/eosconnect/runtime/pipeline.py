@@ -14,6 +14,7 @@ schema per column) go to the converter with the value, and what a converter read
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -25,6 +26,9 @@ from eosconnect.api.converters import Converter, converter_from_config
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SinkRecord, SourceRecord, known_or_none
 from eosconnect.api.transforms import TransformationChain
+from eosconnect.runtime.dead_letter import ErrorReporting, Stage
+
+log = logging.getLogger(__name__)
 
 
 class ForbiddenTopicError(ConnectException):
@@ -66,35 +70,122 @@ class _Pipeline:
 
 
 class RecordPipeline(_Pipeline):
+    """Source records to what the producer sends.
+
+    With `errors.tolerance=all` a record a transformation or converter rejects (a schema the registry
+    refuses, a value its schema does not allow, ...) is skipped as Kafka Connect's source tasks skip
+    it: nothing of it is sent (not its key either), its source offset still counts, and it is logged,
+    with Kafka's "Error encountered in task ..." line at ERROR where `errors.log.enable=true` (the
+    record itself with `errors.log.include.messages=true`), else with a warning.
+    """
+
     def __init__(
-        self, connector_config: Mapping[str, str], forbidden_topics: frozenset[str] = frozenset()
+        self,
+        connector_config: Mapping[str, str],
+        forbidden_topics: frozenset[str] = frozenset(),
+        task_log: Any = None,
+        task_id: str = "",
     ) -> None:
         super().__init__(connector_config)
         self.forbidden_topics = forbidden_topics
+        self.errors = ErrorReporting.parse(connector_config)
+        self._config = connector_config
+        self._log = task_log if task_log is not None else log
+        self._task_id = task_id
+        #: Records skipped under errors.tolerance=all.
+        self.skipped = 0
+
+        self._columnar = self.transforms.columnar
 
     @property
     def columnar(self) -> bool:
-        """Whether `SourceBatch`es can skip per-record objects: no transformation to run on them."""
-        return not self.transforms.stages
+        """Whether `SourceBatch`es can skip per-record objects: no transformation to run on them, or
+        only transformations of whole batches (`Transformation.apply_columns`)."""
+        return self._columnar
 
     def convert(self, record: SourceRecord) -> OutgoingRecord | None:
-        """The record ready to send, or None if a transformation dropped it."""
-        transformed = self.transforms.apply(record) if self.transforms.stages else record
-        if transformed is None:
+        """The record ready to send, or None if a transformation dropped it (or, with
+        errors.tolerance=all, a transformation or converter rejected it)."""
+        stage = Stage.TRANSFORMATION
+        try:
+            transformed = self.transforms.apply(record) if self.transforms.stages else record
+            if transformed is None:
+                return None
+            topic = transformed.topic
+            self._check_topic(topic)
+            stage = Stage.KEY_CONVERTER
+            key = self.key_converter.from_connect_data(topic, transformed.key_schema, transformed.key)
+            stage = Stage.VALUE_CONVERTER
+            value = self.value_converter.from_connect_data(topic, transformed.value_schema, transformed.value)
+        except ForbiddenTopicError:
+            raise
+        except Exception as exc:
+            if not self.errors.tolerate:
+                raise
+            self._skip(record, stage, exc)
             return None
-        topic = transformed.topic
-        self._check_topic(topic)
         return OutgoingRecord(
             topic=topic,
             partition=transformed.partition,
-            key=self.key_converter.from_connect_data(topic, transformed.key_schema, transformed.key),
-            value=self.value_converter.from_connect_data(topic, transformed.value_schema, transformed.value),
+            key=key,
+            value=value,
             headers=_headers(transformed.headers),
             timestamp=transformed.timestamp,
         )
 
-    def convert_columns(self, batch: SourceBatch) -> OutgoingColumns:
-        """A whole `SourceBatch` converted column by column (only when `columnar`)."""
+    def _skip(self, record: SourceRecord, stage: str, exc: Exception) -> None:
+        self.skipped += 1
+        if stage == Stage.TRANSFORMATION:
+            component = "transforms"
+        else:
+            setting = "key.converter" if stage == Stage.KEY_CONVERTER else "value.converter"
+            converter = self.key_converter if stage == Stage.KEY_CONVERTER else self.value_converter
+            component = (
+                self._config.get(setting) or f"{type(converter).__module__}.{type(converter).__name__}"
+            )
+        if self.errors.log_errors:
+            detail = f", where source record is = {record!r}" if self.errors.log_messages else ""
+            self._log.error(
+                "Error encountered in task %s. Executing stage '%s' with class '%s'%s.",
+                self._task_id,
+                stage,
+                component,
+                detail,
+                exc_info=exc,
+            )
+            return
+        self._log.warning(
+            "skipping the record of source partition %s, offset %s (errors.tolerance=all): "
+            "%s rejected it: %s",
+            dict(record.source_partition),
+            None if record.source_offset is None else dict(record.source_offset),
+            component,
+            exc,
+        )
+
+    def convert_columns(self, batch: SourceBatch) -> OutgoingColumns | list[tuple[SourceRecord, Any]]:
+        """A whole `SourceBatch` transformed and converted column by column (only when `columnar`).
+
+        Where a transformation declines the batch (`Transformation.apply_columns`), its records go
+        one by one instead: then the result is each `SourceRecord` of the batch with its
+        `OutgoingRecord` (None: dropped), for the runner to send as on the per-record path.
+        """
+        original = batch
+        if self.transforms.stages:
+            transformed = self.transforms.apply_columns(batch)
+            if transformed is None:
+                return [(record, self.convert(record)) for record in batch]
+            batch = transformed
+        if not self.errors.tolerate:
+            return self._convert_columns(batch)
+        try:
+            return self._convert_columns(batch)
+        except ForbiddenTopicError:
+            raise
+        except Exception:  # record by record: only the records rejected are skipped
+            return [(record, self.convert(record)) for record in original]
+
+    def _convert_columns(self, batch: SourceBatch) -> OutgoingColumns:
         topic = batch.topic
         self._check_topic(topic)
         keys = batch.keys

@@ -68,7 +68,10 @@ class SourceTaskRunner(ABC):
         )
         self.task: SourceTask = instantiate_task(spec, SourceTask)
         self.pipeline = RecordPipeline(
-            pipeline_config(connector.originals, self.task, self.log), frozenset({self.placement.topic})
+            pipeline_config(connector.originals, self.task, self.log),
+            frozenset({self.placement.topic}),
+            self.log,
+            self.task_id,
         )
         self.offset_view: ConnectorOffsetView | None = None
         self.copier: GlobalOffsetCopier | None = None

@@ -11,9 +11,9 @@ from __future__ import annotations
 import base64
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
@@ -22,6 +22,9 @@ from eosconnect.api.data.json_format import java_double_text, java_float_text
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import R, SinkRecord
 from eosconnect.api.transforms import Transformation
+
+if TYPE_CHECKING:
+    from eosconnect.api.batch import SourceBatch
 
 
 class KeyOrValueTransformation(Transformation[R]):
@@ -44,6 +47,20 @@ class KeyOrValueTransformation(Transformation[R]):
         if self.target == "value":
             return record.new_record(value=new, value_schema=schema)
         return record.new_record(key=new, key_schema=schema)
+
+    def operand_column(self, batch: SourceBatch) -> tuple[Sequence[Any], Schema | None]:
+        """`operand` and `operand_schema` for a whole batch (a batch without keys: every key null)."""
+        if self.target == "value":
+            return batch.values, batch.value_schema
+        return ([None] * len(batch) if batch.keys is None else batch.keys), batch.key_schema
+
+    def with_operand_column(
+        self, batch: SourceBatch, schema: Schema | None, column: list[Any]
+    ) -> SourceBatch:
+        """`with_operand` for a whole batch."""
+        if self.target == "value":
+            return batch.replace(values=column, value_schema=schema)
+        return batch.replace(keys=column, key_schema=schema)
 
     def field_value(self, struct: Struct, name: str) -> Any:
         """A struct field as Kafka's `replace.null.with.default` says: its default where null, or null."""
