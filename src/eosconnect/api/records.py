@@ -263,7 +263,8 @@ class _RecordMixin:
         cls = type(self)
         clone = object.__new__(cls)
         setattr_ = object.__setattr__
-        for name in cls.__slots__:  # type: ignore[attr-defined]
+        slots: tuple[str, ...] = cls.__slots__
+        for name in slots:
             setattr_(clone, name, getattr(self, name))
         if topic is not _UNSET:
             if type(topic) is not str or not topic:

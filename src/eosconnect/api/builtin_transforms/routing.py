@@ -110,7 +110,7 @@ class TimestampRouter(Transformation[R]):
         distinct = set(times)
         if None in distinct:
             return None
-        topics = {self._routed(batch.topic, millis) for millis in distinct}
+        topics = {self._routed(batch.topic, millis) for millis in distinct if millis is not None}
         if len(topics) != 1:
             return None
         return batch.replace(topic=topics.pop())
