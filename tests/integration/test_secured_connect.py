@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,57 +15,32 @@ from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.security import Acl
 from eosconnect.storage.acls import connector_acls
 from eosconnect.storage.topic_reader import read_to_end
-from eosconnect.tools.worker_process import WorkerProcess
 from support.secured import (
+    SecuredWorker,
     create_topics,
     internal_topics,
     kip618_source_acls,
     kip618_worker_acls,
     overrides,
-    start_worker,
-    worker_settings,
+    secured_worker,
 )
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.secured]
 
 TASKS = 2
-ALLOWLIST = {
-    "connector.client.config.override.policy": "Allowlist",
-    "connector.client.config.override.allowlist": "sasl.username,sasl.password",
-}
 RECORDS = 300
 
 
-@dataclass
-class SecuredWorker:
-    cluster: LocalKafkaCluster
-    worker: WorkerProcess
-    group: str
-    props: dict[str, str]
-    secrets: Path
-
-
 @pytest.fixture(scope="module")
-def secured_worker(secured_kafka: LocalKafkaCluster, tmp_path_factory) -> Iterator[SecuredWorker]:
+def sw(secured_kafka: LocalKafkaCluster, tmp_path_factory) -> Iterator[SecuredWorker]:
     """A worker logged in as its own principal with only its KIP-618 ACLs, on topics the super
     user made; connectors may override only their SASL user and password (Kafka 4.2's `Allowlist`
     policy, KIP-1188)."""
-    group = f"sec-{uuid.uuid4().hex[:6]}"
-    create_topics(
-        secured_kafka, dict.fromkeys(internal_topics(group).values(), 1), set(internal_topics(group).values())
+    worker = secured_worker(
+        secured_kafka, tmp_path_factory.mktemp("secured-worker"), tmp_path_factory.mktemp("secrets")
     )
-    worker_client = secured_kafka.create_user(f"{group}-worker")
-    secured_kafka.grant(kip618_worker_acls(f"{group}-worker", group))
-    secrets = tmp_path_factory.mktemp("secrets")
-    providers = {
-        "config.providers": "file",
-        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
-        "config.providers.file.param.allowed.paths": str(secrets),
-    }
-    props = worker_settings(worker_client, group, **ALLOWLIST, **providers)
-    worker = start_worker(props, tmp_path_factory.mktemp("secured-worker"))
-    yield SecuredWorker(secured_kafka, worker, group, props, secrets)
-    worker.stop()
+    yield worker
+    worker.worker.stop()
 
 
 def _sequence(data: str, principals: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -106,8 +79,8 @@ def _verify(
     return subprocess.run(args, capture_output=True, text=True, timeout=180, check=False)
 
 
-def test_exactly_once_source_with_exactly_kip618_acls(secured_worker: SecuredWorker, tmp_path: Path):
-    sw, name = secured_worker, "seq"
+def test_exactly_once_source_with_exactly_kip618_acls(sw: SecuredWorker, tmp_path: Path):
+    name = "seq"
     data = f"{sw.group}-{name}-data"
     create_topics(sw.cluster, {data: 2})
     users, names = _connector_principals(sw, name)
@@ -193,10 +166,9 @@ MISSING = {
 
 
 @pytest.mark.parametrize("case", sorted(MISSING))
-def test_a_missing_kip618_acl_fails_loudly_with_its_remedy(secured_worker: SecuredWorker, case: str):
+def test_a_missing_kip618_acl_fails_loudly_with_its_remedy(sw: SecuredWorker, case: str):
     """KIP-618: "the stack trace will include a helpful error message containing instructions on
     how to remediate the failure". Nothing half-written is visible to read_committed."""
-    sw = secured_worker
     name = f"miss-{case}"
     data = f"{sw.group}-{name}-data"
     create_topics(sw.cluster, {data: 2})
