@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -238,3 +239,104 @@ def _check_failure(sw: SecuredWorker, name: str, data: str, case: str, missing: 
         assert records == [], "a transaction whose offsets could not be written was committed"
     if case == "producer-transactional-id":
         assert 0 not in by_task
+
+
+def test_no_endpoint_answers_or_logs_a_secret(sw: SecuredWorker):
+    """Secrets given inline (the connector's PASSWORD settings, clients' sasl.password) and behind a
+    config provider: no REST answer (connectors, expansions, config, status, tasks, offsets, acls,
+    topics, validate, plugins, loggers, metrics, a failed task's trace, a refused request's error)
+    and no log line holds one. Inline secrets answer `[hidden]`, as Kafka masks Password settings;
+    provider variables stay readable, and a config PUT back with `[hidden]` keeps the secret."""
+    name, bad = "leaky", "leaky-bad"
+    data = f"{sw.group}-{name}-data"
+    create_topics(sw.cluster, {data: 2})
+    users, names = _connector_principals(sw, name)
+    sw.cluster.grant(kip618_source_acls(sw.group, name, TASKS, data, **names))
+    passwords = sw.secrets / f"{name}.properties"
+    passwords.write_text(f"consumer={users['consumer']['sasl.password']}\n")
+    config = {
+        **_sequence(data, users),  # producer and admin passwords inline
+        "consumer.override.sasl.password": f"${{file:{passwords}:consumer}}",
+    }
+    wrong = f"not-the-password-{uuid.uuid4().hex}"
+    failing = {
+        **_sequence(data, {"producer": {**users["producer"], "sasl.password": wrong}}),
+        "tasks.max": "1",
+    }
+    jdbc_secret = f"jdbc-secret-{uuid.uuid4().hex}"
+    secrets = [users[k]["sasl.password"] for k in ("producer", "consumer", "admin")] + [wrong, jdbc_secret]
+
+    assert sw.worker.create_connector(name, config).status_code == 201
+    assert sw.worker.create_connector(bad, failing).status_code == 201
+    try:
+        sw.worker.wait_for(lambda: sw.worker.task_states(name) == ["RUNNING"] * TASKS, 120, "tasks RUNNING")
+        trace = sw.worker.wait_for(
+            lambda: failure_trace(sw, bad), 120, "the task with a wrong password FAILED"
+        )
+        # It fails for what it is (was: an AttributeError of the runner hid the producer's error).
+        assert "initialising the transactional producer" in trace and "AttributeError" not in trace, trace
+
+        shown = sw.worker.request("GET", f"/connectors/{name}/config").json()
+        assert shown["producer.override.sasl.password"] == "[hidden]"
+        assert shown["admin.override.sasl.password"] == "[hidden]"
+        assert shown["consumer.override.sasl.password"] == config["consumer.override.sasl.password"]
+        # GET, edit, PUT back: the masked password is kept, not replaced by the mask.
+        edited = {**shown, "batch.size": "10"}
+        assert sw.worker.request("PUT", f"/connectors/{name}/config", json=edited).status_code == 200
+        sw.worker.wait_for(lambda: sw.worker.task_states(name) == ["RUNNING"] * TASKS, 120, "reconfigured")
+
+        answers = []
+        jdbc = {
+            "connector.class": "JdbcSource",
+            "connection.url": "postgresql://127.0.0.1:1/none",
+            "connection.user": "eos",
+            "connection.password": jdbc_secret,
+            "producer.override.sasl.password": wrong,
+            "topic.prefix": "x-",
+        }
+        validated = sw.worker.request("PUT", "/connector-plugins/JdbcSource/config/validate", json=jdbc)
+        answers.append(validated.text)
+        assert jdbc_secret not in validated.text and "[hidden]" in validated.text, validated.text
+        no_class = sw.worker.request(
+            "PUT", "/connector-plugins/JdbcSource/config/validate", json={"connection.password": jdbc_secret}
+        )
+        answers.append(no_class.text)
+        for path in (
+            "/",
+            "/connectors",
+            "/connectors?expand=info&expand=status",
+            "/connector-plugins",
+            "/connector-plugins/JdbcSource/config",
+            "/admin/loggers",
+            "/metrics",
+            *(
+                f"/connectors/{c}{suffix}"
+                for c in (name, bad)
+                for suffix in (
+                    "",
+                    "/config",
+                    "/status",
+                    "/tasks",
+                    "/tasks/0/status",
+                    "/offsets",
+                    "/acls",
+                    "/topics",
+                )
+            ),
+        ):
+            answer = sw.worker.request("GET", path)
+            assert answer.status_code < 500, (path, answer.text)
+            answers.append(f"{path}: {answer.text}")
+        log = sw.worker.log_path.read_text(errors="replace")
+        for secret in secrets:
+            for answer in answers:
+                assert secret not in answer, answer
+            assert secret not in log, [line for line in log.splitlines() if secret in line][:3]
+    finally:
+        for c in (name, bad):
+            sw.worker.request("DELETE", f"/connectors/{c}")
+
+
+def failure_trace(sw: SecuredWorker, name: str) -> str | None:
+    status = sw.worker.status(name)
+    return "\n".join(t.get("trace", "") for t in status["tasks"] if t["state"] == "FAILED") or None

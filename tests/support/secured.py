@@ -88,7 +88,7 @@ def worker_settings(worker_client: dict[str, str], group: str, **extra: str) -> 
 
 
 def start_worker(props: dict[str, str], workdir: Path) -> WorkerProcess:
-    return WorkerProcess(props, workdir).start()
+    return WorkerProcess(props, workdir).start(timeout=240)  # Spark starts slowly on a loaded machine
 
 
 def overrides(kind: str, client: dict[str, str]) -> dict[str, str]:
