@@ -230,6 +230,7 @@ OTHER_WORKER_SETTINGS = frozenset(
         "security.protocol",
         "transactional.id",
         "file.allowed.dirs",
+        "database.allowed.hosts",
         "connector.client.config.override.policy",
         "connector.client.config.override.allowlist",
         "config.providers",

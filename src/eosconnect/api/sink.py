@@ -153,6 +153,17 @@ class SinkConnector(Connector):
         connector writing elsewhere returns that cluster's settings."""
         return None
 
+    def required_acls(
+        self, name: str, config: Mapping[str, str], worker_props: Mapping[str, str]
+    ) -> list[Any]:
+        """The Kafka ACLs (`eosconnect.storage.acls.Acl`) this connector's clients need: what
+        `eosconnect connectors acls` lists and a task's authorization failure names. The default is
+        any sink's: its consumer's Read on the topics and on the group `connect-<name>`. A connector
+        with clients of its own (a mirror sink's target cluster) adds theirs."""
+        from eosconnect.storage.acls import sink_acls
+
+        return sink_acls(worker_props, name, config)
+
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[TopicPartition, int] | None) -> bool:
         """KIP-875's hook: the user alters (`PATCH .../offsets`) or, with `offsets=None`, resets
         (`DELETE .../offsets`) the offsets of this stopped connector.

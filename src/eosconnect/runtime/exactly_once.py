@@ -233,7 +233,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             )
         checked = time.monotonic()
         # 4. init_transactions() fences our own predecessor
-        self._call_producer(lambda: self.producer.init_transactions(60))
+        self._call_producer(
+            lambda: self.producer.init_transactions(60), "initialising the transactional producer"
+        )
         initialized = time.monotonic()
         # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
         # are read meanwhile (see above)
@@ -692,16 +694,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             raise self._classify(exc, f"writing offsets to {self.placement.topic!r}") from exc
 
     # ----------------------------------------------------------------------------- errors
-    def _call_producer(self, call: Any) -> Any:
+    def _call_producer(self, call: Any, doing: str = "committing the transaction") -> Any:
         try:
             return call()
         except KafkaException as exc:
-            raise self._classify(exc, "committing the transaction") from exc
+            raise self._classify(exc, doing) from exc
 
     def _classify(self, exc: KafkaException, doing: str, txn_started: float | None = None) -> Exception:
         """A task-failing error for `exc`; `txn_started` is when the failed transaction began
         (default: the open one, if any)."""
-        if txn_started is None and self._txn_open:
+        if txn_started is None and getattr(self, "_txn_open", False):  # unset before start-up ends
             txn_started = self._txn_started
         classified = classify_transaction_error(
             self._fatal_cause(exc),

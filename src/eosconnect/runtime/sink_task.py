@@ -238,7 +238,14 @@ class SinkTaskRunner:
                 self.log.info("ending: a newer instance of this task took over and fenced this one (%s)", exc)
             else:
                 state, trace = TaskState.FAILED, traceback.format_exc()
-                self.log.error("failed: %s", exc)
+                from eosconnect.storage.acls import sink_task_authorization_hint
+
+                hint = sink_task_authorization_hint(
+                    trace, self.worker.originals, self.spec.connector, self.connector.originals
+                )
+                if hint:
+                    trace = f"{hint}\n\n{trace}"
+                self.log.error("failed: %s%s", exc, f" ({hint})" if hint else "")
         finally:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
