@@ -85,6 +85,7 @@ LAYERS: dict[str, Layer] = {
     "rest": _layer(
         "Kafka Connect's REST API over the herder's `Herder` protocol (`cluster/herder_api.py`)",
         "__init__",
+        "api",
         "cluster",
         "storage",
     ),
@@ -126,6 +127,7 @@ LAYERS: dict[str, Layer] = {
         "cluster",
         "connectors",
         "devkafka",
+        "distributed",
         "preflight",
         "runtime",
         "spark",

@@ -155,14 +155,13 @@ class SinkConnector(Connector):
 
     def required_acls(
         self, name: str, config: Mapping[str, str], worker_props: Mapping[str, str]
-    ) -> list[Any]:
+    ) -> list[Any] | None:
         """The Kafka ACLs (`eosconnect.storage.acls.Acl`) this connector's clients need: what
-        `eosconnect connectors acls` lists and a task's authorization failure names. The default is
-        any sink's: its consumer's Read on the topics and on the group `connect-<name>`. A connector
-        with clients of its own (a mirror sink's target cluster) adds theirs."""
-        from eosconnect.storage.acls import sink_acls
-
-        return sink_acls(worker_props, name, config)
+        `eosconnect connectors acls` lists and a task's authorization failure names. The default,
+        None, means any sink's, worked out by the runtime: its consumer's Read on the topics and on
+        the group `connect-<name>`. A connector with clients of its own (a mirror sink's target
+        cluster) returns those rows plus theirs."""
+        return None
 
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[TopicPartition, int] | None) -> bool:
         """KIP-875's hook: the user alters (`PATCH .../offsets`) or, with `offsets=None`, resets

@@ -173,9 +173,10 @@ def sink_connector_acls(worker: Mapping[str, Any], name: str, connector: Mapping
 
     try:
         cls = resolve_connector_class(str(connector.get("connector.class") or ""))
-        rows = cls().required_acls(name, connector, worker)
+        declared = getattr(cls(), "required_acls", lambda *_: None)(name, connector, worker)
     except Exception:  # an unloadable class fails elsewhere, visibly; the generic rows still apply
-        rows = sink_acls(worker, name, connector)
+        declared = None
+    rows = sink_acls(worker, name, connector) if declared is None else declared
     return _unique(rows)
 
 
@@ -284,7 +285,7 @@ def group_access_refusal(client: Mapping[str, Any], group: str, timeout: float =
         admin.list_consumer_group_offsets(request, request_timeout=timeout)[group].result(timeout)
     except KafkaException as exc:
         err = exc.args[0] if exc.args else None
-        text = f"{err.name()}: {err.str()}" if hasattr(err, "name") else str(exc)
+        text = f"{err.name()}: {err.str()}" if err is not None and hasattr(err, "name") else str(exc)
         return text if refused_resource_types(text) else None
     except Exception:
         return None
