@@ -125,6 +125,12 @@ class TableFilter:
             return any(p.fullmatch(name) for p in self.include)
         return not any(p.fullmatch(name) for p in self.exclude)
 
+    def rank(self, *parts: str) -> tuple[int, str]:
+        """Sort key: the position of the first include pattern matching, then the dotted name."""
+        name = ".".join(parts)
+        first = next((i for i, p in enumerate(self.include) if p.fullmatch(name)), len(self.include))
+        return first, name
+
 
 @dataclass(frozen=True)
 class CdcConfig:
