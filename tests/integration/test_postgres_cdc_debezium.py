@@ -356,3 +356,71 @@ def test_events_equal_debeziums_field_by_field(
         for i, (a, b) in enumerate(zip(java, ours, strict=True)):
             found += [f"{table} record {i}: {d}" for d in differences(strip_excluded(a), strip_excluded(b))]
     assert not found, "\n".join(found[:60]) + f"\n({len(found)} in all; both dumped in {tmp_path})"
+
+
+def test_switch_from_debezium_resumes_from_its_offsets_without_a_new_snapshot(
+    postgres,  # noqa: F811 - the imported fixture
+    debezium: KafkaConnectProcess,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+) -> None:
+    """Debezium snapshots a table and streams some inserts, then is stopped; PostgresCdcSource takes
+    over under the same connector name, slot and offsets topic: it reads Debezium's stored offset
+    (`lsn_commit`, `lsn_proc`), takes no new snapshot, and sends exactly the changes Debezium did not.
+    PostgreSQL may resend Debezium's last transaction (the slot is confirmed only up to what Debezium
+    flushed): its events must then be skipped ("skipped 1 event(s) of transaction ... Debezium
+    delivered" in the task's log), where our own offset format would have sent them again."""
+    url = new_database(postgres)
+    with _connect(url) as conn:
+        conn.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
+        conn.execute("INSERT INTO t SELECT g, 'snapshot' FROM generate_series(1, 5) g")
+    prefix = topic_name("switch")
+    topic = create_topic(f"{prefix}.public.t")
+    name = f"switch-{uuid.uuid4().hex[:6]}"
+    config = {
+        **connector_config(url, prefix, f"sw_{uuid.uuid4().hex[:8]}"),
+        "table.include.list": "public\\.t",
+    }
+    post_connector(debezium, name, config)
+
+    def ops() -> list[tuple[int, str]]:
+        return [
+            (json.loads(r.key)["payload"]["id"], json.loads(r.value)["payload"]["op"])
+            for r in read_committed(topic, timeout=30)
+            if r.value
+        ]
+
+    def debezium_delivered(count: int) -> bool:
+        failure = java_failure(debezium, name)
+        assert failure is None, f"Debezium failed:\n{failure}"
+        return len(ops()) >= count
+
+    wait_until(lambda: debezium_delivered(5), 120, "Debezium's snapshot")
+    with _connect(url) as conn:
+        for i in range(6, 11):
+            conn.execute("INSERT INTO t VALUES (%s, 'by debezium')", (i,))
+    wait_until(lambda: debezium_delivered(10), 60, "Debezium's changes")
+    assert httpx.put(f"{debezium.url}/connectors/{name}/stop", timeout=60).status_code in (202, 204)
+
+    def java_stopped() -> bool:
+        status = httpx.get(f"{debezium.url}/connectors/{name}/status", timeout=10).json()
+        return status["connector"]["state"] == "STOPPED" and not status["tasks"]
+
+    wait_until(java_stopped, 60, "Debezium to stop (its offsets flushed)")
+    with _connect(url) as conn:  # committed while no connector runs
+        for i in range(11, 14):
+            conn.execute("INSERT INTO t VALUES (%s, 'in between')", (i,))
+    worker = worker_props("enabled", offset_storage_topic=debezium.worker_props["offset.storage.topic"])
+    job = run_job({"name": name, **config, "exactly.once.support": "required"}, worker)
+    with _connect(url) as conn:
+        for i in range(14, 17):
+            conn.execute("INSERT INTO t VALUES (%s, 'by eosconnect')", (i,))
+    wait_until(lambda: len(ops()) >= 16, 90, "the changes after the switch", job)
+    time.sleep(2.0)  # anything extra (a second snapshot, a repeat) would arrive now
+    job.stop()
+    events = ops()
+    assert [op for _, op in events] == ["r"] * 5 + ["c"] * 11, events
+    assert [i for i, _ in events] == list(range(1, 17)), "every change once, none repeated"

@@ -184,3 +184,28 @@ def test_arrays_interval_hstore_and_zoned_as_debezium_writes_them() -> None:
     variable = _convert(1700, "-1.000100")
     assert isinstance(variable, Struct) and variable.get("scale") == 4
     assert _convert(1700, "1500.00").get("scale") == 0  # type: ignore[attr-defined]
+
+
+def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
+    """Debezium's offset {lsn_commit, lsn_proc}: whole transactions ending by lsn_commit are skipped;
+    in the first one after it, the events at or before lsn_proc; later ones are kept whole."""
+    import threading
+
+    from eosconnect.api.records import SourcePartition, SourceRecord
+    from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask, is_debezium_offset
+
+    assert is_debezium_offset({"lsn_proc": 5, "lsn_commit": 4, "lsn": 5, "txId": 1, "ts_usec": 1})
+    assert not is_debezium_offset({"lsn": 5, "txId": 1, "event": 0, "lsn_commit": 4})
+    task = PostgresCdcTask()
+    task._lock, task._flush_to = threading.Lock(), 0
+    task._debezium_resume = (200, 260)
+    now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    partition = SourcePartition({"server": "p"})
+
+    def records(n: int) -> list[SourceRecord]:
+        return [SourceRecord(partition, {"event": i}, "t", value=i) for i in range(n)]
+
+    done = task._after_debezium(records(2), [150, 160], Begin(190, now, 1), Commit(190, 200, now))
+    assert done == [] and task._flush_to == 200
+    partial = task._after_debezium(records(3), [250, 260, 270], Begin(290, now, 2), Commit(290, 300, now))
+    assert [r.value for r in partial] == [2] and task._debezium_resume is None

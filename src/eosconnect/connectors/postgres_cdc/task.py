@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from eosconnect.api.data import SchemaBuilder, Struct
@@ -118,7 +118,16 @@ class PostgresCdcTask(SourceTask):
                 f"replication slot {self.stream.slot!r} uses the {slot[0]!r} plugin, not pgoutput. Drop it "
                 f"(SELECT pg_drop_replication_slot('{self.stream.slot}');) or set slot.name to another slot."
             )
-        snapshot_done = stored is not None and stored.get("snapshot") in (None, "last")
+        self._debezium_resume: tuple[int, int | None] | None = None
+        debezium = stored is not None and is_debezium_offset(stored)
+        if stored is not None and debezium:  # Debezium's own offset (a connector switched over)
+            snapshot_done = (
+                not stored.get("snapshot")
+                or stored.get("last_snapshot_record") is True
+                or stored.get("snapshot_completed") is True
+            )
+        else:
+            snapshot_done = stored is not None and stored.get("snapshot") in (None, "last")
         if stored is not None and snapshot_done:
             if slot is None:
                 raise ConnectException(
@@ -126,9 +135,17 @@ class PostgresCdcTask(SourceTask):
                     f"(LSN {format_lsn(int(stored['lsn']))}) are lost. Reset the connector's offsets to take "
                     "a new snapshot (snapshot.mode=initial)."
                 )
-            self._resume = (int(stored["lsn"]), int(stored.get("event", -1)))
             previous = None if "heartbeat" in stored else stored.get("lsn_end", stored.get("lsn_commit"))
             self._last_commit_lsn = None if previous is None else int(previous)  # type: ignore[arg-type]
+            if debezium:
+                processed = stored.get("lsn_proc")
+                self._debezium_resume = (
+                    int(stored.get("lsn_commit") or 0),  # type: ignore[arg-type]
+                    None if processed is None else int(processed),  # type: ignore[arg-type]
+                )
+                log.info("PostgresCdcSource: resuming after Debezium's stored offset %s", dict(stored))
+            else:
+                self._resume = (int(stored["lsn"]), int(stored.get("event", -1)))
             if mode is SnapshotMode.INITIAL_ONLY:
                 self._done = True
                 return
@@ -258,6 +275,7 @@ class PostgresCdcTask(SourceTask):
         self._txn = None
         now = dt.datetime.now(dt.UTC)
         records: list[SourceRecord] = []
+        lsns: list[int] = []  # each record's change LSN
         for op, table, before, after, lsn in events:
             source = SourceInfo(
                 self.prefix, self.db, begin.commit_time, "false", begin.xid, lsn, self._last_commit_lsn
@@ -265,8 +283,10 @@ class PostgresCdcTask(SourceTask):
             key = table.key(after if after is not None else before)
             value = table.envelope(op, before, after, source, now)
             records.append(self._record(table, key, value, begin, len(records)))
+            lsns.append(lsn)
             if op == "d" and self.tombstones:
                 records.append(self._record(table, key, None, begin, len(records)))
+                lsns.append(lsn)
         self._last_commit_lsn = commit.end_lsn  # Debezium's lastCommitLsn: source.sequence[0] after it
         if not records:
             return
@@ -274,7 +294,9 @@ class PostgresCdcTask(SourceTask):
         records[-1] = dataclasses.replace(
             last, source_offset={**last.source_offset, "lsn_end": commit.end_lsn}
         )
-        if self._resume is not None:
+        if self._debezium_resume is not None:
+            records = self._after_debezium(records, lsns, begin, commit)
+        elif self._resume is not None:
             lsn, event = self._resume
             kept = [
                 r
@@ -292,6 +314,31 @@ class PostgresCdcTask(SourceTask):
                 )
             records = kept
         self._ready.extend(records)
+
+    def _after_debezium(
+        self, records: list[SourceRecord], lsns: list[int], begin: Begin, commit: Commit
+    ) -> list[SourceRecord]:
+        """The records Debezium did not send before it was stopped. Its offset holds `lsn_commit`
+        (the end of the last transaction it finished) and `lsn_proc` (its last event): transactions
+        ending at or before `lsn_commit` are skipped whole; in the first one after it (the one
+        Debezium may have been inside), the events at or before `lsn_proc`."""
+        assert self._debezium_resume is not None
+        done_commit, done_event = self._debezium_resume
+        if commit.end_lsn <= done_commit:
+            kept: list[SourceRecord] = []
+        else:
+            kept = [r for r, lsn in zip(records, lsns, strict=True) if done_event is None or lsn > done_event]
+            self._debezium_resume = None
+        if not kept:  # Debezium delivered it: the slot may pass it
+            with self._lock:
+                self._flush_to = max(self._flush_to, commit.end_lsn)
+        if len(kept) < len(records):
+            log.info(
+                "PostgresCdcSource: skipped %d event(s) of transaction %d Debezium delivered",
+                len(records) - len(kept),
+                begin.xid,
+            )
+        return kept
 
     def _record(
         self, table: TableEvents, key: Struct | None, value: Struct | None, begin: Begin, index: int
@@ -359,6 +406,13 @@ class PostgresCdcTask(SourceTask):
             if resource is not None:
                 with contextlib.suppress(Exception):
                     resource.close()
+
+
+def is_debezium_offset(offset: Mapping[str, Any]) -> bool:
+    """Whether a stored offset is Debezium's (`lsn_proc`, `lsn_commit`, `ts_usec`, ...): ours has `event`."""
+    return "event" not in offset and any(
+        k in offset for k in ("lsn_proc", "lsn_commit", "ts_usec", "last_snapshot_record")
+    )
 
 
 class _Snapshot:
