@@ -169,7 +169,8 @@ class CdcConfig:
             "dbname": self.values["database.dbname"],
             "application_name": "eosconnect-postgres-cdc",
             "connect_timeout": "10",  # a silent port fails validation in seconds, not minutes
-            "options": "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3",
+            "options": "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres -c bytea_output=hex "
+            "-c extra_float_digits=3",
         }
         if isinstance(password, Password) and password.value:
             parts["password"] = password.value

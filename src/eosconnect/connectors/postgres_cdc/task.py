@@ -295,7 +295,9 @@ class PostgresCdcTask(SourceTask):
             last, source_offset={**last.source_offset, "lsn_end": commit.end_lsn}
         )
         if self._debezium_resume is not None:
-            records = self._after_debezium(records, lsns, begin, commit)
+            kept = self._after_debezium(records, lsns, commit)
+            self._skipped(records, kept, begin, commit, "Debezium delivered")
+            records = kept
         elif self._resume is not None:
             lsn, event = self._resume
             kept = [
@@ -303,20 +305,27 @@ class PostgresCdcTask(SourceTask):
                 for r in records
                 if (int(r.source_offset["lsn"]), int(r.source_offset["event"])) > (lsn, event)  # type: ignore[arg-type]
             ]
-            if not kept:  # the whole transaction is in Kafka already: the slot may pass it
-                with self._lock:
-                    self._flush_to = max(self._flush_to, commit.end_lsn)
-            if len(kept) < len(records):
-                log.info(
-                    "PostgresCdcSource: skipped %d event(s) of transaction %d already in Kafka",
-                    len(records) - len(kept),
-                    begin.xid,
-                )
+            self._skipped(records, kept, begin, commit, "already in Kafka")
             records = kept
         self._ready.extend(records)
 
+    def _skipped(
+        self, records: list[SourceRecord], kept: list[SourceRecord], begin: Begin, commit: Commit, why: str
+    ) -> None:
+        """After a restart: a transaction delivered whole before lets the slot pass it; logs the skip."""
+        if not kept:
+            with self._lock:
+                self._flush_to = max(self._flush_to, commit.end_lsn)
+        if len(kept) < len(records):
+            log.info(
+                "PostgresCdcSource: skipped %d event(s) of transaction %d %s",
+                len(records) - len(kept),
+                begin.xid,
+                why,
+            )
+
     def _after_debezium(
-        self, records: list[SourceRecord], lsns: list[int], begin: Begin, commit: Commit
+        self, records: list[SourceRecord], lsns: list[int], commit: Commit
     ) -> list[SourceRecord]:
         """The records Debezium did not send before it was stopped. Its offset holds `lsn_commit`
         (the end of the last transaction it finished) and `lsn_proc` (its last event): transactions
@@ -325,20 +334,9 @@ class PostgresCdcTask(SourceTask):
         assert self._debezium_resume is not None
         done_commit, done_event = self._debezium_resume
         if commit.end_lsn <= done_commit:
-            kept: list[SourceRecord] = []
-        else:
-            kept = [r for r, lsn in zip(records, lsns, strict=True) if done_event is None or lsn > done_event]
-            self._debezium_resume = None
-        if not kept:  # Debezium delivered it: the slot may pass it
-            with self._lock:
-                self._flush_to = max(self._flush_to, commit.end_lsn)
-        if len(kept) < len(records):
-            log.info(
-                "PostgresCdcSource: skipped %d event(s) of transaction %d Debezium delivered",
-                len(records) - len(kept),
-                begin.xid,
-            )
-        return kept
+            return []
+        self._debezium_resume = None
+        return [r for r, lsn in zip(records, lsns, strict=True) if done_event is None or lsn > done_event]
 
     def _record(
         self, table: TableEvents, key: Struct | None, value: Struct | None, begin: Begin, index: int

@@ -1,7 +1,8 @@
 """PostgreSQL column types -> Kafka Connect schemas and values, as Debezium's PostgreSQL connector maps them.
 
 pgoutput (and the snapshot's text casts) give every value as the type's text output, read here with
-the session settings `TimeZone=UTC`, `DateStyle=ISO`, `bytea_output=hex`, `extra_float_digits=3`.
+the session settings `TimeZone=UTC`, `DateStyle=ISO`, `IntervalStyle=postgres`, `bytea_output=hex`,
+`extra_float_digits=3`.
 
 ==========================  =====================================================================
 PostgreSQL type             Connect schema (Debezium's name)
