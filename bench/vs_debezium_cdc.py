@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import threading
@@ -304,6 +305,7 @@ def main() -> None:
         java.stop()
         cluster.stop()
         pg.stop()
+        shutil.rmtree(workdir, ignore_errors=True)  # the broker's data: ~160 MB per run
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import decimal
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -62,6 +63,7 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
     import psycopg
 
     started = time.monotonic()
+    own_dir, passed = run_dir is None, False
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="eosconnect-demo-cdc-"))
     run_dir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
     suffix = uuid.uuid4().hex[:6]
@@ -162,15 +164,19 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
         records = events()
         rows = {r[0]: (r[1], str(r[2])) for r in conn.execute("SELECT id, owner, balance FROM accounts")}
         conn.close()
-        ok = _print_and_verify(records, rows, txids, expected_changes)
+        ok = passed = _print_and_verify(records, rows, txids, expected_changes)
         verdict = "[green]demo passed: every change exactly once[/]" if ok else "[red]demo FAILED[/]"
-        console.print(f"{verdict} in {time.monotonic() - started:.0f}s")
+        console.print(
+            f"{verdict} in {time.monotonic() - started:.0f}s" + ("" if ok else f"; logs in {run_dir}")
+        )
         return ok
     finally:
         if worker is not None:
             worker.stop()
         cluster.stop()
         database.stop()
+        if own_dir and passed:  # kept after a failure: the logs are in it
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _print_and_verify(
