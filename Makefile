@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark test test-long lint soak soak-spark soak-long bench kafka postgres registry install clean
+.PHONY: demo demo-spark demo-cdc test test-long lint soak soak-spark soak-long bench kafka postgres registry install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ demo: kafka
 demo-spark: kafka  ## JdbcSource -> Spark -> eosconnect-kafka through a driver SIGKILL, verified
 	$(BIN)/eosconnect demo-spark
 
+demo-cdc: kafka postgres  ## PostgreSQL -> PostgresCdcSource -> Kafka through a task SIGKILL, verified
+	$(BIN)/python -m eosconnect.tools.demo_cdc
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
@@ -72,12 +75,13 @@ soak-long: kafka
 	    $(BIN)/pytest -m soak -p no:cacheprovider -s || exit 1; \
 	done; done
 
-bench: kafka
+bench: kafka postgres
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect_schemas.py
+	PYTHONPATH=. $(BIN)/python bench/vs_debezium_cdc.py
 
 clean:
 	rm -rf $(VENV) .eosconnect

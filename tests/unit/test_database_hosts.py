@@ -75,7 +75,7 @@ def test_patterns_match_host_or_host_and_port() -> None:
 
 
 def test_an_allowed_host_is_validated_as_before(listener: socket.socket, monkeypatch) -> None:
-    from eosconnect.connectors import jdbc
+    from eosconnect.connectors.jdbc import database as jdbc
 
     monkeypatch.setattr(jdbc, "VALIDATION_CONNECT_TIMEOUT_S", 1)
     port = listener.getsockname()[1]
