@@ -131,7 +131,7 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
             console.print(f"[red]creating the connector failed: {response.text}[/red]")
             return False
         _step(f"PostgresCdcSource 'bank-cdc' created: topic {topic}, 3 rows to snapshot")
-        consumer = {"bootstrap.servers": bootstrap}
+        consumer: dict[str, object] = {"bootstrap.servers": bootstrap}
 
         def events() -> list[Any]:
             return read_to_end(consumer, topic, timeout=30)
