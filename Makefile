@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark test test-long lint soak soak-long bench kafka postgres registry install clean
+.PHONY: demo demo-spark demo-db test test-long lint soak soak-long bench kafka postgres registry install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,9 @@ demo: kafka
 
 demo-spark: kafka  ## JdbcSource -> Spark -> eosconnect-kafka through a driver SIGKILL, verified
 	$(BIN)/eosconnect demo-spark
+
+demo-db: kafka postgres  ## JdbcSource -> Kafka -> JdbcSink into PostgreSQL through a sink task SIGKILL, compared row by row
+	$(BIN)/eosconnect demo-db
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
