@@ -69,12 +69,13 @@ soak-long: kafka
 	    $(BIN)/pytest -m soak -p no:cacheprovider -s || exit 1; \
 	done; done
 
-bench: kafka
+bench: kafka postgres
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect_schemas.py
+	PYTHONPATH=. $(BIN)/python bench/vs_debezium_jdbc_sink.py
 
 clean:
 	rm -rf $(VENV) .eosconnect
