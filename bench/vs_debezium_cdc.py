@@ -41,8 +41,8 @@ from rich.table import Table
 
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.debezium import DEBEZIUM_VERSION, debezium_connect
+from eosconnect.devkafka.postgres import LocalPostgres
 from eosconnect.storage.topics import ensure_topic
-from eosconnect.tools.local_postgres import LocalPostgres
 from eosconnect.tools.worker_process import WorkerProcess
 
 console = Console()
@@ -249,7 +249,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="eosconnect-bench-cdc-"))
     workdir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
     cluster = LocalKafkaCluster(workdir / "kafka", brokers=1, tie_to_parent=True)
-    pg = LocalPostgres(workdir / "postgres")
+    pg = LocalPostgres(base=workdir / "postgres")
     suffix = uuid.uuid4().hex[:6]
     java = debezium_connect(
         "", workdir / "java", f"bench-dbz-{suffix}", exactly_once_source_support="enabled",

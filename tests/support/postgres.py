@@ -1,22 +1,19 @@
-"""A throwaway PostgreSQL server for tests, from Debian's binaries (`apt-get install -y postgresql`).
+"""A throwaway PostgreSQL server for tests (`eosconnect.devkafka.postgres.LocalPostgres`).
 
-`postgres` (module scope) runs one (`eosconnect.tools.local_postgres.LocalPostgres`) in a temp dir
-on a free loopback port and yields its SQLAlchemy URL without a database name; `new_database`
-makes a fresh database on it. Without the binaries the PostgreSQL cases are skipped, saying so.
-Registered for every test module by tests/conftest.py. The URL it yields is a `PostgresServer`,
-which can also `kill()` the server (as a crash) and `start()` it again.
+`postgres` (module scope) runs one from Debian's binaries (`make postgres`) and yields its
+SQLAlchemy URL without a database name; `new_database` makes a fresh database on it. Without the
+binaries the PostgreSQL cases are skipped, saying so. Registered for every test module by
+tests/conftest.py. The URL it yields is a `PostgresServer`, which can also `kill()` the server (as
+a crash) and `start()` it again.
 """
 
 from __future__ import annotations
 
-import tempfile
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from eosconnect.tools.local_postgres import LocalPostgres, PostgresUnavailable
+from eosconnect.devkafka.postgres import LocalPostgres, PostgresSetupError, new_database
 
 __all__ = ["PostgresServer", "new_database", "postgres"]
 
@@ -24,43 +21,36 @@ __all__ = ["PostgresServer", "new_database", "postgres"]
 class PostgresServer(str):
     """The server's SQLAlchemy URL (without a database name), which can also crash and restart it."""
 
+    server: LocalPostgres
+
     def __new__(cls, server: LocalPostgres) -> PostgresServer:
         url = super().__new__(cls, server.url)
-        url._server = server
+        url.server = server
         return url
 
     def kill(self) -> None:
         """Stop at once, as a crash would (`pg_ctl -m immediate`: no checkpoint, clients cut off)."""
-        self._server.kill()
+        self.server.kill()
 
     def start(self) -> None:
-        self._server.start()
+        self.server.start()
 
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL server for this module; yields its SQLAlchemy URL without a database name."""
-    server = LocalPostgres(Path(tempfile.mkdtemp(prefix="eosconnect-pg-")))
+    try:
+        server = LocalPostgres()
+    except PostgresSetupError as exc:
+        pytest.skip(str(exc))
     try:
         server.start()
-    except PostgresUnavailable as exc:
+    except PostgresSetupError as exc:
         server.stop()
-        pytest.skip(str(exc))
+        if "no `postgres` user" in str(exc):
+            pytest.skip(str(exc))
+        raise
     try:
         yield PostgresServer(server)
     finally:
         server.stop()
-
-
-def new_database(server: str) -> str:
-    """A new, empty database on the `postgres` server; its SQLAlchemy URL."""
-    import sqlalchemy as sa
-
-    name = f"t_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE {name}")
-    finally:
-        admin.dispose()
-    return f"{server}/{name}"

@@ -14,6 +14,7 @@ schema per column) go to the converter with the value, and what a converter read
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -23,10 +24,11 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Task
 from eosconnect.api.converters import Converter, converter_from_config
-from eosconnect.api.errors import ConnectException
+from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.records import SinkRecord, SourceRecord, known_or_none
 from eosconnect.api.transforms import TransformationChain
 from eosconnect.runtime.dead_letter import ErrorReporting, Stage
+from eosconnect.runtime.retry_tolerance import RetryWithTolerance, log_failed_record
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,11 @@ class RecordPipeline(_Pipeline):
     it: nothing of it is sent (not its key either), its source offset still counts, and it is logged,
     with Kafka's "Error encountered in task ..." line at ERROR where `errors.log.enable=true` (the
     record itself with `errors.log.include.messages=true`), else with a warning.
-    """
+
+    `retry` (runtime/retry_tolerance.py) retries a record's conversion per `errors.retry.*`
+    and, with `errors.tolerance=all`, skips a record that fails for good: `convert` returns None
+    (not sent, its source offset committed, as Kafka Connect does; sources have no dead letter
+    queue) and a `SourceBatch` is sent without its failed records."""
 
     def __init__(
         self,
@@ -85,6 +91,7 @@ class RecordPipeline(_Pipeline):
         forbidden_topics: frozenset[str] = frozenset(),
         task_log: Any = None,
         task_id: str = "",
+        retry: RetryWithTolerance | None = None,
     ) -> None:
         super().__init__(connector_config)
         self.forbidden_topics = forbidden_topics
@@ -96,6 +103,14 @@ class RecordPipeline(_Pipeline):
         self.skipped = 0
 
         self._columnar = self.transforms.columnar
+        self.retry = retry
+        self.log = self._log
+        self.task_id = task_id
+        if retry is not None and (retry.settings.retries or retry.settings.tolerate_all):
+            self._convert_one = self.convert
+            self.convert = self._convert_guarded  # type: ignore[method-assign]
+            self._convert_batch = self.convert_columns
+            self.convert_columns = self._convert_columns_guarded  # type: ignore[method-assign]
 
     @property
     def columnar(self) -> bool:
@@ -120,7 +135,7 @@ class RecordPipeline(_Pipeline):
         except ForbiddenTopicError:
             raise
         except Exception as exc:
-            if not self.errors.tolerate:
+            if not self.errors.tolerate or self.retry is not None:
                 raise
             self._skip(record, stage, exc)
             return None
@@ -176,7 +191,7 @@ class RecordPipeline(_Pipeline):
             if transformed is None:
                 return [(record, self.convert(record)) for record in batch]
             batch = transformed
-        if not self.errors.tolerate:
+        if not self.errors.tolerate or self.retry is not None:
             return self._convert_columns(batch)
         try:
             return self._convert_columns(batch)
@@ -204,6 +219,62 @@ class RecordPipeline(_Pipeline):
             batch.timestamps,
             headers,
         )
+
+    # ----------------------------------------------------------------------------- errors.*
+    def _convert_guarded(self, record: SourceRecord) -> OutgoingRecord | None:
+        assert self.retry is not None
+        try:
+            return self.retry.execute(lambda: self._convert_one(record))
+        except ForbiddenTopicError:
+            raise  # the task's bug, not the record's
+        except Exception as exc:
+            self._failed(exc, f"source record is {_preview_record(record)}")
+            return None
+
+    def _convert_columns_guarded(
+        self, batch: SourceBatch
+    ) -> OutgoingColumns | list[tuple[SourceRecord, Any]]:
+        """The whole batch at once; if that fails, record by record, leaving out the failed ones."""
+        assert self.retry is not None
+        try:
+            return self.retry.execute(lambda: self._convert_batch(batch))
+        except ForbiddenTopicError:
+            raise
+        except Exception:
+            if not self.retry.settings.tolerate_all:
+                raise
+        kept: list[int] = []
+        for i in range(len(batch)):
+            single = _subset(batch, [i])
+            try:
+                self.retry.execute(functools.partial(self._convert_batch, single))
+                kept.append(i)
+            except Exception as exc:
+                self._failed(exc, f"record {i} of a SourceBatch for {batch.topic!r}")
+        return self._convert_batch(_subset(batch, kept))
+
+    def _failed(self, exc: Exception, where: str) -> None:
+        """A record failed for good: raise (errors.tolerance=none) or log and skip it."""
+        assert self.retry is not None
+        settings = self.retry.settings
+        if not self.retry.failed():
+            retried = (
+                f" (retried for errors.retry.timeout={settings.retry_timeout_ms} ms)"
+                if isinstance(exc, RetriableException) and settings.retries
+                else ""
+            )
+            raise ConnectException(
+                f"{self.task_id}: Tolerance exceeded in error handler: a record could not be transformed or "
+                f"converted{retried}: {exc}. Fix the data or the transforms/key.converter/value.converter "
+                "settings, or set errors.tolerance=all to skip such records."
+            ) from exc
+        if settings.log_errors:
+            shown = where if settings.log_messages else "a source record failed"
+            log_failed_record(
+                self.log, self.task_id, "TRANSFORMATION/CONVERTER", type(exc).__name__, shown, exc
+            )
+        else:
+            self.log.warning("skipping a source record (errors.tolerance=all): %s", exc)
 
     def _check_topic(self, topic: str) -> None:
         if topic in self.forbidden_topics:
@@ -276,3 +347,29 @@ def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
         else:
             out.append((key, str(value).encode()))
     return out
+
+
+def _preview_record(record: SourceRecord, limit: int = 300) -> str:
+    text = repr(record)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _subset(batch: SourceBatch, indices: list[int]) -> SourceBatch:
+    """The records `indices` of `batch`, with its partition, end offset and schemas."""
+
+    def pick(column: Sequence[Any] | None) -> list[Any] | None:
+        return None if column is None else [column[i] for i in indices]
+
+    return SourceBatch(
+        dict(batch.source_partition),
+        dict(batch.source_offset),
+        batch.topic,
+        [batch.values[i] for i in indices],
+        keys=pick(batch.keys),
+        partition=batch.partition,
+        timestamps=pick(batch.timestamps),
+        headers=pick(batch.headers),
+        record_offsets=pick(batch.record_offsets),
+        key_schema=batch.key_schema,
+        value_schema=batch.value_schema,
+    )

@@ -31,11 +31,15 @@ user's `auto.offset.reset` (default earliest) to the other resets itself.
 
 A record the converters or transformations reject fails the task naming its topic, partition
 and offset (`errors.tolerance=none`, Kafka Connect's default); with `errors.tolerance=all` it is
-skipped with a warning and its offset committed like any other.
+skipped with a warning (dead-lettered if so configured) and its offset committed like any other. A
+`RetriableException` from them is first retried per `errors.retry.timeout` and
+`errors.retry.delay.max.ms`, as Kafka Connect's RetryWithToleranceOperator does
+(runtime/retry_tolerance.py).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import traceback
@@ -56,6 +60,7 @@ from eosconnect.runtime.control import Directive
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
+from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.supersession import replaced_by_design
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
@@ -186,6 +191,12 @@ class SinkTaskRunner:
         # the abstract base is what the loaded class is checked against (issubclass), never instantiated
         self.task: SinkTask = instantiate_task(spec, SinkTask)  # type: ignore[type-abstract]
         self.pipeline = SinkRecordPipeline(pipeline_config(self.connector.originals, self.task, self.log))
+        #: errors.retry.* and errors.tolerance for the converter and transformation stages.
+        self.retry = RetryWithTolerance(
+            ToleranceSettings.parse(self.connector.originals),
+            stopping=lambda: self.spec.control.directive() is Directive.STOP,
+            metrics=self.metrics,
+        )
         self.context = SinkTaskContext(
             configs=dict(spec.task_config),
             consumer_group=connector.consumer_group,
@@ -367,14 +378,23 @@ class SinkTaskRunner:
             polled += 1
             last[(topic, partition)] = (offset, message.leader_epoch())
             try:
-                record = self.pipeline.convert(message)
+                if self.retry.settings.retries:
+                    record = self.retry.execute(functools.partial(self.pipeline.convert, message))
+                else:  # the hot path: no closure per record
+                    record = self.pipeline.convert(message)
             except Exception as exc:
                 where = f"topic {topic!r} partition {partition} offset {offset}"
-                if self.connector.errors_tolerance is not ErrorsTolerance.ALL:
+                if not self.retry.failed():
+                    retried = (
+                        f" (retried for errors.retry.timeout={self.retry.settings.retry_timeout_ms} ms)"
+                        if isinstance(exc, RetriableException) and self.retry.settings.retries
+                        else ""
+                    )
                     raise ConnectException(
-                        f"{self.task_id}: the record at {where} could not be converted or transformed: "
-                        f"{exc}. Fix the data or the key.converter/value.converter/transforms settings, or "
-                        "set errors.tolerance=all to skip such records (they are then logged and lost)."
+                        f"{self.task_id}: the record at {where} could not be converted or transformed"
+                        f"{retried}: {exc}. Fix the data or the key.converter/value.converter/transforms "
+                        "settings, or set errors.tolerance=all to skip such records (they are then logged "
+                        "and lost)."
                     ) from exc
                 self.log.warning("skipping the record at %s (errors.tolerance=all): %s", where, exc)
                 if self.dead_letters is not None:

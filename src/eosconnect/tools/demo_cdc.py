@@ -33,9 +33,9 @@ from rich.console import Console
 from rich.table import Table
 
 from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.devkafka.postgres import LocalPostgres
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
-from eosconnect.tools.local_postgres import LocalPostgres
 from eosconnect.tools.worker_process import WorkerProcess
 
 console = Console(width=None if sys.stdout.isatty() else 120)
@@ -68,7 +68,7 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
     run_dir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
     suffix = uuid.uuid4().hex[:6]
     cluster = LocalKafkaCluster(run_dir / "kafka", brokers=1, tie_to_parent=True)
-    database = LocalPostgres(run_dir / "postgres")
+    database = LocalPostgres(base=run_dir / "postgres")
     worker: WorkerProcess | None = None
     try:
         with console.status("Starting a local Apache Kafka broker and PostgreSQL ..."):

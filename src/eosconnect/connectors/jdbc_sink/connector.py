@@ -1,8 +1,10 @@
 """`JdbcSink` (also `io.confluent.connect.jdbc.JdbcSinkConnector`): Kafka records into database tables.
 
-Settings and behaviour follow Confluent's JDBC sink, with SQLAlchemy URLs (PostgreSQL through psycopg
-and SQLite are tested; other SQLAlchemy dialects should work, upserts need PostgreSQL, SQLite or
-MySQL/MariaDB). Each record becomes a row of the table `table.name.format` names: a `Struct` value
+Settings and behaviour follow Confluent's JDBC sink, with SQLAlchemy URLs (PostgreSQL through psycopg,
+MariaDB through PyMySQL, e.g. mysql+pymysql://app@db:3306/shop, and SQLite are tested; other
+SQLAlchemy dialects should work, upserts need PostgreSQL, SQLite or MySQL/MariaDB; on MySQL/MariaDB a
+string or bytes key column is created as VARCHAR/VARBINARY(256)). Each record becomes a row of the
+table `table.name.format` names: a `Struct` value
 (a converter with schemas, e.g. `JsonConverter` with `schemas.enable=true`) gives columns and types
 from its schema (INT8/16 SMALLINT, INT32 INTEGER, INT64 BIGINT, FLOAT32 REAL, FLOAT64 DOUBLE, BOOLEAN,
 STRING TEXT, BYTES binary, logical Decimal NUMERIC(38, scale), Date DATE, Time TIME, Timestamp
@@ -11,7 +13,8 @@ columns by its keys, typed from its values. `pk.mode` picks the primary key colu
 the statement (INSERT, upsert by INSERT .. ON CONFLICT / ON DUPLICATE KEY, UPDATE), and with
 `delete.enabled` a tombstone deletes the row with the record's key. `auto.create` creates a missing
 table with that primary key, `auto.evolve` adds missing columns (nullable). Rows are written in bulk
-(executemany, up to `batch.size` rows per statement), in consumption order.
+(executemany, up to `batch.size` rows per statement; plain inserts into PostgreSQL through psycopg
+as one COPY), in consumption order.
 
 **Sinks, exactly once.** No other Kafka Connect JDBC sink can be exactly once: they commit the
 consumer group's offsets after the database commit, so a crash between the two repeats rows (upserts
