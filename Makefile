@@ -72,6 +72,7 @@ bench: kafka
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect_schemas.py
+	PYTHONPATH=. $(BIN)/python bench/density.py
 
 clean:
 	rm -rf $(VENV) .eosconnect

@@ -66,9 +66,13 @@ class SlotHost:
     assigned: dict[str, TaskSpec] = field(default_factory=dict)
     idle_since: float | None = field(default_factory=time.monotonic)
     stopping: bool = False
+    #: Abandoned tasks left to end in their threads (`SlotHosts.cancel`): they still take room.
+    lingering: set[str] = field(default_factory=set)
 
     def room(self) -> int:
-        return 0 if self.stopping or not self.job.running() else self.capacity - len(self.assigned)
+        if self.stopping or not self.job.running():
+            return 0
+        return self.capacity - len(self.assigned) - len(self.lingering)
 
 
 class HostedTasks:
@@ -187,6 +191,7 @@ class SlotHosts:
             return
         with self._lock:
             for host in self.hosts.values():
+                host.lingering.discard(instance)
                 if host.assigned.pop(instance, None) is not None and not host.assigned:
                     host.idle_since = time.monotonic()
 
@@ -199,6 +204,7 @@ class SlotHosts:
             for i in hosted.instances:
                 host.assigned.pop(i, None)
             if others:
+                host.lingering.update(hosted.instances)
                 log.warning(
                     "not cancelling slot host %s for %s: it also runs %s; the fenced task is left to end",
                     host.host_id,
