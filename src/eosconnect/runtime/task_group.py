@@ -60,12 +60,19 @@ def instance_of(spec: TaskSpec) -> str:
 def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) -> list[TaskOutcome]:
     """Run the tasks the leader places on this host until told to stop and empty; never raises."""
     live: dict[str, TaskSpec] = {}
+    #: Tasks that ended and are sending their final report: no longer in the host's heartbeats.
+    finishing: set[str] = set()
     started: set[str] = set()
     outcomes: list[TaskOutcome] = []
     lock = threading.Lock()
+    #: Held while a heartbeat is in flight: a task's final report must not be overtaken by a
+    #: RUNNING sent for it in a heartbeat built before it ended (as `RestTaskControl` ensures).
+    channel_lock = threading.Lock()
 
     def run_one(key: str, spec: TaskSpec) -> None:
         outcome = run_task(spec)
+        with channel_lock, lock:
+            finishing.add(key)
         report = getattr(spec.control, "report_outcome", None)
         if report is not None:
             try:
@@ -75,16 +82,18 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
         with lock:
             outcomes.append(outcome)
             live.pop(key, None)
+            finishing.discard(key)
 
     log.info("slot host %s started (pid %d)", host.host_id, os.getpid())
     while True:
-        with lock:
-            running = list(live.values())
-        try:
-            answer = host.channel.poll(running)
-        except Exception:
-            log.exception("slot host %s: asking the leader failed", host.host_id)
-            answer = None
+        with channel_lock:
+            with lock:
+                running = [spec for key, spec in live.items() if key not in finishing]
+            try:
+                answer = host.channel.poll(running)
+            except Exception:
+                log.exception("slot host %s: asking the leader failed", host.host_id)
+                answer = None
         if answer is not None:
             for spec in answer.start:
                 key = instance_of(spec)
