@@ -67,7 +67,7 @@ def tree_rss_mb(root: int) -> float:
 
 
 def connector_config(
-    kind: str, index: int, side: str, workdir: Path, quiet_topic: str, idle_file: Path
+    kind: str, index: int, side: str, workdir: Path, quiet_topic: str, idle_file: Path, bootstrap: str
 ) -> dict:
     common = {"tasks.max": "1", "key.converter": STRING, "value.converter": STRING}
     if kind == "idle_file":
@@ -83,6 +83,8 @@ def connector_config(
             "connector.class": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
             "source.cluster.alias": f"src{index}",
             "target.cluster.alias": "target",
+            "source.cluster.bootstrap.servers": bootstrap,
+            "target.cluster.bootstrap.servers": bootstrap,
             "emit.heartbeats.interval.seconds": "1",
             "heartbeats.topic.replication.factor": "1",
             "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
@@ -97,14 +99,19 @@ def connector_config(
 
 
 def all_running(url: str, names: list[str]) -> int:
-    """How many of `names` have every task RUNNING (one GET with expand=status)."""
+    """How many of `names` have every task RUNNING (one GET with expand=status); a FAILED connector
+    or task ends the bench with its trace."""
     try:
         statuses = httpx.get(f"{url}/connectors", params={"expand": "status"}, timeout=30).json()
     except (httpx.HTTPError, ValueError):
         return 0
     count = 0
     for name in names:
-        tasks = (statuses.get(name) or {}).get("status", {}).get("tasks", [])
+        status = (statuses.get(name) or {}).get("status", {})
+        tasks = status.get("tasks", [])
+        for part in (status.get("connector") or {}, *tasks):
+            if part.get("state") == "FAILED":
+                raise SystemExit(f"{url}: {name} FAILED: {str(part.get('trace'))[:2000]}")
         if tasks and all(t.get("state") == "RUNNING" for t in tasks):
             count += 1
     return count
@@ -163,7 +170,9 @@ def measure_side(
         names = [f"d{n}-{KINDS[i % 3]}-{i}" for i in range(n)]
         started = time.monotonic()
         for i, name in enumerate(names):
-            side.post(name, connector_config(KINDS[i % 3], i, side.name, workdir, quiet, idle_file))
+            side.post(
+                name, connector_config(KINDS[i % 3], i, side.name, workdir, quiet, idle_file, bootstrap)
+            )
         posted = time.monotonic() - started
         deadline = started + 1200
         running = 0
@@ -207,7 +216,9 @@ def java_side(bootstrap: str, workdir: Path) -> tuple[KafkaConnectProcess, Calla
     return java, lambda: Side("java", java.url, java.proc.pid)  # type: ignore[union-attr]
 
 
-def eos_side(bootstrap: str, workdir: Path, per_slot: int) -> tuple[WorkerProcess, Callable[[], Side]]:
+def eos_side(
+    bootstrap: str, workdir: Path, per_slot: int, master: str | None
+) -> tuple[WorkerProcess, Callable[[], Side]]:
     props = {
         **connect_worker_defaults(bootstrap, f"density-eos-{uuid.uuid4().hex[:6]}"),
         "exactly.once.source.support": "enabled",
@@ -215,6 +226,7 @@ def eos_side(bootstrap: str, workdir: Path, per_slot: int) -> tuple[WorkerProces
         "status.storage.partitions": "1",
         "listeners": "http://127.0.0.1:0",
         "eosconnect.tasks.per.slot": str(per_slot),
+        **({"spark.master": master} if master else {}),
     }
     eos = WorkerProcess(props, workdir / "eos")
     return eos, lambda: Side("eos", eos.url, eos.proc.pid)  # type: ignore[union-attr]
@@ -224,6 +236,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=os.environ.get("EOSCONNECT_BENCH_DENSITY", "24,100"))
     parser.add_argument("--per-slot", type=int, default=25, help="eosconnect.tasks.per.slot")
+    parser.add_argument("--master", help="eosconnect's spark.master (default: the worker's, local[16,4])")
     parser.add_argument("--records", type=int, default=100_000, help="lines of the busy task's file")
     parser.add_argument("--idle-seconds", type=float, default=20.0)
     parser.add_argument("--sides", default="java,eos")
@@ -246,7 +259,7 @@ def main() -> None:
             process, side = (
                 java_side(bootstrap, workdir)
                 if name == "java"
-                else eos_side(bootstrap, workdir, args.per_slot)
+                else eos_side(bootstrap, workdir, args.per_slot, args.master)
             )
             console.print(f"starting the {name} worker ...")
             process.start(timeout=180)

@@ -109,3 +109,16 @@ def test_reconfiguring_one_connector_does_not_restart_its_slot_mate(
     assert worker.task_states("b") == ["RUNNING"]
     count = len(read_committed(b_topic))
     worker.wait_for(lambda: len(read_committed(b_topic)) > count + 100, 60, "b to go on writing")
+
+
+def test_tasks_without_a_free_slot_are_unassigned_naming_the_packing_setting(
+    workers, topic_name, create_topic
+):
+    topic = create_topic(topic_name("data"))
+    worker = workers(**{"spark.master": "local[1,2]"})
+    assert worker.create_connector("first", sequence(topic, 1_000_000, rate="50")).status_code == 201
+    worker.wait_for(lambda: worker.task_states("first") == ["RUNNING"], 90, "first RUNNING")
+    assert worker.create_connector("second", sequence(topic, 1_000_000, rate="50")).status_code == 201
+    worker.wait_for(lambda: worker.task_states("second") == ["UNASSIGNED"], 60, "second UNASSIGNED")
+    trace = worker.status("second")["tasks"][0].get("trace", "")
+    assert "0 of 1 are free" in trace and "eosconnect.tasks.per.slot" in trace, trace
