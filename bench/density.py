@@ -19,8 +19,9 @@ and measures:
   boundaries) among the N, over its rate alone (read_committed, checked for gaps and duplicates).
 
 eosconnect runs its default settings plus one packing setting, `eosconnect.tasks.per.slot`
-(`--per-slot`, default 25: 16 default slots x 25 = 400 tasks). The machine's load average is printed
-with every figure; on a shared machine absolute figures move a lot. The last line is machine-readable:
+(`--per-slot`, default 26: 16 default slots x 26 = 416 tasks, room for N = 400 and the busy one).
+The machine's load average is printed with every figure; on a shared machine absolute figures move
+a lot. The last line is machine-readable:
     density N=<n> java_running_s=.. eos_running_s=.. java_per_task_mb=.. eos_per_task_mb=.. ...
 """
 
@@ -235,7 +236,8 @@ def eos_side(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=os.environ.get("EOSCONNECT_BENCH_DENSITY", "24,100"))
-    parser.add_argument("--per-slot", type=int, default=25, help="eosconnect.tasks.per.slot")
+    # 16 default slots x 26 = 416: room for N = 400 and the busy task.
+    parser.add_argument("--per-slot", type=int, default=26, help="eosconnect.tasks.per.slot")
     parser.add_argument("--master", help="eosconnect's spark.master (default: the worker's, local[16,4])")
     parser.add_argument("--records", type=int, default=100_000, help="lines of the busy task's file")
     parser.add_argument("--idle-seconds", type=float, default=20.0)
