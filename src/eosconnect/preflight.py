@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConfigException
 from eosconnect.cli_errors import UserError
+from eosconnect.cluster.packing import tasks_per_slot
 from eosconnect.storage.clients import KINDS, ClientConfigError, ClientKind, client_config
 from eosconnect.worker_config import (
     WORKER_CONFIG_DEF,
@@ -91,6 +92,10 @@ def check_worker_settings(
     except ConfigException as exc:
         problems = "; ".join(f"{name} {msg}" for name, msgs in exc.errors.items() for msg in msgs) or str(exc)
         raise UserError(f"{source}: {problems}") from exc
+    try:
+        tasks_per_slot(props)
+    except ValueError as exc:
+        raise UserError(f"{source}: {exc}") from None
     if warn_unknown:
         for note in unknown_worker_settings(props):
             log.warning("%s", note.message())

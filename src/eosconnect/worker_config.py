@@ -236,6 +236,7 @@ OTHER_WORKER_SETTINGS = frozenset(
         "config.providers",
         "eosconnect.tasks.max.limit",
         "eosconnect.zombie.cancel.timeout.ms",
+        "eosconnect.tasks.per.slot",
         "eosconnect.ship.environment",
     }
 )

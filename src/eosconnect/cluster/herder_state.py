@@ -31,6 +31,7 @@ from eosconnect.cluster.connector_kinds import uses_exactly_once_startup
 from eosconnect.cluster.herder_api import NotFoundError, NotLeaderError
 from eosconnect.cluster.jobs import SparkTaskJob
 from eosconnect.cluster.live_connectors import LiveConnectors
+from eosconnect.cluster.packing import HostedTasks, SlotHosts
 from eosconnect.cluster.spark import SparkProvider
 from eosconnect.cluster.status_board import StatusBoard
 from eosconnect.storage.config_state import ConfigSnapshot
@@ -78,18 +79,21 @@ class GenerationRun:
     connector: str
     generation: int
     task_count: int
-    job: SparkTaskJob
-    extra_jobs: list[SparkTaskJob] = field(default_factory=list)
+    #: A `SparkTaskJob`, or `HostedTasks` (packed tasks on one slot host) with the same face.
+    job: SparkTaskJob | HostedTasks
+    extra_jobs: list[SparkTaskJob | HostedTasks] = field(default_factory=list)
     stopping_since: float | None = None
     restart_pending: set[int] = field(default_factory=set)
     stop_tasks: set[int] = field(default_factory=set)
     #: The Spark job each task runs in now: the generation's job, or the one that restarted it.
-    owners: dict[int, SparkTaskJob] = field(default_factory=dict)
+    owners: dict[int, SparkTaskJob | HostedTasks] = field(default_factory=dict)
     #: Jobs whose end the herder has looked at (`_recover_lost_tasks`).
     ended_jobs: set[str] = field(default_factory=set)
     #: The id of each task's latest launch (its `RestTaskControl.instance`): an instance launched
     #: before (or an earlier Spark attempt of it) is told to stop and never speaks for the task.
     instances: dict[int, str] = field(default_factory=dict)
+    #: Whether the tasks run on slot hosts (cluster/packing.py) rather than a Spark task each.
+    packed: bool = False
 
     def running(self) -> bool:
         return self.job.running() or any(j.running() for j in self.extra_jobs)
@@ -117,6 +121,8 @@ class HerderParts(Protocol):
 
     def _fence_ahead(self, name: str, generation: int) -> None: ...  # zombie_fencing.py
 
+    def _busy_slots(self) -> int: ...  # generations.py
+
     def _recover_lost_tasks(self, name: str, run: GenerationRun) -> None: ...  # task_health.py
 
     # task_health.py
@@ -142,6 +148,8 @@ class HerderState(_PartsBase):
     statuses: StatusBoard
     election: LeaderElection
     _spark: SparkProvider
+    #: The slot hosts packed connector tasks run on (`eosconnect.tasks.per.slot` > 1).
+    _hosts: SlotHosts
     #: The running generation of each connector (at most one).
     _runs: dict[str, GenerationRun]
     #: Generations that did not stop in time; their Spark jobs are cancelled after `_zombie_cancel_s`.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,11 +100,20 @@ def task_configs_for(
 class SparkTaskJob:
     """A set of task specs run as one Spark job, in its own job group, on a driver thread."""
 
-    def __init__(self, spark: SparkSession, job_group: str, specs: list[TaskSpec], description: str) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        job_group: str,
+        specs: list[Any],
+        description: str,
+        entry: Callable[[list[Any]], Any] = spark_task_entry,
+    ) -> None:
         self.spark = spark
         self.job_group = job_group
+        #: One per Spark task: `TaskSpec`s, or `SlotHostSpec`s with `entry=spark_host_entry`.
         self.specs = specs
         self.description = description
+        self.entry = entry
         self.outcomes: list[dict[str, Any]] = []
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=job_group, daemon=True)
@@ -118,7 +127,7 @@ class SparkTaskJob:
         sc.setJobGroup(self.job_group, self.description, interruptOnCancel=True)
         try:
             rdd = sc.parallelize(range(len(self.specs)), len(self.specs))
-            self.outcomes = rdd.mapPartitionsWithIndex(spark_task_entry(self.specs)).collect()
+            self.outcomes = rdd.mapPartitionsWithIndex(self.entry(self.specs)).collect()
         except BaseException as exc:
             self.error = exc
             log.error("Spark job group %s ended with an error: %s", self.job_group, self.failure_reason())
