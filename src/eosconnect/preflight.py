@@ -30,12 +30,12 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConfigException
 from eosconnect.cli_errors import UserError
-from eosconnect.cluster.packing import tasks_per_slot
 from eosconnect.storage.clients import KINDS, ClientConfigError, ClientKind, client_config
 from eosconnect.worker_config import (
     WORKER_CONFIG_DEF,
     WorkerConfig,
     missing_required_near_misses,
+    tasks_per_slot,
     unknown_worker_settings,
 )
 

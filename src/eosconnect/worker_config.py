@@ -371,3 +371,20 @@ def missing_required_near_misses(props: Mapping[str, str]) -> dict[str, str]:
             if near is not None:
                 found[key.name] = near
     return found
+
+
+#: Worker setting: connector tasks per Spark task slot (1: every task is a Spark task of its own;
+#: cluster/packing.py packs them onto slot hosts above 1).
+TASKS_PER_SLOT = "eosconnect.tasks.per.slot"
+DEFAULT_TASKS_PER_SLOT = 1
+
+
+def tasks_per_slot(worker_props: Mapping[str, str]) -> int:
+    raw = str(worker_props.get(TASKS_PER_SLOT, DEFAULT_TASKS_PER_SLOT)).strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{TASKS_PER_SLOT}={raw!r} is not a whole number; set it to 1 or more") from None
+    if value < 1:
+        raise ValueError(f"{TASKS_PER_SLOT}={value} must be at least 1 (1: a Spark task slot per task)")
+    return value

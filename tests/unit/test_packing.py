@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import pytest
 
 from eosconnect.cluster import packing
-from eosconnect.cluster.packing import SlotHost, SlotHosts, tasks_per_slot, wants_own_slot
+from eosconnect.cluster.packing import SlotHost, SlotHosts, wants_own_slot
 from eosconnect.cluster.task_channel import RestTaskControl
 from eosconnect.runtime.task import TaskSpec
+from eosconnect.worker_config import tasks_per_slot
 
 
 @dataclass

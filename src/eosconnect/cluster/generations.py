@@ -22,13 +22,14 @@ import uuid
 
 from eosconnect.cluster.herder_state import LAUNCHED, GenerationRun, HerderState, TaskRuntime
 from eosconnect.cluster.jobs import SparkTaskJob
-from eosconnect.cluster.packing import OWN_SLOT, TASKS_PER_SLOT, HostedTasks
+from eosconnect.cluster.packing import OWN_SLOT, HostedTasks
 from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import executor_slots
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.runtime.task import TaskSpec
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState
+from eosconnect.worker_config import TASKS_PER_SLOT
 
 log = logging.getLogger(__name__)
 

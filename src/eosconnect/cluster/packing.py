@@ -27,30 +27,17 @@ from eosconnect.cluster.host_channel import RestHostChannel, spec_to_json
 from eosconnect.cluster.jobs import SparkTaskJob
 from eosconnect.runtime.task import TaskSpec
 from eosconnect.runtime.task_group import SlotHostSpec, instance_of, spark_host_entry
+from eosconnect.worker_config import tasks_per_slot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
-#: Worker setting: connector tasks per Spark task slot (1: every task is a Spark task of its own).
-TASKS_PER_SLOT = "eosconnect.tasks.per.slot"
-DEFAULT_TASKS_PER_SLOT = 1
 #: Connector setting: `true` gives each of the connector's tasks a Spark task slot of its own.
 OWN_SLOT = "eosconnect.own.slot"
 #: A host with no task for this long is told to stop (it gives its slot and Python worker back).
 HOST_IDLE_S = 10.0
-
-
-def tasks_per_slot(worker_props: Mapping[str, str]) -> int:
-    raw = str(worker_props.get(TASKS_PER_SLOT, DEFAULT_TASKS_PER_SLOT)).strip()
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{TASKS_PER_SLOT}={raw!r} is not a whole number; set it to 1 or more") from None
-    if value < 1:
-        raise ValueError(f"{TASKS_PER_SLOT}={value} must be at least 1 (1: a Spark task slot per task)")
-    return value
 
 
 def wants_own_slot(connector_config: Mapping[str, str] | None) -> bool:
