@@ -93,14 +93,11 @@ class JdbcSourceConnector(SourceConnector):
         return CONFIG_DEF
 
     def validate(self, config: Mapping[str, str]) -> list[ConfigValue]:
-        results = CONFIG_DEF.validate(config)
-        if any(r.errors for r in results):
-            return results
-        values = CONFIG_DEF.parse(config)
-        errors = cross_field_errors(values) or database_errors(values)
-        for result in results:
-            result.errors.extend(errors.get(result.name, []))
-        return results
+        def checks(props: Mapping[str, str]) -> dict[str, list[str]]:
+            values = CONFIG_DEF.parse(props)
+            return cross_field_errors(values) or database_errors(values)
+
+        return CONFIG_DEF.validate_then(config, checks)
 
     def start(self, config: dict[str, str]) -> None:
         self._values = check_config(config)

@@ -95,19 +95,12 @@ class JdbcSinkConnector(SinkConnector):
         return CONFIG_DEF
 
     def validate(self, config: Mapping[str, str]) -> list[ConfigValue]:
-        results = CONFIG_DEF.validate(config)
-        if any(r.errors for r in results):
-            return results
-        values = CONFIG_DEF.parse(config)
-        errors = {**cross_field_errors(values), **sink_topics_errors(config)}
-        if not errors:
-            errors = connection_errors(values, new_sqlite_file_ok=True)  # shared with JdbcSource
-        return [
-            ConfigValue(
-                r.name, r.value, r.recommended_values, [*r.errors, *errors.get(r.name, [])], r.visible
-            )
-            for r in results
-        ]
+        def checks(props: Mapping[str, str]) -> dict[str, list[str]]:
+            values = CONFIG_DEF.parse(props)
+            errors = {**cross_field_errors(values), **sink_topics_errors(props)}
+            return errors or connection_errors(values, new_sqlite_file_ok=True)  # shared with JdbcSource
+
+        return CONFIG_DEF.validate_then(config, checks)
 
     def start(self, config: dict[str, str]) -> None:
         errors = {v.name: v.errors for v in self.validate(config) if v.errors}
