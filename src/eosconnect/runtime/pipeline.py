@@ -97,15 +97,13 @@ class RecordPipeline(_Pipeline):
         self.forbidden_topics = forbidden_topics
         self.errors = ErrorReporting.parse(connector_config)
         self._config = connector_config
-        self._log = task_log if task_log is not None else log
-        self._task_id = task_id
+        self.log = task_log if task_log is not None else log
+        self.task_id = task_id
         #: Records skipped under errors.tolerance=all.
         self.skipped = 0
 
         self._columnar = self.transforms.columnar
         self.retry = retry
-        self.log = self._log
-        self.task_id = task_id
         if retry is not None and (retry.settings.retries or retry.settings.tolerate_all):
             self._convert_one = self.convert
             self.convert = self._convert_guarded  # type: ignore[method-assign]
@@ -160,16 +158,16 @@ class RecordPipeline(_Pipeline):
             )
         if self.errors.log_errors:
             detail = f", where source record is = {record!r}" if self.errors.log_messages else ""
-            self._log.error(
+            self.log.error(
                 "Error encountered in task %s. Executing stage '%s' with class '%s'%s.",
-                self._task_id,
+                self.task_id,
                 stage,
                 component,
                 detail,
                 exc_info=exc,
             )
             return
-        self._log.warning(
+        self.log.warning(
             "skipping the record of source partition %s, offset %s (errors.tolerance=all): "
             "%s rejected it: %s",
             dict(record.source_partition),
