@@ -84,6 +84,7 @@ from eosconnect.storage.clients import (
     forced,
     prefixed_client_config,
 )
+from eosconnect.storage.producing import produce_waiting
 from eosconnect.storage.sink_offsets import alter_sink_offsets, reset_sink_offsets
 
 __all__ = ["MirrorSinkConnector", "MirrorSinkTask"]
@@ -394,17 +395,17 @@ class MirrorSinkTask(SinkTask):
 
     def _produce(self, topic: str, record: SinkRecord, headers: list[tuple[str, bytes | None]]) -> None:
         assert self.producer is not None
-        extra: dict[str, Any] = {"headers": headers} if headers else {}
-        if record.timestamp is not None:
-            extra["timestamp"] = record.timestamp
-        while True:
-            try:
-                self.producer.produce(
-                    topic, record.value, record.key, record.partition, on_delivery=self._on_delivery, **extra
-                )
-                return
-            except BufferError:
-                self.producer.poll(0.1)
+        produce_waiting(
+            self.producer,
+            topic,
+            record.value,
+            record.key,
+            record.partition,
+            on_delivery=self._on_delivery,
+            timestamp=record.timestamp or 0,
+            headers=headers or None,
+            poll_s=0.1,
+        )
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None and self._delivery_error is None:

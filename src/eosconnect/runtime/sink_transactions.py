@@ -54,6 +54,7 @@ from eosconnect.runtime.exactly_once import (
 )
 from eosconnect.runtime.sink_task import kafka_offsets
 from eosconnect.storage.clients import forced
+from eosconnect.storage.producing import produce_waiting
 from eosconnect.storage.transient import retry_transient
 
 __all__ = ["TransactionCallHung", "TransactionRetry", "TransactionalSinkProducer"]
@@ -263,28 +264,36 @@ class TransactionalSinkProducer:
             self._first_offsets.setdefault(TopicPartition(origin[0], origin[1]), origin[2])
         if self._abort_reason is not None:
             return  # the transaction is aborted at the commit the task asks for: rewound, not lost
-        extra: dict[str, Any] = {}
-        if headers:
-            extra["headers"] = headers
-        if timestamp is not None:
-            extra["timestamp"] = timestamp
-        while True:
+
+        def while_full() -> bool:  # the local queue is full: serve deliveries, then try again
+            if self.open_for_s() > self._abort_after_s():
+                self._abort_reason = "the producer's queue stayed full (the target accepts nothing)"
+                return False
             try:
-                producer.produce(topic, value, key, partition, on_delivery=self._on_delivery, **extra)
-                break
-            except BufferError:  # the local queue is full: serve deliveries, then try again
-                if self.open_for_s() > self._abort_after_s():
-                    self._abort_reason = "the producer's queue stayed full (the target accepts nothing)"
-                    return
-                try:
-                    producer.poll(0.1)
-                except SystemError as exc:
-                    raise self._surfaced(producer, exc, "serving delivery reports") from exc
-            except KafkaException as exc:
-                if exc.args[0].txn_requires_abort():
-                    self._abort_reason = f"sending a record failed: {exc.args[0].str()}"
-                    return
-                raise self._classified(exc, f"sending a record to {topic!r}") from exc
+                producer.poll(0.1)
+            except SystemError as exc:
+                raise self._surfaced(producer, exc, "serving delivery reports") from exc
+            return True
+
+        try:
+            sent = produce_waiting(
+                producer,
+                topic,
+                value,
+                key,
+                partition,
+                on_delivery=self._on_delivery,
+                timestamp=timestamp or 0,
+                headers=headers or None,
+                while_full=while_full,
+            )
+        except KafkaException as exc:
+            if exc.args[0].txn_requires_abort():
+                self._abort_reason = f"sending a record failed: {exc.args[0].str()}"
+                return
+            raise self._classified(exc, f"sending a record to {topic!r}") from exc
+        if not sent:
+            return
         self.records_in_transaction += 1
         if origin is not None and self.offset_syncs_topic is not None:
             self._origins.append((*origin, topic, partition))
