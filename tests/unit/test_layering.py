@@ -30,7 +30,7 @@ FORBIDDEN = {
         "clients",
         "cli",
     },
-    "runtime": {"cluster", "rest", "connectors", "spark", "tools", "clients", "cli"},
+    "runtime": {"cluster", "rest", "connectors", "spark", "mirrormaker", "tools", "clients", "cli"},
     "cluster": {"rest", "spark", "mirrormaker", "tools", "clients", "cli", "distributed"},
 }
 

@@ -87,7 +87,7 @@ class SourceTaskRunner(ABC):
             state = TaskState.SUPERSEDED
             self.log.info("not starting: %s", exc)
         except Exception as exc:
-            from eosconnect.runtime.supersession import replaced_by_design  # imports exactly_once
+            from eosconnect.runtime.supersession import replaced_by_design
 
             if replaced_by_design(self.spec, exc):
                 state = TaskState.SUPERSEDED

@@ -38,7 +38,7 @@ from pyspark.sql.datasource import (
 )
 
 from eosconnect.api.errors import ConnectException, DataException
-from eosconnect.runtime.exactly_once import FENCED_CODES
+from eosconnect.runtime.transactions import FENCED_CODES
 from eosconnect.spark.progress import (
     Marker,
     ensure_progress_topic,
