@@ -23,7 +23,7 @@ from eosconnect.cluster.shipping import (
 )
 from eosconnect.cluster.spark import session_settings
 from eosconnect.devkafka.distribution import cache_root
-from eosconnect.distributed import advertised_url, driver_address_settings
+from eosconnect.launch import advertised_url, driver_address_settings
 from eosconnect.worker_config import WorkerConfig
 
 
