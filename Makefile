@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark test test-long lint soak soak-long bench kafka postgres registry install clean
+.PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-long bench kafka postgres mariadb registry install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ postgres:  ## PostgreSQL binaries for the JdbcSource tests (Debian packages; tes
 	   echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/no-main.conf && \
 	   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql) \
 	  || echo "PostgreSQL could not be installed: its JdbcSource tests will be skipped"
+
+mariadb:  ## MariaDB binaries for JdbcSink's MariaDB tests (Debian's mariadb-server, its service not started; tests start their own server)
+	@command -v mariadbd >/dev/null 2>&1 || test -x /usr/sbin/mariadbd || \
+	  ((apt-cache policy mariadb-server 2>/dev/null | grep -q 'Candidate: [0-9]' || apt-get update -q) && \
+	   RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mariadb-server) \
+	  || echo "MariaDB could not be installed: JdbcSink's MariaDB tests will be skipped"
 
 kafka: $(STAMP)  ## fetch the Apache Kafka jars once (cached outside the repo)
 	$(BIN)/python -c "from eosconnect.devkafka import ensure_kafka; print(ensure_kafka())"
@@ -41,22 +47,34 @@ demo: kafka
 demo-spark: kafka  ## JdbcSource -> Spark -> eosconnect-kafka through a driver SIGKILL, verified
 	$(BIN)/eosconnect demo-spark
 
+demo-cdc: kafka postgres  ## PostgreSQL -> PostgresCdcSource -> Kafka through a task SIGKILL, verified
+	$(BIN)/python -m eosconnect.tools.demo_cdc
+
+demo-db: kafka postgres  ## JdbcSource -> Kafka -> JdbcSink into PostgreSQL through a sink task SIGKILL, compared row by row
+	$(BIN)/eosconnect demo-db
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 
-test: kafka postgres registry lint
+test: kafka postgres mariadb registry lint
 	$(BIN)/pytest -m "not soak" -p no:cacheprovider
 
 # Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds and
 # records); `make test` runs the short forms.
-test-long: kafka postgres registry
+test-long: kafka postgres mariadb registry
 	EOSCONNECT_LONG_TESTS=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each
 # kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.
 soak: kafka
 	$(BIN)/pytest -m soak -p no:cacheprovider -s
+
+# The soak on a Spark standalone cluster (two Spark workers in mount namespaces; a seventh fault kills
+# one, executor and tasks included). EOSCONNECT_SOAK_SECONDS and _SEED as for `make soak`.
+soak-spark: kafka
+	EOSCONNECT_SOAK_SPARK=standalone $(BIN)/pytest -m soak -p no:cacheprovider -s
 
 # The long soak: 3 random seeds x 20 minutes in each source transaction boundary (about 3.5 hours;
 # EOSCONNECT_SOAK_BOUNDARY, see tests/soak/test_chaos.py). Stops at the first failing run.
@@ -66,12 +84,15 @@ soak-long: kafka
 	    $(BIN)/pytest -m soak -p no:cacheprovider -s || exit 1; \
 	done; done
 
-bench: kafka
+bench: kafka postgres
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect.py
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect_schemas.py
+	PYTHONPATH=. $(BIN)/python bench/vs_debezium_cdc.py
+	PYTHONPATH=. $(BIN)/python bench/vs_debezium_jdbc_sink.py
+	PYTHONPATH=. $(BIN)/python bench/density.py
 
 clean:
 	rm -rf $(VENV) .eosconnect

@@ -197,8 +197,11 @@ def eos_task_pids(worker: WorkerProcess) -> Callable[[str], list[int]]:
 
 
 @contextmanager
-def runtimes(bootstrap: str, workdir: Path, mode: str) -> Iterator[dict[str, Side]]:
-    """Both workers with the same settings; `mode` is exactly.once.source.support on both."""
+def runtimes(
+    bootstrap: str, workdir: Path, mode: str, java_extra: dict[str, str] | None = None
+) -> Iterator[dict[str, Side]]:
+    """Both workers with the same settings; `mode` is exactly.once.source.support on both.
+    `java_extra`: more settings for the Java worker only (e.g. a `plugin.path`)."""
     suffix = uuid.uuid4().hex[:6]
     java_props = {
         **connect_worker_defaults(bootstrap, f"bench-java-{suffix}"),
@@ -206,6 +209,7 @@ def runtimes(bootstrap: str, workdir: Path, mode: str) -> Iterator[dict[str, Sid
         "offset.storage.partitions": "1",
         "status.storage.partitions": "1",
         "plugin.discovery": "only_scan",
+        **(java_extra or {}),
     }
     eos_props = {
         **connect_worker_defaults(bootstrap, f"bench-eos-{suffix}"),

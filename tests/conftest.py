@@ -186,7 +186,7 @@ def workers(worker_props, tmp_path: Path):
             "spark.driver.memory": "768m",
             **overrides,
         }
-        worker = WorkerProcess(props, tmp_path / name).start()
+        worker = WorkerProcess(props, tmp_path / name).start(timeout=240)  # Spark starts slowly under load
         started.append(worker)
         return worker
 
@@ -196,5 +196,6 @@ def workers(worker_props, tmp_path: Path):
 
 
 # Shared fixtures defined next to their helpers (tests/support), registered for every test module.
+from support.mariadb import mariadb  # noqa: E402, F401
 from support.postgres import postgres  # noqa: E402, F401
 from support.runtime_helpers import run_job  # noqa: E402, F401

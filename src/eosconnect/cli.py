@@ -95,5 +95,16 @@ def demo_spark(
         raise typer.Exit(1)
 
 
+@app.command("demo-db")
+def demo_db(
+    seconds: Annotated[float, typer.Option(help="Seconds of streaming after the sink task is killed.")] = 6.0,
+) -> None:
+    """JdbcSource (SQLite) -> Kafka -> JdbcSink (PostgreSQL) through a SIGKILL of the sink task, compared."""
+    from eosconnect.tools.demo_db import run_db_demo
+
+    if not run_db_demo(seconds=seconds):
+        raise typer.Exit(1)
+
+
 if __name__ == "__main__":
     app()

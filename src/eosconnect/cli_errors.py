@@ -33,6 +33,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_USAGE",
     "CliGroup",
+    "OperationFailed",
     "PlainHelpCommand",
     "UserError",
     "describe_error",
@@ -65,6 +66,12 @@ class UserError(Exception):
         self.exit_code = exit_code
 
 
+class OperationFailed(Exception):
+    """An operation failed and the error's text already says what and why (a REST client's non-2xx
+    answer, say): printed as it is, exit 1. Errors of the layers above subclass it, so this module
+    needs to know none of them."""
+
+
 def _debug_requested() -> bool:
     return os.environ.get("EOSCONNECT_DEBUG", "").strip().lower() in ("1", "true", "yes")
 
@@ -87,11 +94,10 @@ def describe_error(exc: BaseException) -> tuple[str, int]:
     from confluent_kafka import KafkaException
 
     from eosconnect.api.errors import ConfigException
-    from eosconnect.clients.rest import ConnectError
 
     if isinstance(exc, UserError):
         return str(exc), exc.exit_code
-    if isinstance(exc, ConnectError):
+    if isinstance(exc, OperationFailed):
         return str(exc), EXIT_FAILED
     if isinstance(exc, KafkaException):
         return f"Kafka: {error_text(exc)}", EXIT_FAILED
@@ -120,7 +126,8 @@ class CliGroup(typer.core.TyperGroup):
             argv.remove(DEBUG_FLAG)
         return super().main(argv, *rest, **kwargs)
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    # Typer passes its own Context; the base class declares Click's, which newer Typer vendors privately
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except _PASS_THROUGH:

@@ -26,7 +26,7 @@ import javaproperties
 
 from eosconnect.api.plugins import configure_plugin_path
 from eosconnect.cli_errors import UserError
-from eosconnect.preflight import bind_listener, check_brokers, check_worker_settings
+from eosconnect.preflight import bind_listener, check_brokers, check_worker_acls, check_worker_settings
 
 __all__ = ["load_properties", "run_worker"]
 
@@ -111,7 +111,8 @@ def run_worker(
 
     Before Spark starts (preflight.py): the settings are checked (`source` names them in errors;
     `warn_unknown=False` when a caller such as `mirror-maker` checked them already), the brokers
-    must answer and the REST listener's port is bound, each failing as one `UserError` line.
+    must answer, the worker's principals must hold the ACLs the broker can tell about, and the REST
+    listener's port is bound, each failing as one `UserError` line.
     """
     from eosconnect.cluster.herder import DistributedHerder
     from eosconnect.cluster.spark import SparkProvider
@@ -129,6 +130,7 @@ def run_worker(
     scheme, host, port = listener_of(props)
     listen = bind_listener(host, port, listener_text(props))
     check_brokers(worker.originals, worker.bootstrap_servers)
+    check_worker_acls(worker.originals, worker.bootstrap_servers)
     port = listen.getsockname()[1]
     # Importable here (the driver starts connectors from plugin.path too) and, before Spark starts,
     # in its Python workers, which inherit the environment.

@@ -9,7 +9,10 @@ after that, deep inside the herder, used to end in a long traceback naming neith
    ("... was supplied but isn't a known config"), with the nearest known name, and client
    settings (`producer.*`, `consumer.*`, `admin.*`, `ssl.*`, ...) librdkafka does not know fail;
 2. `check_brokers`: the brokers of `bootstrap.servers` answer within a few seconds;
-3. `bind_listener`: the REST listener's socket is bound (and handed to the REST server later), so
+3. `check_worker_acls`: on a cluster with an authorizer, the worker's principals may read and
+   write its internal topics and read its group (storage/acl_check.py); a missing ACL is named with
+   the `kafka-acls.sh` command that grants it, where the worker used to hang or fail later;
+4. `bind_listener`: the REST listener's socket is bound (and handed to the REST server later), so
    a port in use is found before Spark starts, not after the worker joined its group.
 """
 
@@ -32,10 +35,18 @@ from eosconnect.worker_config import (
     WORKER_CONFIG_DEF,
     WorkerConfig,
     missing_required_near_misses,
+    tasks_per_slot,
     unknown_worker_settings,
 )
 
-__all__ = ["BROKER_CHECK_TIMEOUT_S", "QUIET", "bind_listener", "check_brokers", "check_worker_settings"]
+__all__ = [
+    "BROKER_CHECK_TIMEOUT_S",
+    "QUIET",
+    "bind_listener",
+    "check_brokers",
+    "check_worker_acls",
+    "check_worker_settings",
+]
 
 log = logging.getLogger(__name__)
 #: Where librdkafka's own log lines go when a check or a command reports the problem itself.
@@ -81,6 +92,10 @@ def check_worker_settings(
     except ConfigException as exc:
         problems = "; ".join(f"{name} {msg}" for name, msgs in exc.errors.items() for msg in msgs) or str(exc)
         raise UserError(f"{source}: {problems}") from exc
+    try:
+        tasks_per_slot(props)
+    except ValueError as exc:
+        raise UserError(f"{source}: {exc}") from None
     if warn_unknown:
         for note in unknown_worker_settings(props):
             log.warning("%s", note.message())
@@ -141,6 +156,25 @@ def check_brokers(
                 f"cannot reach the Kafka brokers at {setting}={bootstrap_servers}: {reason}; "
                 f"check {setting} (and the security settings) and that the brokers run"
             )
+
+
+def check_worker_acls(originals: Mapping[str, Any], bootstrap_servers: str) -> None:
+    """Raise `UserError` naming every ACL on the worker's internal topics and group that the broker
+    says its principals lack, with the command that grants it. A check that cannot be made (an
+    old broker, no answer) is skipped: the worker then fails where the ACL is used."""
+    from eosconnect.storage.acl_check import missing_worker_acls
+    from eosconnect.storage.acls import remediation
+
+    try:
+        missing = missing_worker_acls(originals)
+    except Exception as exc:  # the check is a courtesy; never the reason a worker does not start
+        log.debug("could not check the worker's ACLs: %s", exc)
+        return
+    if missing:
+        raise UserError(
+            f"the worker cannot use its internal topics or group: {len(missing)} ACL(s) missing. "
+            + remediation(missing, bootstrap_servers)
+        )
 
 
 def bind_listener(host: str, port: int, listener: str) -> socket.socket:

@@ -152,6 +152,18 @@ WORKER_CONFIG_DEF = (
         Range.at_least(1000),
     )
     .define(
+        "scheduled.rebalance.max.delay.ms",
+        ConfigType.LONG,
+        60_000,
+        Importance.LOW,
+        "How long a leader that lost its group membership (its group coordinator died or could not "
+        "be reached) keeps its tasks running while it rejoins, instead of stopping and restarting "
+        "every task. If another worker is elected meanwhile, that worker fences these tasks before "
+        "it starts its own, so exactly once holds either way. 0 stops them at once. Kafka Connect "
+        "uses this setting for the same purpose, with a default of 300000.",
+        Range.at_least(0),
+    )
+    .define(
         "plugin.path",
         ConfigType.LIST,
         "",
@@ -218,11 +230,13 @@ OTHER_WORKER_SETTINGS = frozenset(
         "security.protocol",
         "transactional.id",
         "file.allowed.dirs",
+        "database.allowed.hosts",
         "connector.client.config.override.policy",
         "connector.client.config.override.allowlist",
         "config.providers",
         "eosconnect.tasks.max.limit",
         "eosconnect.zombie.cancel.timeout.ms",
+        "eosconnect.tasks.per.slot",
         "eosconnect.ship.environment",
     }
 )
@@ -258,7 +272,6 @@ KAFKA_CONNECT_IGNORED = frozenset(
         "rebalance.timeout.ms",
         "worker.sync.timeout.ms",
         "worker.unsync.backoff.ms",
-        "scheduled.rebalance.max.delay.ms",
         "connect.protocol",
         "offset.flush.timeout.ms",
         "offset.storage.file.filename",
@@ -358,3 +371,20 @@ def missing_required_near_misses(props: Mapping[str, str]) -> dict[str, str]:
             if near is not None:
                 found[key.name] = near
     return found
+
+
+#: Worker setting: connector tasks per Spark task slot (1: every task is a Spark task of its own;
+#: cluster/packing.py packs them onto slot hosts above 1).
+TASKS_PER_SLOT = "eosconnect.tasks.per.slot"
+DEFAULT_TASKS_PER_SLOT = 1
+
+
+def tasks_per_slot(worker_props: Mapping[str, str]) -> int:
+    raw = str(worker_props.get(TASKS_PER_SLOT, DEFAULT_TASKS_PER_SLOT)).strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{TASKS_PER_SLOT}={raw!r} is not a whole number; set it to 1 or more") from None
+    if value < 1:
+        raise ValueError(f"{TASKS_PER_SLOT}={value} must be at least 1 (1: a Spark task slot per task)")
+    return value

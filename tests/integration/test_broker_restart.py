@@ -169,3 +169,53 @@ def test_mirror_sink_survives_a_crash_of_its_group_coordinator(
     finally:
         source.stop()
         mirror.stop()
+
+
+def test_a_lone_worker_keeps_its_tasks_when_its_group_coordinator_dies(
+    kafka3: LocalKafkaCluster, workers, topic_name
+):
+    """Issue 25: SIGKILL the broker coordinating the worker's own group for longer than the
+    election's session timeout, so the only worker loses its group membership. It used to stop and
+    restart every task (and a task stuck in a commit through the outage was abandoned and fenced by
+    its own successor). Now it is in doubt for up to scheduled.rebalance.max.delay.ms, takes the
+    leadership back when the coordinator returns, and the same task processes run on throughout;
+    the output stays exactly once."""
+    bootstrap = kafka3.bootstrap_servers
+    topic = create_replicated_topic(bootstrap, topic_name("data"), 2)
+    worker = workers("w1", **replicated_worker_settings(kafka3))
+    follower = SequenceFollower(bootstrap, topic, 2).start()
+    try:
+        assert worker.create_connector("lone", endless_sequence(topic, 2, RATE)).status_code == 201
+        worker.wait_for(lambda: worker.task_states("lone") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
+        follower.wait_for_progress(range(2), 200, 60, "before the crash")
+        pids_before = {k: t["pid"] for k, t in worker.request("GET", "/internal/tasks").json().items()}
+        log_start = worker.log_path.stat().st_size
+
+        wait_fully_replicated(bootstrap)
+        coordinator = group_coordinator(bootstrap, worker.props["group.id"])
+        kafka3.kill_node(coordinator)
+        crashed_at = follower.highest()
+        time.sleep(12)  # past the election's 6 s session timeout: the membership is lost
+        kafka3.start_node(coordinator)
+
+        def leadership_regained() -> str | None:
+            text = worker.log_path.read_bytes()[log_start:].decode(errors="replace")
+            return text if "again after" in text else None
+
+        log_text = worker.wait_for(leadership_regained, 120, "the worker to take its leadership back")
+        follower.wait_for_progress(range(2), 100, 90, "after the coordinator came back", since=crashed_at)
+        pids_after = {k: t["pid"] for k, t in worker.request("GET", "/internal/tasks").json().items()}
+        print(f"crashed coordinator {coordinator}; task pids {pids_before} -> {pids_after}")
+        assert "lost its membership of group" in log_text, "the crash did not cost the membership"
+        assert "stopping its tasks" not in log_text, log_text[-3000:]
+        assert pids_after == pids_before, "the tasks were restarted"
+
+        worker.stop_connector("lone")
+        offsets = worker.request("GET", "/connectors/lone/offsets").json()["offsets"]
+        committed = {o["partition"]["task"]: o["offset"]["seq"] for o in offsets}
+        report = verify_sequence_topic({"bootstrap.servers": bootstrap}, topic)
+        assert report.ok, report.anomalies
+        assert follower.highest() == committed, "the topic and the committed source offsets disagree"
+        assert not follower.anomalies, follower.anomalies
+    finally:
+        follower.stop()

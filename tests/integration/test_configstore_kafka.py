@@ -14,8 +14,8 @@ from confluent_kafka import KafkaException, Producer
 from eosconnect.storage.config_store import (
     ConfigStore,
     LeaderFencedError,
-    NotLeaderError,
     TargetState,
+    WritePrivilegeError,
     leader_producer_config,
 )
 from eosconnect.storage.session_key import SessionKey
@@ -168,7 +168,7 @@ def test_multi_partition_config_topic_is_refused(make_worker, stores, create_top
 def test_transactional_writes_need_leadership(make_worker, stores, read_committed):
     store = stores(make_worker("preparing"))
     store.start()
-    with pytest.raises(NotLeaderError):
+    with pytest.raises(WritePrivilegeError):
         store.put_connector_config("c", {"name": "c"})
     # Target states may be written by any worker (Kafka Connect's rule), without the leader's writer.
     store.put_target_state("c", "PAUSED")
@@ -196,7 +196,7 @@ def test_new_leader_fences_the_previous_one(make_worker, stores, read_committed)
     with pytest.raises(LeaderFencedError, match="another worker became the leader"):
         old.put_task_configs("c", [{"zombie": "yes"}])
     assert not old.has_write_privileges
-    with pytest.raises(NotLeaderError):
+    with pytest.raises(WritePrivilegeError):
         old.put_task_count_record("c", 1)
 
     new.put_connector_config("c", {"name": "c", "v": "new-leader"})

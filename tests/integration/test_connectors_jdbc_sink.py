@@ -7,13 +7,11 @@ PostgreSQL comes from the shared `postgres` fixture (tests/support/postgres.py).
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import signal
 import threading
 import time
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -24,66 +22,11 @@ from eosconnect.connectors.jdbc_sink.config import parse_settings
 from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
 from eosconnect.connectors.jdbc_sink.rows import RowMaker
 from eosconnect.connectors.jdbc_sink.writer import RowWriter
+from support.jdbc_sink import JSON, key, produce, scalar, sink_config, value
 from support.postgres import new_database
 from support.runtime_helpers import wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-
-JSON = "org.apache.kafka.connect.json.JsonConverter"
-VALUE_SCHEMA = {
-    "type": "struct",
-    "optional": False,
-    "fields": [
-        {"field": "k", "type": "int64", "optional": False},
-        {"field": "note", "type": "string", "optional": True},
-        {
-            "field": "price",
-            "type": "bytes",
-            "optional": True,
-            "name": "org.apache.kafka.connect.data.Decimal",
-            "version": 1,
-            "parameters": {"scale": "2"},
-        },
-    ],
-}
-
-
-def value(k: int, note: str = "n") -> bytes:
-    """Kafka's JSON with schemas; `price` (Decimal, scale 2) is k as base64 two's-complement bytes."""
-    unscaled = 100 * k
-    raw = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
-    payload = {"k": k, "note": note, "price": base64.b64encode(raw).decode()}
-    return json.dumps({"schema": VALUE_SCHEMA, "payload": payload}).encode()
-
-
-def key(k: int) -> bytes:
-    return json.dumps({"schema": {"type": "int64", "optional": False}, "payload": k}).encode()
-
-
-def scalar(url: str, sql: str) -> Any:
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return conn.exec_driver_sql(sql).scalar_one()
-    finally:
-        engine.dispose()
-
-
-def sink_config(url: str, topic: str, **extra: str) -> dict[str, str]:
-    return {
-        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "connection.url": url,
-        "table.name.format": "events",
-        "auto.create": "true",
-        "key.converter": JSON,
-        "value.converter": JSON,
-        "key.converter.schemas.enable": "true",
-        "value.converter.schemas.enable": "true",
-        "consumer.override.session.timeout.ms": "6000",
-        **extra,
-    }
 
 
 # ----------------------------------------------------------------------------- offsets table on PostgreSQL
@@ -161,15 +104,6 @@ def test_a_flush_rides_out_a_postgresql_crash_and_writes_every_row_once(postgres
 
 
 # ----------------------------------------------------------------------------- end to end
-
-
-def produce(
-    bootstrap: str, topic: str, items: list[tuple[bytes | None, bytes | None]], partitions: int
-) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i, (k, v) in enumerate(items):
-        producer.produce(topic, value=v, key=k, partition=i % partitions)
-    assert producer.flush(30) == 0
 
 
 def test_upsert_and_delete_end_to_end(postgres, run_job, worker_props, topic_name, create_topic, bootstrap):

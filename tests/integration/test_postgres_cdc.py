@@ -9,7 +9,9 @@ transaction is exactly one Kafka transaction.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 import threading
 import time
@@ -529,3 +531,109 @@ def test_postgres_crash_mid_stream_then_restart_exactly_once(
     wait_until(lambda: changes() >= first.changes + 10, 90, "the changes after the restart", job)
     job.stop()
     check_exactly_once(read_events(read_committed, topic), db, first.changes + 10)
+
+
+#: Rows of the one large transaction: 100k with EOSCONNECT_LONG_TESTS=1, else 20k (the same path,
+#: one Kafka transaction of that many records, in a fraction of the time on a loaded machine).
+BIG_TRANSACTION_ROWS = 100_000 if os.environ.get("EOSCONNECT_LONG_TESTS") else 20_000
+
+
+def test_one_large_transaction_is_one_kafka_transaction(
+    db, run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """One INSERT of BIG_TRANSACTION_ROWS rows in one database transaction: with the connector
+    boundary every row arrives once, all in one Kafka transaction (consecutive offsets: no commit
+    marker between them), none missing."""
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    job = run_job(cdc_config("cdc-big", db, prefix, max_batch_size="4096"), worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    first = 1_000_000
+    with db.connect() as conn:
+        conn.execute(
+            "INSERT INTO accounts (id, owner, balance, version) "
+            "SELECT g, 'bulk-' || g, g, g FROM generate_series(%s, %s) g",
+            (first, first + BIG_TRANSACTION_ROWS - 1),
+        )
+    total = SNAPSHOT_ROWS + BIG_TRANSACTION_ROWS
+    wait_until(lambda: len(read_committed(topic)) >= total, 240, "the large transaction", job)
+    job.stop()
+    records = read_committed(topic)
+    assert len(records) == total, "nothing duplicated"
+    bulk = records[SNAPSHOT_ROWS:]
+    ids = [json.loads(r.key)["payload"]["id"] for r in bulk]
+    assert sorted(ids) == list(range(first, first + BIG_TRANSACTION_ROWS)), "every row once"
+    offsets = [r.offset for r in bulk]
+    assert offsets == list(range(offsets[0], offsets[0] + BIG_TRANSACTION_ROWS)), "one Kafka transaction"
+    tx_ids = {json.loads(r.value)["payload"]["source"]["txId"] for r in (bulk[0], bulk[-1])}
+    assert len(tx_ids) == 1
+
+
+def test_broker_restart_mid_stream_exactly_once(
+    kafka, db, run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """The (session's only) broker is restarted while transactions stream: the task rides it out
+    (or fails and is started again, which resumes from its committed offset); every change once."""
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    worker = worker_props("enabled")
+    config = cdc_config("cdc-broker-restart", db, prefix)
+    job = run_job(config, worker)
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    workload = Workload(db, transactions=60, seed=31, pause_s=0.05).start()
+    time.sleep(1.0)
+    kafka.restart_node(kafka.broker_ids()[0])
+    workload.join()
+
+    def changes() -> int:
+        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+
+    deadline = time.monotonic() + 120
+    while changes() < workload.changes and time.monotonic() < deadline:
+        if not job.running():  # failed on the outage: a restart resumes from the committed offset
+            job = run_job(config, worker)
+        time.sleep(1.0)
+    assert changes() >= workload.changes, "every change after the broker restart"
+    job.stop()
+    events = read_events(read_committed, topic)
+    check_exactly_once(events, db, workload.changes)
+    for group in transactions_of(events)[1:]:
+        assert len({v["source"]["txId"] for _, _, v in group if v is not None}) == 1
+
+
+def test_sigkilled_worker_process_then_restarted_exactly_once(
+    db, workers, topic_name, create_topic, read_committed
+):
+    """The whole eosconnect worker (its process group, Spark's JVM and the task's Python worker) is
+    SIGKILLed mid-stream; a new worker of the same group takes the connector over from the config
+    topic and resumes from the committed offset on the same slot: every change once, in LSN order
+    per key, no database transaction split."""
+    import signal
+
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    first = workers("w1")
+    config = cdc_config("cdc-worker-kill", db, prefix)
+    assert first.create_connector("cdc-worker-kill", config).status_code == 201
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 120, "the snapshot")
+    workload = Workload(db, transactions=80, seed=41, pause_s=0.05).start()
+
+    def changes() -> int:
+        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+
+    wait_until(lambda: changes() >= 10, 60, "the first changes")
+    tasks = first.request("GET", "/internal/tasks").json()
+    task_pids = [int(t["pid"]) for t in tasks.values() if t.get("pid")]
+    first.kill()
+    for pid in task_pids:  # the task's Python worker runs in a process group of its own
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    workload.join()
+    second = workers("w2")
+    second.wait_for(lambda: second.task_states("cdc-worker-kill") == ["RUNNING"], 120, "the task on w2")
+    wait_until(lambda: changes() >= workload.changes, 120, "every change after the restart")
+    second.stop_connector("cdc-worker-kill")
+    events = read_events(read_committed, topic)
+    check_exactly_once(events, db, workload.changes)
+    for group in transactions_of(events)[1:]:
+        assert len({v["source"]["txId"] for _, _, v in group if v is not None}) == 1

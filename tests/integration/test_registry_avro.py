@@ -42,7 +42,7 @@ from eosconnect.api.errors import DataException
 from eosconnect.api.schema_registry.avro import AvroConverter
 from eosconnect.api.schema_registry.avro_data import to_avro_schema
 from eosconnect.devkafka.registry import LocalSchemaRegistry
-from support.runtime_helpers import wait_until
+from support.runtime_helpers import committed_offsets, wait_until
 from support.schema_connectors import SCHEMA_NAME, SEQUENCE_V1
 
 pytestmark = [pytest.mark.kafka]
@@ -106,6 +106,26 @@ def schema_id(data: bytes) -> int:
     return int.from_bytes(data[1:5], "big")
 
 
+def recording_sink(name: str, topic: str, calls: Path, url: str, **settings: str) -> dict[str, str]:
+    """A `StructRecordingSinkConnector` reading `topic` with AvroConverter values, logging to `calls`."""
+    return {
+        "name": name,
+        "connector.class": "support.schema_connectors.StructRecordingSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "record.file": str(calls),
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": url,
+        **settings,
+    }
+
+
+def put_records(calls: Path) -> list[list[Any]]:
+    """The records the recording sink was given, in order."""
+    lines = calls.read_text().splitlines() if calls.exists() else []
+    return [r for e in map(json.loads, lines) if e["call"] == "put" for r in e["records"]]
+
+
 @pytest.fixture(scope="module")
 def registry_client(schema_registry: LocalSchemaRegistry) -> SchemaRegistryClient:
     return SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})
@@ -153,6 +173,20 @@ def test_records_read_back_by_confluents_deserializer_with_the_registrys_id(
     assert back.value == order(1)
 
 
+def test_a_batch_is_written_as_its_records_are_one_by_one(schema_registry: LocalSchemaRegistry):
+    """`from_connect_batch` (one registry lookup per batch) gives each record's bytes, nulls kept."""
+    topic = unique("orders")
+    converter = avro_converter(schema_registry.url)
+    values = [order(1), None, order(2), order(3)]
+    assert converter.from_connect_batch(topic, values, ORDER) == [
+        converter.from_connect_data(topic, ORDER, value) for value in values
+    ]
+    bad = order(4)
+    bad._values[0] = "not a long"  # as a Struct filled without checks could hold
+    with pytest.raises(DataException, match="AvroConverter could not write the record value"):
+        converter.from_connect_batch(topic, [order(5), bad], ORDER)
+
+
 def test_records_written_by_confluents_serializer_read_as_connect_data(
     schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
 ):
@@ -177,6 +211,94 @@ def test_records_written_by_confluents_serializer_read_as_connect_data(
     assert result.value.get("sensor") == "s1" and result.value.get("value") == 21.5
     assert result.value.get("kind") == "COLD"
     assert result.schema.field("value").schema.optional
+
+
+def test_general_unions_as_confluents_union_structs_both_ways(
+    schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient
+):
+    """A union other than ["null", T] is Confluent's `io.confluent.connect.avro.Union` STRUCT: one
+    optional field per branch (the type, or a record's simple name), the branch taken set. Records
+    written by Confluent's serializer read so, and ours write the branch back for its deserializer."""
+    topic = unique("unions")
+    schema = {
+        "type": "record",
+        "name": "Event",
+        "namespace": "com.example",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {
+                "name": "payload",
+                "type": [
+                    "null",
+                    "string",
+                    "long",
+                    {"type": "record", "name": "Point", "fields": [{"name": "x", "type": "int"}]},
+                    {"type": "record", "name": "Label", "fields": [{"name": "text", "type": "string"}]},
+                ],
+            },
+            {"name": "either", "type": ["int", "string"]},
+        ],
+    }
+    serialize = AvroSerializer(registry_client, json.dumps(schema))
+    context = SerializationContext(topic, MessageField.VALUE)
+    events = [
+        {"id": 1, "payload": "text", "either": 1},
+        {"id": 2, "payload": 7, "either": "b"},
+        {"id": 3, "payload": ("com.example.Point", {"x": 3}), "either": 2},
+        {"id": 4, "payload": ("com.example.Label", {"text": "hi"}), "either": 3},
+        {"id": 5, "payload": None, "either": "c"},
+    ]
+    converter = avro_converter(schema_registry.url)
+    read = [converter.to_connect_data(topic, serialize(e, context)) for e in events]
+    union = read[0].schema.field("payload").schema
+    assert union.name == "io.confluent.connect.avro.Union" and union.optional
+    assert [f.name for f in union.fields] == ["string", "long", "Point", "Label"]
+    assert all(f.schema.optional for f in union.fields)
+    either = read[0].schema.field("either").schema
+    assert [f.name for f in either.fields] == ["int", "string"] and not either.optional
+
+    def taken(struct: Struct | None) -> Any:
+        if struct is None:
+            return None
+        [(name, value)] = [(f.name, struct.get(f)) for f in struct.schema.fields if struct.get(f) is not None]
+        return name, value.to_dict() if isinstance(value, Struct) else value
+
+    assert [taken(r.value.get("payload")) for r in read] == [
+        ("string", "text"),
+        ("long", 7),
+        ("Point", {"x": 3}),
+        ("Label", {"text": "hi"}),
+        None,
+    ]
+    assert [taken(r.value.get("either")) for r in read] == [
+        ("int", 1),
+        ("string", "b"),
+        ("int", 2),
+        ("int", 3),
+        ("string", "c"),
+    ]
+
+    # Written back by eosconnect (its own subject), read by Confluent's deserializer as the same data.
+    out_topic = unique("unions-out")
+    deserialize = AvroDeserializer(registry_client)
+    written = [converter.from_connect_data(out_topic, r.schema, r.value) for r in read]
+    back = [deserialize(w, SerializationContext(out_topic, MessageField.VALUE)) for w in written]
+    assert [(b["id"], b["payload"], b["either"]) for b in back] == [
+        (1, "text", 1),
+        (2, 7, "b"),
+        (3, {"x": 3}, 2),
+        (4, {"text": "hi"}, 3),
+        (5, None, "c"),
+    ]
+    registered = json.loads(registry_client.get_latest_version(f"{out_topic}-value").schema.schema_str)
+    payload_type = next(f["type"] for f in registered["fields"] if f["name"] == "payload")
+    assert [b if isinstance(b, str) else b["name"] for b in payload_type] == [
+        "null",
+        "string",
+        "long",
+        "Point",
+        "Label",
+    ]
 
 
 def test_incompatible_change_refused_naming_subject_and_rule(
@@ -315,6 +437,115 @@ def test_exactly_once_source_structs_through_avro(
     assert {r.key for r in records} == {b"task-0"}
 
 
+def test_refused_schema_with_errors_tolerance_all_is_skipped_by_an_exactly_once_source(
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+):
+    """With errors.tolerance=all, the records whose schema BACKWARD refuses are skipped as Kafka's source
+    tasks skip them: nothing of them is written (neither the key, whose schema the registry took, nor the
+    value), the task goes on, and their offsets are committed with the records around them."""
+    data = create_topic(topic_name("data"))
+    subject = f"{data}-value"
+    worker = worker_props("enabled")
+    connector = {
+        "name": "avro-tolerant",
+        "connector.class": "support.schema_connectors.StructSequenceConnector",
+        "tasks.max": "1",
+        "topic": data,
+        "records.per.task": "400",
+        "batch.size": "50",
+        "payload.bytes": "8",
+        "schema.switch.at": "300",
+        "errors.tolerance": "all",
+        "errors.log.enable": "true",
+        "key.converter": "io.confluent.connect.avro.AvroConverter",
+        "key.converter.schema.registry.url": schema_registry.url,
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": schema_registry.url,
+    }
+    registry_client.register_schema(subject, RegistrySchema(json.dumps(to_avro_schema(SEQUENCE_V1)), "AVRO"))
+    schema_registry.set_compatibility("BACKWARD", subject=subject)
+
+    job = run_job(connector, worker)
+    wait_until(
+        lambda: (
+            committed_offsets(read_committed, worker["offset.storage.topic"], "avro-tolerant")
+            == {json.dumps({"task": 0}): {"seq": 399}}
+        ),
+        120,
+        "the offset past the last (skipped) record",
+        job,
+    )
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    assert outcomes[0]["metrics"]["source-record-filtered-total"] == 100
+
+    records = read_committed(data)
+    deserialize = AvroDeserializer(registry_client)
+    values = [deserialize(r.value, SerializationContext(data, MessageField.VALUE)) for r in records]
+    assert [v["seq"] for v in values] == list(range(300)), "the refused records are not written"
+    assert all(r.key is not None and r.value is not None for r in records)
+    assert [v for v in registry_client.get_versions(subject)] == [1], "the refused schema is not registered"
+
+
+def test_sink_skips_records_the_registry_has_no_schema_for_into_the_dead_letter_queue(
+    schema_registry: LocalSchemaRegistry,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+    bootstrap: str,
+    tmp_path: Path,
+):
+    """A sink never registers schemas: what the registry refuses it is the schema of a record's id (a
+    record written against another registry). With errors.tolerance=all and a dead letter queue that
+    record goes to the queue as consumed, with the registry's answer in Kafka's error headers, and the
+    records around it are put."""
+    data = create_topic(topic_name("data"))
+    dlq = topic_name("dlq")
+    topic = data
+    converter = avro_converter(schema_registry.url)
+    good = [converter.from_connect_data(topic, ORDER, order(i)) for i in range(3)]
+    unknown_id = bytes([0]) + (2**31 - 7).to_bytes(4, "big") + (good[0] or b"")[5:]
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in (good[0], unknown_id, good[1], good[2]):
+        producer.produce(data, key=b"k", value=value)
+    assert producer.flush(30) == 0
+
+    calls = tmp_path / "calls.jsonl"
+    connector = recording_sink(
+        topic_name("sink"),
+        data,
+        calls,
+        schema_registry.url,
+        **{
+            "key.converter": "string",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+    )
+    job = run_job(connector, worker_props("disabled"))
+    wait_until(lambda: len(put_records(calls)) >= 3, 120, "3 records put", job)
+    outcomes = job.stop()  # the dead letter was acknowledged before the positions past it committed
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    records = put_records(calls)
+    assert [r[2] for r in records] == [0, 2, 3] and [r[4]["id"] for r in records] == [0, 1, 2]
+    [letter] = read_committed(dlq)
+    assert letter.value == unknown_id and letter.key == b"k"
+    headers = {k: v.decode() for k, v in letter.headers}
+    assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+    assert headers["__connect.errors.class.name"] == "io.confluent.connect.avro.AvroConverter"
+    assert "has no schema with id 2147483641" in headers["__connect.errors.exception.message"]
+
+
 def test_sink_reads_avro_written_by_another_producer_as_structs(
     schema_registry: LocalSchemaRegistry,
     registry_client: SchemaRegistryClient,
@@ -349,25 +580,13 @@ def test_sink_reads_avro_written_by_another_producer_as_structs(
     assert producer.flush(30) == 0
 
     calls = tmp_path / "calls.jsonl"
-    connector = {
-        "name": topic_name("sink"),
-        "connector.class": "support.schema_connectors.StructRecordingSinkConnector",
-        "tasks.max": "1",
-        "topics": data,
-        "record.file": str(calls),
-        "value.converter": "io.confluent.connect.avro.AvroConverter",
-        "value.converter.schema.registry.url": schema_registry.url,
-    }
-    job = run_job(connector, worker_props("disabled"))
-
-    def put() -> list[list[Any]]:
-        lines = calls.read_text().splitlines() if calls.exists() else []
-        return [r for e in map(json.loads, lines) if e["call"] == "put" for r in e["records"]]
-
-    wait_until(lambda: len(put()) >= 20, 120, "20 records put", job)
+    job = run_job(
+        recording_sink(topic_name("sink"), data, calls, schema_registry.url), worker_props("disabled")
+    )
+    wait_until(lambda: len(put_records(calls)) >= 20, 120, "20 records put", job)
     outcomes = job.stop()
     assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
-    records = put()
+    records = put_records(calls)
     assert [r[3] for r in records] == ["com.example.Payment"] * 20
     assert [r[4] for r in records] == [
         {"id": i, "amount": f"{i}.50", "memo": None if i % 2 else f"m{i}"} for i in range(20)

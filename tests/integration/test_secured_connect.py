@@ -7,7 +7,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,57 +16,32 @@ from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.security import Acl
 from eosconnect.storage.acls import connector_acls
 from eosconnect.storage.topic_reader import read_to_end
-from eosconnect.tools.worker_process import WorkerProcess
 from support.secured import (
+    SecuredWorker,
     create_topics,
     internal_topics,
     kip618_source_acls,
     kip618_worker_acls,
     overrides,
-    start_worker,
-    worker_settings,
+    secured_worker,
 )
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.secured]
 
 TASKS = 2
-ALLOWLIST = {
-    "connector.client.config.override.policy": "Allowlist",
-    "connector.client.config.override.allowlist": "sasl.username,sasl.password",
-}
 RECORDS = 300
 
 
-@dataclass
-class SecuredWorker:
-    cluster: LocalKafkaCluster
-    worker: WorkerProcess
-    group: str
-    props: dict[str, str]
-    secrets: Path
-
-
 @pytest.fixture(scope="module")
-def secured_worker(secured_kafka: LocalKafkaCluster, tmp_path_factory) -> Iterator[SecuredWorker]:
+def sw(secured_kafka: LocalKafkaCluster, tmp_path_factory) -> Iterator[SecuredWorker]:
     """A worker logged in as its own principal with only its KIP-618 ACLs, on topics the super
     user made; connectors may override only their SASL user and password (Kafka 4.2's `Allowlist`
     policy, KIP-1188)."""
-    group = f"sec-{uuid.uuid4().hex[:6]}"
-    create_topics(
-        secured_kafka, dict.fromkeys(internal_topics(group).values(), 1), set(internal_topics(group).values())
+    worker = secured_worker(
+        secured_kafka, tmp_path_factory.mktemp("secured-worker"), tmp_path_factory.mktemp("secrets")
     )
-    worker_client = secured_kafka.create_user(f"{group}-worker")
-    secured_kafka.grant(kip618_worker_acls(f"{group}-worker", group))
-    secrets = tmp_path_factory.mktemp("secrets")
-    providers = {
-        "config.providers": "file",
-        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
-        "config.providers.file.param.allowed.paths": str(secrets),
-    }
-    props = worker_settings(worker_client, group, **ALLOWLIST, **providers)
-    worker = start_worker(props, tmp_path_factory.mktemp("secured-worker"))
-    yield SecuredWorker(secured_kafka, worker, group, props, secrets)
-    worker.stop()
+    yield worker
+    worker.worker.stop()
 
 
 def _sequence(data: str, principals: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -106,8 +80,8 @@ def _verify(
     return subprocess.run(args, capture_output=True, text=True, timeout=180, check=False)
 
 
-def test_exactly_once_source_with_exactly_kip618_acls(secured_worker: SecuredWorker, tmp_path: Path):
-    sw, name = secured_worker, "seq"
+def test_exactly_once_source_with_exactly_kip618_acls(sw: SecuredWorker, tmp_path: Path):
+    name = "seq"
     data = f"{sw.group}-{name}-data"
     create_topics(sw.cluster, {data: 2})
     users, names = _connector_principals(sw, name)
@@ -193,10 +167,9 @@ MISSING = {
 
 
 @pytest.mark.parametrize("case", sorted(MISSING))
-def test_a_missing_kip618_acl_fails_loudly_with_its_remedy(secured_worker: SecuredWorker, case: str):
+def test_a_missing_kip618_acl_fails_loudly_with_its_remedy(sw: SecuredWorker, case: str):
     """KIP-618: "the stack trace will include a helpful error message containing instructions on
     how to remediate the failure". Nothing half-written is visible to read_committed."""
-    sw = secured_worker
     name = f"miss-{case}"
     data = f"{sw.group}-{name}-data"
     create_topics(sw.cluster, {data: 2})
@@ -266,3 +239,104 @@ def _check_failure(sw: SecuredWorker, name: str, data: str, case: str, missing: 
         assert records == [], "a transaction whose offsets could not be written was committed"
     if case == "producer-transactional-id":
         assert 0 not in by_task
+
+
+def test_no_endpoint_answers_or_logs_a_secret(sw: SecuredWorker):
+    """Secrets given inline (the connector's PASSWORD settings, clients' sasl.password) and behind a
+    config provider: no REST answer (connectors, expansions, config, status, tasks, offsets, acls,
+    topics, validate, plugins, loggers, metrics, a failed task's trace, a refused request's error)
+    and no log line holds one. Inline secrets answer `[hidden]`, as Kafka masks Password settings;
+    provider variables stay readable, and a config PUT back with `[hidden]` keeps the secret."""
+    name, bad = "leaky", "leaky-bad"
+    data = f"{sw.group}-{name}-data"
+    create_topics(sw.cluster, {data: 2})
+    users, names = _connector_principals(sw, name)
+    sw.cluster.grant(kip618_source_acls(sw.group, name, TASKS, data, **names))
+    passwords = sw.secrets / f"{name}.properties"
+    passwords.write_text(f"consumer={users['consumer']['sasl.password']}\n")
+    config = {
+        **_sequence(data, users),  # producer and admin passwords inline
+        "consumer.override.sasl.password": f"${{file:{passwords}:consumer}}",
+    }
+    wrong = f"not-the-password-{uuid.uuid4().hex}"
+    failing = {
+        **_sequence(data, {"producer": {**users["producer"], "sasl.password": wrong}}),
+        "tasks.max": "1",
+    }
+    jdbc_secret = f"jdbc-secret-{uuid.uuid4().hex}"
+    secrets = [users[k]["sasl.password"] for k in ("producer", "consumer", "admin")] + [wrong, jdbc_secret]
+
+    assert sw.worker.create_connector(name, config).status_code == 201
+    assert sw.worker.create_connector(bad, failing).status_code == 201
+    try:
+        sw.worker.wait_for(lambda: sw.worker.task_states(name) == ["RUNNING"] * TASKS, 120, "tasks RUNNING")
+        trace = sw.worker.wait_for(
+            lambda: failure_trace(sw, bad), 120, "the task with a wrong password FAILED"
+        )
+        # It fails for what it is (was: an AttributeError of the runner hid the producer's error).
+        assert "initialising the transactional producer" in trace and "AttributeError" not in trace, trace
+
+        shown = sw.worker.request("GET", f"/connectors/{name}/config").json()
+        assert shown["producer.override.sasl.password"] == "[hidden]"
+        assert shown["admin.override.sasl.password"] == "[hidden]"
+        assert shown["consumer.override.sasl.password"] == config["consumer.override.sasl.password"]
+        # GET, edit, PUT back: the masked password is kept, not replaced by the mask.
+        edited = {**shown, "batch.size": "10"}
+        assert sw.worker.request("PUT", f"/connectors/{name}/config", json=edited).status_code == 200
+        sw.worker.wait_for(lambda: sw.worker.task_states(name) == ["RUNNING"] * TASKS, 120, "reconfigured")
+
+        answers = []
+        jdbc = {
+            "connector.class": "JdbcSource",
+            "connection.url": "postgresql://127.0.0.1:1/none",
+            "connection.user": "eos",
+            "connection.password": jdbc_secret,
+            "producer.override.sasl.password": wrong,
+            "topic.prefix": "x-",
+        }
+        validated = sw.worker.request("PUT", "/connector-plugins/JdbcSource/config/validate", json=jdbc)
+        answers.append(validated.text)
+        assert jdbc_secret not in validated.text and "[hidden]" in validated.text, validated.text
+        no_class = sw.worker.request(
+            "PUT", "/connector-plugins/JdbcSource/config/validate", json={"connection.password": jdbc_secret}
+        )
+        answers.append(no_class.text)
+        for path in (
+            "/",
+            "/connectors",
+            "/connectors?expand=info&expand=status",
+            "/connector-plugins",
+            "/connector-plugins/JdbcSource/config",
+            "/admin/loggers",
+            "/metrics",
+            *(
+                f"/connectors/{c}{suffix}"
+                for c in (name, bad)
+                for suffix in (
+                    "",
+                    "/config",
+                    "/status",
+                    "/tasks",
+                    "/tasks/0/status",
+                    "/offsets",
+                    "/acls",
+                    "/topics",
+                )
+            ),
+        ):
+            answer = sw.worker.request("GET", path)
+            assert answer.status_code < 500, (path, answer.text)
+            answers.append(f"{path}: {answer.text}")
+        log = sw.worker.log_path.read_text(errors="replace")
+        for secret in secrets:
+            for answer in answers:
+                assert secret not in answer, answer
+            assert secret not in log, [line for line in log.splitlines() if secret in line][:3]
+    finally:
+        for c in (name, bad):
+            sw.worker.request("DELETE", f"/connectors/{c}")
+
+
+def failure_trace(sw: SecuredWorker, name: str) -> str | None:
+    status = sw.worker.status(name)
+    return "\n".join(t.get("trace", "") for t in status["tasks"] if t["state"] == "FAILED") or None

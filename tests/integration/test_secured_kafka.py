@@ -74,3 +74,57 @@ def test_kafka_status_prints_the_super_users_client_settings(secured_kafka: Loca
         "sasl.password",
         "ssl.ca.location",
     } <= set(settings)
+
+
+def _cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eosconnect.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+
+def test_commands_take_a_command_config_file_as_kafkas_tools_do(
+    secured_kafka: LocalKafkaCluster, topic_name, tmp_path
+):
+    """`--command-config FILE` on topics create/produce/consume, groups describe and verify: the
+    super user's settings in a file written for Kafka's tools (sasl.jaas.config, a PEM trust store),
+    the password behind a FileConfigProvider the file declares; `-X` wins over the file."""
+    topic = topic_name("cc")
+    settings = secured_kafka.client_config()
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "admin.properties").write_text(f"password={settings['sasl.password']}\n")
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "config.providers=file\n"
+        "config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider\n"
+        f"config.providers.file.param.allowed.paths={secrets}\n"
+        f"security.protocol={settings['security.protocol']}\n"
+        f"sasl.mechanism={settings['sasl.mechanism']}\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{settings["sasl.username"]}" password="${{file:{secrets}/admin.properties:password}}";\n'
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={settings['ssl.ca.location']}\n"
+    )
+    common = ["-b", secured_kafka.bootstrap_servers, "--command-config", str(config)]
+    created = _cli("topics", "create", topic, "--partitions", "1", *common)
+    assert created.returncode == 0, created.stdout + created.stderr
+    produced = _cli("topics", "produce", topic, *common, stdin="".join(f'{{"n": {i}}}\n' for i in range(5)))
+    assert produced.returncode == 0, produced.stdout + produced.stderr
+    consumed = _cli("topics", "consume", topic, "--json", *common)
+    assert (
+        consumed.returncode == 0 and consumed.stdout.count('\\"n\\"') + consumed.stdout.count('"n"') >= 5
+    ), consumed.stdout + consumed.stderr
+    verified = _cli("verify", "-t", topic, "--key-field", "n", *common)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    described = _cli("groups", "describe", "no-such-group", *common)
+    assert described.returncode == 0, described.stdout + described.stderr
+    # -X wins over the file: a wrong password there is used, and refused.
+    refused = _cli("topics", "consume", topic, *common, "-X", "sasl.password=wrong", "--timeout", "10")
+    assert refused.returncode != 0
+    for run in (created, produced, consumed, verified, described, refused):
+        assert settings["sasl.password"] not in run.stdout + run.stderr

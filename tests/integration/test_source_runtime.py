@@ -498,20 +498,24 @@ def test_columnar_batches_commit_one_offset_per_batch_exactly_once_across_sigkil
     assert offsets == {json.dumps({"task": t}): {"seq": 1999} for t in range(2)}
 
 
-def test_columnar_batches_go_record_by_record_through_transformations(
+def test_columnar_batches_go_through_transformations_whole_or_record_by_record(
     run_job, worker_props, topic_name, create_topic, read_committed
 ):
+    """Transformations take a batch whole (`apply_columns`) or, where one declines it, record by
+    record: both reach Kafka exactly once, each record transformed once."""
     data = create_topic(topic_name("data"))
     connector = sequence_config(
         "col-smt",
         data,
         tasks=1,
         total=300,
+        batch_size="20",
         connector_class=COLUMNAR,
-        transforms="tag",
+        transforms="tag,alt",
         transforms_tag_type="InsertField",
-        transforms_tag_static_field="via",
+        transforms_tag_static_field="via_insert",
         transforms_tag_static_value="smt",
+        transforms_alt_type="support.columnar_connectors.AlternatingTag",
     )
     job = run_job(connector, worker_props("enabled"))
     wait_until(lambda: len(read_committed(data)) >= 300, 120, "300 committed records", job)
@@ -519,7 +523,9 @@ def test_columnar_batches_go_record_by_record_through_transformations(
 
     records = read_committed(data)
     assert verify(records, 1, 300).ok
-    assert all(json.loads(r.value)["via"] == "smt" for r in records)
+    values = [json.loads(r.value) for r in records]
+    assert all(v["via_insert"] == "smt" for v in values)
+    assert {v["via"] for v in values} == {"columns", "records"}
 
 
 def test_columnar_batches_at_least_once_deliver_everything_and_flush_offsets(
@@ -527,7 +533,16 @@ def test_columnar_batches_at_least_once_deliver_everything_and_flush_offsets(
 ):
     data = create_topic(topic_name("data"))
     worker = worker_props("disabled")
-    job = run_job(sequence_config("col-alos", data, tasks=2, total=500, connector_class=COLUMNAR), worker)
+    connector = sequence_config(
+        "col-alos",
+        data,
+        tasks=2,
+        total=500,
+        connector_class=COLUMNAR,
+        transforms="alt",  # every other batch record by record
+        transforms_alt_type="support.columnar_connectors.AlternatingTag",
+    )
+    job = run_job(connector, worker)
     wait_until(lambda: len(read_committed(data)) >= 1000, 60, "1000 records", job)
     wait_until(
         lambda: (

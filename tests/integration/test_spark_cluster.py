@@ -12,11 +12,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from eosconnect.connectors.sequence import parse_value
 from eosconnect.tools.verify import check_sequences
 from support.spark_standalone import StandaloneCluster, descendants, unshare_available
+from support.workers import LONG_TESTS
 
 pytestmark = [
     pytest.mark.kafka,
@@ -238,3 +240,63 @@ def test_leader_failover_on_the_cluster_standby_holds_no_executors(
         [parse_value(r.value) for r in read_committed(data)], {t: n + 1 for t, n in highest.items()}
     )
     assert report.ok, report.anomalies
+
+
+#: Task groups on the cluster: N tasks packed into the 4 slots of 2 executors of 2 cores.
+PACKED_TASKS = 100 if LONG_TESTS else 16
+
+
+def test_packed_tasks_on_the_cluster_come_back_exactly_once_after_a_spark_worker_is_killed(
+    tmp_path_factory, workers, plugin_dir, topic_name, create_topic, read_committed
+):
+    """`eosconnect.tasks.per.slot`: PACKED_TASKS tasks on 2 executors of 2 cores (4 slot hosts); a Spark
+    worker is killed with its executor, its hosts' Python workers and their tasks; on a replacement
+    worker Spark runs the hosts again and every task is back, exactly once."""
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-packed"))
+    try:
+        cluster.start(workers=2, cores=2)
+        data = create_topic(topic_name("data"), partitions=4)
+        per_slot = -(-PACKED_TASKS // 4)
+        worker = workers(
+            "w1",
+            **{
+                "spark.master": cluster.url,
+                "plugin.path": str(plugin_dir),
+                "spark.executor.memory": "768m",
+                "spark.executor.cores": "2",
+                "spark.task.maxFailures": "8",
+                "task.heartbeat.timeout.ms": "4000",
+                "eosconnect.tasks.per.slot": str(per_slot),
+            },
+        )
+        config = source_config(data, PACKED_TASKS, 2000, 20)
+
+        # The first request creates the Spark application (and packs the shipped environment):
+        # minutes on a loaded machine, more than WorkerProcess.request's 60 s.
+        def create() -> httpx.Response | None:
+            body = {"name": "many", "config": config}
+            response = httpx.post(f"{worker.url}/connectors", json=body, timeout=600)
+            return None if response.status_code == 409 and "leader" in response.text else response
+
+        created = worker.wait_for(create, 120, "a leader to take the connector")
+        assert created.status_code == 201, created.text
+        everyone = ["RUNNING"] * PACKED_TASKS
+        worker.wait_for(lambda: worker.task_states("many") == everyone, 600, f"{PACKED_TASKS} RUNNING tasks")
+        pids = {info["pid"] for info in worker.request("GET", "/internal/tasks").json().values()}
+        assert len(pids) <= 4, f"{PACKED_TASKS} tasks in more than 4 Python workers: {pids}"
+
+        victim = max(cluster.workers, key=lambda w: len(pids & set(descendants(w.proc.pid))))
+        assert pids & set(descendants(victim.proc.pid)), "no task ran on either Spark worker"
+        victim.kill()
+        worker.wait_for(lambda: worker.task_states("many") != everyone, 60, "lost tasks shown not RUNNING")
+        cluster.add_worker(cores=2)
+        worker.wait_for(
+            lambda: worker.task_states("many") == everyone, 600, "every task RUNNING again after the kill"
+        )
+        total = PACKED_TASKS * 2000
+        worker.wait_for(lambda: len(read_committed(data)) >= total, 600, f"all {total} records")
+        observed = [parse_value(r.value) for r in read_committed(data)]
+        report = check_sequences(observed, dict.fromkeys(range(PACKED_TASKS), 2000))
+        assert report.ok, report.anomalies
+    finally:
+        cluster.stop()

@@ -399,6 +399,9 @@ def test_task_spark_gave_up_on_fails_and_its_siblings_run_on(
     assert "task gu-0 was lost: Spark gave up on it (Task 0 in stage" in trace, trace
     assert "failed 4 times" in trace and "POST /connectors/gu/tasks/0/restart" in trace, trace
     assert "Python worker exited unexpectedly" in trace, trace
+    # fenced before it was marked FAILED: its last attempt's open transaction, if any, is aborted at
+    # once instead of holding task 1's start-up read of the offsets topic for transaction.timeout.ms
+    assert "of the task(s) Spark gave up on, so an open transaction" in worker.tail(400), worker.tail(60)
 
     # task 1 was killed with the job; it runs again, in a new Python worker, and writes on
     worker.wait_for(

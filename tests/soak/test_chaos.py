@@ -26,6 +26,13 @@ up, and `eosconnect.tools.verify` checks both topics whole: every source partiti
 complete, no gap, no duplicate, matching the committed source offsets. The worker log must hold no
 error or traceback other than those the injected faults explain.
 
+`EOSCONNECT_SOAK_SPARK=standalone` (`make soak-spark`) runs the worker's tasks on a Spark standalone
+cluster instead of `local[N,F]`: a master and two Spark workers, each in a mount namespace of its
+own where the checkout is hidden (tests/support/spark_standalone.py), and adds a seventh fault:
+
+- kill_spark_worker:  SIGKILL a Spark worker with its executor and the tasks' Python workers (a
+                      machine lost), start a replacement 3-15 s later; the lost tasks run again
+
 `EOSCONNECT_SOAK_BOUNDARY` picks the source's transaction boundary: `poll` (the default),
 `interval` (every 500 ms) or `connector` (SequenceSource commits every 50 records); `make
 soak-long` runs each of the three with three random seeds for 20 minutes each.
@@ -66,6 +73,7 @@ from support.chaos import (
     unexpected_problems,
     wait_fully_replicated,
 )
+from support.spark_standalone import StandaloneCluster, descendants, unshare_available
 
 SOAK_SECONDS = float(os.environ.get("EOSCONNECT_SOAK_SECONDS", "600"))
 #: The source connector's transaction boundary, and the settings that make it.
@@ -77,6 +85,9 @@ BOUNDARIES: dict[str, dict[str, str]] = {
 BOUNDARY = os.environ.get("EOSCONNECT_SOAK_BOUNDARY", "poll").strip().lower()
 if BOUNDARY not in BOUNDARIES:
     raise ValueError(f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY!r}: use one of {', '.join(BOUNDARIES)}")
+SPARK_MODE = os.environ.get("EOSCONNECT_SOAK_SPARK", "local").strip().lower()
+if SPARK_MODE not in ("local", "standalone"):
+    raise ValueError(f"EOSCONNECT_SOAK_SPARK={SPARK_MODE!r}: use local or standalone")
 SEED = int(os.environ.get("EOSCONNECT_SOAK_SEED") or random.SystemRandom().randrange(1, 2**31))
 ARTIFACTS = Path(
     os.environ.get("EOSCONNECT_SOAK_DIR", Path(__file__).resolve().parents[2] / ".eosconnect/soak")
@@ -93,6 +104,11 @@ TRANSACTION_TIMEOUT_MS = 20_000
 RECOVERY_S = 150.0
 PROGRESS = 50  # records each task must commit after a fault
 KINDS = ("kill_task", "freeze_task", "kill_broker", "restart_broker", "reconfigure", "restart_connector")
+if SPARK_MODE == "standalone":
+    KINDS += ("kill_spark_worker",)
+#: Cores of each of the two Spark workers: room for the source's 4 tasks, the mirror's 2 and a
+#: frozen zombie generation, as local[12,4] gives in local mode.
+SPARK_WORKER_CORES = 6
 
 #: The mirror task's error when librdkafka's send_offsets_to_transaction() hung after the group
 #: coordinator's broker died (librdkafka issues 5456, 5511): the task fails and needs a restart.
@@ -120,6 +136,21 @@ EXPECTED_PROBLEMS = {
         r"CRITICAL eosconnect\.kafka\.producer (TXNERR|FATAL) .*(fenced|epoch)",
     ),
 }
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """The Spark standalone cluster of EOSCONNECT_SOAK_SPARK=standalone; None in local mode."""
+    if SPARK_MODE == "local":
+        yield None
+        return
+    if not unshare_available():
+        pytest.skip("EOSCONNECT_SOAK_SPARK=standalone needs mount namespaces (unshare -m)")
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("soak-spark"))
+    try:
+        yield cluster.start(workers=2, cores=SPARK_WORKER_CORES)
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -170,8 +201,10 @@ class Chaos:
         mirror: Connector,
         rng: random.Random,
         timeline: Path,
+        spark: StandaloneCluster | None = None,
     ) -> None:
         self.worker = worker
+        self.spark = spark
         self.cluster = cluster
         self.source = source
         self.mirror = mirror
@@ -367,6 +400,28 @@ class Chaos:
         self.cluster.start_node(broker)
         self.recovered("restart_broker")
 
+    def kill_spark_worker(self) -> None:
+        """A machine of the Spark cluster is lost: its worker, executor and the tasks' Python workers."""
+        assert self.spark is not None
+        alive = [w for w in self.spark.workers if w.proc.poll() is None]
+        victim = self.rng.choice(alive)
+        below = set(descendants(victim.proc.pid))
+        tasks = sorted(
+            f"{r['connector']}-{r['task']}"
+            for r in self.worker.request("GET", "/internal/tasks").json().values()
+            if r.get("pid") in below
+        )
+        victim.kill()
+        down_s = self.rng.uniform(3, 15)
+        self.log(
+            f"{self.current}: SIGKILLed Spark {victim.name} with its executor and tasks {tasks}; "
+            f"a replacement joins in {down_s:.0f}s"
+        )
+        time.sleep(down_s)
+        replacement = self.spark.add_worker(cores=SPARK_WORKER_CORES)
+        self.log(f"{self.current}: Spark {replacement.name} joined")
+        self.recovered("kill_spark_worker")
+
     def reconfigure(self) -> None:
         new_count = self.rng.choice([n for n in TASK_COUNTS if n != self.source.tasks])
         self.log(f"{self.current}: tasks.max {self.source.tasks} -> {new_count}")
@@ -390,16 +445,24 @@ def committed_offsets(worker: WorkerProcess) -> dict[int, int]:
 
 
 @pytest.mark.timeout(SOAK_SECONDS + 1200)
-def test_exactly_once_through_chaos(kafka3: LocalKafkaCluster, workers, topic_name, tmp_path: Path):
+def test_exactly_once_through_chaos(
+    kafka3: LocalKafkaCluster, spark_cluster: StandaloneCluster | None, workers, topic_name, tmp_path: Path
+):
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per REST call drowns the timeline
     bootstrap = kafka3.bootstrap_servers
     rng = random.Random(SEED)
     topic = create_replicated_topic(bootstrap, topic_name("data"), PARTITIONS)
+    # room for a frozen zombie generation next to the source's 4 tasks and the mirror's 2
+    spark = (
+        {"spark.master": "local[12,4]"}
+        if spark_cluster is None
+        else {"spark.master": spark_cluster.url, "spark.executor.memory": "768m"}
+    )
     worker = workers(
         "w1",
         **replicated_worker_settings(kafka3),
-        # room for a frozen zombie generation next to the source's 4 tasks and the mirror's 2
-        **{"spark.master": "local[12,4]", "eosconnect.zombie.cancel.timeout.ms": "120000"},
+        **spark,
+        **{"eosconnect.zombie.cancel.timeout.ms": "120000"},
     )
     source = Connector(SOURCE, source_config(topic, 3), SequenceFollower(bootstrap, topic, PARTITIONS))
     mirror_topic = f"mirror.{topic}"
@@ -408,11 +471,12 @@ def test_exactly_once_through_chaos(kafka3: LocalKafkaCluster, workers, topic_na
     )
     artifacts = ARTIFACTS / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{SEED}"
     artifacts.mkdir(parents=True, exist_ok=True)
-    chaos = Chaos(worker, kafka3, source, mirror, rng, artifacts / "timeline.txt")
+    chaos = Chaos(worker, kafka3, source, mirror, rng, artifacts / "timeline.txt", spark_cluster)
     chaos.log(
         f"seed {SEED} (replay: EOSCONNECT_SOAK_SEED={SEED} EOSCONNECT_SOAK_SECONDS={SOAK_SECONDS:.0f} "
-        f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY} make soak); {SOAK_SECONDS:.0f}s of faults, source "
-        f"transaction.boundary={BOUNDARY}; timeline and worker log in {artifacts}"
+        f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY} EOSCONNECT_SOAK_SPARK={SPARK_MODE} make soak); "
+        f"{SOAK_SECONDS:.0f}s of faults, source transaction.boundary={BOUNDARY}, Spark {SPARK_MODE}; "
+        f"timeline and worker log in {artifacts}"
     )
     passed = False
     try:

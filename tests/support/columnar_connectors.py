@@ -1,5 +1,6 @@
 """SequenceSource returning its records as `SourceBatch` columns, for the runtime's columnar fast
-path; optionally SIGKILLs its own Python worker once (like `connectors.CrashingSequenceTask`)."""
+path; optionally SIGKILLs its own Python worker once (like `connectors.CrashingSequenceTask`); and a
+transformation that takes every other batch whole (`AlternatingTag`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import signal
 from pathlib import Path
 
 from eosconnect.api.batch import ColumnOffsets, SourceBatch
+from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import SourceTask
+from eosconnect.api.transforms import Transformation
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
 
 
@@ -43,3 +46,21 @@ class ColumnarSequenceTask(SequenceSourceTask):
 class ColumnarSequenceConnector(SequenceSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return ColumnarSequenceTask
+
+
+class AlternatingTag(Transformation[SourceRecord]):
+    """Adds `via` to each (dict) value: "columns" where it takes a whole batch, "records" where it
+    goes record by record. It declines every other batch, so a runner meets both paths in one job."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._batches = 0
+
+    def apply(self, record: SourceRecord) -> SourceRecord | None:
+        return record.new_record(value={**record.value, "via": "records"})
+
+    def apply_columns(self, batch: SourceBatch) -> SourceBatch | None:
+        self._batches += 1
+        if self._batches % 2 == 0:
+            return None
+        return batch.replace(values=[{**value, "via": "columns"} for value in batch.values])

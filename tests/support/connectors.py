@@ -9,11 +9,12 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from eosconnect.api.config import ConfigDef
-from eosconnect.api.errors import ConnectException
+from eosconnect.api.errors import ConnectException, DataException, RetriableException
 from eosconnect.api.records import (
     OffsetAndMetadata,
     RecordMetadata,
@@ -24,6 +25,7 @@ from eosconnect.api.records import (
 )
 from eosconnect.api.sink import SinkConnector, SinkTask
 from eosconnect.api.source import SourceTask
+from eosconnect.api.transforms import Transformation
 from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
 from eosconnect.connectors.mirror import MirrorSinkConnector, MirrorSinkTask
 from eosconnect.connectors.mirror_source import MirrorSourceConnector, MirrorSourceTask
@@ -410,3 +412,28 @@ class CrashingMirrorSourceTask(MirrorSourceTask):
 class CrashingMirrorSourceConnector(MirrorSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return CrashingMirrorSourceTask
+
+
+class RejectingTransform(Transformation):
+    """Raises DataException for records whose value contains `bad` (errors.tolerance tests)."""
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        self.config = dict(config)
+
+    def apply(self, record: Any) -> Any:
+        if "bad" in str(record.value):
+            raise DataException(f"refusing {record.value!r}")
+        return record
+
+
+class UnavailableUntilTransform(Transformation):
+    """Raises RetriableException until the wall-clock time `until.ms` (epoch ms), as a converter
+    whose schema registry is down would: for errors.retry.timeout tests."""
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        self.until_s = int(config["until.ms"]) / 1000
+
+    def apply(self, record: Any) -> Any:
+        if time.time() < self.until_s:
+            raise RetriableException("the registry is unavailable (a test transformation)")
+        return record

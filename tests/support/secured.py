@@ -3,6 +3,8 @@ and KIP-618's ACL tables written out by hand (so the tests check `required_acls`
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -86,9 +88,44 @@ def worker_settings(worker_client: dict[str, str], group: str, **extra: str) -> 
 
 
 def start_worker(props: dict[str, str], workdir: Path) -> WorkerProcess:
-    return WorkerProcess(props, workdir).start()
+    return WorkerProcess(props, workdir).start(timeout=240)  # Spark starts slowly on a loaded machine
 
 
 def overrides(kind: str, client: dict[str, str]) -> dict[str, str]:
     """`<kind>.override.sasl.username/password`: a connector client logging in as another principal."""
     return {f"{kind}.override.{k}": v for k, v in client.items() if k in ("sasl.username", "sasl.password")}
+
+
+@dataclass
+class SecuredWorker:
+    """A worker logged in as its own principal with only its KIP-618 ACLs (see `secured_worker`)."""
+
+    cluster: LocalKafkaCluster
+    worker: WorkerProcess
+    group: str
+    props: dict[str, str]
+    secrets: Path
+
+
+#: Connectors may override only their SASL user and password (Kafka 4.2's `Allowlist`, KIP-1188).
+ALLOWLIST = {
+    "connector.client.config.override.policy": "Allowlist",
+    "connector.client.config.override.allowlist": "sasl.username,sasl.password",
+}
+
+
+def secured_worker(cluster: LocalKafkaCluster, workdir: Path, secrets: Path, **extra: str) -> SecuredWorker:
+    """A worker as its own principal with only its KIP-618 ACLs, on internal topics the super user
+    made, with a FileConfigProvider confined to `secrets`; `extra` worker settings on top."""
+    group = f"sec-{uuid.uuid4().hex[:6]}"
+    topics = internal_topics(group).values()
+    create_topics(cluster, dict.fromkeys(topics, 1), set(topics))
+    worker_client = cluster.create_user(f"{group}-worker")
+    cluster.grant(kip618_worker_acls(f"{group}-worker", group))
+    providers = {
+        "config.providers": "file",
+        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        "config.providers.file.param.allowed.paths": str(secrets),
+    }
+    props = worker_settings(worker_client, group, **ALLOWLIST, **providers, **extra)
+    return SecuredWorker(cluster, start_worker(props, workdir), group, props, secrets)

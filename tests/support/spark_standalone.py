@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eosconnect.devkafka.distribution import cache_root
-from eosconnect.devkafka.java_command import die_with_parent
+from eosconnect.runtime.host import cache_root, die_with_parent
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 

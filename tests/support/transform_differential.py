@@ -1,6 +1,11 @@
 """Run one transformation case through eosconnect's chain and through Kafka's classes (the Java harness),
 and put both results in the harness's answer form so a test compares them with `==`.
 
+Every source-record case also goes through the batch path (`TransformationChain.apply_columns` on a
+`SourceBatch` of three copies of the record): where the chain takes the batch, each of its records must
+equal what `apply` gave the record, and a record that `apply` fails or drops must make it decline. So the
+columnar fast path is held to Kafka's output too.
+
 A case is a harness request (see tests/support/connect_harness.py) without the converter; the Python side
 reads the same record (schemaless: the JSON key/value as they are) and the same transforms/predicates,
 given as Kafka's connector settings (`transforms=t0,t1`, `transforms.t0.type=<class>`, ...).
@@ -13,6 +18,7 @@ import math
 from typing import Any
 
 from eosconnect.api import ConfigException, Schema, SinkRecord, SourceRecord, TransformationChain
+from eosconnect.api.batch import SourceBatch
 from support.connect_harness import ConnectHarness
 
 #: Kafka exception classes and the eosconnect ones that mean the same.
@@ -88,7 +94,9 @@ def run_python(
     try:
         out = chain.apply(record)
     except Exception as exc:
+        check_columns_agree(chain, record, None)
         return {"error": {"class": type(exc).__name__, "message": str(exc), "stage": "apply"}}
+    check_columns_agree(chain, record, out)
     if out is None:
         return {"dropped": True}
     extra = {"record": out} if key_schema is not None or value_schema is not None else {}
@@ -101,6 +109,33 @@ def run_python(
         "value": out.value,
         "headers": [[k, v.decode() if isinstance(v, bytes) else v] for k, v in out.headers],
     }
+
+
+def check_columns_agree(chain: TransformationChain[Any], record: Any, out: Any) -> None:
+    """`chain.apply_columns` on a batch of three copies of a source record either declines or gives
+    three records equal to `out` (what `apply` gave; None where it failed or dropped the record)."""
+    if not isinstance(record, SourceRecord):
+        return
+    batch = SourceBatch(
+        {},
+        {"n": 3},
+        record.topic,
+        [record.value] * 3,
+        keys=[record.key] * 3,
+        partition=record.partition,
+        timestamps=None if record.timestamp is None else [record.timestamp] * 3,
+        headers=[record.headers] * 3,
+        key_schema=record.key_schema,
+        value_schema=record.value_schema,
+    )
+    result = chain.apply_columns(batch)
+    if result is None:
+        return
+    assert out is not None, "apply_columns took a batch whose records apply() fails or drops"
+    fields = ("topic", "partition", "key", "value", "timestamp", "headers", "key_schema", "value_schema")
+    for got in result:
+        for name in fields:
+            assert getattr(got, name) == getattr(out, name), f"apply_columns gave another {name}"
 
 
 def normalise(answer: dict[str, Any]) -> dict[str, Any]:

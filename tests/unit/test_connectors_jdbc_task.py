@@ -33,7 +33,7 @@ from eosconnect.connectors.jdbc import (
     JdbcSourceTask,
     assign_tables,
 )
-from eosconnect.connectors.jdbc_schema import NumericMapping, row_schema
+from eosconnect.connectors.jdbc.schema import NumericMapping, row_schema
 
 
 @pytest.fixture
@@ -326,7 +326,7 @@ def test_validation_gives_up_on_a_silent_port_quickly(monkeypatch: pytest.Monkey
 
     from eosconnect.connectors import jdbc
 
-    monkeypatch.setattr(jdbc, "VALIDATION_CONNECT_TIMEOUT_S", 2)
+    monkeypatch.setattr(jdbc.database, "VALIDATION_CONNECT_TIMEOUT_S", 2)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)

@@ -325,3 +325,26 @@ def test_a_constraint_violation_is_reported_and_the_rest_committed_with_errors_t
     with pytest.raises(sa.exc.IntegrityError):
         strict.pre_commit(positions(1))
     strict.stop()
+
+
+def test_string_and_bytes_key_columns_get_a_length_on_mysql_only() -> None:
+    """MySQL/MariaDB cannot index TEXT/BLOB without a length: key columns are VARCHAR/VARBINARY(256)
+    there (as Confluent's MySQL dialect), TEXT/BYTEA elsewhere; non-key columns stay TEXT."""
+    from sqlalchemy.dialects import mysql, postgresql
+    from sqlalchemy.schema import CreateTable
+
+    from eosconnect.connectors.jdbc_sink.dialect import _key_type, sql_type
+
+    string, raw = SchemaBuilder.string().build(), SchemaBuilder.bytes().build()
+    table = sa.Table(
+        "t",
+        sa.MetaData(),
+        sa.Column("name", _key_type(sql_type(string)), primary_key=True),
+        sa.Column("raw", _key_type(sql_type(raw)), primary_key=True),
+        sa.Column("note", sql_type(string)),
+    )
+    on_mysql = str(CreateTable(table).compile(dialect=mysql.dialect()))
+    assert "name VARCHAR(256) NOT NULL" in on_mysql and "raw VARBINARY(256) NOT NULL" in on_mysql
+    assert "note TEXT" in on_mysql
+    on_postgres = str(CreateTable(table).compile(dialect=postgresql.dialect()))
+    assert "name TEXT NOT NULL" in on_postgres and "raw BYTEA NOT NULL" in on_postgres

@@ -193,3 +193,41 @@ def test_rest_validation_refuses_offset_syncs_that_cannot_be_written() -> None:
     assert "transaction.producer=true" in errors["emit.offset-syncs.enabled"][0]
     transactional = {**sink, "transaction.producer": "true"}
     assert not [v for v in MirrorSinkConnector().validate(transactional) if v.errors]
+
+
+def test_config_providers_at_the_top_level_are_honoured_and_never_resolved_into_configs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KIP-297 in mm2.properties, as MirrorMaker 2 declares them: every worker gets the providers,
+    the connector configs keep the variables (resolved where clients are built), and a variable
+    that cannot be resolved is named with why, at start-up."""
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "a.properties").write_text("password=a-secret\n")
+    monkeypatch.setenv("B_PASSWORD", "b-secret")
+    text = (
+        MM2
+        + "config.providers = file, env\n"
+        + "config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n"
+        + f"config.providers.file.param.allowed.paths = {secrets}\n"
+        + "config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+        + "A.security.protocol = SASL_SSL\nA.sasl.mechanism = SCRAM-SHA-512\nA.sasl.username = a\n"
+        + f"A.sasl.password = ${{file:{secrets}/a.properties:password}}\n"
+        + "B.security.protocol = SASL_PLAINTEXT\nB.sasl.mechanism = SCRAM-SHA-512\nB.sasl.username = b\n"
+        + "B.sasl.password = ${env:B_PASSWORD}\n"
+    )
+    props = load_properties(write(tmp_path, text))
+    props.pop("A.group.id with space")
+    result = plan(props)
+    b = result.targets["B"]
+    assert b.worker_props["config.providers"] == "file, env"
+    assert b.worker_props["sasl.password"] == "${env:B_PASSWORD}"
+    source = b.connectors["MirrorSourceConnector-A-B"]
+    assert source["source.cluster.sasl.password"] == f"${{file:{secrets}/a.properties:password}}"
+    everything = repr(result)
+    assert "a-secret" not in everything and "b-secret" not in everything
+
+    monkeypatch.delenv("B_PASSWORD")
+    with pytest.raises(MirrorMakerConfigError) as info:
+        plan(props)
+    assert "${env:B_PASSWORD} cannot be resolved" in " ".join(info.value.errors["B.sasl.password"])

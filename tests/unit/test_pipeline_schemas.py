@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
 from eosconnect.api import (
@@ -16,6 +17,7 @@ from eosconnect.api import (
     SourceRecord,
     Struct,
 )
+from eosconnect.api.errors import DataException
 from eosconnect.runtime.pipeline import RecordPipeline, SinkRecordPipeline
 
 SCHEMAS_ON = {
@@ -94,3 +96,79 @@ def test_schemaless_pipelines_are_unchanged() -> None:
     record = SinkRecordPipeline(config).convert(ConsumedMessage(b"k", b'{"a":1}'))
     assert record is not None and record.value == {"a": 1} and record.value_schema is None
     assert record.key_schema == OPTIONAL_STRING_SCHEMA  # StringConverter's, as in Kafka
+
+
+SMT_CHAIN = {
+    **SCHEMAS_ON,
+    "transforms": "hoist,route",
+    "transforms.hoist.type": "HoistField",
+    "transforms.hoist.field": "line",
+    "transforms.route.type": "TimestampRouter",
+    "transforms.route.timestamp.format": "yyyy",
+}
+
+
+def lines(timestamps: list[int]) -> SourceBatch:
+    return SourceBatch(
+        {"p": 1},
+        {"o": 2},
+        "t",
+        [f"line {i}" for i in range(len(timestamps))],
+        timestamps=timestamps,
+        value_schema=STRING_SCHEMA,
+    )
+
+
+def test_a_batch_goes_through_transformations_whole_as_its_records_would() -> None:
+    pipeline = RecordPipeline(SMT_CHAIN)
+    assert pipeline.columnar
+    batch = lines([1_700_000_000_000] * 3)
+    columns = pipeline.convert_columns(batch)
+    assert not isinstance(columns, list)
+    one_by_one = [pipeline.convert(record) for record in batch]
+    assert columns.topic == "t-2023" and all(out is not None and out.topic == "t-2023" for out in one_by_one)
+    assert list(columns.values) == [out.value for out in one_by_one if out is not None]
+
+
+def test_a_batch_a_transformation_declines_goes_record_by_record() -> None:
+    pipeline = RecordPipeline(SMT_CHAIN)
+    batch = lines([1_700_000_000_000, 1_800_000_000_000])  # 2023 and 2027: two routed topics
+    pairs = pipeline.convert_columns(batch)
+    assert isinstance(pairs, list)
+    assert [(record.source_offset, out.topic) for record, out in pairs] == [
+        ({"o": 2}, "t-2023"),
+        ({"o": 2}, "t-2027"),
+    ]
+
+
+def test_a_transformation_with_a_predicate_keeps_batches_record_by_record() -> None:
+    config = {
+        **SMT_CHAIN,
+        "transforms.route.predicate": "always",
+        "predicates": "always",
+        "predicates.always.type": "TopicNameMatches",
+        "predicates.always.pattern": ".*",
+    }
+    assert not RecordPipeline(config).columnar
+
+
+def test_errors_tolerance_all_skips_only_the_records_a_converter_rejects() -> None:
+    config = {**SCHEMAS_ON, "errors.tolerance": "all"}
+    bad = Struct._of(SCHEMA, [2, 5])  # "name" holds an int: the JsonConverter refuses it
+    batch = SourceBatch({"p": 1}, {"o": 3}, "t", [row(1, "a"), bad, row(3, "c")], value_schema=SCHEMA)
+    pipeline = RecordPipeline(config)
+    pairs = pipeline.convert_columns(batch)
+    assert isinstance(pairs, list)  # record by record, so that only the bad one is skipped
+    assert [out is None for _, out in pairs] == [False, True, False]
+    assert pipeline.skipped == 1
+    strict = RecordPipeline(SCHEMAS_ON)
+    with pytest.raises(DataException):
+        strict.convert_columns(batch)
+    with pytest.raises(DataException):
+        strict.convert(batch[1])
+
+
+def test_errors_tolerance_all_writes_nothing_of_a_record_whose_value_is_rejected() -> None:
+    config = {**SCHEMAS_ON, "errors.tolerance": "all"}
+    record = SourceRecord({"p": 1}, {"o": 1}, "t", Struct._of(SCHEMA, [1, 2]), key=7, value_schema=SCHEMA)
+    assert RecordPipeline(config).convert(record) is None  # the key converted, the record is not sent

@@ -121,7 +121,7 @@ def test_envelope_key_and_schema_names() -> None:
     block = value.get("source")
     assert block.schema.name == "io.debezium.connector.postgresql.Source"
     assert (block.get("connector"), block.get("txId"), block.get("lsn")) == ("postgresql", 9, 100)
-    assert block.get("sequence") == '["90", "100"]' and block.get("ts_ms") == 1704067200000
+    assert block.get("sequence") == '["90","100"]' and block.get("ts_ms") == 1704067200000
     assert table.key(after) == Struct(table.key_schema).put("id", 7)
 
 
@@ -160,3 +160,54 @@ def test_column_exclude_list_keeps_the_primary_key() -> None:
     row = table.row(("3", "hidden", "ann"))
     assert row.to_dict() == {"id": 3, "name": "ann"}
     assert table.key(row) == Struct(table.key_schema).put("id", 3)
+
+
+def _convert(type_oid: int, text: str, modifier: int = -1, type_name: str | None = None) -> object:
+    kind = column_type(type_oid, modifier, DecimalHandling.PRECISE, TimePrecision.ADAPTIVE, type_name)
+    return kind.convert(text)
+
+
+def test_arrays_interval_hstore_and_zoned_as_debezium_writes_them() -> None:
+    """Values read from real Debezium 3.7 events (tests/integration/test_postgres_cdc_debezium.py)."""
+    ints = column_type(1007, -1, DecimalHandling.PRECISE, TimePrecision.ADAPTIVE).builder().build()
+    assert ints.type.name == "ARRAY" and ints.value_schema is not None and ints.value_schema.optional
+    assert _convert(1007, "{1,NULL,-1}") == [1, None, -1] and _convert(1007, "{}") == []
+    assert _convert(1009, '{a,NULL,"with,comma","q\\"x"}') == ["a", None, "with,comma", 'q"x']
+    assert _convert(1186, "1 year 2 mons 3 days 04:05:06.789") == 37091106789000
+    assert _convert(1186, "-1 days +00:00:01") == -86399000000 and _convert(1186, "36:00:00") == 129600000000
+    # java.util.HashMap's iteration order, not hstore's (length, then bytes) order
+    assert _convert(1, '"a"=>"1", "b"=>"2", "c"=>"3", "dd"=>"x y", "key10"=>NULL', type_name="hstore") == (
+        '{"dd":"x y","a":"1","b":"2","c":"3","key10":null}'
+    )
+    assert _convert(1184, "2000-01-01 00:00:00+00") == "2000-01-01T00:00:00.000000Z"
+    assert _convert(1184, "2024-03-01 10:00:00.25+01", modifier=3) == "2024-03-01T09:00:00.250Z"
+    variable = _convert(1700, "-1.000100")
+    assert isinstance(variable, Struct) and variable.get("scale") == 4
+    assert _convert(1700, "1500.00").get("scale") == 0  # type: ignore[attr-defined]
+
+
+def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
+    """Debezium's offset {lsn_commit, lsn_proc}: whole transactions ending by lsn_commit are skipped;
+    in the first one after it, the events at or before lsn_proc; later ones are kept whole."""
+    import threading
+
+    from eosconnect.api.records import SourcePartition, SourceRecord
+    from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask, is_debezium_offset
+
+    assert is_debezium_offset({"lsn_proc": 5, "lsn_commit": 4, "lsn": 5, "txId": 1, "ts_usec": 1})
+    assert not is_debezium_offset({"lsn": 5, "txId": 1, "event": 0, "lsn_commit": 4})
+    task = PostgresCdcTask()
+    task._lock, task._flush_to = threading.Lock(), 0
+    task._debezium_resume = (200, 260)
+    now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    partition = SourcePartition({"server": "p"})
+
+    def records(n: int) -> list[SourceRecord]:
+        return [SourceRecord(partition, {"event": i}, "t", value=i) for i in range(n)]
+
+    first = Begin(190, now, 1)
+    done = task._after_debezium(records(2), [150, 160], Commit(190, 200, now))
+    task._skipped(records(2), done, first, Commit(190, 200, now), "Debezium delivered")
+    assert done == [] and task._flush_to == 200
+    partial = task._after_debezium(records(3), [250, 260, 270], Commit(290, 300, now))
+    assert [r.value for r in partial] == [2] and task._debezium_resume is None

@@ -287,6 +287,7 @@ EXPECTED_OPERATIONS = {
     ("put", "/connectors/{connector}/fence"),
     ("put", "/connectors/{connector}/tasks/{task}/heartbeat"),
     ("get", "/internal/tasks"),
+    ("put", "/internal/hosts/{host}/heartbeat"),
     ("get", "/connector-plugins"),
     ("get", "/connector-plugins/{plugin}/config"),
     ("put", "/connector-plugins/{plugin}/config/validate"),

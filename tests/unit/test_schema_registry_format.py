@@ -92,9 +92,17 @@ def test_avro_schema_mapping_round_trips_connect_metadata():
     assert from_avro_schema(avro) == schema
 
 
-def test_avro_unions_beyond_optional_are_refused_clearly():
-    with pytest.raises(DataException, match="unions other than"):
-        from_avro_schema(["null", "string", "int"])
+def test_avro_unions_beyond_optional_are_confluents_union_structs():
+    union = from_avro_schema(["null", "string", "int"])
+    assert union.name == "io.confluent.connect.avro.Union" and union.optional
+    assert [(f.name, f.schema.type.name, f.schema.optional) for f in union.fields] == [
+        ("string", "STRING", True),
+        ("int", "INT32", True),
+    ]
+    assert to_avro_schema(union) == ["null", "string", "int"]
+    with pytest.raises(DataException, match="two branches named 'Point'"):
+        point = {"type": "record", "name": "Point", "fields": []}
+        from_avro_schema(["string", point, {**point, "namespace": "other"}])
 
 
 FOREIGN_PROTO = """

@@ -138,6 +138,24 @@ class SourceBatch(Sequence[SourceRecord]):
     def __len__(self) -> int:
         return len(self.values)
 
+    def replace(self, **changes: Any) -> SourceBatch:
+        """A copy with some columns or batch-wide fields replaced (`topic`, `values`, `value_schema`,
+        ...), what a transformation's `apply_columns` returns. What is kept is not checked again; a
+        new column must have one entry per record."""
+        clone = object.__new__(SourceBatch)
+        for name in SourceBatch.__slots__:
+            object.__setattr__(clone, name, changes.pop(name) if name in changes else getattr(self, name))
+        if changes:
+            raise TypeError(f"SourceBatch has no field {', '.join(sorted(changes))}")
+        if type(clone.topic) is not str or not clone.topic:
+            _check_topic(clone.topic)
+        count = len(self.values)
+        for name in ("values", "keys", "timestamps", "headers"):
+            column = getattr(clone, name)
+            if column is not None and len(column) != count:
+                raise DataException(f"SourceBatch {name} has {len(column)} entries for {count} records")
+        return clone
+
     def __bool__(self) -> bool:
         return bool(self.values)
 

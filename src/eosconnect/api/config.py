@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, ClassVar, Final, cast
@@ -379,6 +379,20 @@ class ConfigDef:
         ]
 
     # -- parsing -------------------------------------------------------------------------------
+
+    def validate_then(
+        self, props: Mapping[str, Any], cross_checks: Callable[[Mapping[str, Any]], Mapping[str, list[str]]]
+    ) -> list[ConfigValue]:
+        """`validate`, then, only if every setting is valid alone, `cross_checks(props)` (checks
+        across settings, or against the system the connector talks to), whose errors are attached
+        to the settings they name: what a connector's `validate` usually is."""
+        results = self.validate(props)
+        if any(r.errors for r in results):
+            return results
+        errors = cross_checks(props)
+        for result in results:
+            result.errors.extend(errors.get(result.name, []))
+        return results
 
     def validate(self, props: Mapping[str, Any], *, prefix: str = "") -> list[ConfigValue]:
         """One `ConfigValue` per defined setting, with its problems in `errors` (never raises).

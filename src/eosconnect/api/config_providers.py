@@ -141,7 +141,7 @@ def providers_of(worker: Mapping[str, Any]) -> dict[str, ConfigProvider]:
 def _load(class_name: str, setting: str) -> type:
     module, _, attr = class_name.rpartition(".")
     try:
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ConfigException(f"{setting}={class_name} cannot be loaded: {exc}") from exc
 

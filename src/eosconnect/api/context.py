@@ -130,8 +130,9 @@ class SinkTaskContext:
             else:
                 self.requested_offsets[tp] = int(position)
                 epoch = None
-            if known_or_none(epoch) is not None:
-                self.requested_epochs[tp] = epoch
+            known = known_or_none(epoch)
+            if known is not None:
+                self.requested_epochs[tp] = known
             else:
                 self.requested_epochs.pop(tp, None)
 

@@ -10,7 +10,7 @@ Freezing also makes partitions hashable, so they can key the `dict`s the runtime
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar, NamedTuple, Protocol, Self, TypeAlias, TypeVar
@@ -114,7 +114,7 @@ class _FrozenPrimitiveMap(Mapping[str, Primitive]):
 
     def __eq__(self, other: object) -> bool:
         if type(other) is type(self):  # the runtime's offset maps compare these per record
-            return self._data == other._data  # type: ignore[attr-defined]
+            return self._data == other._data
         if isinstance(other, Mapping):
             return self._data == dict(other.items())
         return NotImplemented
@@ -234,22 +234,6 @@ class ConnectRecord(Protocol):
 R = TypeVar("R", bound=ConnectRecord)
 
 
-_SLOT_COPIERS: dict[type, Callable[[Any], Any]] = {}
-
-
-def _slot_copier(cls: type) -> Callable[[Any], Any]:
-    """A function copying every slot of a `cls` instance into a new one, written out slot by slot (no
-    loop, no getattr call per slot): `new_record` runs once per record and transformation."""
-    slots = cls.__slots__  # type: ignore[attr-defined]
-    lines = ["def copy(self):", "    clone = new(cls)"]
-    lines += [f"    set_(clone, {name!r}, self.{name})" for name in slots]
-    lines.append("    return clone")
-    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls, "set_": object.__setattr__}
-    exec("\n".join(lines), namespace)  # the slot names of our own record classes only
-    copier = _SLOT_COPIERS[cls] = namespace["copy"]
-    return copier
-
-
 class _RecordMixin:
     """Helpers shared by both record types; they rely on the dataclass fields of the subclass."""
 
@@ -277,9 +261,11 @@ class _RecordMixin:
         # Transformations call this once per record and stage: copy the slots and check only what
         # changes, instead of dataclasses.replace re-running (and re-validating) the constructor.
         cls = type(self)
-        copier = _SLOT_COPIERS.get(cls) or _slot_copier(cls)
-        clone = copier(self)
+        clone = object.__new__(cls)
         setattr_ = object.__setattr__
+        slots: tuple[str, ...] = cls.__slots__
+        for name in slots:
+            setattr_(clone, name, getattr(self, name))
         if topic is not _UNSET:
             if type(topic) is not str or not topic:
                 _check_topic(topic)

@@ -144,15 +144,24 @@ class SinkConnector(Connector):
         """
         return False
 
-    def transactional_producer_config(
+    def transaction_target_config(
         self, config: Mapping[str, str], worker_props: Mapping[str, str]
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
         """Client settings reaching the cluster the tasks' transactional producers write to, with
-        their principal: zombie fencing runs with them. The default is the connector's producer
-        (worker settings plus `producer.override.*`); a connector writing elsewhere overrides it."""
-        from eosconnect.storage.clients import client_config
+        their principal: zombie fencing runs with them. The default, None, means the connector's
+        producer (worker settings plus `producer.override.*`, worked out by the runtime); a
+        connector writing elsewhere returns that cluster's settings."""
+        return None
 
-        return dict(client_config("producer", worker_props, config))
+    def required_acls(
+        self, name: str, config: Mapping[str, str], worker_props: Mapping[str, str]
+    ) -> list[Any] | None:
+        """The Kafka ACLs (`eosconnect.storage.acls.Acl`) this connector's clients need: what
+        `eosconnect connectors acls` lists and a task's authorization failure names. The default,
+        None, means any sink's, worked out by the runtime: its consumer's Read on the topics and on
+        the group `connect-<name>`. A connector with clients of its own (a mirror sink's target
+        cluster) returns those rows plus theirs."""
+        return None
 
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[TopicPartition, int] | None) -> bool:
         """KIP-875's hook: the user alters (`PATCH .../offsets`) or, with `offsets=None`, resets

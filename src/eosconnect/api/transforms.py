@@ -24,12 +24,15 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from eosconnect.api.config import ConfigDef, ConfigType
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.plugins import import_class
 from eosconnect.api.records import R
+
+if TYPE_CHECKING:
+    from eosconnect.api.batch import SourceBatch
 
 __all__ = [
     "BUILTIN_PREDICATES",
@@ -66,6 +69,18 @@ class Transformation(ABC, Generic[R]):
     @abstractmethod
     def apply(self, record: R) -> R | None:
         """The transformed record, or None to drop it."""
+
+    def apply_columns(self, batch: SourceBatch) -> SourceBatch | None:
+        """A whole `SourceBatch` transformed at once (`batch.replace(...)`), or None: the runtime then
+        calls `apply` record by record, for this batch only (the default).
+
+        Override where a batch is much cheaper than its records (one schema lookup, one topic name
+        per batch), and only with the very result `apply` gives each record: no record dropped, and
+        every record still of one topic, partition and schema. Decline (None) any batch that would
+        not stay one: e.g. timestamps giving several routed topics. An exception also sends the batch
+        record by record, so errors are raised and reported per record as ever.
+        """
+        return None
 
     def close(self) -> None:
         """Release resources; called when the task stops."""
@@ -309,6 +324,32 @@ class TransformationChain(Generic[R]):
                     f"on a record for topic {current.topic!r}"
                 )
                 raise
+            if result is None:
+                return None
+            current = result
+        return current
+
+    @property
+    def columnar(self) -> bool:
+        """Whether `apply_columns` may transform batches: every stage overrides it and none has a
+        predicate (a predicate decides record by record)."""
+        return all(
+            stage.predicate is None
+            and type(stage.transformation).apply_columns is not Transformation.apply_columns
+            for stage in self.stages
+        )
+
+    def apply_columns(self, batch: SourceBatch) -> SourceBatch | None:
+        """The batch through every stage at once, or None where a stage declined it or failed: the
+        caller then runs `apply` on each record, which raises the error on its record."""
+        current = batch
+        for stage in self.stages:
+            if stage.predicate is not None:
+                return None
+            try:
+                result = stage.transformation.apply_columns(current)
+            except Exception:
+                return None  # `apply` raises it again on the very record, naming the stage
             if result is None:
                 return None
             current = result

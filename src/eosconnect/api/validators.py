@@ -69,10 +69,6 @@ ValidatorLike: TypeAlias = Validator | Callable[[str, Any], None]
 """A `Validator`, or any callable `(name, value)` that raises `ValueError` with the problem."""
 
 
-def _fmt(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
-
-
 @dataclass(frozen=True)
 class Range(Validator):
     """Numeric bounds, inclusive at both ends (either may be open)."""

@@ -9,10 +9,12 @@ from urllib.parse import quote
 
 import httpx
 
+from eosconnect.cli_errors import OperationFailed
+
 __all__ = ["ConnectClient", "ConnectError"]
 
 
-class ConnectError(Exception):
+class ConnectError(OperationFailed):
     """A non-2xx answer (`status`, the server's `message`) or a connection failure (`status` 0)."""
 
     def __init__(self, status: int, message: str) -> None:

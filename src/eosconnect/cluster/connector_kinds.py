@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from eosconnect.api.config import ConfigDef
 from eosconnect.api.errors import ConfigException
@@ -24,7 +24,7 @@ from eosconnect.runtime.config import (
     SinkConnectorConfig,
     SourceConnectorConfig,
 )
-from eosconnect.storage.clients import admin_principal_producer_config
+from eosconnect.storage.clients import admin_principal_producer_config, client_config
 
 __all__ = [
     "SINK",
@@ -70,7 +70,7 @@ def _sink_connector(config: Mapping[str, str] | None) -> SinkConnector | None:
         cls = resolve_connector_class(str((config or {}).get("connector.class", "")))
     except (ConfigException, TypeError):
         return None
-    return cls() if kind_of(cls).is_sink else None
+    return cast(SinkConnector, cls()) if kind_of(cls).is_sink else None
 
 
 def uses_exactly_once_startup(config: Mapping[str, str] | None) -> bool:
@@ -95,7 +95,8 @@ def fencing_producer_config(worker_props: Mapping[str, str], config: Mapping[str
     """
     connector = _sink_connector(config)
     if connector is not None:
-        return connector.transactional_producer_config(config, worker_props)
+        target = connector.transaction_target_config(config, worker_props)
+        return target if target is not None else dict(client_config("producer", worker_props, config))
     return admin_principal_producer_config(worker_props, config)
 
 

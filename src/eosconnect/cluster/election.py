@@ -12,6 +12,16 @@ other members, so leadership, and with it every running task, moves only when th
 dies. (With the range assignor the member whose id sorts first wins every rebalance: all tasks would
 migrate to it, and the leader would briefly lose leadership at every join.)
 
+A leader whose membership is *lost* (its group coordinator died, or could not be reached for
+`session.timeout.ms`) is not demoted at once: it is "in doubt" for up to
+`scheduled.rebalance.max.delay.ms`. It takes no leader action then (REST writes are forwarded, no
+task is started or restarted, no status is published) but keeps its tasks running while it rejoins.
+If the group gives it the partition back, it leads on without having stopped a task: a broker
+restart under a lone worker no longer restarts every task. If another worker is elected instead,
+that worker fences these tasks before starting its own (KIP-618), so they can commit nothing, and
+they are stopped when the grace ends. A partition *revoked* in an orderly rebalance, or a
+`step_down()`, demotes at once.
+
 A frozen ex-leader that wakes up may still believe it leads until its consumer notices the
 rebalance; that is why every config-topic write of the leader goes through its transactional
 producer, which the new leader fenced (docs/architecture.md).
@@ -47,6 +57,8 @@ class LeaderElection:
         on_demoted: Callable[[], None],
         session_timeout_ms: int = 6000,
     ) -> None:
+        """`on_elected`/`on_demoted` are also called when a doubt begins or ends, so that the herder
+        looks at the state again at once."""
         self.worker = worker
         self.rest_url = rest_url
         self.topic = str(worker.values["config.storage.topic"])
@@ -54,6 +66,9 @@ class LeaderElection:
         self._on_demoted = on_demoted
         self._session_timeout_ms = session_timeout_ms
         self._leader = False
+        self._doubt_grace_s = int(worker.values.get("scheduled.rebalance.max.delay.ms", 60_000)) / 1000
+        #: When the membership of this (still) leader was lost; None when not in doubt.
+        self._in_doubt_since: float | None = None
         #: Increases each time this worker becomes leader; lets the herder tell one term from the next.
         self.term = 0
         self._rejoin = threading.Event()
@@ -64,7 +79,13 @@ class LeaderElection:
 
     @property
     def is_leader(self) -> bool:
-        return self._leader
+        """True while this worker may act as the leader: never while in doubt."""
+        return self._leader and self._in_doubt_since is None
+
+    @property
+    def in_doubt(self) -> bool:
+        """The leader lost its membership and is rejoining: keep its tasks, take no leader action."""
+        return self._leader and self._in_doubt_since is not None
 
     def start(self) -> None:
         self._thread.start()
@@ -115,21 +136,33 @@ class LeaderElection:
         def assigned(c: Consumer, partitions: list[TopicPartition]) -> None:
             if partitions:
                 c.pause(partitions)
-                self._set_leader(True)
+                if self.in_doubt:
+                    self._end_doubt(regained=True)
+                else:
+                    self._set_leader(True)
 
         def revoked(_c: Consumer, partitions: list[TopicPartition]) -> None:
             if partitions:
                 self._set_leader(False)
 
-        consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
+        def lost(_c: Consumer, partitions: list[TopicPartition]) -> None:
+            if partitions and self._leader and self._doubt_grace_s > 0:
+                self._begin_doubt()
+            elif partitions:
+                self._set_leader(False)
+
+        consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
         try:
             while not self._stop.is_set():
                 consumer.poll(0.2)
+                since = self._in_doubt_since
+                if since is not None and time.monotonic() - since > self._doubt_grace_s:
+                    self._end_doubt(regained=False)
                 if self._rejoin.is_set():
                     self._rejoin.clear()
                     self._set_leader(False)
                     consumer.unsubscribe()
-                    consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
+                    consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
         finally:
             self._set_leader(False)
             consumer.close()
@@ -139,7 +172,48 @@ class LeaderElection:
         steps down and re-reads); the group coordinator then decides who leads."""
         self._rejoin.set()
 
+    def _begin_doubt(self) -> None:
+        self._in_doubt_since = time.monotonic()
+        self._leader_url_cache = (0.0, None)
+        log.warning(
+            "worker %s lost its membership of group %s (its group coordinator died or was unreachable); "
+            "it keeps its tasks running for up to %.0fs (scheduled.rebalance.max.delay.ms) while it "
+            "rejoins, and takes no leader action until then",
+            self.rest_url,
+            self.worker.group_id,
+            self._doubt_grace_s,
+        )
+        self._notify(self._on_demoted)
+
+    def _end_doubt(self, regained: bool) -> None:
+        since = self._in_doubt_since
+        self._in_doubt_since = None
+        waited = time.monotonic() - since if since is not None else 0.0
+        if regained:
+            log.info(
+                "worker %s is the leader of group %s again after %.1fs; its tasks kept running",
+                self.rest_url,
+                self.worker.group_id,
+                waited,
+            )
+            self._notify(self._on_elected)
+        else:
+            log.warning(
+                "worker %s did not get the leadership of group %s back within %.0fs; stopping its tasks",
+                self.rest_url,
+                self.worker.group_id,
+                self._doubt_grace_s,
+            )
+            self._set_leader(False)
+
+    def _notify(self, handler: Callable[[], None]) -> None:
+        try:
+            handler()
+        except Exception:
+            log.exception("leadership change handler failed")
+
     def _set_leader(self, leader: bool) -> None:
+        self._in_doubt_since = None
         if leader == self._leader:
             return
         if leader:
@@ -152,7 +226,4 @@ class LeaderElection:
             "is now" if leader else "is no longer",
             self.worker.group_id,
         )
-        try:
-            (self._on_elected if leader else self._on_demoted)()
-        except Exception:
-            log.exception("leadership change handler failed")
+        self._notify(self._on_elected if leader else self._on_demoted)

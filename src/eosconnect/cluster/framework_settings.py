@@ -113,8 +113,10 @@ def _errors_def(with_tolerance: bool) -> ConfigDef:
             ConfigType.LONG,
             0,
             Importance.MEDIUM,
-            "Kafka Connect's retry window for failed operations; eosconnect does not retry records, it is "
-            "accepted for compatibility.",
+            "How long (ms) a record whose converter or transformation raised RetriableException is "
+            "retried before it counts as failed (then errors.tolerance decides): 0 no retries, -1 "
+            "forever. Waits start at 300 ms and double, up to errors.retry.delay.max.ms (Kafka Connect's "
+            "RetryWithToleranceOperator).",
             Range.at_least(-1),
         )
         .define(
@@ -122,7 +124,8 @@ def _errors_def(with_tolerance: bool) -> ConfigDef:
             ConfigType.LONG,
             60_000,
             Importance.MEDIUM,
-            "Maximum delay between retries (accepted for compatibility).",
+            "Maximum wait (ms) between two retries of errors.retry.timeout (a longer doubled wait "
+            "becomes a random one below this).",
             Range.at_least(1),
         )
     )
@@ -132,7 +135,9 @@ def _errors_def(with_tolerance: bool) -> ConfigDef:
             ConfigType.STRING,
             "none",
             Importance.MEDIUM,
-            "none: a record that cannot be converted or transformed fails the task; all: it is skipped.",
+            "none: a record that cannot be transformed or converted fails the task; all: it is skipped "
+            "(not sent, its source offset committed; logged per errors.log.enable, counted in "
+            "total-records-skipped).",
             ValidString.in_("none", "all", case_sensitive=False),
         )
     return definition.define(

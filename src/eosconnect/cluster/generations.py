@@ -22,12 +22,14 @@ import uuid
 
 from eosconnect.cluster.herder_state import LAUNCHED, GenerationRun, HerderState, TaskRuntime
 from eosconnect.cluster.jobs import SparkTaskJob
+from eosconnect.cluster.packing import OWN_SLOT, HostedTasks
 from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import executor_slots
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
 from eosconnect.runtime.task import TaskSpec
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState
+from eosconnect.worker_config import TASKS_PER_SLOT
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,8 @@ class Generations(HerderState):
                         if job.running():
                             job.cancel()
             self._reap_runs(snapshot)
-            busy = sum(r.task_count for r in (*self._runs.values(), *self._abandoned))
+            self._hosts.reap()
+            busy = self._busy_slots()
             slots = executor_slots(self.spark)
             for name in snapshot.connectors():
                 if name in self._runs:
@@ -89,12 +92,15 @@ class Generations(HerderState):
                 count = snapshot.task_count(name)
                 if generation is None or count == 0 or name in self._connector_failures:
                     continue
-                if count > slots - busy and not self._spark.on_demand_executors:
+                packed = self._hosts.packs(snapshot.connector_config(name))
+                needed = self._hosts.new_slots_needed(count) if packed else count
+                if needed > slots - busy and not self._spark.on_demand_executors:
                     none_yet = " (no Spark executor has registered yet)" if slots == 0 else ""
                     reason = (
-                        f"not enough free Spark task slots: connector {name!r} needs {count}, "
-                        f"{max(0, slots - busy)} of {slots} are free{none_yet}; waiting for executors, or "
-                        "lower tasks.max or give Spark more cores/executors"
+                        f"not enough free Spark task slots: connector {name!r} needs {needed} for its "
+                        f"{count} task(s), {max(0, slots - busy)} of {slots} are free{none_yet}; waiting "
+                        f"for executors, or lower tasks.max, give Spark more cores/executors, or "
+                        f"{self._packing_hint(packed)}"
                     )
                     if self._unassigned.get(name) != reason:
                         self._unassigned[name] = reason
@@ -108,7 +114,21 @@ class Generations(HerderState):
                 )
                 if run is not None:
                     self._runs[name] = run
-                    busy += count
+                    busy += needed
+
+    def _busy_slots(self) -> int:
+        """Spark task slots held: a slot per task of unpacked runs (live or abandoned), a slot per
+        running slot host."""
+        unpacked = sum(r.task_count for r in (*self._runs.values(), *self._abandoned) if not r.packed)
+        return unpacked + self._hosts.slots_held()
+
+    def _packing_hint(self, packed: bool) -> str:
+        setting = f"{TASKS_PER_SLOT} (worker)"
+        if packed:
+            return f"run more tasks per slot: raise {setting}, now {self._hosts.capacity}"
+        if self._hosts.enabled:
+            return f"let the connector share slots: drop {OWN_SLOT}=true"
+        return f"run several tasks per slot: set {setting} to more than 1"
 
     def _publish_stopped(self, name: str) -> None:
         """A STOPPED connector's status, once its generation has stopped or been abandoned (the
@@ -133,7 +153,14 @@ class Generations(HerderState):
         self._warn_if_plugins_changed()
         specs = [self._spec(name, snapshot, generation, t) for t in tasks]
         group = f"eosconnect-{name}-gen{generation}-{int(time.time() * 1000)}"
-        job = SparkTaskJob(self.spark, group, specs, f"eosconnect connector {name} generation {generation}")
+        packed = self._hosts.packs(snapshot.connector_config(name))
+        jobs: list[SparkTaskJob | HostedTasks] = (
+            list(self._hosts.place(specs))
+            if packed
+            else [
+                SparkTaskJob(self.spark, group, specs, f"eosconnect connector {name} generation {generation}")
+            ]
+        )
         for t in tasks:
             self._tasks[(name, t)] = TaskRuntime(state="UNASSIGNED", generation=generation, trace=LAUNCHED)
             self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, LAUNCHED)
@@ -141,16 +168,17 @@ class Generations(HerderState):
             threading.Thread(
                 target=self._fence_ahead, args=(name, generation), name=f"fence-{name}", daemon=True
             ).start()
-        job.start()
+        for job in jobs:
+            job.start()
         log.info(
-            "connector %s: launched generation %s (%d tasks) as Spark job group %s",
+            "connector %s: launched generation %s (%d tasks) as %s",
             name,
             generation,
             len(tasks),
-            group,
+            " and ".join(j.job_group for j in jobs) if packed else f"Spark job group {group}",
         )
-        run = GenerationRun(name, generation, snapshot.task_count(name), job)
-        run.owners = dict.fromkeys(tasks, job)
+        run = GenerationRun(name, generation, snapshot.task_count(name), jobs[0], jobs[1:], packed=packed)
+        run.owners = {spec.task: job for job in jobs for spec in job.specs}
         run.instances = {spec.task: _instance_of(spec) for spec in specs}
         return run
 
@@ -185,6 +213,7 @@ class Generations(HerderState):
         )
 
     def _stop_all_runs(self, wait: bool) -> None:
+        self._hosts.stop_all()
         with self._lock:
             for run in self._runs.values():
                 if run.stopping_since is None:
@@ -198,6 +227,7 @@ class Generations(HerderState):
                 for job in (run.job, *run.extra_jobs):
                     if job.running():
                         job.cancel()
+            self._hosts.cancel_all()
 
     def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> None:
         if run is None or run.generation != generation or task not in run.restart_pending:
@@ -212,18 +242,25 @@ class Generations(HerderState):
         snapshot = self.config_store.snapshot
         label = "-".join(str(t) for t in tasks)
         specs = [self._spec(name, snapshot, run.generation, t) for t in tasks]
-        extra = SparkTaskJob(
-            self.spark,
-            f"eosconnect-{name}-gen{run.generation}-task{label}-{int(time.time() * 1000)}",
-            specs,
-            f"eosconnect tasks {label} of {name}: {why}",
+        extras: list[SparkTaskJob | HostedTasks] = (
+            list(self._hosts.place(specs))
+            if run.packed
+            else [
+                SparkTaskJob(
+                    self.spark,
+                    f"eosconnect-{name}-gen{run.generation}-task{label}-{int(time.time() * 1000)}",
+                    specs,
+                    f"eosconnect tasks {label} of {name}: {why}",
+                )
+            ]
         )
         for spec in specs:  # from now on the earlier instance is told to stop (and may be fenced)
             run.instances[spec.task] = _instance_of(spec)
-        for t in tasks:
-            run.owners[t] = extra
-            self._tasks.setdefault((name, t), TaskRuntime()).last_seen = time.monotonic()
-        run.extra_jobs.append(extra.start())
+        for extra in extras:
+            for spec in extra.specs:
+                run.owners[spec.task] = extra
+                self._tasks.setdefault((name, spec.task), TaskRuntime()).last_seen = time.monotonic()
+            run.extra_jobs.append(extra.start())
 
 
 def _instance_of(spec: TaskSpec) -> str:

@@ -38,6 +38,7 @@ from eosconnect.cluster.herder_state import TICK_S, HerderState
 from eosconnect.cluster.herder_writes import HerderWrites
 from eosconnect.cluster.live_connectors import LiveConnectors
 from eosconnect.cluster.offsets_admin import OffsetsAdmin
+from eosconnect.cluster.packing import SlotHosts
 from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import SparkProvider
 from eosconnect.cluster.status_board import StatusBoard
@@ -78,6 +79,7 @@ class DistributedHerder(
             int(worker.originals.get("eosconnect.zombie.cancel.timeout.ms", "60000")) / 1000
         )
         self._tasks = {}
+        self._hosts = SlotHosts(lambda: self.spark, self.rest_url, worker.originals)
         self._generated_from = {}
         self._connector_failures = {}
         self._live = LiveConnectors(worker.originals, self._wake)
@@ -149,6 +151,10 @@ class DistributedHerder(
     def _tick(self) -> None:
         snapshot = self.config_store.read_to_end()
         self._apply_cluster_logger_levels(snapshot)
+        if self.election.in_doubt:
+            # Lost membership, rejoining (cluster/election.py): the tasks run on untouched, and no
+            # leader action is taken until the group either gives the leadership back or not.
+            return
         if not self.election.is_leader:
             if self.config_store.has_write_privileges:
                 self.config_store.relinquish_write_privileges()

@@ -188,6 +188,11 @@ class Herder(Protocol):
         """A running task reports state and metrics; returns the directive: run | pause | stop."""
         ...
 
+    def host_heartbeat(self, host_id: str, report: Mapping[str, Any]) -> dict[str, Any]:
+        """A slot host reports its tasks' heartbeats; returns `{"directives": {instance: directive},
+        "start": [task...], "stop": bool}` (cluster/packing.py)."""
+        ...
+
     def task_runtimes(self) -> dict[str, dict[str, Any]]:
         """Internal, for operators and tests: `{"<c>-<t>": {"connector", "task", "state", "generation",
         "pid"}}` for every task instance this worker has heard from (pid of its Python worker)."""

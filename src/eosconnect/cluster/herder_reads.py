@@ -74,7 +74,7 @@ class HerderReads(HerderState):
         return {
             "name": name,
             "acls": [row.to_json() for row in rows],
-            "commands": [kafka_acls_command(row, servers) for row in rows],
+            "commands": [kafka_acls_command(row, row.cluster or servers) for row in rows],
         }
 
     def connector_info(self, name: str) -> dict[str, Any]:

@@ -24,13 +24,14 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eosconnect.cluster.auto_restart import AutoRestarts
 from eosconnect.cluster.connector_kinds import uses_exactly_once_startup
 from eosconnect.cluster.herder_api import NotFoundError, NotLeaderError
 from eosconnect.cluster.jobs import SparkTaskJob
 from eosconnect.cluster.live_connectors import LiveConnectors
+from eosconnect.cluster.packing import HostedTasks, SlotHosts
 from eosconnect.cluster.spark import SparkProvider
 from eosconnect.cluster.status_board import StatusBoard
 from eosconnect.storage.config_state import ConfigSnapshot
@@ -78,24 +79,63 @@ class GenerationRun:
     connector: str
     generation: int
     task_count: int
-    job: SparkTaskJob
-    extra_jobs: list[SparkTaskJob] = field(default_factory=list)
+    #: A `SparkTaskJob`, or `HostedTasks` (packed tasks on one slot host) with the same face.
+    job: SparkTaskJob | HostedTasks
+    extra_jobs: list[SparkTaskJob | HostedTasks] = field(default_factory=list)
     stopping_since: float | None = None
     restart_pending: set[int] = field(default_factory=set)
     stop_tasks: set[int] = field(default_factory=set)
     #: The Spark job each task runs in now: the generation's job, or the one that restarted it.
-    owners: dict[int, SparkTaskJob] = field(default_factory=dict)
+    owners: dict[int, SparkTaskJob | HostedTasks] = field(default_factory=dict)
     #: Jobs whose end the herder has looked at (`_recover_lost_tasks`).
     ended_jobs: set[str] = field(default_factory=set)
     #: The id of each task's latest launch (its `RestTaskControl.instance`): an instance launched
     #: before (or an earlier Spark attempt of it) is told to stop and never speaks for the task.
     instances: dict[int, str] = field(default_factory=dict)
+    #: Whether the tasks run on slot hosts (cluster/packing.py) rather than a Spark task each.
+    packed: bool = False
 
     def running(self) -> bool:
         return self.job.running() or any(j.running() for j in self.extra_jobs)
 
 
-class HerderState:
+class HerderParts(Protocol):
+    """The methods the herder's parts call on one another; each is implemented by one part.
+
+    For the type checker `HerderState` is a `HerderParts`, so every such call is checked against
+    these signatures and every part's implementation must match them (an incompatible one is an
+    error). At run time `DistributedHerder`, which inherits every part, has them all; the protocol
+    is not among its bases, so nothing changes there.
+    """
+
+    def connector_info(self, name: str) -> dict[str, Any]: ...  # herder_reads.py
+
+    def connector_status(self, name: str) -> dict[str, Any]: ...  # herder_reads.py
+
+    def _task_finished(  # generations.py
+        self, name: str, task: int, generation: int, run: GenerationRun | None
+    ) -> None: ...
+
+    # generations.py
+    def _relaunch(self, name: str, run: GenerationRun, tasks: list[int], why: str) -> None: ...
+
+    def _fence_ahead(self, name: str, generation: int) -> None: ...  # zombie_fencing.py
+
+    def _busy_slots(self) -> int: ...  # generations.py
+
+    def _recover_lost_tasks(self, name: str, run: GenerationRun) -> None: ...  # task_health.py
+
+    # task_health.py
+    def _auto_restart(self, name: str, run: GenerationRun, snapshot: ConfigSnapshot) -> None: ...
+
+
+if TYPE_CHECKING:
+    _PartsBase = HerderParts
+else:
+    _PartsBase = object
+
+
+class HerderState(_PartsBase):
     """The herder's fields (set by `DistributedHerder.__init__`) and the helpers every part uses."""
 
     worker: WorkerConfig
@@ -108,6 +148,8 @@ class HerderState:
     statuses: StatusBoard
     election: LeaderElection
     _spark: SparkProvider
+    #: The slot hosts packed connector tasks run on (`eosconnect.tasks.per.slot` > 1).
+    _hosts: SlotHosts
     #: The running generation of each connector (at most one).
     _runs: dict[str, GenerationRun]
     #: Generations that did not stop in time; their Spark jobs are cancelled after `_zombie_cancel_s`.

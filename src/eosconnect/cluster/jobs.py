@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,11 +56,13 @@ def start_connector(
     context = context or ConnectorContext()
     if worker_props is not None:
         worker, props = dict(worker_props), dict(connector_props)
+        # `kind` is a ClientKind string the connector passes; client_config validates it at run time
         context.client_config = lambda kind: dict(client_config(kind, worker, props))  # type: ignore[arg-type]
     connector.context = context
     # ${provider:path:key} variables are resolved for the connector (KIP-297); the task configs it
     # derives get the placeholders back (connector_task_configs), so nothing resolved is stored.
     resolved = resolve_config(connector_props, worker_props or {})
+    # the runtime's own attribute on the connector object, read back by connector_task_configs
     connector._eosconnect_placeholders = {  # type: ignore[attr-defined]
         k: (resolved[k], v) for k, v in connector_props.items() if isinstance(v, str) and "${" in v
     }
@@ -98,11 +100,20 @@ def task_configs_for(
 class SparkTaskJob:
     """A set of task specs run as one Spark job, in its own job group, on a driver thread."""
 
-    def __init__(self, spark: SparkSession, job_group: str, specs: list[TaskSpec], description: str) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        job_group: str,
+        specs: list[Any],
+        description: str,
+        entry: Callable[[list[Any]], Any] = spark_task_entry,
+    ) -> None:
         self.spark = spark
         self.job_group = job_group
+        #: One per Spark task: `TaskSpec`s, or `SlotHostSpec`s with `entry=spark_host_entry`.
         self.specs = specs
         self.description = description
+        self.entry = entry
         self.outcomes: list[dict[str, Any]] = []
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=job_group, daemon=True)
@@ -116,7 +127,7 @@ class SparkTaskJob:
         sc.setJobGroup(self.job_group, self.description, interruptOnCancel=True)
         try:
             rdd = sc.parallelize(range(len(self.specs)), len(self.specs))
-            self.outcomes = rdd.mapPartitionsWithIndex(spark_task_entry(self.specs)).collect()
+            self.outcomes = rdd.mapPartitionsWithIndex(self.entry(self.specs)).collect()
         except BaseException as exc:
             self.error = exc
             log.error("Spark job group %s ended with an error: %s", self.job_group, self.failure_reason())
@@ -144,11 +155,6 @@ class SparkTaskJob:
         log.warning("cancelling Spark job group %s", self.job_group)
         self.spark.sparkContext.cancelJobGroup(self.job_group)
         self.wait(30)
-
-
-def free_task_slots(spark: SparkSession, busy: int) -> int:
-    """Task slots not held by running connector tasks (long-running tasks hold one slot each)."""
-    return spark.sparkContext.defaultParallelism - busy
 
 
 @dataclass

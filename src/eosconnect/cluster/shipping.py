@@ -274,7 +274,9 @@ def _write_archive(path: Path, site: Path) -> None:
         writer = _ArchiveWriter(tar, startup_sources(), Path(scratch))
         tar.add(prefix / "pyvenv.cfg", "pyvenv.cfg")
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-        for name, target in (("python", sys._base_executable), ("python3", "python"), (version, "python")):
+        # CPython's interpreter behind the virtualenv; typeshed does not declare this private attribute
+        base_python = sys._base_executable  # type: ignore[attr-defined]
+        for name, target in (("python", base_python), ("python3", "python"), (version, "python")):
             info = tarfile.TarInfo(f"bin/{name}")
             info.type, info.linkname = tarfile.SYMTYPE, str(target)
             tar.addfile(info)
@@ -286,10 +288,10 @@ def _write_archive(path: Path, site: Path) -> None:
                 if not _excluded(rel):
                     writer.add(Path(root) / file, (site_in_env / rel).as_posix())
         package = _eosconnect_package()
-        for file in sorted(package.rglob("*")):
-            rel = file.relative_to(package)
-            if file.is_file() and "__pycache__" not in rel.parts:
-                writer.add(file, (site_in_env / "eosconnect" / rel).as_posix())
+        for path in sorted(package.rglob("*")):
+            rel = path.relative_to(package)
+            if path.is_file() and "__pycache__" not in rel.parts:
+                writer.add(path, (site_in_env / "eosconnect" / rel).as_posix())
 
 
 # ---------------------------------------------------------------------------------------- plugins

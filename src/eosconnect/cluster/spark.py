@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eosconnect.cluster.shipping import DAEMON_MODULE, ShippingPlan, is_local_master, plan_shipping
+from eosconnect.runtime.host import cache_root
 
 if TYPE_CHECKING:
     from pyspark import SparkConf
@@ -92,8 +93,6 @@ def create_spark_session(
     """Get or create the session, with what its executors need to import eosconnect and the plugins."""
     from pyspark.sql import SparkSession
 
-    from eosconnect.devkafka.distribution import cache_root
-
     master = master or DEFAULT_MASTER
     conf = dict(conf or {})
     began = time.monotonic()
@@ -141,7 +140,7 @@ def launch_detached_gateway(conf: SparkConf) -> Any:
 
     if SparkContext._gateway is not None:
         return None
-    popen = java_gateway.Popen  # type: ignore[attr-defined]
+    popen = java_gateway.Popen
 
     def deaf_popen(*args: Any, **kwargs: Any) -> Any:
         inner = kwargs.get("preexec_fn")
@@ -153,18 +152,19 @@ def launch_detached_gateway(conf: SparkConf) -> Any:
 
         return popen(*args, **{**kwargs, "preexec_fn": preexec})
 
-    java_gateway.Popen = deaf_popen  # type: ignore[attr-defined]
+    # pyspark's module global, replaced for this one launch and restored (mypy sees a class there)
+    java_gateway.Popen = deaf_popen  # type: ignore[misc, assignment]
     try:
         return java_gateway.launch_gateway(conf, popen_kwargs={"start_new_session": True})
     finally:
-        java_gateway.Popen = popen  # type: ignore[attr-defined]
+        java_gateway.Popen = popen  # type: ignore[misc]
 
 
 def executor_slots(spark: SparkSession) -> int:
     """Task slots Spark has now: the executors' cores over `spark.task.cpus` (0 before any executor
     registered). `defaultParallelism` is no measure on a cluster: it says 2 with no executor at all."""
     sc = spark.sparkContext
-    jsc = sc._jsc.sc()  # type: ignore[union-attr]
+    jsc = sc._jsc.sc()
     try:
         profile = jsc.resourceProfileManager().defaultResourceProfile()
         return int(jsc.maxNumConcurrentTasks(profile))
@@ -197,8 +197,6 @@ class SparkProvider:
     def prepare(self) -> None:
         """Start the JVM (and pack what ships) ahead of time, without an application or executors."""
         from pyspark import SparkConf, SparkContext
-
-        from eosconnect.devkafka.distribution import cache_root
 
         plan = plan_shipping(self.master, self.conf, self.plugin_path, cache_root(), self.ship)
         os.environ["PYSPARK_PYTHON"] = plan.executor_python

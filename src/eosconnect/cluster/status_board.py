@@ -10,6 +10,7 @@ and connector's status, that overlay is the current truth even before Kafka ackn
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -57,7 +58,7 @@ class StatusBoard:
                 del self._published[key]
         self._queue.put(lambda: self.store.delete_connector_status(name))
         for t in range(task_count):
-            self._queue.put(lambda t=t: self.store.delete_task_status(name, t))
+            self._queue.put(functools.partial(self.store.delete_task_status, name, t))
 
     def forget_published(self) -> None:
         """This worker no longer leads: what it published is no longer the truth."""

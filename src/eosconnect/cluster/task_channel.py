@@ -282,8 +282,9 @@ class RestTaskControl:
                 return False
             time.sleep(HEARTBEAT_INTERVAL_S)
 
-    def _report(self, report: dict[str, Any]) -> Directive | None:
-        body = {
+    def report_body(self, report: dict[str, Any]) -> dict[str, Any]:
+        """The heartbeat's body: the report with this instance's identity and latest metrics."""
+        return {
             **report,
             "instance": self.instance,
             "generation": self.generation,
@@ -291,6 +292,9 @@ class RestTaskControl:
             "attempt": _spark_attempt(),
             "metrics": self._metrics.snapshot() if self._metrics is not None else {},
         }
+
+    def _report(self, report: dict[str, Any]) -> Directive | None:
+        body = self.report_body(report)
         path = f"/connectors/{quote(self.connector, safe='')}/tasks/{self.task}/heartbeat"
         try:
             access = _ConfigTopicAccess(self.worker_props)  # the process's store for the group

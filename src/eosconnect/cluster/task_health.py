@@ -10,7 +10,7 @@ metrics and pid, publishes state changes (the leader only) and answers with the 
   Spark's reason, the others run again at once, in one more job of the same generation);
 - failed, of a connector with `errors.restart.enable=true`: restarted with back-off (cluster/auto_restart.py).
 
-Uses `_relaunch` and `_task_finished` from cluster/generations.py.
+Uses `_relaunch`, `_task_finished` and `_busy_slots` from cluster/generations.py.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.cluster.auto_restart import RestartPolicy
+from eosconnect.cluster.connector_kinds import fencing_producer_config
 from eosconnect.cluster.herder_state import FINAL_STATES, LAUNCHED, GenerationRun, HerderState, TaskRuntime
 from eosconnect.cluster.spark import executor_slots
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState
+from eosconnect.storage.transactional_ids import fence_transactional_ids, task_transactional_id
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,7 @@ class TaskHealth(HerderState):
                     directive = "run"
             current = run is not None and run.generation == generation
             if report.get("final"):
+                self._hosts.ended(report.get("instance"))
                 self._task_finished(name, task, generation, run)
         # Only the leader publishes task states. A worker that lost leadership (say, a frozen
         # ex-leader that woke up) still hears from its old tasks, which its successor fenced:
@@ -97,6 +100,19 @@ class TaskHealth(HerderState):
         attempt = int(report.get("attempt") or 0)
         return runtime.generation == generation and runtime.instance == instance and attempt < runtime.attempt
 
+    def host_heartbeat(self, host_id: str, report: Mapping[str, Any]) -> dict[str, Any]:
+        """A slot host's request (cluster/host_channel.py): each task's heartbeat, answered with its
+        directive by instance, and the tasks placed on the host that it does not run yet."""
+        directives: dict[str, str] = {}
+        for beat in report.get("tasks") or []:
+            instance = str(beat.get("instance") or "")
+            directives[instance] = self.task_heartbeat(
+                str(beat["connector"]), int(beat["task"]), int(beat["generation"]), beat
+            )
+        if not self.election.is_leader:
+            return {"start": [], "stop": True, "directives": directives}
+        return {**self._hosts.heartbeat(host_id, set(directives)), "directives": directives}
+
     def _check_heartbeats(self) -> None:
         """A task not heard from for `task.heartbeat.timeout.ms` is not RUNNING (nor PAUSED): its
         executor was lost or its Python worker died, and Spark runs it again when it has a slot and
@@ -116,11 +132,11 @@ class TaskHealth(HerderState):
             ]
             if not silent:
                 return
-            busy = sum(r.task_count for r in self._runs.values())
+            busy = self._busy_slots()
             slots = executor_slots(self.spark)
             for name, t, runtime in silent:
                 waiting = (
-                    f"waiting for a free Spark task slot: running tasks need {busy}, Spark has {slots}"
+                    f"waiting for a free Spark task slot: running tasks hold {busy}, Spark has {slots}"
                     if slots < busy
                     else "waiting for Spark to run it again"
                 )
@@ -174,7 +190,9 @@ class TaskHealth(HerderState):
                 continue
             reason = job.failure_reason()
             exhausted = ATTEMPTS_EXHAUSTED.search(reason)
-            gave_up_on = {job.specs[int(exhausted.group(1))].task} if exhausted else set(lost)
+            shared = getattr(job, "shares_slot", False)  # tasks sharing a slot die together
+            gave_up_on = {job.specs[int(exhausted.group(1))].task} if exhausted and not shared else set(lost)
+            self._fence_lost_tasks(name, sorted(gave_up_on & set(lost)))
             for t in sorted(gave_up_on & set(lost)):
                 detail = (
                     f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
@@ -183,6 +201,12 @@ class TaskHealth(HerderState):
                     if exhausted
                     else "its Spark job ended with an error. "
                 )
+                if shared:
+                    detail += (
+                        "It shared that Spark task slot with other connector tasks, which died with it; "
+                        "a task that kills its Python worker can get a slot of its own "
+                        "(eosconnect.own.slot=true). "
+                    )
                 missing = MISSING_MODULE.search(str(job.error))
                 if missing:
                     detail = (
@@ -211,6 +235,35 @@ class TaskHealth(HerderState):
                 for t in others:
                     self._mark_ended(name, run, t, "RESTARTING", None)
                 self._relaunch(name, run, others, "lost with a failed Spark job")
+
+    def _fence_lost_tasks(self, name: str, tasks: list[int]) -> None:
+        """Fence the transactional ids of tasks Spark gave up on, before anything can restart them.
+
+        The last attempt may have died inside a transaction, and no successor will fence it until
+        the task is restarted (maybe never): the broker would hold that transaction open until
+        `transaction.timeout.ms`, and with it every read_committed reader of its partitions, the
+        siblings' start-up read of the offsets topic included. Fencing aborts it now. It runs before
+        the task is marked FAILED, so no restart (REST or automatic) can race it."""
+        config = self.config_store.snapshot.connector_config(name)
+        if not tasks or not self._uses_fencing(config):
+            return
+        ids = [task_transactional_id(self.worker.group_id, name, t) for t in tasks]
+        try:
+            fence_transactional_ids(fencing_producer_config(self.worker.originals, config or {}), ids, 10.0)
+            log.info(
+                "connector %s: fenced %s of the task(s) Spark gave up on, so an open transaction of "
+                "theirs is aborted now, not after transaction.timeout.ms",
+                name,
+                ", ".join(ids),
+            )
+        except Exception as exc:  # the broker aborts it at transaction.timeout.ms anyway
+            log.warning(
+                "connector %s: could not fence %s of the task(s) Spark gave up on (%s); an open "
+                "transaction of theirs holds read_committed readers until transaction.timeout.ms",
+                name,
+                ", ".join(ids),
+                exc,
+            )
 
     def _mark_ended(self, name: str, run: GenerationRun, task: int, state: str, trace: str | None) -> None:
         runtime = self._tasks.setdefault((name, task), TaskRuntime())
@@ -265,6 +318,7 @@ class TaskHealth(HerderState):
                     "state": r.state,
                     "generation": r.generation,
                     "pid": r.pid,
+                    "instance": r.instance,
                 }
                 for (c, t), r in self._tasks.items()
                 if c in existing or c in self._runs

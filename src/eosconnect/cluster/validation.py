@@ -25,6 +25,7 @@ from eosconnect.api.sink import TRANSACTION_PRODUCER_CONFIG, SinkConnector, sink
 from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
 from eosconnect.api.transforms import resolve_predicate_class, resolve_transformation_class
 from eosconnect.cluster.connector_kinds import SOURCE, ConnectorKind, kind_of
+from eosconnect.cluster.database_hosts import database_host_errors
 from eosconnect.cluster.framework_settings import (
     framework_config_def,
     framework_definitions,
@@ -200,6 +201,8 @@ def file_shape_problem(target: str, *, sink: bool) -> str | None:
 
 def preflight(connector: Connector, config: Mapping[str, str], worker: WorkerConfig) -> dict[str, list[str]]:
     errors = file_confinement_errors(connector, config, worker)
+    for name, problems in database_host_errors(config, worker.originals).items():
+        errors.setdefault(name, []).extend(problems)
     for name, problems in mirror_source_preflight(connector, config, worker).items():
         errors.setdefault(name, []).extend(problems)
     if isinstance(connector, SourceConnector):
@@ -342,7 +345,7 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
     framework_values = {v.name: v for v in framework.validate(config)}
     # A config refused for what it names (a file, a database file outside file.allowed.dirs) is
     # not handed to the connector's own validation, which would open it.
-    opens_refused = any(extra.get(k) for k in ("file", "connection.url"))
+    opens_refused = any(extra.get(k) for k in ("file", "connection.url", "database.hostname"))
     checked = (
         _validate_resolved(connector, config, worker.originals)
         if connector is not None and not opens_refused and not unresolved

@@ -51,6 +51,7 @@ from eosconnect.api.sink import (
     encode_partitions,
 )
 from eosconnect.api.validators import Range
+from eosconnect.connectors.mirror_formats import offset_syncs_topic
 from eosconnect.connectors.mirror_policy import (
     encode_topic_partition_counts,
     parse_topic_partition_counts,
@@ -166,10 +167,56 @@ class MirrorSinkConnector(SinkConnector):
     def exactly_once_delivery(self, config: Mapping[str, str]) -> bool:
         return is_transactional(config)
 
-    def transactional_producer_config(
+    def transaction_target_config(
         self, config: Mapping[str, str], worker_props: Mapping[str, str]
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
         return dict(target_client_config("producer", config))
+
+    def required_acls(
+        self, name: str, config: Mapping[str, str], worker_props: Mapping[str, str]
+    ) -> list[Any]:
+        """Any sink's rows on the source cluster, then the target cluster's for the target principal
+        (KIP-656): the copies, and exactly once the tasks' transactional ids (also what fencing
+        initialises) and Read on the group `connect-<name>` *there*, which the transaction's offsets
+        (KIP-447) and every restart's resume position need."""
+        from eosconnect.storage.acls import Acl, principal_of, sink_acls
+        from eosconnect.storage.transactional_ids import task_transactional_id
+
+        rows = sink_acls(worker_props, name, config)
+        consumer = rows[0].principal if rows else "User:ANONYMOUS"
+        topics = [t.strip() for t in str(config.get(TOPICS_CONFIG) or "").split(",") if t.strip()]
+        if str(config.get("sync.topic.configs.enabled", "true")).strip().lower() == "true":
+            for topic in topics:
+                rows.append(
+                    Acl(consumer, "DescribeConfigs", "Topic", topic, role="source topic settings to copy")
+                )
+        target = target_client_config("producer", config)
+        principal, cluster = principal_of(target), str(target.get("bootstrap.servers") or "")
+        policy = policy_of(config)
+
+        def on_target(operation: str, rtype: Any, resource: str, role: str) -> None:
+            rows.append(Acl(principal, operation, rtype, resource, role=role, cluster=cluster))
+
+        for topic in [policy.target_topic(t) for t in topics] or ["<each target topic>"]:
+            on_target("Write", "Topic", topic, "target producer (copies)")
+            on_target("Create", "Topic", topic, "only while the target topic is missing")
+        if not is_transactional(config):
+            return rows
+        group = str(worker_props.get("group.id") or "connect-cluster")
+        for task in range(max(1, int(str(config.get("tasks.max") or "1").strip() or 1))):
+            for operation in ("Write", "Describe"):
+                tid = task_transactional_id(group, name, task)
+                on_target(operation, "TransactionalId", tid, "task's transactional producer, zombie fencing")
+        on_target("Read", "Group", sink_consumer_group(name), "offsets in the target transaction")
+        for topic in [policy.target_topic(t) for t in topics] or ["<each target topic>"]:
+            # The offsets are kept by target partition; TxnOffsetCommit checks Read on each topic.
+            on_target("Read", "Topic", topic, "offsets in the target transaction (by target topic)")
+        if emits_offset_syncs(config):
+            syncs = offset_syncs_topic(policy.source_alias)
+            on_target("Write", "Topic", syncs, "offset syncs, in the target transaction")
+            on_target("Read", "Topic", syncs, "offset syncs read at a first start")
+            on_target("Create", "Topic", syncs, "only while the offset-syncs topic is missing")
+        return rows
 
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[TopicPartition, int] | None) -> bool:
         """Exactly once, the tasks resume from the target group's offsets: apply the user's there too

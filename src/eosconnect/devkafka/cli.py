@@ -66,12 +66,13 @@ def start(
         if not sep:
             raise typer.BadParameter(f"--config expects KEY=VALUE, got {item!r}")
         extra[key.strip()] = value.strip()
+    # _attach gives a cluster whose state was read from cluster.json, which exists here
     if (run_dir / "cluster.json").exists() and any(pid_alive(n.pid) for n in _attach(run_dir).state.nodes):  # type: ignore[union-attr]
         cluster = _attach(run_dir)
         console.print(f"A cluster is already running in {run_dir}.")
         _print_client_settings(cluster)
         return
-    secured: SecurityMode = mode  # type: ignore[assignment]
+    secured: SecurityMode = mode
     cluster = LocalKafkaCluster(run_dir, brokers=brokers, extra_config=extra, security=secured)
     try:
         with console.status(f"Starting {brokers} Kafka broker(s) in {run_dir} ..."):

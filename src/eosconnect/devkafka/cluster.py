@@ -312,7 +312,7 @@ class LocalKafkaCluster:
         node.pid = None
         self._save()
 
-    def start_node(self, node_id: int, wait: bool = True, timeout: float = 60.0) -> None:
+    def start_node(self, node_id: int, wait: bool = True, timeout: float = 120.0) -> None:
         """(Re)start a stopped node with its existing config, ports and data."""
         node = self.node(node_id)
         if pid_alive(node.pid):

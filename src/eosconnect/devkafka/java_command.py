@@ -8,14 +8,12 @@ the Python process that started it. One place builds all that, so the launchers 
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from eosconnect.devkafka.distribution import require_java
+from eosconnect.runtime.host import die_with_parent
 
 __all__ = ["die_with_parent", "java_command", "log4j2_config", "spawn_java"]
 
@@ -65,15 +63,6 @@ def java_command(
         str(classpath / "*"),
         *main,
     ]
-
-
-def die_with_parent() -> None:
-    """preexec_fn: have the kernel SIGKILL the child when the spawning process dies (tests, demo).
-
-    Linux sends the signal when the spawning *thread* exits: spawn from a thread that outlives the child.
-    """
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def spawn_java(cmd: Sequence[str], stdout_log: Path, tie_to_parent: bool) -> subprocess.Popen[bytes]:

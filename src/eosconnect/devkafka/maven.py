@@ -11,7 +11,6 @@ instead of racing on the same directory.
 from __future__ import annotations
 
 import fcntl
-import os
 import re
 import shutil
 import subprocess
@@ -20,19 +19,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from eosconnect.runtime.host import cache_root
+
 COMPLETE_MARKER = ".complete"
 
 
 class KafkaSetupError(RuntimeError):
     """Java, Maven or the download is missing; the message says what to install or check."""
-
-
-def cache_root() -> Path:
-    """`EOSCONNECT_CACHE` wins; otherwise the XDG cache dir, never the repository."""
-    if env := os.environ.get("EOSCONNECT_CACHE"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eosconnect"
 
 
 def maven_repo() -> Path:

@@ -9,7 +9,9 @@ from typing import Annotated
 
 import typer
 
-from eosconnect.cli_errors import CliGroup
+from eosconnect.api.config_providers import resolve_config
+from eosconnect.api.errors import ConfigException
+from eosconnect.cli_errors import CliGroup, UserError
 
 __all__ = ["mirror_app", "mirror_maker"]
 
@@ -77,7 +79,11 @@ def _cluster_client(props: dict[str, str], alias: str) -> dict[str, str] | None:
             if k.startswith(prefix) and k[len(prefix) :].startswith(("security.", "sasl.", "ssl."))
         }
     )
-    return client
+    # ${provider:path:key} values, by the config.providers the file declares at its top level.
+    try:
+        return resolve_config(client, props)
+    except ConfigException as exc:
+        raise UserError(f"cluster {alias}: {exc}") from exc
 
 
 @mirror_app.command("translate-offsets")

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from eosconnect.api.config_providers import resolve_config, unresolvable_variables
 from eosconnect.api.errors import ConfigException
 from eosconnect.storage.clients import ClientConfigError, ClientKind, validate_client_config
 from eosconnect.worker_config import WORKER_CONFIG_DEF, close_match
@@ -101,7 +102,18 @@ CLIENT_PREFIXES: dict[str, tuple[str, ClientKind]] = {
 }
 #: Worker settings (top level or per target cluster): ours, plus REST and Spark.
 WORKER_SETTINGS = frozenset(WORKER_CONFIG_DEF.names()) - {"bootstrap.servers"}
-WORKER_PREFIXES = ("rest.", "spark.", "listeners", "admin.listeners", "plugin.path", "task.", "worker.")
+WORKER_PREFIXES = (
+    "rest.",
+    "spark.",
+    "listeners",
+    "admin.listeners",
+    "plugin.path",
+    "task.",
+    "worker.",
+    # KIP-297 at the top level, as MirrorMaker 2 declares them: every worker gets them and resolves
+    # `${provider:path:key}` where a client is built, so the config topics keep the variables.
+    "config.providers",
+)
 CONVERTERS_OK = ("org.apache.kafka.connect.converters.ByteArrayConverter", "ByteArrayConverter")
 #: MM2 top-level settings of its own.
 TOP_LEVEL_OWN = frozenset({"clusters", "dedicated.mode.enable.internal.rest"})
@@ -217,7 +229,7 @@ def plan(props: Mapping[str, str], only: Iterable[str] | None = None) -> MirrorM
         targets[alias] = _target_plan(alias, into, top, per_cluster, per_flow, fail)
     for alias, settings in per_cluster.items():
         for kind in ("consumer", "producer", "admin"):
-            _check_client(alias, kind, settings, fail)
+            _check_client(alias, kind, settings, fail, top)
     if errors:
         raise MirrorMakerConfigError(errors=errors)
     return MirrorMakerPlan(clusters, flows, targets)
@@ -235,8 +247,6 @@ def _check_top_level(name: str, value: str, report: Report) -> None:
             )
     elif name.startswith(("security.", "ssl.", "sasl.")):
         pass  # client settings for every cluster: checked per cluster below
-    elif name.startswith("config.providers"):
-        report(name, "config providers are not supported in mm2.properties; write the values directly")
     else:
         near = close_match(name, [*CONNECTOR_SETTINGS, *WORKER_SETTINGS, *TOP_LEVEL_OWN])
         report(
@@ -261,8 +271,19 @@ def _check_connector_setting(where: str, name: str, value: str, report: Report) 
         report(where, "connector.type is source (MirrorSource, MM2's) or sink (MirrorSink, KIP-656)")
 
 
-def _check_client(alias: str, kind: ClientKind, settings: Mapping[str, str], fail: Report) -> None:
+def _check_client(
+    alias: str, kind: ClientKind, settings: Mapping[str, str], fail: Report, top: Mapping[str, str]
+) -> None:
+    """A cluster's client settings as they will be used: variables resolved by the top-level
+    `config.providers` (one that cannot be is named with why, its value never)."""
     config, origin = _client_settings(alias, kind, settings)
+    unresolved = unresolvable_variables(config, top)
+    for key, problems in unresolved.items():
+        for problem in problems:
+            fail(origin.get(key, key), problem)
+    if unresolved:
+        return
+    config = resolve_config(config, top)
     try:
         validate_client_config(kind, config, origin)
     except ClientConfigError as exc:

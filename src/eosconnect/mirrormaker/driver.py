@@ -29,9 +29,9 @@ from urllib.parse import quote
 
 import httpx
 
-from eosconnect.devkafka.java_command import die_with_parent
 from eosconnect.launch import run_worker
 from eosconnect.mirrormaker.config import MirrorMakerPlan, TargetPlan
+from eosconnect.runtime.host import die_with_parent
 
 __all__ = ["apply_connectors", "run_mirror_maker"]
 

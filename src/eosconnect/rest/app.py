@@ -174,5 +174,6 @@ def create_app(
         app.openapi_schema = schema
         return schema
 
+    # FastAPI's documented way to customise the schema: replace the app's openapi method
     app.openapi = openapi  # type: ignore[method-assign]
     return app

@@ -72,7 +72,9 @@ def request_body(request: Request) -> bytes:
 
 
 def _same_worker(a: str, b: str | None) -> bool:
-    return bool(b) and a.rstrip("/").lower() == b.rstrip("/").lower()
+    if not b:
+        return False
+    return a.rstrip("/").lower() == b.rstrip("/").lower()
 
 
 class Forwarder:

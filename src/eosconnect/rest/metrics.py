@@ -89,10 +89,13 @@ class TaskMetricsCollector(Collector):
         self.auto_restarts = dict(auto_restarts or {})
 
     def collect(self) -> Iterator[Metric]:
-        families: dict[str, Metric] = {}
+        families: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
 
-        def family(name: str, kind: str, doc: str, labels: tuple[str, ...] = _LABELS) -> Metric:
+        def family(
+            name: str, kind: str, doc: str, labels: tuple[str, ...] = _LABELS
+        ) -> CounterMetricFamily | GaugeMetricFamily:
             if name not in families:
+                cls: type[CounterMetricFamily | GaugeMetricFamily]
                 cls = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
                 families[name] = cls(name, doc, labels=list(labels))
             return families[name]

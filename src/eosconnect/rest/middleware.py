@@ -33,6 +33,7 @@ __all__ = [
 INTERNAL_PATHS = (
     re.compile(r"^/connectors/[^/]+/fence/?$"),
     re.compile(r"^/connectors/[^/]+/tasks/[^/]+/heartbeat/?$"),
+    re.compile(r"^/internal/hosts/[^/]+/heartbeat/?$"),
 )
 MAX_BODY_BYTES = 16 * 1024 * 1024
 _BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}

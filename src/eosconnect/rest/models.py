@@ -38,7 +38,7 @@ __all__ = [
     "config_value_text",
 ]
 
-_JSON_TYPE = {dict: "an object", list: "an array"}
+_JSON_TYPE: dict[type, str] = {dict: "an object", list: "an array"}
 
 
 def config_value_text(key: str, value: Any, *, allow_null: bool = False) -> str | None:

@@ -17,6 +17,7 @@ from eosconnect.rest.deps import (
     error_responses,
     require_connector_class,
 )
+from eosconnect.rest.masking import mask_config, mask_info, unmask
 from eosconnect.rest.models import (
     ActiveTopics,
     ConnectorConfig,
@@ -78,7 +79,7 @@ def list_connectors(
                 if expansion == "status":
                     entry["status"] = herder.connector_status(name)
                 elif expansion == "info":
-                    entry["info"] = herder.connector_info(name)
+                    entry["info"] = mask_info(herder.connector_info(name))
                 else:
                     log.info("Ignoring unknown expansion type %s", expansion)
         except NotFoundError:
@@ -106,7 +107,7 @@ def create_connector(body: CreateConnectorRequest, herder: HerderDep) -> Respons
         _, info = herder.put_connector_config(name, config, False)
     else:
         info = herder.create_connector(name, config, body.initial_state)
-    return JSONResponse(info, status_code=201, headers={"Location": connector_location(name)})
+    return JSONResponse(mask_info(info), status_code=201, headers={"Location": connector_location(name)})
 
 
 @router.get(
@@ -116,7 +117,7 @@ def create_connector(body: CreateConnectorRequest, herder: HerderDep) -> Respons
     response_model=None,
 )
 def get_connector(connector: str, herder: HerderDep) -> Response:
-    return JSONResponse(herder.connector_info(connector))
+    return JSONResponse(mask_info(herder.connector_info(connector)))
 
 
 @router.delete(
@@ -145,7 +146,8 @@ def delete_connector(connector: str, herder: HerderDep) -> Response:
     response_model=None,
 )
 def get_connector_config(connector: str, herder: HerderDep) -> Response:
-    return JSONResponse(herder.connector_config(connector))
+    """Secrets (PASSWORD settings, clients' passwords) answer `[hidden]`, as in Kafka (rest/masking.py)."""
+    return JSONResponse(mask_config(herder.connector_config(connector)))
 
 
 @router.put(
@@ -164,13 +166,23 @@ def put_connector_config(
     config: Annotated[ConnectorConfig, Body(description="The full configuration")],
     herder: HerderDep,
 ) -> Response:
-    config = dict(config)
+    config = unmask(dict(config), _stored_config(herder, connector))
     check_and_put_name(connector, config)
     require_connector_class(config)
     created, info = herder.put_connector_config(connector, config, True)
     if created:
-        return JSONResponse(info, status_code=201, headers={"Location": connector_location(connector)})
-    return JSONResponse(info, status_code=200)
+        return JSONResponse(
+            mask_info(info), status_code=201, headers={"Location": connector_location(connector)}
+        )
+    return JSONResponse(mask_info(info), status_code=200)
+
+
+def _stored_config(herder: Any, connector: str) -> dict[str, str] | None:
+    """The connector's stored config, to keep the secrets a config sent back as `[hidden]` has."""
+    try:
+        return dict(herder.connector_config(connector))
+    except NotFoundError:
+        return None
 
 
 @router.patch(
@@ -188,16 +200,18 @@ def patch_connector_config(
     patch: Annotated[ConnectorConfigPatch, Body(description="The keys to change (null removes a key)")],
     herder: HerderDep,
 ) -> Response:
-    merged = dict(herder.connector_config(connector))
+    stored = dict(herder.connector_config(connector))
+    merged = dict(stored)
     for key, value in patch.items():
         if value is None:
             merged.pop(key, None)
         else:
             merged[key] = value
+    merged = unmask(merged, stored)
     check_and_put_name(connector, merged)
     require_connector_class(merged)
     _, info = herder.put_connector_config(connector, merged, True)
-    return JSONResponse(info, status_code=200)
+    return JSONResponse(mask_info(info), status_code=200)
 
 
 @router.get(
@@ -321,7 +335,8 @@ def get_connector_acls(connector: str, herder: HerderDep) -> Response:
     response_model=None,
 )
 def get_task_configs(connector: str, herder: HerderDep) -> Response:
-    return JSONResponse(herder.task_configs(connector))
+    configs = herder.task_configs(connector)
+    return JSONResponse(mask_info(configs, herder.connector_config(connector)))
 
 
 @router.get(

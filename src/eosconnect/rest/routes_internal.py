@@ -5,14 +5,17 @@
   task's generation, so that the leader can answer from memory once that round is done.
 - `PUT /connectors/{c}/tasks/{t}/heartbeat`: a task running on a Spark executor reports its state
   and metrics and learns whether to keep running, pause or stop (Spark has no driver-to-task channel).
+- `PUT /internal/hosts/{h}/heartbeat`: a slot host (several connector tasks in one Spark task)
+  reports its tasks' heartbeats in one request and learns their directives and the tasks to start.
 
-Both answer 403 unless the request carries a valid signature (`X-Connect-Authorization`,
+They answer 403 unless the request carries a valid signature (`X-Connect-Authorization`,
 `X-Connect-Request-Signature-Timestamp`) made with the current or the previous session key within
 the allowed age; basic authentication does not apply to them.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TypeVar
 
 from fastapi import APIRouter, Depends, Request
@@ -96,3 +99,19 @@ def signed_unless_authenticated(request: Request, herder: HerderDep) -> None:
 )
 def task_runtimes(herder: HerderDep) -> JSONResponse:
     return JSONResponse(herder.task_runtimes())
+
+
+@internal_router.put(
+    "/hosts/{host}/heartbeat",
+    summary="Internal: a slot host reports its tasks' heartbeats and gets their directives and new tasks",
+    dependencies=[SignedDep],
+    responses=error_responses(400, 403),
+)
+def host_heartbeat(host: str, request: Request, herder: HerderDep) -> JSONResponse:
+    try:
+        report = json.loads(request_body(request) or b"{}")
+    except ValueError as exc:
+        raise BadRequestError(f"the host heartbeat is not JSON: {exc}") from None
+    if not isinstance(report, dict) or not isinstance(report.get("tasks", []), list):
+        raise BadRequestError('the host heartbeat must be an object with a "tasks" list')
+    return JSONResponse(herder.host_heartbeat(host, report))

@@ -9,6 +9,7 @@ from starlette.responses import JSONResponse, Response
 
 from eosconnect.cluster.herder_api import BadRequestError
 from eosconnect.rest.deps import CONNECTOR_CLASS, HerderDep, error_responses
+from eosconnect.rest.masking import mask_config, secret_keys
 from eosconnect.rest.models import ConfigInfos, ConfigKeyInfo, ConnectorConfig, PluginInfo
 
 router = APIRouter(prefix="/connector-plugins", tags=["connector-plugins"])
@@ -81,8 +82,9 @@ def validate_config(
     if included is not None and not plugin_matches(included, plugin):
         raise BadRequestError(f"Included connector type {included} does not match request type {plugin}")
     if not (included or "").strip():
+        shown = mask_config(config, secret_keys({**config, CONNECTOR_CLASS: plugin}))
         raise BadRequestError(
-            f"Connector config {config} contains no connector type: set {CONNECTOR_CLASS} (to {plugin} for "
+            f"Connector config {shown} contains no connector type: set {CONNECTOR_CLASS} (to {plugin} for "
             "this endpoint)",
             {
                 CONNECTOR_CLASS: [

@@ -13,7 +13,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import RecordMetadata, SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.runtime.errors import send_error_message
+from eosconnect.runtime.pipeline import OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner, offset_of
 from eosconnect.storage.clients import client_config, forced
 from eosconnect.storage.offsets import encode_offset_records
@@ -87,10 +88,13 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         self._flusher.start()
 
     def send_batch(self, batch: list[SourceRecord]) -> None:
+        self._send_converted((record, self.pipeline.convert(record)) for record in batch)
+
+    def _send_converted(self, converted: Iterable[tuple[SourceRecord, OutgoingRecord | None]]) -> None:
+        """Records with what the pipeline made of each (None: dropped by a transformation)."""
         self._raise_if_failed()
-        for record in batch:
+        for record, outgoing in converted:
             entry = _Submitted(record, *offset_of(record))
-            outgoing = self.pipeline.convert(record)
             with self._lock:
                 self._submitted.setdefault(entry.partition, deque()).append(entry)
             if outgoing is None:
@@ -119,6 +123,9 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
                 self.send_batch([item])
                 continue
             columns = self.pipeline.convert_columns(item)
+            if isinstance(columns, list):  # a batch its transformations took record by record
+                self._send_converted(columns)
+                continue
             entry = _SubmittedBatch(
                 item, item.source_partition, item.source_offset, len(item), self, columns.topic
             )

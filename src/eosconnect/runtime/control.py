@@ -50,11 +50,3 @@ class FileTaskControl:
     def set(self, directive: Directive) -> None:
         """Driver side: tell every task sharing this file what to do."""
         Path(self.path).write_text(directive.value)
-
-
-@dataclass
-class AlwaysRun:
-    """Runs until the task itself fails; for benchmarks with a fixed amount of work."""
-
-    def directive(self) -> Directive:
-        return Directive.RUN

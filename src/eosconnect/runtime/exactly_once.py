@@ -227,7 +227,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         finally:
             self.await_commit()
         for item, outgoing in zip(items, converted, strict=True):
-            if isinstance(item, SourceBatch):
+            if isinstance(outgoing, list):  # a batch its transformations took record by record
+                for record, each in outgoing:
+                    self._send(record, each)
+            elif isinstance(item, SourceBatch):
                 txn = self.txn.current or self._begin()
                 txn.offsets[item.source_partition] = item.source_offset
                 try:

@@ -85,7 +85,7 @@ def spark_task_entry(specs: list[TaskSpec]) -> Any:
     """Returns the function `mapPartitionsWithIndex` runs: partition i runs `specs[i]`."""
 
     def run_partition(index: int, _rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
-        _configure_executor_logging()
+        configure_executor_logging()
         spec = specs[index]
         outcome = run_task(spec)
         report = getattr(spec.control, "report_outcome", None)
@@ -96,7 +96,7 @@ def spark_task_entry(specs: list[TaskSpec]) -> Any:
     return run_partition
 
 
-def _configure_executor_logging() -> None:
+def configure_executor_logging() -> None:
     """Python workers start with no logging config; give our loggers a handler once per process."""
     root = logging.getLogger("eosconnect")
     if not root.handlers:

@@ -9,12 +9,12 @@ which the offsets of the records between follow when they provably landed contig
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import KafkaError
 
 from eosconnect.api.batch import LandedRecords, SourceBatch
-from eosconnect.api.records import RecordMetadata, SourceRecord
+from eosconnect.api.records import RecordMetadata, SourceOffset, SourceRecord
 
 __all__ = ["Landing", "landed_records"]
 
@@ -72,7 +72,8 @@ def landed_records(
             landed.append(
                 LandedRecords(
                     item.source_partition,
-                    (item.source_offset,),
+                    # An exactly-once record carries its offset (the transaction commits it).
+                    (cast(SourceOffset, item.source_offset),),
                     reported.topic,
                     reported.partition,
                     (reported.offset,),

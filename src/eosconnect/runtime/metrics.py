@@ -25,6 +25,12 @@ class TaskMetrics:
     records_written: int = 0
     records_filtered: int = 0
     offset_commits: int = 0
+    #: Kafka's task-error-metrics (runtime/retry_tolerance.py): failed attempts, retries, records
+    #: that failed for good, and those of them skipped (errors.tolerance=all).
+    record_failures: int = 0
+    retries: int = 0
+    errored_records: int = 0
+    records_skipped: int = 0
     offset_commit_seconds_total: float = 0.0
     offset_commit_seconds_max: float = 0.0
     #: Topics the task has written to (Kafka Connect's "active topics", GET /connectors/c/topics).
@@ -63,6 +69,13 @@ class TaskMetrics:
     def record_filtered(self, count: int = 1) -> None:
         with self._lock:
             self.records_filtered += count
+
+    def record_errors(self, failures: int, retries: int, errors: int, skipped: int) -> None:
+        with self._lock:
+            self.record_failures += failures
+            self.retries += retries
+            self.errored_records += errors
+            self.records_skipped += skipped
 
     def record_offset_commit(self, seconds: float) -> None:
         with self._lock:
@@ -107,6 +120,10 @@ class TaskMetrics:
             "offset-commit-avg-time-ms": 1000 * total_s / commits if commits else None,
             "offset-commit-max-time-ms": 1000 * max_s if commits else None,
             "topics": sorted(self.topics),
+            "total-record-failures": self.record_failures,
+            "total-retries": self.retries,
+            "total-record-errors": self.errored_records,
+            "total-records-skipped": self.records_skipped,
         }
 
 

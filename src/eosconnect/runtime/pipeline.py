@@ -14,6 +14,8 @@ schema per column) go to the converter with the value, and what a converter read
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -22,9 +24,13 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Task
 from eosconnect.api.converters import Converter, converter_from_config
-from eosconnect.api.errors import ConnectException
+from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.records import SinkRecord, SourceRecord, known_or_none
 from eosconnect.api.transforms import TransformationChain
+from eosconnect.runtime.dead_letter import ErrorReporting, Stage
+from eosconnect.runtime.retry_tolerance import RetryWithTolerance, log_failed_record
+
+log = logging.getLogger(__name__)
 
 
 class ForbiddenTopicError(ConnectException):
@@ -66,35 +72,133 @@ class _Pipeline:
 
 
 class RecordPipeline(_Pipeline):
+    """Source records to what the producer sends.
+
+    With `errors.tolerance=all` a record a transformation or converter rejects (a schema the registry
+    refuses, a value its schema does not allow, ...) is skipped as Kafka Connect's source tasks skip
+    it: nothing of it is sent (not its key either), its source offset still counts, and it is logged,
+    with Kafka's "Error encountered in task ..." line at ERROR where `errors.log.enable=true` (the
+    record itself with `errors.log.include.messages=true`), else with a warning.
+
+    `retry` (runtime/retry_tolerance.py) retries a record's conversion per `errors.retry.*`
+    and, with `errors.tolerance=all`, skips a record that fails for good: `convert` returns None
+    (not sent, its source offset committed, as Kafka Connect does; sources have no dead letter
+    queue) and a `SourceBatch` is sent without its failed records."""
+
     def __init__(
-        self, connector_config: Mapping[str, str], forbidden_topics: frozenset[str] = frozenset()
+        self,
+        connector_config: Mapping[str, str],
+        forbidden_topics: frozenset[str] = frozenset(),
+        task_log: Any = None,
+        task_id: str = "",
+        retry: RetryWithTolerance | None = None,
     ) -> None:
         super().__init__(connector_config)
         self.forbidden_topics = forbidden_topics
+        self.errors = ErrorReporting.parse(connector_config)
+        self._config = connector_config
+        self.log = task_log if task_log is not None else log
+        self.task_id = task_id
+        #: Records skipped under errors.tolerance=all.
+        self.skipped = 0
+
+        self._columnar = self.transforms.columnar
+        self.retry = retry
+        if retry is not None and (retry.settings.retries or retry.settings.tolerate_all):
+            self._convert_one = self.convert
+            self.convert = self._convert_guarded  # type: ignore[method-assign]
+            self._convert_batch = self.convert_columns
+            self.convert_columns = self._convert_columns_guarded  # type: ignore[method-assign]
 
     @property
     def columnar(self) -> bool:
-        """Whether `SourceBatch`es can skip per-record objects: no transformation to run on them."""
-        return not self.transforms.stages
+        """Whether `SourceBatch`es can skip per-record objects: no transformation to run on them, or
+        only transformations of whole batches (`Transformation.apply_columns`)."""
+        return self._columnar
 
     def convert(self, record: SourceRecord) -> OutgoingRecord | None:
-        """The record ready to send, or None if a transformation dropped it."""
-        transformed = self.transforms.apply(record) if self.transforms.stages else record
-        if transformed is None:
+        """The record ready to send, or None if a transformation dropped it (or, with
+        errors.tolerance=all, a transformation or converter rejected it)."""
+        stage = Stage.TRANSFORMATION
+        try:
+            transformed = self.transforms.apply(record) if self.transforms.stages else record
+            if transformed is None:
+                return None
+            topic = transformed.topic
+            self._check_topic(topic)
+            stage = Stage.KEY_CONVERTER
+            key = self.key_converter.from_connect_data(topic, transformed.key_schema, transformed.key)
+            stage = Stage.VALUE_CONVERTER
+            value = self.value_converter.from_connect_data(topic, transformed.value_schema, transformed.value)
+        except ForbiddenTopicError:
+            raise
+        except Exception as exc:
+            if not self.errors.tolerate or self.retry is not None:
+                raise
+            self._skip(record, stage, exc)
             return None
-        topic = transformed.topic
-        self._check_topic(topic)
         return OutgoingRecord(
             topic=topic,
             partition=transformed.partition,
-            key=self.key_converter.from_connect_data(topic, transformed.key_schema, transformed.key),
-            value=self.value_converter.from_connect_data(topic, transformed.value_schema, transformed.value),
+            key=key,
+            value=value,
             headers=_headers(transformed.headers),
             timestamp=transformed.timestamp,
         )
 
-    def convert_columns(self, batch: SourceBatch) -> OutgoingColumns:
-        """A whole `SourceBatch` converted column by column (only when `columnar`)."""
+    def _skip(self, record: SourceRecord, stage: str, exc: Exception) -> None:
+        self.skipped += 1
+        if stage == Stage.TRANSFORMATION:
+            component = "transforms"
+        else:
+            setting = "key.converter" if stage == Stage.KEY_CONVERTER else "value.converter"
+            converter = self.key_converter if stage == Stage.KEY_CONVERTER else self.value_converter
+            component = (
+                self._config.get(setting) or f"{type(converter).__module__}.{type(converter).__name__}"
+            )
+        if self.errors.log_errors:
+            detail = f", where source record is = {record!r}" if self.errors.log_messages else ""
+            self.log.error(
+                "Error encountered in task %s. Executing stage '%s' with class '%s'%s.",
+                self.task_id,
+                stage,
+                component,
+                detail,
+                exc_info=exc,
+            )
+            return
+        self.log.warning(
+            "skipping the record of source partition %s, offset %s (errors.tolerance=all): "
+            "%s rejected it: %s",
+            dict(record.source_partition),
+            None if record.source_offset is None else dict(record.source_offset),
+            component,
+            exc,
+        )
+
+    def convert_columns(self, batch: SourceBatch) -> OutgoingColumns | list[tuple[SourceRecord, Any]]:
+        """A whole `SourceBatch` transformed and converted column by column (only when `columnar`).
+
+        Where a transformation declines the batch (`Transformation.apply_columns`), its records go
+        one by one instead: then the result is each `SourceRecord` of the batch with its
+        `OutgoingRecord` (None: dropped), for the runner to send as on the per-record path.
+        """
+        original = batch
+        if self.transforms.stages:
+            transformed = self.transforms.apply_columns(batch)
+            if transformed is None:
+                return [(record, self.convert(record)) for record in batch]
+            batch = transformed
+        if not self.errors.tolerate or self.retry is not None:
+            return self._convert_columns(batch)
+        try:
+            return self._convert_columns(batch)
+        except ForbiddenTopicError:
+            raise
+        except Exception:  # record by record: only the records rejected are skipped
+            return [(record, self.convert(record)) for record in original]
+
+    def _convert_columns(self, batch: SourceBatch) -> OutgoingColumns:
         topic = batch.topic
         self._check_topic(topic)
         keys = batch.keys
@@ -113,6 +217,62 @@ class RecordPipeline(_Pipeline):
             batch.timestamps,
             headers,
         )
+
+    # ----------------------------------------------------------------------------- errors.*
+    def _convert_guarded(self, record: SourceRecord) -> OutgoingRecord | None:
+        assert self.retry is not None
+        try:
+            return self.retry.execute(lambda: self._convert_one(record))
+        except ForbiddenTopicError:
+            raise  # the task's bug, not the record's
+        except Exception as exc:
+            self._failed(exc, f"source record is {_preview_record(record)}")
+            return None
+
+    def _convert_columns_guarded(
+        self, batch: SourceBatch
+    ) -> OutgoingColumns | list[tuple[SourceRecord, Any]]:
+        """The whole batch at once; if that fails, record by record, leaving out the failed ones."""
+        assert self.retry is not None
+        try:
+            return self.retry.execute(lambda: self._convert_batch(batch))
+        except ForbiddenTopicError:
+            raise
+        except Exception:
+            if not self.retry.settings.tolerate_all:
+                raise
+        kept: list[int] = []
+        for i in range(len(batch)):
+            single = _subset(batch, [i])
+            try:
+                self.retry.execute(functools.partial(self._convert_batch, single))
+                kept.append(i)
+            except Exception as exc:
+                self._failed(exc, f"record {i} of a SourceBatch for {batch.topic!r}")
+        return self._convert_batch(_subset(batch, kept))
+
+    def _failed(self, exc: Exception, where: str) -> None:
+        """A record failed for good: raise (errors.tolerance=none) or log and skip it."""
+        assert self.retry is not None
+        settings = self.retry.settings
+        if not self.retry.failed():
+            retried = (
+                f" (retried for errors.retry.timeout={settings.retry_timeout_ms} ms)"
+                if isinstance(exc, RetriableException) and settings.retries
+                else ""
+            )
+            raise ConnectException(
+                f"{self.task_id}: Tolerance exceeded in error handler: a record could not be transformed or "
+                f"converted{retried}: {exc}. Fix the data or the transforms/key.converter/value.converter "
+                "settings, or set errors.tolerance=all to skip such records."
+            ) from exc
+        if settings.log_errors:
+            shown = where if settings.log_messages else "a source record failed"
+            log_failed_record(
+                self.log, self.task_id, "TRANSFORMATION/CONVERTER", type(exc).__name__, shown, exc
+            )
+        else:
+            self.log.warning("skipping a source record (errors.tolerance=all): %s", exc)
 
     def _check_topic(self, topic: str) -> None:
         if topic in self.forbidden_topics:
@@ -185,3 +345,29 @@ def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
         else:
             out.append((key, str(value).encode()))
     return out
+
+
+def _preview_record(record: SourceRecord, limit: int = 300) -> str:
+    text = repr(record)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _subset(batch: SourceBatch, indices: list[int]) -> SourceBatch:
+    """The records `indices` of `batch`, with its partition, end offset and schemas."""
+
+    def pick(column: Sequence[Any] | None) -> list[Any] | None:
+        return None if column is None else [column[i] for i in indices]
+
+    return SourceBatch(
+        dict(batch.source_partition),
+        dict(batch.source_offset),
+        batch.topic,
+        [batch.values[i] for i in indices],
+        keys=pick(batch.keys),
+        partition=batch.partition,
+        timestamps=pick(batch.timestamps),
+        headers=pick(batch.headers),
+        record_offsets=pick(batch.record_offsets),
+        key_schema=batch.key_schema,
+        value_schema=batch.value_schema,
+    )

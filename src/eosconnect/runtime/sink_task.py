@@ -31,12 +31,15 @@ user's `auto.offset.reset` (default earliest) to the other resets itself.
 
 A record the converters or transformations reject fails the task naming its topic, partition
 and offset (`errors.tolerance=none`, Kafka Connect's default); with `errors.tolerance=all` it is
-skipped with a warning and its offset committed like any other.
+skipped with a warning (dead-lettered if so configured) and its offset committed like any other. A
+`RetriableException` from them is first retried per `errors.retry.timeout` and
+`errors.retry.delay.max.ms`, as Kafka Connect's RetryWithToleranceOperator does
+(runtime/retry_tolerance.py).
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import time
 import traceback
@@ -52,15 +55,22 @@ from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
-from eosconnect.runtime.config import ErrorsTolerance, LogTruncationPolicy, SinkConnectorConfig
+from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
+from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.supersession import replaced_by_design
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
-from eosconnect.runtime.truncation import LogTruncation, OffsetReset, parse_truncation, validate_positions
+from eosconnect.runtime.truncation import (
+    LogTruncation,
+    OffsetReset,
+    TruncationRepair,
+    parse_truncation,
+    validate_positions,
+)
 from eosconnect.storage.clients import ClientConfig, client_config
 from eosconnect.storage.topic_reader import load_leaders
 from eosconnect.storage.transactional_ids import task_transactional_id
@@ -178,8 +188,15 @@ class SinkTaskRunner:
         self.task_id = f"{spec.connector}-{spec.task}"
         self.log = TaskLogAdapter(log, {"id": self.task_id})
         self.metrics = SinkTaskMetrics(spec.connector, spec.task)
-        self.task: SinkTask = instantiate_task(spec, SinkTask)
+        # the abstract base is what the loaded class is checked against (issubclass), never instantiated
+        self.task: SinkTask = instantiate_task(spec, SinkTask)  # type: ignore[type-abstract]
         self.pipeline = SinkRecordPipeline(pipeline_config(self.connector.originals, self.task, self.log))
+        #: errors.retry.* and errors.tolerance for the converter and transformation stages.
+        self.retry = RetryWithTolerance(
+            ToleranceSettings.parse(self.connector.originals),
+            stopping=lambda: self.spec.control.directive() is Directive.STOP,
+            metrics=self.metrics,
+        )
         self.context = SinkTaskContext(
             configs=dict(spec.task_config),
             consumer_group=connector.consumer_group,
@@ -232,7 +249,14 @@ class SinkTaskRunner:
                 self.log.info("ending: a newer instance of this task took over and fenced this one (%s)", exc)
             else:
                 state, trace = TaskState.FAILED, traceback.format_exc()
-                self.log.error("failed: %s", exc)
+                from eosconnect.storage.acls import sink_task_authorization_hint
+
+                hint = sink_task_authorization_hint(
+                    trace, self.worker.originals, self.spec.connector, self.connector.originals
+                )
+                if hint:
+                    trace = f"{hint}\n\n{trace}"
+                self.log.error("failed: %s%s", exc, f" ({hint})" if hint else "")
         finally:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
@@ -354,14 +378,23 @@ class SinkTaskRunner:
             polled += 1
             last[(topic, partition)] = (offset, message.leader_epoch())
             try:
-                record = self.pipeline.convert(message)
+                if self.retry.settings.retries:
+                    record = self.retry.execute(functools.partial(self.pipeline.convert, message))
+                else:  # the hot path: no closure per record
+                    record = self.pipeline.convert(message)
             except Exception as exc:
                 where = f"topic {topic!r} partition {partition} offset {offset}"
-                if self.connector.errors_tolerance is not ErrorsTolerance.ALL:
+                if not self.retry.failed():
+                    retried = (
+                        f" (retried for errors.retry.timeout={self.retry.settings.retry_timeout_ms} ms)"
+                        if isinstance(exc, RetriableException) and self.retry.settings.retries
+                        else ""
+                    )
                     raise ConnectException(
-                        f"{self.task_id}: the record at {where} could not be converted or transformed: "
-                        f"{exc}. Fix the data or the key.converter/value.converter/transforms settings, or "
-                        "set errors.tolerance=all to skip such records (they are then logged and lost)."
+                        f"{self.task_id}: the record at {where} could not be converted or transformed"
+                        f"{retried}: {exc}. Fix the data or the key.converter/value.converter/transforms "
+                        "settings, or set errors.tolerance=all to skip such records (they are then logged "
+                        "and lost)."
                     ) from exc
                 self.log.warning("skipping the record at %s (errors.tolerance=all): %s", where, exc)
                 if self.dead_letters is not None:
@@ -444,89 +477,32 @@ class SinkTaskRunner:
         if held:
             self.consumer.pause(held)
 
-    def _reset_offset(self, tp: TopicPartition, reason: str) -> int:
-        """No usable position (none committed, or out of range): what `auto.offset.reset` says, as a
-        librdkafka logical offset."""
-        target = self.offset_reset.logical_offset
-        if target is None:
-            raise ConnectException(
-                f"{self.task_id}: no valid position on topic {tp.topic!r} partition {tp.partition} "
-                f"({reason}) and auto.offset.reset=error. Set consumer.override.auto.offset.reset to "
-                f"earliest or latest, or set the connector's offsets (PUT /connectors/{self.spec.connector}"
-                f"/stop, then PATCH /connectors/{self.spec.connector}/offsets)."
-            )
-        self.log.warning(
-            "%s partition %s: %s; auto.offset.reset=%s", tp.topic, tp.partition, reason, self.offset_reset
+    def _repair(self) -> TruncationRepair:
+        """The truncation and reset handling for this task, with its current `auto.offset.reset`."""
+        return TruncationRepair(
+            task_id=self.task_id,
+            connector=self.spec.connector,
+            policy=self.connector.log_truncation_policy,
+            offset_reset=self.offset_reset,
+            metrics=self.metrics,
+            log=self.log,
         )
-        return target
+
+    def _reset_offset(self, tp: TopicPartition, reason: str) -> int:
+        """No usable position: what `auto.offset.reset` says (see `TruncationRepair.reset_offset`)."""
+        return self._repair().reset_offset(tp, reason)
 
     def _on_truncations(
         self, truncations: list[LogTruncation], position: str
     ) -> dict[TopicPartition, KafkaTopicPartition]:
-        """KIP-320: records this task consumed are gone from these partitions; never silently.
-
-        Counts each, then per `log.truncation.policy` fails the task naming them all, or returns
-        where each continues: the divergence offset (the new leader's records from there on are
-        delivered), or `auto.offset.reset` when the leader could not say where the logs diverge.
-        `position` says which position was checked ("committed" on assignment, "consumed" later).
-        """
-        for _ in truncations:
-            self.metrics.record_log_truncation()
-        if self.connector.log_truncation_policy is LogTruncationPolicy.FAIL:
-            for t in truncations:
-                self.log.error("%s (log.truncation.policy=fail)", t.describe(position))
-            raise ConnectException(self._truncation_failure(truncations, position))
-        starts: dict[TopicPartition, KafkaTopicPartition] = {}
+        """KIP-320: where each truncated partition continues (`TruncationRepair.starts`, which fails
+        the task under `log.truncation.policy=fail`); an assigned partition continued from its
+        divergence offset has its position moved there, so the next commit moves the group back."""
+        starts = self._repair().starts(truncations, position)
         for t in truncations:
-            tp = t.topic_partition
-            divergence = t.divergence
-            if divergence is None:
-                self.log.warning(
-                    "%s; log.truncation.policy=continue-from-divergence cannot continue from it, applying "
-                    "auto.offset.reset=%s",
-                    t.describe(position),
-                    self.offset_reset,
-                )
-                starts[tp] = KafkaTopicPartition(
-                    tp.topic, tp.partition, self._reset_offset(tp, "log truncated, divergence offset unknown")
-                )
-                continue
-            self.log.warning(
-                "%s; continuing from offset %s (log.truncation.policy=continue-from-divergence): %s "
-                "consumed from the old leader are gone from Kafka, and the new leader's records from offset "
-                "%s on are delivered",
-                t.describe(position),
-                divergence.offset,
-                t.affected_range(),
-                divergence.offset,
-            )
-            starts[tp] = kafka_offsets({tp: divergence})[0]
-            if tp in self.context.assigned:
-                self.current[tp] = divergence  # the next commit moves the group back to the divergence
+            if t.divergence is not None and t.topic_partition in self.context.assigned:
+                self.current[t.topic_partition] = t.divergence
         return starts
-
-    def _truncation_failure(self, truncations: list[LogTruncation], position: str) -> str:
-        """The FAILED task's message: what happened, where, and how an operator gets going again."""
-        name = self.spec.connector
-        entries = [
-            {
-                "partition": {"kafka_topic": t.topic, "kafka_partition": t.partition},
-                "offset": {
-                    "kafka_offset": t.divergence_offset if t.divergence_offset is not None else "<offset>"
-                },
-            }
-            for t in truncations
-        ]
-        found = "; ".join(t.describe(position) for t in truncations)
-        return (
-            f"{self.task_id}: {found}. An unclean leader election lost records this connector had already "
-            "consumed, and the records the new leader wrote at the same offsets would be skipped "
-            f"(log.truncation.policy=fail). To go on: PUT /connectors/{name}/stop, then either "
-            f"PATCH /connectors/{name}/offsets with {json.dumps({'offsets': entries})} to continue from the "
-            f"divergence, or DELETE /connectors/{name}/offsets to start over per auto.offset.reset, then "
-            f"PUT /connectors/{name}/resume; or set log.truncation.policy=continue-from-divergence. "
-            f"librdkafka said: {' | '.join(t.detail for t in truncations)}"
-        )
 
     def _poll_nothing(self) -> None:
         """Serve the consumer (rebalances, heartbeats) without taking records: all are paused."""
@@ -536,9 +512,9 @@ class SinkTaskRunner:
             if message.error() is not None:
                 self._consumer_error(message)  # a moved partition's position is in self.current
             else:  # fetched before the pause took effect: read it again after resuming
-                self.consumer.seek(
-                    KafkaTopicPartition(message.topic(), message.partition(), message.offset())
-                )
+                topic, partition, offset = message.topic(), message.partition(), message.offset()
+                assert topic is not None and partition is not None and offset is not None  # a record
+                self.consumer.seek(KafkaTopicPartition(topic, partition, offset))
 
     # ----------------------------------------------------------------------------- commits
     def commit_offsets(self, partitions: Iterable[TopicPartition] | None = None) -> None:

@@ -82,6 +82,17 @@ MIN_CALL_TIMEOUT_S = 1.0
 PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 
 
+#: A missing ACL: writing the transaction again cannot help, the task fails naming it.
+REFUSED = frozenset(
+    {
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    }
+)
+
+
 class TransactionRetry(ConnectException):
     """The task aborted its open transaction (it could not be committed in time, or a record of it
     failed): consume again from `rewind`, the first source offset of every partition it held.
@@ -204,9 +215,18 @@ class TransactionalSinkProducer:
             )
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
+            from eosconnect.storage.acls import group_access_refusal
+
+            # A missing Read on the group only shows as a time-out here (librdkafka retries the
+            # coordinator lookup): ask once more in a way that tells.
+            refusal = (
+                group_access_refusal(self._consumer_config, self.group_id)
+                if err.code() == KafkaError._TIMED_OUT
+                else None
+            )
             raise ConnectException(
                 f"{self.task_id}: could not read the committed offsets of group {self.group_id!r} on the "
-                f"cluster the task writes to: {err.name()}: {err.str()}"
+                f"cluster the task writes to: {refusal or f'{err.name()}: {err.str()}'}"
             ) from exc
         found = {
             TopicPartition(p.topic, p.partition): OffsetAndMetadata(
@@ -330,7 +350,7 @@ class TransactionalSinkProducer:
                 )
             except KafkaException as exc:
                 err: KafkaError = exc.args[0]
-                if err.fatal() or not (err.retriable() or err.txn_requires_abort()):
+                if err.fatal() or err.code() in REFUSED or not (err.retriable() or err.txn_requires_abort()):
                     raise self._classified(exc, Step.SEND_OFFSETS) from exc
                 self._abort_and_rewind(f"sending its offsets failed: {err.str()}")
         self._commit_in_time(producer)
@@ -474,7 +494,7 @@ class TransactionalSinkProducer:
         err = self._delivery_error
         if err is None or self._abort_reason is not None:
             return
-        if err.fatal() or err.code() in FENCED_CODES:
+        if err.fatal() or err.code() in FENCED_CODES or err.code() in REFUSED:
             raise self._delivery_failure()
         self._abort_reason = f"a record could not be delivered: {err.str()}"
 

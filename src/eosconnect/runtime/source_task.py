@@ -27,6 +27,7 @@ from eosconnect.runtime.control import Directive
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord, RecordPipeline, pipeline_config
+from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
 from eosconnect.storage.offsets import (
@@ -68,8 +69,18 @@ class SourceTaskRunner(ABC):
             spec.connector, connector.originals, worker.originals
         )
         self.task: SourceTask = instantiate_task(spec, SourceTask)
+        # errors.retry.* and errors.tolerance for the transformation and converter stages.
+        tolerance = RetryWithTolerance(
+            ToleranceSettings.parse(connector.originals),
+            stopping=lambda: spec.control.directive() is Directive.STOP,
+            metrics=self.metrics,
+        )
         self.pipeline = RecordPipeline(
-            pipeline_config(connector.originals, self.task, self.log), frozenset({self.placement.topic})
+            pipeline_config(connector.originals, self.task, self.log),
+            frozenset({self.placement.topic}),
+            self.log,
+            self.task_id,
+            retry=tolerance,
         )
         self.offset_view: ConnectorOffsetView | None = None
         self.copier: GlobalOffsetCopier | None = None

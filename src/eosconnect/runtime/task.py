@@ -54,16 +54,17 @@ class TaskOutcome:
     pid: int = field(default_factory=os.getpid)
 
 
-class TaskLogAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
+class TaskLogAdapter(logging.LoggerAdapter):
     """Prefixes every line with the connector and task it concerns."""
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        # `extra` is Optional for LoggerAdapter; every TaskLogAdapter is made with {"id": ...}
         return f"[{self.extra['id']}] {msg}", kwargs  # type: ignore[index]
 
     def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
         # The prefix is data, not format: a connector named "50%off" must not break `msg % args`.
         if args and self.isEnabledFor(level):
-            prefix = f"[{self.extra['id']}] ".replace("%", "%%")  # type: ignore[index]
+            prefix = f"[{self.extra['id']}] ".replace("%", "%%")  # type: ignore[index]  # as in process()
             kwargs.setdefault("stacklevel", 2)
             self.logger.log(level, prefix + str(msg), *args, **kwargs)
             return

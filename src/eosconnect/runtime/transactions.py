@@ -306,6 +306,7 @@ class ConnectorBoundary(Boundary):
     """`transaction.boundary=connector`: the task asks through its `TransactionContext`."""
 
     per_record = True
+    context: RequestedTransactionContext
 
     def __init__(self, runner: TransactionEnds) -> None:
         super().__init__(runner)

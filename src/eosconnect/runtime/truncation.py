@@ -33,6 +33,7 @@ The error texts, as librdkafka 2.16 words them (checked against a real broker):
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -46,8 +47,10 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
+from eosconnect.runtime.config import LogTruncationPolicy
+from eosconnect.runtime.metrics import SinkTaskMetrics
 
-__all__ = ["LogTruncation", "OffsetReset", "parse_truncation", "validate_positions"]
+__all__ = ["LogTruncation", "OffsetReset", "TruncationRepair", "parse_truncation", "validate_positions"]
 
 log = logging.getLogger(__name__)
 
@@ -245,12 +248,13 @@ def _await_validation(
             )
         for message in consumer.consume(num_messages=max(len(pending), 1), timeout=min(remaining, 0.5)):
             error = message.error()
-            if message.topic() is None or message.partition() is None or message.partition() < 0:
+            topic, partition = message.topic(), message.partition()
+            if topic is None or partition is None or partition < 0:
                 if error is not None and error.fatal():
                     raise KafkaException(error)
                 logger.debug("validating positions: %s", error.str() if error else message)
                 continue
-            tp = TopicPartition(message.topic(), message.partition())
+            tp = TopicPartition(topic, partition)
             if tp not in pending:
                 continue
             if error is None or error.code() == KafkaError._PARTITION_EOF:
@@ -268,6 +272,109 @@ def _await_validation(
             else:
                 last_error[tp] = error.str()
     return found
+
+
+# ----------------------------------------------------------------------------------- repair
+@dataclass(frozen=True)
+class TruncationRepair:
+    """What a sink task does about a truncation it found, and about a partition without a usable
+    position: per `log.truncation.policy` and the user's `auto.offset.reset`, never silently.
+
+    Kept apart from the task loop (runtime/sink_task.py), which only asks where each partition
+    starts again and restarts it there.
+    """
+
+    task_id: str
+    connector: str
+    policy: LogTruncationPolicy
+    offset_reset: OffsetReset
+    metrics: SinkTaskMetrics
+    log: logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+    def reset_offset(self, tp: TopicPartition, reason: str) -> int:
+        """No usable position (none committed, or out of range): what `auto.offset.reset` says, as a
+        librdkafka logical offset; with `error` the task fails naming the way out."""
+        target = self.offset_reset.logical_offset
+        if target is None:
+            raise ConnectException(
+                f"{self.task_id}: no valid position on topic {tp.topic!r} partition {tp.partition} "
+                f"({reason}) and auto.offset.reset=error. Set consumer.override.auto.offset.reset to "
+                f"earliest or latest, or set the connector's offsets (PUT /connectors/{self.connector}"
+                f"/stop, then PATCH /connectors/{self.connector}/offsets)."
+            )
+        self.log.warning(
+            "%s partition %s: %s; auto.offset.reset=%s", tp.topic, tp.partition, reason, self.offset_reset
+        )
+        return target
+
+    def starts(
+        self, truncations: list[LogTruncation], position: str
+    ) -> dict[TopicPartition, KafkaTopicPartition]:
+        """KIP-320: records this task consumed are gone from these partitions; never silently.
+
+        Counts each, then per `log.truncation.policy` fails the task naming them all, or returns
+        where each continues: the divergence offset (the new leader's records from there on are
+        delivered), or `auto.offset.reset` when the leader could not say where the logs diverge.
+        `position` says which position was checked ("committed" on assignment, "consumed" later).
+        """
+        for _ in truncations:
+            self.metrics.record_log_truncation()
+        if self.policy is LogTruncationPolicy.FAIL:
+            for t in truncations:
+                self.log.error("%s (log.truncation.policy=fail)", t.describe(position))
+            raise ConnectException(self.failure(truncations, position))
+        starts: dict[TopicPartition, KafkaTopicPartition] = {}
+        for t in truncations:
+            tp = t.topic_partition
+            divergence = t.divergence
+            if divergence is None:
+                self.log.warning(
+                    "%s; log.truncation.policy=continue-from-divergence cannot continue from it, applying "
+                    "auto.offset.reset=%s",
+                    t.describe(position),
+                    self.offset_reset,
+                )
+                starts[tp] = KafkaTopicPartition(
+                    tp.topic, tp.partition, self.reset_offset(tp, "log truncated, divergence offset unknown")
+                )
+                continue
+            self.log.warning(
+                "%s; continuing from offset %s (log.truncation.policy=continue-from-divergence): %s "
+                "consumed from the old leader are gone from Kafka, and the new leader's records from offset "
+                "%s on are delivered",
+                t.describe(position),
+                divergence.offset,
+                t.affected_range(),
+                divergence.offset,
+            )
+            epoch: dict[str, Any] = (
+                {} if divergence.leader_epoch is None else {"leader_epoch": divergence.leader_epoch}
+            )
+            starts[tp] = KafkaTopicPartition(tp.topic, tp.partition, divergence.offset, **epoch)
+        return starts
+
+    def failure(self, truncations: list[LogTruncation], position: str) -> str:
+        """The FAILED task's message: what happened, where, and how an operator gets going again."""
+        name = self.connector
+        entries = [
+            {
+                "partition": {"kafka_topic": t.topic, "kafka_partition": t.partition},
+                "offset": {
+                    "kafka_offset": t.divergence_offset if t.divergence_offset is not None else "<offset>"
+                },
+            }
+            for t in truncations
+        ]
+        found = "; ".join(t.describe(position) for t in truncations)
+        return (
+            f"{self.task_id}: {found}. An unclean leader election lost records this connector had already "
+            "consumed, and the records the new leader wrote at the same offsets would be skipped "
+            f"(log.truncation.policy=fail). To go on: PUT /connectors/{name}/stop, then either "
+            f"PATCH /connectors/{name}/offsets with {json.dumps({'offsets': entries})} to continue from the "
+            f"divergence, or DELETE /connectors/{name}/offsets to start over per auto.offset.reset, then "
+            f"PUT /connectors/{name}/resume; or set log.truncation.policy=continue-from-divergence. "
+            f"librdkafka said: {' | '.join(t.detail for t in truncations)}"
+        )
 
 
 # ----------------------------------------------------------------------------------- resets

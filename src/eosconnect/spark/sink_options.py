@@ -54,8 +54,6 @@ FORCED_WHY = {
 }
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
-KEY_VALUE_TYPES = ("string", "binary")
-
 
 @dataclass(frozen=True)
 class SinkOptions:

@@ -19,7 +19,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from eosconnect.storage.clients import ClientKind, admin_principal_producer_config, client_config
+from eosconnect.storage.clients import (
+    ClientKind,
+    admin_principal_producer_config,
+    client_config,
+    is_connection_key,
+)
 from eosconnect.storage.config_store import leader_transactional_id
 from eosconnect.storage.offsets import offsets_topic_for
 from eosconnect.storage.transactional_ids import task_transactional_id
@@ -30,6 +35,9 @@ __all__ = [
     "kafka_acls_command",
     "principal_of",
     "remediation",
+    "sink_acls",
+    "sink_connector_acls",
+    "sink_task_authorization_hint",
     "worker_acls",
 ]
 
@@ -53,6 +61,8 @@ class Acl:
     pattern: Literal["LITERAL", "PREFIXED"] = "LITERAL"
     #: Which client needs it and why, in a few words.
     role: str = ""
+    #: The cluster it lives on when not the worker's (a mirror's other cluster), as bootstrap servers.
+    cluster: str = ""
 
     def to_json(self) -> dict[str, str]:
         return asdict(self)
@@ -118,10 +128,7 @@ def connector_acls(
     topics = _named_topics(connector)
     rows: list[Acl] = []
     if sink:
-        for topic in topics or ["<each topic in topics/topics.regex>"]:
-            rows.append(Acl(consumer, "Read", "Topic", topic, role="sink consumer"))
-        rows.append(Acl(consumer, "Read", "Group", f"connect-{name}", role="sink consumer group"))
-        return rows
+        return sink_connector_acls(worker, name, connector)
     for topic in topics or ["<each topic the connector writes>"]:
         rows.append(Acl(producer, "Write", "Topic", topic, role="source producer (records)"))
     if _eos(worker) != "enabled":
@@ -146,6 +153,41 @@ def connector_acls(
             Acl(admin, "Create", "Topic", placement.topic, role="only while the offsets topic is missing")
         )
     return _unique(rows)
+
+
+def sink_acls(worker: Mapping[str, Any], name: str, connector: Mapping[str, Any]) -> list[Acl]:
+    """Any sink's consumer: Read on its topics and on its group `connect-<name>` (Kafka Connect's)."""
+    consumer = _principal("consumer", worker, connector)
+    rows = [
+        Acl(consumer, "Read", "Topic", topic, role="sink consumer")
+        for topic in _named_topics(connector) or ["<each topic in topics/topics.regex>"]
+    ]
+    rows.append(Acl(consumer, "Read", "Group", f"connect-{name}", role="sink consumer group"))
+    return rows
+
+
+def sink_connector_acls(worker: Mapping[str, Any], name: str, connector: Mapping[str, Any]) -> list[Acl]:
+    """The sink's rows as its connector class says (`SinkConnector.required_acls`: a mirror sink adds
+    its target cluster's); `sink_acls` when the class cannot be loaded."""
+    from eosconnect.api.plugins import resolve_connector_class
+
+    try:
+        cls = resolve_connector_class(str(connector.get("connector.class") or ""))
+        declared = getattr(cls(), "required_acls", lambda *_: None)(name, connector, worker)
+    except Exception:  # an unloadable class fails elsewhere, visibly; the generic rows still apply
+        declared = None
+    rows = sink_acls(worker, name, connector) if declared is None else declared
+    return _unique(rows)
+
+
+def _is_sink(connector: Mapping[str, Any]) -> bool:
+    from eosconnect.api.plugins import ConnectorType, connector_type, resolve_connector_class
+
+    try:
+        cls = resolve_connector_class(str(connector.get("connector.class") or ""))
+    except Exception:
+        return False
+    return connector_type(cls) is ConnectorType.SINK
 
 
 def _named_topics(connector: Mapping[str, Any]) -> list[str]:
@@ -187,11 +229,15 @@ def kafka_acls_command(acl: Acl, bootstrap: str = "<bootstrap>") -> str:
     return shlex.join(parts)
 
 
+def _command(acl: Acl, bootstrap: str) -> str:
+    return kafka_acls_command(acl, acl.cluster or bootstrap)
+
+
 def remediation(acls: Iterable[Acl], bootstrap: str = "<bootstrap>") -> str:
     """ "<principal> needs <operation> on <type> '<name>' (<role>); grant it with: <command>" lines."""
     return "; ".join(
         f"{a.principal} needs {a.operation} on {a.resource_type} {a.resource_name!r} ({a.role}); grant it "
-        f"with: {kafka_acls_command(a, bootstrap)}"
+        f"with: {_command(a, bootstrap)}"
         for a in acls
     )
 
@@ -225,6 +271,27 @@ def authorization_hint(error_text: str, acls: Iterable[Acl], bootstrap: str = "<
     )
 
 
+def group_access_refusal(client: Mapping[str, Any], group: str, timeout: float = 15.0) -> str | None:
+    """Why `client` may not read `group`'s offsets, if an ACL is the reason ("GROUP_AUTHORIZATION_FAILED:
+    ..."); None when it may or the answer says something else. A consumer's `committed()` only times
+    out then (librdkafka retries the coordinator lookup); the admin API's answer names the refusal."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    settings = {k: v for k, v in client.items() if is_connection_key(k) or k.startswith(("sasl.", "ssl."))}
+    try:
+        admin = AdminClient({**settings, "log_level": 0})
+        request = [ConsumerGroupTopicPartitions(group)]
+        admin.list_consumer_group_offsets(request, request_timeout=timeout)[group].result(timeout)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        text = f"{err.name()}: {err.str()}" if err is not None and hasattr(err, "name") else str(exc)
+        return text if refused_resource_types(text) else None
+    except Exception:
+        return None
+    return None
+
+
 def task_authorization_hint(
     error_text: str, worker: Mapping[str, Any], connector: str, config: Mapping[str, Any], task: int
 ) -> str | None:
@@ -244,12 +311,27 @@ def task_authorization_hint(
     return authorization_hint(error_text, rows, servers)
 
 
+def sink_task_authorization_hint(
+    error_text: str, worker: Mapping[str, Any], connector: str, config: Mapping[str, Any]
+) -> str | None:
+    """`authorization_hint` for a failed sink task: its connector's rows (a mirror sink's target
+    cluster's included), each with the cluster it must be granted on."""
+    try:
+        rows = sink_connector_acls(worker, connector, config)
+        servers = str(client_config("consumer", worker, config).get("bootstrap.servers") or "<bootstrap>")
+    except Exception:  # a hint must never hide the failure it explains
+        return None
+    return authorization_hint(error_text, rows, servers)
+
+
 def fencing_authorization_hint(
     error_text: str, worker: Mapping[str, Any], connector: str, config: Mapping[str, Any]
 ) -> str | None:
     """`authorization_hint` for a failed fencing round: the admin principal's TransactionalId rows."""
     try:
-        rows = [r for r in connector_acls(worker, connector, config) if "fencing" in r.role]
+        rows = [
+            r for r in connector_acls(worker, connector, config, sink=_is_sink(config)) if "fencing" in r.role
+        ]
         servers = str(
             admin_principal_producer_config(worker, config).get("bootstrap.servers") or "<bootstrap>"
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -101,7 +101,10 @@ class ClientConfig(dict[str, Any]):
     """
 
     def __init__(
-        self, kind: ClientKind, data: Mapping[str, Any] = (), origin: Mapping[str, str] = ()
+        self,
+        kind: ClientKind,
+        data: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
+        origin: Mapping[str, str] | Iterable[tuple[str, str]] = (),
     ) -> None:
         super().__init__(data)
         self.kind: ClientKind = kind

@@ -59,9 +59,9 @@ __all__ = [
     "FencingConflict",
     "LeaderConfigWriter",
     "LeaderFencedError",
-    "NotLeaderError",
     "PlainConfigWriter",
     "TargetState",
+    "WritePrivilegeError",
     "leader_producer_config",
     "leader_transactional_id",
     "plain_producer_config",
@@ -92,8 +92,11 @@ class LeaderFencedError(ConfigWriteError):
         super().__init__(message, fatal=True)
 
 
-class NotLeaderError(ConfigWriteError):
-    """A privileged write was attempted without `claim_write_privileges()` (i.e. not as leader)."""
+class WritePrivilegeError(ConfigWriteError):
+    """A privileged write was attempted without `claim_write_privileges()` (i.e. not as leader).
+
+    The config store's own error: the herder asks the election who leads and raises
+    `eosconnect.cluster.herder_api.NotLeaderError`, the one the REST layer forwards."""
 
 
 class FencingConflict(ConnectException):
@@ -184,8 +187,8 @@ class _Deliveries:
     def __call__(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             self.errors.append(f"{msg.key()!r}: {err.name()}: {err.str()}")
-        else:
-            self.offsets.append(msg.offset())
+        elif (offset := msg.offset()) is not None:  # a delivered record always has one
+            self.offsets.append(offset)
 
 
 class LeaderConfigWriter:
@@ -227,7 +230,7 @@ class LeaderConfigWriter:
             if self._dead is not None:
                 raise ConfigWriteError(f"config topic writer is unusable: {self._dead}", fatal=True)
             if not self._started:
-                raise NotLeaderError("the leader's config writer was not started (call start())")
+                raise WritePrivilegeError("the leader's config writer was not started (call start())")
             deliveries = _Deliveries()
             deadline = time.monotonic() + self.timeout_s
             try:
@@ -483,7 +486,7 @@ class ConfigStore:
         with self._write_lock:
             if self._writer is None:
                 if self.transactional:
-                    raise NotLeaderError(
+                    raise WritePrivilegeError(
                         f"cannot write {[k for k, _ in records][:3]} to config topic {self.topic!r}: with "
                         "exactly.once.source.support enabled or preparing only the leader writes, after "
                         "claim_write_privileges()"

@@ -10,7 +10,7 @@ client does not expose, so it is refused with that explanation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
@@ -38,7 +38,7 @@ def read_sink_offsets(admin_config: Mapping[str, Any], group: str) -> list[dict[
     ]
 
 
-def parse_sink_offsets(entries: list[Mapping[str, Any]]) -> list[TopicPartition]:
+def parse_sink_offsets(entries: Sequence[Mapping[str, Any]]) -> list[TopicPartition]:
     """Validate an alter request's entries; raises `ConfigException` naming the bad entry."""
     parsed = []
     for i, entry in enumerate(entries):

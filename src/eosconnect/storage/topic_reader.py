@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -135,8 +136,8 @@ class TopicReader:
     same, and a later read simply creates new clients.
     """
 
-    def __init__(self, client_config: Mapping[str, object], topic: str) -> None:
-        base = {
+    def __init__(self, client_config: Mapping[str, Any], topic: str) -> None:
+        base: dict[str, Any] = {
             k: v
             for k, v in client_config.items()
             if not k.startswith(("isolation.", "group.", "enable.auto", "allow.auto.create"))
@@ -244,8 +245,10 @@ class TopicReader:
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    if msg.offset() >= targets[(topic, msg.partition())]:
-                        pending.discard(msg.partition())
+                    end, at = msg.partition(), msg.offset()
+                    assert end is not None and at is not None  # an end-of-partition event names both
+                    if at >= targets[(topic, end)]:
+                        pending.discard(end)
                     continue
                 if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                     # librdkafka needs a group.id and looks its coordinator up even for assign():
@@ -253,20 +256,23 @@ class TopicReader:
                     # topic (no Group ACL, as Kafka Connect's readers need none) reads all the same.
                     continue
                 raise KafkaException(err)
+            record_topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+            assert record_topic is not None and partition is not None and offset is not None  # a record
             rec = TopicRecord(
-                topic=msg.topic(),
-                partition=msg.partition(),
-                offset=msg.offset(),
+                topic=record_topic,
+                partition=partition,
+                offset=offset,
                 key=msg.key(),
                 value=msg.value(),
                 timestamp=msg.timestamp()[1],
                 leader_epoch=msg.leader_epoch(),
-                headers=tuple(msg.headers() or ()),
+                # librdkafka gives header values as bytes (or None); its type stubs also allow str
+                headers=tuple(msg.headers() or ()),  # type: ignore[arg-type]
             )
             if on_record is not None:
                 on_record(rec)
             else:
                 records.append(rec)
-            if msg.offset() + 1 >= targets[(topic, msg.partition())]:
-                pending.discard(msg.partition())
+            if offset + 1 >= targets[(topic, partition)]:
+                pending.discard(partition)
         return records

@@ -35,6 +35,7 @@ from eosconnect.tools.verify_cli import (
     DEFAULT_BOOTSTRAP,
     BootstrapOpt,
     ClientSettingsOpt,
+    CommandConfigOpt,
     client_settings,
     key_values,
 )
@@ -65,6 +66,7 @@ def consume(
     topic: TopicArg,
     bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
     settings: ClientSettingsOpt = None,
+    command_config: CommandConfigOpt = None,
     max_records: Annotated[
         int | None, typer.Option("--max", "-n", help="Stop after this many records.", min=1)
     ] = None,
@@ -79,7 +81,7 @@ def consume(
         start = parse_start_offsets(from_offsets)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-offsets") from None
-    config = client_settings(bootstrap_servers, settings)
+    config = client_settings(bootstrap_servers, settings, command_config=command_config)
     if str(config.get("isolation.level", "read_committed")) != "read_committed":
         raise UserError(
             "topics consume reads with isolation.level=read_committed only; remove -X isolation.level"
@@ -126,6 +128,7 @@ def create_topic(
     topic: TopicArg,
     bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
     settings: ClientSettingsOpt = None,
+    command_config: CommandConfigOpt = None,
     partitions: Annotated[int, typer.Option(help="Number of partitions.", min=1)] = 1,
     replication_factor: Annotated[int, typer.Option(help="-1: the broker's default.", min=-1)] = -1,
     config: Annotated[
@@ -136,7 +139,7 @@ def create_topic(
     from confluent_kafka.admin import AdminClient, NewTopic
 
     topic_config = key_values(config, "--config")
-    admin = AdminClient(client_settings(bootstrap_servers, settings))
+    admin = AdminClient(client_settings(bootstrap_servers, settings, command_config=command_config))
     new = NewTopic(topic, partitions, replication_factor, config=topic_config)
     admin.create_topics([new], request_timeout=30)[topic].result()
     Console(stderr=True).print(f"Created topic {topic} ({partitions} partition(s)).", highlight=False)
@@ -147,6 +150,7 @@ def produce(
     topic: TopicArg,
     bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
     settings: ClientSettingsOpt = None,
+    command_config: CommandConfigOpt = None,
     file: Annotated[
         Path | None, typer.Option("--file", "-f", help="Read the records from this file (default: stdin).")
     ] = None,
@@ -160,7 +164,7 @@ def produce(
 
     lines = (file.read_text(encoding="utf-8") if file is not None else sys.stdin.read()).splitlines()
     config = {
-        **client_settings(bootstrap_servers, settings),
+        **client_settings(bootstrap_servers, settings, command_config=command_config),
         "acks": "all",
         "allow.auto.create.topics": False,
     }
@@ -203,6 +207,7 @@ def describe_group(
     group: Annotated[str, typer.Argument(help="The consumer group.")],
     bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
     settings: ClientSettingsOpt = None,
+    command_config: CommandConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show GROUP's state, members, and per partition its committed offset, end offset and lag."""
@@ -211,7 +216,7 @@ def describe_group(
 
     from eosconnect.storage.topic_reader import end_offsets
 
-    admin = AdminClient(client_settings(bootstrap_servers, settings))
+    admin = AdminClient(client_settings(bootstrap_servers, settings, command_config=command_config))
     description = admin.describe_consumer_groups([group], request_timeout=30)[group].result()
     committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=30)
     partitions = [tp for tp in committed[group].result().topic_partitions if tp.offset >= 0]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import javaproperties
 
-from eosconnect.devkafka.java_command import die_with_parent
+from eosconnect.runtime.host import die_with_parent
 from eosconnect.tools.worker_process import signal_with_jvm
 
 __all__ = ["EosMirrorMakerProcess"]

@@ -20,12 +20,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from eosconnect.devkafka.java_command import die_with_parent
+from eosconnect.runtime.host import die_with_parent
 
 ITEMS = [(f"item-{i}", f"category-{i % 4}", 1.0 + i % 7) for i in range(10)]
 
 
-def build_query(spark, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def build_query(spark, args: argparse.Namespace):
     """orders (JdbcSource) joined with a static item catalogue, one JSON value per order, key = id."""
     from pyspark.sql import functions as F
 
@@ -187,7 +187,7 @@ class SparkQueryProcess:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 parents[int(stat.parent.name)] = int(fields[1])
 
-        def depth_below_driver(pid: int) -> int:
+        def depth_below_driver(pid: int) -> int:  # called only while the driver process runs (proc set)
             depth = 0
             while pid in parents and pid != self.proc.pid:  # type: ignore[union-attr]
                 pid, depth = parents[pid], depth + 1

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -47,6 +48,7 @@ __all__ = [
     "EXIT_UNREADABLE",
     "BootstrapOpt",
     "ClientSettingsOpt",
+    "CommandConfigOpt",
     "client_settings",
     "key_values",
     "print_report",
@@ -100,14 +102,25 @@ def key_values(settings: list[str] | None, option: str) -> dict[str, str]:
 
 
 def client_settings(
-    bootstrap_servers: str, settings: list[str] | None, *, check: bool = True
+    bootstrap_servers: str,
+    settings: list[str] | None,
+    *,
+    check: bool = True,
+    command_config: Path | None = None,
 ) -> dict[str, Any]:
-    """`bootstrap.servers` plus the `-X KEY=VALUE` client settings (librdkafka's), with librdkafka's
-    own log lines kept off the terminal (the command reports what failed). With `check`, a broker
-    must answer within seconds, else one line naming `-b` and the address (preflight.check_brokers)."""
+    """`bootstrap.servers`, the `--command-config FILE` settings (tools/command_config.py), then the
+    `-X KEY=VALUE` client settings (librdkafka's; they win), with librdkafka's own log lines kept
+    off the terminal (the command reports what failed). With `check`, a broker must answer within
+    seconds, else one line naming `-b` and the address (preflight.check_brokers)."""
     from eosconnect.preflight import QUIET
+    from eosconnect.tools.command_config import load_command_config
 
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, **key_values(settings, "-X")}
+    from_file = load_command_config(command_config) if command_config is not None else {}
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap_servers,
+        **from_file,
+        **key_values(settings, "-X"),
+    }
     if check:
         check_brokers(config, bootstrap_servers, setting="--bootstrap-server")
     return {**config, "logger": QUIET}
@@ -136,6 +149,15 @@ ClientSettingsOpt = Annotated[
 ConsumerSettingsOpt = Annotated[
     list[str] | None,
     typer.Option("-X", "--consumer-config", "-c", metavar="KEY=VALUE", help=_CLIENT_SETTING_HELP),
+]
+CommandConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        metavar="FILE",
+        help="A properties file of client settings (security.protocol, sasl.*, ssl.*; config "
+        "providers allowed), as Kafka's tools take it; -X settings win over it.",
+    ),
 ]
 DEFAULT_BOOTSTRAP = "localhost:9092"
 
@@ -218,6 +240,7 @@ def verify(
     id_column: Annotated[str, typer.Option(help="--jdbc: the column identifying a row.")] = "id",
     bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
     consumer_config: ConsumerSettingsOpt = None,
+    command_config: CommandConfigOpt = None,
     from_offsets: Annotated[
         str | None,
         typer.Option(help="Start at these offsets, PARTITION:OFFSET,... (other partitions: beginning)."),
@@ -262,7 +285,7 @@ def verify(
         start = parse_start_offsets(from_offsets)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-offsets") from None
-    config = client_settings(bootstrap_servers, consumer_config, check=False)
+    config = client_settings(bootstrap_servers, consumer_config, check=False, command_config=command_config)
 
     def run(on_record: Callable[[TopicRecord], None] | None) -> SequenceReport:
         if key_field is not None or by is not None:

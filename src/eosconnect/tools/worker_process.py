@@ -20,7 +20,7 @@ from urllib.parse import quote
 import httpx
 import javaproperties
 
-from eosconnect.devkafka.java_command import die_with_parent
+from eosconnect.runtime.host import die_with_parent
 
 
 def detached_children(pid: int) -> list[int]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import base64
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
@@ -23,7 +23,8 @@ from eosconnect.api.errors import DataException
 from eosconnect.api.records import R, SinkRecord
 from eosconnect.api.transforms import Transformation
 
-KAFKA_SMT = "org.apache.kafka.connect.transforms"
+if TYPE_CHECKING:
+    from eosconnect.api.batch import SourceBatch
 
 
 class KeyOrValueTransformation(Transformation[R]):
@@ -46,6 +47,20 @@ class KeyOrValueTransformation(Transformation[R]):
         if self.target == "value":
             return record.new_record(value=new, value_schema=schema)
         return record.new_record(key=new, key_schema=schema)
+
+    def operand_column(self, batch: SourceBatch) -> tuple[Sequence[Any], Schema | None]:
+        """`operand` and `operand_schema` for a whole batch (a batch without keys: every key null)."""
+        if self.target == "value":
+            return batch.values, batch.value_schema
+        return ([None] * len(batch) if batch.keys is None else batch.keys), batch.key_schema
+
+    def with_operand_column(
+        self, batch: SourceBatch, schema: Schema | None, column: list[Any]
+    ) -> SourceBatch:
+        """`with_operand` for a whole batch."""
+        if self.target == "value":
+            return batch.replace(values=column, value_schema=schema)
+        return batch.replace(keys=column, key_schema=schema)
 
     def field_value(self, struct: Struct, name: str) -> Any:
         """A struct field as Kafka's `replace.null.with.default` says: its default where null, or null."""
@@ -125,12 +140,6 @@ def require_struct(value: Any, purpose: str) -> Struct:
             f"(Python {type(value).__name__}). A record with a schema needs a Struct value."
         )
     return value
-
-
-def require_schema(schema: Schema | None, purpose: str) -> Schema:
-    if schema is None:
-        raise DataException(f"Schema required for [{purpose}]. Use a converter that reads schemas.")
-    return schema
 
 
 def require_sink_record(record: Any, purpose: str) -> SinkRecord:

@@ -239,7 +239,6 @@ class CastKey(Cast[R]):
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_UNIX_FACTORS = {"seconds": 1000, "milliseconds": 1, "microseconds": 1 / 1000, "nanoseconds": 1 / 1_000_000}
 
 
 def _trunc_div(value: int, divisor: int) -> int:

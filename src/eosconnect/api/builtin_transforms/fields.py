@@ -12,8 +12,8 @@ import datetime
 import decimal
 import functools
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from eosconnect.api.builtin_transforms.base import (
     KeyOrValueTransformation,
@@ -44,10 +44,13 @@ from eosconnect.api.data import (
     Type,
     copy_schema_basics,
 )
-from eosconnect.api.data.schema import INT32_SCHEMA, INT64_SCHEMA, STRING_SCHEMA
+from eosconnect.api.data.schema import INT32_SCHEMA, INT64_SCHEMA, STRING_SCHEMA, validate_value
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import R
 from eosconnect.api.validators import NonEmptyString
+
+if TYPE_CHECKING:
+    from eosconnect.api.batch import SourceBatch
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,11 @@ def _insertion(spec: str | None) -> tuple[str, bool] | None:
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def all_str(column: Sequence[Any]) -> bool:
+    """Whether every value is a `str`: valid for a STRING schema without checking each one."""
+    return all(type(value) is str for value in column)
 
 
 @functools.lru_cache(maxsize=256)
@@ -139,6 +147,68 @@ class InsertField(KeyOrValueTransformation[R]):
             updated.put(static[0], self.config["static.value"])
         return self.with_operand(record, schema, updated)
 
+    def apply_columns(self, batch: SourceBatch) -> SourceBatch | None:
+        column, schema = self.operand_column(batch)
+        fields = self.fields
+        static_value = self.config["static.value"] if fields["static.field"] else None
+        if schema is None:
+            if fields["offset.field"]:
+                return None  # only sink records have offsets: `apply` says so
+            topic, partition = fields["topic.field"], fields["partition.field"]
+            timestamp, static = fields["timestamp.field"], fields["static.field"]
+            times = batch.timestamps or [None] * len(batch)
+            updated: list[Any] = []
+            for value, millis in zip(column, times, strict=True):
+                if value is None:
+                    updated.append(None)
+                    continue
+                row = dict(require_map(value, "field insertion"))  # keys in `apply`'s order
+                if topic:
+                    row[topic[0]] = batch.topic
+                if partition:
+                    row[partition[0]] = batch.partition
+                if timestamp:
+                    row[timestamp[0]] = millis
+                if static and static_value is not None:
+                    row[static[0]] = static_value
+                updated.append(row)
+            return self.with_operand_column(batch, None, updated)
+        structs = same_schema_structs(column)
+        if structs is None or fields["offset.field"]:
+            return None  # mixed schemas or nulls (kept as they are) would not stay one batch
+        if not structs:
+            return batch
+        in_schema = structs[0].schema
+        out_schema = self.schema_cache.get_or_build(in_schema, self._updated_schema)
+        out_fields = out_schema.fields
+        constants: list[Any] = []  # the inserted fields after the copied ones, in schema order
+        timestamp_at = None
+        for setting, value in (
+            ("topic.field", batch.topic),
+            ("partition.field", batch.partition),
+            ("timestamp.field", None),
+            ("static.field", static_value),
+        ):
+            if fields[setting]:
+                if setting == "timestamp.field":
+                    timestamp_at = len(in_schema.fields) + len(constants)
+                elif value is not None:
+                    field = out_fields[len(in_schema.fields) + len(constants)]
+                    validate_value(field.schema, value, field.name)  # as `put` does, once per batch
+                constants.append(value)
+        rows = copied_rows(self, structs, in_schema, out_schema, range(len(in_schema.fields)))
+        times = batch.timestamps
+        if timestamp_at is not None and times is None:
+            times = [None] * len(rows)
+        of = Struct._of
+        updated = []
+        for i, row in enumerate(rows):
+            row.extend(constants)
+            if timestamp_at is not None and (millis := times[i]) is not None:  # type: ignore[index]
+                row[timestamp_at] = millis_to_datetime(millis)
+            updated.append(of(out_schema, row))
+        return self.with_operand_column(batch, out_schema, updated)
+
     def _updated_schema(self, schema: Schema) -> Schema:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())
         for field in schema.fields:
@@ -175,6 +245,53 @@ def copy_valid_fields(schema: Schema, values: list[Any], copied: int) -> Struct:
         if values[field.index] is None:
             struct.put(field, None)
     return struct
+
+
+def same_schema_structs(column: Sequence[Any]) -> list[Struct] | None:
+    """The column as Structs of one and the same schema object, or None if it is not (a null, another
+    type, another schema): then the records would not stay one batch of one schema."""
+    if not column:
+        return []
+    first = column[0]
+    if type(first) is not Struct:
+        return None
+    schema = first.schema
+    for value in column:
+        if type(value) is not Struct or value.schema is not schema:
+            return None
+    return column if isinstance(column, list) else list(column)
+
+
+def copied_rows(
+    transformation: KeyOrValueTransformation[Any],
+    structs: Sequence[Struct],
+    in_schema: Schema,
+    out_schema: Schema,
+    picks: Sequence[int],
+) -> list[list[Any]]:
+    """For each struct, the values of `out_schema`'s first fields taken from `in_schema`'s fields at
+    `picks`: the batch form of `field_value` then `copy_valid_fields` (defaults where null when
+    `replace.null.with.default`, a null in a required field fails as `put` makes it fail)."""
+    in_fields = in_schema.fields
+    picks = list(picks)
+    if transformation.config.get("replace.null.with.default", True):
+        defaults = [in_fields[i].schema.default_value for i in picks]
+    else:
+        defaults = [None] * len(picks)
+    with_defaults = any(d is not None for d in defaults)
+    required = [f for f in out_schema.fields[: len(picks)] if not f.schema.optional]
+    whole = picks == list(range(len(in_fields)))
+    rows = []
+    for struct in structs:
+        values = struct._values
+        row = list(values) if whole else [values[i] for i in picks]
+        if with_defaults:
+            row = [d if v is None else v for v, d in zip(row, defaults, strict=True)]
+        for field in required:
+            if row[field.index] is None:
+                validate_value(field.schema, None, field.name)  # raises, naming the field
+        rows.append(row)
+    return rows
 
 
 def _renames(name: str, value: Any) -> None:
@@ -232,6 +349,38 @@ class ReplaceField(KeyOrValueTransformation[R]):
             if self._keeps(name)
         }
         return self.with_operand(record, None, updated)
+
+    def apply_columns(self, batch: SourceBatch) -> SourceBatch | None:
+        column, schema = self.operand_column(batch)
+        if schema is None:
+            renames, keeps = self.renames, self._keeps
+            updated = [
+                None
+                if value is None
+                else {
+                    renames.get(name, name): item
+                    for name, item in require_map(value, "field replacement").items()
+                    if keeps(name)
+                }
+                for value in column
+            ]
+            return self.with_operand_column(batch, None, updated)
+        structs = same_schema_structs(column)
+        if structs is None:
+            return None
+        if not structs:
+            return batch
+        in_schema = structs[0].schema
+        out_schema = self.schema_cache.get_or_build(in_schema, self._updated_schema)
+        picks = []
+        for field in out_schema.fields:
+            source = in_schema.field(self.reverse_renames.get(field.name, field.name))
+            if source is None:
+                return None  # `apply` reports the unknown field
+            picks.append(source.index)
+        of = Struct._of
+        rows = copied_rows(self, structs, in_schema, out_schema, picks)
+        return self.with_operand_column(batch, out_schema, [of(out_schema, row) for row in rows])
 
     def _updated_schema(self, schema: Schema) -> Schema:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())
@@ -302,12 +451,28 @@ class HoistField(KeyOrValueTransformation[R]):
         schema = self.operand_schema(record)
         if schema is None:
             return self.with_operand(record, None, {name: self.operand(record)})
-        updated_schema = self.schema_cache.get_or_build(
-            schema, lambda s: SchemaBuilder.struct().field(name, s).build()
-        )
+        updated_schema = self.schema_cache.get_or_build(schema, self._updated_schema)
         return self.with_operand(
             record, updated_schema, Struct(updated_schema).put(name, self.operand(record))
         )
+
+    def apply_columns(self, batch: SourceBatch) -> SourceBatch | None:
+        name = self.config["field"]
+        column, schema = self.operand_column(batch)
+        if schema is None:
+            return self.with_operand_column(batch, None, [{name: value} for value in column])
+        updated_schema = self.schema_cache.get_or_build(schema, self._updated_schema)
+        field_schema = updated_schema.fields[0].schema
+        if not (field_schema.type is Type.STRING and field_schema.name is None and all_str(column)):
+            for value in column:
+                validate_value(field_schema, value, name)  # as `put` does
+        of = Struct._of
+        return self.with_operand_column(
+            batch, updated_schema, [of(updated_schema, [value]) for value in column]
+        )
+
+    def _updated_schema(self, schema: Schema) -> Schema:
+        return SchemaBuilder.struct().field(self.config["field"], schema).build()
 
 
 class HoistFieldKey(HoistField[R]):

@@ -113,8 +113,8 @@ class HeaderFrom(KeyOrValueTransformation[R]):
         if self.config["operation"] == "move":
             updated_schema = self.schema_cache.get_or_build(schema, self._moved_schema)
             updated = Struct(updated_schema)
-            for field in updated_schema.fields:
-                updated.put(field.name, self.field_value(value, field.name))
+            for moved in updated_schema.fields:
+                updated.put(moved.name, self.field_value(value, moved.name))
         else:
             updated_schema, updated = schema, value
         headers = list(record.headers)

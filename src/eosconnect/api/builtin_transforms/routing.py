@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eosconnect.api.builtin_transforms.java_regex import ValidJavaRegex, compile_java, java_replacement
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
@@ -11,6 +11,9 @@ from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import R
 from eosconnect.api.transforms import Transformation
+
+if TYPE_CHECKING:
+    from eosconnect.api.batch import SourceBatch
 
 
 class Filter(Transformation[R]):
@@ -50,6 +53,11 @@ class RegexRouter(Transformation[R]):
         if self.regex.fullmatch(record.topic) is None:
             return record
         return record.new_record(topic=self.regex.sub(self.replacement, record.topic, count=1))
+
+    def apply_columns(self, batch: SourceBatch) -> SourceBatch | None:
+        if self.regex.fullmatch(batch.topic) is None:
+            return batch
+        return batch.replace(topic=self.regex.sub(self.replacement, batch.topic, count=1))
 
 
 class TimestampRouter(Transformation[R]):
@@ -91,12 +99,27 @@ class TimestampRouter(Transformation[R]):
                 "timestamp. Set it in the connector, or limit the transformation with a predicate."
             )
         # Records of one poll share topic and timestamp: the last name is reused for them.
+        return record.new_record(topic=self._routed(record.topic, record.timestamp))
+
+    def apply_columns(self, batch: SourceBatch) -> SourceBatch | None:
+        """One routed topic for the batch, or None where its timestamps give several (or one is
+        missing): its records are then routed one by one."""
+        times = batch.timestamps
+        if times is None or not times:
+            return None if times is None and batch else batch
+        distinct = set(times)
+        if None in distinct:
+            return None
+        topics = {self._routed(batch.topic, millis) for millis in distinct if millis is not None}
+        if len(topics) != 1:
+            return None
+        return batch.replace(topic=topics.pop())
+
+    def _routed(self, topic: str, millis: int) -> str:
         last = self._last
-        if last is not None and last[0] == record.topic and last[1] == record.timestamp:
-            return record.new_record(topic=last[2])
-        formatted = self.timestamp_format.format(record.timestamp)
-        topic = (
-            self.config["topic.format"].replace("${topic}", record.topic).replace("${timestamp}", formatted)
-        )
-        self._last = (record.topic, record.timestamp, topic)
-        return record.new_record(topic=topic)
+        if last is not None and last[0] == topic and last[1] == millis:
+            return last[2]
+        formatted = self.timestamp_format.format(millis)
+        routed = self.config["topic.format"].replace("${topic}", topic).replace("${timestamp}", formatted)
+        self._last = (topic, millis, routed)
+        return routed

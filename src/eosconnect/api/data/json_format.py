@@ -470,13 +470,19 @@ class JsonCodec:
 
         cls = {"date": datetime.date, "time": datetime.time, "datetime": datetime.datetime}[expected]
 
+        last: list[Any] = [None, ""]  # the last value and its text: records of a poll share a timestamp
+
         def write_temporal(value: Any) -> str:
+            if value is last[0]:
+                return last[1]
             if not isinstance(value, cls) or (cls is datetime.date and isinstance(value, datetime.datetime)):
                 raise DataException(
                     f"Invalid type for {logical.__name__}, expected datetime.{expected} but was "
                     f"{type(value).__name__}"
                 )
-            return str(from_logical(schema, value))
+            text = str(from_logical(schema, value))
+            last[0], last[1] = value, text
+            return text
 
         return write_temporal
 

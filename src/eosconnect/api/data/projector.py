@@ -74,13 +74,13 @@ def _project_required(source: Schema, record: Any, target: Schema) -> Any:
     if ttype is Type.STRUCT:
         return _project_struct(source, record, target)
     if ttype is Type.ARRAY:
-        return [SchemaProjector.project(source.value_schema, v, target.value_schema) for v in record]  # type: ignore[arg-type]
+        return [SchemaProjector.project(source.value_schema, v, target.value_schema) for v in record]
     if ttype is Type.MAP:
         return {
-            SchemaProjector.project(source.key_schema, k, target.key_schema): SchemaProjector.project(  # type: ignore[arg-type]
-                source.value_schema,  # type: ignore[arg-type]
+            SchemaProjector.project(source.key_schema, k, target.key_schema): SchemaProjector.project(
+                source.value_schema,
                 v,
-                target.value_schema,  # type: ignore[arg-type]
+                target.value_schema,
             )
             for k, v in record.items()
         }

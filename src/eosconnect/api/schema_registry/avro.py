@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import fastavro
@@ -18,10 +19,10 @@ from confluent_kafka.schema_registry import Schema as RegistrySchema
 from eosconnect.api.data import Schema, SchemaAndValue
 from eosconnect.api.errors import DataException
 from eosconnect.api.schema_registry.avro_data import (
+    avro_value_converter,
     from_avro_schema,
     from_avro_value,
     to_avro_schema,
-    to_avro_value,
 )
 from eosconnect.api.schema_registry.base import LruCache, RegistryConverter
 from eosconnect.api.schema_registry.wire import frame, unframe
@@ -40,7 +41,7 @@ class AvroConverter(RegistryConverter):
     FORMAT = "AVRO"
 
     def _start_caches(self, size: int) -> None:
-        self._to_avro = LruCache(size)  # Connect schema -> (schema text, record name)
+        self._to_avro = LruCache(size)  # Connect schema -> (schema text, record name, value converter)
         self._writers = LruCache(size)  # schema id -> parsed Avro writer schema
         self._readers = LruCache(size)  # schema id -> (parsed Avro, Connect schema)
 
@@ -49,13 +50,29 @@ class AvroConverter(RegistryConverter):
         if value is None and (schema is None or schema.default_value is None):
             return None
         schema = self._schema_of(topic, schema, value)
+        return self._write(topic, schema, [value])[0]
+
+    def from_connect_batch(
+        self, topic: str, values: Sequence[Any], schema: Schema | None = None
+    ) -> Sequence[bytes | None]:
+        """A column of one schema: the registry is asked once, and the records written with one
+        compiled value converter and one parsed Avro schema."""
+        if schema is None:
+            return [self.from_connect_data(topic, None, value) for value in values]
+        try:
+            return self._write(topic, schema, values)
+        except DataException:
+            return [self.from_connect_data(topic, schema, value) for value in values]  # names the value
+
+    def _write(self, topic: str, schema: Schema, values: Sequence[Any]) -> list[bytes | None]:
+        """`values` of `schema` framed with the id registered for it (nulls stay null unless the
+        schema has a default)."""
         found = self._to_avro.get(schema)
         if found is None:
             avro = to_avro_schema(schema)
             text = json.dumps(avro, separators=(",", ":"))
-            record_name = _record_name(avro)
-            found = self._to_avro.put(schema, (text, record_name))
-        text, record_name = found
+            found = self._to_avro.put(schema, (text, _record_name(avro), avro_value_converter(schema)))
+        text, record_name, convert = found
         subject = self.registry.subject(topic, record_name)
         registered = self.registry.schema_for_write(subject, RegistrySchema(text, self.FORMAT))
         writer = self._writers.get(registered.schema_id)
@@ -63,16 +80,31 @@ class AvroConverter(RegistryConverter):
             writer = self._writers.put(
                 registered.schema_id, fastavro.parse_schema(json.loads(registered.schema.schema_str))
             )
-        datum = to_avro_value(schema, value)
-        out = io.BytesIO()
+        header = frame(registered.schema_id, b"")
+        keep_null = schema.default_value is None
+        out: list[bytes | None] = []
+        buffer = io.BytesIO()
+        write, seek, truncate, getvalue = (
+            fastavro.schemaless_writer,
+            buffer.seek,
+            buffer.truncate,
+            buffer.getvalue,
+        )
         try:
-            fastavro.schemaless_writer(out, writer, datum)
+            for value in values:
+                if value is None and keep_null:
+                    out.append(None)
+                    continue
+                seek(0)
+                truncate()
+                write(buffer, writer, convert(value))
+                out.append(header + getvalue())
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise DataException(
                 f"AvroConverter could not write the record {self._what()} for topic {topic!r} with the "
                 f"schema registered as id {registered.schema_id} under subject {subject!r}: {exc}"
             ) from None
-        return frame(registered.schema_id, out.getvalue())
+        return out
 
     # ------------------------------------------------------------------------------------- reading
     def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
@@ -87,7 +119,10 @@ class AvroConverter(RegistryConverter):
             reader = self._readers.put(schema_id, (fastavro.parse_schema(avro), from_avro_schema(avro)))
         parsed, connect_schema = reader
         try:
-            datum = fastavro.schemaless_reader(io.BytesIO(payload), parsed, None)
+            # A record taken by a union comes as (record name, fields): the union STRUCT's branch.
+            datum = fastavro.schemaless_reader(
+                io.BytesIO(payload), parsed, None, return_record_name=True, return_record_name_override=True
+            )
         except (EOFError, ValueError, TypeError, IndexError) as exc:
             raise DataException(
                 f"AvroConverter could not read the record {self._what()} from topic {topic!r} with schema "

@@ -19,24 +19,37 @@ way round), the mapping follows AvroData (with `connect.meta.data=true`, its def
   `connect.version`, `connect.doc`, `connect.parameters` and `connect.default` on the Avro schema.
 
 Reading maps back, including Avro that Connect did not write: `enum` reads as STRING (the symbols in
-the `io.confluent.connect.avro.Enum` parameters), `fixed` as BYTES. Unions of two or more non-null
-branches are not supported: the error says so.
+the `io.confluent.connect.avro.Enum` parameters), `fixed` as BYTES, and a union other than
+`["null", T]` as Confluent's `io.confluent.connect.avro.Union` STRUCT (one optional field per branch,
+named after its type or a named type's simple name; `UNION_NAME`), written back as that union.
 """
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
 from eosconnect.api.errors import DataException
+from eosconnect.api.schema_registry.value_walk import value_converter
 
-__all__ = ["AVRO_NAMESPACE", "from_avro_schema", "from_avro_value", "to_avro_schema", "to_avro_value"]
+__all__ = [
+    "AVRO_NAMESPACE",
+    "avro_value_converter",
+    "from_avro_schema",
+    "from_avro_value",
+    "to_avro_schema",
+    "to_avro_value",
+]
 
 AVRO_NAMESPACE = "io.confluent.connect.avro"
 DEFAULT_RECORD_NAME = "ConnectDefault"
+#: Confluent's Connect schema name for an Avro union other than ["null", T]: a STRUCT with one optional
+#: field per branch (named after the branch: its type, or a named type's simple name), one of them set.
+UNION_NAME = f"{AVRO_NAMESPACE}.Union"
 MAP_ENTRY_NAME = "MapEntry"
 ENUM_PARAMETER = f"{AVRO_NAMESPACE}.Enum"
 PRECISION_PARAMETER = "connect.decimal.precision"
@@ -87,6 +100,8 @@ def _split_name(full_name: str) -> tuple[str | None, str]:
 
 
 def _to_avro(schema: Schema, names: _Names) -> Any:
+    if schema.type is Type.STRUCT and schema.name == UNION_NAME:
+        return _union_to_avro(schema, names)
     base = _to_avro_base(schema, names)
     if isinstance(base, dict):
         _add_connect_meta(schema, base)
@@ -97,6 +112,18 @@ def _to_avro(schema: Schema, names: _Names) -> Any:
     if schema.default_value is not None:
         return [base, "null"]
     return ["null", base]
+
+
+def _union_to_avro(schema: Schema, names: _Names) -> list[Any]:
+    """Confluent's `fromConnectSchema` of a union STRUCT: null first if it is optional, then each
+    field's schema as required (its field only says which branch a value took)."""
+    branches: list[Any] = ["null"] if schema.optional else []
+    for f in schema.fields:
+        avro = _to_avro(f.schema, names)
+        if isinstance(avro, list) and "null" in avro and len(avro) == 2 and f.schema.name != UNION_NAME:
+            avro = next(branch for branch in avro if branch != "null")
+        branches.append(avro)
+    return branches
 
 
 def _has_connect_meta(schema: Schema) -> bool:
@@ -191,7 +218,7 @@ def _avro_field(name: str, schema: Schema, names: _Names) -> dict[str, Any]:
 
 def _default_json(schema: Schema, value: Any) -> Any:
     """A default value as Avro JSON (bytes as ISO-8859-1 strings, as Avro's JSON encoding has them)."""
-    avro_value = _to_avro_value(schema, value)
+    avro_value = to_avro_value(schema, value)
     return _jsonable(avro_value)
 
 
@@ -214,47 +241,49 @@ def _not_none(schema: Schema | None) -> Schema:
 # ----------------------------------------------------------------------------------------------- values
 def to_avro_value(schema: Schema, value: Any) -> Any:
     """A Connect value (Struct, list, dict, logical Python types) as the plain data fastavro writes."""
-    return _to_avro_value(schema, value)
+    return avro_value_converter(schema)(value)
 
 
-def _to_avro_value(schema: Schema, value: Any) -> Any:
-    if value is None:
-        value = schema.default_value
-        if value is None:
-            if schema.optional:
-                return None
-            raise DataException(f"a required {schema.type} value is null (schema {schema!r})")
-    name = schema.name
-    if name == Decimal.LOGICAL_NAME:
-        return Decimal.from_logical(schema, _as_decimal(value))
-    if name == Date.LOGICAL_NAME:
-        return Date.from_logical(schema, value)
-    if name == Time.LOGICAL_NAME:
-        return Time.from_logical(schema, value)
-    if name == Timestamp.LOGICAL_NAME:
-        return Timestamp.from_logical(schema, value)
-    t = schema.type
-    if t is Type.STRUCT:
-        if isinstance(value, Struct):
-            return {f.name: _to_avro_value(f.schema, value.get(f)) for f in schema.fields}
-        if isinstance(value, Mapping):
-            return {f.name: _to_avro_value(f.schema, value.get(f.name)) for f in schema.fields}
-        raise DataException(f"a STRUCT value must be a Struct, got {type(value).__name__}")
-    if t is Type.ARRAY:
-        items = _not_none(schema.value_schema)
-        return [_to_avro_value(items, v) for v in value]
-    if t is Type.MAP:
-        key_schema = _not_none(schema.key_schema)
-        value_schema = _not_none(schema.value_schema)
-        if key_schema.type is Type.STRING and not key_schema.optional:
-            return {k: _to_avro_value(value_schema, v) for k, v in value.items()}
-        return [
-            {"key": _to_avro_value(key_schema, k), "value": _to_avro_value(value_schema, v)}
-            for k, v in value.items()
-        ]
-    if t is Type.BYTES:
-        return bytes(value)
-    return value
+def avro_value_converter(schema: Schema) -> Callable[[Any], Any]:
+    """`to_avro_value` compiled for one schema (see `value_walk`): the converters keep one per schema."""
+    return value_converter(schema, _avro_special, _avro_null)
+
+
+def _avro_null(schema: Schema) -> str:
+    return f"a required {schema.type} value is null (schema {schema!r})"
+
+
+def _avro_special(schema: Schema, child: Callable[[Schema], Callable[[Any], Any]]) -> Any:
+    """Avro's own: Decimal as its unscaled bytes, BYTES as bytes, a union STRUCT as its branch."""
+    if schema.name == Decimal.LOGICAL_NAME:
+        return lambda value: Decimal.from_logical(schema, _as_decimal(value))
+    if schema.type is Type.STRUCT and schema.name == UNION_NAME:
+        return _union_converter(schema, child)
+    if schema.type is Type.BYTES:
+        return bytes
+    return None
+
+
+def _union_converter(schema: Schema, child: Callable[[Schema], Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    """A union STRUCT's value: its first set field's, as that branch. A named record branch is given
+    to fastavro as `(record name, value)`, so it takes that branch and no other with the same fields."""
+    branches = [
+        (f.name, child(f.schema), f.schema.name if f.schema.type is Type.STRUCT else None)
+        for f in schema.fields
+    ]
+
+    def union(value: Any) -> Any:
+        get = value._values.__getitem__ if isinstance(value, Struct) else None
+        for i, (name, convert, record_name) in enumerate(branches):
+            branch = get(i) if get is not None else value.get(name)
+            if branch is not None:
+                converted = convert(branch)
+                return (record_name, converted) if record_name else converted
+        if schema.optional:
+            return None
+        raise DataException(f"a union value ({UNION_NAME}) has none of its fields set: {value!r}")
+
+    return union
 
 
 def _as_decimal(value: Any) -> decimal.Decimal:
@@ -275,6 +304,8 @@ def from_avro_value(schema: Schema, value: Any) -> Any:
             return logical.to_logical(schema, bytes(value) if raw_type is not int else value)
         return logical.to_logical(schema, logical.from_logical(schema, value))
     t = schema.type
+    if t is Type.STRUCT and name == UNION_NAME:
+        return _union_from_avro(schema, value)
     if t is Type.STRUCT:
         struct = Struct(schema)
         for f in schema.fields:
@@ -297,11 +328,60 @@ def from_avro_value(schema: Schema, value: Any) -> Any:
     return value
 
 
+#: The Connect types a decoded Avro value of a union may be, by Python type, in the order tried.
+_UNION_CANDIDATES: dict[type, tuple[Type, ...]] = {
+    bool: (Type.BOOLEAN,),
+    int: (Type.INT32, Type.INT64, Type.INT16, Type.INT8),
+    float: (Type.FLOAT64, Type.FLOAT32),
+    str: (Type.STRING,),
+    bytes: (Type.BYTES,),
+    list: (Type.ARRAY,),
+    dict: (Type.MAP, Type.STRUCT),
+}
+
+
+def _union_from_avro(schema: Schema, value: Any) -> Struct:
+    """A decoded union value as Confluent's union STRUCT: the field of the branch it came from set. A
+    record comes as `(record name, fields)` (the reader's `return_record_name`); other values are
+    matched by Python type to the first field that takes them (an int fits INT32 before INT64), as
+    AvroData matches a Java value's class."""
+    struct = Struct(schema)
+    if isinstance(value, tuple):
+        record_name, value = value
+        simple = record_name.rpartition(".")[2]
+        for f in schema.fields:
+            if f.schema.type is Type.STRUCT and f.name == simple:
+                return struct.put(f, from_avro_value(f.schema, value))
+        raise DataException(f"the record {record_name!r} is not a branch of the union {schema!r}")
+    for logical, (_, python_type) in _LOGICAL_CLASSES.items():
+        if isinstance(value, python_type):
+            for f in schema.fields:
+                if f.schema.name == logical:
+                    return struct.put(f, from_avro_value(f.schema, value))
+    for wanted in _UNION_CANDIDATES.get(type(value), ()):
+        for f in schema.fields:
+            if f.schema.type is wanted and f.schema.name not in _LOGICAL_RAW:
+                try:
+                    return struct.put(f, from_avro_value(f.schema, value))
+                except DataException:
+                    continue  # out of this branch's range (an INT32 for a long): the next one
+    raise DataException(f"the value {value!r:.80} fits none of the branches of the union {schema!r}")
+
+
 _LOGICAL_RAW: dict[str, tuple[Any, type]] = {
     Decimal.LOGICAL_NAME: (Decimal, bytes),
     Date.LOGICAL_NAME: (Date, int),
     Time.LOGICAL_NAME: (Time, int),
     Timestamp.LOGICAL_NAME: (Timestamp, int),
+}
+
+
+#: Logical values as fastavro decodes them, by logical name (a union's branch is found by them).
+_LOGICAL_CLASSES: dict[str, tuple[Any, type]] = {
+    Decimal.LOGICAL_NAME: (Decimal, decimal.Decimal),
+    Timestamp.LOGICAL_NAME: (Timestamp, datetime.datetime),
+    Date.LOGICAL_NAME: (Date, datetime.date),
+    Time.LOGICAL_NAME: (Time, datetime.time),
 }
 
 
@@ -320,13 +400,19 @@ def from_avro_schema(avro: Any) -> Schema:
 def _from_avro(avro: Any, named: dict[str, Any], namespace: str | None) -> SchemaBuilder:
     if isinstance(avro, list):
         branches = [b for b in avro if b != "null"]
-        if len(branches) != 1 or len(avro) > 2:
-            raise DataException(
-                f'Avro unions other than ["null", T] are not supported yet (got {json.dumps(avro)}); '
-                "Connect's optional types are the only unions eosconnect reads."
-            )
-        builder = _from_avro(branches[0], named, namespace)
-        return builder.optional()
+        if len(branches) == 1 and len(avro) == 2:
+            return _from_avro(branches[0], named, namespace).optional()
+        union = SchemaBuilder.struct().name(UNION_NAME)
+        seen: set[str] = set()
+        for branch in branches:
+            field_name = _union_field_name(branch, named, namespace)
+            if field_name in seen:
+                raise DataException(
+                    f"the Avro union {json.dumps(avro)} has two branches named {field_name!r}"
+                )
+            seen.add(field_name)
+            union.field(field_name, _from_avro(branch, named, namespace).optional().build())
+        return union.optional() if len(branches) < len(avro) else union
     if isinstance(avro, str):
         if avro in named:
             return _from_avro(named[avro], named, namespace)
@@ -394,6 +480,18 @@ def _from_avro(avro: Any, named: dict[str, Any], namespace: str | None) -> Schem
     else:
         builder = _primitive(t, avro)
     return _apply_connect_meta(builder, avro)
+
+
+def _union_field_name(branch: Any, named: dict[str, Any], namespace: str | None) -> str:
+    """Confluent's `unionMemberFieldName`: a record's, enum's or fixed's simple name, else the type."""
+    if isinstance(branch, str):
+        qualified = f"{namespace}.{branch}" if namespace and "." not in branch else branch
+        found = named.get(branch) or named.get(qualified)
+        return found["name"].rpartition(".")[2] if found is not None else branch
+    t = branch.get("type")
+    if t in ("record", "enum", "fixed"):
+        return str(branch["name"]).rpartition(".")[2]
+    return t if isinstance(t, str) else _union_field_name(t, named, namespace)
 
 
 def _full_name(avro: Mapping[str, Any], namespace: str | None) -> str:

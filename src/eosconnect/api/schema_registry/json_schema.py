@@ -20,8 +20,8 @@ from eosconnect.api.schema_registry.json_schema_data import (
     from_json_schema,
     from_json_value,
     has_decimal,
+    json_value_converter,
     to_json_schema,
-    to_json_value,
 )
 from eosconnect.api.schema_registry.wire import frame, unframe
 
@@ -40,7 +40,9 @@ class JsonSchemaConverter(RegistryConverter):
     FORMAT = "JSON"
 
     def _start_caches(self, size: int) -> None:
-        self._to_json: LruCache = LruCache(size)  # Connect schema -> (schema text, title, has decimals)
+        self._to_json: LruCache = LruCache(
+            size
+        )  # Connect schema -> (schema text, title, has decimals, value converter)
         self._readers: LruCache = LruCache(size)  # schema id -> Connect schema
 
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
@@ -51,11 +53,13 @@ class JsonSchemaConverter(RegistryConverter):
         if found is None:
             js = to_json_schema(schema)
             text = json.dumps(js, separators=(",", ":"))
-            found = self._to_json.put(schema, (text, js.get("title"), has_decimal(schema)))
-        text, title, decimals = found
+            found = self._to_json.put(
+                schema, (text, js.get("title"), has_decimal(schema), json_value_converter(schema))
+            )
+        text, title, decimals, convert = found
         subject = self.registry.subject(topic, title)
         registered = self.registry.schema_for_write(subject, RegistrySchema(text, self.FORMAT))
-        return frame(registered.schema_id, dump_json(to_json_value(schema, value), decimals).encode())
+        return frame(registered.schema_id, dump_json(convert(value), decimals).encode())
 
     def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:
         if data is None:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import base64
 import decimal
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
 from eosconnect.api.errors import DataException
+from eosconnect.api.schema_registry.value_walk import value_converter
 
 __all__ = [
     "dump_json",
@@ -105,39 +106,31 @@ def _not_none(schema: Schema | None) -> Schema:
 
 def to_json_value(schema: Schema, value: Any) -> Any:
     """A Connect value as JSON-ready data (Decimals stay `decimal.Decimal`: `dump_json` writes them)."""
-    if value is None:
-        if schema.default_value is not None:
-            return to_json_value(schema, schema.default_value)
-        if schema.optional:
-            return None
-        raise DataException(f"Conversion error: null value for a required {schema.type} (schema {schema!r})")
-    name = schema.name
-    if name == Decimal.LOGICAL_NAME:
-        if not isinstance(value, decimal.Decimal):
-            raise DataException(f"a Decimal value must be a decimal.Decimal, got {type(value).__name__}")
-        return value
-    if name in _LOGICAL:
-        return _LOGICAL[name].from_logical(schema, value)
-    t = schema.type
-    if t is Type.BYTES:
-        return base64.b64encode(bytes(value)).decode()
-    if t is Type.STRUCT:
-        get = value.get if isinstance(value, Struct | Mapping) else None
-        if get is None:
-            raise DataException(f"a STRUCT value must be a Struct, got {type(value).__name__}")
-        return {f.name: to_json_value(f.schema, get(f.name)) for f in schema.fields}
-    if t is Type.ARRAY:
-        items = _not_none(schema.value_schema)
-        return [to_json_value(items, v) for v in value]
-    if t is Type.MAP:
-        key_schema, value_schema = _not_none(schema.key_schema), _not_none(schema.value_schema)
-        if key_schema.type is Type.STRING and not key_schema.optional:
-            return {k: to_json_value(value_schema, v) for k, v in value.items()}
-        return [
-            {"key": to_json_value(key_schema, k), "value": to_json_value(value_schema, v)}
-            for k, v in value.items()
-        ]
-    return value
+    return json_value_converter(schema)(value)
+
+
+def json_value_converter(schema: Schema) -> Callable[[Any], Any]:
+    """`to_json_value` compiled for one schema (see `value_walk`): the converter keeps one per schema."""
+    return value_converter(schema, _json_special, _json_null)
+
+
+def _json_null(schema: Schema) -> str:
+    return f"Conversion error: null value for a required {schema.type} (schema {schema!r})"
+
+
+def _json_special(schema: Schema, child: Any) -> Callable[[Any], Any] | None:
+    """JSON Schema's own: a Decimal stays a `decimal.Decimal` (an exact number), BYTES are base64."""
+    if schema.name == Decimal.LOGICAL_NAME:
+
+        def exact(value: Any) -> Any:
+            if not isinstance(value, decimal.Decimal):
+                raise DataException(f"a Decimal value must be a decimal.Decimal, got {type(value).__name__}")
+            return value
+
+        return exact
+    if schema.type is Type.BYTES:
+        return lambda value: base64.b64encode(bytes(value)).decode()
+    return None
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode

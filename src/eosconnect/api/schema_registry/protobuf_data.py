@@ -1,33 +1,42 @@
 """Connect schemas and values <-> Protobuf (proto3), after Confluent's `ProtobufData`, to a working depth.
 
 Writing: a STRUCT schema becomes one proto3 file with one top-level message (named after the schema:
-`com.example.Order` is `message Order` in `package com.example`, an unnamed one `ConnectDefault1`);
-fields are numbered by position (1, 2, ...); INT8/INT16/INT32 are `int32`, INT64 `int64`, FLOAT32 `float`,
+`com.example.Order` is `message Order` in `package com.example`, an unnamed one `ConnectDefault1`); fields
+are numbered by position (1, 2, ...); INT8/INT16/INT32 are `int32`, INT64 `int64`, FLOAT32 `float`,
 FLOAT64 `double`, BOOLEAN `bool`, STRING `string`, BYTES `bytes`; an optional primitive is a proto3
 `optional` field (it has presence, so null survives); ARRAY is `repeated`; MAP with string, integer or
 boolean keys is `map<K, V>`; a nested STRUCT is a nested message; Timestamp is
-`google.protobuf.Timestamp`. The `.proto` text is what is registered (schema type PROTOBUF), and the
-same file, as a `FileDescriptorProto`, gives the message class that encodes the payload.
+`google.protobuf.Timestamp`, Date `google.type.Date`, Time `google.type.TimeOfDay` and Decimal
+`confluent.type.Decimal` (unscaled two's complement bytes, precision, scale; the schema's scale and
+precision as `(confluent.field_meta)` params), as Confluent's ProtobufData writes them and reads them
+back. The `.proto` text is what is registered (schema type PROTOBUF), and the same file, as a
+`FileDescriptorProto`, gives the message class that encodes the payload.
 
 Reading: the registered `.proto` text is parsed (`parse_proto`, the proto3 subset above plus enums,
 `reserved` and options, which are skipped) and the message the record's message indexes name is
-decoded. Message-typed fields read as optional STRUCTs (a message field may be absent), enums as STRING.
+decoded. Message-typed fields read as optional STRUCTs (a message field may be absent), enums as STRING,
+and a `oneof` group as Confluent's ProtobufData reads it: a field `<group>_<index>` (before the
+message's other fields) holding the optional STRUCT `io.confluent.connect.protobuf.Union.<group>`, one
+optional field per member, the member that is set filled in; such a STRUCT is written as a `oneof`.
 
-Not supported yet (a clear error says so): Decimal, Date and Time (Confluent maps them to
-`confluent.type.Decimal`, `google.type.Date`, `google.type.TimeOfDay`), arrays of arrays or of maps,
-maps with other keys, top-level schemas other than STRUCT, and reading `oneof` groups.
+Not supported yet (a clear error says so): arrays of arrays or of maps, maps with other keys, and
+top-level schemas other than STRUCT.
 """
 
 from __future__ import annotations
 
 import datetime
+import decimal
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from confluent_kafka.schema_registry.confluent import meta_pb2
+from confluent_kafka.schema_registry.confluent.type import decimal_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+from google.type import date_pb2, timeofday_pb2
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
 from eosconnect.api.errors import DataException
@@ -37,6 +46,29 @@ __all__ = ["ProtoFile", "from_message", "message_descriptor", "parse_proto", "to
 FDP = descriptor_pb2.FieldDescriptorProto
 TIMESTAMP_TYPE = "google.protobuf.Timestamp"
 TIMESTAMP_IMPORT = "google/protobuf/timestamp.proto"
+DATE_TYPE = "google.type.Date"
+TIME_TYPE = "google.type.TimeOfDay"
+DECIMAL_TYPE = "confluent.type.Decimal"
+META_IMPORT = "confluent/meta.proto"
+#: Connect's logical types that Confluent's ProtobufData writes as these well-known messages: logical
+#: name -> (message full name, the file that defines it, its generated module).
+_LOGICAL_MESSAGES: dict[str, tuple[str, str, Any]] = {
+    Timestamp.LOGICAL_NAME: (TIMESTAMP_TYPE, TIMESTAMP_IMPORT, timestamp_pb2),
+    Date.LOGICAL_NAME: (DATE_TYPE, "google/type/date.proto", date_pb2),
+    Time.LOGICAL_NAME: (TIME_TYPE, "google/type/timeofday.proto", timeofday_pb2),
+    Decimal.LOGICAL_NAME: (DECIMAL_TYPE, "confluent/type/decimal.proto", decimal_pb2),
+}
+#: Imports a registered schema may have, with the modules that define them (and their own imports).
+_KNOWN_IMPORTS = {
+    **{path: module for _, path, module in _LOGICAL_MESSAGES.values()},
+    META_IMPORT: meta_pb2,  # `(confluent.field_meta)` options: a Decimal's precision and scale
+    "google/protobuf/descriptor.proto": descriptor_pb2,
+}
+#: Confluent's ProtobufData names a `oneof` group's Connect STRUCT this prefix + the group's name; the
+#: field holding it is `<group>_<index of the group>`, before the message's other fields.
+UNION_PREFIX = "io.confluent.connect.protobuf.Union."
+#: Connect's Decimal parameter for the precision (Confluent's `connect.decimal.precision`).
+PRECISION_PARAMETER = "connect.decimal.precision"
 _SCALARS = {
     Type.INT8: FDP.TYPE_INT32,
     Type.INT16: FDP.TYPE_INT32,
@@ -100,22 +132,46 @@ def to_proto(schema: Schema) -> ProtoFile:
 
 
 def _fill_message(message: descriptor_pb2.DescriptorProto, schema: Schema, file: Any) -> None:
+    """Fields numbered in order (1, 2, ...); a union STRUCT (Confluent's `...protobuf.Union.<name>`)
+    is a `oneof <name>` whose members take the next numbers."""
+    number = 0
     for f in schema.fields:
-        field = message.field.add(name=f.name, number=f.index + 1, label=FDP.LABEL_OPTIONAL)
+        if is_union(f.schema):
+            oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=f.schema.name[len(UNION_PREFIX) :])  # type: ignore[index]
+            for member in f.schema.fields:
+                number += 1
+                field = message.field.add(name=member.name, number=number, label=FDP.LABEL_OPTIONAL)
+                _set_field_type(field, _required(member.schema), message, file, member.name)
+                field.oneof_index = oneof_index
+            continue
+        number += 1
+        field = message.field.add(name=f.name, number=number, label=FDP.LABEL_OPTIONAL)
         _set_field_type(field, f.schema, message, file, f.name)
 
 
+def is_union(schema: Schema) -> bool:
+    """Whether `schema` is Confluent's Connect form of a `oneof` group (a STRUCT named
+    `io.confluent.connect.protobuf.Union.<oneof name>`, one optional field per member)."""
+    return schema.type is Type.STRUCT and (schema.name or "").startswith(UNION_PREFIX)
+
+
 def _set_field_type(field: Any, schema: Schema, message: Any, file: Any, name: str) -> None:
-    if schema.name in (Decimal.LOGICAL_NAME, Date.LOGICAL_NAME, Time.LOGICAL_NAME):
-        raise DataException(
-            f"field {name!r}: ProtobufConverter does not support {schema.name} yet "
-            "(Confluent maps it to confluent.type.Decimal / google.type.Date / google.type.TimeOfDay)"
-        )
-    if schema.name == Timestamp.LOGICAL_NAME:
+    if schema.name == Decimal.LOGICAL_NAME:
+        # Confluent's: the message, the precision (if the schema has one) and scale as field_meta params.
+        params = field.options.Extensions[meta_pb2.field_meta].params
+        precision = (schema.parameters or {}).get(PRECISION_PARAMETER)
+        if precision is not None:
+            params["precision"] = precision
+        params["scale"] = str(Decimal.scale(schema))
+        if META_IMPORT not in file.dependency:
+            file.dependency.append(META_IMPORT)
+    if schema.name in _LOGICAL_MESSAGES:
+        type_name, path, _ = _LOGICAL_MESSAGES[schema.name]
         field.type = FDP.TYPE_MESSAGE
-        field.type_name = f".{TIMESTAMP_TYPE}"
-        if TIMESTAMP_IMPORT not in file.dependency:
-            file.dependency.append(TIMESTAMP_IMPORT)
+        field.type_name = f".{type_name}"
+        if path not in file.dependency:
+            file.dependency.append(path)
         return
     t = schema.type
     if t in _SCALARS:
@@ -199,7 +255,17 @@ def _render_message(message: descriptor_pb2.DescriptorProto, indent: str) -> lis
     entries = {m.name: m for m in message.nested_type if m.options.map_entry}
     lines = [f"{indent}message {message.name} {{"]
     inner = indent + "  "
+    rendered_oneofs: set[int] = set()
     for field in message.field:
+        if field.HasField("oneof_index") and not field.proto3_optional:
+            if field.oneof_index not in rendered_oneofs:
+                rendered_oneofs.add(field.oneof_index)
+                lines.append(f"{inner}oneof {message.oneof_decl[field.oneof_index].name} {{")
+                for member in message.field:
+                    if member.HasField("oneof_index") and member.oneof_index == field.oneof_index:
+                        lines.append(f"{inner}  {_type_text(member)} {member.name} = {member.number};")
+                lines.append(f"{inner}}}")
+            continue
         if field.type_name in entries:
             entry = entries[field.type_name]
             key, value = entry.field
@@ -210,12 +276,23 @@ def _render_message(message: descriptor_pb2.DescriptorProto, indent: str) -> lis
             if field.label == FDP.LABEL_REPEATED
             else ("optional " if field.proto3_optional else "")
         )
-        lines.append(f"{inner}{label}{_type_text(field)} {field.name} = {field.number};")
+        lines.append(
+            f"{inner}{label}{_type_text(field)} {field.name} = {field.number}{_options_text(field)};"
+        )
     for nested in message.nested_type:
         if not nested.options.map_entry:
             lines += _render_message(nested, inner)
     lines.append(f"{indent}}}")
     return lines
+
+
+def _options_text(field: Any) -> str:
+    """A field's `(confluent.field_meta)` params as Confluent writes them, else nothing."""
+    if not field.options.HasExtension(meta_pb2.field_meta):
+        return ""
+    params = field.options.Extensions[meta_pb2.field_meta].params
+    entries = ", ".join(f'{{ key: "{k}", value: "{v}" }}' for k, v in params.items())
+    return f" [(confluent.field_meta) = {{ params: [{entries}] }}]"
 
 
 def _type_text(field: Any) -> str:
@@ -226,7 +303,7 @@ def _type_text(field: Any) -> str:
 
 # ------------------------------------------------------------------------------------------ .proto parsing
 _TOKEN = re.compile(
-    r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[A-Za-z_][\w.]*|\.[\w.]+|-?\d+|[{}\[\]<>=;,()])',
+    r'\s+|//[^\n]*|/\*.*?\*/|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[A-Za-z_][\w.]*|\.[\w.]+|-?\d+|[{}\[\]<>=;,():])',
     re.S,
 )
 
@@ -275,15 +352,36 @@ class _Parser:
             elif token == ";" and depth == 0:
                 return
 
-    def skip_options(self) -> None:
+    def skip_options(self) -> list[str]:
+        """Skip a field's `[...]` options; their tokens are returned (for `field_meta_params`)."""
+        tokens: list[str] = []
         if self.peek() == "[":
             depth = 0
             while True:
                 token = self.next()
+                tokens.append(token)
                 depth += token == "["
                 depth -= token == "]"
                 if depth == 0:
                     break
+        return tokens
+
+
+def field_meta_params(tokens: list[str]) -> dict[str, str]:
+    """The `key: "..."`, `value: "..."` pairs of a `(confluent.field_meta)` option (Confluent writes a
+    Decimal's precision and scale so), from the option's tokens."""
+    if "(" not in tokens or "confluent.field_meta" not in tokens:
+        return {}
+    params: dict[str, str] = {}
+    key = None
+    for i, token in enumerate(tokens[:-2]):
+        if tokens[i + 1] == ":" and token in ("key", "value"):
+            text = tokens[i + 2].strip("\"'")
+            if token == "key":
+                key = text
+            elif key is not None:
+                params[key], key = text, None
+    return params
 
 
 def parse_proto(text: str) -> descriptor_pb2.FileDescriptorProto:
@@ -340,7 +438,22 @@ def _parse_message(p: _Parser, message: descriptor_pb2.DescriptorProto) -> None:
         elif token in ("option", "reserved", "extensions", "extend"):
             p.skip_statement()
         elif token == "oneof":
-            raise DataException("reading Protobuf schemas with oneof groups is not supported yet")
+            oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=p.next())
+            p.expect("{")
+            while (member_type := p.next()) != "}":
+                if member_type == "option":
+                    p.skip_statement()
+                    continue
+                name = p.next()
+                p.expect("=")
+                number = int(p.next())
+                params = field_meta_params(p.skip_options())
+                p.expect(";")
+                member = _add_field(message, name, number, member_type, FDP.LABEL_OPTIONAL)
+                member.oneof_index = oneof_index
+                for key, value in params.items():
+                    member.options.Extensions[meta_pb2.field_meta].params[key] = value
         elif token == ";":
             continue
         elif token == "map":
@@ -368,9 +481,11 @@ def _parse_message(p: _Parser, message: descriptor_pb2.DescriptorProto) -> None:
             name = p.next()
             p.expect("=")
             number = int(p.next())
-            p.skip_options()
+            params = field_meta_params(p.skip_options())
             p.expect(";")
             field = _add_field(message, name, number, token, label)
+            for key, value in params.items():
+                field.options.Extensions[meta_pb2.field_meta].params[key] = value
             if optional:
                 field.proto3_optional = True
                 field.oneof_index = len(message.oneof_decl)
@@ -389,11 +504,22 @@ def _add_field(message: Any, name: str, number: int, type_text: str, label: int)
 def message_descriptor(file: descriptor_pb2.FileDescriptorProto, indexes: list[int]) -> Descriptor:
     """The message that `indexes` (the wire format's message indexes) name in `file`."""
     pool = descriptor_pool.DescriptorPool()
-    if TIMESTAMP_IMPORT in file.dependency:
+    added: set[str] = set()
+
+    def add_known(path: str) -> None:
+        if path in added or path not in _KNOWN_IMPORTS:
+            return
+        added.add(path)
+        module_file = _KNOWN_IMPORTS[path].DESCRIPTOR
+        for dependency in module_file.dependencies:
+            add_known(dependency.name)
         well_known = descriptor_pb2.FileDescriptorProto()
-        timestamp_pb2.DESCRIPTOR.CopyToProto(well_known)
+        module_file.CopyToProto(well_known)
         pool.Add(well_known)
-    unknown = [d for d in file.dependency if d != TIMESTAMP_IMPORT]
+
+    for dependency in file.dependency:
+        add_known(dependency)
+    unknown = [d for d in file.dependency if d not in _KNOWN_IMPORTS]
     if unknown:
         raise DataException(f"Protobuf schemas importing {', '.join(unknown)} are not supported yet")
     try:
@@ -419,13 +545,49 @@ def to_message(schema: Schema, value: Any, message: Message) -> Message:
             if not f.schema.optional and f.schema.default_value is None:
                 raise DataException(f"field {f.name!r} is required and has no value")
             continue
+        if is_union(f.schema):  # the oneof's member that is set (the first, should several be)
+            for member in f.schema.fields:
+                if (member_value := item.get(member.name)) is not None:
+                    _set(message, member.name, member.schema, member_value)
+                    break
+            continue
         _set(message, f.name, f.schema, item)
     return message
 
 
-def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
+def _set_logical(target: Message, schema: Schema, value: Any) -> None:
+    """A Timestamp, Date or Time into its well-known message, as Confluent's ProtobufData writes it."""
     if schema.name == Timestamp.LOGICAL_NAME:
-        getattr(message, name).FromDatetime(value.astimezone(datetime.UTC).replace(tzinfo=None))
+        target.FromDatetime(value.astimezone(datetime.UTC).replace(tzinfo=None))  # type: ignore[attr-defined]
+    elif schema.name == Date.LOGICAL_NAME:
+        target.year, target.month, target.day = value.year, value.month, value.day  # type: ignore[attr-defined]
+    elif schema.name == Decimal.LOGICAL_NAME:  # Confluent's DecimalUtils.fromBigDecimal
+        unscaled = Decimal.from_logical(schema, value)  # two's complement, as BigInteger.toByteArray
+        target.value = unscaled  # type: ignore[attr-defined]
+        target.precision = max(len(str(abs(int.from_bytes(unscaled, "big", signed=True)))), 1)  # type: ignore[attr-defined]
+        target.scale = Decimal.scale(schema)  # type: ignore[attr-defined]
+    else:  # Time: Connect's are milliseconds of the (UTC) day
+        millis = Time.from_logical(schema, value)
+        seconds, target.nanos = divmod(millis, 1000)  # type: ignore[attr-defined]
+        target.nanos *= 1_000_000  # type: ignore[attr-defined]
+        minutes, target.seconds = divmod(seconds, 60)  # type: ignore[attr-defined]
+        target.hours, target.minutes = divmod(minutes, 60)  # type: ignore[attr-defined]
+
+
+def _get_logical(raw: Any, schema: Schema) -> Any:
+    if schema.name == Timestamp.LOGICAL_NAME:
+        return raw.ToDatetime(tzinfo=datetime.UTC)
+    if schema.name == Date.LOGICAL_NAME:
+        return datetime.date(raw.year, raw.month, raw.day)
+    if schema.name == Decimal.LOGICAL_NAME:  # the message's own scale, as DecimalUtils.toBigDecimal
+        return decimal.Decimal(int.from_bytes(raw.value, "big", signed=True)).scaleb(-raw.scale)
+    millis = ((raw.hours * 60 + raw.minutes) * 60 + raw.seconds) * 1000 + raw.nanos // 1_000_000
+    return Time.to_logical(schema, millis)
+
+
+def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
+    if schema.name in _LOGICAL_MESSAGES:
+        _set_logical(getattr(message, name), schema, value)
         return
     t = schema.type
     if t is Type.STRUCT:
@@ -437,8 +599,8 @@ def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
         for item in value:
             if element.type is Type.STRUCT:
                 to_message(element, item, container.add())
-            elif element.name == Timestamp.LOGICAL_NAME:
-                container.add().FromDatetime(item.astimezone(datetime.UTC).replace(tzinfo=None))
+            elif element.name in _LOGICAL_MESSAGES:
+                _set_logical(container.add(), element, item)
             else:
                 container.append(item)
     elif t is Type.MAP:
@@ -456,10 +618,51 @@ def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
 
 def connect_schema(descriptor: Descriptor) -> Schema:
     """The Connect STRUCT schema of a message (read side)."""
+    return _struct_builder(descriptor).build()
+
+
+def _struct_builder(descriptor: Descriptor) -> SchemaBuilder:
+    """A message's fields; each `oneof` group first, as Confluent's ProtobufData orders them: a
+    field `<group>_<index>` holding a union STRUCT of its members (optional, one set)."""
     builder = SchemaBuilder.struct().name(descriptor.full_name)
+    for oneof in _real_oneofs(descriptor):
+        union = SchemaBuilder.struct().name(UNION_PREFIX + oneof.name).optional()
+        for member in oneof.fields:
+            union.field(member.name, _field_schema(member))
+        builder.field(f"{oneof.name}_{oneof.index}", union.build())
     for field in descriptor.fields:
-        builder.field(field.name, _field_schema(field))
-    return builder.build()
+        if _real_oneof(field) is None:
+            builder.field(field.name, _field_schema(field))
+    return builder
+
+
+def _real_oneofs(descriptor: Descriptor) -> list[Any]:
+    return [o for o in descriptor.oneofs if not _synthetic(o)]
+
+
+def _synthetic(oneof: Any) -> bool:
+    """proto3 `optional` puts its field in a oneof of its own, named `_<field>` by protoc."""
+    return len(oneof.fields) == 1 and oneof.name == f"_{oneof.fields[0].name}"
+
+
+def _real_oneof(field: FieldDescriptor) -> Any:
+    oneof = field.containing_oneof
+    return None if oneof is None or _synthetic(oneof) else oneof
+
+
+_LOGICAL_BUILDERS = {TIMESTAMP_TYPE: Timestamp.builder, DATE_TYPE: Date.builder, TIME_TYPE: Time.builder}
+
+
+def _decimal_builder(field: FieldDescriptor) -> SchemaBuilder:
+    """Confluent's: the scale (else 0) and precision from the field's `(confluent.field_meta)` params."""
+    options = field.GetOptions()
+    params: Any = {}
+    if options.HasExtension(meta_pb2.field_meta):
+        params = options.Extensions[meta_pb2.field_meta].params
+    builder = Decimal.builder(int(params.get("scale", "0")))
+    if "precision" in params:
+        builder.parameter(PRECISION_PARAMETER, params["precision"])
+    return builder
 
 
 def _is_map(field: FieldDescriptor) -> bool:
@@ -480,12 +683,11 @@ def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
     if field.is_repeated and not element:
         return SchemaBuilder.array(_field_schema(field, True)).build()
     if field.type == FieldDescriptor.TYPE_MESSAGE:
-        if field.message_type.full_name == TIMESTAMP_TYPE:
-            builder = Timestamp.builder()
+        logical = _LOGICAL_BUILDERS.get(field.message_type.full_name)
+        if field.message_type.full_name == DECIMAL_TYPE:
+            builder = _decimal_builder(field)
         else:
-            builder = SchemaBuilder.struct().name(field.message_type.full_name)
-            for sub in field.message_type.fields:
-                builder.field(sub.name, _field_schema(sub))
+            builder = logical() if logical is not None else _struct_builder(field.message_type)
         return builder.build() if element else builder.optional().build()
     if field.type == FieldDescriptor.TYPE_ENUM:
         builder = SchemaBuilder.string()
@@ -515,9 +717,16 @@ def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
 
 def from_message(schema: Schema, message: Message) -> Struct:
     struct = Struct(schema)
+    fields = message.DESCRIPTOR.fields_by_name
     for f in schema.fields:
-        descriptor = message.DESCRIPTOR.fields_by_name[f.name]
-        struct.put(f, _get(message, descriptor, f.schema))
+        if is_union(f.schema):
+            member = message.WhichOneof(f.schema.name[len(UNION_PREFIX) :])  # type: ignore[index]
+            if member is not None:
+                union = Struct(f.schema)
+                union.put(member, _get(message, fields[member], f.schema.field(member).schema))  # type: ignore[union-attr]
+                struct.put(f, union)
+            continue
+        struct.put(f, _get(message, fields[f.name], f.schema))
     return struct
 
 
@@ -542,8 +751,8 @@ def _convert(raw: Any, field: FieldDescriptor, schema: Schema) -> Any:
 
 
 def _element(raw: Any, field: FieldDescriptor, schema: Schema) -> Any:
-    if schema.name == Timestamp.LOGICAL_NAME:
-        return raw.ToDatetime(tzinfo=datetime.UTC)
+    if schema.name in _LOGICAL_MESSAGES:
+        return _get_logical(raw, schema)
     if schema.type is Type.STRUCT:
         return from_message(schema, raw)
     if field.type == FieldDescriptor.TYPE_ENUM:

@@ -1,8 +1,10 @@
 """`JdbcSink` (also `io.confluent.connect.jdbc.JdbcSinkConnector`): Kafka records into database tables.
 
-Settings and behaviour follow Confluent's JDBC sink, with SQLAlchemy URLs (PostgreSQL through psycopg
-and SQLite are tested; other SQLAlchemy dialects should work, upserts need PostgreSQL, SQLite or
-MySQL/MariaDB). Each record becomes a row of the table `table.name.format` names: a `Struct` value
+Settings and behaviour follow Confluent's JDBC sink, with SQLAlchemy URLs (PostgreSQL through psycopg,
+MariaDB through PyMySQL, e.g. mysql+pymysql://app@db:3306/shop, and SQLite are tested; other
+SQLAlchemy dialects should work, upserts need PostgreSQL, SQLite or MySQL/MariaDB; on MySQL/MariaDB a
+string or bytes key column is created as VARCHAR/VARBINARY(256)). Each record becomes a row of the
+table `table.name.format` names: a `Struct` value
 (a converter with schemas, e.g. `JsonConverter` with `schemas.enable=true`) gives columns and types
 from its schema (INT8/16 SMALLINT, INT32 INTEGER, INT64 BIGINT, FLOAT32 REAL, FLOAT64 DOUBLE, BOOLEAN,
 STRING TEXT, BYTES binary, logical Decimal NUMERIC(38, scale), Date DATE, Time TIME, Timestamp
@@ -11,7 +13,8 @@ columns by its keys, typed from its values. `pk.mode` picks the primary key colu
 the statement (INSERT, upsert by INSERT .. ON CONFLICT / ON DUPLICATE KEY, UPDATE), and with
 `delete.enabled` a tombstone deletes the row with the record's key. `auto.create` creates a missing
 table with that primary key, `auto.evolve` adds missing columns (nullable). Rows are written in bulk
-(executemany, up to `batch.size` rows per statement), in consumption order.
+(executemany, up to `batch.size` rows per statement; plain inserts into PostgreSQL through psycopg
+as one COPY), in consumption order.
 
 **Sinks, exactly once.** No other Kafka Connect JDBC sink can be exactly once: they commit the
 consumer group's offsets after the database commit, so a crash between the two repeats rows (upserts
@@ -92,19 +95,12 @@ class JdbcSinkConnector(SinkConnector):
         return CONFIG_DEF
 
     def validate(self, config: Mapping[str, str]) -> list[ConfigValue]:
-        results = CONFIG_DEF.validate(config)
-        if any(r.errors for r in results):
-            return results
-        values = CONFIG_DEF.parse(config)
-        errors = {**cross_field_errors(values), **sink_topics_errors(config)}
-        if not errors:
-            errors = connection_errors(values, new_sqlite_file_ok=True)  # shared with JdbcSource
-        return [
-            ConfigValue(
-                r.name, r.value, r.recommended_values, [*r.errors, *errors.get(r.name, [])], r.visible
-            )
-            for r in results
-        ]
+        def checks(props: Mapping[str, str]) -> dict[str, list[str]]:
+            values = CONFIG_DEF.parse(props)
+            errors = {**cross_field_errors(values), **sink_topics_errors(props)}
+            return errors or connection_errors(values, new_sqlite_file_ok=True)  # shared with JdbcSource
+
+        return CONFIG_DEF.validate_then(config, checks)
 
     def start(self, config: dict[str, str]) -> None:
         errors = {v.name: v.errors for v in self.validate(config) if v.errors}

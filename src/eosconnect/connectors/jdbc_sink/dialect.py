@@ -79,6 +79,16 @@ def sql_type(schema: Schema) -> sa.types.TypeEngine[Any]:
     }.get(schema.type, sa.Text())  # ARRAY, MAP, STRUCT: JSON text
 
 
+def _key_type(column_type: sa.types.TypeEngine[Any]) -> sa.types.TypeEngine[Any]:
+    """A primary key column's type: MySQL/MariaDB cannot index TEXT or BLOB without a length, so
+    there a string key is VARCHAR(256) and a bytes key VARBINARY(256), as Confluent's MySQL dialect."""
+    if isinstance(column_type, sa.Text):
+        return column_type.with_variant(sa.String(256), "mysql", "mariadb")
+    if isinstance(column_type, sa.LargeBinary):
+        return column_type.with_variant(sa.VARBINARY(256), "mysql", "mariadb")
+    return column_type
+
+
 def db_value(value: Any, zone: ZoneInfo) -> Any:
     """A record value as the driver takes it: instants in `db.timezone` without a zone (the columns
     are TIMESTAMP without time zone), nested values as JSON text."""
@@ -164,7 +174,7 @@ class Tables:
             *(
                 sa.Column(
                     self.ident(col),
-                    sql_type(col_schema),
+                    _key_type(sql_type(col_schema)) if col in key else sql_type(col_schema),
                     primary_key=col in key,
                     nullable=col not in key and col_schema.optional,
                     autoincrement=False,

@@ -4,14 +4,25 @@ captured tables, and each table's columns, nullability and primary key."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from eosconnect.connectors.postgres_cdc.config import AutoCreate, CdcConfig, TableFilter
 from eosconnect.connectors.postgres_cdc.pgoutput import Column
 
-__all__ = ["TableMeta", "check", "connect", "ensure_publication", "published_tables", "table_meta"]
+__all__ = [
+    "TableMeta",
+    "check",
+    "connect",
+    "ensure_publication",
+    "published_tables",
+    "table_meta",
+    "type_names",
+]
 
+#: PostgreSQL's FirstNormalObjectId: oids below it are built in, the same in every database.
+FIRST_NORMAL_OID = 16384
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 
 
@@ -108,13 +119,23 @@ def ensure_publication(conn: Any, config: CdcConfig) -> None:
 
 
 def published_tables(conn: Any, config: CdcConfig) -> list[tuple[str, str]]:
-    """The captured tables: the publication's, narrowed by the include/exclude lists."""
+    """The captured tables: the publication's, narrowed by the include/exclude lists, in the order
+    Debezium snapshots them: by the first table.include.list pattern each matches, then by name."""
     rows = conn.execute(
         "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s ORDER BY 1, 2",
         (config["publication.name"],),
     ).fetchall()
     tables = config.tables
-    return [(s, t) for s, t in rows if tables(s, t)]
+    return sorted(((s, t) for s, t in rows if tables(s, t)), key=lambda st: tables.rank(*st))
+
+
+def type_names(conn: Any, oids: Iterable[int]) -> dict[int, str]:
+    """The names of the types extensions define among `oids` (hstore: its oid differs per database)."""
+    wanted = sorted({oid for oid in oids if oid >= FIRST_NORMAL_OID})
+    if not wanted:
+        return {}
+    rows = conn.execute("SELECT oid::int8, typname FROM pg_type WHERE oid = ANY(%s)", (wanted,)).fetchall()
+    return {int(r[0]): r[1] for r in rows}
 
 
 @dataclass(frozen=True)

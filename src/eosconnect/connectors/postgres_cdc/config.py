@@ -125,6 +125,12 @@ class TableFilter:
             return any(p.fullmatch(name) for p in self.include)
         return not any(p.fullmatch(name) for p in self.exclude)
 
+    def rank(self, *parts: str) -> tuple[int, str]:
+        """Sort key: the position of the first include pattern matching, then the dotted name."""
+        name = ".".join(parts)
+        first = next((i for i, p in enumerate(self.include) if p.fullmatch(name)), len(self.include))
+        return first, name
+
 
 @dataclass(frozen=True)
 class CdcConfig:
@@ -163,7 +169,8 @@ class CdcConfig:
             "dbname": self.values["database.dbname"],
             "application_name": "eosconnect-postgres-cdc",
             "connect_timeout": "10",  # a silent port fails validation in seconds, not minutes
-            "options": "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3",
+            "options": "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres -c bytea_output=hex "
+            "-c extra_float_digits=3",
         }
         if isinstance(password, Password) and password.value:
             parts["password"] = password.value

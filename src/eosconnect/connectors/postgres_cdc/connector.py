@@ -45,13 +45,7 @@ class PostgresCdcSourceConnector(SourceConnector):
         return CONFIG_DEF
 
     def validate(self, config: Mapping[str, str]) -> list[ConfigValue]:
-        results = CONFIG_DEF.validate(config)
-        if any(r.errors for r in results):
-            return results
-        errors = catalog.check(CdcConfig.parse(config))
-        for result in results:
-            result.errors.extend(errors.get(result.name, []))
-        return results
+        return CONFIG_DEF.validate_then(config, lambda props: catalog.check(CdcConfig.parse(props)))
 
     def start(self, config: dict[str, str]) -> None:
         cfg = CdcConfig.parse(config)

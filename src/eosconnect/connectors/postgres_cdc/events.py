@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,8 +27,9 @@ from eosconnect.connectors.postgres_cdc.types import (
 
 __all__ = ["CONNECTOR_NAME", "DEBEZIUM_VERSION", "UNAVAILABLE", "SourceInfo", "TableEvents", "source_schema"]
 
-#: The Debezium release whose event format this follows (reported as source.version).
-DEBEZIUM_VERSION = "2.7.3.Final"
+#: The Debezium release whose event format this follows, field by field (reported as source.version):
+#: tests/integration/test_postgres_cdc_debezium.py compares our events with that release's.
+DEBEZIUM_VERSION = "3.7.0.Final"
 CONNECTOR_NAME = "postgresql"
 #: Debezium's `unavailable.value.placeholder`: an unchanged TOASTed value the WAL does not carry.
 UNAVAILABLE = "__debezium_unavailable_value"
@@ -51,6 +52,7 @@ def source_schema() -> Schema:
     return (
         SchemaBuilder.struct()
         .name("io.debezium.connector.postgresql.Source")
+        .version(1)
         .field("version", SchemaBuilder.string().build())
         .field("connector", SchemaBuilder.string().build())
         .field("name", SchemaBuilder.string().build())
@@ -65,6 +67,8 @@ def source_schema() -> Schema:
         .field("txId", SchemaBuilder.int64().optional().build())
         .field("lsn", SchemaBuilder.int64().optional().build())
         .field("xmin", SchemaBuilder.int64().optional().build())
+        .field("origin", SchemaBuilder.string().optional().build())
+        .field("origin_lsn", SchemaBuilder.int64().optional().build())
         .build()
     )
 
@@ -89,17 +93,17 @@ class SourceInfo:
     server: str  # topic.prefix
     db: str
     ts: dt.datetime  # commit time (streaming) or snapshot time
-    snapshot: str  # "false" while streaming; "true"/"last" in the snapshot
+    snapshot: str  # "false" while streaming; first/first_in_data_collection/true/.../last in the snapshot
     tx_id: int | None
-    lsn: int | None
-    last_commit_lsn: int | None = None
+    lsn: int | None  # the change's own WAL position (the snapshot's consistent point in the snapshot)
+    last_commit_lsn: int | None = None  # where the previous transaction's commit record ended
 
     def struct(self, schema_name: str, table: str) -> Struct:
         micros = int(self.ts.timestamp() * 1_000_000)
         sequence = None
         if self.lsn is not None:
             previous = None if self.last_commit_lsn is None else str(self.last_commit_lsn)
-            sequence = json.dumps([previous, str(self.lsn)])
+            sequence = json.dumps([previous, str(self.lsn)], separators=(",", ":"))
         return Struct.from_values(
             SOURCE_SCHEMA,
             [
@@ -116,6 +120,8 @@ class SourceInfo:
                 table,
                 self.tx_id,
                 self.lsn,
+                None,
+                None,
                 None,
             ],
             validate=False,
@@ -136,6 +142,7 @@ class TableEvents:
         decimal_mode: DecimalHandling,
         time_mode: TimePrecision,
         keep_column: Callable[[str, str, str], bool] | None = None,
+        type_names: Mapping[int, str] | None = None,
     ) -> None:
         self.schema_name, self.table = schema_name, table
         self.topic = f"{prefix}.{schema_name}.{table}"
@@ -148,7 +155,11 @@ class TableEvents:
         columns = [columns[i] for i in self._kept]
         nullable = [nullable[i] for i in self._kept]
         self.columns = tuple(columns)
-        types = [column_type(c.type_oid, c.type_modifier, decimal_mode, time_mode) for c in columns]
+        names_of = type_names or {}
+        types = [
+            column_type(c.type_oid, c.type_modifier, decimal_mode, time_mode, names_of.get(c.type_oid))
+            for c in columns
+        ]
         self.converters = tuple(t.convert for t in types)
         value = SchemaBuilder.struct().name(f"{self.topic}.Value")
         field_schemas: dict[str, Schema] = {}
@@ -197,7 +208,12 @@ class TableEvents:
             elif text is UNCHANGED:
                 out.append(_unavailable(schema))
             else:
-                out.append(convert(text))  # type: ignore[arg-type]
+                value = convert(text)  # type: ignore[arg-type]
+                if isinstance(value, Struct) and value.schema is not schema:  # a nullable column's struct
+                    value = Struct.from_values(
+                        schema, [value.get(f.name) for f in schema.fields], validate=False
+                    )
+                out.append(value)
         return Struct.from_values(self.value_schema, out, validate=False)
 
     def key(self, row: Struct | None) -> Struct | None:

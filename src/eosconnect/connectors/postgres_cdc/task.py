@@ -25,6 +25,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from eosconnect.api.data import SchemaBuilder, Struct
@@ -36,6 +37,7 @@ from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
 from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     Begin,
+    Column,
     Commit,
     Delete,
     Insert,
@@ -51,7 +53,7 @@ from eosconnect.connectors.postgres_cdc.replication import (
     slot_info,
     wait_released,
 )
-from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
+from eosconnect.connectors.postgres_cdc.types import BPCHAR, DecimalHandling, TimePrecision
 
 __all__ = ["VERSION", "PostgresCdcTask"]
 
@@ -95,7 +97,9 @@ class PostgresCdcTask(SourceTask):
         self._stopping = threading.Event()
         self._ready: deque[SourceRecord] = deque()
         self._relations: dict[int, TableEvents | None] = {}
-        self._txn: tuple[Begin, list[tuple[str, TableEvents, Struct | None, Struct | None]]] | None = None
+        self._txn: tuple[Begin, list[tuple[str, TableEvents, Struct | None, Struct | None, int]]] | None = (
+            None
+        )
         self._last_commit_lsn: int | None = None
         self._flush_to = 0  # confirmed once the Kafka transaction with it committed
         self._confirmed = 0
@@ -114,7 +118,16 @@ class PostgresCdcTask(SourceTask):
                 f"replication slot {self.stream.slot!r} uses the {slot[0]!r} plugin, not pgoutput. Drop it "
                 f"(SELECT pg_drop_replication_slot('{self.stream.slot}');) or set slot.name to another slot."
             )
-        snapshot_done = stored is not None and stored.get("snapshot") in (None, "last")
+        self._debezium_resume: tuple[int, int | None] | None = None
+        debezium = stored is not None and is_debezium_offset(stored)
+        if stored is not None and debezium:  # Debezium's own offset (a connector switched over)
+            snapshot_done = (
+                not stored.get("snapshot")
+                or stored.get("last_snapshot_record") is True
+                or stored.get("snapshot_completed") is True
+            )
+        else:
+            snapshot_done = stored is not None and stored.get("snapshot") in (None, "last")
         if stored is not None and snapshot_done:
             if slot is None:
                 raise ConnectException(
@@ -122,7 +135,17 @@ class PostgresCdcTask(SourceTask):
                     f"(LSN {format_lsn(int(stored['lsn']))}) are lost. Reset the connector's offsets to take "
                     "a new snapshot (snapshot.mode=initial)."
                 )
-            self._resume = (int(stored["lsn"]), int(stored.get("event", -1)))
+            previous = None if "heartbeat" in stored else stored.get("lsn_end", stored.get("lsn_commit"))
+            self._last_commit_lsn = None if previous is None else int(previous)  # type: ignore[arg-type]
+            if debezium:
+                processed = stored.get("lsn_proc")
+                self._debezium_resume = (
+                    int(stored.get("lsn_commit") or 0),  # type: ignore[arg-type]
+                    None if processed is None else int(processed),  # type: ignore[arg-type]
+                )
+                log.info("PostgresCdcSource: resuming after Debezium's stored offset %s", dict(stored))
+            else:
+                self._resume = (int(stored["lsn"]), int(stored.get("event", -1)))
             if mode is SnapshotMode.INITIAL_ONLY:
                 self._done = True
                 return
@@ -167,7 +190,7 @@ class PostgresCdcTask(SourceTask):
                 if not waiting:
                     break
                 continue
-            self._handle(parse(message.payload))
+            self._handle(parse(message.payload), message.data_start)
         if self._ready:
             self._last_activity = time.monotonic()
             batch = [self._ready.popleft() for _ in range(min(len(self._ready), self.batch_size))]
@@ -199,13 +222,14 @@ class PostgresCdcTask(SourceTask):
 
     # ------------------------------------------------------------------------------------ stream
 
-    def _handle(self, message: Any) -> None:
+    def _handle(self, message: Any, lsn: int) -> None:
+        """One pgoutput message; `lsn` is where it is in the WAL (a change's own record: source.lsn)."""
         if isinstance(message, Begin):
             self._txn = (message, [])
         elif isinstance(message, Relation):
             self._relations[message.oid] = self._table_events(message)
         elif isinstance(message, Insert | Update | Delete):
-            self._change(message)
+            self._change(message, lsn)
         elif isinstance(message, Commit):
             self._commit(message)
 
@@ -223,25 +247,26 @@ class PostgresCdcTask(SourceTask):
             self.decimal_mode,
             self.time_mode,
             self.column_filter,
+            catalog.type_names(self.catalog, (c.type_oid for c in relation.columns)),
         )
 
-    def _change(self, message: Insert | Update | Delete) -> None:
+    def _change(self, message: Insert | Update | Delete, lsn: int) -> None:
         table = self._relations.get(message.relation_oid)
         if table is None or self._txn is None:
             return
         events = self._txn[1]
         if isinstance(message, Insert):
-            events.append(("c", table, None, table.row(message.new)))
+            events.append(("c", table, None, table.row(message.new), lsn))
         elif isinstance(message, Update):
             after = table.row(message.new)
             before = None if message.old is None else table.row(message.old, key_only=message.old_is_key)
             if message.old_is_key and before is not None and table.key(before) != table.key(after):
-                events.append(("d", table, before, None))  # a primary key change: delete, then create
-                events.append(("c", table, None, after))
+                events.append(("d", table, before, None, lsn))  # a primary key change: delete, then create
+                events.append(("c", table, None, after, lsn))
             else:
-                events.append(("u", table, before, after))
+                events.append(("u", table, before, after, lsn))
         else:
-            events.append(("d", table, table.row(message.old, key_only=message.old_is_key), None))
+            events.append(("d", table, table.row(message.old, key_only=message.old_is_key), None, lsn))
 
     def _commit(self, commit: Commit) -> None:
         if self._txn is None:
@@ -250,51 +275,75 @@ class PostgresCdcTask(SourceTask):
         self._txn = None
         now = dt.datetime.now(dt.UTC)
         records: list[SourceRecord] = []
-        for op, table, before, after in events:
+        lsns: list[int] = []  # each record's change LSN
+        for op, table, before, after, lsn in events:
             source = SourceInfo(
-                self.prefix,
-                self.db,
-                begin.commit_time,
-                "false",
-                begin.xid,
-                begin.final_lsn,
-                self._last_commit_lsn,
+                self.prefix, self.db, begin.commit_time, "false", begin.xid, lsn, self._last_commit_lsn
             )
             key = table.key(after if after is not None else before)
             value = table.envelope(op, before, after, source, now)
             records.append(self._record(table, key, value, begin, len(records)))
+            lsns.append(lsn)
             if op == "d" and self.tombstones:
                 records.append(self._record(table, key, None, begin, len(records)))
-        self._last_commit_lsn = begin.final_lsn
+                lsns.append(lsn)
+        self._last_commit_lsn = commit.end_lsn  # Debezium's lastCommitLsn: source.sequence[0] after it
         if not records:
             return
         last = records[-1]
         records[-1] = dataclasses.replace(
             last, source_offset={**last.source_offset, "lsn_end": commit.end_lsn}
         )
-        if self._resume is not None:
+        if self._debezium_resume is not None:
+            kept = self._after_debezium(records, lsns, commit)
+            self._skipped(records, kept, begin, commit, "Debezium delivered")
+            records = kept
+        elif self._resume is not None:
             lsn, event = self._resume
             kept = [
                 r
                 for r in records
                 if (int(r.source_offset["lsn"]), int(r.source_offset["event"])) > (lsn, event)  # type: ignore[arg-type]
             ]
-            if not kept:  # the whole transaction is in Kafka already: the slot may pass it
-                with self._lock:
-                    self._flush_to = max(self._flush_to, commit.end_lsn)
-            if len(kept) < len(records):
-                log.info(
-                    "PostgresCdcSource: skipped %d event(s) of transaction %d already in Kafka",
-                    len(records) - len(kept),
-                    begin.xid,
-                )
+            self._skipped(records, kept, begin, commit, "already in Kafka")
             records = kept
         self._ready.extend(records)
+
+    def _skipped(
+        self, records: list[SourceRecord], kept: list[SourceRecord], begin: Begin, commit: Commit, why: str
+    ) -> None:
+        """After a restart: a transaction delivered whole before lets the slot pass it; logs the skip."""
+        if not kept:
+            with self._lock:
+                self._flush_to = max(self._flush_to, commit.end_lsn)
+        if len(kept) < len(records):
+            log.info(
+                "PostgresCdcSource: skipped %d event(s) of transaction %d %s",
+                len(records) - len(kept),
+                begin.xid,
+                why,
+            )
+
+    def _after_debezium(
+        self, records: list[SourceRecord], lsns: list[int], commit: Commit
+    ) -> list[SourceRecord]:
+        """The records Debezium did not send before it was stopped. Its offset holds `lsn_commit`
+        (the end of the last transaction it finished) and `lsn_proc` (its last event): transactions
+        ending at or before `lsn_commit` are skipped whole; in the first one after it (the one
+        Debezium may have been inside), the events at or before `lsn_proc`."""
+        assert self._debezium_resume is not None
+        done_commit, done_event = self._debezium_resume
+        if commit.end_lsn <= done_commit:
+            return []
+        self._debezium_resume = None
+        return [r for r, lsn in zip(records, lsns, strict=True) if done_event is None or lsn > done_event]
 
     def _record(
         self, table: TableEvents, key: Struct | None, value: Struct | None, begin: Begin, index: int
     ) -> SourceRecord:
         offset: dict[str, Primitive] = {"lsn": begin.final_lsn, "txId": begin.xid, "event": index}
+        if self._last_commit_lsn is not None:  # restores source.sequence's first half after a restart
+            offset["lsn_commit"] = self._last_commit_lsn
         return SourceRecord(
             source_partition=self.partition,
             source_offset=offset,
@@ -357,9 +406,17 @@ class PostgresCdcTask(SourceTask):
                     resource.close()
 
 
+def is_debezium_offset(offset: Mapping[str, Any]) -> bool:
+    """Whether a stored offset is Debezium's (`lsn_proc`, `lsn_commit`, `ts_usec`, ...): ours has `event`."""
+    return "event" not in offset and any(
+        k in offset for k in ("lsn_proc", "lsn_commit", "ts_usec", "last_snapshot_record")
+    )
+
+
 class _Snapshot:
     """Reads the captured tables in the slot's exported snapshot (REPEATABLE READ, SET TRANSACTION
-    SNAPSHOT), snapshot.fetch.size rows per poll, one row ahead so the final event says "last"."""
+    SNAPSHOT), snapshot.fetch.size rows per poll, one row ahead so each event's `source.snapshot`
+    says what Debezium's does: first, first_in_data_collection, true, last_in_data_collection, last."""
 
     def __init__(self, task: PostgresCdcTask, lsn: int, snapshot_name: str) -> None:
         import psycopg
@@ -372,63 +429,70 @@ class _Snapshot:
         self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         self.conn.read_only = True
         self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
+        self.tx_id = int(self.conn.execute("SELECT txid_current()").fetchone()[0])  # source.txId
         self.ts = dt.datetime.now(dt.UTC)
         self.tables = [
             catalog.table_meta(self.conn, s, t) for s, t in catalog.published_tables(self.conn, task.cfg)
         ]
         log.info("PostgresCdcSource: snapshot of %d table(s) at LSN %s", len(self.tables), format_lsn(lsn))
-        self._cursor: Any = None
-        self._events: TableEvents | None = None
-        self._carry: SourceRecord | None = None
+        self._source = self._rows()
+        self._ahead = next(self._source, None)
+        self._previous: int | None = None  # the table index of the last row handed out
 
-    def _open_next(self) -> bool:
-        if not self.tables:
-            return False
-        meta = self.tables.pop(0)
-        self._events = TableEvents(
-            self.task.prefix,
-            meta.schema,
-            meta.table,
-            meta.columns,
-            [meta.nullable[c.name] for c in meta.columns],
-            meta.primary_key,
-            self.task.decimal_mode,
-            self.task.time_mode,
-            self.task.column_filter,
-        )
-        columns = ", ".join(f"{catalog._ident(c.name)}::text" for c in meta.columns)
-        self._cursor = self.conn.cursor(name=f"eosconnect_snapshot_{meta.oid}")
-        self._cursor.execute(f"SELECT {columns} FROM {catalog.qualified(meta.schema, meta.table)}")
-        return True
+    def _rows(self) -> Iterator[tuple[int, TableEvents, tuple[TupleValue, ...]]]:
+        for index, meta in enumerate(self.tables):
+            events = TableEvents(
+                self.task.prefix,
+                meta.schema,
+                meta.table,
+                meta.columns,
+                [meta.nullable[c.name] for c in meta.columns],
+                meta.primary_key,
+                self.task.decimal_mode,
+                self.task.time_mode,
+                self.task.column_filter,
+                catalog.type_names(self.conn, (c.type_oid for c in meta.columns)),
+            )
+            columns = ", ".join(_as_text(c) for c in meta.columns)
+            with self.conn.cursor(name=f"eosconnect_snapshot_{meta.oid}") as cursor:
+                cursor.execute(f"SELECT {columns} FROM {catalog.qualified(meta.schema, meta.table)}")
+                while rows := cursor.fetchmany(self.fetch):
+                    for row in rows:
+                        yield index, events, row
 
     def next_batch(self) -> tuple[list[SourceRecord], bool]:
-        """The next records and whether the snapshot is complete (the last one is then marked)."""
-        out: list[SourceRecord] = [self._carry] if self._carry is not None else []
-        self._carry = None
-        while len(out) <= self.fetch:
-            if self._cursor is None and not self._open_next():
-                if out:
-                    last = out[-1]
-                    out[-1] = self._record(last, "last")
-                return out, True
-            rows = self._cursor.fetchmany(self.fetch + 1 - len(out))
-            if not rows:
-                self._cursor.close()
-                self._cursor = None
-                continue
-            out += [self._row(row) for row in rows]
-        self._carry = out.pop()
-        return out, False
+        """The next records and whether the snapshot is complete (the last one's offset then says so)."""
+        out: list[SourceRecord] = []
+        last_table = len(self.tables) - 1
+        while self._ahead is not None and len(out) < self.fetch:
+            index, events, row = self._ahead
+            self._ahead = next(self._source, None)
+            first_in_table = self._previous != index
+            last_in_table = self._ahead is None or self._ahead[0] != index
+            self._previous = index
+            # Debezium's order of precedence (a one-row snapshot is "last")
+            if last_in_table and index == last_table:
+                marker = "last"
+            elif first_in_table and index == 0:
+                marker = "first"
+            elif last_in_table:
+                marker = "last_in_data_collection"
+            elif first_in_table:
+                marker = "first_in_data_collection"
+            else:
+                marker = "true"
+            out.append(self._row(events, row, marker, final=self._ahead is None))
+        return out, self._ahead is None
 
-    def _row(self, row: tuple[TupleValue, ...]) -> SourceRecord:
-        events = self._events
-        assert events is not None
+    def _row(
+        self, events: TableEvents, row: tuple[TupleValue, ...], marker: str, final: bool
+    ) -> SourceRecord:
         after = events.row(row)
-        source = SourceInfo(self.task.prefix, self.task.db, self.ts, "true", None, self.lsn)
+        source = SourceInfo(self.task.prefix, self.task.db, self.ts, marker, self.tx_id, self.lsn)
         value = events.envelope("r", None, after, source, dt.datetime.now(dt.UTC))
         return SourceRecord(
             source_partition=self.task.partition,
-            source_offset={"lsn": self.lsn, "event": -1, "snapshot": "true"},
+            source_offset={"lsn": self.lsn, "event": -1, "snapshot": "last" if final else "true"},
             topic=events.topic,
             key=events.key(after),
             value=value,
@@ -436,14 +500,18 @@ class _Snapshot:
             value_schema=events.envelope_schema,
         )
 
-    def _record(self, record: SourceRecord, snapshot: str) -> SourceRecord:
-        value = record.value
-        if isinstance(value, Struct):
-            source = value.get("source")
-            source.put("snapshot", snapshot)
-        return dataclasses.replace(record, source_offset={**record.source_offset, "snapshot": snapshot})
-
     def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._source.close()
         with contextlib.suppress(Exception):
             self.conn.rollback()
             self.conn.close()
+
+
+def _as_text(column: Column) -> str:
+    """A snapshot column as the text pgoutput would send: `::text`, except that char(n) keeps its
+    padding (the cast to text trims it; pgoutput and Debezium keep it)."""
+    name = catalog._ident(column.name)
+    if column.type_oid == BPCHAR and column.type_modifier >= 4:
+        return f"rpad({name}::text, {column.type_modifier - 4})"
+    return f"{name}::text"

@@ -1,7 +1,8 @@
 """PostgreSQL column types -> Kafka Connect schemas and values, as Debezium's PostgreSQL connector maps them.
 
 pgoutput (and the snapshot's text casts) give every value as the type's text output, read here with
-the session settings `TimeZone=UTC`, `DateStyle=ISO`, `bytea_output=hex`, `extra_float_digits=3`.
+the session settings `TimeZone=UTC`, `DateStyle=ISO`, `IntervalStyle=postgres`, `bytea_output=hex`,
+`extra_float_digits=3`.
 
 ==========================  =====================================================================
 PostgreSQL type             Connect schema (Debezium's name)
@@ -18,17 +19,24 @@ bytea                       BYTES
 date                        INT32 io.debezium.time.Date (days since the epoch)
 time                        adaptive: io.debezium.time.Time (ms, precision <= 3) / MicroTime (us)
 timestamp                   adaptive: io.debezium.time.Timestamp (ms, precision <= 3) / MicroTimestamp (us)
-timestamptz                 STRING io.debezium.time.ZonedTimestamp (ISO-8601 in UTC)
+timestamptz                 STRING io.debezium.time.ZonedTimestamp (ISO-8601 in UTC, the column's
+                            fractional digits: 6 unless declared)
+interval                    INT64 io.debezium.time.MicroDuration (a month counted as 365.25/12 days)
+hstore (extension)          STRING io.debezium.data.Json ({"key":"value"} in Java HashMap order)
+<type>[] (one dimension)    ARRAY of the element type's schema, optional elements
 anything else               STRING (the value's text)
 ==========================  =====================================================================
 
-`time.precision.mode=connect` maps date/time/timestamp to Kafka's Date/Time/Timestamp instead.
+tests/integration/test_postgres_cdc_debezium.py holds every row of this table to the events of real
+Debezium. `time.precision.mode=connect` maps date/time/timestamp to Kafka's Date/Time/Timestamp instead.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -46,6 +54,15 @@ EPOCH_DATE = dt.date(1970, 1, 1)
 BOOL, BYTEA, NAME, INT8, INT2, INT4, TEXT, JSON = 16, 17, 19, 20, 21, 23, 25, 114
 FLOAT4, FLOAT8, BPCHAR, VARCHAR, DATE, TIME = 700, 701, 1042, 1043, 1082, 1083
 TIMESTAMP, TIMESTAMPTZ, NUMERIC, UUID, JSONB = 1114, 1184, 1700, 2950, 3802
+INTERVAL = 1186
+#: Built-in array types -> their element types (pg_type.typelem).
+ARRAY_ELEMENTS = {
+    1000: BOOL, 1001: BYTEA, 1003: NAME, 1005: INT2, 1007: INT4, 1009: TEXT, 1014: BPCHAR,
+    1015: VARCHAR, 1016: INT8, 1021: FLOAT4, 1022: FLOAT8, 1115: TIMESTAMP, 1182: DATE, 1183: TIME,
+    1185: TIMESTAMPTZ, 1187: INTERVAL, 1231: NUMERIC, 199: JSON, 2951: UUID, 3807: JSONB,
+}  # fmt: skip
+#: Debezium's MicroDuration.DAYS_PER_MONTH_AVG.
+DAYS_PER_MONTH = 365.25 / 12.0
 
 
 class DecimalHandling(StrEnum):
@@ -97,13 +114,93 @@ def _time_micros(text: str) -> int:
     return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
 
 
-def _zoned(text: str) -> str:
-    value = dt.datetime.fromisoformat(text).astimezone(dt.UTC)
-    return value.isoformat(timespec="microseconds" if value.microsecond else "seconds").replace("+00:00", "Z")
+def _zoned(digits: int) -> Convert:
+    """Debezium's ZonedTimestamp: ISO-8601 in UTC with the column's number of fractional digits."""
+
+    def convert(text: str) -> str:
+        value = dt.datetime.fromisoformat(text).astimezone(dt.UTC)
+        fraction = f"{value.microsecond:06d}"[:digits]
+        return value.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if digits else "") + "Z"
+
+    return convert
+
+
+_INTERVAL_PART = re.compile(r"([+-]?\d+) (year|mon|day)s?")
+_INTERVAL_TIME = re.compile(r"([+-])?(\d+):(\d+):(\d+)(?:\.(\d+))?")
+
+
+def _interval_micros(text: str) -> int:
+    """Debezium's MicroDuration of an interval in PostgreSQL's default output style
+    (`1 year 2 mons -3 days +04:05:06.789`): the same double arithmetic as Debezium's
+    MicroDuration.durationMicros (whole seconds, then the microseconds), a month being 365.25/12 days."""
+    units = {"year": 0, "mon": 0, "day": 0}
+    for number, unit in _INTERVAL_PART.findall(text):
+        units[unit] = int(number)
+    hours = minutes = whole = micros = 0
+    if clock := _INTERVAL_TIME.search(text):
+        sign = -1 if clock.group(1) == "-" else 1
+        hours, minutes, whole = (sign * int(clock.group(i)) for i in (2, 3, 4))
+        micros = sign * int((clock.group(5) or "0").ljust(6, "0")[:6])
+    days = (units["year"] * 12 + units["mon"]) * DAYS_PER_MONTH + units["day"]
+    return int(((((days * 24 + hours) * 60) + minutes) * 60 + whole) * 1e6 + micros)
+
+
+_HSTORE_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"\s*=>\s*(NULL|"((?:[^"\\]|\\.)*)")')
+
+
+def _java_hash(text: str) -> int:
+    """java.lang.String.hashCode, spread as java.util.HashMap does."""
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _hstore_json(text: str) -> str:
+    """hstore's text as Debezium's JSON (`hstore.handling.mode=json`): Debezium reads it into a
+    java.util.HashMap and writes its entries in that map's iteration order, which this reproduces:
+    by bucket (spread hash & (capacity - 1)), then insertion order; capacity 16, doubled past 3/4 full."""
+    entries: dict[str, str | None] = {}
+    for key, raw, quoted in _HSTORE_ITEM.findall(text):
+        value = None if raw == "NULL" else re.sub(r"\\(.)", r"\1", quoted)
+        entries[re.sub(r"\\(.)", r"\1", key)] = value
+    capacity = 16
+    while len(entries) > capacity * 3 // 4:
+        capacity *= 2
+    ordered = sorted(entries, key=lambda k: _java_hash(k) & (capacity - 1))
+    return json.dumps({k: entries[k] for k in ordered}, ensure_ascii=False, separators=(",", ":"))
+
+
+_ARRAY_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|([^,{}]+)')
+
+
+def _array(element: Convert) -> Convert:
+    """A one-dimensional array's text (`{1,NULL,"a,b"}`) as a list of converted elements."""
+
+    def convert(text: str) -> list[Any]:
+        inner = text[text.index("{") + 1 : text.rindex("}")]
+        out: list[Any] = []
+        for quoted, bare in _ARRAY_ITEM.findall(inner):
+            if bare:
+                bare = bare.strip()
+                out.append(None if bare == "NULL" else element(bare))
+            else:
+                out.append(element(re.sub(r"\\(.)", r"\1", quoted)))
+        return out
+
+    return convert
 
 
 def _precision(modifier: int, default: int = 6) -> int:
     return default if modifier < 0 else modifier
+
+
+def _strip_zeros(number: decimal.Decimal) -> decimal.Decimal:
+    """Java's BigDecimal.stripTrailingZeros for a number Debezium reads without a declared scale,
+    except that an integer keeps scale 0."""
+    if number == number.to_integral_value():
+        return number.quantize(decimal.Decimal(1))
+    return number.normalize()
 
 
 def _numeric(modifier: int, mode: DecimalHandling) -> ColumnType:
@@ -116,6 +213,7 @@ def _numeric(modifier: int, mode: DecimalHandling) -> ColumnType:
             SchemaBuilder.struct()
             .name("io.debezium.data.VariableScaleDecimal")
             .version(1)
+            .doc("Variable scaled decimal")
             .field("scale", SchemaBuilder.int32().build())
             .field("value", SchemaBuilder.bytes().build())
             .build()
@@ -125,6 +223,7 @@ def _numeric(modifier: int, mode: DecimalHandling) -> ColumnType:
             number = decimal.Decimal(text)
             if not number.is_finite():
                 return None
+            number = _strip_zeros(number)
             exponent = number.as_tuple().exponent
             scale = -exponent if isinstance(exponent, int) else 0
             unscaled = int(number.scaleb(scale))
@@ -132,7 +231,7 @@ def _numeric(modifier: int, mode: DecimalHandling) -> ColumnType:
             return Struct(schema).put("scale", scale).put("value", raw)
 
         def variable_builder() -> SchemaBuilder:
-            builder = SchemaBuilder.struct().name(schema.name).version(1)
+            builder = SchemaBuilder.struct().name(schema.name).version(1).doc(schema.doc)
             for field in schema.fields:
                 builder.field(field.name, field.schema)
             return builder
@@ -151,9 +250,23 @@ def _numeric(modifier: int, mode: DecimalHandling) -> ColumnType:
 
 
 def column_type(
-    type_oid: int, modifier: int, decimal_mode: DecimalHandling, time_mode: TimePrecision
+    type_oid: int,
+    modifier: int,
+    decimal_mode: DecimalHandling,
+    time_mode: TimePrecision,
+    type_name: str | None = None,
 ) -> ColumnType:
-    """The Connect representation of a column of type `type_oid` with type modifier `modifier`."""
+    """The Connect representation of a column of type `type_oid` with type modifier `modifier`;
+    `type_name` names a type an extension defines (its oid differs per database): hstore."""
+    if type_oid in ARRAY_ELEMENTS:
+        element = column_type(ARRAY_ELEMENTS[type_oid], modifier, decimal_mode, time_mode)
+        return ColumnType(
+            lambda: SchemaBuilder.array(element.builder().optional().build()), _array(element.convert)
+        )
+    if type_name == "hstore":
+        return ColumnType(_debezium(SchemaBuilder.string, "io.debezium.data.Json"), _hstore_json)
+    if type_oid == INTERVAL:
+        return ColumnType(_debezium(SchemaBuilder.int64, "io.debezium.time.MicroDuration"), _interval_micros)
     connect = time_mode is TimePrecision.CONNECT
     if type_oid == BOOL:
         return ColumnType(SchemaBuilder.bool, _bool)
@@ -199,7 +312,9 @@ def column_type(
             )
         return ColumnType(_debezium(SchemaBuilder.int64, "io.debezium.time.MicroTimestamp"), _naive_micros)
     if type_oid == TIMESTAMPTZ:
-        return ColumnType(_debezium(SchemaBuilder.string, "io.debezium.time.ZonedTimestamp"), _zoned)
+        return ColumnType(
+            _debezium(SchemaBuilder.string, "io.debezium.time.ZonedTimestamp"), _zoned(_precision(modifier))
+        )
     return ColumnType(SchemaBuilder.string, str)
 
 

@@ -99,6 +99,7 @@ def row_schema(
     builder = SchemaBuilder.struct().name(name)
     converters = []
     for column in columns:
+        convert: Callable[[Any], Any]
         if column.name in text_columns:
             field_builder, convert = SchemaBuilder.string(), str
         else:
@@ -189,7 +190,7 @@ def _date(value: Any) -> dt.date:
         return value.date()
     if isinstance(value, str):
         return dt.date.fromisoformat(value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _time(value: Any) -> dt.time:
@@ -197,11 +198,7 @@ def _time(value: Any) -> dt.time:
         return dt.time.fromisoformat(value)
     if isinstance(value, dt.timedelta):  # some drivers (MySQL) return TIME as a duration
         return (dt.datetime.min + value).time()
-    return value  # type: ignore[no-any-return]
-
-
-def _seconds(value: Any) -> float:
-    return value.total_seconds() if isinstance(value, dt.timedelta) else float(value)
+    return value
 
 
 def _decimal_text(value: Any) -> str:

@@ -1,0 +1,292 @@
+"""Task density: N one-task connectors on eosconnect and on Apache Kafka Connect (Java), one broker.
+
+Each runtime runs alone in turn (Java first, then eosconnect) against the same broker, with
+exactly-once source support enabled on both. For each N (default 24 and 100) it creates N one-task
+connectors, a third of each kind, all with the class names both runtimes know:
+
+- idle source: `FileStreamSourceConnector` on an empty file;
+- low-rate source: `MirrorHeartbeatConnector`, one record per second (Java Connect has no
+  SequenceSource; both have MM2's heartbeat connector);
+- quiet sink: `FileStreamSinkConnector` on a topic nothing writes to.
+
+and measures:
+- `running_s`: from the first POST until every connector's task is RUNNING;
+- `rss_mb`: the resident memory of the runtime's whole process tree (Java: its JVM; eosconnect: the
+  worker, Spark's JVM and every Python worker), idle with the N connectors, and `per_task_mb` above
+  the same runtime's tree with no connector;
+- `idle_cpu`: CPU seconds per second of that tree over `--idle-seconds` with the N connectors;
+- `busy_ratio`: records/s of one busy exactly-once FileStreamSource (`--records` lines, poll
+  boundaries) among the N, over its rate alone (read_committed, checked for gaps and duplicates).
+
+eosconnect runs its default settings plus one packing setting, `eosconnect.tasks.per.slot`
+(`--per-slot`, default 26: 16 default slots x 26 = 416 tasks, room for N = 400 and the busy one).
+The machine's load average is printed with every figure; on a shared machine absolute figures move
+a lot. The last line is machine-readable:
+    density N=<n> java_running_s=.. eos_running_s=.. java_per_task_mb=.. eos_per_task_mb=.. ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from bench.vs_kafka_connect import (
+    Side,
+    cpu_seconds,
+    file_config,
+    process_tree,
+    run_once,
+    status_kb,
+    write_lines,
+)
+from confluent_kafka.admin import AdminClient
+from rich.console import Console
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.devkafka.kafka_connect import (
+    KafkaConnectProcess,
+    connect_worker_defaults,
+    ensure_kafka_connect,
+)
+from eosconnect.storage.topics import ensure_topic
+from eosconnect.tools.worker_process import WorkerProcess
+
+console = Console(stderr=True)
+STRING = "org.apache.kafka.connect.storage.StringConverter"
+KINDS = ("idle_file", "heartbeat", "quiet_sink")
+
+
+def tree_rss_mb(root: int) -> float:
+    return sum(status_kb(pid, "VmRSS") for pid in process_tree(root)) / 1024
+
+
+def connector_config(
+    kind: str, index: int, side: str, workdir: Path, quiet_topic: str, idle_file: Path, bootstrap: str
+) -> dict:
+    common = {"tasks.max": "1", "key.converter": STRING, "value.converter": STRING}
+    if kind == "idle_file":
+        return {
+            **common,
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            "file": str(idle_file),
+            "topic": f"density-idle-{side}",
+        }
+    if kind == "heartbeat":
+        return {
+            **common,
+            "connector.class": "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector",
+            "source.cluster.alias": f"src{index}",
+            "target.cluster.alias": "target",
+            "source.cluster.bootstrap.servers": bootstrap,
+            "target.cluster.bootstrap.servers": bootstrap,
+            "emit.heartbeats.interval.seconds": "1",
+            "heartbeats.topic.replication.factor": "1",
+            "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+            "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+        }
+    return {
+        **common,
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "file": str(workdir / f"sink-{side}-{index}.txt"),
+        "topics": quiet_topic,
+    }
+
+
+def all_running(url: str, names: list[str]) -> int:
+    """How many of `names` have every task RUNNING (one GET with expand=status); a FAILED connector
+    or task ends the bench with its trace."""
+    try:
+        statuses = httpx.get(f"{url}/connectors", params={"expand": "status"}, timeout=30).json()
+    except (httpx.HTTPError, ValueError):
+        return 0
+    count = 0
+    for name in names:
+        status = (statuses.get(name) or {}).get("status", {})
+        tasks = status.get("tasks", [])
+        for part in (status.get("connector") or {}, *tasks):
+            if part.get("state") == "FAILED":
+                raise SystemExit(f"{url}: {name} FAILED: {str(part.get('trace'))[:2000]}")
+        if tasks and all(t.get("state") == "RUNNING" for t in tasks):
+            count += 1
+    return count
+
+
+@dataclass
+class Figures:
+    side: str
+    n: int
+    running_s: float
+    rss_mb: float
+    base_rss_mb: float
+    idle_cpu: float
+    busy_alone: float
+    busy_among: float
+    load: float
+
+    @property
+    def per_task_mb(self) -> float:
+        return (self.rss_mb - self.base_rss_mb) / self.n
+
+    @property
+    def busy_ratio(self) -> float:
+        return self.busy_among / self.busy_alone
+
+
+def measure_side(
+    side: Side,
+    sizes: list[int],
+    bootstrap: str,
+    admin: AdminClient,
+    workdir: Path,
+    lines: Path,
+    records: int,
+    idle_seconds: float,
+) -> list[Figures]:
+    quiet = f"density-quiet-{side.name}-{uuid.uuid4().hex[:6]}"
+    ensure_topic(admin, quiet, 1, 1, compacted=False)
+    ensure_topic(admin, f"density-idle-{side.name}", 1, 1, compacted=False)
+    idle_file = workdir / f"idle-{side.name}.txt"
+    idle_file.write_text("")
+
+    def busy(tag: str) -> float:
+        topic = f"density-busy-{side.name}-{tag}-{uuid.uuid4().hex[:6]}"
+        ensure_topic(admin, topic, 1, 1, compacted=False)
+        config = {**file_config("file_poll", lines, topic), "exactly.once.support": "required"}
+        return run_once(side, "busy", 1, config, topic, 1, records, bootstrap).rate
+
+    busy("warmup")  # untimed: JIT, Spark's Python daemon, the broker's coordinators
+    time.sleep(3)
+    base_rss = tree_rss_mb(side.root_pid)
+    alone = busy("alone")
+    console.print(f"{side.name}: no connector: RSS {base_rss:.0f} MB, busy task alone {alone:,.0f} rec/s")
+    out = []
+    for n in sizes:
+        names = [f"d{n}-{KINDS[i % 3]}-{i}" for i in range(n)]
+        started = time.monotonic()
+        for i, name in enumerate(names):
+            side.post(
+                name, connector_config(KINDS[i % 3], i, side.name, workdir, quiet, idle_file, bootstrap)
+            )
+        posted = time.monotonic() - started
+        deadline = started + 1200
+        running = 0
+        while (running := all_running(side.url, names)) < n:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{side.name}: only {running} of {n} connectors RUNNING after 1200 s")
+            time.sleep(0.5)
+        running_s = time.monotonic() - started
+        time.sleep(10)  # settle
+        tree = process_tree(side.root_pid)
+        cpu_before, t0 = cpu_seconds(tree), time.monotonic()
+        time.sleep(idle_seconds)
+        idle_cpu = (cpu_seconds(process_tree(side.root_pid)) - cpu_before) / (time.monotonic() - t0)
+        rss = tree_rss_mb(side.root_pid)
+        among = busy(f"n{n}")
+        figures = Figures(side.name, n, running_s, rss, base_rss, idle_cpu, alone, among, os.getloadavg()[0])
+        console.print(
+            f"{side.name} N={n}: all RUNNING in {running_s:.1f} s (POSTs {posted:.1f} s), RSS {rss:.0f} MB "
+            f"({figures.per_task_mb:.1f} MB/task), idle CPU {idle_cpu:.2f} s/s, busy task "
+            f"{among:,.0f} rec/s ({figures.busy_ratio:.2f} of alone), load {figures.load:.1f}"
+        )
+        out.append(figures)
+        for name in names:
+            httpx.delete(f"{side.url}/connectors/{name}", timeout=60)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and set(names) & set(httpx.get(f"{side.url}/connectors").json()):
+            time.sleep(1)
+        time.sleep(15)  # tasks stop, slot hosts go idle
+    return out
+
+
+def java_side(bootstrap: str, workdir: Path) -> tuple[KafkaConnectProcess, Callable[[], Side]]:
+    props = {
+        **connect_worker_defaults(bootstrap, f"density-java-{uuid.uuid4().hex[:6]}"),
+        "exactly.once.source.support": "enabled",
+        "offset.storage.partitions": "1",
+        "status.storage.partitions": "1",
+        "plugin.discovery": "only_scan",
+    }
+    java = KafkaConnectProcess(workdir / "java", worker_props=props)
+    return java, lambda: Side("java", java.url, java.proc.pid)  # type: ignore[union-attr]
+
+
+def eos_side(
+    bootstrap: str, workdir: Path, per_slot: int, master: str | None
+) -> tuple[WorkerProcess, Callable[[], Side]]:
+    props = {
+        **connect_worker_defaults(bootstrap, f"density-eos-{uuid.uuid4().hex[:6]}"),
+        "exactly.once.source.support": "enabled",
+        "offset.storage.partitions": "1",
+        "status.storage.partitions": "1",
+        "listeners": "http://127.0.0.1:0",
+        "eosconnect.tasks.per.slot": str(per_slot),
+        **({"spark.master": master} if master else {}),
+    }
+    eos = WorkerProcess(props, workdir / "eos")
+    return eos, lambda: Side("eos", eos.url, eos.proc.pid)  # type: ignore[union-attr]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=os.environ.get("EOSCONNECT_BENCH_DENSITY", "24,100"))
+    # 16 default slots x 26 = 416: room for N = 400 and the busy task.
+    parser.add_argument("--per-slot", type=int, default=26, help="eosconnect.tasks.per.slot")
+    parser.add_argument("--master", help="eosconnect's spark.master (default: the worker's, local[16,4])")
+    parser.add_argument("--records", type=int, default=100_000, help="lines of the busy task's file")
+    parser.add_argument("--idle-seconds", type=float, default=20.0)
+    parser.add_argument("--sides", default="java,eos")
+    parser.add_argument("--bootstrap", help="use a running broker instead of starting one")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    ensure_kafka_connect()
+    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-density-"))
+    cluster = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        cluster = LocalKafkaCluster(workdir / "kafka", tie_to_parent=True)
+        bootstrap = cluster.start()
+    results: dict[str, list[Figures]] = {}
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        lines = workdir / "lines.txt"
+        write_lines(lines, args.records)
+        for name in args.sides.split(","):
+            process, side = (
+                java_side(bootstrap, workdir)
+                if name == "java"
+                else eos_side(bootstrap, workdir, args.per_slot, args.master)
+            )
+            console.print(f"starting the {name} worker ...")
+            process.start(timeout=180)
+            try:
+                results[name] = measure_side(
+                    side(), sizes, bootstrap, admin, workdir, lines, args.records, args.idle_seconds
+                )
+            finally:
+                process.stop()
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    for i, n in enumerate(sizes):
+        fields = [f"density N={n}"]
+        for name, figures in results.items():
+            f = figures[i]
+            fields += [
+                f"{name}_running_s={f.running_s:.1f}",
+                f"{name}_rss_mb={f.rss_mb:.0f}",
+                f"{name}_per_task_mb={f.per_task_mb:.1f}",
+                f"{name}_idle_cpu={f.idle_cpu:.2f}",
+                f"{name}_busy_ratio={f.busy_ratio:.2f}",
+            ]
+        print(" ".join(fields))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+"""JdbcSink vs Debezium's JDBC sink connector (Java, on Apache Kafka Connect), into the same PostgreSQL.
+
+One local broker, one PostgreSQL server (Debian's binaries, `make postgres`; started here in a
+temporary directory), one topic of N schema'd records (1 partition; key a Struct {id int64},
+value a Struct {id int64, name string, amount float64}, Kafka's JsonConverter with
+`schemas.enable=true`, which Debezium's sink needs). Beside it an eosconnect worker and a Java
+`ConnectDistributed` worker (Apache Kafka Connect 4.x, bench/vs_kafka_connect.py's `runtimes`) with
+`io.debezium:debezium-connector-jdbc` from Maven Central on its plugin.path.
+
+Jobs, each into a fresh table (created by the connector: `auto.create` / `schema.evolution=basic`):
+- `insert`: plain INSERTs, no primary key (ours `insert.mode=insert pk.mode=none`, Debezium's
+  `insert.mode=insert primary.key.mode=none`);
+- `upsert`: insert-or-update by the key (ours `pk.mode=record_key pk.fields=id`, Debezium's
+  `primary.key.mode=record_key primary.key.fields=id`), INSERT .. ON CONFLICT on both.
+Both with `batch.size=3000` and one task (Debezium also gets `consumer.override.max.poll.records=
+3000`, else its batches stop at 500 records); ours is exactly once (the default: rows and offsets in
+one database transaction), Debezium at least once.
+
+A run's time is from the POST /connectors until `SELECT count(*)` on the table shows all N rows;
+afterwards `count(DISTINCT id)` must be N too (a run with duplicates or missing rows fails the
+bench). Rounds are interleaved (odd rounds Java first, even rounds eosconnect first) after an
+untimed warm-up of both sides; the result is the median over rounds of the per-round eos/java
+rows/s. The last line is machine-readable:
+    vs_debezium_jdbc insert=R upsert=R
+Goal: every R >= 1.0. Timing is sensitive to the machine's load: every run prints it.
+`--records`/`--rounds`/`--jobs` (or EOSCONNECT_BENCH_RECORDS/_ROUNDS) give a smaller bounded form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+from bench.vs_kafka_connect import Side, console, runtimes
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from rich.console import Console
+from rich.table import Table
+
+from eosconnect.devkafka import KafkaSetupError, LocalKafkaCluster
+from eosconnect.devkafka.kafka_connect import ensure_kafka_connect
+from eosconnect.devkafka.maven import COMPLETE_MARKER, cache_lock, cache_root, mvn_error, require_mvn, run_mvn
+from eosconnect.devkafka.postgres import LocalPostgres
+from eosconnect.storage.topics import ensure_topic
+
+ALL_JOBS = ("insert", "upsert")
+SIDES = ("java", "eos")
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+BATCH = "3000"
+
+#: The newest debezium-connector-jdbc whose dependencies resolve on Maven Central. Its pom asks for
+#: `org.hibernate:hibernate-agroal`, which Hibernate 7 publishes as `org.hibernate.orm:hibernate-agroal`
+#: only, and Maven Central serves neither at 7.2.6 (the version Debezium 3.6 names): the fetch takes
+#: org.hibernate.orm's hibernate-agroal and hibernate-core at one served 7.2 patch release instead.
+DEBEZIUM_VERSION = os.environ.get("EOSCONNECT_DEBEZIUM_JDBC_VERSION", "3.6.0.Final")
+HIBERNATE_VERSION = os.environ.get("EOSCONNECT_DEBEZIUM_HIBERNATE_VERSION", "7.2.19.Final")
+POSTGRES_DRIVER = "42.7.8"
+PROVIDED_BY_CONNECT = ("kafka-clients-*.jar", "connect-api-*.jar", "jackson-*.jar", "slf4j-api-*.jar")
+
+VALUE_SCHEMA = {
+    "type": "struct",
+    "optional": False,
+    "name": "bench.Row",
+    "fields": [
+        {"field": "id", "type": "int64", "optional": False},
+        {"field": "name", "type": "string", "optional": True},
+        {"field": "amount", "type": "double", "optional": True},
+    ],
+}
+#: A Struct key: Debezium's sink takes record_key primary keys from Struct keys only.
+KEY_SCHEMA = {
+    "type": "struct",
+    "optional": False,
+    "name": "bench.Key",
+    "fields": [{"field": "id", "type": "int64", "optional": False}],
+}
+
+
+# ------------------------------------------------------------------------------------- Debezium's jars
+def _debezium_pom(version: str) -> str:
+    def dep(group: str, artifact: str, ver: str, exclusions: str = "") -> str:
+        return (
+            f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
+            f"<version>{ver}</version>{exclusions}</dependency>"
+        )
+
+    exclusions = (
+        "<exclusions>"
+        "<exclusion><groupId>org.hibernate</groupId><artifactId>hibernate-agroal</artifactId></exclusion>"
+        "<exclusion><groupId>io.strimzi</groupId><artifactId>strimzi-test-container</artifactId></exclusion>"
+        "</exclusions>"
+    )
+    deps = [
+        dep("io.debezium", "debezium-connector-jdbc", version, exclusions),
+        dep("org.hibernate.orm", "hibernate-core", HIBERNATE_VERSION),
+        dep("org.hibernate.orm", "hibernate-agroal", HIBERNATE_VERSION),
+        dep("org.postgresql", "postgresql", POSTGRES_DRIVER),
+    ]
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>eosconnect</groupId><artifactId>fetch-debezium</artifactId><version>1</version>"
+        f"<dependencies>{''.join(deps)}</dependencies></project>"
+    )
+
+
+#: Debezium's parent pom names other repositories; only Maven Central is reachable (and needed).
+CENTRAL_ONLY = (
+    "<settings><mirrors><mirror><id>central-only</id><mirrorOf>*</mirrorOf>"
+    "<url>https://repo.maven.apache.org/maven2</url></mirror></mirrors></settings>"
+)
+
+
+def ensure_debezium_jdbc(version: str = DEBEZIUM_VERSION) -> Path:
+    """A Kafka Connect plugin.path holding Debezium's JDBC sink and its dependencies (cached once)."""
+    name = f"debezium-connector-jdbc-{version}"
+    target = cache_root() / name
+    plugins = target / "plugins"
+    if (target / COMPLETE_MARKER).exists():
+        return plugins
+    with cache_lock(name):
+        if (target / COMPLETE_MARKER).exists():
+            return plugins
+        mvn = require_mvn()
+        console.print(
+            f"fetching io.debezium:debezium-connector-jdbc:{version} from Maven Central with mvn ..."
+        )
+        with tempfile.TemporaryDirectory(prefix="eosconnect-mvn-") as tmp:
+            work = Path(tmp)
+            (work / "settings.xml").write_text(CENTRAL_ONLY)
+            staging = work / "libs"
+            result = run_mvn(
+                mvn,
+                work,
+                _debezium_pom(version),
+                [
+                    "-s",
+                    str(work / "settings.xml"),
+                    "dependency:copy-dependencies",
+                    "-DincludeScope=runtime",
+                    f"-DoutputDirectory={staging}",
+                ],
+            )
+            if result.returncode != 0 or not staging.is_dir():
+                raise KafkaSetupError(f"could not fetch Debezium's JDBC sink {version}: {mvn_error(result)}")
+            # What the Connect runtime provides, as Debezium's own plugin archives leave out too: a
+            # second Jackson in the plugin breaks Hibernate's ServiceLoader (BlackbirdModule "not a
+            # subtype"), and Kafka's own classes must come from the runtime.
+            for provided in PROVIDED_BY_CONNECT:
+                for jar in staging.glob(provided):
+                    jar.unlink()
+            shutil.rmtree(target, ignore_errors=True)
+            plugins.mkdir(parents=True)
+            shutil.move(str(staging), plugins / "debezium-connector-jdbc")
+        (target / COMPLETE_MARKER).write_text(version + "\n")
+    return plugins
+
+
+# ------------------------------------------------------------------------------------- data and configs
+def fill_topic(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.type": "lz4"})
+    value_schema = json.dumps(VALUE_SCHEMA)
+    key_schema = json.dumps(KEY_SCHEMA)
+    for i in range(count):
+        payload = json.dumps({"id": i, "name": f"row {i:08d}", "amount": i * 1.25})
+        value = f'{{"schema":{value_schema},"payload":{payload}}}'.encode()
+        key = f'{{"schema":{key_schema},"payload":{{"id":{i}}}}}'.encode()
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    if producer.flush(120):
+        raise SystemExit("could not fill the topic")
+
+
+def sink_config(
+    side: str, job: str, topic: str, table: str, pg: LocalPostgres, database: str
+) -> dict[str, str]:
+    converters = {
+        "key.converter": JSON,
+        "value.converter": JSON,
+        "key.converter.schemas.enable": "true",
+        "value.converter.schemas.enable": "true",
+    }
+    if side == "java":
+        return {
+            "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+            "tasks.max": "1",
+            "topics": topic,
+            "connection.url": f"jdbc:postgresql://127.0.0.1:{pg.port}/{database}",
+            "connection.username": "postgres",
+            "connection.password": "",
+            "insert.mode": job,
+            "primary.key.mode": "record_key" if job == "upsert" else "none",
+            **({"primary.key.fields": "id"} if job == "upsert" else {}),
+            "schema.evolution": "basic",
+            "collection.name.format": table,
+            "table.name.format": table,
+            "batch.size": BATCH,
+            "consumer.override.max.poll.records": BATCH,
+            **converters,
+        }
+    return {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "connection.url": f"{pg.url}/{database}",
+        "insert.mode": job,
+        "pk.mode": "record_key" if job == "upsert" else "none",
+        **({"pk.fields": "id"} if job == "upsert" else {}),
+        "auto.create": "true",
+        "table.name.format": table,
+        "batch.size": BATCH,
+        **converters,
+    }
+
+
+# ------------------------------------------------------------------------------------- one run
+@dataclass
+class Run:
+    job: str
+    side: str
+    round: int
+    seconds: float
+    rows: int
+    distinct: int
+    load: float
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds
+
+
+def _count(engine: sa.Engine, table: str, distinct: bool = False) -> int:
+    what = "COUNT(DISTINCT id)" if distinct else "COUNT(*)"
+    try:
+        with engine.connect() as conn:
+            return int(conn.exec_driver_sql(f'SELECT {what} FROM "{table}"').scalar_one())
+    except sa.exc.ProgrammingError:  # not created yet
+        return 0
+
+
+def run_once(
+    side: Side, job: str, round_no: int, topic: str, expected: int, pg: LocalPostgres, database: str
+) -> Run:
+    name = f"{job}-{side.name}-{uuid.uuid4().hex[:6]}"
+    table = f"bench_{side.name}_{job}_{round_no}_{uuid.uuid4().hex[:4]}"
+    engine = sa.create_engine(f"{pg.url}/{database}")
+    try:
+        started = time.monotonic()
+        side.post(name, sink_config(side.name, job, topic, table, pg, database))
+        deadline = started + 900
+        rows = 0
+        while rows < expected:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{side.name} {job}: {rows} of {expected} rows after 900 s")
+            if trace := side.failed(name):
+                raise SystemExit(f"{side.name} {job} task FAILED:\n{trace}")
+            time.sleep(0.2)
+            rows = _count(engine, table)
+        seconds = time.monotonic() - started
+        side.delete(name)
+        time.sleep(0.5)
+        run = Run(
+            job,
+            side.name,
+            round_no,
+            seconds,
+            _count(engine, table),
+            _count(engine, table, distinct=True),
+            os.getloadavg()[0],
+        )
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP TABLE "{table}"')
+        return run
+    finally:
+        engine.dispose()
+
+
+def report(runs: list[Run], jobs: tuple[str, ...], rounds: int) -> dict[str, float]:
+    out = Console()
+    table = Table(title="Per round: rows/s from POST until every row is in PostgreSQL (eos/java)")
+    for col in ("round", "job", "debezium rows/s", "eos rows/s", "eos/java", "load"):
+        table.add_column(col, justify="right")
+    ratios: dict[str, list[float]] = {}
+    for job in jobs:
+        for r in range(1, rounds + 1):
+            pair = {run.side: run for run in runs if run.job == job and run.round == r}
+            if len(pair) < 2:
+                continue
+            ratio = pair["eos"].rate / pair["java"].rate
+            ratios.setdefault(job, []).append(ratio)
+            table.add_row(
+                str(r),
+                job,
+                f"{pair['java'].rate:,.0f}",
+                f"{pair['eos'].rate:,.0f}",
+                f"{ratio:.2f}",
+                f"{max(pair['java'].load, pair['eos'].load):.1f}",
+            )
+    out.print(table)
+    return {job: statistics.median(values) for job, values in ratios.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--records", type=int, default=int(os.environ.get("EOSCONNECT_BENCH_RECORDS", 50_000))
+    )
+    parser.add_argument("--rounds", type=int, default=int(os.environ.get("EOSCONNECT_BENCH_ROUNDS", 3)))
+    parser.add_argument("--jobs", default=",".join(ALL_JOBS), help=f"comma-separated subset of {ALL_JOBS}")
+    args = parser.parse_args()
+    jobs = tuple(j for j in ALL_JOBS if j in args.jobs.split(","))
+    ensure_kafka_connect()
+    plugins = ensure_debezium_jdbc()
+    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-vs-debezium-jdbc-"))
+    cluster = LocalKafkaCluster(workdir / "kafka", tie_to_parent=True)
+    pg = LocalPostgres()
+    try:
+        bootstrap = cluster.start()
+        pg.start()
+        database = pg.new_database().rsplit("/", 1)[1]
+        topic = f"bench-jdbc-{uuid.uuid4().hex[:6]}"
+        ensure_topic(
+            AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}), topic, 1, 1, compacted=False
+        )
+        console.print(f"writing {args.records:,} schema'd records to {topic} ...")
+        fill_topic(bootstrap, topic, args.records)
+        java_extra = {"plugin.path": str(plugins), "connector.client.config.override.policy": "All"}
+        runs: list[Run] = []
+        with runtimes(bootstrap, workdir, "enabled", java_extra=java_extra) as sides:
+            console.print("warming up both sides (insert) ...")
+            for side in SIDES:
+                run_once(sides[side], "insert", 0, topic, args.records, pg, database)
+            for round_no in range(1, args.rounds + 1):
+                order = SIDES if round_no % 2 else tuple(reversed(SIDES))
+                for job in jobs:
+                    for side in order:
+                        run = run_once(sides[side], job, round_no, topic, args.records, pg, database)
+                        console.print(
+                            f"round {round_no} {job} {side}: {run.rate:,.0f} rows/s "
+                            f"({run.rows} rows, {run.distinct} distinct, load {run.load:.1f})"
+                        )
+                        if run.rows != args.records or run.distinct != args.records:
+                            raise SystemExit(
+                                f"{side} {job} round {round_no}: {run.rows} rows, {run.distinct} distinct "
+                                f"ids for {args.records} records"
+                            )
+                        runs.append(run)
+        medians = report(runs, jobs, args.rounds)
+        print(
+            " ".join(["vs_debezium_jdbc"] + [f"{job}={medians[job]:.2f}" for job in jobs if job in medians])
+        )
+    finally:
+        pg.stop()
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

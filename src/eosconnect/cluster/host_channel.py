@@ -1,0 +1,134 @@
+"""How a slot host (runtime/task_group.py) talks to the leader: one signed request per half second.
+
+`PUT /internal/hosts/{id}/heartbeat` carries the heartbeat of every connector task the host runs
+(the body a lone task sends to its own heartbeat endpoint) and brings back each one's directive and
+the tasks placed on the host that it does not run yet, as plain JSON (task and connector configs,
+generation, instance): the host builds their `TaskSpec`s here, with the same controls and
+coordinators a lone task gets, so nothing pickled crosses HTTP. One round trip per host rather than
+one per task is what keeps a host of idle tasks idle. A task's final report and its "was I
+superseded?" question still go to its own endpoint (`RestTaskControl`), as rare and synchronous.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from eosconnect.cluster.task_channel import (
+    ORPHAN_TIMEOUT_S,
+    FencingRequestError,
+    RestStartupCoordinator,
+    RestTaskControl,
+    _ConfigTopicAccess,
+    _spark_attempt,
+    signed_request,
+    unreachable_leader,
+)
+from eosconnect.runtime.control import Directive
+from eosconnect.runtime.task import TaskSpec
+from eosconnect.runtime.task_group import HostAnswer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class HostedTaskControl(RestTaskControl):
+    """A task's control inside a slot host: the host's request carries its heartbeat."""
+
+    def directive(self) -> Directive:
+        return self._directive
+
+    def heartbeat_body(self) -> dict[str, Any]:
+        state = "PAUSED" if self._directive is Directive.PAUSE else "RUNNING"
+        return {"connector": self.connector, "task": self.task, **self.report_body({"state": state})}
+
+    def heard(self, directive: str | None) -> None:
+        if directive is not None:
+            self._directive = Directive(directive)
+            self._last_ok = time.monotonic()
+
+
+def spec_to_json(spec: TaskSpec) -> dict[str, Any]:
+    """The leader's side: what a host needs to build the task's spec (see `spec_from_json`)."""
+    return {
+        "connector": spec.connector,
+        "task": spec.task,
+        "generation": spec.generation,
+        "instance": str(getattr(spec.control, "instance", "")),
+        "task_config": spec.task_config,
+        "connector_config": spec.connector_config,
+        "fenced": spec.coordinator is not None,
+    }
+
+
+def spec_from_json(data: Mapping[str, Any], worker_url: str, worker_props: dict[str, str]) -> TaskSpec:
+    connector, task, generation = str(data["connector"]), int(data["task"]), int(data["generation"])
+    return TaskSpec(
+        connector=connector,
+        task=task,
+        task_config=dict(data["task_config"]),
+        connector_config=dict(data["connector_config"]),
+        worker_config=dict(worker_props),
+        control=HostedTaskControl(
+            worker_url, worker_props, connector, task, generation, instance=str(data["instance"])
+        ),
+        coordinator=RestStartupCoordinator(worker_url, worker_props) if data.get("fenced") else None,
+        generation=generation,
+    )
+
+
+@dataclass
+class RestHostChannel:
+    worker_url: str
+    worker_props: dict[str, str]
+    host_id: str
+    _last_ok: float = field(default_factory=time.monotonic, repr=False)
+
+    def poll(self, running: Sequence[TaskSpec]) -> HostAnswer | None:
+        controls = [s.control for s in running if isinstance(s.control, HostedTaskControl)]
+        body = {"attempt": _spark_attempt(), "tasks": [c.heartbeat_body() for c in controls]}
+        path = f"/internal/hosts/{quote(self.host_id, safe='')}/heartbeat"
+        try:
+            access = _ConfigTopicAccess(self.worker_props)
+            response = signed_request(access, "PUT", self.worker_url, path, body, 10.0)
+            if response.status_code == 200:
+                answer = response.json()
+                directives = answer.get("directives") or {}
+                for control in controls:
+                    control.heard(directives.get(control.instance))
+                self._last_ok = time.monotonic()
+                start = [
+                    spec_from_json(d, self.worker_url, self.worker_props) for d in answer.get("start") or []
+                ]
+                return HostAnswer(start, bool(answer.get("stop")))
+            if response.status_code in (404, 410):
+                return self._stop_all(controls)
+            log.warning(
+                "slot host %s: heartbeat answered %s: %s",
+                self.host_id,
+                response.status_code,
+                response.text[:200],
+            )
+        except (httpx.HTTPError, FencingRequestError, ValueError) as exc:
+            log.warning("slot host %s: heartbeat to %s failed: %s", self.host_id, self.worker_url, exc)
+        if time.monotonic() - self._last_ok > ORPHAN_TIMEOUT_S:
+            log.warning(
+                "slot host %s: no answer from worker for %.0fs; stopping its tasks: %s",
+                self.host_id,
+                time.monotonic() - self._last_ok,
+                unreachable_leader(self.worker_url, TimeoutError("no heartbeat answered")),
+            )
+            return self._stop_all(controls)
+        return None
+
+    @staticmethod
+    def _stop_all(controls: Sequence[HostedTaskControl]) -> HostAnswer:
+        for control in controls:
+            control.heard(Directive.STOP.value)
+        return HostAnswer([], True)

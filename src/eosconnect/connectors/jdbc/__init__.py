@@ -1,0 +1,54 @@
+"""`JdbcSource`: new rows of database tables into Kafka, exactly once (SQLAlchemy 2).
+
+One module per job: `config` (settings, modes, tables; the connection settings JdbcSink shares),
+`database` (engines, reflection, validation against the database), `queries` (the statements per
+mode), `schema` and `values` (columns and rows as Kafka Connect schemas and values, timestamps and
+numbers in offsets), `task` and `connector`. What the connector does is described in `connector`
+(and in docs/connectors.md). The names below are the package's interface; import them from here.
+"""
+
+from __future__ import annotations
+
+from eosconnect.connectors.jdbc.config import (
+    CONFIG_DEF,
+    CONNECTION_CONFIG_DEF,
+    HEARTBEAT_FIELD,
+    INCREMENTING_FIELD,
+    TABLE_FIELD,
+    TIMESTAMP_FIELD,
+    Mode,
+    assign_tables,
+    table_names,
+    timezone_ok,
+)
+from eosconnect.connectors.jdbc.connector import JdbcSourceConnector
+from eosconnect.connectors.jdbc.database import (
+    check_config,
+    connection_errors,
+    create_engine_for,
+    reflect_table,
+    safe_url,
+    sqlite_file,
+)
+from eosconnect.connectors.jdbc.task import JdbcSourceTask
+
+__all__ = [
+    "CONFIG_DEF",
+    "CONNECTION_CONFIG_DEF",
+    "HEARTBEAT_FIELD",
+    "INCREMENTING_FIELD",
+    "TABLE_FIELD",
+    "TIMESTAMP_FIELD",
+    "JdbcSourceConnector",
+    "JdbcSourceTask",
+    "Mode",
+    "assign_tables",
+    "check_config",
+    "connection_errors",
+    "create_engine_for",
+    "reflect_table",
+    "safe_url",
+    "sqlite_file",
+    "table_names",
+    "timezone_ok",
+]

@@ -1,0 +1,126 @@
+"""A slot host: one Spark task (one slot, one Python worker) running several connector tasks.
+
+Spark has no channel from the driver into a running task, so the host asks: every half second its
+`HostChannel` (cluster/host_channel.py) carries the heartbeats of the connector tasks it runs to the
+leader, hands each its directive, and brings back the tasks the leader placed on this host that it
+does not run yet. Each connector task runs in a thread of its own with the code a lone Spark task
+runs (`run_task`), so its producer, fencing, offsets, status and restarts are its own; what the
+process holds once (interpreter, imported code, config-topic reader, HTTP client) is shared.
+
+The host ends when the leader tells it to stop and none of its tasks still runs. A new Spark attempt
+of the host (its Python worker died) starts with nothing and is sent again every task assigned to it
+that has not ended (docs/architecture.md, "Task groups").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from eosconnect.runtime.executor import configure_executor_logging, run_task
+from eosconnect.runtime.task import TaskOutcome, TaskSpec
+
+log = logging.getLogger(__name__)
+
+HOST_POLL_INTERVAL_S = 0.5
+
+
+@dataclass
+class HostAnswer:
+    """The leader's answer to a host: tasks to start, and whether the host may end once empty."""
+
+    start: list[TaskSpec] = field(default_factory=list)
+    stop: bool = False
+
+
+class HostChannel(Protocol):
+    def poll(self, running: Sequence[TaskSpec]) -> HostAnswer | None:
+        """Report the running tasks' heartbeats (and set their directives); None if the leader did
+        not answer this time."""
+        ...
+
+
+@dataclass
+class SlotHostSpec:
+    """What a slot host's Spark task gets (pickled to the executor)."""
+
+    host_id: str
+    channel: HostChannel
+
+
+def instance_of(spec: TaskSpec) -> str:
+    return str(getattr(spec.control, "instance", "")) or f"{spec.connector}-{spec.task}-{spec.generation}"
+
+
+def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) -> list[TaskOutcome]:
+    """Run the tasks the leader places on this host until told to stop and empty; never raises."""
+    live: dict[str, TaskSpec] = {}
+    #: Tasks that ended and are sending their final report: no longer in the host's heartbeats.
+    finishing: set[str] = set()
+    started: set[str] = set()
+    outcomes: list[TaskOutcome] = []
+    lock = threading.Lock()
+    #: Held while a heartbeat is in flight: a task's final report must not be overtaken by a
+    #: RUNNING sent for it in a heartbeat built before it ended (as `RestTaskControl` ensures).
+    channel_lock = threading.Lock()
+
+    def run_one(key: str, spec: TaskSpec) -> None:
+        outcome = run_task(spec)
+        with channel_lock, lock:
+            finishing.add(key)
+        report = getattr(spec.control, "report_outcome", None)
+        if report is not None:
+            try:
+                report(outcome.state.value, outcome.trace)
+            except Exception:  # best effort, as a lone task's final report
+                log.exception("[%s-%s] could not report how it ended", spec.connector, spec.task)
+        with lock:
+            outcomes.append(outcome)
+            live.pop(key, None)
+            finishing.discard(key)
+
+    log.info("slot host %s started (pid %d)", host.host_id, os.getpid())
+    while True:
+        with channel_lock:
+            with lock:
+                running = [spec for key, spec in live.items() if key not in finishing]
+            try:
+                answer = host.channel.poll(running)
+            except Exception:
+                log.exception("slot host %s: asking the leader failed", host.host_id)
+                answer = None
+        if answer is not None:
+            for spec in answer.start:
+                key = instance_of(spec)
+                if key in started:
+                    continue
+                started.add(key)
+                with lock:
+                    live[key] = spec
+                threading.Thread(
+                    target=run_one, args=(key, spec), name=f"task-{spec.connector}-{spec.task}", daemon=True
+                ).start()
+            with lock:
+                empty = not live
+            if answer.stop and empty:
+                break
+        time.sleep(poll_interval_s)
+    log.info("slot host %s ends: %d task(s) ran in it", host.host_id, len(started))
+    return outcomes
+
+
+def spark_host_entry(hosts: list[SlotHostSpec]) -> Any:
+    """The function `mapPartitionsWithIndex` runs for slot hosts: partition i is `hosts[i]`; it
+    yields one outcome per connector task the host ran, as `spark_task_entry` does for one."""
+
+    def run_partition(index: int, _rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+        configure_executor_logging()
+        for outcome in run_host(hosts[index]):
+            yield {**outcome.__dict__, "state": outcome.state.value, "pid": os.getpid()}
+
+    return run_partition

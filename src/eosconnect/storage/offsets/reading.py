@@ -1,0 +1,203 @@
+"""Reading offsets topics: one topic kept up to date, and a connector's combined view (KIP-618).
+
+Reads go through `read_to_end` (read_committed past transactions that were open at the start), so
+offsets of aborted transactions are never seen and a hanging transaction delays the read instead of
+being skipped over. Records that are not Kafka Connect offset records are logged and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from eosconnect.api.offsets import OffsetStorageReader
+from eosconnect.api.records import Primitive, SourceOffset, SourcePartition
+from eosconnect.storage.retrying_read import read_to_end_retrying
+from eosconnect.storage.serialization import OffsetRecordError, decode_key, decode_value
+from eosconnect.storage.topic_reader import TopicReader, TopicRecord
+
+if TYPE_CHECKING:
+    from eosconnect.storage.offsets.placement import OffsetsTopicPlacement
+
+__all__ = ["ConnectorOffsetView", "OffsetMap", "OffsetsTopic", "read_offsets"]
+
+log = logging.getLogger(__name__)
+
+#: A partition's offset, or None where a tombstone deleted it.
+OffsetMap = dict[SourcePartition, SourceOffset | None]
+
+
+@dataclass
+class _Entry:
+    offset: SourceOffset | None
+    partition: int
+    timestamp: int
+
+
+class OffsetsTopic:
+    """Everything an offsets topic holds, kept up to date by incremental `refresh()` calls.
+
+    Latest record wins: in offset order within a topic partition, and by timestamp across topic
+    partitions (only possible when the same source partition was written with differently ordered
+    key bytes, e.g. by another client). Tombstones are kept as None so a separate topic can hide an
+    older value in the global topic.
+    """
+
+    def __init__(self, client_config: Mapping[str, Any], topic: str, *, timeout: float = 60.0) -> None:
+        self.topic = topic
+        self.timeout = timeout
+        self._client_config = dict(client_config)
+        self._entries: dict[str, dict[SourcePartition, _Entry]] = {}
+        self._positions: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self.loaded = False
+        #: Records skipped because they are not offset records (each one was logged).
+        self.skipped = 0
+
+    def refresh(self, timeout: float | None = None) -> None:
+        """Read what was appended since the last refresh, up to the topic's current end.
+
+        Blocks while a transaction that was open at the start is unresolved; raises `ReadTimeout`
+        after `timeout` (default: the constructor's) with the partitions still behind.
+        """
+        with self._lock:
+            reader = TopicReader(self._client_config, self.topic)
+            try:
+                read_to_end_retrying(
+                    reader,
+                    lambda: dict(self._positions),
+                    self._apply,
+                    self.timeout if timeout is None else timeout,
+                )
+            finally:
+                reader.close()
+            self.loaded = True
+
+    def _apply(self, record: TopicRecord) -> None:
+        self._positions[record.partition] = record.offset + 1
+        try:
+            connector, partition = decode_key(record.key)
+            offset = decode_value(record.value)
+        except OffsetRecordError as exc:
+            self.skipped += 1
+            log.warning(
+                "Skipping a record that is not a source offset in %s (partition %d, offset %d): %s",
+                record.topic,
+                record.partition,
+                record.offset,
+                exc,
+            )
+            return
+        entries = self._entries.setdefault(connector, {})
+        current = entries.get(partition)
+        if (
+            current is not None
+            and current.partition != record.partition
+            and current.timestamp > record.timestamp
+        ):
+            return
+        entries[partition] = _Entry(offset, record.partition, record.timestamp)
+
+    def connector_offsets(self, connector: str, *, include_deleted: bool = False) -> OffsetMap:
+        """The connector's offsets by source partition; deleted ones only with `include_deleted`."""
+        with self._lock:
+            entries = self._entries.get(connector, {})
+            return {p: e.offset for p, e in entries.items() if include_deleted or e.offset is not None}
+
+    def all_offsets(self, *, include_deleted: bool = False) -> dict[str, OffsetMap]:
+        """`{connector: {partition: offset}}` for every connector in the topic."""
+        with self._lock:
+            names = list(self._entries)
+        result = {name: self.connector_offsets(name, include_deleted=include_deleted) for name in names}
+        return {name: offsets for name, offsets in result.items() if offsets}
+
+
+def read_offsets(
+    client_config: Mapping[str, Any], topic: str, *, timeout: float = 60.0, include_deleted: bool = False
+) -> dict[str, OffsetMap]:
+    """One full read of an offsets topic: `{connector: {frozen partition: offset}}`, latest wins.
+
+    A tombstone removes the partition, or leaves it as None with `include_deleted`.
+    """
+    reader = OffsetsTopic(client_config, topic, timeout=timeout)
+    reader.refresh()
+    return reader.all_offsets(include_deleted=include_deleted)
+
+
+class ConnectorOffsetView(OffsetStorageReader):
+    """What a connector's tasks see: its separate offsets topic over the worker's global topic.
+
+    Partition by partition, a value (or a deletion) in the separate topic wins; partitions only in
+    the global topic come from there (KIP-618 "Smooth migration"). Reads both topics on first use;
+    `refresh()` re-reads both to their current end.
+    """
+
+    def __init__(
+        self,
+        connector: str,
+        global_topic: OffsetsTopic,
+        separate_topic: OffsetsTopic | None = None,
+    ) -> None:
+        self.connector = connector
+        self.global_topic = global_topic
+        self.separate_topic = separate_topic
+        self._combined: dict[SourcePartition, SourceOffset | None] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def create(
+        cls,
+        connector: str,
+        placement: OffsetsTopicPlacement,
+        worker_config: Mapping[str, Any] | None = None,
+        *,
+        timeout: float = 60.0,
+    ) -> ConnectorOffsetView:
+        """The view for `placement`. `worker_config` is not needed (the placement carries the
+        worker's settings) and is accepted so call sites may pass it."""
+        global_topic = OffsetsTopic(placement.global_consumer_config, placement.global_topic, timeout=timeout)
+        separate = (
+            OffsetsTopic(placement.consumer_config, placement.topic, timeout=timeout)
+            if placement.separate
+            else None
+        )
+        return cls(connector, global_topic, separate)
+
+    def refresh(self, timeout: float | None = None) -> None:
+        """Read both topics to their end (blocking on open transactions, see `OffsetsTopic`)."""
+        with self._lock:
+            self.global_topic.refresh(timeout)
+            if self.separate_topic is not None:
+                self.separate_topic.refresh(timeout)
+            combined = self.global_topic.connector_offsets(self.connector, include_deleted=True)
+            if self.separate_topic is not None:
+                combined.update(self.separate_topic.connector_offsets(self.connector, include_deleted=True))
+            self._combined = combined
+
+    def _view(self) -> dict[SourcePartition, SourceOffset | None]:
+        if self._combined is None:
+            self.refresh()
+        assert self._combined is not None
+        return self._combined
+
+    def offset(self, partition: Mapping[str, Primitive]) -> dict[str, Primitive] | None:
+        found = self._view().get(SourcePartition.of(partition))
+        return found.to_dict() if found is not None else None
+
+    def offsets(
+        self, partitions: Iterable[Mapping[str, Primitive]]
+    ) -> dict[SourcePartition, dict[str, Primitive] | None]:
+        view = self._view()
+        result: dict[SourcePartition, dict[str, Primitive] | None] = {}
+        for p in partitions:
+            key = SourcePartition.of(p)
+            found = view.get(key)
+            result[key] = found.to_dict() if found is not None else None
+        return result
+
+    def snapshot(self) -> dict[SourcePartition, SourceOffset]:
+        """Every partition with an offset, as the tasks would see it (e.g. for a REST offsets call)."""
+        return {p: o for p, o in self._view().items() if o is not None}

@@ -1,0 +1,251 @@
+"""`make demo-cdc`: PostgreSQL -> PostgresCdcSource -> Kafka, exactly once, through a task SIGKILL.
+
+1. start a local Apache Kafka broker, a PostgreSQL server (wal_level=logical) and an eosconnect
+   worker with exactly-once source support;
+2. create a table of accounts with a few rows and the CDC connector (Debezium's settings,
+   `transaction.boundary=connector`): the rows arrive as a snapshot (op r);
+3. commit a few transactions (inserts, a transfer updating two rows, a delete), SIGKILL the task's
+   Python worker, commit more while it is down; Spark retries the task, which resumes from its offset;
+4. read the topic read_committed, print every event readably grouped by Kafka transaction, and
+   verify: each change once, per key in commit order, one database transaction per Kafka
+   transaction, the last event per key equal to the table's row (a tombstone for a deleted one).
+Stops what it started (worker, broker, PostgreSQL) by their own process ids. Exits non-zero on a
+failed check. The connector is documented in docs/cdc.md.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from rich.console import Console
+from rich.table import Table
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.devkafka.postgres import LocalPostgres
+from eosconnect.storage.topic_reader import read_to_end
+from eosconnect.storage.topics import ensure_topic
+from eosconnect.tools.worker_process import WorkerProcess
+
+console = Console(width=None if sys.stdout.isatty() else 120)
+
+
+def _step(text: str) -> None:
+    console.print(f"[bold cyan]>[/] {text}")
+
+
+def _changes(conn: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> int:
+    """Run `statements` as one transaction; its txid."""
+    with conn.transaction():
+        for sql, params in statements:
+            conn.execute(sql, params)
+        return int(conn.execute("SELECT txid_current()").fetchone()[0])
+
+
+def _describe(value: dict[str, Any] | None) -> str:
+    if value is None:
+        return "-"
+    return " ".join(f"{k}={v}" for k, v in value.items() if k != "id")
+
+
+def run_cdc_demo(run_dir: Path | None = None) -> bool:
+    import psycopg
+
+    started = time.monotonic()
+    own_dir, passed = run_dir is None, False
+    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="eosconnect-demo-cdc-"))
+    run_dir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
+    suffix = uuid.uuid4().hex[:6]
+    cluster = LocalKafkaCluster(run_dir / "kafka", brokers=1, tie_to_parent=True)
+    database = LocalPostgres(base=run_dir / "postgres")
+    worker: WorkerProcess | None = None
+    try:
+        with console.status("Starting a local Apache Kafka broker and PostgreSQL ..."):
+            bootstrap = cluster.start()
+            database.start()
+            database.create_database("bank")
+        _step(
+            f"Kafka {cluster.version} at {bootstrap}; PostgreSQL (wal_level=logical) on port {database.port}"
+        )
+        conn = psycopg.connect(
+            host="127.0.0.1", port=database.port, user="postgres", dbname="bank", autocommit=True
+        )
+        conn.execute("CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance NUMERIC(10,2))")
+        conn.execute("INSERT INTO accounts VALUES (1, 'ada', 100), (2, 'brian', 50), (3, 'chen', 75)")
+        worker = WorkerProcess(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"demo-cdc-{suffix}",
+                "config.storage.topic": f"demo-cdc-configs-{suffix}",
+                "offset.storage.topic": f"demo-cdc-offsets-{suffix}",
+                "status.storage.topic": f"demo-cdc-status-{suffix}",
+                "config.storage.replication.factor": "1",
+                "offset.storage.replication.factor": "1",
+                "status.storage.replication.factor": "1",
+                "offset.storage.partitions": "1",
+                "status.storage.partitions": "1",
+                "exactly.once.source.support": "enabled",
+                "listeners": "http://127.0.0.1:0",
+                "task.shutdown.graceful.timeout.ms": "5000",
+                "spark.driver.memory": "1g",
+            },
+            run_dir / "worker",
+        )
+        with console.status("Starting the eosconnect worker ..."):
+            worker.start(timeout=300)  # Spark's start-up alone can take a minute on a busy machine
+        prefix = f"bank{suffix}"
+        topic = f"{prefix}.public.accounts"
+        config = {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": "127.0.0.1",
+            "database.port": str(database.port),
+            "database.user": "postgres",
+            "database.dbname": "bank",
+            "topic.prefix": prefix,
+            "slot.name": f"demo_{suffix}",
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": "public\\.accounts",
+            "poll.interval.ms": "200",
+            "exactly.once.support": "required",
+            "transaction.boundary": "connector",
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "false",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "value.converter.decimal.format": "NUMERIC",  # balances as numbers, not base64
+        }
+        ensure_topic(AdminClient({"bootstrap.servers": bootstrap}), topic, partitions=1, replication_factor=1)
+        response = worker.create_connector("bank-cdc", config)
+        if response.status_code != 201:
+            console.print(f"[red]creating the connector failed: {response.text}[/red]")
+            return False
+        _step(f"PostgresCdcSource 'bank-cdc' created: topic {topic}, 3 rows to snapshot")
+        consumer: dict[str, object] = {"bootstrap.servers": bootstrap}
+
+        def events() -> list[Any]:
+            return read_to_end(consumer, topic, timeout=30)
+
+        worker.wait_for(lambda: len(events()) >= 3, 120, "the snapshot")
+        insert = "INSERT INTO accounts VALUES (%s, %s, %s)"
+        transfer = "UPDATE accounts SET balance = balance + %s WHERE id = %s"
+        txids = [
+            _changes(conn, [(insert, (4, "dana", 20))]),
+            _changes(conn, [(transfer, (-30, 1)), (transfer, (30, 2))]),  # a transfer: one transaction
+            _changes(conn, [("DELETE FROM accounts WHERE id = %s", (3,))]),
+        ]
+        worker.wait_for(lambda: len(events()) >= 8, 60, "the first changes")
+        pid = worker.request("GET", "/internal/tasks").json().get("bank-cdc-0", {}).get("pid")
+        if pid:
+            os.kill(int(pid), signal.SIGKILL)
+            _step(f"SIGKILLed the task's Python worker (pid {pid}); committing more while it is down")
+        txids += [
+            _changes(conn, [(insert, (5, "emil", 5)), (transfer, (-5, 4)), (transfer, (5, 5))]),
+            _changes(conn, [("UPDATE accounts SET owner = 'ada l.' WHERE id = %s", (1,))]),
+        ]
+        expected_changes = 1 + 2 + 1 + 3 + 1
+        worker.wait_for(
+            lambda: (
+                sum(1 for r in events() if r.value and json.loads(r.value)["op"] != "r") >= expected_changes
+            ),
+            120,
+            "every change after the restart",
+        )
+        records = events()
+        rows = {r[0]: (r[1], str(r[2])) for r in conn.execute("SELECT id, owner, balance FROM accounts")}
+        conn.close()
+        ok = passed = _print_and_verify(records, rows, txids, expected_changes)
+        verdict = "[green]demo passed: every change exactly once[/]" if ok else "[red]demo FAILED[/]"
+        console.print(
+            f"{verdict} in {time.monotonic() - started:.0f}s" + ("" if ok else f"; logs in {run_dir}")
+        )
+        return ok
+    finally:
+        if worker is not None:
+            worker.stop()
+        cluster.stop()
+        database.stop()
+        if own_dir and passed:  # kept after a failure: the logs are in it
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _print_and_verify(
+    records: list[Any], rows: dict[int, tuple[str, str]], txids: list[int], changes: int
+) -> bool:
+    table = Table(title="read_committed, one group per Kafka transaction")
+    for column in ("kafka txn", "offset", "op", "key", "before", "after", "txId", "lsn"):
+        table.add_column(column)
+    group, previous = 0, None
+    per_key: dict[int, list[Any]] = defaultdict(list)
+    seen: set[str] = set()
+    problems: list[str] = []
+    kafka_txns: dict[int, set[Any]] = defaultdict(set)
+    for record in records:
+        if previous is None or record.offset != previous + 1:
+            group += 1  # a gap in the offsets is a transaction marker
+        previous = record.offset
+        key = json.loads(record.key)["id"]
+        value = json.loads(record.value, parse_float=decimal.Decimal) if record.value else None
+        per_key[key].append(value)
+        if value is None:
+            table.add_row(str(group), str(record.offset), "tombstone", str(key), "", "", "", "")
+            continue
+        identity = json.dumps(
+            [value["source"]["lsn"], value["op"], value["before"], value["after"]], default=str
+        )
+        if identity in seen:
+            problems.append(f"duplicate event {identity}")
+        seen.add(identity)
+        kafka_txns[group].add(value["source"]["txId"] if value["op"] != "r" else "snapshot")
+        table.add_row(
+            str(group), str(record.offset), value["op"], str(key), _describe(value["before"]),
+            _describe(value["after"]), str(value["source"]["txId"]), str(value["source"]["lsn"]),
+        )  # fmt: skip
+    console.print(table)
+    streamed = [v for r in records if r.value and (v := json.loads(r.value))["op"] != "r"]
+    if len(streamed) != changes:
+        problems.append(f"{len(streamed)} change events, expected {changes}")
+    if sorted({v["source"]["txId"] for v in streamed}) != sorted(txids):
+        problems.append("the database transactions and the events' txIds differ")
+    if any(len(ids) != 1 for ids in kafka_txns.values()):
+        problems.append(f"a Kafka transaction holds several database transactions: {dict(kafka_txns)}")
+    for key, history in per_key.items():
+        lsns = [v["source"]["lsn"] for v in history if v is not None and v["op"] != "r"]
+        if lsns != sorted(lsns):
+            problems.append(f"key {key}: events out of commit order")
+        last = history[-1]
+        if key in rows:
+            after = last["after"] if last else None
+            owner, balance = rows[key]
+            if after is None or (after["owner"], decimal.Decimal(str(after["balance"]))) != (
+                owner,
+                decimal.Decimal(balance),
+            ):
+                problems.append(f"key {key}: last event {after} != row {rows[key]}")
+        elif last is not None:
+            problems.append(f"key {key} was deleted but its last record is not a tombstone")
+    for problem in problems:
+        console.print(f"[red]{problem}[/red]")
+    console.print(
+        f"{len(streamed)} changes of {len(txids)} database transactions in {len(kafka_txns) - 1} Kafka "
+        f"transactions after the snapshot; last event per key = table row: {not problems}"
+    )
+    return not problems
+
+
+def main() -> None:
+    sys.exit(0 if run_cdc_demo() else 1)
+
+
+if __name__ == "__main__":
+    main()

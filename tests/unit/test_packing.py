@@ -1,0 +1,110 @@
+"""The leader's packing of connector tasks onto slot hosts (cluster/packing.py): placement, the end
+of a task, idle hosts, cancelling a zombie's host, and the setting's checks. Hosts' Spark jobs are
+stand-ins here: what is tested is the bookkeeping; tests/integration/test_task_groups.py runs it
+on Spark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from eosconnect.cluster import packing
+from eosconnect.cluster.packing import SlotHost, SlotHosts, wants_own_slot
+from eosconnect.cluster.task_channel import RestTaskControl
+from eosconnect.runtime.task import TaskSpec
+from eosconnect.worker_config import tasks_per_slot
+
+
+@dataclass
+class JobStandIn:
+    job_group: str
+    alive: bool = True
+    cancelled: bool = False
+    error: BaseException | None = None
+    outcomes: list | None = None
+
+    def running(self) -> bool:
+        return self.alive
+
+    def cancel(self) -> None:
+        self.cancelled, self.alive = True, False
+
+    def failure_reason(self) -> str:
+        return ""
+
+
+class Pool(SlotHosts):
+    def _new_host(self) -> SlotHost:
+        host_id = f"h{len(self.hosts)}"
+        host = SlotHost(host_id, JobStandIn(f"host-{host_id}"), self.capacity)  # type: ignore[arg-type]
+        self.hosts[host_id] = host
+        return host
+
+
+def spec(connector: str, task: int = 0) -> TaskSpec:
+    control = RestTaskControl("http://w", {}, connector, task, 1, instance=f"{connector}-{task}")
+    return TaskSpec(connector, task, {}, {}, {}, control, None, 1)
+
+
+def pool(per_slot: int = 3) -> Pool:
+    return Pool(lambda: None, "http://w", {"eosconnect.tasks.per.slot": str(per_slot)})  # type: ignore[arg-type]
+
+
+def test_tasks_fill_hosts_up_to_the_setting_and_a_new_host_takes_a_slot():
+    hosts = pool(3)
+    assert hosts.new_slots_needed(4) == 2
+    placed = hosts.place([spec("a"), spec("b"), spec("c"), spec("d")])
+    assert hosts.slots_held() == 2
+    assert sorted(len(h.assigned) for h in hosts.hosts.values()) == [1, 3]
+    assert hosts.new_slots_needed(2) == 0 and hosts.new_slots_needed(3) == 1
+    assert {s.connector for p in placed for s in p.specs} == {"a", "b", "c", "d"}
+
+
+def test_a_host_is_sent_what_it_does_not_run_yet_and_an_ended_task_is_not_sent_again():
+    hosts = pool(3)
+    (hosted,) = hosts.place([spec("a"), spec("b")])
+    host_id = hosted.host.host_id
+    assert {d["connector"] for d in hosts.heartbeat(host_id, set())["start"]} == {"a", "b"}
+    assert [d["connector"] for d in hosts.heartbeat(host_id, {"a-0"})["start"]] == ["b"]
+    hosts.ended("a-0")
+    # A new Spark attempt of the host (its Python worker died) runs nothing yet: it gets b only.
+    assert [d["connector"] for d in hosts.heartbeat(host_id, set())["start"]] == ["b"]
+    assert hosted.running()
+    hosts.ended("b-0")
+    assert not hosted.running()
+
+
+def test_an_unknown_host_is_told_to_stop_and_an_idle_one_stops(monkeypatch):
+    hosts = pool(2)
+    assert hosts.heartbeat("nobody", set()) == {"start": [], "stop": True}
+    (hosted,) = hosts.place([spec("a")])
+    hosts.ended("a-0")
+    host_id = hosted.host.host_id
+    assert hosts.heartbeat(host_id, set())["stop"] is False
+    monkeypatch.setattr(packing, "HOST_IDLE_S", -1.0)
+    assert hosts.heartbeat(host_id, set())["stop"] is True
+    assert hosts.new_slots_needed(1) == 1, "a stopping host takes no new task"
+
+
+def test_a_zombie_host_is_cancelled_only_without_live_mates_of_other_connectors():
+    hosts = pool(2)
+    (shared,) = hosts.place([spec("zombie"), spec("mate")])
+    zombie = packing.HostedTasks(hosts, shared.host, [shared.specs[0]])
+    zombie.cancel()
+    assert not shared.host.job.cancelled, "cancelling would kill the mate"
+    assert not zombie.running() and "mate-0" in shared.host.assigned
+    (alone,) = hosts.place([spec("z2")])
+    assert alone.host is not shared.host
+    alone.cancel()
+    assert alone.host.job.cancelled
+
+
+def test_the_settings():
+    assert tasks_per_slot({}) == 1
+    assert tasks_per_slot({"eosconnect.tasks.per.slot": "25"}) == 25
+    for bad in ("0", "many"):
+        with pytest.raises(ValueError, match=r"eosconnect\.tasks\.per\.slot"):
+            tasks_per_slot({"eosconnect.tasks.per.slot": bad})
+    assert wants_own_slot({"eosconnect.own.slot": "true"}) and not wants_own_slot({})
+    assert not pool(1).packs({}) and pool(2).packs({}) and not pool(2).packs({"eosconnect.own.slot": "true"})
