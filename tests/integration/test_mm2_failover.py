@@ -31,8 +31,8 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosconnect.connectors.mirror_formats import Checkpoint, Heartbeat, checkpoints_topic
 from eosconnect.devkafka import LocalKafkaCluster
-from eosconnect.mirrormaker.formats import Checkpoint, Heartbeat, checkpoints_topic
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.tools.mirror_maker_process import EosMirrorMakerProcess
 from support.runtime_helpers import wait_until

@@ -15,6 +15,7 @@ from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Connector, Task
 from eosconnect.api.context import SourceTaskContext
 from eosconnect.api.records import Primitive, RecordMetadata, SourceOffset, SourcePartition, SourceRecord
+from eosconnect.api.transactions import TransactionParticipant
 
 __all__ = [
     "ConnectorTransactionBoundaries",
@@ -124,6 +125,12 @@ class SourceTask(Task):
 
     def commit(self) -> None:
         """Called after a transaction (or offset flush) committed; acknowledge upstream here."""
+
+    def transaction_participant(self) -> TransactionParticipant | None:
+        """What adds records of the task's own to each of its transactions (exactly-once runtime
+        only; see `eosconnect.api.transactions.TransactionParticipant`), or None (the default).
+        Asked once, after `start()`: the answer may depend on the task's config."""
+        return None
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """Called once per committed record, in order. `metadata` is None when a transformation

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from itertools import pairwise, repeat
+from itertools import pairwise
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException
@@ -32,7 +32,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
-from eosconnect.api.batch import ColumnOffsets, LandedRecords, SourceBatch
+from eosconnect.api.batch import ColumnOffsets, SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import (
@@ -54,6 +54,7 @@ from eosconnect.api.source import (
 from eosconnect.api.validators import Range
 from eosconnect.connectors.mirror_policy import spread_partitions, topic_partition_counts
 from eosconnect.connectors.mirror_syncs import (
+    OffsetSyncs,
     define_offset_sync_settings,
     emits_offset_syncs,
     ensure_syncs_topic,
@@ -70,8 +71,6 @@ from eosconnect.connectors.mirror_topics import (
     prefixed_client_errors,
     source_topic_configs,
 )
-from eosconnect.mirrormaker.formats import offset_syncs_topic
-from eosconnect.mirrormaker.translation import OffsetSyncWriter
 from eosconnect.storage.clients import forced, prefixed_client_config
 from eosconnect.storage.topic_reader import assign_promptly
 
@@ -244,7 +243,8 @@ class MirrorSourceTask(SourceTask):
             )
             for tp in partitions
         }
-        self._start_offset_syncs(config)
+        self.offset_syncs = OffsetSyncs(self.alias)
+        self._emits_syncs = emits_offset_syncs(config)
         stored = self.context.offset_storage_reader.offsets(route[0] for route in self._routes.values())
         assignment = []
         fresh_start = OFFSET_END if self.reset in ("latest", "largest", "end") else OFFSET_BEGINNING
@@ -253,9 +253,9 @@ class MirrorSourceTask(SourceTask):
             if offset is None:  # nothing copied yet
                 assignment.append(KafkaTopicPartition(tp.topic, tp.partition, fresh_start))
                 if fresh_start == OFFSET_BEGINNING:
-                    self._sync_writer.resumes_at(tp.topic, tp.partition, 0)  # all there is, copied
+                    self.offset_syncs.resumes_at(tp.topic, tp.partition, 0)  # all there is, copied
             else:
-                self._sync_writer.resumes_at(tp.topic, tp.partition, int(offset["offset"]) + 1)  # type: ignore[arg-type]
+                self.offset_syncs.resumes_at(tp.topic, tp.partition, int(offset["offset"]) + 1)  # type: ignore[arg-type]
                 epoch = offset.get("leader.epoch")
                 assignment.append(
                     KafkaTopicPartition(
@@ -321,37 +321,10 @@ class MirrorSourceTask(SourceTask):
             record_offsets=ColumnOffsets({"offset": offsets, "leader.epoch": epochs}),
         )
 
-    def _start_offset_syncs(self, config: Mapping[str, str]) -> None:
-        """Offset syncs go into every transaction (exactly-once runtime only: it calls
-        `transaction_records`); turned off by `emit.offset-syncs.enabled=false`."""
-        self._syncs_topic = offset_syncs_topic(self.alias)
-        self._sync_writer = OffsetSyncWriter()
-        #: Source partition (as stored) -> (source topic, partition), for the syncs.
-        self._origins = {route[0]: key for key, route in self._routes.items()}
-        if not emits_offset_syncs(config):
-            self.transaction_records = None  # type: ignore[assignment]
-
-    def transaction_records(
-        self, landed: list[LandedRecords]
-    ) -> list[tuple[str, int, bytes, bytes, list[tuple[str, bytes]]]]:
-        """MM2-format offset syncs for the records of the transaction about to commit, from the
-        offsets they landed at (see eosconnect.mirrormaker.translation). A columnar batch comes as
-        one `LandedRecords` with its source offsets as a column: no object per record here."""
-        copies: list[tuple[str, int, int, int]] = []
-        for span in landed:
-            topic, partition = self._origins[span.source_partition]
-            offsets = span.source_offsets
-            column = offsets.column("offset") if isinstance(offsets, ColumnOffsets) else None
-            sources = column if column is not None else [int(offset["offset"]) for offset in offsets]  # type: ignore[arg-type]
-            if len(sources) != len(span.offsets):
-                raise ConnectException(
-                    f"{len(sources)} source offsets for {len(span.offsets)} copies of {topic}-{partition}"
-                )
-            copies.extend(zip(repeat(topic), repeat(partition), sources, span.offsets))  # type: ignore[arg-type]
-        return [
-            (self._syncs_topic, 0, sync.key(), sync.value(), headers)
-            for sync, headers in self._sync_writer.records(copies)
-        ]
+    def transaction_participant(self) -> OffsetSyncs | None:
+        """Offset syncs go into every transaction (exactly-once runtime only: it asks for them);
+        turned off by `emit.offset-syncs.enabled=false`."""
+        return self.offset_syncs if self._emits_syncs else None
 
     def _raise(self, message: Any, error: KafkaError) -> None:
         where = f"source partition {message.topic()}-{message.partition()}"

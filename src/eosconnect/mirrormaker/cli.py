@@ -21,7 +21,7 @@ mirror_app = typer.Typer(
 
 
 def _load(properties: Path, clusters: list[str] | None):  # type: ignore[no-untyped-def]
-    from eosconnect.distributed import load_properties
+    from eosconnect.launch import load_properties
     from eosconnect.mirrormaker.config import MirrorMakerConfigError, plan
 
     try:
@@ -104,7 +104,7 @@ def translate_offsets_command(
     from confluent_kafka.admin import AdminClient
 
     from eosconnect.connectors.mirror_topics import policy_of
-    from eosconnect.distributed import load_properties
+    from eosconnect.launch import load_properties
     from eosconnect.mirrormaker.client import translate_offsets, untranslatable
 
     props = load_properties(config)
