@@ -377,7 +377,10 @@ def test_task_spark_gave_up_on_fails_and_its_siblings_run_on(
     (until a REST restart), the tasks killed along with it run again at once, and the output stays
     exactly once. (It used to keep both tasks RUNNING in its status while nothing ran any more.)"""
     data = create_topic(topic_name("data"), partitions=2)
-    worker = workers("w1")
+    # One task per Python worker, whatever the default: killing task 0's worker must leave task 1
+    # alive. Packed in one slot host, the two share a Python worker and die together; that form is
+    # test_task_groups.py::test_a_slot_host_spark_gave_up_on_fails_every_task_in_it_naming_the_host.
+    worker = workers("w1", **{"eosconnect.tasks.per.slot": "1"})
     assert worker.create_connector("gu", sequence(data, 2, rate=200)).status_code == 201
     worker.wait_for(lambda: running_on(worker, "gu", 2), 90, "two RUNNING tasks")
 
