@@ -142,7 +142,7 @@ def test_a_slot_host_spark_gave_up_on_fails_every_task_in_it_naming_the_host(
     for task, mate in ((0, "gu-1"), (1, "gu-0")):
         trace = worker.status("gu")["tasks"][task]["trace"]
         assert f"task gu-{task} was lost: Spark gave up on it" in trace and "failed 4 times" in trace, trace
-        assert "It ran in slot host" in trace and f"which died with it: {mate}" in trace, trace
+        assert "It ran in slot host" in trace and f"sharing its Python worker: {mate}" in trace, trace
         assert "eosconnect.own.slot=true" in trace and "eosconnect.tasks.per.slot, now 4" in trace, trace
         assert "Python worker exited unexpectedly" in trace, trace
 
@@ -157,6 +157,33 @@ def test_a_slot_host_spark_gave_up_on_fails_every_task_in_it_naming_the_host(
     highest = {task: max(seq for t, seq in observed if t == task) for task in (0, 1)}
     report = check_sequences(observed, {task: top + 1 for task, top in highest.items()})
     assert report.ok, report.anomalies  # every number up to the highest, once
+
+
+def test_a_frozen_slot_host_shows_each_task_unassigned_naming_the_host(workers, topic_name, create_topic):
+    """The packed form of test_status_truth.py::test_status_follows_heartbeats: a SIGSTOPped slot
+    host silences all its tasks; each shows UNASSIGNED after the heartbeat timeout, its trace naming
+    the host, its Python worker and the mate that went silent with it, and RUNNING again on SIGCONT."""
+    data = create_topic(topic_name("data"), partitions=2)
+    worker = workers(**PACKED, **{"task.heartbeat.timeout.ms": "3000"})
+    assert worker.create_connector("fz", {**sequence(data, 1_000_000), "tasks.max": "2"}).status_code == 201
+    worker.wait_for(lambda: worker.task_states("fz") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
+    host_pid = runtimes(worker)["fz-0"]["pid"]
+    assert runtimes(worker)["fz-1"]["pid"] == host_pid
+    os.kill(host_pid, signal.SIGSTOP)
+    try:
+        worker.wait_for(lambda: worker.task_states("fz") == ["UNASSIGNED"] * 2, 30, "both tasks silent")
+        for task, mate in ((0, "fz-1"), (1, "fz-0")):
+            trace = worker.status("fz")["tasks"][task].get("trace", "")
+            assert f"no heartbeat from task fz-{task}" in trace, trace
+            assert (
+                f"(Python worker pid {host_pid}) with 1 other task(s) sharing its Python worker: {mate}"
+                in trace
+            )
+            assert "MB resident" in trace and "eosconnect.own.slot=true" in trace, trace
+    finally:
+        os.kill(host_pid, signal.SIGCONT)
+    worker.wait_for(lambda: worker.task_states("fz") == ["RUNNING"] * 2, 60, "both RUNNING again")
+    assert worker.request("DELETE", "/connectors/fz").status_code == 204
 
 
 def test_tasks_without_a_free_slot_are_unassigned_naming_the_packing_setting(

@@ -47,7 +47,7 @@ def test_the_trace_names_the_host_its_mates_and_the_settings() -> None:
         HostMemory(42, 1950 * MB, 2048 * MB),
     )
     assert "slot host h1 (Python worker pid 42)" in trace
-    assert "2 other task(s), which died with it: other-0, seq-1" in trace
+    assert "2 other task(s) sharing its Python worker: other-0, seq-1" in trace
     assert (
         "most likely ran out of memory (it was last seen at 1,950 MB resident of its 2,048 MB limit)" in trace
     )

@@ -78,7 +78,9 @@ def host_loss_detail(
     """The sentences a task's trace gets when its slot host died: the host, the mates that died
     with it, the memory signs, and the settings that change it."""
     pid = f" (Python worker pid {memory.pid})" if memory is not None and memory.pid else ""
-    with_ = f"with {len(mates)} other task(s), which died with it: {', '.join(mates)}" if mates else "alone"
+    with_ = (
+        f"with {len(mates)} other task(s) sharing its Python worker: {', '.join(mates)}" if mates else "alone"
+    )
     detail = f"It ran in slot host {host_id}{pid} {with_}. "
     sign = memory_sign(reason, memory)
     if sign is not None:
@@ -87,9 +89,13 @@ def host_loss_detail(
             f"({MEMORY_SETTINGS}), run fewer tasks per slot ({TASKS_PER_SLOT}, now {per_slot}), or give "
             f"the connector whose task needs the memory a slot of its own ({OWN_SLOT}=true). "
         )
-    seen = f" It was last seen at {memory.describe()}." if memory is not None else ""
-    return detail + (
-        f"Its executor was lost or its Python worker died.{seen} If a task of it kills its Python worker "
-        f"(memory, a crash), give that task's connector a slot of its own ({OWN_SLOT}=true) or run fewer "
-        f"tasks per slot ({TASKS_PER_SLOT}, now {per_slot}). "
+    seen = f"It was last seen at {memory.describe()}. " if memory is not None else ""
+    return (
+        detail
+        + seen
+        + (
+            "If a task in it kills its Python worker "
+            f"(memory, a crash), give that task's connector a slot of its own ({OWN_SLOT}=true) or run fewer "
+            f"tasks per slot ({TASKS_PER_SLOT}, now {per_slot}). "
+        )
     )
