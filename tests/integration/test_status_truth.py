@@ -63,7 +63,7 @@ def worker(own_kafka: LocalKafkaCluster, tmp_path_factory: pytest.TempPathFactor
     )
     process = WorkerProcess(
         props, tmp_path_factory.mktemp("status-worker"), env={INTERVAL_ENV: str(REPEAT_INTERVAL_S)}
-    ).start()
+    ).start(timeout=240)  # Spark starts slowly under load
     yield process
     process.stop()
 
