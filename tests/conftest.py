@@ -21,6 +21,7 @@ from eosconnect.devkafka.registry import MIN_JAVA, LocalSchemaRegistry
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 from eosconnect.tools.worker_process import WorkerProcess
 from support.connect_harness import ConnectHarness
+from support.workers import packing_settings
 
 SPARK_MASTER = os.environ.get("EOSCONNECT_TEST_SPARK_MASTER", "local[6,4]")
 TESTS_DIR = Path(__file__).resolve().parent
@@ -184,6 +185,7 @@ def workers(worker_props, tmp_path: Path):
             "task.shutdown.graceful.timeout.ms": "3000",
             "spark.master": "local[8,4]",
             "spark.driver.memory": "768m",
+            **packing_settings(),
             **overrides,
         }
         worker = WorkerProcess(props, tmp_path / name).start(timeout=240)  # Spark starts slowly under load

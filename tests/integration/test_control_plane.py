@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from eosconnect.clients.cli import connectors_app
 from eosconnect.tools.worker_process import WorkerProcess
+from eosconnect.worker_config import DEFAULT_TASKS_PER_SLOT
 from support.workers import connector_path, delete_connector, sequence_config, wait_running, worker_settings
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -77,8 +78,12 @@ def test_tasks_max_beyond_what_can_be_placed_is_a_clear_400(worker: WorkerProces
     huge = worker.create_connector("cp-huge", sequence_config("unused", tasks=100_000))
     assert huge.status_code == 400, huge.text
     assert "tasks.max=100000" in huge.json()["message"]
-    over_slots = worker.create_connector("cp-over", sequence_config("unused", tasks=SLOTS + 1))
+    # With tasks sharing slots (eosconnect.tasks.per.slot=K) the bound is K times the slots.
+    per_slot = int(worker.props.get("eosconnect.tasks.per.slot", DEFAULT_TASKS_PER_SLOT))
+    over = SLOTS * per_slot + 1
+    over_slots = worker.create_connector("cp-over", sequence_config("unused", tasks=over))
     assert over_slots.status_code == 400, over_slots.text
+    assert f"tasks.max={over} is more than" in over_slots.json()["message"]
     assert f"{SLOTS} Spark task slots" in over_slots.json()["message"]
     assert not {"cp-huge", "cp-over"} & set(worker.request("GET", "/connectors").json())
 

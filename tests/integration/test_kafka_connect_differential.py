@@ -22,6 +22,7 @@ import pytest
 
 from eosconnect.devkafka.kafka_connect import KafkaConnectProcess, connect_worker_defaults
 from eosconnect.tools.worker_process import WorkerProcess
+from support.workers import packing_settings
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -113,6 +114,7 @@ def pair(
         "task.shutdown.graceful.timeout.ms": "3000",
         "spark.master": "local[4,2]",
         "spark.driver.memory": "768m",
+        **packing_settings(),
     }
     eos = WorkerProcess(eos_props, base / "eos")
     java.start(timeout=300)

@@ -52,11 +52,18 @@ def worker(own_kafka: LocalKafkaCluster, tmp_path_factory: pytest.TempPathFactor
     props = worker_settings(
         own_kafka.bootstrap_servers,
         "status-truth",
-        **{"task.heartbeat.timeout.ms": "3000", "spark.master": "local[4,4]"},
+        # One task per Python worker, whatever the default: freezing seq-1's worker must leave
+        # seq-0 RUNNING. Packed, the two share a worker and go silent together; that form is
+        # test_task_groups.py::test_a_frozen_slot_host_shows_each_task_unassigned_naming_the_host.
+        **{
+            "task.heartbeat.timeout.ms": "3000",
+            "spark.master": "local[4,4]",
+            "eosconnect.tasks.per.slot": "1",
+        },
     )
     process = WorkerProcess(
         props, tmp_path_factory.mktemp("status-worker"), env={INTERVAL_ENV: str(REPEAT_INTERVAL_S)}
-    ).start()
+    ).start(timeout=240)  # Spark starts slowly under load
     yield process
     process.stop()
 

@@ -111,14 +111,92 @@ def test_reconfiguring_one_connector_does_not_restart_its_slot_mate(
     worker.wait_for(lambda: len(read_committed(b_topic)) > count + 100, 60, "b to go on writing")
 
 
+def test_a_slot_host_spark_gave_up_on_fails_every_task_in_it_naming_the_host(
+    workers, topic_name, create_topic, read_committed
+):
+    """The packed form of test_worker_modes.py::test_task_spark_gave_up_on_fails_and_its_siblings_run_on:
+    the two tasks share a slot host, so killing its Python worker once per Spark attempt (`local[2,4]`:
+    4) kills both each time. When Spark gives up on the host, each task is FAILED with Spark's reason,
+    naming the host, the mate that died with it and the settings that change it (cluster/host_loss.py);
+    a REST restart of each brings them back, and the output stays exactly once."""
+    data = create_topic(topic_name("data"), partitions=2)
+    worker = workers(**PACKED)
+    connector = {**sequence(data, 1_000_000), "tasks.max": "2"}
+    assert worker.create_connector("gu", connector).status_code == 201
+    worker.wait_for(lambda: worker.task_states("gu") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
+    tasks = runtimes(worker)
+    assert tasks["gu-0"]["pid"] == tasks["gu-1"]["pid"], f"the two tasks do not share a slot: {tasks}"
+    for attempt in range(4):
+        host_pid = runtimes(worker)["gu-0"]["pid"]
+        os.kill(host_pid, signal.SIGKILL)
+        if attempt < 3:  # Spark runs attempts 2..4 of the host, each running both tasks again
+            worker.wait_for(
+                lambda p=host_pid: all(
+                    (t := runtimes(worker)[f"gu-{i}"])["pid"] not in (None, p) and t["state"] == "RUNNING"
+                    for i in (0, 1)
+                ),
+                120,
+                f"attempt {attempt + 2} of the slot host",
+            )
+    worker.wait_for(lambda: worker.task_states("gu") == ["FAILED"] * 2, 90, "both tasks FAILED")
+    for task, mate in ((0, "gu-1"), (1, "gu-0")):
+        trace = worker.status("gu")["tasks"][task]["trace"]
+        assert f"task gu-{task} was lost: Spark gave up on it" in trace and "failed 4 times" in trace, trace
+        assert "It ran in slot host" in trace and f"sharing its Python worker: {mate}" in trace, trace
+        assert "eosconnect.own.slot=true" in trace and "eosconnect.tasks.per.slot, now 4" in trace, trace
+        assert "Python worker exited unexpectedly" in trace, trace
+
+    for task in (0, 1):
+        assert worker.request("POST", f"/connectors/gu/tasks/{task}/restart").status_code == 204
+    worker.wait_for(lambda: worker.task_states("gu") == ["RUNNING"] * 2, 120, "both RUNNING after restart")
+    before = len(read_committed(data))
+    worker.wait_for(lambda: len(read_committed(data)) > before + 200, 60, "the tasks to write again")
+    assert worker.request("DELETE", "/connectors/gu").status_code == 204
+    time.sleep(2)
+    observed = committed(read_committed, data)
+    highest = {task: max(seq for t, seq in observed if t == task) for task in (0, 1)}
+    report = check_sequences(observed, {task: top + 1 for task, top in highest.items()})
+    assert report.ok, report.anomalies  # every number up to the highest, once
+
+
+def test_a_frozen_slot_host_shows_each_task_unassigned_naming_the_host(workers, topic_name, create_topic):
+    """The packed form of test_status_truth.py::test_status_follows_heartbeats: a SIGSTOPped slot
+    host silences all its tasks; each shows UNASSIGNED after the heartbeat timeout, its trace naming
+    the host, its Python worker and the mate that went silent with it, and RUNNING again on SIGCONT."""
+    data = create_topic(topic_name("data"), partitions=2)
+    worker = workers(**PACKED, **{"task.heartbeat.timeout.ms": "3000"})
+    assert worker.create_connector("fz", {**sequence(data, 1_000_000), "tasks.max": "2"}).status_code == 201
+    worker.wait_for(lambda: worker.task_states("fz") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
+    host_pid = runtimes(worker)["fz-0"]["pid"]
+    assert runtimes(worker)["fz-1"]["pid"] == host_pid
+    os.kill(host_pid, signal.SIGSTOP)
+    try:
+        worker.wait_for(lambda: worker.task_states("fz") == ["UNASSIGNED"] * 2, 30, "both tasks silent")
+        for task, mate in ((0, "fz-1"), (1, "fz-0")):
+            trace = worker.status("fz")["tasks"][task].get("trace", "")
+            assert f"no heartbeat from task fz-{task}" in trace, trace
+            assert (
+                f"(Python worker pid {host_pid}) with 1 other task(s) sharing its Python worker: {mate}"
+                in trace
+            )
+            assert "MB resident" in trace and "eosconnect.own.slot=true" in trace, trace
+    finally:
+        os.kill(host_pid, signal.SIGCONT)
+    worker.wait_for(lambda: worker.task_states("fz") == ["RUNNING"] * 2, 60, "both RUNNING again")
+    assert worker.request("DELETE", "/connectors/fz").status_code == 204
+
+
 def test_tasks_without_a_free_slot_are_unassigned_naming_the_packing_setting(
     workers, topic_name, create_topic
 ):
-    topic = create_topic(topic_name("data"))
-    worker = workers(**{"spark.master": "local[1,2]"})
-    assert worker.create_connector("first", sequence(topic, 1_000_000, rate="50")).status_code == 201
-    worker.wait_for(lambda: worker.task_states("first") == ["RUNNING"], 90, "first RUNNING")
+    """One slot, two tasks per slot (set here, whatever the default): `first`'s two tasks fill the one
+    slot host, so `second` has no slot and says which setting gives it one."""
+    topic = create_topic(topic_name("data"), partitions=2)
+    worker = workers(**{"spark.master": "local[1,2]", "eosconnect.tasks.per.slot": "2"})
+    first = sequence(topic, 1_000_000, rate="50", **{"tasks.max": "2"})
+    assert worker.create_connector("first", first).status_code == 201
+    worker.wait_for(lambda: worker.task_states("first") == ["RUNNING"] * 2, 90, "first RUNNING")
     assert worker.create_connector("second", sequence(topic, 1_000_000, rate="50")).status_code == 201
     worker.wait_for(lambda: worker.task_states("second") == ["UNASSIGNED"], 60, "second UNASSIGNED")
     trace = worker.status("second")["tasks"][0].get("trace", "")
-    assert "0 of 1 are free" in trace and "eosconnect.tasks.per.slot" in trace, trace
+    assert "0 of 1 are free" in trace and "raise eosconnect.tasks.per.slot (worker), now 2" in trace, trace

@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.security import Acl
 from eosconnect.tools.worker_process import WorkerProcess
+from support.workers import packing_settings
 
 
 def internal_topics(group: str) -> dict[str, str]:
@@ -83,6 +84,7 @@ def worker_settings(worker_client: dict[str, str], group: str, **extra: str) -> 
         "task.shutdown.graceful.timeout.ms": "3000",
         "spark.master": "local[6,4]",
         "spark.driver.memory": "768m",
+        **packing_settings(),
         **extra,
     }
 

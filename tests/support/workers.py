@@ -23,9 +23,11 @@ from eosconnect.tools.worker_process import WorkerProcess
 
 __all__ = [
     "LONG_TESTS",
+    "TASKS_PER_SLOT",
     "connector_path",
     "create_topics",
     "delete_connector",
+    "packing_settings",
     "private_kafka",
     "sequence_config",
     "wait_running",
@@ -34,6 +36,16 @@ __all__ = [
 
 #: Set by `make test-long`: tests run their long form (longer outages, more rounds).
 LONG_TESTS = os.environ.get("EOSCONNECT_LONG_TESTS") == "1"
+
+#: EOSCONNECT_TEST_TASKS_PER_SLOT=N runs every worker the tests start with `eosconnect.tasks.per.slot=N`
+#: (task groups, docs/architecture.md), unless a test sets the setting itself: any suite can then be
+#: run with packing on. Unset: the worker's own default.
+TASKS_PER_SLOT = os.environ.get("EOSCONNECT_TEST_TASKS_PER_SLOT", "").strip()
+
+
+def packing_settings() -> dict[str, str]:
+    """The session's `eosconnect.tasks.per.slot` for a test worker (empty: the worker's default)."""
+    return {"eosconnect.tasks.per.slot": TASKS_PER_SLOT} if TASKS_PER_SLOT else {}
 
 
 def worker_settings(bootstrap: str, prefix: str | None = None, **overrides: str) -> dict[str, str]:
@@ -58,6 +70,7 @@ def worker_settings(bootstrap: str, prefix: str | None = None, **overrides: str)
         "task.shutdown.graceful.timeout.ms": "3000",
         "spark.master": "local[8,4]",
         "spark.driver.memory": "768m",
+        **packing_settings(),
         **overrides,
     }
 

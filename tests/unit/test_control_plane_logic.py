@@ -35,6 +35,11 @@ def test_placeable_tasks_by_master() -> None:
 def test_tasks_max_bounds() -> None:
     assert tasks_max_errors({"tasks.max": "4"}, {}, 4) == []
     assert "Spark task slots" in tasks_max_errors({"tasks.max": "5"}, {}, 4)[0]
+    # tasks sharing slots: 4 slots of 4 tasks place 16
+    assert tasks_max_errors({"tasks.max": "16"}, {}, 4, per_slot=4) == []
+    packed = tasks_max_errors({"tasks.max": "17"}, {}, 4, per_slot=4)[0]
+    assert "the 16 tasks this worker can ever place (4 Spark task slots, 4 tasks per slot)" in packed
+    assert "raise eosconnect.tasks.per.slot" in packed
     assert "eosconnect.tasks.max.limit=1000" in tasks_max_errors({"tasks.max": "100000"}, {}, None)[0]
     assert tasks_max_errors({"tasks.max": "50"}, {"eosconnect.tasks.max.limit": "10"}, None)
     assert tasks_max_errors({"tasks.max": "x"}, {}, 4) == []  # the config definition reports it

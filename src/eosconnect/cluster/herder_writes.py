@@ -39,7 +39,8 @@ class HerderWrites(HerderState):
         name_problems = connector_name_errors(name)
         if name_problems:
             raise BadRequestError(f"Connector name {name!r} is invalid: {'; '.join(name_problems)}")
-        too_many = tasks_max_errors(config, self.worker.originals, self._placeable_tasks(config))
+        per_slot = self._hosts.capacity if self._hosts.packs(config) else 1
+        too_many = tasks_max_errors(config, self.worker.originals, self._spark_slots(), per_slot)
         if too_many:
             raise BadRequestError(too_many[0], {"tasks.max": too_many})
         infos = validate_connector_config(config, self.worker)
@@ -53,14 +54,11 @@ class HerderWrites(HerderState):
             )
         return config
 
-    def _placeable_tasks(self, config: Mapping[str, str]) -> int | None:
-        """The most tasks Spark can ever run for the connector: its slots, times the tasks per slot
-        for a connector whose tasks share slots (cluster/packing.py)."""
+    def _spark_slots(self) -> int | None:
+        """The most Spark task slots this worker can ever have (None: no known bound); a connector
+        whose tasks share slots (cluster/packing.py) may run `eosconnect.tasks.per.slot` in each."""
         context = self.spark.sparkContext
-        conf = dict(context.getConf().getAll())
-        slots = max_placeable_tasks(conf, context.defaultParallelism)
-        per_slot = self._hosts.capacity if self._hosts.packs(config) else 1
-        return None if slots is None else slots * per_slot
+        return max_placeable_tasks(dict(context.getConf().getAll()), context.defaultParallelism)
 
     def put_connector_config(
         self, name: str, config: Mapping[str, str], allow_replace: bool

@@ -32,7 +32,7 @@ from eosconnect.cluster.task_channel import (
 )
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.task import TaskSpec
-from eosconnect.runtime.task_group import HostAnswer
+from eosconnect.runtime.task_group import HostAnswer, host_memory
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,11 @@ class RestHostChannel:
 
     def poll(self, running: Sequence[TaskSpec]) -> HostAnswer | None:
         controls = [s.control for s in running if isinstance(s.control, HostedTaskControl)]
-        body = {"attempt": _spark_attempt(), "tasks": [c.heartbeat_body() for c in controls]}
+        body = {
+            "attempt": _spark_attempt(),
+            **host_memory(),
+            "tasks": [c.heartbeat_body() for c in controls],
+        }
         path = f"/internal/hosts/{quote(self.host_id, safe='')}/heartbeat"
         try:
             access = _ConfigTopicAccess(self.worker_props)

@@ -17,6 +17,8 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from eosconnect.worker_config import TASKS_PER_SLOT
+
 __all__ = [
     "DEFAULT_TASKS_MAX_LIMIT",
     "TASKS_MAX_LIMIT_SETTING",
@@ -69,9 +71,11 @@ def max_placeable_tasks(spark_conf: Mapping[str, str], default_parallelism: int)
 
 
 def tasks_max_errors(
-    config: Mapping[str, Any], worker_props: Mapping[str, str], placeable: int | None
+    config: Mapping[str, Any], worker_props: Mapping[str, str], slots: int | None, per_slot: int = 1
 ) -> list[str]:
-    """Why the config's `tasks.max` is too large for this worker (empty list: it is fine).
+    """Why the config's `tasks.max` is too large for this worker (empty list: it is fine): more
+    than `tasks.max.limit`, or than the `slots` Spark can ever provide times the `per_slot` tasks
+    that share one (`eosconnect.tasks.per.slot` for a connector whose tasks share slots, else 1).
     Malformed values are left to the config definition's own check."""
     raw = str(config.get("tasks.max", "1")).strip()
     try:
@@ -84,10 +88,21 @@ def tasks_max_errors(
             f"tasks.max={wanted} is more than this worker allows ({TASKS_MAX_LIMIT_SETTING}={limit}); "
             "lower tasks.max, or raise the worker's limit if Spark really has that many task slots"
         ]
-    if placeable is not None and wanted > placeable:
+    if slots is not None and wanted > slots * per_slot:
+        if per_slot == 1:
+            held = (
+                f"the {slots} Spark task slots this worker can ever place (every task holds one slot "
+                "while it runs)"
+            )
+            packing = ""
+        else:
+            held = (
+                f"the {slots * per_slot} tasks this worker can ever place ({slots} Spark task slots, "
+                f"{per_slot} tasks per slot)"
+            )
+            packing = f", raise {TASKS_PER_SLOT},"
         return [
-            f"tasks.max={wanted} is more than the {placeable} Spark task slots this worker can ever "
-            "place (every task holds one slot while it runs); lower tasks.max or give Spark more "
+            f"tasks.max={wanted} is more than {held}; lower tasks.max{packing} or give Spark more "
             "cores/executors (spark.master local[N], spark.executor.instances, "
             "spark.dynamicAllocation.maxExecutors)"
         ]

@@ -19,7 +19,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,8 @@ from eosconnect.worker_config import tasks_per_slot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from eosconnect.cluster.host_loss import HostMemory
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,12 @@ class SlotHost:
     stopping: bool = False
     #: Abandoned tasks left to end in their threads (`SlotHosts.cancel`): they still take room.
     lingering: set[str] = field(default_factory=set)
+    #: Its Python worker's pid, size and memory limit, from its last heartbeat (cluster/host_loss.py).
+    memory: HostMemory | None = None
+
+    def mates(self, instances: Sequence[str]) -> list[str]:
+        """The other tasks placed on the host (`connector-task`): they die with `instances`."""
+        return sorted(f"{s.connector}-{s.task}" for i, s in self.assigned.items() if i not in instances)
 
     def room(self) -> int:
         if self.stopping or not self.job.running():
@@ -157,13 +165,14 @@ class SlotHosts:
         log.info("started slot host %s (Spark job group %s)", host_id, job.job_group)
         return host
 
-    def heartbeat(self, host_id: str, running: set[str]) -> dict[str, Any]:
+    def heartbeat(self, host_id: str, running: set[str], memory: HostMemory | None = None) -> dict[str, Any]:
         """A host's question: the tasks to start (placed on it, not running there) and whether it
         may end once empty. An unknown host (an earlier leader's, or one already told to stop) ends."""
         with self._lock:
             host = self.hosts.get(host_id)
             if host is None:
                 return {"start": [], "stop": True}
+            host.memory = memory or host.memory
             if not host.assigned and not host.stopping:
                 host.idle_since = host.idle_since or time.monotonic()
                 if time.monotonic() - host.idle_since > HOST_IDLE_S:

@@ -24,6 +24,7 @@ from typing import Any
 from eosconnect.cluster.auto_restart import RestartPolicy
 from eosconnect.cluster.connector_kinds import fencing_producer_config
 from eosconnect.cluster.herder_state import FINAL_STATES, LAUNCHED, GenerationRun, HerderState, TaskRuntime
+from eosconnect.cluster.host_loss import HostMemory, host_loss_detail
 from eosconnect.cluster.spark import executor_slots
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState
@@ -111,7 +112,18 @@ class TaskHealth(HerderState):
             )
         if not self.election.is_leader:
             return {"start": [], "stop": True, "directives": directives}
-        return {**self._hosts.heartbeat(host_id, set(directives)), "directives": directives}
+        answer = self._hosts.heartbeat(host_id, set(directives), HostMemory.from_report(report))
+        return {**answer, "directives": directives}
+
+    def _host_loss(self, owner: object, task: int, reason: str = "") -> str:
+        """For a task of a slot host (`HostedTasks`): the host, the mates that died with it, and
+        whether it ran out of memory (cluster/host_loss.py); "" for a task with a slot of its own."""
+        host = getattr(owner, "host", None)
+        if host is None:
+            return ""
+        own = [i for s, i in zip(owner.specs, owner.instances, strict=True) if s.task == task]  # type: ignore[attr-defined]
+        mates = host.mates(own)
+        return host_loss_detail(host.host_id, mates, self._hosts.capacity, reason, host.memory)
 
     def _check_heartbeats(self) -> None:
         """A task not heard from for `task.heartbeat.timeout.ms` is not RUNNING (nor PAUSED): its
@@ -146,6 +158,9 @@ class TaskHealth(HerderState):
                     f"worker died or has not started); {waiting} (last attempt {runtime.attempt + 1} of "
                     f"{self._max_attempts()})"
                 )
+                if runtime.trace != LAUNCHED:
+                    hosted = self._host_loss(self._runs[name].owners.get(t), t)
+                    reason = f"{reason}. {hosted.strip()}" if hosted else reason
                 if runtime.state == "UNASSIGNED" and runtime.trace == reason:
                     continue
                 if runtime.state != "UNASSIGNED":
@@ -202,11 +217,7 @@ class TaskHealth(HerderState):
                     else "its Spark job ended with an error. "
                 )
                 if shared:
-                    detail += (
-                        "It shared that Spark task slot with other connector tasks, which died with it; "
-                        "a task that kills its Python worker can get a slot of its own "
-                        "(eosconnect.own.slot=true). "
-                    )
+                    detail += self._host_loss(job, t, reason)
                 missing = MISSING_MODULE.search(str(job.error))
                 if missing:
                     detail = (

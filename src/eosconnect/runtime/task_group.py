@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -51,6 +52,28 @@ class SlotHostSpec:
 
     host_id: str
     channel: HostChannel
+
+
+def host_memory() -> dict[str, int | None]:
+    """This Python worker's pid, resident size and memory limit, sent with each host heartbeat so
+    that the leader can tell its tasks, if the worker dies, whether it was running out of memory
+    (cluster/host_loss.py). The limit is the address-space limit `spark.executor.pyspark.memory`
+    sets, else the cgroup's (the container's), else None."""
+    try:
+        with open("/proc/self/statm") as statm:
+            rss = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # peak, in KiB on Linux
+    limit: int | None = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit is None or limit == resource.RLIM_INFINITY:
+        limit = None
+        try:
+            with open("/sys/fs/cgroup/memory.max") as cgroup:
+                raw = cgroup.read().strip()
+            limit = int(raw) if raw.isdigit() else None
+        except OSError:
+            pass
+    return {"pid": os.getpid(), "rss_bytes": rss, "memory_limit_bytes": limit}
 
 
 def instance_of(spec: TaskSpec) -> str:
