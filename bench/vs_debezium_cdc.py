@@ -43,7 +43,7 @@ from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.debezium import DEBEZIUM_VERSION, debezium_connect
 from eosconnect.devkafka.postgres import LocalPostgres
 from eosconnect.storage.topics import ensure_topic
-from eosconnect.tools.worker_process import WorkerProcess
+from eosconnect.tools.worker_process import WorkerProcess, local_worker_settings
 
 console = Console()
 
@@ -265,22 +265,9 @@ def main() -> None:
         java.worker_props["bootstrap.servers"] = bootstrap
         java.start(timeout=300)
         eos = WorkerProcess(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-eos-{suffix}",
-                "config.storage.topic": f"bench-eos-{suffix}-configs",
-                "offset.storage.topic": f"bench-eos-{suffix}-offsets",
-                "status.storage.topic": f"bench-eos-{suffix}-status",
-                "config.storage.replication.factor": "1",
-                "offset.storage.replication.factor": "1",
-                "status.storage.replication.factor": "1",
-                "offset.storage.partitions": "1",
-                "status.storage.partitions": "1",
-                "exactly.once.source.support": "enabled",
-                "listeners": "http://127.0.0.1:0",
-                "spark.master": "local[2,2]",
-                "spark.driver.memory": "768m",
-            },
+            local_worker_settings(
+                bootstrap, f"bench-eos-{suffix}", spark_master="local[2,2]", spark_driver_memory="768m"
+            ),
             workdir / "eos",
         ).start(timeout=300)
         admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -130,7 +130,8 @@ def _references(prefix: str, entries: list[str]) -> list[_FieldReference]:
 
 
 class ExtractNewRecordState(Transformation[R]):
-    """A Debezium change event reduced to its row (see the module doc)."""
+    """Debezium's `io.debezium.transforms.ExtractNewRecordState`: a change event reduced to its row
+    (`after`); deletes and tombstones as `delete.tombstone.handling.mode` says (docs/cdc.md)."""
 
     def config_def(self) -> ConfigDef:
         return (
