@@ -233,6 +233,7 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
     )  # fmt: skip
     task = PostgresCdcTask()
     task.prefix, task.db, task.tombstones = "srv", "db", True
+    task.context_headers = ()
     task.partition = SourcePartition({"server": "srv"})
     task._lock, task._flush_to, task._ready = threading.Lock(), 0, deque()
     task._last_commit_lsn, task._debezium_resume, task._resume = 90, None, None
@@ -251,3 +252,18 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
         (110, 1), (110, 1), (110, 1), (120, 1), (120, 2),
     ]  # fmt: skip
     assert records[-1].source_offset["lsn_end"] == 310 and records[0].source_offset["lsn_commit"] == 90
+
+
+def test_debeziums_context_headers() -> None:
+    import uuid
+
+    from eosconnect.connectors.postgres_cdc.task import context_headers
+
+    headers = dict(context_headers("srv"))
+    run_id = uuid.UUID(headers.pop("__debezium.context.runId"))
+    assert run_id.version == 7 and run_id.variant == uuid.RFC_4122
+    assert headers == {
+        "__debezium.context.connectorLogicalName": "srv",
+        "__debezium.context.taskId": "0",
+        "__debezium.context.connectorName": "postgresql",
+    }

@@ -22,8 +22,10 @@ import contextlib
 import dataclasses
 import datetime as dt
 import logging
+import secrets
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -35,7 +37,7 @@ from eosconnect.api.records import Primitive, RecordMetadata, SourcePartition, S
 from eosconnect.api.source import SourceTask
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
-from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
+from eosconnect.connectors.postgres_cdc.events import CONNECTOR_NAME, SourceInfo, TableEvents
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     Begin,
     Column,
@@ -86,6 +88,20 @@ def pk_change_header(name: str, key: Struct | None) -> tuple[tuple[str, str], ..
     return () if key is None else ((name, values_to_string(key, schema=key.schema)),)
 
 
+def context_headers(prefix: str) -> tuple[tuple[str, str], ...]:
+    """Debezium's extended headers (`extended.headers.enabled`, on by default since 3.x, its
+    DebeziumHeaderProducer) of one task run: the run id is a new time-ordered UUID (version 7)."""
+    millis = time.time_ns() // 1_000_000
+    bits = (millis & (2**48 - 1)) << 80 | 0x7 << 76 | secrets.randbits(12) << 64 | 0b10 << 62
+    run_id = uuid.UUID(int=bits | secrets.randbits(62))
+    return (
+        ("__debezium.context.connectorLogicalName", prefix),
+        ("__debezium.context.taskId", "0"),  # PostgresCdcSource runs one task, as Debezium's connector
+        ("__debezium.context.connectorName", CONNECTOR_NAME),
+        ("__debezium.context.runId", str(run_id)),
+    )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Change:
     """One row change of the open transaction, before it becomes records at its commit."""
@@ -113,6 +129,7 @@ class PostgresCdcTask(SourceTask):
         self.decimal_mode = DecimalHandling(self.cfg["decimal.handling.mode"])
         self.time_mode = TimePrecision(self.cfg["time.precision.mode"])
         self.tombstones: bool = self.cfg["tombstones.on.delete"]
+        self.context_headers = context_headers(self.prefix) if self.cfg["extended.headers.enabled"] else ()
         self.batch_size: int = self.cfg["max.batch.size"]
         self.poll_s = self.cfg["poll.interval.ms"] / 1000
         self.heartbeat_s = self.cfg["heartbeat.interval.ms"] / 1000
@@ -403,7 +420,7 @@ class PostgresCdcTask(SourceTask):
             value=value,
             key_schema=table.key_schema,
             value_schema=table.envelope_schema if value is not None else None,
-            headers=headers,
+            headers=(*headers, *self.context_headers),
         )
 
     def _heartbeat(self) -> list[SourceRecord]:
@@ -550,6 +567,7 @@ class _Snapshot:
             value=value,
             key_schema=events.key_schema,
             value_schema=events.envelope_schema,
+            headers=self.task.context_headers,
         )
 
     def close(self) -> None:
