@@ -266,7 +266,8 @@ class ExtractNewRecordState(Transformation[R]):
         envelope = record.value
         tombstone = envelope is None
         schema = record.value_schema
-        valid = schema is not None and bool(schema.name) and schema.name.endswith(".Envelope")
+        name = schema.name if schema is not None else None
+        valid = name is not None and name.endswith(".Envelope")  # Debezium's SmtManager.isValidEnvelope
         if (valid or tombstone) and self.headers:
             record = record.new_record(headers=(*record.headers, *self._make_headers(envelope)))
         if tombstone:
