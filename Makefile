@@ -47,7 +47,7 @@ demo: kafka
 demo-spark: kafka  ## JdbcSource -> Spark -> eosconnect-kafka through a driver SIGKILL, verified
 	$(BIN)/eosconnect demo-spark
 
-demo-cdc: kafka postgres  ## PostgreSQL -> PostgresCdcSource -> Kafka through a task SIGKILL, verified
+demo-cdc: kafka postgres  ## PostgreSQL -> PostgresCdcSource -> Kafka -> JdbcSink -> PostgreSQL through a task SIGKILL, compared row by row
 	$(BIN)/python -m eosconnect.tools.demo_cdc
 
 demo-db: kafka postgres  ## JdbcSource -> Kafka -> JdbcSink into PostgreSQL through a sink task SIGKILL, compared row by row
