@@ -130,6 +130,9 @@ EXPECTED_PROBLEMS = {
         r"ERROR eosconnect\.cluster\.jobs Spark job group \S+ ended with an error: Job aborted",
         r"ERROR eosconnect\.cluster\.herder connector \S+: task \S+ was lost: Spark gave up on it",
     ),
+    # Spark's driver, when the killed worker's executor goes (seen: "worker lost: <host:port> got
+    # disassociated"; a kill can also read "Remote RPC client disassociated" or an exit code).
+    "kill_spark_worker": (r"ERROR TaskSchedulerImpl: Lost executor \d+ on \S+: ",),
     "freeze_task": (  # the zombie, woken up, finds itself fenced or its transaction aborted
         r"ERROR eosconnect\.runtime\.source_task \[chaos-\d\] failed: chaos-\d: fenced while",
         r"ERROR eosconnect\.runtime\.source_task \[chaos-\d\] failed: chaos-\d: the transaction was open for",
