@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
-from bench.vs_kafka_connect import Side, console, runtimes
+from bench.vs_kafka_connect import Side, console, cpu_seconds, process_tree, runtimes
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
@@ -235,6 +235,10 @@ class Run:
     rows: int
     distinct: int
     load: float
+    #: CPU seconds per million rows of the side's process tree (worker, JVM, Python workers), and of
+    #: PostgreSQL's (postmaster and backends): less sensitive to the machine's load than wall time.
+    cpu_per_million: float
+    pg_cpu_per_million: float
 
     @property
     def rate(self) -> float:
@@ -256,7 +260,11 @@ def run_once(
     name = f"{job}-{side.name}-{uuid.uuid4().hex[:6]}"
     table = f"bench_{side.name}_{job}_{round_no}_{uuid.uuid4().hex[:4]}"
     engine = sa.create_engine(f"{pg.url}/{database}")
+    pg_pid = pg.pid()
+    assert pg_pid is not None
     try:
+        cpu_before = cpu_seconds(process_tree(side.root_pid))
+        pg_cpu_before = cpu_seconds(process_tree(pg_pid))
         started = time.monotonic()
         side.post(name, sink_config(side.name, job, topic, table, pg, database))
         deadline = started + 900
@@ -269,6 +277,8 @@ def run_once(
             time.sleep(0.2)
             rows = _count(engine, table)
         seconds = time.monotonic() - started
+        cpu = cpu_seconds(process_tree(side.root_pid)) - cpu_before
+        pg_cpu = cpu_seconds(process_tree(pg_pid)) - pg_cpu_before
         side.delete(name)
         time.sleep(0.5)
         run = Run(
@@ -279,6 +289,8 @@ def run_once(
             _count(engine, table),
             _count(engine, table, distinct=True),
             os.getloadavg()[0],
+            cpu / expected * 1e6,
+            pg_cpu / expected * 1e6,
         )
         with engine.begin() as conn:
             conn.exec_driver_sql(f'DROP TABLE "{table}"')
@@ -309,6 +321,21 @@ def report(runs: list[Run], jobs: tuple[str, ...], rounds: int) -> dict[str, flo
                 f"{max(pair['java'].load, pair['eos'].load):.1f}",
             )
     out.print(table)
+    summary = Table(title="Medians per job and side")
+    for col in ("job", "side", "rows/s", "CPU s / M rows", "PostgreSQL CPU s / M rows"):
+        summary.add_column(col, justify="right")
+    for job in jobs:
+        for side in SIDES:
+            mine = [run for run in runs if run.job == job and run.side == side]
+            if mine:
+                summary.add_row(
+                    job,
+                    side,
+                    f"{statistics.median(r.rate for r in mine):,.0f}",
+                    f"{statistics.median(r.cpu_per_million for r in mine):.1f}",
+                    f"{statistics.median(r.pg_cpu_per_million for r in mine):.1f}",
+                )
+    out.print(summary)
     return {job: statistics.median(values) for job, values in ratios.items()}
 
 
@@ -349,7 +376,8 @@ def main() -> None:
                         run = run_once(sides[side], job, round_no, topic, args.records, pg, database)
                         console.print(
                             f"round {round_no} {job} {side}: {run.rate:,.0f} rows/s "
-                            f"({run.rows} rows, {run.distinct} distinct, load {run.load:.1f})"
+                            f"({run.rows} rows, {run.distinct} distinct, cpu {run.cpu_per_million:.1f} s/M, "
+                            f"postgres cpu {run.pg_cpu_per_million:.1f} s/M, load {run.load:.1f})"
                         )
                         if run.rows != args.records or run.distinct != args.records:
                             raise SystemExit(
