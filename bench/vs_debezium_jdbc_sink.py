@@ -29,7 +29,9 @@ the load disturbs less, and PostgreSQL's.
 `--crash`: the crash comparison instead (`crash_once`). Each side in turn writes the topic in
 `insert.mode=insert` into a table without a key, its worker is SIGKILLed once a third of the rows
 are in, and a new worker of the same group finishes the job; the table's duplicate and missing ids
-are counted. Debezium's sink is at least once (it commits the consumer group's offsets after the
+are counted (both workers with `scheduled.rebalance.max.delay.ms=10000`, so that the new worker
+takes the dead one's connector over after 10 s instead of Kafka's default 5 minutes). Debezium's
+sink is at least once (it commits the consumer group's offsets after the
 database commit, every offset.flush.interval.ms=1000 here), so a crash repeats what it wrote since
 the last offset commit; ours commits the positions in the rows' transaction: 0 and 0, or the bench
 fails. The last line: `vs_debezium_jdbc_crash java_duplicates=D java_missing=M eos_duplicates=D
@@ -457,6 +459,8 @@ def main() -> None:
         java_extra = {"plugin.path": str(plugins), "connector.client.config.override.policy": "All"}
         if args.crash:
             props = worker_props(bootstrap, "enabled", java_extra)
+            for side_props in props.values():  # a new worker takes a dead one's work after 10 s
+                side_props["scheduled.rebalance.max.delay.ms"] = "10000"
             crashes = [
                 crash_once(side, props[side], workdir, topic, args.records, pg, database) for side in SIDES
             ]
