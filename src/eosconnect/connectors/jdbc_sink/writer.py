@@ -237,7 +237,7 @@ class RowWriter:
         if self.engine.dialect.name != "postgresql":
             return False
         raw = conn.connection.driver_connection
-        return raw is not None and hasattr(raw.cursor(), "copy")
+        return raw is not None and type(raw).__module__.split(".")[0] == "psycopg"
 
     def _copy_upsert(self, conn: sa.Connection, run: list[Row]) -> None:
         """Upserts into PostgreSQL as one COPY into a temporary table (dropped at commit) and one
