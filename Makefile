@@ -92,6 +92,7 @@ bench: kafka postgres
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect_schemas.py
 	PYTHONPATH=. $(BIN)/python bench/vs_debezium_cdc.py
 	PYTHONPATH=. $(BIN)/python bench/vs_debezium_jdbc_sink.py
+	PYTHONPATH=. $(BIN)/python bench/vs_debezium_jdbc_sink.py --crash
 	PYTHONPATH=. $(BIN)/python bench/density.py
 
 clean:
