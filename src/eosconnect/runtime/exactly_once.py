@@ -33,6 +33,7 @@ from eosconnect.api.transactions import RequestedTransactionContext
 from eosconnect.runtime.config import TransactionBoundary
 from eosconnect.runtime.pipeline import OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
+from eosconnect.storage.client_login import LoginWatch, init_transactions
 from eosconnect.storage.clients import C, client_config, forced
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.topics import ensure_topic
@@ -216,6 +217,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         # principal may not write, say) must reach the task's error.
         self._delivery_failures: list[str] = []
         config["on_delivery"] = self._note_delivery_failure
+        # A refused login fails step 4 at once, naming the principal and its settings (see
+        # storage/client_login.py), instead of timing out after 60 s.
+        login = LoginWatch(config, client="transactional producer")
+        config["error_cb"] = login
         self.producer = Producer(config)
         # 1. the leader fences zombies of the previous generation
         coordinator.fence_zombies(name, self.spec.generation)
@@ -233,8 +238,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             )
         checked = time.monotonic()
         # 4. init_transactions() fences our own predecessor
+        doing = "initialising the transactional producer"
         self._call_producer(
-            lambda: self.producer.init_transactions(60), "initialising the transactional producer"
+            lambda: init_transactions(self.producer, 60, login, f"{self.task_id}: {doing}"), doing
         )
         initialized = time.monotonic()
         # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
