@@ -124,3 +124,23 @@ def test_a_non_timeout_failure_is_raised_at_once():
         init_transactions(
             Fenced(watch, clock, KafkaError(KafkaError._AUTHENTICATION, REFUSED)), 60, watch, "x"
         )
+
+
+def test_a_retriable_error_the_resumed_call_returns_is_retried():
+    """Resuming after a step's timeout can return what librdkafka retried inside one long call
+    (COORDINATOR_LOAD_IN_PROGRESS while a coordinator loads): the call goes on."""
+
+    class Loading(StuckProducer):
+        def init_transactions(self, timeout: float) -> None:
+            self.calls += 1
+            self.clock.now += timeout
+            if self.calls < 3:
+                raise KafkaException(
+                    KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, "load", retriable=True)
+                )
+
+    clock = Clock()
+    watch = LoginWatch(client_config("producer", WORKER), clock=clock)
+    producer = Loading(None, clock, KafkaError(KafkaError._TRANSPORT, "x"))
+    init_transactions(producer, 60, watch, "initialising")
+    assert producer.calls == 3

@@ -122,8 +122,9 @@ def librdkafka_detail(text: str) -> str:
 
 def init_transactions(producer: Any, timeout_s: float, watch: LoginWatch, doing: str) -> None:
     """`producer.init_transactions(timeout_s)` that fails with `LoginFailed` as soon as `watch`
-    (the producer's `error_cb`) has seen its logins refused for `GRACE_S`; any other failure,
-    and a timeout for another reason, is raised as `init_transactions` raises it."""
+    (the producer's `error_cb`) has seen its logins refused for `GRACE_S`. Retriable errors are
+    retried until `timeout_s`; any other failure, and the last error at `timeout_s`, is raised as
+    `init_transactions` raises it."""
     deadline = watch.clock() + timeout_s
     while True:
         step = max(0.1, min(STEP_S, deadline - watch.clock()))
@@ -131,8 +132,12 @@ def init_transactions(producer: Any, timeout_s: float, watch: LoginWatch, doing:
             producer.init_transactions(step)
             return
         except KafkaException as exc:
+            # A timeout, or what the call resumed with (COORDINATOR_LOAD_IN_PROGRESS, which one
+            # long call would have retried inside librdkafka): librdkafka says call again.
             error = exc.args[0] if exc.args else None
-            resumable = isinstance(error, KafkaError) and error.code() == KafkaError._TIMED_OUT
+            resumable = isinstance(error, KafkaError) and (
+                error.code() == KafkaError._TIMED_OUT or error.retriable()
+            )
             if not resumable or watch.clock() >= deadline:
                 raise
         producer.poll(0)  # serves the error callback
