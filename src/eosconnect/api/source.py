@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Connector, Task
@@ -75,6 +76,17 @@ class SourceConnector(Connector):
         records that share one offset come from a single `poll()`. The default is UNSUPPORTED.
         """
         return ReplaySupport.UNSUPPORTED
+
+    def required_acls(
+        self, name: str, config: Mapping[str, str], worker_props: Mapping[str, str]
+    ) -> list[Any] | None:
+        """The Kafka ACLs (`eosconnect.storage.acls.Acl`) this connector's clients need: what
+        `eosconnect connectors acls` lists and a task's authorization failure names. The default,
+        None, means any source's, worked out by the runtime (`eosconnect.storage.acls.source_acls`:
+        Write on the topics in `topic`/`topics`, and KIP-618's rows under exactly-once). A connector
+        whose `topics` are not what it writes, or with clients of its own (a mirror source reading
+        another cluster), returns its rows in full."""
+        return None
 
     def alter_offsets(
         self, config: Mapping[str, str], offsets: Mapping[SourcePartition, SourceOffset | None]

@@ -52,6 +52,7 @@ from eosconnect.api.source import (
     SourceTask,
 )
 from eosconnect.api.validators import Range
+from eosconnect.connectors.mirror_formats import offset_syncs_topic
 from eosconnect.connectors.mirror_policy import spread_partitions, topic_partition_counts
 from eosconnect.connectors.mirror_syncs import (
     OffsetSyncs,
@@ -130,6 +131,14 @@ def reads_committed_only(config: Mapping[str, str]) -> bool:
     return str(config.get(f"{SOURCE_PREFIX}isolation.level", "read_committed")) == "read_committed"
 
 
+def consumer_group(config: Mapping[str, str]) -> str:
+    """The group id the task's source consumer names (it never joins it): its own setting, else
+    `eosconnect-mirror-source-<name>`."""
+    return str(
+        config.get(f"{SOURCE_PREFIX}group.id") or f"eosconnect-mirror-source-{config.get('name', 'mirror')}"
+    )
+
+
 def wrap_partition(alias: str, tp: TopicPartition) -> dict[str, str | int]:
     """MirrorMaker 2's source partition for a source topic partition."""
     return {"cluster": alias, "partition": tp.partition, "topic": tp.topic}
@@ -162,6 +171,47 @@ class MirrorSourceConnector(SourceConnector):
 
     def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def required_acls(
+        self, name: str, config: Mapping[str, str], worker_props: Mapping[str, str]
+    ) -> list[Any]:
+        """Any source's rows for the copies (KIP-618's under exactly-once), plus the admin
+        principal's Create/Describe on the copies and the offset-syncs topic it makes, the
+        producer's Write on the syncs (in each transaction) and, on the source cluster, the source
+        principal's Read (and DescribeConfigs, to copy topic settings) on each topic and Describe on
+        its consumer's group (librdkafka looks its coordinator up, though it never joins)."""
+        from eosconnect.storage.acls import Acl, principal_of, source_acls
+        from eosconnect.storage.clients import client_config
+
+        policy = policy_of(config)
+        topics = [t.strip() for t in str(config.get("topics") or "").split(",") if t.strip()]
+        copies = [policy.target_topic(t) for t in topics] or ["<each target topic>"]
+        rows = source_acls(worker_props, name, config, topics=copies)
+        admin = principal_of(client_config("admin", worker_props, config))
+        producer = principal_of(client_config("producer", worker_props, config))
+        for copy in copies:
+            for operation in ("Create", "Describe"):
+                rows.append(Acl(admin, operation, "Topic", copy, role="target topics (created if missing)"))
+        if emits_offset_syncs(config):
+            syncs = offset_syncs_topic(policy.source_alias)
+            if str(worker_props.get("exactly.once.source.support") or "").strip().lower() == "enabled":
+                rows.append(Acl(producer, "Write", "Topic", syncs, role="offset syncs, in the transaction"))
+            for operation in ("Create", "Describe"):
+                rows.append(
+                    Acl(admin, operation, "Topic", syncs, role="offset-syncs topic (created if missing)")
+                )
+        source = source_client_config("consumer", config)
+        reader, cluster = principal_of(source), str(source.get("bootstrap.servers") or "")
+
+        def there(operation: str, rtype: Any, resource: str, role: str) -> None:
+            rows.append(Acl(reader, operation, rtype, resource, role=role, cluster=cluster))
+
+        for topic in topics or ["<each source topic>"]:
+            there("Read", "Topic", topic, "source consumer")
+            if str(config.get("sync.topic.configs.enabled", "true")).strip().lower() == "true":
+                there("DescribeConfigs", "Topic", topic, "source topic settings to copy")
+        there("Describe", "Group", consumer_group(config), "source consumer's coordinator lookup")
+        return rows
 
     def start(self, config: dict[str, str]) -> None:
         errors = {v.name: v.errors for v in self.validate(config) if v.errors}
@@ -231,7 +281,7 @@ class MirrorSourceTask(SourceTask):
         why = "the task assigns its partitions and keeps its positions in the offsets topic"
         consumer_config = forced(consumer_config, "enable.auto.commit", False, why)
         consumer_config = forced(consumer_config, "enable.auto.offset.store", False, why)
-        consumer_config.setdefault("group.id", f"eosconnect-mirror-source-{config.get('name', 'mirror')}")
+        consumer_config.setdefault("group.id", consumer_group(config))
         self.reset = str(consumer_config["auto.offset.reset"])
         partitions = decode_partitions(config.get(ASSIGNED_PARTITIONS_CONFIG, ""))
         #: Per assigned (topic, partition): its frozen source partition and its target topic, made

@@ -42,6 +42,7 @@ from eosconnect.runtime.transactions import (
     fatal_cause,
     transactional_producer_config,
 )
+from eosconnect.storage.client_login import LoginWatch
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.topics import ensure_topic
@@ -107,6 +108,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         # principal may not write, say) must reach the task's error.
         self._delivery_failures: list[str] = []
         config["on_delivery"] = self._note_delivery_failure
+        # A refused login fails step 4 at once, naming the principal and its settings (see
+        # storage/client_login.py), instead of timing out after 60 s.
+        login = LoginWatch(config, client="transactional producer")
+        config["error_cb"] = login
         self.producer = Producer(config)
         self.txn = TransactionalProducer(self.producer, self._classify)
         # 1. the leader fences zombies of the previous generation
@@ -125,7 +130,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             )
         checked = time.monotonic()
         # 4. init_transactions() fences our own predecessor
-        self.txn.init(60)
+        self.txn.init(60, login, self.task_id)
         initialized = time.monotonic()
         # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
         # are read meanwhile (see above)

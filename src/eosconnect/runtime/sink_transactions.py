@@ -56,6 +56,7 @@ from eosconnect.runtime.transactions import (
     fatal_cause,
     transactional_producer_config,
 )
+from eosconnect.storage.client_login import LoginWatch, init_transactions
 from eosconnect.storage.clients import forced
 from eosconnect.storage.producing import produce_waiting
 from eosconnect.storage.transient import retry_transient
@@ -124,6 +125,15 @@ class TransactionalSinkProducer:
         self._producer_config, self.transaction_timeout_ms = transactional_producer_config(
             dict(producer_config), transactional_id, origin=getattr(producer_config, "origin", {})
         )
+        # A refused login fails `init_transactions()` at once, naming the principal and the
+        # settings it came from (storage/client_login.py), instead of timing out.
+        self._login = LoginWatch(
+            self._producer_config,
+            getattr(producer_config, "origin", {}),
+            client="transactional producer",
+            then=self._producer_config.get("error_cb"),
+        )
+        self._producer_config["error_cb"] = self._login
         consumer = forced(
             dict(consumer_config),
             "group.id",
@@ -166,9 +176,8 @@ class TransactionalSinkProducer:
     def start(self) -> None:
         """Create both clients; `init_transactions()` fences any predecessor with our id."""
         self.group_consumer = Consumer(self._consumer_config)  # never subscribed: it names the group
-        self.producer = Producer(self._producer_config)
-        producer = self.producer
-        self._call(Step.INIT, lambda: producer.init_transactions(CALL_TIMEOUT_S))
+        self.producer = producer = Producer(self._producer_config)
+        self._init_transactions(producer, Step.INIT)
         log.info("[%s] transactional producer %s ready", self.task_id, self.transactional_id)
 
     def close(self) -> None:
@@ -447,10 +456,13 @@ class TransactionalSinkProducer:
         if old is not None:
             with contextlib.suppress(KafkaException):
                 old.flush(0)
-        producer = self.producer
+        self._init_transactions(self.producer, "initialising the transactional producer again")
+
+    def _init_transactions(self, producer: Producer, doing: str) -> None:
+        """`init_transactions()`, failing at once when the producer's login is refused."""
         self._call(
-            "initialising the transactional producer again",
-            lambda: producer.init_transactions(CALL_TIMEOUT_S),
+            doing,
+            lambda: init_transactions(producer, CALL_TIMEOUT_S, self._login, f"[{self.task_id}] {doing}"),
         )
 
     def _write_participant_records(self, producer: Producer) -> None:

@@ -29,6 +29,7 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SourceRecord
 from eosconnect.api.transactions import RequestedTransactionContext
 from eosconnect.runtime.config import TransactionBoundary
+from eosconnect.storage.client_login import LoginWatch, init_transactions
 from eosconnect.storage.clients import C, forced
 
 __all__ = [
@@ -189,8 +190,11 @@ class TransactionalProducer:
         except KafkaException as exc:
             raise self.classify(exc, step, None) from exc
 
-    def init(self, timeout_s: float) -> None:
-        self.call(Step.INIT, lambda: self.producer.init_transactions(timeout_s))
+    def init(self, timeout_s: float, login: LoginWatch, task_id: str) -> None:
+        """`init_transactions()` in steps, so that a refused login (`login` is the producer's
+        error callback) fails at once, naming the principal, instead of timing out."""
+        doing = f"{task_id}: {Step.INIT}"
+        self.call(Step.INIT, lambda: init_transactions(self.producer, timeout_s, login, doing))
 
     def begin(self) -> Transaction:
         self.call(Step.BEGIN, self.producer.begin_transaction)
