@@ -263,7 +263,7 @@ class RowMaker:
             )
         if isinstance(record.key, Mapping):
             fields = _fields(record.key, record.key_schema, "key", record)
-            names = list(s.pk_fields) or list(fields)
+            names = tuple(s.pk_fields) or tuple(fields)
             missing = [n for n in names if n not in fields]
             if missing:
                 raise DataException(
