@@ -415,8 +415,9 @@ def test_apache_mirror_maker_2_on_the_same_failover(
         mirror.stop()
     with capsys.disabled():
         print("\n" + result.figures("Apache Kafka MirrorMaker 2"))
-    # Measured, not judged: the group resumed on B and its figures are complete.
-    assert result.on_b and result.reprocessed >= 0 and result.missed >= 0
+    # Measured, not judged: Java's reprocessed/missed figures are printed above; what must hold is
+    # that the group resumed on B at all.
+    assert result.on_b, "the group read nothing on B after Apache MirrorMaker 2's failover"
 
 
 @pytest.mark.timeout(900)
