@@ -387,6 +387,15 @@ def test_auto_register_off_and_use_latest_version(
     assert schema_id(looked_up) == schema_id(latest) == registry_client.get_latest_version(subject).schema_id
     assert registry_client.get_latest_version(subject).schema.schema_str.count(SCHEMA_NAME.split(".")[-1])
 
+    # Both true: registration wins, as in Confluent's serializers (a fresh subject has no latest version).
+    fresh = unique("both-settings")
+    both = avro_converter(schema_registry.url, use_latest_version="true").from_connect_data(
+        fresh, SEQUENCE_V1, value
+    )
+    assert (
+        both is not None and schema_id(both) == registry_client.get_latest_version(f"{fresh}-value").schema_id
+    )
+
 
 def test_not_wire_format_is_one_clear_error(schema_registry: LocalSchemaRegistry):
     with pytest.raises(DataException, match="Unknown magic byte"):

@@ -73,8 +73,8 @@ def registry_config_def() -> ConfigDef:
             ConfigType.BOOLEAN,
             False,
             Importance.LOW,
-            "Write with the latest registered version of the subject instead of the record's own schema "
-            "(with auto.register.schemas=false).",
+            "Write with the latest registered version of the subject instead of the record's own schema; "
+            "only with auto.register.schemas=false (registration wins, as in Confluent's serializers).",
         )
         .define(
             "key.subject.name.strategy",
@@ -208,11 +208,13 @@ class RegistryAccess:
         if found is not None:
             return found
         try:
-            if self.use_latest:
+            # Confluent's serializers check in this order: auto.register.schemas wins over
+            # use.latest.version, which only applies when registration is off.
+            if self.auto_register:
+                found = RegistrySchemaId(self.client.register_schema(subject, schema), schema)
+            elif self.use_latest:
                 latest: RegisteredSchema = self.client.get_latest_version(subject)
                 found = RegistrySchemaId(latest.schema_id, latest.schema)
-            elif self.auto_register:
-                found = RegistrySchemaId(self.client.register_schema(subject, schema), schema)
             else:
                 registered = self.client.lookup_schema(subject, schema)
                 found = RegistrySchemaId(registered.schema_id, schema)
