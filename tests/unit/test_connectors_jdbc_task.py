@@ -356,6 +356,7 @@ def test_rows_become_structs_with_the_tables_schema() -> None:
         sa.Column("flag", sa.Boolean),
         sa.Column("price", sa.Numeric(10, 2)),
         sa.Column("count", sa.Numeric(9, 0)),
+        sa.Column("wide", sa.Numeric(30, 4)),
         sa.Column("free", sa.Numeric()),
         sa.Column("ratio", sa.REAL),
         sa.Column("day", sa.Date),
@@ -383,6 +384,10 @@ def test_rows_become_structs_with_the_tables_schema() -> None:
     assert schema_types("precision_only")["price"][1] == Decimal.LOGICAL_NAME
     best = schema_types("best_fit")
     assert best["price"][0] == "FLOAT64" and best["count"][0] == "INT32" and best["free"][0] == "FLOAT64"
+    assert best["wide"][1] == Decimal.LOGICAL_NAME  # p > 18: best_fit keeps the Decimal ...
+    eager = schema_types("best_fit_eager_double")  # ... best_fit_eager_double does not (Confluent's)
+    assert eager["wide"][0] == eager["price"][0] == "FLOAT64" and eager["count"][0] == "INT32"
+    assert none["wide"][1] == Decimal.LOGICAL_NAME
 
     paris = ZoneInfo("Europe/Paris")
     rows = row_schema("t", columns, dialect="postgresql", numeric_mapping=NumericMapping.NONE, zone=paris)
@@ -393,6 +398,7 @@ def test_rows_become_structs_with_the_tables_schema() -> None:
             "flag": True,
             "price": decimal.Decimal("1.5"),
             "count": decimal.Decimal("7"),
+            "wide": decimal.Decimal("12345678901234567890123.5"),
             "free": decimal.Decimal("3.14159"),
             "ratio": 0.5,
             "day": dt.date(2024, 1, 2),
@@ -406,3 +412,4 @@ def test_rows_become_structs_with_the_tables_schema() -> None:
     assert struct.get("price") == decimal.Decimal("1.50") and struct.get("price").as_tuple().exponent == -2
     assert struct.get("at") == dt.datetime(2024, 1, 2, 12, 0, tzinfo=dt.UTC)  # read in db.timezone
     assert struct.get("free") == "3.14159" and struct.get("doc") == '{"a":[1]}'
+    assert str(struct.get("wide")) == "12345678901234567890123.5000"

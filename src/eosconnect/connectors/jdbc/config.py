@@ -193,7 +193,8 @@ CONFIG_DEF = (
         Importance.LOW,
         "How NUMERIC/DECIMAL columns map to Connect types, as Confluent's setting: none (the logical "
         "Decimal), precision_only (NUMERIC(p,0) with p <= 18 as the smallest integer type), best_fit "
-        "(also NUMERIC(p,s) with p <= 18 as FLOAT64).",
+        "(also NUMERIC(p,s) with p <= 18 as FLOAT64), best_fit_eager_double (as best_fit, and every "
+        "NUMERIC(p,s) with s > 0 as FLOAT64 whatever p).",
         validator=ValidString.in_(*(m.value for m in NumericMapping)),
         group="Mode",
     )

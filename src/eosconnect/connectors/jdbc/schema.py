@@ -21,8 +21,9 @@ anything else (JSON, UUID...)   STRING (its text; JSON as JSON text)
 `numeric.mapping`, Confluent's setting: `none` (the default) maps every NUMERIC to the logical
 `Decimal` with the column's scale; `precision_only` maps NUMERIC(p, 0) with p <= 18 to the smallest
 integer type that holds p digits (INT8 for p < 3, INT16 < 5, INT32 < 10, else INT64); `best_fit`
-does the same and maps NUMERIC(p, s>0) with p <= 18 to FLOAT64. A NUMERIC without a declared
-scale has no fixed scale for `Decimal`: it maps to FLOAT64 under `best_fit` and to STRING (its exact
+does the same and maps NUMERIC(p, s>0) with p <= 18 to FLOAT64; `best_fit_eager_double` maps every
+NUMERIC(p, s>0) to FLOAT64, whatever its precision. A NUMERIC without a declared scale has no fixed
+scale for `Decimal`: it maps to FLOAT64 under the two `best_fit` mappings and to STRING (its exact
 text) otherwise. Timestamps without a time zone are read in `db.timezone`.
 """
 
@@ -60,6 +61,7 @@ class NumericMapping(StrEnum):
     NONE = "none"
     PRECISION_ONLY = "precision_only"
     BEST_FIT = "best_fit"
+    BEST_FIT_EAGER_DOUBLE = "best_fit_eager_double"
 
 
 @dataclass(frozen=True)
@@ -153,19 +155,21 @@ def _column(
 def _numeric(
     precision: int | None, scale: int | None, mapping: NumericMapping
 ) -> tuple[SchemaBuilder, ValueConverter]:
-    if mapping is not NumericMapping.NONE and precision is not None and 0 < precision <= 18:
-        if not scale:
-            if precision < 3:
-                return SchemaBuilder.int8(), int
-            if precision < 5:
-                return SchemaBuilder.int16(), int
-            if precision < 10:
-                return SchemaBuilder.int32(), int
-            return SchemaBuilder.int64(), int
-        if mapping is NumericMapping.BEST_FIT and scale > 0:
-            return SchemaBuilder.float64(), float
+    fits = precision is not None and 0 < precision <= 18
+    if mapping is not NumericMapping.NONE and fits and not scale:
+        assert precision is not None
+        if precision < 3:
+            return SchemaBuilder.int8(), int
+        if precision < 5:
+            return SchemaBuilder.int16(), int
+        if precision < 10:
+            return SchemaBuilder.int32(), int
+        return SchemaBuilder.int64(), int
+    doubles = mapping is NumericMapping.BEST_FIT_EAGER_DOUBLE or (mapping is NumericMapping.BEST_FIT and fits)
+    if scale is not None and scale > 0 and doubles:
+        return SchemaBuilder.float64(), float
     if scale is None:
-        if mapping is NumericMapping.BEST_FIT:
+        if mapping in (NumericMapping.BEST_FIT, NumericMapping.BEST_FIT_EAGER_DOUBLE):
             return SchemaBuilder.float64(), float
         return SchemaBuilder.string(), _decimal_text
     exponent = decimal.Decimal(1).scaleb(-scale)
