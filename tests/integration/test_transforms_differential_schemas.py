@@ -13,23 +13,8 @@ from typing import Any
 
 import pytest
 
-from eosconnect.api.converters import JsonConverter
-from eosconnect.api.errors import ConfigException
 from support.connect_harness import ConnectHarness
 from support.transform_differential import both_with_schemas
-
-
-def _json_converter_reads_schemas() -> bool:
-    try:
-        JsonConverter().configure({"schemas.enable": "true"}, False)
-    except ConfigException:
-        return False
-    return hasattr(JsonConverter, "to_connect_data")
-
-
-pytestmark = pytest.mark.skipif(
-    not _json_converter_reads_schemas(), reason="needs eosconnect's JsonConverter with schemas.enable=true"
-)
 
 K = "org.apache.kafka.connect.transforms."
 P = K + "predicates."
