@@ -216,3 +216,24 @@ def test_negative_zero_reads_as_java_reads_it(connect_harness: ConnectHarness) -
     java_text = _answer_value_text(line)
     assert java_text.endswith('"payload":0.0}')  # ... but reads it as 0.0 (BigDecimal has no -0)
     assert str(ours.to_connect_data("t", written).value) == "0.0"
+
+
+def test_schema_content_reads_plain_json_as_kafka_does(connect_harness: ConnectHarness) -> None:
+    """KIP-1054: with `schema.content`, plain JSON (no envelope) is read with that schema; written back
+    (schemas.enable=true) it is the envelope Kafka's own converter writes for it."""
+    content = (
+        '{"type":"struct","name":"com.example.Reading","fields":['
+        '{"field":"id","type":"int64"},{"field":"note","type":"string","optional":true},'
+        '{"field":"celsius","type":"bytes","name":"org.apache.kafka.connect.data.Decimal",'
+        '"parameters":{"scale":"1"}}]}'
+    )
+    settings = {"schemas.enable": "true", "schema.content": content}
+    plain = {"id": 7, "note": None, "celsius": 21.5}
+    ours = JsonConverter()
+    ours.configure(settings, False)
+    read = ours.to_connect_data("t", json.dumps(plain).encode())
+    assert read.schema is not None and read.schema.name == "com.example.Reading"
+    written = ours.from_connect_data("t", read.schema, read.value)
+    assert written is not None
+    line = connect_harness.run_line({"converter": settings, "topic": "t", "value": plain})
+    assert written.decode() == _answer_value_text(line)
