@@ -7,7 +7,8 @@ FileStreamSink, through the same converter, writes back as the original lines.
 The issue's whole pipeline: JdbcSource -> InsertField + ReplaceField + RegexRouter (Kafka's class
 names) -> Kafka exactly once, with JsonConverter schemas.enable=true (checked by `eosconnect verify`'s
 JDBC check and read by Kafka Connect's FileStreamSink) and with the AvroConverter against the real
-registry (read back by Confluent's AvroDeserializer).
+registry (checked by `eosconnect verify --value-converter avro` and read back by Confluent's
+AvroDeserializer).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import sqlalchemy as sa
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from typer.testing import CliRunner
 
 from eosconnect.devkafka.kafka_connect import KafkaConnectProcess, connect_worker_defaults
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 from eosconnect.tools.verify import verify_jdbc_topic
+from eosconnect.tools.verify_cli import verify_app
 from support.java_connect import post_connector
 from support.runtime_helpers import wait_until
 
@@ -179,11 +182,13 @@ def test_pipeline_jdbc_smt_chain_avro_exactly_once_read_by_confluents_deserializ
     topic_name,
     create_topic,
     read_committed,
+    bootstrap: str,
     tmp_path,
 ):
     """The same pipeline with the AvroConverter (keys and values) against the real registry: every row
-    once under read_committed, the transformed records read back by Confluent's AvroDeserializer with
-    the registry's schema id for the routed topic's subject."""
+    exactly once by `eosconnect verify --jdbc` reading through the AvroConverter, the transformed records
+    read back by Confluent's AvroDeserializer with the registry's schema id for the routed topic's
+    subject."""
     rows = 120
     url = orders_table(tmp_path, rows)
     prefix = topic_name("db") + "-"
@@ -199,6 +204,18 @@ def test_pipeline_jdbc_smt_chain_avro_exactly_once_read_by_confluents_deserializ
     wait_until(lambda: len(read_committed(routed)) >= rows, 120, f"{rows} rows in Kafka", job)
     outcomes = job.stop()
     assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+
+    # `eosconnect verify` reads the Avro records through the same converter: every row exactly once.
+    registry = f"schema.registry.url={schema_registry.url}"
+    result = CliRunner().invoke(
+        verify_app,
+        [
+            *("--topic", routed, "-b", bootstrap, "--jdbc", url, "--table", "orders", "--no-progress"),
+            *("--key-converter", "avro", "--value-converter", "avro", "--converter-setting", registry),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "OK: exactly once" in result.output, result.output
 
     records = read_committed(routed)
     client = SchemaRegistryClient({"url": schema_registry.url, "timeout": 30})

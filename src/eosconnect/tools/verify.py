@@ -333,8 +333,11 @@ def verify_jdbc_topic(
     timeout: float = 120.0,
     max_anomalies: int = 10,
     on_record: Callable[[TopicRecord], None] | None = None,
+    decode: Callable[[TopicRecord], TopicRecord] | None = None,
 ) -> SequenceReport:
     """Every row of `table` exactly once in `topic` (read_committed), matched by `id_column`.
+
+    `decode` turns records of another converter into JSON first (tools/verify_decode.py).
 
     Meant for insert-only tables: in the timestamp modes an updated row is legitimately written
     again and shows up here as a duplicate. The table is read after the topic, so rows inserted
@@ -343,7 +346,7 @@ def verify_jdbc_topic(
     ids: list[Hashable] = []
 
     def handle(record: TopicRecord) -> None:
-        ids.append(record_id(record, id_column))
+        ids.append(record_id(decode(record) if decode is not None else record, id_column))
         if on_record is not None:
             on_record(record)
 
@@ -467,13 +470,15 @@ def verify_field_topic(
     timeout: float = 120.0,
     max_anomalies: int = 10,
     on_record: Callable[[TopicRecord], None] | None = None,
+    decode: Callable[[TopicRecord], TopicRecord] | None = None,
 ) -> FieldReport:
     """Read `topic` with read_committed and check that each record key (`field` None) or value of
-    `field` occurs once, and, for integers, that none is missing (`check_identities`)."""
+    `field` occurs once, and, for integers, that none is missing (`check_identities`). `decode` turns
+    records of another converter into JSON first (tools/verify_decode.py)."""
     identities: list[Hashable | None] = []
 
     def handle(record: TopicRecord) -> None:
-        identities.append(record_identity(record, field))
+        identities.append(record_identity(decode(record) if decode is not None else record, field))
         if on_record is not None:
             on_record(record)
 

@@ -12,6 +12,10 @@ Three checks:
   record key with `--by key`) once: records, distinct, duplicates, and gaps when the values are
   integers (a sequence numbered by the producer).
 
+Keys and values are read as JSON (plain, or JsonConverter envelopes); `--value-converter`/
+`--key-converter` (with `--converter-setting KEY=VALUE`) read topics written through another converter,
+e.g. `--value-converter avro --converter-setting schema.registry.url=...` (tools/verify_decode.py).
+
 Prints a summary table (expected, seen, duplicates, missing, unexpected, the first anomalies) and
 exits 0 when the topic is exactly right, 1 on any anomaly, 2 on bad usage, 3 when the topic or the
 table cannot be read. The checks themselves live in `eosconnect.tools.verify`; `print_report` is
@@ -24,7 +28,7 @@ import os
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -42,6 +46,9 @@ from eosconnect.tools.verify import (
     verify_jdbc_topic,
     verify_sequence_topic,
 )
+
+if TYPE_CHECKING:
+    from eosconnect.tools.verify_decode import RecordDecoder
 
 __all__ = [
     "EXIT_ANOMALIES",
@@ -238,6 +245,29 @@ def verify(
         str | None, typer.Option(help="--jdbc: the table (schema.table) the topic holds.")
     ] = None,
     id_column: Annotated[str, typer.Option(help="--jdbc: the column identifying a row.")] = "id",
+    key_converter: Annotated[
+        str | None,
+        typer.Option(
+            help="--jdbc/--key-field/--by: the converter the keys were written with, as in key.converter "
+            "(e.g. avro); default: JSON text.",
+        ),
+    ] = None,
+    value_converter: Annotated[
+        str | None,
+        typer.Option(
+            help="--jdbc/--key-field/--by: the converter the values were written with, as in "
+            "value.converter (e.g. avro, protobuf, jsonschema); default: JSON text.",
+        ),
+    ] = None,
+    converter_setting: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--converter-setting",
+            metavar="KEY=VALUE",
+            help="A setting of --key-converter/--value-converter, e.g. schema.registry.url=http://...; "
+            "repeatable.",
+        ),
+    ] = None,
     bootstrap_servers: BootstrapOpt = DEFAULT_BOOTSTRAP,
     consumer_config: ConsumerSettingsOpt = None,
     command_config: CommandConfigOpt = None,
@@ -254,7 +284,8 @@ def verify(
     """Check a topic: each record once, read to its end with read_committed.
 
     Against SequenceSource's sequences (--sequence), a table (--jdbc), or for any topic by a field
-    of the JSON value (--key-field) or the record key (--by key).
+    of the JSON value (--key-field) or the record key (--by key). Topics written through another
+    converter (Avro, Protobuf, JSON Schema) are read with --value-converter/--key-converter.
 
     Exit codes: 0 exactly once, 1 anomalies, 2 bad usage, 3 topic or table unreadable.
     """
@@ -285,6 +316,7 @@ def verify(
         start = parse_start_offsets(from_offsets)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-offsets") from None
+    decode = _decoder(key_converter, value_converter, converter_setting, sequence)
     config = client_settings(bootstrap_servers, consumer_config, check=False, command_config=command_config)
 
     def run(on_record: Callable[[TopicRecord], None] | None) -> SequenceReport:
@@ -297,6 +329,7 @@ def verify(
                 timeout=timeout,
                 max_anomalies=max_anomalies,
                 on_record=on_record,
+                decode=decode,
             )
         if jdbc is not None:
             assert table is not None
@@ -310,6 +343,7 @@ def verify(
                 timeout=timeout,
                 max_anomalies=max_anomalies,
                 on_record=on_record,
+                decode=decode,
             )
         return verify_sequence_topic(
             config,
@@ -341,6 +375,30 @@ def verify(
         console.print(f"[yellow]note: {topic!r} holds no committed records[/]")
     if not report.ok:
         raise typer.Exit(EXIT_ANOMALIES)
+
+
+def _decoder(
+    key_converter: str | None, value_converter: str | None, settings: list[str] | None, sequence: bool
+) -> RecordDecoder | None:
+    """The record decoder of the converter options (None: JSON as written), or bad usage naming the
+    option."""
+    from eosconnect.api.errors import ConfigException
+    from eosconnect.tools.verify_decode import record_decoder
+
+    given = key_converter is not None or value_converter is not None
+    if settings and not given:
+        raise typer.BadParameter(
+            "needs --key-converter or --value-converter", param_hint="--converter-setting"
+        )
+    if given and sequence:
+        raise typer.BadParameter(
+            "--sequence reads SequenceSource's JSON: leave the converters out", param_hint="--value-converter"
+        )
+    try:
+        return record_decoder(key_converter, value_converter, key_values(settings, "--converter-setting"))
+    except ConfigException as exc:
+        hint = "--key-converter" if value_converter is None else "--value-converter/--converter-setting"
+        raise typer.BadParameter(str(exc), param_hint=hint) from None
 
 
 def _hide_password(url: str) -> str:
