@@ -271,13 +271,14 @@ def create_scram_users(
         AdminClient,
         ScramCredentialInfo,
         ScramMechanism,
+        UserScramCredentialAlteration,
         UserScramCredentialUpsertion,
     )
 
     if not users:
         return
     admin = AdminClient({**admin_config, "log_level": 0})
-    upserts = [
+    upserts: list[UserScramCredentialAlteration] = [
         UserScramCredentialUpsertion(
             name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), password.encode()
         )

@@ -384,7 +384,7 @@ class ConfigStore:
         self._snapshot = self._builder.snapshot()
         self._read_lock = threading.Lock()
         #: Kept across reads (the store reads after every write); used under `_read_lock`.
-        self._reader = TopicReader(self._consumer_config, self.topic)
+        self._reader = TopicReader(self._consumer_config, self.topic, group=worker.group_id)
         self._write_lock = threading.RLock()
         self._writer: Writer | None = None
         self._plain_writer: PlainConfigWriter | None = None
