@@ -207,12 +207,20 @@ class LocalKafkaCluster:
         return self.bootstrap_servers
 
     def stop(self, timeout: float = 20.0) -> None:
-        """Clean shutdown of every node (brokers first), SIGKILL for any that hang."""
+        """Clean shutdown of every node (the brokers together, then the controllers), SIGKILL for any
+        that hang. The brokers are told at once: one after another, each controlled shutdown moved
+        its leaderships to the next broker to stop (15-20 s for three under load)."""
         if self.state is None:
             return
-        brokers_first = sorted(self.state.nodes, key=lambda n: not n.is_broker)
-        for node in brokers_first:
-            self.stop_node(node.node_id, timeout=timeout)
+        for group in (
+            [n for n in self.state.nodes if n.is_broker],
+            [n for n in self.state.nodes if not n.is_broker],
+        ):
+            for node in group:
+                if pid_alive(node.pid):
+                    self._signal(node, signal.SIGTERM)
+            for node in group:
+                self.stop_node(node.node_id, timeout=timeout)
 
     def __enter__(self) -> LocalKafkaCluster:
         self.start()
