@@ -466,6 +466,18 @@ class ConfigStore:
                 )
             try:
                 writer.start()
+            except LeaderFencedError:
+                writer.close()
+                raise
+            except ConfigWriteError as exc:
+                writer.close()
+                # acls imports this module (leader_transactional_id): imported here, when needed
+                from eosconnect.storage.acls import leader_authorization_hint
+
+                hint = leader_authorization_hint(str(exc), self.worker.originals)
+                if hint is None:
+                    raise
+                raise ConfigWriteError(f"{hint}\n{exc}", fatal=exc.fatal) from exc
             except BaseException:
                 writer.close()
                 raise
