@@ -24,6 +24,9 @@ from eosconnect.tools.worker_process import WorkerProcess
 from support.connect_harness import ConnectHarness
 from support.workers import packing_settings
 
+#: How long the secured and three-broker clusters may take to start: at load 75 a SASL_SSL broker
+#: was still starting after the launcher's default 90 s.
+START_TIMEOUT_S = 240.0
 SPARK_MASTER = os.environ.get("EOSCONNECT_TEST_SPARK_MASTER", "local[6,4]")
 TESTS_DIR = Path(__file__).resolve().parent
 # Spark's Python workers inherit PYTHONPATH from the driver: this makes tests/support importable there.
@@ -60,7 +63,7 @@ def kafka3(
         extra_config={"unclean.leader.election.enable": "false", "min.insync.replicas": "2"},
         security=kafka3_security,
     )
-    cluster.start()
+    cluster.start(timeout=START_TIMEOUT_S)
     yield cluster
     cluster.stop()
 
@@ -103,7 +106,7 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKaf
     cluster = LocalKafkaCluster(
         tmp_path_factory.mktemp("kafka-sasl-ssl"), tie_to_parent=True, security="sasl_ssl"
     )
-    cluster.start()
+    cluster.start(timeout=START_TIMEOUT_S)
     yield cluster
     cluster.stop()
 

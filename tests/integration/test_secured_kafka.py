@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -128,3 +129,43 @@ def test_commands_take_a_command_config_file_as_kafkas_tools_do(
     assert refused.returncode != 0
     for run in (created, produced, consumed, verified, described, refused):
         assert settings["sasl.password"] not in run.stdout + run.stderr
+
+
+def _group_denials(cluster: LocalKafkaCluster, user: str) -> int:
+    """Lines of the broker's authorizer log refusing `user` anything on a group."""
+    text = cluster.log_file(cluster.broker_ids()[0]).read_text(errors="replace")
+    return sum(1 for line in text.splitlines() if f"User:{user} is Denied" in line and "Group:" in line)
+
+
+def test_a_long_lived_reader_in_its_principals_group_is_never_refused(
+    secured_kafka: LocalKafkaCluster, topic_name
+):
+    """librdkafka looks up an assign-only consumer's group coordinator every second for its whole
+    life: the worker's config and status readers (kept open) named a random group the worker may not
+    Describe and were refused once a second. In the worker's own group (Read on it, as KIP-618's
+    worker has) nothing is refused; a random group, the control, is."""
+    from confluent_kafka.admin import AdminClient
+
+    from eosconnect.storage.topic_reader import TopicReader
+
+    topic, group = topic_name("data"), topic_name("group")
+    admin = AdminClient({**secured_kafka.client_config(), "log_level": 0})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    assert _produce(secured_kafka.client_config(), topic, b"one") is None
+    user = f"reader-{topic[-6:]}"
+    reader_client = secured_kafka.create_user(user)
+    secured_kafka.grant([Acl(user, "Read", "Topic", topic), Acl(user, "Read", "Group", group)])
+
+    def hold(reader: TopicReader) -> int:
+        before = _group_denials(secured_kafka, user)
+        try:
+            assert [r.value for r in reader.read_to_end(timeout=30)] == [b"one"]
+            time.sleep(5)  # the reader stays open, as a store's does
+            assert [r.value for r in reader.read_to_end(timeout=30)] == [b"one"]
+        finally:
+            reader.close()
+        time.sleep(1)  # the broker's log line follows its answer
+        return _group_denials(secured_kafka, user) - before
+
+    assert hold(TopicReader(reader_client, topic, group=group)) == 0
+    assert hold(TopicReader(reader_client, topic)) > 0  # the control: the test can see refusals

@@ -22,6 +22,8 @@ MISSING = {
     "write-offsets": ("Write", "Topic", "{group}-offsets"),
     "write-status": ("Write", "Topic", "{group}-status"),
     "read-group": ("Read", "Group", "{group}"),
+    # the config topic not made by an administrator, and the worker may not create it
+    "create-configs": ("Create", "Topic", "{group}-configs"),
 }
 
 
@@ -30,12 +32,12 @@ def test_a_worker_without_one_of_its_acls_fails_at_start_naming_it(
     secured_kafka: LocalKafkaCluster, tmp_path: Path, case: str
 ):
     group = f"wacl-{uuid.uuid4().hex[:6]}"
-    topics = internal_topics(group).values()
+    operation, rtype, pattern = MISSING[case]
+    resource = pattern.format(group=group)
+    topics = [t for t in internal_topics(group).values() if (operation, t) != ("Create", resource)]
     create_topics(secured_kafka, dict.fromkeys(topics, 1), set(topics))
     worker = f"{group}-worker"
     client = secured_kafka.create_user(worker)
-    operation, rtype, pattern = MISSING[case]
-    resource = pattern.format(group=group)
     acls = kip618_worker_acls(worker, group)
     secured_kafka.grant(
         [a for a in acls if (a.operation, a.resource_type, a.resource_name) != (operation, rtype, resource)]
@@ -65,3 +67,35 @@ def test_a_worker_without_one_of_its_acls_fails_at_start_naming_it(
     assert command in line, line
     assert line.count(" needs ") == 1, line  # exactly the missing one, not the whole table
     assert client["sasl.password"] not in run.stderr + run.stdout
+
+
+def test_a_leader_without_its_transactional_id_acl_is_told_which_and_how(
+    secured_kafka: LocalKafkaCluster, tmp_path: Path
+):
+    """The leader's TransactionalId connect-cluster-<group.id> cannot be checked at start (asking
+    would fence the current leader): claiming the config topic's write privileges names it and the
+    kafka-acls.sh command that grants it (it said only TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+    from eosconnect.storage.config_store import ConfigStore, ConfigWriteError
+    from eosconnect.worker_config import WorkerConfig
+
+    group = f"wtid-{uuid.uuid4().hex[:6]}"
+    topics = internal_topics(group).values()
+    create_topics(secured_kafka, dict.fromkeys(topics, 1), set(topics))
+    worker = f"{group}-worker"
+    client = secured_kafka.create_user(worker)
+    secured_kafka.grant(
+        [a for a in kip618_worker_acls(worker, group) if a.resource_type != "TransactionalId"]
+    )
+    store = ConfigStore(WorkerConfig.parse(worker_settings(client, group)), write_timeout_s=20)
+    try:
+        with pytest.raises(ConfigWriteError) as refused:
+            store.claim_write_privileges()
+    finally:
+        store.close()
+    command = (
+        f"kafka-acls.sh --bootstrap-server {secured_kafka.bootstrap_servers} --add --allow-principal "
+        f"User:{worker} --operation Write --transactional-id connect-cluster-{group}"
+    )
+    text = str(refused.value)
+    assert f"User:{worker} needs Write on TransactionalId 'connect-cluster-{group}'" in text, text
+    assert command in text, text

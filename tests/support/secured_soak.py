@@ -111,13 +111,12 @@ def soak_principals(cluster: LocalKafkaCluster) -> SoakPrincipals:
     topics = internal_topics(group)
     for topic in topics.values():  # a least-privilege worker has no Create: an administrator makes them
         create_replicated_topic(admin, topic, 1, compacted=True)
+    roles = ("worker", "source-producer", "source-admin", "mirror-consumer", "mirror-target", "reader")
+    made = cluster.create_users(f"{group}-{role}" for role in roles)  # one admin request for all
+    users = {role: made[f"{group}-{role}"] for role in roles}
     # its login only: the soak's worker settings name the bootstrap servers already
-    worker = {k: v for k, v in cluster.create_user(f"{group}-worker").items() if k != "bootstrap.servers"}
+    worker = {k: v for k, v in users["worker"].items() if k != "bootstrap.servers"}
     cluster.grant(kip618_worker_acls(f"{group}-worker", group))
-    users = {
-        role: cluster.create_user(f"{group}-{role}")
-        for role in ("source-producer", "source-admin", "mirror-consumer", "mirror-target", "reader")
-    }
     target = {f"target.cluster.{k}": v for k, v in users["mirror-target"].items()}
     return SoakPrincipals(
         cluster,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from eosconnect.cluster.database_hosts import database_host_errors
+from eosconnect.api.database_hosts import database_host_errors
 from eosconnect.cluster.validation import config_errors, validate_connector_config
 from eosconnect.worker_config import WorkerConfig
 
@@ -82,3 +82,17 @@ def test_an_allowed_host_is_validated_as_before(listener: socket.socket, monkeyp
     errors = config_errors(validate_connector_config(_jdbc(port), worker("127.0.0.1")))
     assert "cannot connect" in errors["connection.url"][0]  # the connector's own check ran
     assert _connected(listener)
+
+
+def test_a_stored_connector_is_checked_against_the_workers_setting_of_now(listener: socket.socket) -> None:
+    """Validation saw the config when it was stored, under an older (or no) setting: starting it on
+    a worker whose database.allowed.hosts now refuses its host fails, naming both, unconnected."""
+    from eosconnect.api.errors import ConnectException
+    from eosconnect.cluster.jobs import start_connector
+
+    port = listener.getsockname()[1]
+    props = {"bootstrap.servers": "127.0.0.1:9", "database.allowed.hosts": "db.internal"}
+    with pytest.raises(ConnectException, match=r"database.allowed.hosts=db.internal") as refused:
+        start_connector(_jdbc(port), props)
+    assert f"127.0.0.1:{port}" in str(refused.value)
+    assert not _connected(listener), "the connector connected to a host the worker refuses"

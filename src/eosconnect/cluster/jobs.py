@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.connector import Connector
 from eosconnect.api.context import ConnectorContext
+from eosconnect.api.database_hosts import check_database_host
 from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.sink import SinkConnector
 from eosconnect.runtime.control import Directive, FileTaskControl
@@ -62,6 +63,8 @@ def start_connector(
     # ${provider:path:key} variables are resolved for the connector (KIP-297); the task configs it
     # derives get the placeholders back (connector_task_configs), so nothing resolved is stored.
     resolved = resolve_config(connector_props, worker_props or {})
+    if worker_props is not None:  # a stored config is checked against the worker's setting of now
+        check_database_host(connector_props, worker_props)
     # the runtime's own attribute on the connector object, read back by connector_task_configs
     connector._eosconnect_placeholders = {  # type: ignore[attr-defined]
         k: (resolved[k], v) for k, v in connector_props.items() if isinstance(v, str) and "${" in v

@@ -18,6 +18,7 @@ from eosconnect.api.config import ConfigDef, ConfigValue
 from eosconnect.api.config_providers import resolve_config, unresolvable_variables
 from eosconnect.api.connector import Connector
 from eosconnect.api.converters import resolve_converter_class
+from eosconnect.api.database_hosts import database_host_errors
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.file_access import FILE_ALLOWED_DIRS, AllowedDirs
 from eosconnect.api.plugins import resolve_connector_class
@@ -25,7 +26,6 @@ from eosconnect.api.sink import TRANSACTION_PRODUCER_CONFIG, SinkConnector, sink
 from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
 from eosconnect.api.transforms import resolve_predicate_class, resolve_transformation_class
 from eosconnect.cluster.connector_kinds import SOURCE, ConnectorKind, kind_of
-from eosconnect.cluster.database_hosts import database_host_errors
 from eosconnect.cluster.framework_settings import (
     framework_config_def,
     framework_definitions,

@@ -18,6 +18,8 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from eosconnect.devkafka.security import (
     Acl,
     SecurityMode,
     SecurityState,
-    create_scram_user,
+    create_scram_users,
     grant,
     revoke,
 )
@@ -191,7 +193,9 @@ class LocalKafkaCluster:
         (self.run_dir / "log4j2.xml").write_text(LOG4J2_CONFIG)
         for node in self.state.nodes:
             self._write_config(node)
-            self._format(node)
+        # One StorageTool JVM per node, all at once: one after another took 4 x 5-10 s under load.
+        with ThreadPoolExecutor(len(self.state.nodes)) as pool:
+            list(pool.map(self._format, self.state.nodes))
         self.state.save()
         try:
             for node in self._controllers_first():
@@ -203,12 +207,20 @@ class LocalKafkaCluster:
         return self.bootstrap_servers
 
     def stop(self, timeout: float = 20.0) -> None:
-        """Clean shutdown of every node (brokers first), SIGKILL for any that hang."""
+        """Clean shutdown of every node (the brokers together, then the controllers), SIGKILL for any
+        that hang. The brokers are told at once: one after another, each controlled shutdown moved
+        its leaderships to the next broker to stop (15-20 s for three under load)."""
         if self.state is None:
             return
-        brokers_first = sorted(self.state.nodes, key=lambda n: not n.is_broker)
-        for node in brokers_first:
-            self.stop_node(node.node_id, timeout=timeout)
+        for group in (
+            [n for n in self.state.nodes if n.is_broker],
+            [n for n in self.state.nodes if not n.is_broker],
+        ):
+            for node in group:
+                if pid_alive(node.pid):
+                    self._signal(node, signal.SIGTERM)
+            for node in group:
+                self.stop_node(node.node_id, timeout=timeout)
 
     def __enter__(self) -> LocalKafkaCluster:
         self.start()
@@ -243,6 +255,12 @@ class LocalKafkaCluster:
         SCRAM-SHA-512 credentials through the admin API in the SASL modes, a certificate signed by
         the run's CA in `ssl` mode. The call returns once the user can connect.
         """
+        return self.create_users({name: password})[name]
+
+    def create_users(self, users: Mapping[str, str | None] | Iterable[str]) -> dict[str, dict[str, str]]:
+        """Several principals at once (name -> password, None or a bare name for a random one): one
+        admin request for their SCRAM credentials, then one wait until they can connect. Returns
+        each one's client settings by name."""
         import secrets
 
         from confluent_kafka import KafkaException
@@ -253,21 +271,27 @@ class LocalKafkaCluster:
             raise ClusterError(
                 "users need a secured cluster: start it with security=sasl_ssl|sasl_plaintext|ssl"
             )
+        wanted = dict(users) if isinstance(users, Mapping) else dict.fromkeys(users)
+        passwords: dict[str, str | None] = {}
         if sec.sasl:
-            password = password or secrets.token_urlsafe(12)
-            create_scram_user(self.client_config(), name, password)
+            passwords = {name: pw or secrets.token_urlsafe(12) for name, pw in wanted.items()}
+            create_scram_users(self.client_config(), {n: p for n, p in passwords.items() if p})
         else:
-            sec.issue_certificate(name)
-        settings = self.client_config(name, password)
+            for name in wanted:
+                sec.issue_certificate(name)
+                passwords[name] = None
+        settings = {name: self.client_config(name, pw) for name, pw in passwords.items()}
         deadline = time.monotonic() + 30
-        while True:  # SCRAM credentials reach the broker through the metadata log
-            try:
-                AdminClient({**settings, "log_level": 0}).list_topics(timeout=3)
-                return settings
-            except KafkaException:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
+        for config in settings.values():
+            while True:  # SCRAM credentials reach the broker through the metadata log
+                try:
+                    AdminClient({**config, "log_level": 0}).list_topics(timeout=3)
+                    break
+                except KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.3)
+        return settings
 
     def grant(self, acls: list[Acl]) -> None:
         """Create ALLOW ACLs as the super user."""

@@ -51,6 +51,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.context import SinkTaskContext
+from eosconnect.api.database_hosts import check_database_host
 from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
@@ -281,6 +282,8 @@ class SinkTaskRunner:
         if self.connector.errors_tolerance is ErrorsTolerance.ALL:
             self.context.errant_reporter = self.dead_letters.reporter(type(self.task).__qualname__)
         self.task.initialize(self.context)
+        # the worker's database.allowed.hosts of now, not of when the config was stored
+        check_database_host({**self.connector.originals, **self.spec.task_config}, self.worker.originals)
         self.task.start(dict(self.spec.task_config))  # step 4: a transactional task inits its producer
         self.committer = self.make_committer(self.consumer)  # after start: see SinkTask.stores_offsets
         self._task_started = True

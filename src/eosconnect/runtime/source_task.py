@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from eosconnect.api.batch import SourceBatch, expand
+from eosconnect.api.database_hosts import check_database_host
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
@@ -170,6 +171,8 @@ class SourceTaskRunner(ABC):
         if attach is not None:
             attach(self.metrics)  # the control's heartbeat carries the metrics to the worker
         self.task.initialize(context)
+        # the worker's database.allowed.hosts of now, not of when the config was stored
+        check_database_host({**self.connector.originals, **self.spec.task_config}, self.worker.originals)
         self.task.start(dict(self.spec.task_config))
         self._task_started = True
         self.metrics.mark_started()

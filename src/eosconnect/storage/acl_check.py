@@ -7,9 +7,12 @@ DescribeTopics and DescribeGroups. So for each internal topic and the group, the
 worker needs are compared with those the broker reports; the answer names each missing ACL with
 its `kafka-acls.sh` command (KIP-618 asks for remediation instructions).
 
+An internal topic that does not exist yet is created by the worker, which needs Create: that is
+asked with a CreateTopics request that only validates (`validate_only`), which the broker
+authorizes and answers without creating anything.
+
 What cannot be asked this way is left to the moment it is used, where the failure names it too:
-a topic that does not exist yet (the worker creates it, which needs Create), and the leader's
-TransactionalId (asking would fence the current leader's producer).
+the leader's TransactionalId (asking would fence the current leader's producer).
 """
 
 from __future__ import annotations
@@ -18,15 +21,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from eosconnect.storage.acls import Acl, worker_acls
+from eosconnect.storage.acls import Acl, principal_of, worker_acls
 from eosconnect.storage.clients import ClientKind, client_config
 
 __all__ = ["missing_worker_acls"]
 
 _CLIENT_OF_OPERATION: dict[str, ClientKind] = {"Read": "consumer", "Write": "producer"}
 _REFUSED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED)
+_CREATE_REFUSED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
 
 
 def missing_worker_acls(worker: Mapping[str, Any], timeout: float = 15.0) -> list[Acl]:
@@ -58,7 +62,50 @@ def missing_worker_acls(worker: Mapping[str, Any], timeout: float = 15.0) -> lis
             ops = allowed.get((row.resource_type, row.resource_name))
             if ops is not None and row.operation.upper() not in ops:
                 missing.append(row)
+    return missing + _missing_create(worker, rows, timeout)
+
+
+def _missing_create(worker: Mapping[str, Any], rows: list[Acl], timeout: float) -> list[Acl]:
+    """Create on each internal topic that does not exist yet and that the worker's admin principal
+    may not create (a CreateTopics that only validates: nothing is made)."""
+    topics = sorted({a.resource_name for a in rows if a.resource_type == "Topic"})
+    admin_config = _connection(client_config("admin", worker))
+    admin = AdminClient({**admin_config, "log_level": 0})
+    absent = [t for t in topics if _absent(admin, t, timeout)]
+    if not absent:
+        return []
+    futures = admin.create_topics(
+        [NewTopic(t, 1, -1) for t in absent], validate_only=True, request_timeout=timeout
+    )
+    principal = principal_of(admin_config)
+    missing = []
+    for topic, future in futures.items():
+        try:
+            future.result(timeout)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and err.code() in _CREATE_REFUSED:
+                missing.append(
+                    Acl(
+                        principal,
+                        "Create",
+                        "Topic",
+                        topic,
+                        role="worker admin (the topic does not exist yet)",
+                    )
+                )
     return missing
+
+
+def _absent(admin: AdminClient, topic: str, timeout: float) -> bool:
+    """Whether the broker says `topic` does not exist (not: refused, or no answer)."""
+    future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic]
+    try:
+        future.result(timeout)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        return isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    return False
 
 
 def _operations(future: Any, timeout: float) -> set[str] | None:

@@ -33,6 +33,7 @@ __all__ = [
     "Acl",
     "connector_acls",
     "kafka_acls_command",
+    "leader_authorization_hint",
     "principal_of",
     "remediation",
     "sink_acls",
@@ -352,6 +353,18 @@ def fencing_authorization_hint(
         servers = str(
             admin_principal_producer_config(worker, config).get("bootstrap.servers") or "<bootstrap>"
         )
+    except Exception:  # a hint must never hide the failure it explains
+        return None
+    return authorization_hint(error_text, rows, servers)
+
+
+def leader_authorization_hint(error_text: str, worker: Mapping[str, Any]) -> str | None:
+    """`authorization_hint` for the leader's config topic writer: the worker producer's rows on
+    the TransactionalId `connect-cluster-<group.id>` (not checked at start: asking would fence the
+    current leader)."""
+    try:
+        rows = [r for r in worker_acls(worker) if r.resource_type == "TransactionalId"]
+        servers = str(client_config("producer", worker).get("bootstrap.servers") or "<bootstrap>")
     except Exception:  # a hint must never hide the failure it explains
         return None
     return authorization_hint(error_text, rows, servers)

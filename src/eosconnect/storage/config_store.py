@@ -384,7 +384,7 @@ class ConfigStore:
         self._snapshot = self._builder.snapshot()
         self._read_lock = threading.Lock()
         #: Kept across reads (the store reads after every write); used under `_read_lock`.
-        self._reader = TopicReader(self._consumer_config, self.topic)
+        self._reader = TopicReader(self._consumer_config, self.topic, group=worker.group_id)
         self._write_lock = threading.RLock()
         self._writer: Writer | None = None
         self._plain_writer: PlainConfigWriter | None = None
@@ -466,6 +466,18 @@ class ConfigStore:
                 )
             try:
                 writer.start()
+            except LeaderFencedError:
+                writer.close()
+                raise
+            except ConfigWriteError as exc:
+                writer.close()
+                # acls imports this module (leader_transactional_id): imported here, when needed
+                from eosconnect.storage.acls import leader_authorization_hint
+
+                hint = leader_authorization_hint(str(exc), self.worker.originals)
+                if hint is None:
+                    raise
+                raise ConfigWriteError(f"{hint}\n{exc}", fatal=exc.fatal) from exc
             except BaseException:
                 writer.close()
                 raise

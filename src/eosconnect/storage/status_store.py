@@ -224,7 +224,7 @@ class StatusStore:
         self._snapshot = self._builder.snapshot()
         self._read_lock = threading.Lock()
         #: Kept across reads; used under `_read_lock`.
-        self._reader = TopicReader(self._consumer_config, self.topic)
+        self._reader = TopicReader(self._consumer_config, self.topic, group=worker.group_id)
         self._write_lock = threading.Lock()
         self._producer: Producer | None = None
 

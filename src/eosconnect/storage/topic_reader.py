@@ -136,7 +136,13 @@ class TopicReader:
     same, and a later read simply creates new clients.
     """
 
-    def __init__(self, client_config: Mapping[str, Any], topic: str) -> None:
+    def __init__(self, client_config: Mapping[str, Any], topic: str, *, group: str | None = None) -> None:
+        """`group`: the group.id the consumer carries, one its principal may Describe (the worker's
+        own group for the worker's stores). The reader never joins or commits, but librdkafka needs a
+        group.id and looks its coordinator up every second for the consumer's whole life: a group the
+        principal may not Describe is refused each time (a long-lived reader filled the authorizer
+        log with one denial a second). None: a random group, for short reads by principals without
+        any group ACL (Kafka's own readers need none)."""
         base: dict[str, Any] = {
             k: v
             for k, v in client_config.items()
@@ -147,6 +153,7 @@ class TopicReader:
         base["allow.auto.create.topics"] = False
         self.topic = topic
         self._base = base
+        self._group = group
         self._admin: AdminClient | None = None
         self._consumer: Consumer | None = None
         #: The consumer has looked up the topic's leaders (`assign_promptly`).
@@ -160,7 +167,7 @@ class TopicReader:
             self._consumer = Consumer(
                 {
                     **self._base,
-                    "group.id": f"eosconnect-reader-{uuid.uuid4()}",
+                    "group.id": self._group or f"eosconnect-reader-{uuid.uuid4()}",
                     "isolation.level": "read_committed",
                     "enable.auto.commit": False,
                     "enable.auto.offset.store": False,

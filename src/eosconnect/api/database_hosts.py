@@ -9,6 +9,11 @@ database hosts: a comma-separated list of `host` or `host:port` patterns (shell-
 `connection.url` (JdbcSource, JdbcSink) or `database.hostname`/`database.port` (PostgresCdcSource)
 names another host is refused by validation, before anything connects. File-backed databases
 (`sqlite:///...`) have no host: `file.allowed.dirs` confines them.
+
+Validation sees only new configs: a connector stored before the setting was set or narrowed would
+still connect when a worker starts it. So the runtime checks again, with the worker's current
+setting, where connections are made: before a connector starts on the worker and before each task
+starts on its executor (`check_database_host`); a refused one fails naming the host and the setting.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.config_providers import resolve_config
-from eosconnect.api.errors import ConfigException
+from eosconnect.api.errors import ConfigException, ConnectException
 
-__all__ = ["DATABASE_ALLOWED_HOSTS", "database_host_errors"]
+__all__ = ["DATABASE_ALLOWED_HOSTS", "check_database_host", "database_host_errors"]
 
 DATABASE_ALLOWED_HOSTS = "database.allowed.hosts"
 _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306, "mssql": 1433, "oracle": 1521}
@@ -78,3 +83,11 @@ def database_host_errors(config: Mapping[str, Any], worker: Mapping[str, Any]) -
             f"ask the operator to add it to {DATABASE_ALLOWED_HOSTS} on every worker"
         ]
     }
+
+
+def check_database_host(config: Mapping[str, Any], worker: Mapping[str, Any]) -> None:
+    """Raise `ConnectException` naming the host and `database.allowed.hosts` when `config` names a
+    database host the worker's current setting does not allow (a config stored before it changed)."""
+    errors = database_host_errors(config, worker)
+    if errors:
+        raise ConnectException("; ".join(f"{setting}: {' '.join(why)}" for setting, why in errors.items()))
