@@ -11,7 +11,6 @@ value) unless `tombstones.on.delete=false`, so compacted topics drop deleted row
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,8 +101,9 @@ class SourceInfo:
         micros = int(self.ts.timestamp() * 1_000_000)
         sequence = None
         if self.lsn is not None:
-            previous = None if self.last_commit_lsn is None else str(self.last_commit_lsn)
-            sequence = json.dumps([previous, str(self.lsn)], separators=(",", ":"))
+            # json.dumps([previous or None, str(lsn)]) of two decimal numbers, without its cost per event
+            previous = "null" if self.last_commit_lsn is None else f'"{self.last_commit_lsn}"'
+            sequence = f'[{previous},"{self.lsn}"]'
         return Struct.from_values(
             SOURCE_SCHEMA,
             [
@@ -219,9 +219,8 @@ class TableEvents:
     def key(self, row: Struct | None) -> Struct | None:
         if self.key_schema is None or row is None:
             return None
-        return Struct.from_values(
-            self.key_schema, [row.get(f.name) for f in self.key_schema.fields], validate=False
-        )
+        values = row._values  # the key's columns by position (they are NOT NULL: no defaults to apply)
+        return Struct.from_values(self.key_schema, [values[i] for i in self.key_positions], validate=False)
 
     def envelope(
         self, op: str, before: Struct | None, after: Struct | None, source: SourceInfo, now: dt.datetime

@@ -33,7 +33,7 @@ from typing import Any
 from eosconnect.api.builtin_transforms.base import values_to_string
 from eosconnect.api.data import SchemaBuilder, Struct
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import Primitive, RecordMetadata, SourcePartition, SourceRecord
+from eosconnect.api.records import Header, Primitive, RecordMetadata, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
@@ -82,23 +82,23 @@ NEWKEY = "__debezium.newkey"
 OLDKEY = "__debezium.oldkey"
 
 
-def pk_change_header(name: str, key: Struct | None) -> tuple[tuple[str, str], ...]:
+def pk_change_header(name: str, key: Struct | None) -> tuple[Header, ...]:
     """The header naming the other key of a primary key change, as Kafka Connect's default header
     converter (SimpleHeaderConverter) writes Debezium's Struct-valued header."""
-    return () if key is None else ((name, values_to_string(key, schema=key.schema)),)
+    return () if key is None else (Header(name, values_to_string(key, schema=key.schema)),)
 
 
-def context_headers(prefix: str) -> tuple[tuple[str, str], ...]:
+def context_headers(prefix: str) -> tuple[Header, ...]:
     """Debezium's extended headers (`extended.headers.enabled`, on by default since 3.x, its
     DebeziumHeaderProducer) of one task run: the run id is a new time-ordered UUID (version 7)."""
     millis = time.time_ns() // 1_000_000
     bits = (millis & (2**48 - 1)) << 80 | 0x7 << 76 | secrets.randbits(12) << 64 | 0b10 << 62
     run_id = uuid.UUID(int=bits | secrets.randbits(62))
-    return (
-        ("__debezium.context.connectorLogicalName", prefix),
-        ("__debezium.context.taskId", "0"),  # PostgresCdcSource runs one task, as Debezium's connector
-        ("__debezium.context.connectorName", CONNECTOR_NAME),
-        ("__debezium.context.runId", str(run_id)),
+    return (  # `Header`s: records take them as they are, without checking each again
+        Header("__debezium.context.connectorLogicalName", prefix),
+        Header("__debezium.context.taskId", "0"),  # PostgresCdcSource runs one task, as Debezium's
+        Header("__debezium.context.connectorName", CONNECTOR_NAME),
+        Header("__debezium.context.runId", str(run_id)),
     )
 
 
@@ -111,7 +111,7 @@ class _Change:
     before: Struct | None
     after: Struct | None
     lsn: int  # the change's own WAL position
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[Header, ...] = ()
     continues: bool = False  # the create of a key change: the same pgoutput message as the delete before
 
 
@@ -405,7 +405,7 @@ class PostgresCdcTask(SourceTask):
         value: Struct | None,
         begin: Begin,
         index: int,
-        headers: tuple[tuple[str, str], ...] = (),
+        headers: tuple[Header, ...] = (),
         position: Mapping[str, int] | None = None,
     ) -> SourceRecord:
         offset: dict[str, Primitive] = {"lsn": begin.final_lsn, "txId": begin.xid, "event": index}
@@ -420,7 +420,7 @@ class PostgresCdcTask(SourceTask):
             value=value,
             key_schema=table.key_schema,
             value_schema=table.envelope_schema if value is not None else None,
-            headers=(*headers, *self.context_headers),
+            headers=(*headers, *self.context_headers) if headers else self.context_headers,
         )
 
     def _heartbeat(self) -> list[SourceRecord]:
