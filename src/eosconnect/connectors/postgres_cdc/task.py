@@ -5,9 +5,12 @@
 transaction>}`, plus `"lsn_end"` (the end of the commit record) on the last event of the
 transaction. On restart every event at or before the stored (lsn, event) is skipped, so a
 transaction whose events were partly committed to Kafka resumes exactly after the last committed
-one. Snapshot events carry `{"lsn": <the slot's consistent point>, "event": -1, "snapshot":
-"true"}` ("last" on the final one): a restart with an unfinished snapshot drops the slot and takes
-the snapshot again (the exported snapshot died with the task).
+one. Snapshot events carry `{"lsn": <the slot's consistent point>, "event": -1}` and Debezium's
+snapshot keys (`snapshot: "INITIAL"`, `snapshot_completed` and `last_snapshot_record` true on the
+final one; offsets stored before read `snapshot: "true"` / `"last"`): a restart with an unfinished
+snapshot drops the slot and takes the snapshot again (the exported snapshot died with the task).
+Streamed events also carry Debezium's `lsn_proc`, `lsn_commit` and `lsn_events_processed`, so
+Debezium's connector can take over from any of these offsets (docs/cdc.md).
 
 **Exactly once.** The slot's confirmed flush LSN moves (to `lsn_end`) only in `commit_record`,
 which the runtime calls after the Kafka transaction holding the record committed: PostgreSQL keeps
@@ -167,7 +170,9 @@ class PostgresCdcTask(SourceTask):
                 or stored.get("snapshot_completed") is True
             )
         else:
-            snapshot_done = stored is not None and stored.get("snapshot") in (None, "last")
+            snapshot_done = stored is not None and (
+                stored.get("snapshot") in (None, "last") or stored.get("snapshot_completed") is True
+            )
         if stored is not None and snapshot_done:
             if slot is None:
                 raise ConnectException(
@@ -500,6 +505,7 @@ class _Snapshot:
         self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
         self.tx_id = int(self.conn.execute("SELECT txid_current()").fetchone()[0])  # source.txId
         self.ts = dt.datetime.now(dt.UTC)
+        self.ts_usec = int(self.ts.timestamp() * 1_000_000)
         self.tables = [
             catalog.table_meta(self.conn, s, t) for s, t in catalog.published_tables(self.conn, task.cfg)
         ]
@@ -561,7 +567,16 @@ class _Snapshot:
         value = events.envelope("r", None, after, source, dt.datetime.now(dt.UTC))
         return SourceRecord(
             source_partition=self.task.partition,
-            source_offset={"lsn": self.lsn, "event": -1, "snapshot": "last" if final else "true"},
+            source_offset={
+                "lsn": self.lsn,
+                "event": -1,
+                # Debezium's snapshot keys, so Debezium can take over from this offset (docs/cdc.md)
+                "txId": self.tx_id,
+                "ts_usec": self.ts_usec,
+                "snapshot": "INITIAL",
+                "snapshot_completed": final,
+                "last_snapshot_record": final,
+            },
             topic=events.topic,
             key=events.key(after),
             value=value,
