@@ -52,7 +52,7 @@ from eosconnect.devkafka.postgres import LocalPostgres
 from eosconnect.storage.topics import ensure_topic
 from eosconnect.tools.worker_process import WorkerProcess, local_worker_settings
 
-console = Console()
+console = Console(width=160)  # the table stays whole in logs (not a terminal)
 
 
 @dataclass
