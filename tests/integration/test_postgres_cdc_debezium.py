@@ -498,3 +498,97 @@ def test_switch_from_debezium_resumes_from_its_offsets_without_a_new_snapshot(
     events = ops()
     assert [op for _, op in events] == ["r"] * 5 + ["c"] * 11, events
     assert [i for i, _ in events] == list(range(1, 17)), "every change once, none repeated"
+
+
+@pytest.mark.parametrize(
+    "last_offset",
+    [
+        pytest.param(
+            "streamed",
+            marks=pytest.mark.xfail(
+                reason="Debezium 3.7 sent the last change we had delivered again in 2 of 3 runs (a "
+                "single-row transaction; see docs/cdc.md, switching back): not fixed yet",
+                strict=False,
+            ),
+        ),
+        "snapshot",
+    ],
+)
+def test_switch_back_to_debezium_resumes_from_our_offsets(
+    last_offset: str,
+    postgres,  # noqa: F811 - the imported fixture
+    debezium: KafkaConnectProcess,
+    run_job: Callable[..., Any],
+    worker_props: Callable[..., dict[str, str]],
+    topic_name: Callable[[str], str],
+    create_topic: Callable[..., str],
+    read_committed: Callable[..., list[Any]],
+) -> None:
+    """The other direction: PostgresCdcSource snapshots a table (and, with `streamed`, streams some
+    inserts), is stopped, and Debezium takes over under the same connector name, slot and offsets
+    topic. Debezium reads our stored offset (its own keys: `lsn_proc`, `lsn_commit`,
+    `lsn_events_processed` on streamed events; `snapshot: INITIAL`, `snapshot_completed` and
+    `last_snapshot_record` on the snapshot's last one), takes no new snapshot, sends none of the changes
+    we delivered again and every one we did not, in commit order."""
+    url = new_database(postgres)
+    with _connect(url) as conn:
+        conn.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
+        conn.execute("INSERT INTO t SELECT g, 'snapshot' FROM generate_series(1, 5) g")
+    prefix = topic_name("back")
+    topic = create_topic(f"{prefix}.public.t")
+    name = f"back-{uuid.uuid4().hex[:6]}"
+    config = {
+        **connector_config(url, prefix, f"bk_{uuid.uuid4().hex[:8]}"),
+        "table.include.list": "public\\.t",
+    }
+
+    def ops() -> list[tuple[int, str]]:
+        return [
+            (json.loads(r.key)["payload"]["id"], json.loads(r.value)["payload"]["op"])
+            for r in read_committed(topic, timeout=30)
+            if r.value
+        ]
+
+    worker = worker_props("enabled", offset_storage_topic=debezium.worker_props["offset.storage.topic"])
+    job = run_job({"name": name, **config, "exactly.once.support": "required"}, worker)
+    wait_until(lambda: len(ops()) >= 5, 90, "our snapshot", job)
+    ours = 5
+    if last_offset == "streamed":
+        with _connect(url) as conn:
+            for i in range(6, 11):
+                conn.execute("INSERT INTO t VALUES (%s, 'by eosconnect')", (i,))
+        ours = 10
+        wait_until(lambda: len(ops()) >= ours, 60, "our changes", job)
+    job.stop()
+    with _connect(url) as conn:  # committed while no connector runs
+        for i in range(ours + 1, ours + 4):
+            conn.execute("INSERT INTO t VALUES (%s, 'in between')", (i,))
+    post_connector(debezium, name, config)
+
+    def debezium_delivered(count: int) -> bool:
+        failure = java_failure(debezium, name)
+        assert failure is None, f"Debezium failed:\n{failure}"
+        return len(ops()) >= count
+
+    try:
+        wait_until(lambda: debezium_delivered(ours + 3), 120, "Debezium's first changes")
+        with _connect(url) as conn:
+            for i in range(ours + 4, ours + 7):
+                conn.execute("INSERT INTO t VALUES (%s, 'by debezium')", (i,))
+        wait_until(lambda: debezium_delivered(ours + 6), 60, "Debezium's later changes")
+        time.sleep(3.0)  # anything extra (a second snapshot, a repeat) would arrive now
+        events = ops()
+    finally:
+        httpx.delete(f"{debezium.url}/connectors/{name}", timeout=60)
+    ids = [i for i, _ in events]
+    assert events[:ours] == [(i, "r" if i <= 5 else "c") for i in range(1, ours + 1)], events
+    ours_again = [i for i in ids[ours:] if i <= ours]
+    assert not ours_again, f"Debezium sent again what we had delivered: {ours_again}"
+    first_seen = list(dict.fromkeys(ids))
+    assert first_seen == list(range(1, ours + 7)), f"every change, in commit order: {events}"
+    assert all(op == "c" for _, op in events[ours:]), "no second snapshot"
+    # Debezium on Kafka Connect without exactly-once support is at least once: should its own task be
+    # restarted before its first offset flush, it sends its own first changes again (from our offset).
+    # That is Debezium's delivery guarantee, not where it resumed, so it is allowed here, and shown.
+    if len(ids) > len(first_seen):
+        print(f"Debezium repeated some of its own changes (at least once): {ids[ours:]}")

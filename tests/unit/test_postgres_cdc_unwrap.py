@@ -15,7 +15,7 @@ from eosconnect.api.transforms import resolve_transformation_class
 from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
 from eosconnect.connectors.postgres_cdc.pgoutput import Column
 from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
-from eosconnect.connectors.postgres_cdc.unwrap import ExtractNewRecordState
+from eosconnect.connectors.postgres_cdc.unwrap import SCHEMA_CACHE_SIZE, ExtractNewRecordState
 
 TABLE = TableEvents(
     "srv",
@@ -160,3 +160,40 @@ def test_bad_settings_are_named() -> None:
     assert "drop.fields.header.name" in str(raised.value.errors)
     problems = ExtractNewRecordState[Any]().config_def().validate({"delete.tombstone.handling.mode": "keep"})
     assert any(v.errors for v in problems if v.name == "delete.tombstone.handling.mode")
+
+
+def test_schema_cache_is_bounded_as_debeziums() -> None:
+    """`add.fields` builds one schema per (value schema, op), kept in an LRU cache of Debezium's size
+    (64): a stream of ever new schemas (ALTER TABLE after ALTER TABLE) does not grow it without end,
+    and a schema still in use keeps its very same output schema object."""
+    smt = unwrap(**{"add.fields": "op"})
+
+    def update_of(table: TableEvents) -> SinkRecord:
+        row = table.row(("1", "x"))
+        value = table.envelope("u", row, row, SOURCE, NOW)
+        return SinkRecord(topic="t", partition=0, offset=0, key=None, value=value, value_schema=value.schema)
+
+    tables = [
+        TableEvents(
+            "srv",
+            "public",
+            f"t{n}",
+            [Column("id", 23, -1, True), Column("name", 25, -1, False)],
+            [False, True],
+            ["id"],
+            DecimalHandling.PRECISE,
+            TimePrecision.ADAPTIVE,
+        )
+        for n in range(SCHEMA_CACHE_SIZE + 10)
+    ]
+    first = smt.apply(update_of(tables[0]))
+    second = smt.apply(update_of(tables[1]))
+    assert first is not None and second is not None
+    for table in tables[2:]:
+        again = smt.apply(update_of(tables[0]))  # kept in use: never the least recently used
+        assert again is not None and again.value_schema is first.value_schema
+        smt.apply(update_of(table))
+    assert len(smt._schemas) == SCHEMA_CACHE_SIZE
+    rebuilt = smt.apply(update_of(tables[1]))  # the least recently used one was dropped: built anew
+    assert rebuilt is not None and rebuilt.value_schema is not second.value_schema
+    assert rebuilt.value_schema == second.value_schema

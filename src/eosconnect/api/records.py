@@ -162,9 +162,16 @@ HeadersLike: TypeAlias = Headers | Mapping[str, HeaderValue] | Iterable[tuple[st
 """What record constructors accept for headers: pairs, a dict, or None."""
 
 
+_HEADER_VALUE_TYPES = frozenset((str, bytes, type(None)))
+
+
 def _normalize_headers(headers: Any) -> Headers:
     if headers is None:
         return ()
+    if type(headers) is tuple and all(
+        type(h) is Header and type(h[0]) is str and type(h[1]) in _HEADER_VALUE_TYPES for h in headers
+    ):
+        return headers  # already `Header`s (a task handing the same headers to every record)
     pairs: Iterable[Any] = headers.items() if isinstance(headers, Mapping) else headers
     result = []
     for pair in pairs:

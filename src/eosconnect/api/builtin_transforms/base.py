@@ -13,7 +13,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
@@ -34,7 +34,7 @@ class KeyOrValueTransformation(Transformation[R]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.schema_cache = SchemaUpdateCache()
+        self.schema_cache: SchemaUpdateCache[Schema] = SchemaUpdateCache()
 
     def operand(self, record: R) -> Any:
         return record.value if self.target == "value" else record.key
@@ -87,21 +87,30 @@ def non_empty_list(name: str, value: Any) -> None:
         raise ValueError(f"Empty list. Set {name} to at least one name, e.g. id.")
 
 
-class SchemaUpdateCache:
+K = TypeVar("K")
+
+
+class SchemaUpdateCache(Generic[K]):
     """Input schema -> output schema, as Kafka's `LRUCache(16)` in each transformation: records with the
-    same schema get the very same output schema object (converters and sinks cache by it)."""
+    same schema get the very same output schema object (converters and sinks cache by it). The key is
+    the input schema, or whatever else decides the output (Debezium's unwrap: the schema and the op);
+    the least recently used entry goes when `size` is reached, so the cache stays bounded however
+    many schemas pass (ALTER TABLE after ALTER TABLE, or many tables)."""
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
-        self._entries: OrderedDict[Schema, Schema] = OrderedDict()
+        self._entries: OrderedDict[K, Schema] = OrderedDict()
 
-    def get_or_build(self, schema: Schema, build: Callable[[Schema], Schema]) -> Schema:
-        found = self._entries.get(schema)
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get_or_build(self, key: K, build: Callable[[K], Schema]) -> Schema:
+        found = self._entries.get(key)
         if found is not None:
-            self._entries.move_to_end(schema)
+            self._entries.move_to_end(key)
             return found
-        built = build(schema)
-        self._entries[schema] = built
+        built = build(key)
+        self._entries[key] = built
         if len(self._entries) > self.size:
             self._entries.popitem(last=False)
         return built

@@ -437,9 +437,10 @@ class JsonCodec:
                 raise DataException(f"Invalid type for STRUCT: {type(value).__name__} {value!r:.80}")
             if value.schema is not schema and value.schema != schema:
                 raise DataException(f"Mismatching schema: the Struct's schema is not {schema!r:.200}")
-            values = value._values
             return (
-                "{" + ",".join([prefix + write(values[i]) for i, (prefix, write) in enumerate(fields)]) + "}"
+                "{"
+                + ",".join([p + write(v) for (p, write), v in zip(fields, value._values, strict=True)])
+                + "}"
             )
 
         return write_struct

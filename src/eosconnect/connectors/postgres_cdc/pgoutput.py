@@ -165,21 +165,35 @@ class _Reader:
         return value
 
     def tuple_data(self) -> tuple[TupleValue, ...]:
+        """TupleData: per column a kind byte, then the value's length and bytes for `t` and `b`.
+        One call per row change: the loop keeps the buffer and position in locals."""
+        data, pos = self.data, self.pos
+        count = _INT16(data, pos)[0]
+        pos += 2
         values: list[TupleValue] = []
-        for _ in range(self.int16()):
-            kind = self.byte()
-            if kind == "n":
-                values.append(None)
-            elif kind == "u":
-                values.append(UNCHANGED)
-            elif kind in ("t", "b"):
-                length = self.int32()
-                raw = self.data[self.pos : self.pos + length]
-                self.pos += length
-                values.append(raw.decode() if kind == "t" else raw.hex())
+        append = values.append
+        for _ in range(count):
+            kind = data[pos]
+            pos += 1
+            if kind in (_TEXT, _BINARY):
+                length = _INT32(data, pos)[0]
+                pos += 4
+                raw = data[pos : pos + length]
+                pos += length
+                append(raw.decode() if kind == _TEXT else raw.hex())
+            elif kind == _NULL:
+                append(None)
+            elif kind == _UNCHANGED_TOAST:
+                append(UNCHANGED)
             else:
-                raise ValueError(f"pgoutput: unknown tuple column kind {kind!r}")
+                raise ValueError(f"pgoutput: unknown tuple column kind {chr(kind)!r}")
+        self.pos = pos
         return tuple(values)
+
+
+_INT16 = struct.Struct("!h").unpack_from
+_INT32 = struct.Struct("!i").unpack_from
+_TEXT, _BINARY, _NULL, _UNCHANGED_TOAST = b"t"[0], b"b"[0], b"n"[0], b"u"[0]
 
 
 def parse(data: bytes) -> Message:

@@ -5,9 +5,12 @@
 transaction>}`, plus `"lsn_end"` (the end of the commit record) on the last event of the
 transaction. On restart every event at or before the stored (lsn, event) is skipped, so a
 transaction whose events were partly committed to Kafka resumes exactly after the last committed
-one. Snapshot events carry `{"lsn": <the slot's consistent point>, "event": -1, "snapshot":
-"true"}` ("last" on the final one): a restart with an unfinished snapshot drops the slot and takes
-the snapshot again (the exported snapshot died with the task).
+one. Snapshot events carry `{"lsn": <the slot's consistent point>, "event": -1}` and Debezium's
+snapshot keys (`snapshot: "INITIAL"`, `snapshot_completed` and `last_snapshot_record` true on the
+final one; offsets stored before read `snapshot: "true"` / `"last"`): a restart with an unfinished
+snapshot drops the slot and takes the snapshot again (the exported snapshot died with the task).
+Streamed events also carry Debezium's `lsn_proc`, `lsn_commit` and `lsn_events_processed`, so
+Debezium's connector can take over from any of these offsets (docs/cdc.md).
 
 **Exactly once.** The slot's confirmed flush LSN moves (to `lsn_end`) only in `commit_record`,
 which the runtime calls after the Kafka transaction holding the record committed: PostgreSQL keeps
@@ -33,7 +36,7 @@ from typing import Any
 from eosconnect.api.builtin_transforms.base import values_to_string
 from eosconnect.api.data import SchemaBuilder, Struct
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import Primitive, RecordMetadata, SourcePartition, SourceRecord
+from eosconnect.api.records import Header, Primitive, RecordMetadata, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
@@ -82,23 +85,23 @@ NEWKEY = "__debezium.newkey"
 OLDKEY = "__debezium.oldkey"
 
 
-def pk_change_header(name: str, key: Struct | None) -> tuple[tuple[str, str], ...]:
+def pk_change_header(name: str, key: Struct | None) -> tuple[Header, ...]:
     """The header naming the other key of a primary key change, as Kafka Connect's default header
     converter (SimpleHeaderConverter) writes Debezium's Struct-valued header."""
-    return () if key is None else ((name, values_to_string(key, schema=key.schema)),)
+    return () if key is None else (Header(name, values_to_string(key, schema=key.schema)),)
 
 
-def context_headers(prefix: str) -> tuple[tuple[str, str], ...]:
+def context_headers(prefix: str) -> tuple[Header, ...]:
     """Debezium's extended headers (`extended.headers.enabled`, on by default since 3.x, its
     DebeziumHeaderProducer) of one task run: the run id is a new time-ordered UUID (version 7)."""
     millis = time.time_ns() // 1_000_000
     bits = (millis & (2**48 - 1)) << 80 | 0x7 << 76 | secrets.randbits(12) << 64 | 0b10 << 62
     run_id = uuid.UUID(int=bits | secrets.randbits(62))
-    return (
-        ("__debezium.context.connectorLogicalName", prefix),
-        ("__debezium.context.taskId", "0"),  # PostgresCdcSource runs one task, as Debezium's connector
-        ("__debezium.context.connectorName", CONNECTOR_NAME),
-        ("__debezium.context.runId", str(run_id)),
+    return (  # `Header`s: records take them as they are, without checking each again
+        Header("__debezium.context.connectorLogicalName", prefix),
+        Header("__debezium.context.taskId", "0"),  # PostgresCdcSource runs one task, as Debezium's
+        Header("__debezium.context.connectorName", CONNECTOR_NAME),
+        Header("__debezium.context.runId", str(run_id)),
     )
 
 
@@ -111,7 +114,7 @@ class _Change:
     before: Struct | None
     after: Struct | None
     lsn: int  # the change's own WAL position
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[Header, ...] = ()
     continues: bool = False  # the create of a key change: the same pgoutput message as the delete before
 
 
@@ -167,7 +170,9 @@ class PostgresCdcTask(SourceTask):
                 or stored.get("snapshot_completed") is True
             )
         else:
-            snapshot_done = stored is not None and stored.get("snapshot") in (None, "last")
+            snapshot_done = stored is not None and (
+                stored.get("snapshot") in (None, "last") or stored.get("snapshot_completed") is True
+            )
         if stored is not None and snapshot_done:
             if slot is None:
                 raise ConnectException(
@@ -405,7 +410,7 @@ class PostgresCdcTask(SourceTask):
         value: Struct | None,
         begin: Begin,
         index: int,
-        headers: tuple[tuple[str, str], ...] = (),
+        headers: tuple[Header, ...] = (),
         position: Mapping[str, int] | None = None,
     ) -> SourceRecord:
         offset: dict[str, Primitive] = {"lsn": begin.final_lsn, "txId": begin.xid, "event": index}
@@ -420,7 +425,7 @@ class PostgresCdcTask(SourceTask):
             value=value,
             key_schema=table.key_schema,
             value_schema=table.envelope_schema if value is not None else None,
-            headers=(*headers, *self.context_headers),
+            headers=(*headers, *self.context_headers) if headers else self.context_headers,
         )
 
     def _heartbeat(self) -> list[SourceRecord]:
@@ -500,6 +505,7 @@ class _Snapshot:
         self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
         self.tx_id = int(self.conn.execute("SELECT txid_current()").fetchone()[0])  # source.txId
         self.ts = dt.datetime.now(dt.UTC)
+        self.ts_usec = int(self.ts.timestamp() * 1_000_000)
         self.tables = [
             catalog.table_meta(self.conn, s, t) for s, t in catalog.published_tables(self.conn, task.cfg)
         ]
@@ -561,7 +567,16 @@ class _Snapshot:
         value = events.envelope("r", None, after, source, dt.datetime.now(dt.UTC))
         return SourceRecord(
             source_partition=self.task.partition,
-            source_offset={"lsn": self.lsn, "event": -1, "snapshot": "last" if final else "true"},
+            source_offset={
+                "lsn": self.lsn,
+                "event": -1,
+                # Debezium's snapshot keys, so Debezium can take over from this offset (docs/cdc.md)
+                "txId": self.tx_id,
+                "ts_usec": self.ts_usec,
+                "snapshot": "INITIAL",
+                "snapshot_completed": final,
+                "last_snapshot_record": final,
+            },
             topic=events.topic,
             key=events.key(after),
             value=value,

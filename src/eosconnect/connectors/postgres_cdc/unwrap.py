@@ -37,7 +37,7 @@ from enum import StrEnum
 from typing import Any
 
 from eosconnect.api.builtin_transforms import ExtractField, InsertField
-from eosconnect.api.builtin_transforms.base import require_struct, values_to_string
+from eosconnect.api.builtin_transforms.base import SchemaUpdateCache, require_struct, values_to_string
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import Schema, SchemaBuilder, Struct, copy_schema_basics
 from eosconnect.api.errors import ConfigException
@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 DELETED_FIELD = "__deleted"
 _TRANSACTION_FIELDS = ("id", "total_order", "data_collection_order")
 _TOP_LEVEL_FIELDS = ("op", "ts_ms", "ts_us", "ts_ns")
+#: Debezium's ExtractNewRecordState.SCHEMA_CACHE_SIZE: its BoundedConcurrentHashMap (LRU) of
+#: (value schema, op) -> schema with `add.fields`.
+SCHEMA_CACHE_SIZE = 64
 
 
 class DeleteTombstoneHandling(StrEnum):
@@ -254,7 +257,7 @@ class ExtractNewRecordState(Transformation[R]):
             delegate.configure(
                 {"static.field": DELETED_FIELD, "static.value": flag, "replace.null.with.default": replace}
             )
-        self._schemas: dict[tuple[Schema, str | None], Schema] = {}
+        self._schemas: SchemaUpdateCache[tuple[Schema, str | None]] = SchemaUpdateCache(SCHEMA_CACHE_SIZE)
 
     @property
     def _rewrite(self) -> bool:
@@ -336,9 +339,8 @@ class ExtractNewRecordState(Transformation[R]):
             return unwrapped
         value = require_struct(unwrapped.value, "source field insertion")
         envelope: Struct = original.value
-        cache_key = (value.schema, envelope.get_without_default("op"))
-        schema = self._schemas.get(cache_key)
-        if schema is None:
+
+        def build(key: tuple[Schema, str | None]) -> Schema:
             builder = copy_schema_basics(value.schema, SchemaBuilder.struct())
             for field in value.schema.fields:
                 builder.field(field.name, field.schema)
@@ -346,7 +348,9 @@ class ExtractNewRecordState(Transformation[R]):
                 field_schema = ref.schema(envelope.schema)
                 if field_schema is not None:
                     builder.field(ref.new_field, field_schema)
-            schema = self._schemas[cache_key] = builder.build()
+            return builder.build()
+
+        schema = self._schemas.get_or_build((value.schema, envelope.get_without_default("op")), build)
         updated = Struct(schema)
         for field in value.schema.fields:
             updated.put(field.name, value.get_without_default(field.name))
