@@ -26,7 +26,9 @@ of their own, and one transaction outlived the broker's timeout through a broker
 The offsets and commit calls run on a helper thread and are waited for at most a little longer
 than their own timeout: librdkafka's `send_offsets_to_transaction()` can block forever, past its
 timeout, once the group coordinator's broker has died (librdkafka issues 5456 and 5511, open in
-2.16). The task then fails saying so, instead of looking RUNNING while it copies nothing.
+2.16). If the leader confirms the instance is still the task's current one, a new producer ends
+the transaction and the task rewinds (`_renewed_in_place`); otherwise it fails saying so, instead
+of looking RUNNING while it copies nothing.
 """
 
 from __future__ import annotations

@@ -97,9 +97,10 @@ class TransactionTimedOutError(ConnectException):
 
 
 class TransactionCallHung(ConnectException):
-    """A transaction call never returned (librdkafka issues 5456 and 5511). The producer is not
-    re-initialised in place: a replaced instance doing that would fence its own successor. The task
-    ends, quietly if a newer instance already replaced it (runtime/supersession.py)."""
+    """A transaction call never returned (librdkafka issues 5456 and 5511). The producer is
+    re-initialised in place only when the leader confirms the instance current (a replaced instance
+    doing that would fence its own successor); otherwise the task ends, quietly if a newer instance
+    already replaced it (runtime/supersession.py)."""
 
 
 def transactional_producer_config(
