@@ -291,6 +291,29 @@ def test_a_stalled_target_makes_the_mirror_abort_and_rewrite_its_transaction_in_
     while a mirror task's transaction is open: the task aborts it before the broker would, says so
     once at WARN, rewinds to the transaction's first records and writes them again. No task fails,
     nothing is lost or doubled, and no ERROR is logged."""
+    log_text = stall_the_target(workers, topic_name, create_topic, bootstrap, target, target_cluster, 18)
+    warnings = [line for line in log_text.splitlines() if "aborted its transaction of" in line]
+    assert warnings and all(" WARNING " in line for line in warnings), log_text[-3000:]
+    assert len(warnings) <= 3, f"one WARN per aborted transaction, not a stream: {warnings}"
+
+
+def test_a_target_stalled_past_the_transaction_timeout_renews_the_producer_in_place(
+    workers, topic_name, create_topic, bootstrap, target, target_cluster: LocalKafkaCluster
+):
+    """Issue 25: the target freezes for longer than the whole transaction timeout, so the task's own
+    abort cannot end the transaction in time. The leader confirms the instance current, so the task
+    renews its producer in place (a new init_transactions() ends the transaction and fences the old
+    epoch), rewinds and goes on: RUNNING, exactly once, no ERROR."""
+    log_text = stall_the_target(workers, topic_name, create_topic, bootstrap, target, target_cluster, 36)
+    assert "the leader confirms this instance current" in log_text, log_text[-3000:]
+
+
+def stall_the_target(
+    workers, topic_name, create_topic, bootstrap, target, target_cluster: LocalKafkaCluster, freeze_s: float
+) -> str:
+    """A mirror sink copying while its target broker is frozen for `freeze_s` (the transaction
+    timeout is 30 s); checks the task stays RUNNING, copies exactly once and logs no ERROR, and
+    returns the worker's log."""
     source = create_topic(topic_name("src"), partitions=PARTITIONS)
     worker = workers()
     mirror_topic = f"src.{source}"
@@ -325,7 +348,7 @@ def test_a_stalled_target_makes_the_mirror_abort_and_rewrite_its_transaction_in_
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)
         try:
-            time.sleep(18)  # past 15 s (half of 30 s): the task must abort; before 30 s: the broker would
+            time.sleep(freeze_s)
         finally:
             os.kill(pid, signal.SIGCONT)
         time.sleep(2)
@@ -338,11 +361,9 @@ def test_a_stalled_target_makes_the_mirror_abort_and_rewrite_its_transaction_in_
     assert worker.task_states("mm") == ["RUNNING"]
     assert_exactly_once(mirrored(target, mirror_topic), produced)
     log_text = worker.log_path.read_text(errors="replace")
-    warnings = [line for line in log_text.splitlines() if "aborted its transaction of" in line]
-    assert warnings and all(" WARNING " in line for line in warnings), log_text[-3000:]
-    assert len(warnings) <= 3, f"one WARN per aborted transaction, not a stream: {warnings}"
     errors = [line for line in log_text.splitlines() if " ERROR eosconnect.runtime" in line]
     assert not errors, errors
+    return log_text
 
 
 def test_a_replaced_mirror_task_ends_quietly_when_its_successor_fences_it(

@@ -93,6 +93,10 @@ class SinkTaskContext:
     file_allowed_dirs: str | None = None
     #: Set by the runtime when `errors.tolerance=all` (see `errant_record_reporter`).
     errant_reporter: Any = None
+    #: Set by the runtime when a leader runs the task: asks it whether this instance is still the
+    #: task's current one (see `RestTaskControl.confirmed_current`). An exactly-once task asks it
+    #: before it renews its transactional producer in place; None: it never may.
+    confirmed_current: Callable[[], bool] | None = None
 
     def errant_record_reporter(self) -> Any:
         """KIP-610: the reporter for records this task cannot write (e.g. a constraint violation), or

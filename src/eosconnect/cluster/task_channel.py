@@ -297,6 +297,17 @@ class RestTaskControl:
                 return False
             time.sleep(HEARTBEAT_INTERVAL_S)
 
+    def confirmed_current(self) -> bool:
+        """Whether the leader answers, now, that this instance is still the task's current one (it
+        is told "run" or "pause", not "stop"). Asked before a task renews its transactional producer
+        in place (`init_transactions()` again, which fences every other instance of the task): only
+        a confirmed current instance may, since a replaced one would fence its successor. No answer
+        is no confirmation."""
+        answer = self._report({"state": "RUNNING"})
+        if answer is Directive.STOP:
+            self._directive = Directive.STOP
+        return answer in (Directive.RUN, Directive.PAUSE)
+
     def report_body(self, report: dict[str, Any]) -> dict[str, Any]:
         """The heartbeat's body: the report with this instance's identity and latest metrics."""
         return {

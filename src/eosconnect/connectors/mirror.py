@@ -350,6 +350,7 @@ class MirrorSinkTask(SinkTask):
                     "transaction.max.timeout.ms), or lower transaction.commit.interval.ms"
                 ),
                 participant=self.offset_syncs,
+                confirmed_current=self.context.confirmed_current,
             )
             self.writer.start()
         else:

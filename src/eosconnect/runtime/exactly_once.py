@@ -11,11 +11,23 @@ on one helper thread per task while the task thread polls and converts the next 
 allows one transaction at a time, so nothing of the next batch is produced before the commit has
 returned (`await_commit`, which also re-raises the commit's error on the task thread and then runs
 the callbacks and metrics of the committed transaction, in order).
+
+Every transaction is bounded (docs/architecture.md, "Bounded transactions"), by the same mechanism
+as the KIP-656 sink's (`TransactionBudget` in runtime/transactions.py): its records must be
+delivered within half of what is left of `transaction.timeout.ms` when its commit begins (the
+commit then gets as long as before: it cannot be aborted any more). A transaction whose records a
+stalled broker does not take in time is aborted by the task itself, before the broker would abort
+it, with one WARN; its records are then sent again in a new transaction, from memory. A
+`SourceTask` cannot be rewound in process (it has no seek, only the offsets it is started from),
+but it already handed those records over: the transaction keeps what it sent
+(`Transaction.replay`) until it committed, and sends exactly that again, with the same source
+offsets. Nothing is lost or doubled: the aborted records and offsets never became visible.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -31,16 +43,21 @@ from eosconnect.api.records import RecordMetadata, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import TransactionParticipant
 from eosconnect.runtime.landing import Landing, landed_records
-from eosconnect.runtime.pipeline import OutgoingRecord
+from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
 from eosconnect.runtime.transactions import (
+    FENCED_CODES,
+    PURGED,
     Step,
     Transaction,
     TransactionalProducer,
+    TransactionBudget,
+    abort_in_time,
     boundary_for,
     classify_transaction_error,
     fatal_cause,
     transactional_producer_config,
+    warn_aborted,
 )
 from eosconnect.storage.client_login import LoginWatch
 from eosconnect.storage.clients import client_config
@@ -63,6 +80,17 @@ NEXT_TRANSACTION_GAP_S = 0.001
 #: and 6.5-8 ms after 5 ms. Without a flush the shorter gap is better (bench/source_throughput.py:
 #: eos poll 32k records/s with 1 ms, 21k with 5 ms).
 FLUSHING_TRANSACTION_GAP_S = 0.005
+#: The most records a transaction keeps to send again should it have to be aborted and retried (a
+#: reference to each converted record, which the producer's queue holds anyway until delivered).
+#: A larger one (a long `transaction.boundary.interval.ms` at a high rate) that stalls fails the
+#: task as before: it restarts from its committed offsets.
+REPLAY_LIMIT = 200_000
+
+log = logging.getLogger(__name__)
+
+
+class _Undelivered(Exception):
+    """The transaction's records were not delivered within its budget: abort it and retry."""
 
 
 @dataclass
@@ -113,7 +141,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         login = LoginWatch(config, client="transactional producer")
         config["error_cb"] = login
         self.producer = Producer(config)
+        self._producer_config, self._login = config, login  # for a renewal in place (`_renewed_in_place`)
         self.txn = TransactionalProducer(self.producer, self._classify)
+        self.budget = TransactionBudget(self.transaction_timeout_ms)
+        #: Transactions aborted because they could not be committed in time, and sent again.
+        self.retried_transactions = 0
         # 1. the leader fences zombies of the previous generation
         coordinator.fence_zombies(name, self.spec.generation)
         fenced = time.monotonic()
@@ -236,22 +268,27 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 for record, each in outgoing:
                     self._send(record, each)
             elif isinstance(item, SourceBatch):
-                txn = self.txn.current or self._begin()
-                txn.offsets[item.source_partition] = item.source_offset
-                try:
-                    if self._participant is None:
-                        self.produce_columns(self.producer, outgoing)  # type: ignore[arg-type]
-                    else:
-                        landing = Landing(item, outgoing.topic)  # type: ignore[union-attr]
-                        txn.sequence.append(landing)
-                        ends = (landing.on_first, landing.on_last)
-                        self.produce_columns(self.producer, outgoing, ends=ends)  # type: ignore[arg-type]
-                except KafkaException as exc:
-                    raise self._classify(exc, f"sending records to {item.topic!r}") from exc
-                txn.sent += len(item)
+                self._send_batch(item, outgoing)  # type: ignore[arg-type]
             else:
                 self._send(item, outgoing)  # type: ignore[arg-type]
         self.boundary.after_batch()
+
+    def _send_batch(self, item: SourceBatch, outgoing: OutgoingColumns) -> None:
+        """Send one converted `SourceBatch` into the open transaction (one offset for all of it)."""
+        txn = self.txn.current or self._begin()
+        txn.offsets[item.source_partition] = item.source_offset
+        try:
+            if self._participant is None:
+                self.produce_columns(self.producer, outgoing)
+            else:
+                landing = Landing(item, outgoing.topic)
+                txn.sequence.append(landing)
+                ends = (landing.on_first, landing.on_last)
+                self.produce_columns(self.producer, outgoing, ends=ends)
+        except KafkaException as exc:
+            raise self._classify(exc, f"sending records to {item.topic!r}") from exc
+        txn.sent += len(item)
+        self._keep(txn, item, outgoing)
 
     def on_idle(self) -> None:
         self.await_commit()  # nothing to overlap it with
@@ -350,6 +387,19 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         except KafkaException as exc:
             raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
         txn.sent += 1
+        replay = txn.replay
+        if replay is not None:
+            replay.append((record, outgoing))
+            if txn.sent > REPLAY_LIMIT:
+                txn.replay = None
+
+    @staticmethod
+    def _keep(txn: Transaction, item: SourceBatch, outgoing: OutgoingColumns) -> None:
+        """Keep a sent batch for a retry of its transaction (see `Transaction.replay`)."""
+        if txn.replay is not None:
+            txn.replay.append((item, outgoing))
+            if txn.sent > REPLAY_LIMIT:
+                txn.replay = None
 
     def _metadata_callback(self, record: SourceRecord) -> Any:
         key = id(record)
@@ -375,19 +425,42 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         """Write the offsets into the open transaction and hand its commit to the helper thread."""
         txn = self.txn.current
         assert txn is not None
-        offsets = self.updated_offsets(txn.offsets)
-        if self._participant is not None and txn.sequence:
-            self._write_participant_records(self._participant)
-            txn = self.txn.current  # a resend replaced it
+        self._submit_commit(self.updated_offsets(txn.offsets))
+
+    def _submit_commit(self, offsets: Offsets) -> None:
+        """Add the participant's records and `offsets` to the open transaction and hand its commit
+        to the helper thread, which first waits for the records' delivery within the transaction's
+        budget (`_Undelivered` past it: `await_commit` aborts and sends the transaction again)."""
+        while self._participant is not None:
+            txn = self.txn.current
             assert txn is not None
+            if not txn.sequence:
+                break
+            try:
+                self._write_participant_records(self._participant)
+                break
+            except _Undelivered as exc:  # (a resend per record may have replaced `txn`)
+                self._retry(self.txn.ended(now=False), str(exc))
+        txn = self.txn.current
+        assert txn is not None
         self._write_offsets(offsets)
-        timeout_s = max(60, self.transaction_timeout_ms / 1000)
+        producer, budget, began = self.producer, self.budget, txn.started
         started = threading.Event()
         transactions = self.txn
 
+        # Once the records are in, the commit gets as long as before (not the budget's 0.85: a commit
+        # cannot be aborted, and one whose coordinator died completes once the coordinator moved;
+        # failing it at 0.85 of a short timeout failed tasks in the chaos soak's broker kills).
+        commit_timeout_s = max(60, self.transaction_timeout_ms / 1000)
+
         def commit() -> None:
             started.set()
-            self.producer.commit_transaction(timeout_s)  # releases the GIL while it waits
+            # The records must be in while an abort is still allowed and in time (librdkafka
+            # allows none once the commit began); flush() releases the GIL while it waits.
+            remaining = producer.flush(budget.deliver_within_s(began))
+            if remaining:
+                raise _Undelivered(f"{remaining} of its records were still undelivered")
+            producer.commit_transaction(commit_timeout_s)
             transactions.ended_at = time.monotonic()  # read by the task thread after joining the future
 
         future = self._committer.submit(commit)
@@ -396,16 +469,74 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         started.wait()
         self._pending = _PendingCommit(future, self.txn.ended(now=False), offsets, time.monotonic())
 
+    def _retry(self, old: Transaction, why: str) -> None:
+        """Abort `old` (already closed in `self.txn`, not committed) before the broker would, say
+        so once at WARN, and send what it held again in a new open transaction (`Transaction.replay`),
+        with the same source offsets and records for `commit_record()`."""
+        if old.replay is None:
+            raise ConnectException(
+                f"{self.task_id}: a transaction of {old.sent} records could not be committed in time "
+                f"({why}), and it holds more records than are kept to send again ({REPLAY_LIMIT}); the "
+                "task restarts from its committed offsets. Lower transaction.boundary.interval.ms, or "
+                "use transaction.boundary=poll"
+            )
+        open_for = time.monotonic() - old.started
+        try:
+            abort_in_time(self.producer.abort_transaction, self.budget, old.started)
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.code() in FENCED_CODES or not self._renewed_in_place(f"the abort failed ({err.str()})"):
+                raise self._classify(exc, Step.ABORT, old.started) from exc
+        self.txn.ended_at = time.monotonic()
+        self.retried_transactions += 1
+        self.metrics.record_abort()
+        with contextlib.suppress(KafkaException):
+            self.producer.poll(0)  # the purged records' delivery reports
+        self._metadata.clear()
+        then = "sending them again from memory in a new transaction"
+        warn_aborted(log, self.task_id, old.sent, open_for, self.transaction_timeout_ms, why, then)
+        txn = self._begin()
+        for item, outgoing in old.replay:
+            if isinstance(item, SourceBatch):
+                self._send_batch(item, outgoing)
+            else:
+                self._send(item, outgoing)
+        txn = self.txn.current or txn
+        txn.offsets = old.offsets
+        txn.records = old.records  # filtered records too, for commit_record()
+
+    def _renewed_in_place(self, why: str) -> bool:
+        """The producer cannot end its transaction (the abort failed or ran out of time): renew it
+        in place if the leader confirms this instance is still the task's current one. The new
+        producer's `init_transactions()` aborts the open transaction and fences the old producer's
+        epoch. A replaced instance must not (it would fence its successor): False, and the task ends
+        as before (quietly, if it was replaced)."""
+        confirmed_current = getattr(self.spec.control, "confirmed_current", None)
+        if confirmed_current is None or not confirmed_current():
+            return False
+        self.log.info("%s; the leader confirms this instance current: a new producer ends it", why)
+        old, self.producer = self.producer, Producer(self._producer_config)
+        with contextlib.suppress(KafkaException):
+            old.flush(0)
+        self.txn.producer = self.producer
+        self.txn.init(60, self._login, self.task_id)
+        return True
+
     def await_commit(self) -> None:
         """Join the pipelined commit, if any: raise its error here, else run what follows a commit."""
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return
-        txn = pending.transaction
-        try:
-            pending.future.result()
-        except KafkaException as exc:
-            raise self._classify(exc, Step.COMMIT, txn.started) from exc
+        while True:
+            pending, self._pending = self._pending, None
+            if pending is None:
+                return
+            txn = pending.transaction
+            try:
+                pending.future.result()
+                break
+            except _Undelivered as exc:
+                self._retry(txn, str(exc))
+                self._submit_commit(pending.offsets)  # the retried transaction's commit is awaited next
+            except KafkaException as exc:
+                raise self._classify(exc, Step.COMMIT, txn.started) from exc
         self.offsets_committed(pending.offsets)
         self.metrics.record_transaction(txn.sent)
         self.metrics.record_write(txn.sent)
@@ -479,11 +610,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             raise self._classify(exc, "writing the task's transaction records") from exc
 
     def _landed(self) -> list[LandedRecords] | None:
-        remaining = self.producer.flush(max(60, self.transaction_timeout_ms / 1000))
-        if remaining:
-            raise ConnectException(f"{self.task_id}: {remaining} records still undelivered before the commit")
         txn = self.txn.current
         assert txn is not None
+        remaining = self.producer.flush(self.budget.deliver_within_s(txn.started))
+        if remaining:
+            raise _Undelivered(f"{remaining} of its records were still undelivered")
         return landed_records(txn.sequence, self._metadata)
 
     def _resend_per_record(self) -> None:
@@ -542,7 +673,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def _note_delivery_failure(self, err: KafkaError | None, msg: Any) -> None:
         failures = getattr(self, "_delivery_failures", None)
-        if err is None or failures is None or len(failures) >= 3:
+        if err is None or failures is None or len(failures) >= 3 or err.code() in PURGED:
             return
         text = f"a record to {msg.topic()!r} failed: {err.name()}: {err.str()}"
         if text not in failures:

@@ -26,7 +26,9 @@ of their own, and one transaction outlived the broker's timeout through a broker
 The offsets and commit calls run on a helper thread and are waited for at most a little longer
 than their own timeout: librdkafka's `send_offsets_to_transaction()` can block forever, past its
 timeout, once the group coordinator's broker has died (librdkafka issues 5456 and 5511, open in
-2.16). The task then fails saying so, instead of looking RUNNING while it copies nothing.
+2.16). If the leader confirms the instance is still the task's current one, a new producer ends
+the transaction and the task rewinds (`_renewed_in_place`); otherwise it fails saying so, instead
+of looking RUNNING while it copies nothing.
 """
 
 from __future__ import annotations
@@ -49,12 +51,19 @@ from eosconnect.api.records import OffsetAndMetadata, SourcePartition, TopicPart
 from eosconnect.api.transactions import TransactionParticipant
 from eosconnect.runtime.sink_task import kafka_offsets
 from eosconnect.runtime.transactions import (
+    ABORT_AFTER_SHARE,
+    CALL_TIMEOUT_S,
     FENCED_CODES,
+    PURGED,
     Step,
+    TransactionBudget,
     TransactionCallHung,
+    abort_in_time,
     classify_transaction_error,
+    commit_in_time,
     fatal_cause,
     transactional_producer_config,
+    warn_aborted,
 )
 from eosconnect.storage.client_login import LoginWatch, init_transactions
 from eosconnect.storage.clients import forced
@@ -65,22 +74,8 @@ __all__ = ["TransactionCallHung", "TransactionRetry", "TransactionalSinkProducer
 
 log = logging.getLogger(__name__)
 
-#: How long init/commit/abort and the offsets call may take before the task fails.
-CALL_TIMEOUT_S = 60.0
 #: How much longer than its own timeout a transaction call is waited for before it counts as hung.
 HUNG_CALL_GRACE_S = 15.0
-#: The share of `transaction.timeout.ms` after a transaction began by which its records must be
-#: delivered and its offsets added; past it the task aborts the transaction and writes it again.
-ABORT_AFTER_SHARE = 0.5
-#: The share of `transaction.timeout.ms` by which its commit must have returned (the broker aborts
-#: the transaction at 1.0; the rest is the margin for the abort's own round trip).
-COMMIT_BY_SHARE = 0.85
-#: The shortest timeout a transaction call is given, however little of the budget is left.
-MIN_CALL_TIMEOUT_S = 1.0
-
-
-#: Delivery errors of records an abort purged: expected, never a reason to abort again.
-PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 
 
 #: A missing ACL: writing the transaction again cannot help, the task fails naming it.
@@ -92,6 +87,10 @@ REFUSED = frozenset(
         KafkaError.CLUSTER_AUTHORIZATION_FAILED,
     }
 )
+
+
+#: Consumed positions committed with a transaction, keyed by partitions of the cluster written to.
+Offsets = Mapping[TopicPartition, OffsetAndMetadata]
 
 
 class TransactionRetry(ConnectException):
@@ -121,6 +120,7 @@ class TransactionalSinkProducer:
         task_id: str,
         timeout_remedies: str,
         participant: TransactionParticipant | None = None,
+        confirmed_current: Callable[[], bool] | None = None,
     ) -> None:
         self._producer_config, self.transaction_timeout_ms = transactional_producer_config(
             dict(producer_config), transactional_id, origin=getattr(producer_config, "origin", {})
@@ -144,6 +144,7 @@ class TransactionalSinkProducer:
         consumer["enable.auto.commit"] = False
         consumer["isolation.level"] = "read_committed"
         self._consumer_config = consumer
+        self.budget = TransactionBudget(self.transaction_timeout_ms)
         self.transactional_id = transactional_id
         self.group_id = group_id
         self.task_id = task_id
@@ -171,6 +172,11 @@ class TransactionalSinkProducer:
         self._abort_reason: str | None = None
         #: Transactions aborted and written again (a metric for tests and operators).
         self.retried_transactions = 0
+        #: Asks the leader whether this instance is still the task's current one; only then may a
+        #: producer that cannot end its transaction be renewed in place (None: never).
+        self.confirmed_current = confirmed_current
+        #: Producers renewed in place while a call was blocked in them: kept, never destroyed.
+        self._abandoned: list[Producer | None] = []
 
     # ----------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -264,10 +270,10 @@ class TransactionalSinkProducer:
 
     def _left_s(self, share: float) -> float:
         """Seconds left of the open transaction's budget up to `share` of its timeout."""
-        return self.transaction_timeout_ms / 1000 * share - self.open_for_s()
+        return self.budget.left_s(self._txn_started, share)
 
     def _call_timeout_s(self, share: float) -> float:
-        return min(CALL_TIMEOUT_S, max(MIN_CALL_TIMEOUT_S, self._left_s(share)))
+        return self.budget.call_timeout_s(self._txn_started, share)
 
     def produce(
         self,
@@ -357,12 +363,16 @@ class TransactionalSinkProducer:
                     timeout,
                     raw=True,
                 )
+            except TransactionCallHung:
+                if not self._renewed_in_place("sending its offsets hung"):
+                    raise
+                self._abort_and_rewind("sending its offsets hung (librdkafka 5456, 5511)", renewed=True)
             except KafkaException as exc:
                 err: KafkaError = exc.args[0]
                 if err.fatal() or err.code() in REFUSED or not (err.retriable() or err.txn_requires_abort()):
                     raise self._classified(exc, Step.SEND_OFFSETS) from exc
                 self._abort_and_rewind(f"sending its offsets failed: {err.str()}")
-        self._commit_in_time(producer)
+        self._commit_in_time(producer, offsets)
         if self._delivery_error is not None:  # commit_transaction normally raises first
             raise self._delivery_failure()
         self._txn_started = None
@@ -370,66 +380,80 @@ class TransactionalSinkProducer:
         self._first_offsets.clear()
         self._last_committed.update(offsets)
 
-    def _commit_in_time(self, producer: Producer) -> None:
-        """`commit_transaction()`, tried again while it times out and the budget lasts (librdkafka
-        allows no abort once the commit began); an abortable failure aborts and rewinds."""
-        while True:
-            timeout = self._call_timeout_s(COMMIT_BY_SHARE)
-            try:
-                self._bounded_call(
-                    Step.COMMIT,
-                    lambda t=timeout: producer.commit_transaction(t),
-                    timeout,
-                    raw=True,
-                )
-                return
-            except KafkaException as exc:
-                err: KafkaError = exc.args[0]
-                if not err.fatal() and err.txn_requires_abort():
-                    self._abort_and_rewind(f"its commit failed: {err.str()}")
-                if err.fatal() or not err.retriable() or self._left_s(COMMIT_BY_SHARE) <= 0:
-                    raise self._classified(exc, Step.COMMIT) from exc
-                log.info("[%s] the commit timed out (%s); trying it again", self.task_id, err.str())
+    def _commit_in_time(self, producer: Producer, offsets: Offsets) -> None:
+        """`commit_transaction()` within the budget (`commit_in_time`); an abortable failure aborts
+        and rewinds. A commit still not returned by the end of the budget cannot be aborted: if the
+        leader confirms this instance current, a new producer ends it (`_resolve_commit`)."""
 
-    def _abort_and_rewind(self, why: str) -> None:
+        def commit(timeout: float) -> None:
+            self._bounded_call(Step.COMMIT, lambda: producer.commit_transaction(timeout), timeout, raw=True)
+
+        def timed_out(err: KafkaError) -> None:
+            log.info("[%s] the commit timed out (%s); trying it again", self.task_id, err.str())
+
+        try:
+            commit_in_time(commit, self.budget, self._txn_started, timed_out)
+        except TransactionCallHung:
+            self._resolve_commit("its commit hung (librdkafka 5456, 5511)", offsets)
+            raise
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if not err.fatal() and err.txn_requires_abort():
+                self._abort_and_rewind(f"its commit failed: {err.str()}")
+            if not err.fatal() and err.retriable():
+                self._resolve_commit(f"its commit did not return in time ({err.str()})", offsets)
+            raise self._classified(exc, Step.COMMIT) from exc
+
+    def _resolve_commit(self, why: str, offsets: Offsets) -> None:
+        """The commit did not return within the budget: whether it committed is unknown. A new
+        producer (`_renewed_in_place`, only for a confirmed current instance) settles it: its
+        `init_transactions()` completes a commit the coordinator already began and aborts anything
+        else. The group's committed offsets (read_committed: stable) then say where the task goes
+        on; raises `TransactionRetry` to rewind there. Returns when the producer may not be renewed."""
+        if not self._renewed_in_place(why):
+            return
+        open_for, records = self.open_for_s(), self.records_in_transaction
+        rewind = dict(self._first_offsets)
+        self._forget_transaction()
+        committed = self.committed(offsets)
+        rewind.update({tp: om.offset for tp, om in committed.items()})
+        where = {str(tp): offset for tp, offset in sorted(rewind.items())}
+        then = f"a new producer ended it, committed or not; consuming again from the group's offsets {where}"
+        warn_aborted(log, self.task_id, records, open_for, self.transaction_timeout_ms, why, then)
+        raise TransactionRetry(f"{self.task_id}: a new producer ended the transaction ({why})", rewind)
+
+    def _abort_and_rewind(self, why: str, renewed: bool = False) -> None:
         """Abort the open transaction and raise `TransactionRetry` (the task rewinds and writes its
-        records again); says so once, at WARN. A failed abort fails the task (classified)."""
+        records again); says so once, at WARN. A failed abort fails the task (classified), unless
+        the leader confirms this instance current: then a new producer ends the transaction.
+        `renewed`: a new producer already ended it."""
         producer = self.producer
         assert producer is not None
         open_for = self.open_for_s()
         records = self.records_in_transaction
-        while True:
-            timeout = max(MIN_CALL_TIMEOUT_S, min(CALL_TIMEOUT_S, self._left_s(1.0) - 1))
-            try:
-                self._bounded_call(
-                    Step.ABORT,
-                    lambda t=timeout: producer.abort_transaction(t),
-                    timeout,
-                    raw=True,
-                )
-                break
-            except KafkaException as exc:
-                err: KafkaError = exc.args[0]
-                if err.fatal() and err.code() not in FENCED_CODES:
-                    self._renew_producer(err)
-                    break
-                if err.fatal() or not err.retriable() or self._left_s(1.0) <= 0:
-                    raise self._classified(exc, Step.ABORT) from exc
+
+        def abort(timeout: float) -> None:
+            self._bounded_call(Step.ABORT, lambda: producer.abort_transaction(timeout), timeout, raw=True)
+
+        try:
+            if not renewed:
+                abort_in_time(abort, self.budget, self._txn_started)
+        except TransactionCallHung:
+            if not self._renewed_in_place("aborting hung"):
+                raise
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.fatal() and err.code() not in FENCED_CODES:
+                self._renew_producer(err)
+            elif err.fatal() or not self._renewed_in_place(f"the abort did not end in time ({err.str()})"):
+                raise self._classified(exc, Step.ABORT) from exc
         producer = self.producer
         producer.poll(0)  # serve the aborted records' delivery reports before the next transaction
         rewind = dict(self._first_offsets)
         self._forget_transaction()  # the abort purged any failed records with the others
         where = {str(tp): offset for tp, offset in sorted(rewind.items())}
-        log.warning(
-            "[%s] aborted its transaction of %d records after %.1fs (transaction.timeout.ms=%d): %s; "
-            "consuming again from %s and writing them in a new transaction",
-            self.task_id,
-            records,
-            open_for,
-            self.transaction_timeout_ms,
-            why,
-            where,
-        )
+        then = f"consuming again from {where} and writing them in a new transaction"
+        warn_aborted(log, self.task_id, records, open_for, self.transaction_timeout_ms, why, then)
         raise TransactionRetry(f"{self.task_id}: transaction aborted ({why}); rewinding to {where}", rewind)
 
     def _forget_transaction(self) -> None:
@@ -441,6 +465,23 @@ class TransactionalSinkProducer:
         self._abort_reason = None
         self._delivery_error = None
         self.retried_transactions += 1
+
+    def _renewed_in_place(self, why: str) -> bool:
+        """The producer cannot end its transaction in time (the abort ran out of the budget, or a
+        call hung inside librdkafka): renew it in place, if the leader confirms that this instance
+        is still the task's current one. A new producer's `init_transactions()` aborts the open
+        transaction and fences the old producer's epoch, so whatever the old one still does is
+        refused. A replaced instance must not (it would fence its successor): False, and the task
+        ends as before (quietly, if it was replaced). The old producer is abandoned untouched: a
+        call may still be blocked inside it."""
+        if self.confirmed_current is None or not self.confirmed_current():
+            return False
+        log.info("[%s] %s; the leader confirms this instance current: a new producer", self.task_id, why)
+        self._abandoned.append(self.producer)  # a hung call's thread may still use it
+        self.producer = None
+        self._hung = None
+        self._renew_producer(None)
+        return True
 
     def _renew_producer(self, err: KafkaError | None) -> None:
         """The abort failed fatally but not as a zombie (librdkafka 2.16 can end up so when the

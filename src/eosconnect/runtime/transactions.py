@@ -10,6 +10,9 @@
 - `TransactionalProducer`: a task's producer and its one open transaction; every transactional
   call goes through it, so the step that failed names itself and the end of a transaction is
   recorded in one place.
+- Bounded transactions (`TransactionBudget`, `commit_in_time`, `abort_in_time`, `warn_aborted`): the
+  one mechanism by which a source task and a KIP-656 sink task abort a transaction that cannot be
+  committed in time, before the broker's `transaction.timeout.ms` would, and write it again.
 - `TransactionBoundary` strategies (KIP-618's `transaction.boundary`): when a source task's
   transaction ends (after every poll, on an interval, when the connector asks), each a small object
   the runner consults at the same five points (`boundary_for`).
@@ -17,6 +20,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,24 +37,45 @@ from eosconnect.storage.client_login import LoginWatch, init_transactions
 from eosconnect.storage.clients import C, forced
 
 __all__ = [
+    "ABORT_AFTER_SHARE",
+    "COMMIT_BY_SHARE",
     "FENCED_CODES",
+    "PURGED",
     "Boundary",
     "Step",
     "TaskFencedError",
     "Transaction",
+    "TransactionBudget",
     "TransactionCallHung",
     "TransactionTimedOutError",
     "TransactionalProducer",
+    "abort_in_time",
     "boundary_for",
     "classify_transaction_error",
+    "commit_in_time",
     "fatal_cause",
     "transactional_producer_config",
+    "warn_aborted",
 ]
 
 LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+#: Delivery errors of records an abort purged: expected, never a reason to abort again.
+PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 
 T = TypeVar("T")
+
+#: How long init/commit/abort and the offsets call may take at most, whatever the budget.
+CALL_TIMEOUT_S = 60.0
+#: The share of `transaction.timeout.ms` after a transaction began by which its records must be
+#: delivered (and a sink's offsets added); past it the task aborts the transaction and writes it
+#: again.
+ABORT_AFTER_SHARE = 0.5
+#: The share of `transaction.timeout.ms` by which its commit must have returned (the broker aborts
+#: the transaction at 1.0; the rest is the margin for the abort's own round trip).
+COMMIT_BY_SHARE = 0.85
+#: The shortest timeout a transaction call is given, however little of the budget is left.
+MIN_CALL_TIMEOUT_S = 1.0
 
 
 class Step(StrEnum):
@@ -72,9 +97,10 @@ class TransactionTimedOutError(ConnectException):
 
 
 class TransactionCallHung(ConnectException):
-    """A transaction call never returned (librdkafka issues 5456 and 5511). The producer is not
-    re-initialised in place: a replaced instance doing that would fence its own successor. The task
-    ends, quietly if a newer instance already replaced it (runtime/supersession.py)."""
+    """A transaction call never returned (librdkafka issues 5456 and 5511). The producer is
+    re-initialised in place only when the leader confirms the instance current (a replaced instance
+    doing that would fence its own successor); otherwise the task ends, quietly if a newer instance
+    already replaced it (runtime/supersession.py)."""
 
 
 def transactional_producer_config(
@@ -142,6 +168,100 @@ def fatal_cause(producer: Any, exc: KafkaException) -> KafkaException:
     return exc
 
 
+# --------------------------------------------------------------------------------- bounded transactions
+@dataclass(frozen=True)
+class TransactionBudget:
+    """The time a transaction may take, counted from when it began, as shares of the producer's
+    `transaction.timeout.ms` (docs/architecture.md, "Bounded transactions"): its records delivered
+    by `ABORT_AFTER_SHARE`, its commit returned by `COMMIT_BY_SHARE`, its abort before 1.0.
+
+    Every call is given what is left of its share and no more: a call retried after a timeout gets
+    the rest, never a fresh full timeout (which is how one transaction outlived the broker's)."""
+
+    timeout_ms: int
+
+    def left_s(self, started: float | None, share: float) -> float:
+        """Seconds left up to `share` of the timeout for a transaction begun at `started`
+        (monotonic; None: none is open, the whole share is left)."""
+        open_for = 0.0 if started is None else time.monotonic() - started
+        return self.timeout_ms / 1000 * share - open_for
+
+    def deliver_within_s(self, started: float | None) -> float:
+        """How long a transaction's records may still take to be delivered before its commit: half
+        of what is left before the broker's timeout (`ABORT_AFTER_SHARE` of it for a transaction
+        that just began), the other half kept for the commit, or for an abort and a retry. Counted
+        from what is left, not from the start, so that a transaction a boundary held open for long
+        (an interval) is not aborted for records sent a moment ago."""
+        return max(0.0, self.left_s(started, 1.0) * ABORT_AFTER_SHARE)
+
+    def call_timeout_s(self, started: float | None, share: float) -> float:
+        """The timeout for a call that must end by `share`: what is left, within [1 s, 60 s]."""
+        return min(CALL_TIMEOUT_S, max(MIN_CALL_TIMEOUT_S, self.left_s(started, share)))
+
+
+def commit_in_time(
+    commit: Callable[[float], Any],
+    budget: TransactionBudget,
+    started: float | None,
+    on_timeout: Callable[[KafkaError], None] | None = None,
+) -> None:
+    """`commit(timeout_s)` (a `commit_transaction()`), tried again while it times out and the budget
+    up to `COMMIT_BY_SHARE` lasts: librdkafka allows no abort once the commit began, and a commit
+    that timed out resumes where it was when called again. Anything else is raised as it is: an
+    abortable error (`txn_requires_abort()`) for the caller to abort and retry the transaction, the
+    rest to be classified."""
+    while True:
+        try:
+            commit(budget.call_timeout_s(started, COMMIT_BY_SHARE))
+            return
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.fatal() or err.txn_requires_abort() or not err.retriable():
+                raise
+            if budget.left_s(started, COMMIT_BY_SHARE) <= 0:
+                raise
+            if on_timeout is not None:
+                on_timeout(err)
+
+
+def abort_in_time(abort: Callable[[float], Any], budget: TransactionBudget, started: float | None) -> None:
+    """`abort(timeout_s)` (an `abort_transaction()`) within what is left before the broker would
+    abort the transaction itself, tried again while it times out; a fatal or non-retriable error,
+    or a timeout past the budget, is raised as it is (the caller classifies it, or renews its
+    producer)."""
+    while True:
+        timeout = max(MIN_CALL_TIMEOUT_S, min(CALL_TIMEOUT_S, budget.left_s(started, 1.0) - 1))
+        try:
+            abort(timeout)
+            return
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.fatal() or not err.retriable() or budget.left_s(started, 1.0) <= 0:
+                raise
+
+
+def warn_aborted(
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    task_id: str,
+    records: int,
+    open_for_s: float,
+    timeout_ms: int,
+    why: str,
+    then: str,
+) -> None:
+    """The one WARN line of a transaction the task aborted itself to write it again (the same for
+    sources and sinks, so that operators and the chaos soak find it by one text)."""
+    logger.warning(
+        "[%s] aborted its transaction of %d records after %.1fs (transaction.timeout.ms=%d): %s; %s",
+        task_id,
+        records,
+        open_for_s,
+        timeout_ms,
+        why,
+        then,
+    )
+
+
 # --------------------------------------------------------------------------------- one transaction
 @dataclass(eq=False)
 class Transaction:
@@ -157,6 +277,10 @@ class Transaction:
     offsets: dict[Any, Any] = field(default_factory=dict)
     records: list[SourceRecord] = field(default_factory=list)
     sequence: list[Any] = field(default_factory=list)
+    #: What was sent, in order, to send it again should the transaction be aborted to be retried:
+    #: (record, outgoing record or None when filtered) or (SourceBatch, its converted columns).
+    #: None once it outgrew the runner's limit (a transaction that stalls then fails the task).
+    replay: list[tuple[Any, Any]] | None = field(default_factory=list)
 
 
 #: Turns a producer failure during a step into the error that fails the task; the float is when the
