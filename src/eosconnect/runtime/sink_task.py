@@ -71,6 +71,7 @@ from eosconnect.runtime.truncation import (
     parse_truncation,
     validate_positions,
 )
+from eosconnect.runtime.wall_time import WallTime
 from eosconnect.storage.clients import ClientConfig, client_config
 from eosconnect.storage.topic_reader import load_leaders
 from eosconnect.storage.transactional_ids import task_transactional_id
@@ -229,6 +230,10 @@ class SinkTaskRunner:
         self._task_started = False
         #: Failed records' logging and dead letter queue (KIP-298/610); made in start().
         self.dead_letters: DeadLetterQueue | None = None
+        #: Where the loop's wall time goes (logged when the task stops), see runtime/wall_time.py.
+        self.wall = WallTime()
+        #: Seconds from the runner's creation to the first record consumed (start-up, assignment).
+        self.first_record_s: float | None = None
 
     # ----------------------------------------------------------------------------- template
     def run(self) -> TaskOutcome:
@@ -238,7 +243,12 @@ class SinkTaskRunner:
             self.loop()
             self.commit_offsets()
             self._close_partitions(self.context.assignment())
-            self.log.info("stopped after %s records", self.metrics.records_written)
+            self.log.info(
+                "stopped after %s records; first record after %s; loop wall time %s",
+                self.metrics.records_written,
+                "-" if self.first_record_s is None else f"{self.first_record_s:.2f}s",
+                self.wall.summary(),
+            )
         except GenerationSuperseded as exc:
             state = TaskState.SUPERSEDED
             self.log.info("not starting: %s", exc)
@@ -329,6 +339,8 @@ class SinkTaskRunner:
                 # rewinds to its first records) applies before the next poll, never after it.
                 self._apply_context_requests()
                 next_commit = time.monotonic() + flush_interval_s
+            if self.wall.due():
+                self.log.debug("loop wall time %s", self.wall.summary())
 
     # ----------------------------------------------------------------------------- delivery
     def _deliver_next_batch(self) -> None:
@@ -339,12 +351,19 @@ class SinkTaskRunner:
             records, positions = self._retry
         else:
             assert self.consumer is not None
+            polled = time.perf_counter()
             messages = self.consumer.consume(num_messages=MAX_BATCH, timeout=POLL_TIMEOUT_S)
+            converting = time.perf_counter()
+            self.wall.add("poll" if messages else "poll (nothing)", converting - polled)
+            if messages and self.first_record_s is None:
+                self.first_record_s = converting - self.wall.started
             records, positions = self._convert(messages)
             if self.dead_letters is not None:
                 self.dead_letters.remember(messages)
+            self.wall.add("convert", time.perf_counter() - converting)
         try:
-            self.task.put(records)
+            with self.wall.phase("put"):
+                self.task.put(records)
         except RetriableException as exc:
             self.log.warning("put() asked for a retry (%s); retrying in %.1fs", exc, RETRY_BACKOFF_S)
             self._retry, self._retry_at = (records, positions), time.monotonic() + RETRY_BACKOFF_S
@@ -528,7 +547,8 @@ class SinkTaskRunner:
         started = time.monotonic()
         if self.dead_letters is not None:
             self.dead_letters.flush()  # skipped records' positions only once their dead letters are written
-        returned = dict(self.task.pre_commit(dict(current)) or {})
+        with self.wall.phase("pre_commit"):
+            returned = dict(self.task.pre_commit(dict(current)) or {})
         if self.dead_letters is not None:
             self.dead_letters.committed(current)  # what pre_commit reported (KIP-610) is written first
         assigned = self.context.assigned
@@ -538,7 +558,8 @@ class SinkTaskRunner:
         to_commit = {tp: om for tp, om in returned.items() if tp in assigned and self.committed.get(tp) != om}
         if not to_commit:
             return
-        self.committer.commit(to_commit)
+        with self.wall.phase("group offsets commit"):
+            self.committer.commit(to_commit)
         self.committed.update(to_commit)
         self.metrics.record_offset_commit(time.monotonic() - started)
         self.log.debug("committed %s", {str(tp): om.offset for tp, om in to_commit.items()})

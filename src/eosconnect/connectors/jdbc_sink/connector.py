@@ -168,6 +168,12 @@ class JdbcSinkTask(SinkTask):
             )
 
     def put(self, records: list[SinkRecord]) -> None:
+        with self.writer.wall.phase("rows"):
+            self._put(records)
+        if len(self.writer.buffer) >= self.settings.batch_size:
+            self.context.request_commit()
+
+    def _put(self, records: list[SinkRecord]) -> None:
         for record in records:
             try:
                 row = self.rows.row(record)
@@ -181,8 +187,6 @@ class JdbcSinkTask(SinkTask):
                 self.writer.add(row)
                 if self._records is not None:  # kept for a report at flush time (KIP-610)
                     self._records[(record.topic, record.partition, record.offset)] = record
-        if len(self.writer.buffer) >= self.settings.batch_size:
-            self.context.request_commit()
 
     def pre_commit(
         self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]
@@ -230,4 +234,5 @@ class JdbcSinkTask(SinkTask):
     def stop(self) -> None:
         writer = getattr(self, "writer", None)
         if writer is not None:
+            log.info("[%s] wrote %d rows; task wall time %s", self.name, self.written, writer.wall.summary())
             writer.close()
