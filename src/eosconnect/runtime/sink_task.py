@@ -82,7 +82,8 @@ log = logging.getLogger(__name__)
 
 #: Most records handed to one `put` (the Java consumer's max.poll.records default).
 MAX_BATCH = 500
-#: How long one consume call waits for records; bounds how late the loop sees a stop directive.
+#: How long one consume call waits for the first record when none is queued; bounds how late the
+#: loop sees a stop directive.
 POLL_TIMEOUT_S = 0.5
 #: How long to wait before giving a batch to `put` again after a RetriableException.
 RETRY_BACKOFF_S = 1.0
@@ -232,8 +233,14 @@ class SinkTaskRunner:
         self.dead_letters: DeadLetterQueue | None = None
         #: Where the loop's wall time goes (logged when the task stops), see runtime/wall_time.py.
         self.wall = WallTime()
-        #: Seconds from the runner's creation to the first record consumed (start-up, assignment).
+        #: Seconds from the runner's creation to the first and the last record consumed, and to the
+        #: last commit that moved a position: the last minus the commit is how long the last records
+        #: waited to be written (logged when the task stops).
         self.first_record_s: float | None = None
+        self.last_record_s: float | None = None
+        self.last_commit_s: float | None = None
+        #: The last consume found nothing queued (the task got an empty `put`): the next one waits.
+        self._drained = False
 
     # ----------------------------------------------------------------------------- template
     def run(self) -> TaskOutcome:
@@ -244,9 +251,13 @@ class SinkTaskRunner:
             self.commit_offsets()
             self._close_partitions(self.context.assignment())
             self.log.info(
-                "stopped after %s records; first record after %s; loop wall time %s",
+                "stopped after %s records; first record after %s, last after %s, last commit after %s; "
+                "loop wall time %s",
                 self.metrics.records_written,
-                "-" if self.first_record_s is None else f"{self.first_record_s:.2f}s",
+                *(
+                    "-" if s is None else f"{s:.2f}s"
+                    for s in (self.first_record_s, self.last_record_s, self.last_commit_s)
+                ),
                 self.wall.summary(),
             )
         except GenerationSuperseded as exc:
@@ -352,11 +363,13 @@ class SinkTaskRunner:
         else:
             assert self.consumer is not None
             polled = time.perf_counter()
-            messages = self.consumer.consume(num_messages=MAX_BATCH, timeout=POLL_TIMEOUT_S)
+            messages = self._consume()
             converting = time.perf_counter()
             self.wall.add("poll" if messages else "poll (nothing)", converting - polled)
-            if messages and self.first_record_s is None:
-                self.first_record_s = converting - self.wall.started
+            if messages:
+                self.last_record_s = converting - self.wall.started
+                if self.first_record_s is None:
+                    self.first_record_s = self.last_record_s
             records, positions = self._convert(messages)
             if self.dead_letters is not None:
                 self.dead_letters.remember(messages)
@@ -374,6 +387,23 @@ class SinkTaskRunner:
             self._pause_assigned(False)
         self.metrics.record_write(len(records))
         self.current.update(positions)
+
+    def _consume(self) -> list[Any]:
+        """What the consumer has queued (up to `MAX_BATCH`), without waiting; when nothing is, an
+        empty batch first (so that `put([])` tells the task it caught up, e.g. to flush what it
+        buffered, at once) and on the next call a wait of up to `POLL_TIMEOUT_S` for the first record.
+
+        As Java's `KafkaConsumer.poll`, which returns as soon as it has records: librdkafka's
+        `consume(n, timeout)` waits the whole timeout unless n records arrive, so a stream's last
+        partial batch (or every batch of a slow stream) would wait `POLL_TIMEOUT_S` in it."""
+        assert self.consumer is not None
+        messages = self.consumer.consume(num_messages=MAX_BATCH, timeout=0)
+        if not messages and self._drained:
+            messages = self.consumer.consume(num_messages=1, timeout=POLL_TIMEOUT_S)
+            if messages:
+                messages += self.consumer.consume(num_messages=MAX_BATCH - 1, timeout=0)
+        self._drained = not messages
+        return messages
 
     def _convert(self, messages: list[Any]) -> tuple[list[SinkRecord], Offsets]:
         """Records for `put` and, per partition, the position after the batch's last message.
@@ -561,6 +591,7 @@ class SinkTaskRunner:
         with self.wall.phase("group offsets commit"):
             self.committer.commit(to_commit)
         self.committed.update(to_commit)
+        self.last_commit_s = time.perf_counter() - self.wall.started
         self.metrics.record_offset_commit(time.monotonic() - started)
         self.log.debug("committed %s", {str(tp): om.offset for tp, om in to_commit.items()})
 

@@ -150,6 +150,8 @@ class JdbcSinkTask(SinkTask):
             {} if self.context.errant_record_reporter() is not None else None
         )
         self.written = 0
+        #: The most records one `put` got: a smaller batch means the consumer had no more queued.
+        self._full_batch = 0
 
     def open(self, partitions: Iterable[TopicPartition]) -> None:
         partitions = list(partitions)
@@ -168,9 +170,15 @@ class JdbcSinkTask(SinkTask):
             )
 
     def put(self, records: list[SinkRecord]) -> None:
+        """Rows into the buffer; a flush is asked for once `batch.size` rows wait, or when the
+        consumer had no more records queued (this batch is smaller than the largest so far, or
+        empty): caught up, the rows are written now rather than at the next `offset.flush.interval.ms`
+        (Debezium's sink likewise writes each poll's records), so the last rows of a burst do not wait."""
         with self.writer.wall.phase("rows"):
             self._put(records)
-        if len(self.writer.buffer) >= self.settings.batch_size:
+        self._full_batch = max(self._full_batch, len(records))
+        waiting = len(self.writer.buffer)
+        if waiting >= self.settings.batch_size or (waiting and len(records) < self._full_batch):
             self.context.request_commit()
 
     def _put(self, records: list[SinkRecord]) -> None:
