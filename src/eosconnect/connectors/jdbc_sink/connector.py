@@ -26,8 +26,9 @@ KIP-656's Kafka sinks:
 - The offsets table (`offsets.table.name`, default `eosconnect_sink_offsets`, created if missing)
   holds one row per connector, topic and partition: `kafka_offset` (the next offset to read),
   `leader_epoch` (of the record before it) and `generation`.
-- `put` only buffers rows. Each flush (every `offset.flush.interval.ms`, or once `batch.size` rows
-  wait) is one database transaction: it locks the partitions' rows of the offsets table
+- `put` only buffers rows. Each flush (once `batch.size` rows wait, once the consumer has no more
+  records queued, else every `offset.flush.interval.ms`) is one database transaction: it locks the
+  partitions' rows of the offsets table
   (`SELECT .. FOR UPDATE`; SQLite takes the database's write lock with `BEGIN IMMEDIATE`), writes the
   rows, updates the positions, commits. A crash before the commit loses the whole transaction, and
   the positions with it; a crash after it keeps both. Either way nothing is lost or repeated, in every
