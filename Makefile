@@ -68,12 +68,12 @@ test-long: kafka postgres mariadb registry
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each
 # kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.
-soak: kafka
+soak: kafka postgres
 	$(BIN)/pytest -m soak -p no:cacheprovider -s
 
 # The soak on a Spark standalone cluster (two Spark workers in mount namespaces; a seventh fault kills
 # one, executor and tasks included). EOSCONNECT_SOAK_SECONDS and _SEED as for `make soak`.
-soak-spark: kafka
+soak-spark: kafka postgres
 	EOSCONNECT_SOAK_SPARK=standalone $(BIN)/pytest -m soak -p no:cacheprovider -s
 
 # The soak on three SASL_SSL brokers with an authorizer, each client as its own principal with exactly
@@ -84,7 +84,7 @@ soak-secured: kafka
 
 # The long soak: 3 random seeds x 20 minutes in each source transaction boundary (about 3.5 hours;
 # EOSCONNECT_SOAK_BOUNDARY, see tests/soak/test_chaos.py). Stops at the first failing run.
-soak-long: kafka
+soak-long: kafka postgres
 	for boundary in poll interval connector; do for run in 1 2 3; do \
 	  EOSCONNECT_SOAK_SECONDS=1200 EOSCONNECT_SOAK_BOUNDARY=$$boundary \
 	    $(BIN)/pytest -m soak -p no:cacheprovider -s || exit 1; \

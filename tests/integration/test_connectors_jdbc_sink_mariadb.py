@@ -6,12 +6,16 @@ differs: SELECT .. FOR UPDATE under InnoDB, INSERT .. ON DUPLICATE KEY UPDATE, V
 
 from __future__ import annotations
 
+import pymysql.cursors
 import pytest
 
-from eosconnect.api.records import SinkRecord
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord
 from support.jdbc_sink import (
+    TP,
+    add,
     claim_waits_then_fences,
     flush_rides_out_a_crash,
+    new_writer,
     scalar,
     upserts_and_deletes_end_to_end,
 )
@@ -32,6 +36,27 @@ def test_a_flush_rides_out_a_mariadb_crash_and_writes_every_row_once(mariadb) ->
     """mariadbd is SIGKILLed with rows waiting and started again 2 s later (InnoDB recovers): the
     flush retries per connection.attempts and commits rows and position once."""
     flush_rides_out_a_crash(mariadb.new_database(), mariadb.kill, mariadb.start, attempts=20)
+
+
+def test_a_flush_of_upserts_is_one_multi_row_statement_on_the_wire(mariadb, monkeypatch) -> None:
+    """JdbcSink hands MariaDB's upserts to executemany, which PyMySQL sends as multi-row
+    `INSERT .. VALUES (..), (..) .. ON DUPLICATE KEY UPDATE` statements (up to about 1 MB each), not
+    a statement per row: 3,000 upserts (1,000 keys written twice) take a handful of statements."""
+    url = mariadb.new_database()
+    writer, maker = new_writer(url, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "k"})
+    writer.claim([TP])
+    add(writer, maker, (SinkRecord("t", 0, i, None, {"k": i % 2000, "v": f"x{i}"}) for i in range(3000)))
+    sent: list[str] = []  # PyMySQL's _query gets str or bytes
+    query = pymysql.cursors.Cursor._query
+    monkeypatch.setattr(
+        pymysql.cursors.Cursor, "_query", lambda self, sql: sent.append(str(sql)) or query(self, sql)
+    )
+    assert writer.flush({TP: OffsetAndMetadata(3000)}).rows == 3000
+    upserts = [q for q in sent if "ON DUPLICATE KEY UPDATE" in q]
+    assert len(sent) < 10 and len(upserts) == 1, f"{len(sent)} statements, {len(upserts)} of them upserts"
+    assert scalar(url, "SELECT COUNT(*) FROM t") == 2000
+    assert scalar(url, "SELECT v FROM t WHERE k = 5") == "x2005", "the later record of a key wins"
+    writer.close()
 
 
 @pytest.mark.kafka

@@ -4,26 +4,32 @@ One real `eosconnect worker` (exactly.once.source.support=enabled) runs an endle
 against three brokers (every topic, internal ones included, with three replicas and
 min.insync.replicas=2, so losing one broker keeps exactly-once possible), and an exactly-once
 MirrorSink (transaction.producer=true) that copies the source's topic to `mirror.<topic>` on the
-same cluster. For `EOSCONNECT_SOAK_SECONDS` (default 600) the test injects one random fault after
+same cluster, and an exactly-once JdbcSink that writes the source's topic into a PostgreSQL table
+(`insert.mode=insert`, no key: a record written twice would be a second row), when PostgreSQL's
+binaries are there (`make postgres`; `make soak` installs them) and the brokers are plaintext. For
+`EOSCONNECT_SOAK_SECONDS` (default 600) the test injects one random fault after
 another, each once the previous one has been recovered from (and at least one of each kind, however
 short the time):
 
-- kill_task:          SIGKILL a task's Python worker, of the source or the mirror (Spark retries it;
-                      when that was the task's last Spark attempt it is FAILED and restarted over REST)
+- kill_task:          SIGKILL a task's Python worker, of the source, the mirror or the JDBC sink
+                      (Spark retries it; when that was the task's last Spark attempt it is FAILED
+                      and restarted over REST)
 - freeze_task:        SIGSTOP a source task's Python worker, replace it by a new generation (zombie
                       fencing), SIGCONT it 8-30 s later (its transaction timeout is 20 s): the zombie
                       must not get anything committed
 - kill_broker:        SIGKILL a broker, start it again 3-20 s later
 - restart_broker:     controlled shutdown of a broker, then start it again
 - reconfigure:        change the source's tasks.max (2, 3, 4): a new generation
-- restart_connector:  POST /connectors/<source or mirror>/restart?includeTasks=true
+- restart_connector:  POST /connectors/<source, mirror or JDBC sink>/restart?includeTasks=true
 
 After each fault every task of the source's current generation must commit again, and the mirror
 must copy on, within a bounded time. Two read_committed followers check every record as it is
 committed, on the source topic and on the mirror's (each task's sequence must go up by exactly one).
 At the end the source is bounded (records.per.task), every task runs to its end, the mirror catches
 up, and `eosconnect.tools.verify` checks both topics whole: every source partition's sequence
-complete, no gap, no duplicate, matching the committed source offsets. The worker log must hold no
+complete, no gap, no duplicate, matching the committed source offsets; the JDBC sink's table must
+hold every (task, seq) of the source once: 0 missing, 0 duplicates (tests/support/jdbc_sink.py's
+`SequenceTable`, which also checks for duplicates after every fault). The worker log must hold no
 error or traceback other than those the injected faults explain.
 
 `EOSCONNECT_SOAK_SPARK=standalone` (`make soak-spark`) runs the worker's tasks on a Spark standalone
@@ -65,6 +71,7 @@ from typing import Any
 import pytest
 
 from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.devkafka.postgres import LocalPostgres, PostgresSetupError
 from eosconnect.tools.verify import verify_sequence_topic
 from eosconnect.tools.worker_process import WorkerProcess
 from support.chaos import (
@@ -77,6 +84,7 @@ from support.chaos import (
     unexpected_problems,
     wait_fully_replicated,
 )
+from support.jdbc_sink import SequenceTable
 from support.secured_soak import SECURITY, kafka3_security, soak_principals  # noqa: F401 (fixture)
 from support.spark_standalone import StandaloneCluster, descendants, unshare_available
 
@@ -100,7 +108,9 @@ ARTIFACTS = Path(
 
 pytestmark = [pytest.mark.soak, pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
 
-SOURCE, MIRROR = "chaos", "chaos-mirror"
+SOURCE, MIRROR, JDBC = "chaos", "chaos-mirror", "chaos-jdbc"
+#: The JDBC sink's tasks (the topic's 4 partitions spread over them by the consumer group).
+JDBC_TASKS = 2
 PARTITIONS = 4
 TASK_COUNTS = (2, 3, 4)
 RATE = 100  # records per second per source task
@@ -111,8 +121,8 @@ PROGRESS = 50  # records each task must commit after a fault
 KINDS = ("kill_task", "freeze_task", "kill_broker", "restart_broker", "reconfigure", "restart_connector")
 if SPARK_MODE == "standalone":
     KINDS += ("kill_spark_worker",)
-#: Cores of each of the two Spark workers: room for the source's 4 tasks, the mirror's 2 and a
-#: frozen zombie generation, as local[12,4] gives in local mode.
+#: Cores of each of the two Spark workers: room for the source's 4 tasks, the mirror's 2, the JDBC
+#: sink's 2 and a frozen zombie generation of the source (4), as local[12,4] gives in local mode.
 SPARK_WORKER_CORES = 6
 
 #: The mirror task's error when librdkafka's send_offsets_to_transaction() hung after the group
@@ -162,6 +172,26 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
+def soak_postgres():
+    """The JDBC sink target's PostgreSQL server, or None (no binaries, or secured brokers, for
+    which the sink's consumer would need ACLs of its own): the soak then runs without it."""
+    if SECURITY != "plaintext":
+        yield None
+        return
+    try:
+        server = LocalPostgres()
+        server.start()
+    except PostgresSetupError as exc:
+        print(f"[chaos] no JDBC sink target: {exc}", flush=True)
+        yield None
+        return
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
 def bootstrap(kafka3: LocalKafkaCluster) -> str:
     """Everything in this module (worker_props, read_committed, ...) talks to the three brokers."""
     return kafka3.bootstrap_servers
@@ -191,7 +221,7 @@ def mirror_config(topic: str, bootstrap: str) -> dict[str, str]:
 class Connector:
     name: str
     config: dict[str, str]
-    follower: SequenceFollower  # of the topic it writes
+    follower: SequenceFollower | SequenceTable  # of the topic or table it writes
 
     @property
     def tasks(self) -> int:
@@ -210,8 +240,10 @@ class Chaos:
         rng: random.Random,
         timeline: Path,
         spark: StandaloneCluster | None = None,
+        jdbc: Connector | None = None,
     ) -> None:
         self.worker = worker
+        self.jdbc = jdbc
         self.spark = spark
         self.cluster = cluster
         self.source = source
@@ -290,8 +322,8 @@ class Chaos:
         )
 
     @property
-    def connectors(self) -> tuple[Connector, Connector]:
-        return self.source, self.mirror
+    def connectors(self) -> tuple[Connector, ...]:
+        return (self.source, self.mirror) + ((self.jdbc,) if self.jdbc is not None else ())
 
     def recovered(self, kind: str) -> None:
         """Every task RUNNING, every source task committing again and the mirror copying on."""
@@ -454,7 +486,12 @@ def committed_offsets(worker: WorkerProcess) -> dict[int, int]:
 
 @pytest.mark.timeout(SOAK_SECONDS + 1200)
 def test_exactly_once_through_chaos(
-    kafka3: LocalKafkaCluster, spark_cluster: StandaloneCluster | None, workers, topic_name, tmp_path: Path
+    kafka3: LocalKafkaCluster,
+    spark_cluster: StandaloneCluster | None,
+    soak_postgres: LocalPostgres | None,
+    workers,
+    topic_name,
+    tmp_path: Path,
 ):
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per REST call drowns the timeline
     bootstrap = kafka3.bootstrap_servers
@@ -482,20 +519,25 @@ def test_exactly_once_through_chaos(
     )
     source = Connector(SOURCE, source_settings, SequenceFollower(principals.reader, topic, PARTITIONS))
     mirror = Connector(MIRROR, mirror_settings, SequenceFollower(principals.reader, mirror_topic, PARTITIONS))
+    jdbc = None
+    if soak_postgres is not None:
+        table = SequenceTable(soak_postgres.new_database(), topic)
+        jdbc = Connector(JDBC, table.config(JDBC_TASKS), table)
     artifacts = ARTIFACTS / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{SEED}"
     artifacts.mkdir(parents=True, exist_ok=True)
-    chaos = Chaos(worker, kafka3, source, mirror, rng, artifacts / "timeline.txt", spark_cluster)
+    chaos = Chaos(worker, kafka3, source, mirror, rng, artifacts / "timeline.txt", spark_cluster, jdbc)
     chaos.log(
         f"seed {SEED} (replay: EOSCONNECT_SOAK_SEED={SEED} EOSCONNECT_SOAK_SECONDS={SOAK_SECONDS:.0f} "
         f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY} EOSCONNECT_SOAK_SPARK={SPARK_MODE} "
         f"EOSCONNECT_SOAK_SECURITY={SECURITY} make soak); {SOAK_SECONDS:.0f}s of faults, source "
-        f"transaction.boundary={BOUNDARY}, Spark {SPARK_MODE}, brokers {SECURITY}; "
+        f"transaction.boundary={BOUNDARY}, Spark {SPARK_MODE}, brokers {SECURITY}, JDBC sink "
+        f"{'into PostgreSQL' if jdbc else 'left out'}; "
         f"timeline and worker log in {artifacts}"
     )
     passed = False
     try:
         source.follower.start()
-        for connector in (source, mirror):
+        for connector in chaos.connectors:
             created = worker.create_connector(connector.name, connector.config)
             assert created.status_code == 201, created.text
         mirror.follower.start()  # the mirror has created its topic by the time it runs
@@ -520,7 +562,7 @@ def test_exactly_once_through_chaos(
         assert worker.request("PUT", f"/connectors/{SOURCE}/resume").status_code == 202
         chaos.wait(lambda: chaos.all_running(source), RECOVERY_S, "the final generation RUNNING")
         end = dict.fromkeys(range(tasks), total - 1)
-        for connector in (source, mirror):
+        for connector in chaos.connectors:
             connector.follower.wait_for_progress(
                 range(tasks), 0, 300, f"{connector.follower.topic} to the end (seed {SEED})", chaos.watch, end
             )
@@ -535,7 +577,17 @@ def test_exactly_once_through_chaos(
                 f"duplicates, {report.missing} missing, {report.unexpected} unexpected"
             )
             assert report.ok, f"exactly-once broken in {name} (seed {SEED}): {report.anomalies}"
-        for connector in (source, mirror):
+        if jdbc is not None:
+            assert isinstance(jdbc.follower, SequenceTable)
+            rows, duplicates, missing = jdbc.follower.verify(tasks, total)
+            chaos.log(
+                f"verified table {jdbc.follower.table}: {rows} rows of {tasks * total} expected, "
+                f"{duplicates} duplicates, {missing} missing"
+            )
+            assert (rows, duplicates, missing) == (tasks * total, 0, 0), (
+                f"exactly-once broken in the JDBC sink's table (seed {SEED}): {jdbc.follower.anomalies}"
+            )
+        for connector in chaos.connectors:
             assert not connector.follower.anomalies, (
                 f"seen live (seed {SEED}): {connector.follower.anomalies}"
             )
@@ -550,7 +602,7 @@ def test_exactly_once_through_chaos(
         )
         passed = True
     finally:
-        for connector in (source, mirror):
+        for connector in chaos.connectors:
             connector.follower.stop()
         recovery = {k: f"max {max(v):.0f}s" for k, v in chaos.recovery.items()}
         chaos.log(

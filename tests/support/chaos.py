@@ -36,6 +36,7 @@ __all__ = [
     "tracebacks",
     "under_replicated",
     "unexpected_problems",
+    "wait_for_progress",
     "wait_fully_replicated",
 ]
 
@@ -223,25 +224,50 @@ class SequenceFollower:
         Returns the seconds it took; fails naming `what` and the stuck tasks. `alive()` returns a
         reason to give up early (a dead worker), or None.
         """
-        tasks = sorted(tasks)
-        start = self.highest() if since is None else since
-        began = time.monotonic()
-        deadline = began + timeout
-        while True:
-            now = self.highest()
-            stuck = {t: now.get(t, -1) for t in tasks if now.get(t, -1) < start.get(t, -1) + advance}
-            if not stuck:
-                return time.monotonic() - began
-            reason = alive()
-            if reason:
-                raise AssertionError(f"{what}: {reason}")
-            if time.monotonic() > deadline:
-                detail = ", ".join(f"task {t} at seq {s} (from {start.get(t, -1)})" for t, s in stuck.items())
-                raise AssertionError(
-                    f"no committed progress within {timeout:.0f}s {what}: {detail} "
-                    f"(need +{advance} each; follower errors: {self.errors[-3:]})"
-                )
-            time.sleep(0.5)
+        return wait_for_progress(
+            self.highest,
+            tasks,
+            advance,
+            timeout,
+            what,
+            alive,
+            since,
+            lambda: f"follower errors: {self.errors[-3:]}",
+        )
+
+
+def wait_for_progress(
+    highest: Callable[[], dict[int, int]],
+    tasks: Iterable[int],
+    advance: int,
+    timeout: float,
+    what: str,
+    alive: Callable[[], str | None] = lambda: None,
+    since: dict[int, int] | None = None,
+    errors: Callable[[], str] = lambda: "",
+) -> float:
+    """Wait until each task's sequence as `highest()` sees it (a topic's, a table's) moved `advance`
+    past `since` (default: now); the seconds it took. Fails naming `what`, the stuck tasks and
+    `errors()`; `alive()` returns a reason to give up early (a dead worker), or None."""
+    tasks = sorted(tasks)
+    start = highest() if since is None else since
+    began = time.monotonic()
+    deadline = began + timeout
+    while True:
+        now = highest()
+        stuck = {t: now.get(t, -1) for t in tasks if now.get(t, -1) < start.get(t, -1) + advance}
+        if not stuck:
+            return time.monotonic() - began
+        reason = alive()
+        if reason:
+            raise AssertionError(f"{what}: {reason}")
+        if time.monotonic() > deadline:
+            detail = ", ".join(f"task {t} at seq {s} (from {start.get(t, -1)})" for t, s in stuck.items())
+            raise AssertionError(
+                f"no committed progress within {timeout:.0f}s {what}: {detail} "
+                f"(need +{advance} each; {errors()})"
+            )
+        time.sleep(0.5)
 
 
 TRACEBACK_START = "Traceback (most recent call last):"

@@ -21,6 +21,7 @@ from eosconnect.connectors.jdbc_sink.config import parse_settings
 from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
 from eosconnect.connectors.jdbc_sink.rows import RowMaker
 from eosconnect.connectors.jdbc_sink.writer import RowWriter
+from support.chaos import wait_for_progress
 from support.runtime_helpers import wait_until
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -235,3 +236,92 @@ def upserts_and_deletes_end_to_end(
     assert scalar(url, "SELECT COUNT(*) FROM events") == 90
     assert scalar(url, "SELECT COUNT(*) FROM events WHERE note = 'changed'") == 40
     assert scalar(url, "SELECT SUM(price) FROM events WHERE mod(k, 10) = 1") == sum(range(1, 100, 10))
+
+
+# ----------------------------------------------------------------------------- the chaos soak's table
+class SequenceTable:
+    """The chaos soak's JdbcSink target, followed as `support.chaos.SequenceFollower` follows a
+    topic: SequenceSource values (`task`, `seq`, `payload`; schemaless JSON) written with
+    `insert.mode=insert` into a table without a key, where any record written twice shows as a
+    second row with the same (task, seq).
+
+    `highest()` is each task's highest seq in the table, `anomalies` the (task, seq) pairs found
+    more than once (a query each time it is read, so it sees what is committed now), and `verify`
+    the final check: every seq of every task once, nothing missing, nothing else."""
+
+    def __init__(self, url: str, topic: str, table: str = "chaos_rows") -> None:
+        self.url, self.topic, self.table = url, topic, table
+        self.engine = sa.create_engine(url, pool_pre_ping=True)
+        self.errors: list[str] = []
+
+    def config(self, tasks: int) -> dict[str, str]:
+        """The JdbcSink connector: exactly once (the default), append-only, the worker's JSON converter."""
+        return {
+            "connector.class": "JdbcSink",
+            "tasks.max": str(tasks),
+            "topics": self.topic,
+            "connection.url": self.url,
+            "table.name.format": self.table,
+            "auto.create": "true",
+            "insert.mode": "insert",
+            "pk.mode": "none",
+            "batch.size": "500",
+            "connection.attempts": "30",
+            "connection.backoff.ms": "1000",
+        }
+
+    def start(self) -> SequenceTable:
+        return self
+
+    def stop(self) -> None:
+        self.engine.dispose()
+
+    def _rows(self, sql: str) -> list[tuple[Any, ...]]:
+        try:
+            with self.engine.connect() as conn:
+                return [tuple(r) for r in conn.exec_driver_sql(sql)]
+        except sa.exc.SQLAlchemyError as exc:  # not created yet, or the database busy for a moment
+            if len(self.errors) < 20:
+                self.errors.append(str(exc).splitlines()[0])
+            return []
+
+    def highest(self) -> dict[int, int]:
+        rows = self._rows(f"SELECT task, MAX(seq) FROM {self.table} GROUP BY task")
+        return {int(t): int(s) for t, s in rows}
+
+    @property
+    def anomalies(self) -> list[str]:
+        twice = self._rows(
+            f"SELECT task, seq, COUNT(*) FROM {self.table} GROUP BY task, seq HAVING COUNT(*) > 1 LIMIT 20"
+        )
+        return [f"task {t} seq {s} is in {self.table} {n} times" for t, s, n in twice]
+
+    def wait_for_progress(
+        self,
+        tasks: Iterable[int],
+        advance: int,
+        timeout: float,
+        what: str,
+        alive: Callable[[], str | None] = lambda: None,
+        since: dict[int, int] | None = None,
+    ) -> float:
+        """As `SequenceFollower.wait_for_progress`, by each task's highest seq in the table."""
+        return wait_for_progress(
+            self.highest,
+            tasks,
+            advance,
+            timeout,
+            f"in {self.table} {what}",
+            alive,
+            since,
+            lambda: f"errors: {self.errors[-3:]}",
+        )
+
+    def verify(self, tasks: int, records_per_task: int) -> tuple[int, int, int]:
+        """(rows, duplicated rows, missing records) against seq 0..records_per_task-1 of tasks 0..tasks-1."""
+        (rows, distinct, inside), *_ = self._rows(
+            f"SELECT COUNT(*), COUNT(DISTINCT (task, seq)), "
+            f"COUNT(DISTINCT (task, seq)) FILTER (WHERE task >= 0 AND task < {tasks} "
+            f"AND seq >= 0 AND seq < {records_per_task}) FROM {self.table}"
+        ) or [(0, 0, 0)]
+        return int(rows), int(rows) - int(distinct), tasks * records_per_task - int(inside)

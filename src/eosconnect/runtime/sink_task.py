@@ -72,6 +72,7 @@ from eosconnect.runtime.truncation import (
     parse_truncation,
     validate_positions,
 )
+from eosconnect.runtime.wall_time import WallTime
 from eosconnect.storage.clients import ClientConfig, client_config
 from eosconnect.storage.topic_reader import load_leaders
 from eosconnect.storage.transactional_ids import task_transactional_id
@@ -82,7 +83,8 @@ log = logging.getLogger(__name__)
 
 #: Most records handed to one `put` (the Java consumer's max.poll.records default).
 MAX_BATCH = 500
-#: How long one consume call waits for records; bounds how late the loop sees a stop directive.
+#: How long one consume call waits for the first record when none is queued; bounds how late the
+#: loop sees a stop directive.
 POLL_TIMEOUT_S = 0.5
 #: How long to wait before giving a batch to `put` again after a RetriableException.
 RETRY_BACKOFF_S = 1.0
@@ -230,6 +232,16 @@ class SinkTaskRunner:
         self._task_started = False
         #: Failed records' logging and dead letter queue (KIP-298/610); made in start().
         self.dead_letters: DeadLetterQueue | None = None
+        #: Where the loop's wall time goes (logged when the task stops), see runtime/wall_time.py.
+        self.wall = WallTime()
+        #: Seconds from the runner's creation to the first and the last record consumed, and to the
+        #: last commit that moved a position: the last minus the commit is how long the last records
+        #: waited to be written (logged when the task stops).
+        self.first_record_s: float | None = None
+        self.last_record_s: float | None = None
+        self.last_commit_s: float | None = None
+        #: The last consume found nothing queued (the task got an empty `put`): the next one waits.
+        self._drained = False
 
     # ----------------------------------------------------------------------------- template
     def run(self) -> TaskOutcome:
@@ -239,7 +251,16 @@ class SinkTaskRunner:
             self.loop()
             self.commit_offsets()
             self._close_partitions(self.context.assignment())
-            self.log.info("stopped after %s records", self.metrics.records_written)
+            self.log.info(
+                "stopped after %s records; first record after %s, last after %s, last commit after %s; "
+                "loop wall time %s",
+                self.metrics.records_written,
+                *(
+                    "-" if s is None else f"{s:.2f}s"
+                    for s in (self.first_record_s, self.last_record_s, self.last_commit_s)
+                ),
+                self.wall.summary(),
+            )
         except GenerationSuperseded as exc:
             state = TaskState.SUPERSEDED
             self.log.info("not starting: %s", exc)
@@ -333,6 +354,8 @@ class SinkTaskRunner:
                 # rewinds to its first records) applies before the next poll, never after it.
                 self._apply_context_requests()
                 next_commit = time.monotonic() + flush_interval_s
+            if self.wall.due():
+                self.log.debug("loop wall time %s", self.wall.summary())
 
     # ----------------------------------------------------------------------------- delivery
     def _deliver_next_batch(self) -> None:
@@ -343,12 +366,21 @@ class SinkTaskRunner:
             records, positions = self._retry
         else:
             assert self.consumer is not None
-            messages = self.consumer.consume(num_messages=MAX_BATCH, timeout=POLL_TIMEOUT_S)
+            polled = time.perf_counter()
+            messages = self._consume()
+            converting = time.perf_counter()
+            self.wall.add("poll" if messages else "poll (nothing)", converting - polled)
+            if messages:
+                self.last_record_s = converting - self.wall.started
+                if self.first_record_s is None:
+                    self.first_record_s = self.last_record_s
             records, positions = self._convert(messages)
             if self.dead_letters is not None:
                 self.dead_letters.remember(messages)
+            self.wall.add("convert", time.perf_counter() - converting)
         try:
-            self.task.put(records)
+            with self.wall.phase("put"):
+                self.task.put(records)
         except RetriableException as exc:
             self.log.warning("put() asked for a retry (%s); retrying in %.1fs", exc, RETRY_BACKOFF_S)
             self._retry, self._retry_at = (records, positions), time.monotonic() + RETRY_BACKOFF_S
@@ -359,6 +391,23 @@ class SinkTaskRunner:
             self._pause_assigned(False)
         self.metrics.record_write(len(records))
         self.current.update(positions)
+
+    def _consume(self) -> list[Any]:
+        """What the consumer has queued (up to `MAX_BATCH`), without waiting; when nothing is, an
+        empty batch first (so that `put([])` tells the task it caught up, e.g. to flush what it
+        buffered, at once) and on the next call a wait of up to `POLL_TIMEOUT_S` for the first record.
+
+        As Java's `KafkaConsumer.poll`, which returns as soon as it has records: librdkafka's
+        `consume(n, timeout)` waits the whole timeout unless n records arrive, so a stream's last
+        partial batch (or every batch of a slow stream) would wait `POLL_TIMEOUT_S` in it."""
+        assert self.consumer is not None
+        messages = self.consumer.consume(num_messages=MAX_BATCH, timeout=0)
+        if not messages and self._drained:
+            messages = self.consumer.consume(num_messages=1, timeout=POLL_TIMEOUT_S)
+            if messages:
+                messages += self.consumer.consume(num_messages=MAX_BATCH - 1, timeout=0)
+        self._drained = not messages
+        return messages
 
     def _convert(self, messages: list[Any]) -> tuple[list[SinkRecord], Offsets]:
         """Records for `put` and, per partition, the position after the batch's last message.
@@ -532,7 +581,8 @@ class SinkTaskRunner:
         started = time.monotonic()
         if self.dead_letters is not None:
             self.dead_letters.flush()  # skipped records' positions only once their dead letters are written
-        returned = dict(self.task.pre_commit(dict(current)) or {})
+        with self.wall.phase("pre_commit"):
+            returned = dict(self.task.pre_commit(dict(current)) or {})
         if self.dead_letters is not None:
             self.dead_letters.committed(current)  # what pre_commit reported (KIP-610) is written first
         assigned = self.context.assigned
@@ -542,8 +592,10 @@ class SinkTaskRunner:
         to_commit = {tp: om for tp, om in returned.items() if tp in assigned and self.committed.get(tp) != om}
         if not to_commit:
             return
-        self.committer.commit(to_commit)
+        with self.wall.phase("group offsets commit"):
+            self.committer.commit(to_commit)
         self.committed.update(to_commit)
+        self.last_commit_s = time.perf_counter() - self.wall.started
         self.metrics.record_offset_commit(time.monotonic() - started)
         self.log.debug("committed %s", {str(tp): om.offset for tp, om in to_commit.items()})
 

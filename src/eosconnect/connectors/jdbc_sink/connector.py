@@ -26,8 +26,9 @@ KIP-656's Kafka sinks:
 - The offsets table (`offsets.table.name`, default `eosconnect_sink_offsets`, created if missing)
   holds one row per connector, topic and partition: `kafka_offset` (the next offset to read),
   `leader_epoch` (of the record before it) and `generation`.
-- `put` only buffers rows. Each flush (every `offset.flush.interval.ms`, or once `batch.size` rows
-  wait) is one database transaction: it locks the partitions' rows of the offsets table
+- `put` only buffers rows. Each flush (once `batch.size` rows wait, once the consumer has no more
+  records queued, else every `offset.flush.interval.ms`) is one database transaction: it locks the
+  partitions' rows of the offsets table
   (`SELECT .. FOR UPDATE`; SQLite takes the database's write lock with `BEGIN IMMEDIATE`), writes the
   rows, updates the positions, commits. A crash before the commit loses the whole transaction, and
   the positions with it; a crash after it keeps both. Either way nothing is lost or repeated, in every
@@ -150,6 +151,8 @@ class JdbcSinkTask(SinkTask):
             {} if self.context.errant_record_reporter() is not None else None
         )
         self.written = 0
+        #: The most records one `put` got: a smaller batch means the consumer had no more queued.
+        self._full_batch = 0
 
     def open(self, partitions: Iterable[TopicPartition]) -> None:
         partitions = list(partitions)
@@ -168,6 +171,18 @@ class JdbcSinkTask(SinkTask):
             )
 
     def put(self, records: list[SinkRecord]) -> None:
+        """Rows into the buffer; a flush is asked for once `batch.size` rows wait, or when the
+        consumer had no more records queued (this batch is smaller than the largest so far, or
+        empty): caught up, the rows are written now rather than at the next `offset.flush.interval.ms`
+        (Debezium's sink likewise writes each poll's records), so the last rows of a burst do not wait."""
+        with self.writer.wall.phase("rows"):
+            self._put(records)
+        self._full_batch = max(self._full_batch, len(records))
+        waiting = len(self.writer.buffer)
+        if waiting >= self.settings.batch_size or (waiting and len(records) < self._full_batch):
+            self.context.request_commit()
+
+    def _put(self, records: list[SinkRecord]) -> None:
         for record in records:
             try:
                 row = self.rows.row(record)
@@ -181,8 +196,6 @@ class JdbcSinkTask(SinkTask):
                 self.writer.add(row)
                 if self._records is not None:  # kept for a report at flush time (KIP-610)
                     self._records[(record.topic, record.partition, record.offset)] = record
-        if len(self.writer.buffer) >= self.settings.batch_size:
-            self.context.request_commit()
 
     def pre_commit(
         self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]
@@ -230,4 +243,5 @@ class JdbcSinkTask(SinkTask):
     def stop(self) -> None:
         writer = getattr(self, "writer", None)
         if writer is not None:
+            log.info("[%s] wrote %d rows; task wall time %s", self.name, self.written, writer.wall.summary())
             writer.close()

@@ -25,6 +25,7 @@ from eosconnect.connectors.jdbc_sink.config import SinkSettings
 from eosconnect.connectors.jdbc_sink.dialect import Tables, db_value, transactional_engine, write_statement
 from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
 from eosconnect.connectors.jdbc_sink.rows import Row
+from eosconnect.runtime.wall_time import WallTime
 
 __all__ = ["FlushResult", "RowWriter"]
 
@@ -65,6 +66,8 @@ class RowWriter:
         self.buffer: list[Row] = []
         #: Temporary tables made so far (each upsert run by COPY has its own, see `_copy_upsert`).
         self._staged = 0
+        #: Where a flush's wall time goes (DDL checks, offset locks, rows, positions, the commit).
+        self.wall = WallTime()
 
     # ----------------------------------------------------------------------------- partitions
     def claim(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
@@ -100,10 +103,11 @@ class RowWriter:
         wanted = set(positions)
         rows = [r for r in self.buffer if r.topic_partition in wanted]
         checked: set[tuple[str, int]] = set()  # rows of one schema share their `columns`
-        for row in rows:  # DDL first, in transactions of its own (SQLite: one writer at a time)
-            if (row.table, id(row.columns)) not in checked:
-                checked.add((row.table, id(row.columns)))
-                self.tables.table(row.table, row.columns, list(row.key))
+        with self.wall.phase("ddl"):
+            for row in rows:  # DDL first, in transactions of its own (SQLite: one writer at a time)
+                if (row.table, id(row.columns)) not in checked:
+                    checked.add((row.table, id(row.columns)))
+                    self.tables.table(row.table, row.columns, list(row.key))
         attempts = int(self.settings.values["connection.attempts"])
         backoff_s = int(self.settings.values["connection.backoff.ms"]) / 1000
         for attempt in range(1, attempts + 1):
@@ -141,10 +145,13 @@ class RowWriter:
         on_rejected: Callable[[list[tuple[Row, Exception]]], None] | None = None,
     ) -> FlushResult:
         result = FlushResult()
+        wall = self.wall
+        begun = time.perf_counter()
         with self.engine.begin() as conn:
             done: set[TopicPartition] = set()
             if self.offsets is not None:
                 current = self.offsets.lock(conn, positions)
+                wall.add("begin + lock offsets", time.perf_counter() - begun)
                 result.fenced = {
                     tp: current[tp].generation if tp in current else 0
                     for tp in positions
@@ -165,7 +172,8 @@ class RowWriter:
                     if r.topic_partition not in result.fenced and r.topic_partition not in done
                 ]
             if on_rejected is None:
-                result.rows = self._write_rows(conn, rows)
+                with wall.phase("write rows"):
+                    result.rows = self._write_rows(conn, rows)
             else:
                 rejected = self._write_one_by_one(conn, rows)
                 result.rows = len(rows) - len(rejected)
@@ -173,7 +181,11 @@ class RowWriter:
                     on_rejected(rejected)
             result.committed = {tp: om for tp, om in positions.items() if tp not in result.fenced}
             if self.offsets is not None:
-                self.offsets.write(conn, {tp: om for tp, om in result.committed.items() if tp not in done})
+                stored = {tp: om for tp, om in result.committed.items() if tp not in done}
+                with wall.phase("write offsets"):
+                    self.offsets.write(conn, stored)
+            committing = time.perf_counter()
+        wall.add("db commit", time.perf_counter() - committing)
         return result
 
     def _write_rows(self, conn: sa.Connection, rows: list[Row]) -> int:
