@@ -101,7 +101,9 @@ def produce(
 class SlowProducer:
     """Produces values 0..total-1 (k = i into partition i % partitions) in steps of `step` records
     with a pause between steps, from a thread, so that faults land mid-stream; `join()` asserts every
-    record was acknowledged (librdkafka retries through a broker restart)."""
+    record was acknowledged (librdkafka retries through a broker restart). Idempotent, so that a retry
+    through a broker SIGKILL cannot write a record twice into the topic: a duplicate row in the table
+    is then the sink's, which is what the fault tests look for."""
 
     def __init__(
         self, bootstrap: str, topic: str, total: int, partitions: int, step: int = 40, pause_s: float = 0.03
@@ -116,7 +118,7 @@ class SlowProducer:
         return self
 
     def _run(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True})
         for start in range(0, self.total, self.step):
             for i in range(start, min(start + self.step, self.total)):
                 producer.produce(self.topic, value=value(i), partition=i % self.partitions)
