@@ -101,7 +101,8 @@ def test_a_zombie_host_is_cancelled_only_without_live_mates_of_other_connectors(
 
 
 def test_the_settings():
-    assert tasks_per_slot({}) == 1
+    assert tasks_per_slot({}) == 4  # packing on by default (docs/architecture.md, "Task groups")
+    assert tasks_per_slot({"eosconnect.tasks.per.slot": "1"}) == 1
     assert tasks_per_slot({"eosconnect.tasks.per.slot": "25"}) == 25
     for bad in ("0", "many"):
         with pytest.raises(ValueError, match=r"eosconnect\.tasks\.per\.slot"):
