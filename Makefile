@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-long bench kafka postgres mariadb registry install clean
+.PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-secured soak-long bench kafka postgres mariadb registry install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,7 +47,7 @@ demo: kafka
 demo-spark: kafka  ## JdbcSource -> Spark -> eosconnect-kafka through a driver SIGKILL, verified
 	$(BIN)/eosconnect demo-spark
 
-demo-cdc: kafka postgres  ## PostgreSQL -> PostgresCdcSource -> Kafka through a task SIGKILL, verified
+demo-cdc: kafka postgres  ## PostgreSQL -> PostgresCdcSource -> Kafka -> JdbcSink -> PostgreSQL through a task SIGKILL, compared row by row
 	$(BIN)/python -m eosconnect.tools.demo_cdc
 
 demo-db: kafka postgres  ## JdbcSource -> Kafka -> JdbcSink into PostgreSQL through a sink task SIGKILL, compared row by row
@@ -76,6 +76,11 @@ soak: kafka
 soak-spark: kafka
 	EOSCONNECT_SOAK_SPARK=standalone $(BIN)/pytest -m soak -p no:cacheprovider -s
 
+# The soak on three SASL_SSL brokers with an authorizer, each client as its own principal with exactly
+# KIP-618's ACLs (tests/support/secured_soak.py). EOSCONNECT_SOAK_SECONDS and _SEED as for `make soak`.
+soak-secured: kafka
+	EOSCONNECT_SOAK_SECURITY=sasl_ssl $(BIN)/pytest -m soak -p no:cacheprovider -s
+
 # The long soak: 3 random seeds x 20 minutes in each source transaction boundary (about 3.5 hours;
 # EOSCONNECT_SOAK_BOUNDARY, see tests/soak/test_chaos.py). Stops at the first failing run.
 soak-long: kafka
@@ -92,6 +97,7 @@ bench: kafka postgres
 	PYTHONPATH=. $(BIN)/python bench/vs_kafka_connect_schemas.py
 	PYTHONPATH=. $(BIN)/python bench/vs_debezium_cdc.py
 	PYTHONPATH=. $(BIN)/python bench/vs_debezium_jdbc_sink.py
+	PYTHONPATH=. $(BIN)/python bench/vs_debezium_jdbc_sink.py --crash
 	PYTHONPATH=. $(BIN)/python bench/density.py
 
 clean:

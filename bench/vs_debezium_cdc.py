@@ -10,7 +10,10 @@ database of its own:
 * **snapshot**: a table of `--rows` rows; time from creating the connector to the last snapshot
   record visible to a read_committed consumer;
 * **streaming**: the connector paused, `--changes` inserts committed in transactions of
-  `--txn-rows` rows, the connector resumed; time from resuming to the last change visible.
+  `--txn-rows` rows, the connector resumed; time from resuming to the last change visible;
+* **latency**: the connector running and caught up, `--latency-txns` single-row transactions, one
+  every 50 ms; per transaction the time from its COMMIT returning to its event arriving at a
+  read_committed consumer (p50 and p99 over all rounds).
 
 Rounds interleave the sides (alternating which goes first); the report gives medians and the
 ratio eos/java (>1: eosconnect faster). Every round also checks each record arrived once. The
@@ -21,6 +24,7 @@ machine may be shared: the load average is printed with every round. Usage:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -43,7 +47,7 @@ from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.debezium import DEBEZIUM_VERSION, debezium_connect
 from eosconnect.devkafka.postgres import LocalPostgres
 from eosconnect.storage.topics import ensure_topic
-from eosconnect.tools.worker_process import WorkerProcess
+from eosconnect.tools.worker_process import WorkerProcess, local_worker_settings
 
 console = Console()
 
@@ -57,6 +61,7 @@ class Result:
     records: int
     duplicates: int
     load: float
+    latencies: list[float]
 
 
 class Counter:
@@ -64,6 +69,7 @@ class Counter:
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.keys: set[bytes] = set()
+        self.seen_at: dict[bytes, float] = {}  # wall clock when each key first arrived
         self.records = 0
         self._stop = threading.Event()
         self._consumer = Consumer(
@@ -85,6 +91,7 @@ class Counter:
                 if message.error() is None and message.value() is not None:
                     self.records += 1
                     self.keys.add(message.key())
+                    self.seen_at.setdefault(message.key(), time.time())
 
     def wait(self, count: int, timeout: float, what: str, failed: Callable[[], str | None]) -> float:
         deadline = time.monotonic() + timeout
@@ -207,6 +214,15 @@ def one_round(
         resumed = time.monotonic()
         side.resume(connector)
         stream_s = counter.wait(total, 600, "the changes", lambda: side.failed(connector)) - resumed
+        committed: dict[int, float] = {}
+        for key in range(total + 1, total + 1 + args.latency_txns):
+            conn.execute("INSERT INTO items VALUES (%s, 'latency', 1, now())", (key,))  # autocommit
+            committed[key] = time.time()
+            time.sleep(0.05)
+        total += args.latency_txns
+        counter.wait(total, 120, "the latency probes", lambda: side.failed(connector))
+        arrived = {json.loads(k)["id"]: at for k, at in counter.seen_at.items()}
+        latencies = [arrived[key] - at for key, at in committed.items()]
     finally:
         side.delete(connector)
         counter.close()
@@ -214,13 +230,22 @@ def one_round(
         conn.close()
     return Result(
         side.name, round_no, snapshot_s, stream_s, counter.records, counter.records - len(counter.keys),
-        os.getloadavg()[0],
+        os.getloadavg()[0], latencies,
     )  # fmt: skip
+
+
+def percentile(samples: list[float], points: tuple[int, ...]) -> list[float]:
+    """Nearest-rank percentiles of `samples` (NaN when there are none)."""
+    ordered = sorted(samples)
+    if not ordered:
+        return [float("nan")] * len(points)
+    return [ordered[min(len(ordered) - 1, max(0, -(-p * len(ordered) // 100) - 1))] for p in points]
 
 
 def report(results: list[Result], args: argparse.Namespace) -> None:
     table = Table(title=f"PostgresCdcSource vs Debezium {DEBEZIUM_VERSION}: medians of {args.rounds} rounds")
-    for column in ("side", "snapshot s", "snapshot rows/s", "stream s", "changes/s", "duplicates"):
+    columns = ("side", "snapshot s", "snapshot rows/s", "stream s", "changes/s", "latency p50 ms", "p99 ms")
+    for column in (*columns, "duplicates"):
         table.add_column(column)
     medians: dict[str, tuple[float, float]] = {}
     for side in ("java", "eos"):
@@ -228,9 +253,10 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         snap = statistics.median(r.snapshot_s for r in runs)
         stream = statistics.median(r.stream_s for r in runs)
         medians[side] = (snap, stream)
+        p50, p99 = percentile([x for r in runs for x in r.latencies], (50, 99))
         table.add_row(
             side, f"{snap:.2f}", f"{args.rows / snap:,.0f}", f"{stream:.2f}", f"{args.changes / stream:,.0f}",
-            str(sum(r.duplicates for r in runs)),
+            f"{p50 * 1000:.0f}", f"{p99 * 1000:.0f}", str(sum(r.duplicates for r in runs)),
         )  # fmt: skip
     console.print(table)
     console.print(
@@ -244,6 +270,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000, help="rows in the snapshot")
     parser.add_argument("--changes", type=int, default=20_000, help="inserts committed while paused")
     parser.add_argument("--txn-rows", type=int, default=1_000, help="inserts per database transaction")
+    parser.add_argument("--latency-txns", type=int, default=40, help="single-row commits timed per round")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="eosconnect-bench-cdc-"))
@@ -265,22 +292,9 @@ def main() -> None:
         java.worker_props["bootstrap.servers"] = bootstrap
         java.start(timeout=300)
         eos = WorkerProcess(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-eos-{suffix}",
-                "config.storage.topic": f"bench-eos-{suffix}-configs",
-                "offset.storage.topic": f"bench-eos-{suffix}-offsets",
-                "status.storage.topic": f"bench-eos-{suffix}-status",
-                "config.storage.replication.factor": "1",
-                "offset.storage.replication.factor": "1",
-                "status.storage.replication.factor": "1",
-                "offset.storage.partitions": "1",
-                "status.storage.partitions": "1",
-                "exactly.once.source.support": "enabled",
-                "listeners": "http://127.0.0.1:0",
-                "spark.master": "local[2,2]",
-                "spark.driver.memory": "768m",
-            },
+            local_worker_settings(
+                bootstrap, f"bench-eos-{suffix}", spark_master="local[2,2]", spark_driver_memory="768m"
+            ),
             workdir / "eos",
         ).start(timeout=300)
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -293,10 +307,11 @@ def main() -> None:
             for side in sides if round_no % 2 == 0 else sides[::-1]:
                 result = one_round(side, round_no, pg, bootstrap, admin, args)
                 results.append(result)
+                p50 = percentile(result.latencies, (50,))[0]
                 console.print(
                     f"round {round_no} {side.name}: snapshot {result.snapshot_s:.2f}s, streaming "
-                    f"{result.stream_s:.2f}s, {result.records} records, {result.duplicates} duplicates, "
-                    f"load {result.load:.1f}"
+                    f"{result.stream_s:.2f}s, latency p50 {p50 * 1000:.0f} ms, "
+                    f"{result.records} records, {result.duplicates} duplicates, load {result.load:.1f}"
                 )
         report(results, args)
     finally:

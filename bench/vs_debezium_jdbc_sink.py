@@ -22,13 +22,25 @@ bench). Rounds are interleaved (odd rounds Java first, even rounds eosconnect fi
 untimed warm-up of both sides; the result is the median over rounds of the per-round eos/java
 rows/s. The last line is machine-readable:
     vs_debezium_jdbc insert=R upsert=R
-Goal: every R >= 1.0. Timing is sensitive to the machine's load: every run prints it.
+Goal: every R >= 1.0. Timing is sensitive to the machine's load: every run prints it, and each
+side's CPU seconds per million rows (its whole process tree: worker, JVMs, Python workers), which
+the load disturbs less, and PostgreSQL's.
+
+`--crash`: the crash comparison instead (`crash_once`). Each side in turn writes the topic in
+`insert.mode=insert` into a table without a key, its worker is SIGKILLed once a third of the rows
+are in, and a new worker of the same group finishes the job; the table's duplicate and missing ids
+are counted (both workers with `scheduled.rebalance.max.delay.ms=10000`, so that the new worker
+takes the dead one's connector over after 10 s instead of Kafka's default 5 minutes). Debezium's
+sink is at least once (it commits the consumer group's offsets after the
+database commit, every offset.flush.interval.ms=1000 here), so a crash repeats what it wrote since
+the last offset commit; ours commits the positions in the rows' transaction: 0 and 0, or the bench
+fails. The last line: `vs_debezium_jdbc_crash java_duplicates=D java_missing=M eos_duplicates=D
+eos_missing=M`.
 `--records`/`--rounds`/`--jobs` (or EOSCONNECT_BENCH_RECORDS/_ROUNDS) give a smaller bounded form.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -40,7 +52,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
-from bench.vs_kafka_connect import Side, console, runtimes
+from bench.interleaved import SIDES, per_round_table, round_arguments, side_order
+from bench.vs_kafka_connect import (
+    Side,
+    console,
+    cpu_seconds,
+    process_tree,
+    runtimes,
+    start_worker,
+    worker_props,
+)
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
@@ -53,7 +74,6 @@ from eosconnect.devkafka.postgres import LocalPostgres
 from eosconnect.storage.topics import ensure_topic
 
 ALL_JOBS = ("insert", "upsert")
-SIDES = ("java", "eos")
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 BATCH = "3000"
 
@@ -235,6 +255,10 @@ class Run:
     rows: int
     distinct: int
     load: float
+    #: CPU seconds per million rows of the side's process tree (worker, JVM, Python workers), and of
+    #: PostgreSQL's (postmaster and backends): less sensitive to the machine's load than wall time.
+    cpu_per_million: float
+    pg_cpu_per_million: float
 
     @property
     def rate(self) -> float:
@@ -256,7 +280,11 @@ def run_once(
     name = f"{job}-{side.name}-{uuid.uuid4().hex[:6]}"
     table = f"bench_{side.name}_{job}_{round_no}_{uuid.uuid4().hex[:4]}"
     engine = sa.create_engine(f"{pg.url}/{database}")
+    pg_pid = pg.pid()
+    assert pg_pid is not None
     try:
+        cpu_before = cpu_seconds(process_tree(side.root_pid))
+        pg_cpu_before = cpu_seconds(process_tree(pg_pid))
         started = time.monotonic()
         side.post(name, sink_config(side.name, job, topic, table, pg, database))
         deadline = started + 900
@@ -269,6 +297,8 @@ def run_once(
             time.sleep(0.2)
             rows = _count(engine, table)
         seconds = time.monotonic() - started
+        cpu = cpu_seconds(process_tree(side.root_pid)) - cpu_before
+        pg_cpu = cpu_seconds(process_tree(pg_pid)) - pg_cpu_before
         side.delete(name)
         time.sleep(0.5)
         run = Run(
@@ -279,6 +309,8 @@ def run_once(
             _count(engine, table),
             _count(engine, table, distinct=True),
             os.getloadavg()[0],
+            cpu / expected * 1e6,
+            pg_cpu / expected * 1e6,
         )
         with engine.begin() as conn:
             conn.exec_driver_sql(f'DROP TABLE "{table}"')
@@ -289,36 +321,124 @@ def run_once(
 
 def report(runs: list[Run], jobs: tuple[str, ...], rounds: int) -> dict[str, float]:
     out = Console()
-    table = Table(title="Per round: rows/s from POST until every row is in PostgreSQL (eos/java)")
-    for col in ("round", "job", "debezium rows/s", "eos rows/s", "eos/java", "load"):
-        table.add_column(col, justify="right")
-    ratios: dict[str, list[float]] = {}
-    for job in jobs:
-        for r in range(1, rounds + 1):
-            pair = {run.side: run for run in runs if run.job == job and run.round == r}
-            if len(pair) < 2:
-                continue
-            ratio = pair["eos"].rate / pair["java"].rate
-            ratios.setdefault(job, []).append(ratio)
-            table.add_row(
-                str(r),
-                job,
-                f"{pair['java'].rate:,.0f}",
-                f"{pair['eos'].rate:,.0f}",
-                f"{ratio:.2f}",
-                f"{max(pair['java'].load, pair['eos'].load):.1f}",
-            )
+    table, medians = per_round_table(
+        "Per round: rows/s from POST until every row is in PostgreSQL (eos/java)",
+        runs,
+        jobs,
+        rounds,
+        java="debezium",
+        unit="rows/s",
+    )
     out.print(table)
-    return {job: statistics.median(values) for job, values in ratios.items()}
+    summary = Table(title="Medians per job and side")
+    for col in ("job", "side", "rows/s", "CPU s / M rows", "PostgreSQL CPU s / M rows"):
+        summary.add_column(col, justify="right")
+    for job in jobs:
+        for side in SIDES:
+            mine = [run for run in runs if run.job == job and run.side == side]
+            if mine:
+                summary.add_row(
+                    job,
+                    side,
+                    f"{statistics.median(r.rate for r in mine):,.0f}",
+                    f"{statistics.median(r.cpu_per_million for r in mine):.1f}",
+                    f"{statistics.median(r.pg_cpu_per_million for r in mine):.1f}",
+                )
+    out.print(summary)
+    return medians
+
+
+# ------------------------------------------------------------------------------------- the crash test
+@dataclass
+class CrashRun:
+    side: str
+    expected: int
+    killed_at: int
+    rows: int
+    distinct: int
+
+    @property
+    def duplicates(self) -> int:
+        return self.rows - self.distinct
+
+    @property
+    def missing(self) -> int:
+        return self.expected - self.distinct
+
+
+def _wait_rows(engine: sa.Engine, table: str, wanted: int, side: str, what: str, timeout: float = 600) -> int:
+    deadline = time.monotonic() + timeout
+    while (rows := _count(engine, table, distinct=True)) < wanted:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{side}: {rows} of {wanted} distinct rows after {timeout:.0f} s ({what})")
+        time.sleep(0.1)
+    return rows
+
+
+def crash_once(
+    name: str,
+    props: dict[str, str],
+    workdir: Path,
+    topic: str,
+    expected: int,
+    pg: LocalPostgres,
+    database: str,
+) -> CrashRun:
+    """`insert.mode=insert` into a table without a key; once a third of the rows are in, the side's
+    worker is SIGKILLed (eosconnect's with its Spark JVM, Java's JVM), and a new worker of the same
+    group (same config, offsets and status topics) takes the connector over. Once every id is in the
+    table and the count stands still for 5 s, the duplicates and missing rows are counted."""
+    table = f"crash_{name}_{uuid.uuid4().hex[:6]}"
+    engine = sa.create_engine(f"{pg.url}/{database}")
+    side, process = start_worker(name, props, workdir / f"{name}-crash-1")
+    try:
+        side.post(f"crash-{name}", sink_config(name, "insert", topic, table, pg, database))
+        _wait_rows(engine, table, expected // 3, name, "before the kill")
+        process.kill()
+        killed_at = _count(engine, table)
+        console.print(
+            f"{name}: worker SIGKILLed at {killed_at:,} rows; starting a new worker of its group ..."
+        )
+        side, process = start_worker(name, props, workdir / f"{name}-crash-2")
+        _wait_rows(engine, table, expected, name, "after the restart")
+        rows, still = _count(engine, table), time.monotonic()
+        while time.monotonic() - still < 5:  # anything written twice lands by now
+            time.sleep(0.5)
+            if (now := _count(engine, table)) != rows:
+                rows, still = now, time.monotonic()
+        run = CrashRun(name, expected, killed_at, rows, _count(engine, table, distinct=True))
+        side.delete(f"crash-{name}")
+        return run
+    finally:
+        process.stop()
+        engine.dispose()
+
+
+def crash_report(runs: list[CrashRun]) -> None:
+    table = Table(title="SIGKILL of the worker mid-stream (insert.mode=insert, no key), then a new worker")
+    for col in ("side", "rows at the kill", "rows", "distinct ids", "duplicates", "missing"):
+        table.add_column(col, justify="right")
+    for run in runs:
+        side = "debezium" if run.side == "java" else run.side
+        table.add_row(
+            side,
+            f"{run.killed_at:,}",
+            f"{run.rows:,}",
+            f"{run.distinct:,}",
+            f"{run.duplicates:,}",
+            f"{run.missing:,}",
+        )
+    Console().print(table)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = round_arguments(__doc__.splitlines()[0], 50_000, ALL_JOBS)
     parser.add_argument(
-        "--records", type=int, default=int(os.environ.get("EOSCONNECT_BENCH_RECORDS", 50_000))
+        "--crash",
+        action="store_true",
+        help="instead of the throughput rounds: SIGKILL each side's worker mid-stream (insert mode, no key), "
+        "restart it, and count the duplicate and missing rows each leaves",
     )
-    parser.add_argument("--rounds", type=int, default=int(os.environ.get("EOSCONNECT_BENCH_ROUNDS", 3)))
-    parser.add_argument("--jobs", default=",".join(ALL_JOBS), help=f"comma-separated subset of {ALL_JOBS}")
     args = parser.parse_args()
     jobs = tuple(j for j in ALL_JOBS if j in args.jobs.split(","))
     ensure_kafka_connect()
@@ -337,19 +457,39 @@ def main() -> None:
         console.print(f"writing {args.records:,} schema'd records to {topic} ...")
         fill_topic(bootstrap, topic, args.records)
         java_extra = {"plugin.path": str(plugins), "connector.client.config.override.policy": "All"}
+        if args.crash:
+            props = worker_props(bootstrap, "enabled", java_extra)
+            for side_props in props.values():  # a new worker takes a dead one's work after 10 s
+                side_props["scheduled.rebalance.max.delay.ms"] = "10000"
+            crashes = [
+                crash_once(side, props[side], workdir, topic, args.records, pg, database) for side in SIDES
+            ]
+            crash_report(crashes)
+            print(
+                " ".join(
+                    ["vs_debezium_jdbc_crash"]
+                    + [f"{c.side}_duplicates={c.duplicates} {c.side}_missing={c.missing}" for c in crashes]
+                )
+            )
+            eos = crashes[-1]
+            if eos.duplicates or eos.missing:
+                raise SystemExit(
+                    f"eosconnect left {eos.duplicates} duplicates and {eos.missing} missing rows"
+                )
+            return
         runs: list[Run] = []
         with runtimes(bootstrap, workdir, "enabled", java_extra=java_extra) as sides:
             console.print("warming up both sides (insert) ...")
             for side in SIDES:
                 run_once(sides[side], "insert", 0, topic, args.records, pg, database)
             for round_no in range(1, args.rounds + 1):
-                order = SIDES if round_no % 2 else tuple(reversed(SIDES))
                 for job in jobs:
-                    for side in order:
+                    for side in side_order(round_no):
                         run = run_once(sides[side], job, round_no, topic, args.records, pg, database)
                         console.print(
                             f"round {round_no} {job} {side}: {run.rate:,.0f} rows/s "
-                            f"({run.rows} rows, {run.distinct} distinct, load {run.load:.1f})"
+                            f"({run.rows} rows, {run.distinct} distinct, cpu {run.cpu_per_million:.1f} s/M, "
+                            f"postgres cpu {run.pg_cpu_per_million:.1f} s/M, load {run.load:.1f})"
                         )
                         if run.rows != args.records or run.distinct != args.records:
                             raise SystemExit(

@@ -27,7 +27,6 @@ The machine's load moves single runs a lot, so every run prints the load average
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from bench.interleaved import SIDES, per_round_table, round_arguments, side_order
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
@@ -59,7 +59,6 @@ LINE_BYTES = 96
 FILE_JOBS = ("file_poll", "file_interval")
 MIRROR_JOBS = ("mirror", "mirror_alos")
 ALL_JOBS = (*FILE_JOBS, *MIRROR_JOBS)
-SIDES = ("java", "eos")
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
 
@@ -196,45 +195,68 @@ def eos_task_pids(worker: WorkerProcess) -> Callable[[str], list[int]]:
     return pids
 
 
+def worker_props(
+    bootstrap: str, mode: str, java_extra: dict[str, str] | None = None
+) -> dict[str, dict[str, str]]:
+    """Each side's worker settings, the same on both (a group of their own per call); `mode` is
+    exactly.once.source.support. `java_extra`: more settings for the Java worker only (e.g. a
+    `plugin.path`)."""
+    suffix = uuid.uuid4().hex[:6]
+    return {
+        "java": {
+            **connect_worker_defaults(bootstrap, f"bench-java-{suffix}"),
+            "exactly.once.source.support": mode,
+            "offset.storage.partitions": "1",
+            "status.storage.partitions": "1",
+            "plugin.discovery": "only_scan",
+            **(java_extra or {}),
+        },
+        "eos": {
+            **connect_worker_defaults(bootstrap, f"bench-eos-{suffix}"),
+            "exactly.once.source.support": mode,
+            "offset.storage.partitions": "1",
+            "status.storage.partitions": "1",
+            "listeners": "http://127.0.0.1:0",
+            "spark.master": "local[8,4]",
+            "spark.driver.memory": "768m",
+        },
+    }
+
+
+def start_worker(
+    name: str, props: dict[str, str], workdir: Path
+) -> tuple[Side, KafkaConnectProcess | WorkerProcess]:
+    """Side `name`'s worker started with `props` in `workdir`: the bench's handle and the process
+    (to stop or kill it). A second worker with the same props joins the first one's group."""
+    if name == "java":
+        # By keyword: main_class is the dataclass's second field.
+        java = KafkaConnectProcess(workdir, worker_props=props)
+        java.start(timeout=180)
+        assert java.proc is not None
+        return Side("java", java.url, java.proc.pid), java
+    eos = WorkerProcess(props, workdir)
+    eos.start(timeout=180)
+    assert eos.proc is not None
+    return Side("eos", eos.url, eos.proc.pid, eos_task_pids(eos)), eos
+
+
 @contextmanager
 def runtimes(
     bootstrap: str, workdir: Path, mode: str, java_extra: dict[str, str] | None = None
 ) -> Iterator[dict[str, Side]]:
-    """Both workers with the same settings; `mode` is exactly.once.source.support on both.
-    `java_extra`: more settings for the Java worker only (e.g. a `plugin.path`)."""
-    suffix = uuid.uuid4().hex[:6]
-    java_props = {
-        **connect_worker_defaults(bootstrap, f"bench-java-{suffix}"),
-        "exactly.once.source.support": mode,
-        "offset.storage.partitions": "1",
-        "status.storage.partitions": "1",
-        "plugin.discovery": "only_scan",
-        **(java_extra or {}),
-    }
-    eos_props = {
-        **connect_worker_defaults(bootstrap, f"bench-eos-{suffix}"),
-        "exactly.once.source.support": mode,
-        "offset.storage.partitions": "1",
-        "status.storage.partitions": "1",
-        "listeners": "http://127.0.0.1:0",
-        "spark.master": "local[8,4]",
-        "spark.driver.memory": "768m",
-    }
-    # By keyword: main_class is the dataclass's second field.
-    java = KafkaConnectProcess(workdir / f"java-{mode}", worker_props=java_props)
-    eos = WorkerProcess(eos_props, workdir / f"eos-{mode}")
+    """Both workers with the same settings (`worker_props`), stopped on the way out."""
+    props = worker_props(bootstrap, mode, java_extra)
+    processes: list[KafkaConnectProcess | WorkerProcess] = []
     try:
         console.print(f"starting the Java Connect worker and the eosconnect worker ({mode}) ...")
-        java.start(timeout=180)
-        eos.start(timeout=180)
-        assert java.proc is not None and eos.proc is not None
-        yield {
-            "java": Side("java", java.url, java.proc.pid),
-            "eos": Side("eos", eos.url, eos.proc.pid, eos_task_pids(eos)),
-        }
+        sides = {}
+        for name in SIDES:
+            sides[name], process = start_worker(name, props[name], workdir / f"{name}-{mode}")
+            processes.append(process)
+        yield sides
     finally:
-        eos.stop()
-        java.stop()
+        for process in reversed(processes):
+            process.stop()
 
 
 # ------------------------------------------------------------------------------------- one run
@@ -448,9 +470,8 @@ def run_job(
     source_topic: str,
     records: int,
 ) -> list[Run]:
-    order = SIDES if round_no % 2 else tuple(reversed(SIDES))
     runs = []
-    for side_name in order:
+    for side_name in side_order(round_no):
         side = sides[side_name]
         tag = uuid.uuid4().hex[:6]
         if job in FILE_JOBS:
@@ -479,27 +500,16 @@ def run_job(
 
 def report(runs: list[Run], jobs: tuple[str, ...], rounds: int) -> dict[str, float]:
     out = Console()
-    per_round = Table(title="Per round: records/s from POST to the last record read_committed (eos/java)")
-    for col in ("round", "job", "java rec/s", "eos rec/s", "eos/java", "java first s", "eos first s", "load"):
-        per_round.add_column(col, justify="right")
-    ratios: dict[str, list[float]] = {}
-    for job in jobs:
-        for r in range(1, rounds + 1):
-            pair = {run.side: run for run in runs if run.job == job and run.round == r}
-            if len(pair) < 2:
-                continue
-            ratio = pair["eos"].rate / pair["java"].rate
-            ratios.setdefault(job, []).append(ratio)
-            per_round.add_row(
-                str(r),
-                job,
-                f"{pair['java'].rate:,.0f}",
-                f"{pair['eos'].rate:,.0f}",
-                f"{ratio:.2f}",
-                f"{pair['java'].first_s:.2f}",
-                f"{pair['eos'].first_s:.2f}",
-                f"{max(pair['java'].load, pair['eos'].load):.1f}",
-            )
+    per_round, medians = per_round_table(
+        "Per round: records/s from POST to the last record read_committed (eos/java)",
+        runs,
+        jobs,
+        rounds,
+        extra=(
+            ("java first s", lambda pair: f"{pair['java'].first_s:.2f}"),
+            ("eos first s", lambda pair: f"{pair['eos'].first_s:.2f}"),
+        ),
+    )
     out.print(per_round)
     summary = Table(title="Medians per job and side")
     for col in ("job", "side", "rec/s", "first record s", "CPU s / M records", "peak RSS MB", "task RSS MB"):
@@ -520,16 +530,11 @@ def report(runs: list[Run], jobs: tuple[str, ...], rounds: int) -> dict[str, flo
                 f"{max(task):.0f}" if task else "-",
             )
     out.print(summary)
-    return {job: statistics.median(values) for job, values in ratios.items()}
+    return medians
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--records", type=int, default=int(os.environ.get("EOSCONNECT_BENCH_RECORDS", 200_000))
-    )
-    parser.add_argument("--rounds", type=int, default=int(os.environ.get("EOSCONNECT_BENCH_ROUNDS", 3)))
-    parser.add_argument("--jobs", default=",".join(ALL_JOBS), help=f"comma-separated subset of {ALL_JOBS}")
+    parser = round_arguments(__doc__.splitlines()[0], 200_000, ALL_JOBS)
     parser.add_argument("--bootstrap", help="use a running broker instead of starting one")
     args = parser.parse_args()
     jobs = tuple(j for j in ALL_JOBS if j in args.jobs.split(","))

@@ -29,16 +29,14 @@ no Java 21+ runs the registry.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import os
 import re
 import tempfile
 import uuid
 from pathlib import Path
 
+from bench.interleaved import round_arguments, side_order
 from bench.vs_kafka_connect import (
-    SIDES,
     Run,
     Side,
     console,
@@ -119,9 +117,8 @@ def run_job(
     records: int,
     registry_url: str | None,
 ) -> list[Run]:
-    order = SIDES if round_no % 2 else tuple(reversed(SIDES))
     runs = []
-    for side_name in order:
+    for side_name in side_order(round_no):
         topic = f"bench-{job.replace('_', '-')}-{side_name}-{uuid.uuid4().hex[:6]}"
         target = topic if job == "json_schemas" else f"{topic}-{dt.datetime.now(dt.UTC):%Y}"
         ensure_topic(admin, target, 1, 1, compacted=False)
@@ -140,12 +137,7 @@ def run_job(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--records", type=int, default=int(os.environ.get("EOSCONNECT_BENCH_RECORDS", 100_000))
-    )
-    parser.add_argument("--rounds", type=int, default=int(os.environ.get("EOSCONNECT_BENCH_ROUNDS", 3)))
-    parser.add_argument("--jobs", default=",".join(ALL_JOBS), help=f"comma-separated subset of {ALL_JOBS}")
+    parser = round_arguments(__doc__.splitlines()[0], 100_000, ALL_JOBS)
     parser.add_argument("--bootstrap", help="use a running broker instead of starting one")
     args = parser.parse_args()
     jobs = tuple(j for j in ALL_JOBS if j in args.jobs.split(","))

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eosconnect.devkafka import KafkaSetupError, LocalKafkaCluster
 from eosconnect.devkafka.java_runtime import find_java
 from eosconnect.devkafka.registry import MIN_JAVA, LocalSchemaRegistry
+from eosconnect.devkafka.security import SecurityMode
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 from eosconnect.tools.worker_process import WorkerProcess
 from support.connect_harness import ConnectHarness
@@ -39,15 +40,25 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluste
 
 
 @pytest.fixture(scope="module")
-def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+def kafka3_security() -> SecurityMode:
+    """The security of `kafka3`'s brokers; a module overrides this fixture to run on secured ones
+    (the secured soak: tests/support/secured_soak.py)."""
+    return "plaintext"
+
+
+@pytest.fixture(scope="module")
+def kafka3(
+    tmp_path_factory: pytest.TempPathFactory, kafka3_security: SecurityMode
+) -> Iterator[LocalKafkaCluster]:
     """Three brokers plus a controller, started only for the modules that ask for it. Topics
     default to three replicas (the launcher's default) and min.insync.replicas=2, so that losing any
     one broker loses no acknowledged write and leaves every partition writable."""
     cluster = LocalKafkaCluster(
-        tmp_path_factory.mktemp("kafka3"),
+        tmp_path_factory.mktemp(f"kafka3-{kafka3_security}"),
         brokers=3,
         tie_to_parent=True,
         extra_config={"unclean.leader.election.enable": "false", "min.insync.replicas": "2"},
+        security=kafka3_security,
     )
     cluster.start()
     yield cluster

@@ -65,12 +65,12 @@ def worker(
     name), the brokers must answer and the REST port is bound: a mistake is one line, exit 2."""
     import logging
 
-    from eosconnect.distributed import load_properties, run_worker
+    from eosconnect.distributed import run_distributed
     from eosconnect.runtime.log_repeats import install_repeat_filter
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     install_repeat_filter()
-    run_worker(load_properties(properties), ready_file, source=str(properties))
+    run_distributed(properties, ready_file)
 
 
 @app.command()

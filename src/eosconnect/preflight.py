@@ -19,7 +19,6 @@ after that, deep inside the herder, used to end in a long traceback naming neith
 from __future__ import annotations
 
 import logging
-import re
 import socket
 import time
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConfigException
 from eosconnect.cli_errors import UserError
+from eosconnect.storage.client_login import librdkafka_detail
 from eosconnect.storage.clients import KINDS, ClientConfigError, ClientKind, client_config
 from eosconnect.worker_config import (
     WORKER_CONFIG_DEF,
@@ -72,8 +72,7 @@ _TELLING = {KafkaError._TRANSPORT, KafkaError._RESOLVE, KafkaError._AUTHENTICATI
 
 def _detail(error: KafkaError) -> str:
     """librdkafka's text without the broker prefix and the state suffix."""
-    text = re.sub(r"\s*\(after \d+ms in state \w+\)$", "", error.str())
-    return re.sub(r"^\S+/(bootstrap|\d+): ", "", text)
+    return librdkafka_detail(error.str())
 
 
 def check_worker_settings(

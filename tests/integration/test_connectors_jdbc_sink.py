@@ -17,12 +17,20 @@ import pytest
 import sqlalchemy as sa
 from confluent_kafka import Producer
 
-from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
-from eosconnect.connectors.jdbc_sink.config import parse_settings
-from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
-from eosconnect.connectors.jdbc_sink.rows import RowMaker
-from eosconnect.connectors.jdbc_sink.writer import RowWriter
-from support.jdbc_sink import JSON, key, produce, scalar, sink_config, value
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord
+from support.jdbc_sink import (
+    JSON,
+    TP,
+    add,
+    claim_waits_then_fences,
+    flush_rides_out_a_crash,
+    new_writer,
+    produce,
+    scalar,
+    sink_config,
+    upserts_and_deletes_end_to_end,
+    value,
+)
 from support.postgres import new_database
 from support.runtime_helpers import wait_until
 
@@ -36,70 +44,38 @@ def test_claim_waits_for_a_commit_in_flight_and_fences_the_older_task(postgres: 
     """The zombie's flush transaction holds the partition's row lock: the successor's claim waits
     for it, reads the position after it, and the zombie's next flush is refused."""
     url = new_database(postgres)
-    config = {"name": "c", "connection.url": url, "topics": "t", "auto.create": "true"}
-    settings = parse_settings(config)
-    tp = TopicPartition("t", 0)
-    zombie, successor = RowWriter(settings, "c"), RowWriter(settings, "c")
-    maker = RowMaker(settings)
-
-    def rows(start: int, end: int) -> None:
-        for i in range(start, end):
-            zombie.add(maker.row(SinkRecord("t", 0, i, None, {"k": i})))  # type: ignore[arg-type]
-
-    assert zombie.claim([tp]) == {}
-    rows(0, 5)
-    zombie.flush({tp: OffsetAndMetadata(5, leader_epoch=3)})
-    table = OffsetsTable(settings.offsets_table, "c")
-    with zombie.engine.connect() as conn, conn.begin():
-        table.lock(conn, [tp])  # a commit in flight
-        claimed: dict[TopicPartition, OffsetAndMetadata] = {}
-        waiter = threading.Thread(target=lambda: claimed.update(successor.claim([tp])))
-        waiter.start()
-        time.sleep(1.0)
-        assert waiter.is_alive(), "the claim must wait for the lock"
-    waiter.join(30)
-    assert claimed == {tp: OffsetAndMetadata(5, leader_epoch=3)}
-    rows(5, 8)
-    result = zombie.flush({tp: OffsetAndMetadata(8, leader_epoch=3)})
-    assert result.fenced == {tp: 2} and result.committed == {} and result.rows == 0
+    claim_waits_then_fences(url, lambda i: SinkRecord("t", 0, i, None, {"k": i}))
     assert scalar(url, "SELECT COUNT(*) FROM t") == 5
-    assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 5
-    zombie.close()
-    successor.close()
 
 
 def test_a_flush_rides_out_a_postgresql_crash_and_writes_every_row_once(postgres) -> None:
     """PostgreSQL is killed (pg_ctl -m immediate) with rows waiting and started again 2 s later: the
     flush retries per connection.attempts/connection.backoff.ms and commits rows and position once."""
+    flush_rides_out_a_crash(new_database(postgres), postgres.kill, postgres.start, attempts=10)
+
+
+def test_upserts_by_copy_keep_the_last_row_of_each_key_and_the_order_with_deletes(postgres: str) -> None:
+    """Runs of upserts go to PostgreSQL as COPY into a temporary table and one INSERT .. ON CONFLICT:
+    several rows of one key in a run leave the last one, a delete between two runs stays between
+    them, and two flushes in one session (temporary tables dropped at commit) both work."""
     url = new_database(postgres)
-    config = {
-        "name": "c",
-        "connection.url": url,
-        "topics": "t",
-        "auto.create": "true",
-        "connection.attempts": "10",
-        "connection.backoff.ms": "1000",
-    }
-    settings = parse_settings(config)
-    tp = TopicPartition("t", 0)
-    writer, maker = RowWriter(settings, "c"), RowMaker(settings)
-    writer.claim([tp])
-    for i in range(50):
-        writer.add(maker.row(SinkRecord("t", 0, i, None, {"k": i})))  # type: ignore[arg-type]
-    writer.flush({tp: OffsetAndMetadata(50)})
-    for i in range(50, 100):
-        writer.add(maker.row(SinkRecord("t", 0, i, None, {"k": i})))  # type: ignore[arg-type]
-    postgres.kill()
-    restarter = threading.Timer(2.0, postgres.start)
-    restarter.start()
-    try:
-        result = writer.flush({tp: OffsetAndMetadata(100)})
-    finally:
-        restarter.join()
-    assert result.rows == 50 and result.committed == {tp: OffsetAndMetadata(100)}
-    assert scalar(url, "SELECT COUNT(*) FROM t") == 100
-    assert scalar(url, "SELECT COUNT(DISTINCT k) FROM t") == 100
-    assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 100
+    writer, maker = new_writer(
+        url, **{"insert.mode": "upsert", "pk.mode": "record_key", "pk.fields": "id", "delete.enabled": "true"}
+    )
+    writer.claim([TP])
+    items = [(i % 5, {"v": f"first {i}"}) for i in range(10)]  # keys 0-4 twice each in one run
+    items += [(3, None), (4, None), (4, {"v": "again"})]  # delete 3 and 4, then 4 back
+    add(writer, maker, (SinkRecord("t", 0, offset, k, v) for offset, (k, v) in enumerate(items)))
+    writer.flush({TP: OffsetAndMetadata(len(items))})
+    second = enumerate(range(1, 7), start=len(items))
+    add(writer, maker, (SinkRecord("t", 0, offset, k, {"v": f"second {k}"}) for offset, k in second))
+    writer.flush({TP: OffsetAndMetadata(len(items) + 6)})
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        got = dict(conn.exec_driver_sql("SELECT id, v FROM t").all())
+    engine.dispose()
+    assert got == {0: "first 5", **{k: f"second {k}" for k in range(1, 7)}}
+    assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == len(items) + 6
     writer.close()
 
 
@@ -108,30 +84,7 @@ def test_a_flush_rides_out_a_postgresql_crash_and_writes_every_row_once(postgres
 
 def test_upsert_and_delete_end_to_end(postgres, run_job, worker_props, topic_name, create_topic, bootstrap):
     url = new_database(postgres)
-    topic = create_topic(topic_name("upserts"), partitions=1)
-    items: list[tuple[bytes | None, bytes | None]] = [(key(i), value(i)) for i in range(100)]
-    items += [(key(i), value(i, "changed")) for i in range(0, 100, 2)]
-    items += [(key(i), None) for i in range(0, 100, 10)]  # tombstones
-    produce(bootstrap, topic, items, 1)
-    config = sink_config(
-        url,
-        topic,
-        name=topic_name("sink"),
-        **{"insert.mode": "upsert", "pk.mode": "record_key", "pk.fields": "k", "delete.enabled": "true"},
-    )
-    job = run_job(config, worker_props("disabled"))
-
-    def done() -> bool:
-        try:
-            return scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == len(items)
-        except sa.exc.SQLAlchemyError:
-            return False
-
-    wait_until(done, 90, "every record written", job)
-    assert [o["state"] for o in job.stop()] == ["STOPPED"]
-    assert scalar(url, "SELECT COUNT(*) FROM events") == 90
-    assert scalar(url, "SELECT COUNT(*) FROM events WHERE note = 'changed'") == 40
-    assert scalar(url, "SELECT SUM(price) FROM events WHERE mod(k, 10) = 1") == sum(range(1, 100, 10))
+    upserts_and_deletes_end_to_end(url, run_job, worker_props, topic_name, create_topic, bootstrap)
 
 
 def test_sigkill_of_the_task_leaves_every_record_exactly_once_in_an_append_only_table(

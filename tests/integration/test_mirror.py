@@ -22,9 +22,9 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Produc
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, ResourceType
 
+from eosconnect.connectors.mirror_formats import OffsetSync, offset_syncs_topic
+from eosconnect.connectors.mirror_translation import OffsetSyncIndex, covered_from
 from eosconnect.devkafka import LocalKafkaCluster
-from eosconnect.mirrormaker.formats import OffsetSync, offset_syncs_topic
-from eosconnect.mirrormaker.translation import OffsetSyncIndex, covered_from
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
 from support.runtime_helpers import wait_until

@@ -31,8 +31,8 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosconnect.connectors.mirror_formats import Checkpoint, Heartbeat, checkpoints_topic
 from eosconnect.devkafka import LocalKafkaCluster
-from eosconnect.mirrormaker.formats import Checkpoint, Heartbeat, checkpoints_topic
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.tools.mirror_maker_process import EosMirrorMakerProcess
 from support.runtime_helpers import wait_until
@@ -415,8 +415,9 @@ def test_apache_mirror_maker_2_on_the_same_failover(
         mirror.stop()
     with capsys.disabled():
         print("\n" + result.figures("Apache Kafka MirrorMaker 2"))
-    # Measured, not judged: the group resumed on B and its figures are complete.
-    assert result.on_b and result.reprocessed >= 0 and result.missed >= 0
+    # Measured, not judged: Java's reprocessed/missed figures are printed above; what must hold is
+    # that the group resumed on B at all.
+    assert result.on_b, "the group read nothing on B after Apache MirrorMaker 2's failover"
 
 
 @pytest.mark.timeout(900)

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -26,8 +27,12 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from eosconnect.api.converters import JsonConverter
+from eosconnect.api.records import SinkRecord
+from eosconnect.connectors.postgres_cdc.unwrap import ExtractNewRecordState
 from eosconnect.devkafka.debezium import debezium_connect
 from eosconnect.devkafka.kafka_connect import KafkaConnectProcess
+from support.java_connect import java_failure, post_connector
 from support.postgres import new_database, postgres  # noqa: F401 - the fixture
 from support.runtime_helpers import wait_until
 
@@ -58,6 +63,8 @@ KINDS = {
     "b": "BYTEA",
     "ints": "INTEGER[]",
     "texts": "TEXT[]",
+    "grid": "INTEGER[][]",
+    "words": "TEXT[][]",
     "iv": "INTERVAL",
     "hs": "HSTORE",
     "doc": "TEXT",
@@ -74,12 +81,20 @@ EXCLUDED: dict[str, str] = {
     "snapshot:value.source.lsn": "each connector's slot has its own consistent point (its snapshot's LSN)",
     "snapshot:value.source.sequence": "holds that LSN",
     "snapshot:value.source.txId": "the id of each connector's own snapshot transaction",
+    "headers.__debezium.context.runId": "a new id per task run (a time-ordered UUID on both sides)",
+    "value.before.grid": "a multi-dimensional array: Debezium 3.7 writes one null per sub-array of numbers "
+    "(we write the elements, flattened in row order, under the same ARRAY schema)",
+    "value.after.grid": "the same",
+    "value.before.words": "a multi-dimensional array: Debezium 3.7 writes Java's identity string of each "
+    "sub-array of text ('[Ljava.lang.String;@445febb1', different in every run; we write the elements, "
+    "flattened in row order)",
+    "value.after.words": "the same",
 }
 
 ROW = (
     "INSERT INTO kinds VALUES (%(id)s, %(small)s, %(big)s, %(real_v)s, %(dbl)s, %(num)s, %(num_free)s, "
     "%(txt)s, %(vc)s, %(ch)s, %(flag)s, %(d)s, %(t)s, %(t3)s, %(ts)s, %(ts3)s, %(tstz)s, %(u)s, %(j)s, "
-    "%(jb)s, %(b)s, %(ints)s, %(texts)s, %(iv)s::interval, %(hs)s::hstore, %(doc)s)"
+    "%(jb)s, %(b)s, %(ints)s, %(texts)s, %(grid)s, %(words)s, %(iv)s::interval, %(hs)s::hstore, %(doc)s)"
 )
 
 
@@ -108,6 +123,8 @@ def row(i: int, **overrides: Any) -> dict[str, Any]:
         "b": bytes(range(i % 7, i % 7 + 5)),
         "ints": [i, None, -i] if i % 2 else [],
         "texts": ["a", f"b{i}", None, "with,comma"],
+        "grid": [[i, 2], [3, None]] if i % 2 else [[i]],
+        "words": [["a", f"b{i}"], ["c d", None]],
         "iv": "1 year 2 mons 3 days 04:05:06.789" if i % 2 else "-1 days 00:00:01",
         "hs": f'"k{i}"=>"v", "n"=>NULL',
         "doc": "short",
@@ -169,27 +186,6 @@ def connector_config(url: str, prefix: str, slot: str) -> dict[str, str]:
     }
 
 
-def post_connector(worker: KafkaConnectProcess, name: str, config: dict[str, str]) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        response = httpx.post(f"{worker.url}/connectors", json={"name": name, "config": config}, timeout=60)
-        if response.status_code == 201:
-            return
-        assert response.status_code == 409 and time.monotonic() < deadline, response.text
-        time.sleep(0.5)  # the worker has no leader yet
-
-
-def java_failure(worker: KafkaConnectProcess, name: str) -> str | None:
-    try:
-        status = httpx.get(f"{worker.url}/connectors/{name}/status", timeout=10).json()
-    except (httpx.HTTPError, ValueError):
-        return None
-    for task in [status.get("connector", {}), *status.get("tasks", [])]:
-        if task.get("state") == "FAILED":
-            return str(task.get("trace", ""))[:3000]
-    return None
-
-
 def transactions(conn: psycopg.Connection[Any]) -> int:
     """The workload, committed once for both connectors; returns the number of change events."""
     big = "".join(uuid.UUID(int=i * 7919).hex for i in range(400))  # 12.8 kB, stored out of line
@@ -242,17 +238,82 @@ def payloads(records: list[Any], prefix: str) -> list[dict[str, Any]]:
                 "value": json.loads(record.value) if record.value else None,
             }
         )
-        out.append(json.loads(text.replace(f'"{prefix}.', '"P.').replace(f'"{prefix}"', '"P"')))
+        event = json.loads(text.replace(f'"{prefix}.', '"P.').replace(f'"{prefix}"', '"P"'))
+        event["headers"] = {
+            k: None if v is None else v.decode().replace(prefix, "P") for k, v in record.headers
+        }
+        out.append(event)
     return out
 
 
+#: The unwrap every Debezium JDBC sink guide shows, with fields and headers added from the envelope.
+UNWRAP = {
+    "transforms": "unwrap",
+    "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    "transforms.unwrap.add.fields": "op,source.lsn,table:tbl",
+    "transforms.unwrap.add.headers": "op,db",
+}
+
+
+def unwrap_here(records: list[Any]) -> list[Any]:
+    """Our events through our ExtractNewRecordState (configured as UNWRAP), as a sink would see them:
+    read with the JsonConverter, transformed, written back with it."""
+    keys, values = JsonConverter(), JsonConverter()
+    keys.configure({"schemas.enable": "true"}, True)
+    values.configure({"schemas.enable": "true"}, False)
+    smt = ExtractNewRecordState[Any]()
+    prefix = "transforms.unwrap."
+    smt.configure(
+        {
+            k.removeprefix(prefix): v
+            for k, v in UNWRAP.items()
+            if k.startswith(prefix) and k != prefix + "type"
+        }
+    )
+    out = []
+    for record in records:
+        key, value = (
+            keys.to_connect_data(record.topic, record.key),
+            values.to_connect_data(record.topic, record.value),
+        )
+        sink = SinkRecord(
+            topic=record.topic, partition=record.partition, offset=record.offset, key=key.value,
+            value=value.value, key_schema=key.schema, value_schema=value.schema, headers=record.headers,
+        )  # fmt: skip
+        done = smt.apply(sink)
+        if done is not None:
+            out.append(
+                SimpleNamespace(
+                    key=keys.from_connect_data(done.topic, done.key_schema, done.key),
+                    value=values.from_connect_data(done.topic, done.value_schema, done.value),
+                    headers=tuple((k, v.encode() if isinstance(v, str) else v) for k, v in done.headers),
+                )
+            )
+    return out
+
+
+def strip_unwrapped(event: dict[str, Any]) -> dict[str, Any]:
+    """EXCLUDED, for a row of UNWRAP: its columns at the top, `__source_lsn` for the snapshot's `lsn`."""
+    event["headers"].pop("__debezium.context.runId", None)
+    row = (event.get("value") or {}).get("payload")
+    if isinstance(row, dict):
+        for column in ("grid", "words"):
+            row.pop(column, None)
+        if row.get("__op") == "r":
+            row.pop("__source_lsn", None)
+    return event
+
+
 def strip_excluded(event: dict[str, Any]) -> dict[str, Any]:
+    for path in EXCLUDED:
+        if path.startswith("headers."):
+            event["headers"].pop(path.removeprefix("headers."), None)
     value = (event.get("value") or {}).get("payload")
     if isinstance(value, dict):
         snapshot = value["op"] == "r"
         for path in EXCLUDED:
             scope, _, dotted = path.rpartition(":")
-            if scope == "snapshot" and not snapshot:
+            if (scope == "snapshot" and not snapshot) or not dotted.startswith("value."):
                 continue
             parts = dotted.split(".")[1:]  # under value.payload
             holder: Any = value
@@ -301,13 +362,16 @@ def test_events_equal_debeziums_field_by_field(
             conn.execute(ROW, row(i))
         conn.execute("INSERT INTO full_rows VALUES (1, 'first', 10.5), (2, 'gone', NULL)")
     snapshot_events = 5
-    dbz, eos = topic_name("dbz"), topic_name("eos")
+    dbz, eos, unwrapped = topic_name("dbz"), topic_name("eos"), topic_name("dbzu")
     tables = ("public.kinds", "public.full_rows")
-    for prefix in (dbz, eos):
+    for prefix in (dbz, eos, unwrapped):
         for table in tables:
             create_topic(f"{prefix}.{table}")
-    dbz_name = f"dbz-{uuid.uuid4().hex[:6]}"
+    dbz_name, unwrap_name = f"dbz-{uuid.uuid4().hex[:6]}", f"dbzu-{uuid.uuid4().hex[:6]}"
     post_connector(debezium, dbz_name, connector_config(url, dbz, f"dbz_{uuid.uuid4().hex[:8]}"))
+    # Debezium's ExtractNewRecordState on Debezium's own events, against ours on our events (below)
+    unwrap_config = {**connector_config(url, unwrapped, f"dbzu_{uuid.uuid4().hex[:8]}"), **UNWRAP}
+    post_connector(debezium, unwrap_name, unwrap_config)
     job = run_job(
         {
             "name": "cdc-vs-debezium",
@@ -322,8 +386,9 @@ def test_events_equal_debeziums_field_by_field(
         return sum(len(read_committed(f"{prefix}.{t}", timeout=30)) for t in tables)
 
     def check_java() -> None:
-        failure = java_failure(debezium, dbz_name)
-        assert failure is None, f"Debezium failed:\n{failure}\n{debezium.tail()}"
+        for name in (dbz_name, unwrap_name):
+            failure = java_failure(debezium, name)
+            assert failure is None, f"Debezium failed:\n{failure}\n{debezium.tail()}"
 
     def snapshots_done() -> bool:
         check_java()
@@ -338,12 +403,14 @@ def test_events_equal_debeziums_field_by_field(
 
     def delivered() -> bool:
         check_java()
-        return count(dbz) >= expected and count(eos) >= expected
+        # unwrapped: a delete becomes one record (a null value), Debezium's tombstone is dropped
+        return count(dbz) >= expected and count(eos) >= expected and count(unwrapped) >= expected - 4
 
     try:
         wait_until(delivered, 120, "every change on both sides", job)
     finally:
-        httpx.delete(f"{debezium.url}/connectors/{dbz_name}", timeout=60)
+        for name in (dbz_name, unwrap_name):
+            httpx.delete(f"{debezium.url}/connectors/{name}", timeout=60)
     job.stop()
 
     found: list[str] = []
@@ -355,6 +422,13 @@ def test_events_equal_debeziums_field_by_field(
         assert len(java) == len(ours), (table, len(java), len(ours))
         for i, (a, b) in enumerate(zip(java, ours, strict=True)):
             found += [f"{table} record {i}: {d}" for d in differences(strip_excluded(a), strip_excluded(b))]
+        java_rows = payloads(read_committed(f"{unwrapped}.{table}"), unwrapped)
+        our_rows = payloads(unwrap_here(read_committed(f"{eos}.{table}")), eos)
+        assert len(java_rows) == len(our_rows), (table, "unwrapped", len(java_rows), len(our_rows))
+        for i, (a, b) in enumerate(zip(java_rows, our_rows, strict=True)):
+            found += [
+                f"{table} unwrapped {i}: {d}" for d in differences(strip_unwrapped(a), strip_unwrapped(b))
+            ]
     assert not found, "\n".join(found[:60]) + f"\n({len(found)} in all; both dumped in {tmp_path})"
 
 

@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import sqlalchemy as sa
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -28,6 +27,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from eosconnect.devkafka.kafka_connect import KafkaConnectProcess, connect_worker_defaults
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 from eosconnect.tools.verify import verify_jdbc_topic
+from support.java_connect import post_connector
 from support.runtime_helpers import wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -49,11 +49,6 @@ def java_connect(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     ).start()
     yield worker
     worker.stop()
-
-
-def create_java_connector(worker: KafkaConnectProcess, name: str, config: dict[str, str]) -> None:
-    response = httpx.post(f"{worker.url}/connectors", json={"name": name, "config": config}, timeout=30)
-    assert response.status_code == 201, response.text
 
 
 def lines_of(path: Path) -> list[str]:
@@ -116,7 +111,7 @@ SMT_CHAIN = {
 
 
 def java_file_sink(worker: KafkaConnectProcess, topic: str, out: Path) -> None:
-    create_java_connector(
+    post_connector(
         worker,
         f"file-sink-{uuid.uuid4().hex[:6]}",
         {
@@ -230,7 +225,7 @@ def test_kafka_connects_schemad_records_are_read_by_an_eosconnect_sink(
     expected = [f"line {i} é" for i in range(25)]
     source_file.write_text("".join(line + "\n" for line in expected), encoding="utf-8")
     topic = create_topic(topic_name("lines"))
-    create_java_connector(
+    post_connector(
         java_connect,
         f"file-source-{uuid.uuid4().hex[:6]}",
         {

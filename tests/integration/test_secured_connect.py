@@ -273,8 +273,14 @@ def test_no_endpoint_answers_or_logs_a_secret(sw: SecuredWorker):
         trace = sw.worker.wait_for(
             lambda: failure_trace(sw, bad), 120, "the task with a wrong password FAILED"
         )
-        # It fails for what it is (was: an AttributeError of the runner hid the producer's error).
+        # It fails for what it is (was: an AttributeError of the runner hid the producer's error),
+        # at once (was: _TIMED_OUT after 60 s), naming the principal, the settings and the fix.
         assert "initialising the transactional producer" in trace and "AttributeError" not in trace, trace
+        servers, who = sw.cluster.bootstrap_servers, f"User:{names['producer']}"
+        assert f"cannot log in to the Kafka brokers at {servers} as {who}" in trace, trace
+        assert "invalid credentials" in trace and "_TIMED_OUT" not in trace, trace
+        assert "producer.override.sasl.username and producer.override.sasl.password" in trace, trace
+        assert f"--entity-type users --entity-name {names['producer']}" in trace, trace
 
         shown = sw.worker.request("GET", f"/connectors/{name}/config").json()
         assert shown["producer.override.sasl.password"] == "[hidden]"

@@ -33,6 +33,10 @@ own where the checkout is hidden (tests/support/spark_standalone.py), and adds a
 - kill_spark_worker:  SIGKILL a Spark worker with its executor and the tasks' Python workers (a
                       machine lost), start a replacement 3-15 s later; the lost tasks run again
 
+`EOSCONNECT_SOAK_SECURITY=sasl_ssl` (`make soak-secured`) runs it all on secured brokers (SCRAM-SHA-512,
+TLS, an authorizer that refuses what no ACL grants), each client as its own principal with exactly
+KIP-618's ACLs, the referee with Read only (tests/support/secured_soak.py).
+
 `EOSCONNECT_SOAK_BOUNDARY` picks the source's transaction boundary: `poll` (the default),
 `interval` (every 500 ms) or `connector` (SequenceSource commits every 50 records); `make
 soak-long` runs each of the three with three random seeds for 20 minutes each.
@@ -73,6 +77,7 @@ from support.chaos import (
     unexpected_problems,
     wait_fully_replicated,
 )
+from support.secured_soak import SECURITY, kafka3_security, soak_principals  # noqa: F401 (fixture)
 from support.spark_standalone import StandaloneCluster, descendants, unshare_available
 
 SOAK_SECONDS = float(os.environ.get("EOSCONNECT_SOAK_SECONDS", "600"))
@@ -130,6 +135,9 @@ EXPECTED_PROBLEMS = {
         r"ERROR eosconnect\.cluster\.jobs Spark job group \S+ ended with an error: Job aborted",
         r"ERROR eosconnect\.cluster\.herder connector \S+: task \S+ was lost: Spark gave up on it",
     ),
+    # Spark's driver, when the killed worker's executor goes (seen: "worker lost: <host:port> got
+    # disassociated"; a kill can also read "Remote RPC client disassociated" or an exit code).
+    "kill_spark_worker": (r"ERROR TaskSchedulerImpl: Lost executor \d+ on \S+: ",),
     "freeze_task": (  # the zombie, woken up, finds itself fenced or its transaction aborted
         r"ERROR eosconnect\.runtime\.source_task \[chaos-\d\] failed: chaos-\d: fenced while",
         r"ERROR eosconnect\.runtime\.source_task \[chaos-\d\] failed: chaos-\d: the transaction was open for",
@@ -377,7 +385,7 @@ class Chaos:
         self.recovered("freeze_task")
 
     def _broker(self) -> int:
-        wait_fully_replicated(self.worker.props["bootstrap.servers"])
+        wait_fully_replicated(self.cluster.client_config())
         return self.rng.choice(self.cluster.broker_ids())
 
     def kill_broker(self) -> None:
@@ -451,7 +459,8 @@ def test_exactly_once_through_chaos(
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per REST call drowns the timeline
     bootstrap = kafka3.bootstrap_servers
     rng = random.Random(SEED)
-    topic = create_replicated_topic(bootstrap, topic_name("data"), PARTITIONS)
+    principals = soak_principals(kafka3)  # EOSCONNECT_SOAK_SECURITY: tests/support/secured_soak.py
+    topic = create_replicated_topic(principals.admin, topic_name("data"), PARTITIONS)
     # room for a frozen zombie generation next to the source's 4 tasks and the mirror's 2
     spark = (
         {"spark.master": "local[12,4]"}
@@ -463,19 +472,24 @@ def test_exactly_once_through_chaos(
         **replicated_worker_settings(kafka3),
         **spark,
         **{"eosconnect.zombie.cancel.timeout.ms": "120000"},
+        **principals.worker,
     )
-    source = Connector(SOURCE, source_config(topic, 3), SequenceFollower(bootstrap, topic, PARTITIONS))
+    source_settings = {**source_config(topic, 3), **principals.source}
     mirror_topic = f"mirror.{topic}"
-    mirror = Connector(
-        MIRROR, mirror_config(topic, bootstrap), SequenceFollower(bootstrap, mirror_topic, PARTITIONS)
+    mirror_settings = {**mirror_config(topic, bootstrap), **principals.mirror}
+    principals.grant(
+        (SOURCE, source_settings), (MIRROR, mirror_settings), max(TASK_COUNTS), (topic, mirror_topic)
     )
+    source = Connector(SOURCE, source_settings, SequenceFollower(principals.reader, topic, PARTITIONS))
+    mirror = Connector(MIRROR, mirror_settings, SequenceFollower(principals.reader, mirror_topic, PARTITIONS))
     artifacts = ARTIFACTS / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{SEED}"
     artifacts.mkdir(parents=True, exist_ok=True)
     chaos = Chaos(worker, kafka3, source, mirror, rng, artifacts / "timeline.txt", spark_cluster)
     chaos.log(
         f"seed {SEED} (replay: EOSCONNECT_SOAK_SEED={SEED} EOSCONNECT_SOAK_SECONDS={SOAK_SECONDS:.0f} "
-        f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY} EOSCONNECT_SOAK_SPARK={SPARK_MODE} make soak); "
-        f"{SOAK_SECONDS:.0f}s of faults, source transaction.boundary={BOUNDARY}, Spark {SPARK_MODE}; "
+        f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY} EOSCONNECT_SOAK_SPARK={SPARK_MODE} "
+        f"EOSCONNECT_SOAK_SECURITY={SECURITY} make soak); {SOAK_SECONDS:.0f}s of faults, source "
+        f"transaction.boundary={BOUNDARY}, Spark {SPARK_MODE}, brokers {SECURITY}; "
         f"timeline and worker log in {artifacts}"
     )
     passed = False
@@ -514,7 +528,7 @@ def test_exactly_once_through_chaos(
         time.sleep(2)
         for name in (topic, mirror_topic):
             report = verify_sequence_topic(
-                {"bootstrap.servers": bootstrap}, name, tasks=tasks, records_per_task=total, timeout=300
+                principals.reader, name, tasks=tasks, records_per_task=total, timeout=300
             )
             chaos.log(
                 f"verified {name}: {report.seen} records of {report.expected} expected, {report.duplicates} "

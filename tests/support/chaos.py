@@ -13,7 +13,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
@@ -23,7 +23,9 @@ from eosconnect.connectors.sequence import parse_value
 from eosconnect.devkafka import LocalKafkaCluster
 
 __all__ = [
+    "Client",
     "SequenceFollower",
+    "client_settings",
     "clock",
     "create_replicated_topic",
     "data_leaders",
@@ -36,6 +38,16 @@ __all__ = [
     "unexpected_problems",
     "wait_fully_replicated",
 ]
+
+
+#: How the helpers reach the cluster: bootstrap servers (plaintext), or librdkafka client settings
+#: (`LocalKafkaCluster.client_config()`: a secured cluster's principal).
+Client = str | Mapping[str, str]
+
+
+def client_settings(client: Client) -> dict[str, str]:
+    """librdkafka settings of `client` (bootstrap servers alone, or settings as they are)."""
+    return {"bootstrap.servers": client} if isinstance(client, str) else dict(client)
 
 
 def endless_sequence(topic: str, tasks: int, rate: int) -> dict[str, str]:
@@ -63,18 +75,25 @@ def replicated_worker_settings(cluster: LocalKafkaCluster, replication: int = 3)
 
 
 def create_replicated_topic(
-    bootstrap: str, name: str, partitions: int, replication: int = 3, min_isr: int = 2
+    client: Client,
+    name: str,
+    partitions: int,
+    replication: int = 3,
+    min_isr: int = 2,
+    compacted: bool = False,
 ) -> str:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({**client_settings(client), "log_level": 0})
     config = {"min.insync.replicas": str(min_isr)}
+    if compacted:
+        config["cleanup.policy"] = "compact"
     for future in admin.create_topics([NewTopic(name, partitions, replication, config=config)]).values():
         future.result(30)
     return name
 
 
-def under_replicated(bootstrap: str) -> list[str]:
+def under_replicated(client: Client) -> list[str]:
     """Partitions (of every topic) without a leader or with fewer in-sync replicas than replicas."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({**client_settings(client), "log_level": 0})
     metadata = admin.list_topics(timeout=10)
     short = []
     for topic in metadata.topics.values():
@@ -84,13 +103,13 @@ def under_replicated(bootstrap: str) -> list[str]:
     return short
 
 
-def wait_fully_replicated(bootstrap: str, timeout: float = 120.0) -> None:
+def wait_fully_replicated(client: Client, timeout: float = 120.0) -> None:
     """Every partition has a leader and all its replicas in sync: a broker may be taken down."""
     deadline = time.monotonic() + timeout
     short: list[str] = []
     while time.monotonic() < deadline:
         try:
-            short = under_replicated(bootstrap)
+            short = under_replicated(client)
         except Exception as exc:  # metadata request timed out while a broker restarts
             short = [repr(exc)]
         if not short:
@@ -99,16 +118,16 @@ def wait_fully_replicated(bootstrap: str, timeout: float = 120.0) -> None:
     raise AssertionError(f"the cluster did not get fully replicated within {timeout:.0f}s: {short[:10]}")
 
 
-def data_leaders(bootstrap: str, topic: str) -> dict[int, int]:
+def data_leaders(client: Client, topic: str) -> dict[int, int]:
     """Partition -> leader broker id of `topic`."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({**client_settings(client), "log_level": 0})
     metadata = admin.list_topics(topic, timeout=10)
     return {p.id: p.leader for p in metadata.topics[topic].partitions.values()}
 
 
-def group_coordinator(bootstrap: str, group: str) -> int:
+def group_coordinator(client: Client, group: str) -> int:
     """The broker id coordinating consumer group `group` (for a group with committed offsets only)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({**client_settings(client), "log_level": 0})
     return admin.describe_consumer_groups([group], request_timeout=10)[group].result(15).coordinator.id
 
 
@@ -125,11 +144,11 @@ class SequenceFollower:
     are collected in `anomalies` with the wall-clock time they were read.
     """
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, client: Client, topic: str, partitions: int) -> None:
         self.topic = topic
         self._consumer = Consumer(
             {
-                "bootstrap.servers": bootstrap,
+                **client_settings(client),
                 "group.id": f"chaos-follower-{uuid.uuid4().hex[:8]}",
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,

@@ -10,10 +10,18 @@ import base64
 import json
 import threading
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import sqlalchemy as sa
 from confluent_kafka import Producer
+
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
+from eosconnect.connectors.jdbc_sink.config import parse_settings
+from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
+from eosconnect.connectors.jdbc_sink.rows import RowMaker
+from eosconnect.connectors.jdbc_sink.writer import RowWriter
+from support.runtime_helpers import wait_until
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 VALUE_SCHEMA = {
@@ -126,3 +134,104 @@ def assert_exactly_once(url: str, total: int) -> None:
     assert scalar(url, "SELECT COUNT(DISTINCT k) FROM events") == total, "every record exactly once"
     assert scalar(url, "SELECT MIN(k) FROM events") == 0
     assert scalar(url, "SELECT MAX(k) FROM events") == total - 1
+
+
+# ----------------------------------------------------------------------------- the writer alone
+#: The partition the writer-level tests (no broker) write: topic `t` into table `t`.
+TP = TopicPartition("t", 0)
+
+
+def new_writer(url: str, **extra: str) -> tuple[RowWriter, RowMaker]:
+    """JdbcSink's writer and row maker for connector `c` reading `t` (auto.create), without a task."""
+    config = {"name": "c", "connection.url": url, "topics": "t", "auto.create": "true", **extra}
+    settings = parse_settings(config)
+    return RowWriter(settings, "c"), RowMaker(settings)
+
+
+def add(writer: RowWriter, maker: RowMaker, records: Iterable[SinkRecord]) -> None:
+    for record in records:
+        row = maker.row(record)
+        assert row is not None
+        writer.add(row)
+
+
+def claim_waits_then_fences(url: str, record: Callable[[int], SinkRecord], **extra: str) -> None:
+    """A zombie writes `record(0..4)`; while its next flush holds the partition's row lock, the
+    successor's claim must wait for it and then read the position after it; the zombie's next flush
+    (`record(5..7)`) is refused (fenced), writing nothing. The caller checks the table."""
+    (zombie, maker), (successor, _) = new_writer(url, **extra), new_writer(url, **extra)
+    assert zombie.claim([TP]) == {}
+    add(zombie, maker, map(record, range(5)))
+    zombie.flush({TP: OffsetAndMetadata(5, leader_epoch=3)})
+    table = OffsetsTable(zombie.settings.offsets_table, "c")
+    with zombie.engine.connect() as conn, conn.begin():
+        table.lock(conn, [TP])  # a commit in flight
+        claimed: dict[TopicPartition, OffsetAndMetadata] = {}
+        waiter = threading.Thread(target=lambda: claimed.update(successor.claim([TP])))
+        waiter.start()
+        time.sleep(1.0)
+        assert waiter.is_alive(), "the claim must wait for the lock"
+    waiter.join(30)
+    assert claimed == {TP: OffsetAndMetadata(5, leader_epoch=3)}
+    add(zombie, maker, map(record, range(5, 8)))
+    result = zombie.flush({TP: OffsetAndMetadata(8, leader_epoch=3)})
+    assert result.fenced == {TP: 2} and result.committed == {} and result.rows == 0
+    assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 5
+    zombie.close()
+    successor.close()
+
+
+def flush_rides_out_a_crash(
+    url: str, kill: Callable[[], None], start: Callable[[], Any], attempts: int
+) -> None:
+    """The database is killed with 50 rows waiting and started again 2 s later: the flush retries
+    (`connection.attempts`, 1 s apart) and commits rows and position once."""
+    writer, maker = new_writer(url, **{"connection.attempts": str(attempts), "connection.backoff.ms": "1000"})
+    writer.claim([TP])
+    add(writer, maker, (SinkRecord("t", 0, i, None, {"k": i}) for i in range(50)))
+    writer.flush({TP: OffsetAndMetadata(50)})
+    add(writer, maker, (SinkRecord("t", 0, i, None, {"k": i}) for i in range(50, 100)))
+    kill()
+    restarter = threading.Timer(2.0, start)
+    restarter.start()
+    try:
+        result = writer.flush({TP: OffsetAndMetadata(100)})
+    finally:
+        restarter.join()
+    assert result.rows == 50 and result.committed == {TP: OffsetAndMetadata(100)}
+    assert scalar(url, "SELECT COUNT(*) FROM t") == 100
+    assert scalar(url, "SELECT COUNT(DISTINCT k) FROM t") == 100
+    assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 100
+    writer.close()
+
+
+def upserts_and_deletes_end_to_end(
+    url: str, run_job: Any, worker_props: Any, topic_name: Any, create_topic: Any, bootstrap: str
+) -> None:
+    """100 records, then a new value for every second key and a tombstone for every tenth, through
+    the session broker and Spark with upserts by the record key and `delete.enabled`: 90 rows, 40 of
+    them changed. The fixtures of tests/conftest.py are passed in."""
+    topic = create_topic(topic_name("upserts"), partitions=1)
+    items: list[tuple[bytes | None, bytes | None]] = [(key(i), value(i)) for i in range(100)]
+    items += [(key(i), value(i, "changed")) for i in range(0, 100, 2)]
+    items += [(key(i), None) for i in range(0, 100, 10)]  # tombstones
+    produce(bootstrap, topic, items, 1)
+    config = sink_config(
+        url,
+        topic,
+        name=topic_name("sink"),
+        **{"insert.mode": "upsert", "pk.mode": "record_key", "pk.fields": "k", "delete.enabled": "true"},
+    )
+    job = run_job(config, worker_props("disabled"))
+
+    def done() -> bool:
+        try:
+            return scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == len(items)
+        except sa.exc.SQLAlchemyError:
+            return False
+
+    wait_until(done, 90, "every record written", job)
+    assert [o["state"] for o in job.stop()] == ["STOPPED"]
+    assert scalar(url, "SELECT COUNT(*) FROM events") == 90
+    assert scalar(url, "SELECT COUNT(*) FROM events WHERE note = 'changed'") == 40
+    assert scalar(url, "SELECT SUM(price) FROM events WHERE mod(k, 10) = 1") == sum(range(1, 100, 10))

@@ -59,7 +59,9 @@ def test_every_kafka_class_name_resolves() -> None:
         assert (
             resolve_predicate_class(f"org.apache.kafka.connect.transforms.predicates.{name}").__name__ == name
         )
-    assert len(BUILTIN_TRANSFORMATIONS) == 10 * 5 + 6 * 2
+    assert (
+        len(BUILTIN_TRANSFORMATIONS) == 10 * 5 + 6 * 2 + 2
+    )  # and Debezium's ExtractNewRecordState (2 names)
     assert len(BUILTIN_PREDICATES) == 6
 
 
@@ -153,7 +155,8 @@ def test_rest_plugin_list_names_kafkas_transformations_and_predicates() -> None:
         by_type.setdefault(plugin["type"], set()).add(plugin["class"])
     assert "org.apache.kafka.connect.transforms.Cast$Key" in by_type["transformation"]
     assert "org.apache.kafka.connect.transforms.predicates.HasHeaderKey" in by_type["predicate"]
-    assert len(by_type["transformation"]) == 26 and len(by_type["predicate"]) == 3
+    assert "io.debezium.transforms.ExtractNewRecordState" in by_type["transformation"]
+    assert len(by_type["transformation"]) == 27 and len(by_type["predicate"]) == 3
     assert by_type["converter"] == {
         "org.apache.kafka.connect.json.JsonConverter",
         "org.apache.kafka.connect.storage.StringConverter",

@@ -22,7 +22,7 @@ from eosconnect.cluster.shipping import (
     plugin_fingerprint,
 )
 from eosconnect.cluster.spark import session_settings
-from eosconnect.distributed import advertised_url, driver_address_settings
+from eosconnect.launch import advertised_url, driver_address_settings
 from eosconnect.runtime.host import cache_root
 from eosconnect.worker_config import WorkerConfig
 

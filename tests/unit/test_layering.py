@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eosconnect.layers import LAYERS, PENDING, markdown_table
+from eosconnect.layers import LAYERS, markdown_table
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "eosconnect"
 DOCS = PACKAGE.parents[1] / "docs" / "architecture.md"
@@ -60,7 +60,6 @@ def test_every_part_has_a_row() -> None:
     parts = {part_of(path) for path in modules()}
     assert parts - set(LAYERS) == set(), "add the new part to LAYERS in src/eosconnect/layers.py"
     assert set(LAYERS) - parts == set(), "LAYERS names parts that do not exist"
-    assert set(PENDING) <= set(LAYERS)
 
 
 def test_the_table_has_no_cycle() -> None:
@@ -73,21 +72,13 @@ def test_the_table_has_no_cycle() -> None:
 
 @pytest.mark.parametrize("part", sorted(LAYERS))
 def test_every_import_follows_the_table(part: str) -> None:
-    allowed = LAYERS[part].imports | PENDING.get(part, frozenset()) | {part}
+    allowed = LAYERS[part].imports | {part}
     files = [path for path in modules() if part_of(path) == part]
     assert files, f"part {part} not found under {PACKAGE}"
     wrong = {str(f.relative_to(PACKAGE)): sorted(eosconnect_imports(f.read_text()) - allowed) for f in files}
     assert not {f: parts for f, parts in wrong.items() if parts}, (
         f"{part} imports parts its row of src/eosconnect/layers.py does not allow"
     )
-
-
-@pytest.mark.parametrize("part", sorted(PENDING))
-def test_pending_exceptions_still_occur(part: str) -> None:
-    """A PENDING import that is gone must leave the table, so that it cannot come back unnoticed."""
-    used = set().union(*(eosconnect_imports(f.read_text()) for f in modules() if part_of(f) == part))
-    gone = PENDING[part] - used
-    assert not gone, f"{part} no longer imports {sorted(gone)}: delete them from PENDING in layers.py"
 
 
 def test_the_architecture_page_shows_the_table() -> None:

@@ -15,7 +15,6 @@ from eosconnect.api import ConfigException, OffsetAndMetadata, SinkTaskContext, 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG
 from eosconnect.connectors.mirror import MirrorSinkTask
-from eosconnect.mirrormaker.translation import OffsetSyncWriter
 from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig
 from eosconnect.runtime.sink_task import SinkTaskRunner, sink_consumer_settings
 from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
@@ -184,8 +183,6 @@ class _RecordingWriter:
     def __init__(self, committed: dict[TopicPartition, OffsetAndMetadata] | None = None) -> None:
         self.commits: list[dict[TopicPartition, OffsetAndMetadata]] = []
         self._committed = committed or {}
-        # The real sync bookkeeping: open() tells it where each partition's copy resumes.
-        self.sync_writer = OffsetSyncWriter()
 
     def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
         self.commits.append(dict(offsets))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eosconnect.distributed import load_properties
+from eosconnect.launch import load_properties
 from eosconnect.mirrormaker.config import MirrorMakerConfigError, plan
 
 MM2 = r"""

@@ -18,8 +18,8 @@ import random
 
 import pytest
 
-from eosconnect.mirrormaker.formats import Checkpoint, Heartbeat, OffsetSync
-from eosconnect.mirrormaker.translation import (
+from eosconnect.connectors.mirror_formats import Checkpoint, Heartbeat, OffsetSync
+from eosconnect.connectors.mirror_translation import (
     COVERED_FROM_HEADER,
     OffsetSyncIndex,
     OffsetSyncWriter,

@@ -3,6 +3,7 @@ schema per `SourceBatch` column), and what a converter reads becomes the sink re
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,7 +19,8 @@ from eosconnect.api import (
     Struct,
 )
 from eosconnect.api.errors import DataException
-from eosconnect.runtime.pipeline import RecordPipeline, SinkRecordPipeline
+from eosconnect.runtime.pipeline import OutgoingColumns, RecordPipeline, SinkRecordPipeline
+from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings
 
 SCHEMAS_ON = {
     "key.converter": "org.apache.kafka.connect.converters.LongConverter",
@@ -152,15 +154,21 @@ def test_a_transformation_with_a_predicate_keeps_batches_record_by_record() -> N
     assert not RecordPipeline(config).columnar
 
 
+def tolerant(config: dict[str, str]) -> tuple[RecordPipeline, RetryWithTolerance]:
+    """A pipeline with the retrying wrapper a source task gives it (errors.* act only there)."""
+    errors = RetryWithTolerance(ToleranceSettings.parse(config))
+    return RecordPipeline(config, retry=errors), errors
+
+
 def test_errors_tolerance_all_skips_only_the_records_a_converter_rejects() -> None:
     config = {**SCHEMAS_ON, "errors.tolerance": "all"}
     bad = Struct._of(SCHEMA, [2, 5])  # "name" holds an int: the JsonConverter refuses it
     batch = SourceBatch({"p": 1}, {"o": 3}, "t", [row(1, "a"), bad, row(3, "c")], value_schema=SCHEMA)
-    pipeline = RecordPipeline(config)
-    pairs = pipeline.convert_columns(batch)
-    assert isinstance(pairs, list)  # record by record, so that only the bad one is skipped
-    assert [out is None for _, out in pairs] == [False, True, False]
-    assert pipeline.skipped == 1
+    pipeline, errors = tolerant(config)
+    columns = pipeline.convert_columns(batch)
+    assert isinstance(columns, OutgoingColumns)  # the batch without the bad record
+    assert [json.loads(v)["payload"]["id"] for v in columns.values] == [1, 3]  # type: ignore[arg-type]
+    assert (errors.errors, errors.skipped) == (1, 1)
     strict = RecordPipeline(SCHEMAS_ON)
     with pytest.raises(DataException):
         strict.convert_columns(batch)
@@ -171,4 +179,6 @@ def test_errors_tolerance_all_skips_only_the_records_a_converter_rejects() -> No
 def test_errors_tolerance_all_writes_nothing_of_a_record_whose_value_is_rejected() -> None:
     config = {**SCHEMAS_ON, "errors.tolerance": "all"}
     record = SourceRecord({"p": 1}, {"o": 1}, "t", Struct._of(SCHEMA, [1, 2]), key=7, value_schema=SCHEMA)
-    assert RecordPipeline(config).convert(record) is None  # the key converted, the record is not sent
+    pipeline, errors = tolerant(config)
+    assert pipeline.convert(record) is None  # the key converted, the record is not sent
+    assert errors.skipped == 1

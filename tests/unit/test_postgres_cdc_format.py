@@ -198,7 +198,7 @@ def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
     assert not is_debezium_offset({"lsn": 5, "txId": 1, "event": 0, "lsn_commit": 4})
     task = PostgresCdcTask()
     task._lock, task._flush_to = threading.Lock(), 0
-    task._debezium_resume = (200, 260)
+    task._debezium_resume = (200, 260, 1)
     now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     partition = SourcePartition({"server": "p"})
 
@@ -206,8 +206,64 @@ def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
         return [SourceRecord(partition, {"event": i}, "t", value=i) for i in range(n)]
 
     first = Begin(190, now, 1)
-    done = task._after_debezium(records(2), [150, 160], Commit(190, 200, now))
+    done = task._after_debezium(records(2), [(150, 1), (160, 1)], Commit(190, 200, now))
     task._skipped(records(2), done, first, Commit(190, 200, now), "Debezium delivered")
     assert done == [] and task._flush_to == 200
-    partial = task._after_debezium(records(3), [250, 260, 270], Commit(290, 300, now))
+    partial = task._after_debezium(records(3), [(250, 1), (260, 1), (270, 1)], Commit(290, 300, now))
     assert [r.value for r in partial] == [2] and task._debezium_resume is None
+    # A COPY: five rows share LSN 260; Debezium had done three of them (lsn_events_processed=3)
+    task._debezium_resume = (200, 260, 3)
+    copied = task._after_debezium(records(5), [(260, i) for i in range(1, 6)], Commit(290, 300, now))
+    assert [r.value for r in copied] == [3, 4]
+
+
+def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
+    """An UPDATE of the key: a delete (with `__debezium.newkey`), its tombstone (same headers) and a
+    create (with `__debezium.oldkey`), as Debezium's RelationalChangeRecordEmitter; every record's
+    offset carries Debezium's `lsn_proc` and `lsn_events_processed` beside ours."""
+    import threading
+    from collections import deque
+
+    from eosconnect.api.records import SourcePartition
+    from eosconnect.connectors.postgres_cdc.task import NEWKEY, OLDKEY, PostgresCdcTask
+
+    table = TableEvents(
+        "srv", "public", "t", [Column("id", 23, -1, True), Column("name", 25, -1, False)], [False, True],
+        ["id"], DecimalHandling.PRECISE, TimePrecision.ADAPTIVE,
+    )  # fmt: skip
+    task = PostgresCdcTask()
+    task.prefix, task.db, task.tombstones = "srv", "db", True
+    task.context_headers = ()
+    task.partition = SourcePartition({"server": "srv"})
+    task._lock, task._flush_to, task._ready = threading.Lock(), 0, deque()
+    task._last_commit_lsn, task._debezium_resume, task._resume = 90, None, None
+    task._relations = {1: table}
+    now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    task._handle(Begin(300, now, 7), 100)
+    task._handle(Update(1, ("2",), True, ("20", "bob")), 110)  # REPLICA IDENTITY DEFAULT: the old key
+    task._handle(Insert(1, ("5", "x")), 120)  # a COPY: two rows at one LSN
+    task._handle(Insert(1, ("6", "y")), 120)
+    task._handle(Commit(300, 310, now), 300)
+    records = list(task._ready)
+    assert [r.value.get("op") if r.value else None for r in records] == ["d", None, "c", "c", "c"]
+    assert records[0].headers == ((NEWKEY, '{"id":20}'),) and records[1].headers == records[0].headers
+    assert records[2].headers == ((OLDKEY, '{"id":2}'),) and records[3].headers == ()
+    assert [(r.source_offset["lsn_proc"], r.source_offset["lsn_events_processed"]) for r in records] == [
+        (110, 1), (110, 1), (110, 1), (120, 1), (120, 2),
+    ]  # fmt: skip
+    assert records[-1].source_offset["lsn_end"] == 310 and records[0].source_offset["lsn_commit"] == 90
+
+
+def test_debeziums_context_headers() -> None:
+    import uuid
+
+    from eosconnect.connectors.postgres_cdc.task import context_headers
+
+    headers = dict(context_headers("srv"))
+    run_id = uuid.UUID(headers.pop("__debezium.context.runId"))
+    assert run_id.version == 7 and run_id.variant == uuid.RFC_4122
+    assert headers == {
+        "__debezium.context.connectorLogicalName": "srv",
+        "__debezium.context.taskId": "0",
+        "__debezium.context.connectorName": "postgresql",
+    }

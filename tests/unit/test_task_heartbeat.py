@@ -1,10 +1,15 @@
-"""`RestTaskControl`: heartbeats never block the task thread, and the final report comes last."""
+"""`RestTaskControl`: heartbeats never block the task thread, go on while it is blocked, and the final
+report comes last."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
+import pytest
+
+from eosconnect.cluster import task_channel
 from eosconnect.cluster.task_channel import RestTaskControl
 from eosconnect.runtime.control import Directive
 
@@ -17,12 +22,24 @@ class SlowWorker(RestTaskControl):
         self.release = threading.Event()
         self.reports: list[dict[str, Any]] = []
         self.answer = Directive.STOP
+        self.in_flight = 0
+        self.most_in_flight = 0
 
     def _report(self, report: dict[str, Any]) -> Directive | None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
         if not report.get("final"):
             self.release.wait()
         self.reports.append(report)
+        self.in_flight -= 1
         return self.answer
+
+
+def wait_for(condition: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def test_directive_returns_while_the_heartbeat_is_unanswered_then_takes_its_answer() -> None:
@@ -31,9 +48,10 @@ def test_directive_returns_while_the_heartbeat_is_unanswered_then_takes_its_answ
     assert control.directive() is Directive.RUN
     assert control._beat is not None and control._beat.is_alive()
     control.release.set()
-    control._beat.join()
-    assert control.directive() is Directive.STOP
-    assert [r["state"] for r in control.reports] == ["RUNNING"], "one beat at a time"
+    wait_for(lambda: control.directive() is Directive.STOP)
+    control.report_outcome("STOPPED", None)
+    assert control.most_in_flight == 1, "one beat at a time"
+    assert not control._beat.is_alive()
 
 
 def test_final_report_waits_for_the_beat_in_flight() -> None:
@@ -45,3 +63,31 @@ def test_final_report_waits_for_the_beat_in_flight() -> None:
     done.join()
     assert [r["state"] for r in control.reports] == ["RUNNING", "STOPPED"]
     assert control.reports[-1]["final"] is True
+
+
+def test_heartbeats_go_on_while_the_task_thread_is_blocked() -> None:
+    """The issue-25 soak: a commit waiting for a dead broker kept the task thread from asking, its
+    heartbeats stopped, and the leader took the live task for a lost one after 5 s."""
+    control = SlowWorker()
+    control.release.set()
+    control.answer = Directive.RUN
+    control.directive()  # then the task thread blocks and asks nothing
+    wait_for(lambda: len(control.reports) >= 3)
+    control.report_outcome("STOPPED", None)
+    assert control.reports[-1]["final"] is True
+    assert all(not r.get("final") for r in control.reports[:-1])
+
+
+def test_heartbeats_stop_once_the_task_thread_asked_nothing_for_too_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A task thread stuck for good (or a task that ended without its final report) goes silent."""
+    monkeypatch.setattr(task_channel, "BLOCKED_BEAT_S", 0.3)
+    control = SlowWorker()
+    control.release.set()
+    control.answer = Directive.RUN
+    control.directive()
+    assert control._beat is not None
+    control._beat.join(5.0)
+    assert not control._beat.is_alive()
+    assert 1 <= len(control.reports) <= 2

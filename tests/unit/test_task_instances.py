@@ -12,15 +12,15 @@ from eosconnect.cluster.herder_state import GenerationRun, TaskRuntime
 from eosconnect.cluster.task_channel import RestTaskControl
 from eosconnect.cluster.task_health import TaskHealth
 from eosconnect.runtime.control import Directive
-from eosconnect.runtime.exactly_once import (
+from eosconnect.runtime.supersession import replaced_by_design
+from eosconnect.runtime.task import TaskSpec
+from eosconnect.runtime.transactions import (
     TaskFencedError,
     TransactionCallHung,
     TransactionTimedOutError,
     classify_transaction_error,
     fatal_cause,
 )
-from eosconnect.runtime.supersession import replaced_by_design
-from eosconnect.runtime.task import TaskSpec
 
 
 def run_with(instances: dict[int, str], generation: int = 3) -> GenerationRun:

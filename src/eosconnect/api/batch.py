@@ -201,7 +201,7 @@ class SourceBatch(Sequence[SourceRecord]):
 @dataclass(frozen=True)
 class LandedRecords:
     """Records of one exactly-once transaction that went, in this order, from one source partition to
-    one Kafka partition, and the offset each landed at: what a task's `transaction_records` derives
+    one Kafka partition, and the offset each landed at: what a `TransactionParticipant` derives
     its own records from (the mirror's offset syncs). For a `SourceBatch` sent on the columnar path,
     `source_offsets` is its `record_offsets` and `offsets` a `range` (its records are contiguous).
     """

@@ -10,11 +10,13 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Connector, Task
 from eosconnect.api.context import SourceTaskContext
 from eosconnect.api.records import Primitive, RecordMetadata, SourceOffset, SourcePartition, SourceRecord
+from eosconnect.api.transactions import TransactionParticipant
 
 __all__ = [
     "ConnectorTransactionBoundaries",
@@ -75,6 +77,17 @@ class SourceConnector(Connector):
         """
         return ReplaySupport.UNSUPPORTED
 
+    def required_acls(
+        self, name: str, config: Mapping[str, str], worker_props: Mapping[str, str]
+    ) -> list[Any] | None:
+        """The Kafka ACLs (`eosconnect.storage.acls.Acl`) this connector's clients need: what
+        `eosconnect connectors acls` lists and a task's authorization failure names. The default,
+        None, means any source's, worked out by the runtime (`eosconnect.storage.acls.source_acls`:
+        Write on the topics in `topic`/`topics`, and KIP-618's rows under exactly-once). A connector
+        whose `topics` are not what it writes, or with clients of its own (a mirror source reading
+        another cluster), returns its rows in full."""
+        return None
+
     def alter_offsets(
         self, config: Mapping[str, str], offsets: Mapping[SourcePartition, SourceOffset | None]
     ) -> bool:
@@ -124,6 +137,12 @@ class SourceTask(Task):
 
     def commit(self) -> None:
         """Called after a transaction (or offset flush) committed; acknowledge upstream here."""
+
+    def transaction_participant(self) -> TransactionParticipant | None:
+        """What adds records of the task's own to each of its transactions (exactly-once runtime
+        only; see `eosconnect.api.transactions.TransactionParticipant`), or None (the default).
+        Asked once, after `start()`: the answer may depend on the task's config."""
+        return None
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """Called once per committed record, in order. `metadata` is None when a transformation

@@ -1,6 +1,12 @@
-"""Connector-defined transaction boundaries (KIP-618, `transaction.boundary=connector`).
+"""What a task can do with the Kafka transactions the runtime writes it in.
 
-A task asks for a commit or an abort; the runtime decides when to act on it. Requests are
+`TransactionParticipant`: a task that adds records of its own to each of its transactions, derived
+from where the transaction's records landed (the mirrors' offset syncs), supplies one: a source task
+from `SourceTask.transaction_participant()`, a sink that writes through the runtime's
+`TransactionalSinkProducer` by passing it there.
+
+Connector-defined transaction boundaries (KIP-618, `transaction.boundary=connector`): a task asks
+for a commit or an abort; the runtime decides when to act on it. Requests are
 recorded, not executed, because the task may call from any of its threads while the runtime is
 in the middle of sending a batch. Asking for both a commit and an abort of the same thing is a
 connector bug the runtime must fail the task for: the request methods only *flag* the conflict
@@ -11,11 +17,44 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, Protocol
 
+from eosconnect.api.batch import LandedRecords
 from eosconnect.api.errors import TransactionRequestConflict
 from eosconnect.api.records import SourceRecord
 
-__all__ = ["RequestedTransactionContext", "TransactionContext"]
+__all__ = [
+    "RequestedTransactionContext",
+    "TransactionContext",
+    "TransactionParticipant",
+    "TransactionRecord",
+]
+
+
+class TransactionRecord(NamedTuple):
+    """A record a `TransactionParticipant` adds to a transaction, written as it is (bytes)."""
+
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[tuple[str, bytes]] | None = None
+
+
+class TransactionParticipant(Protocol):
+    """Adds records to each transaction of a task, made from where the transaction's records landed.
+
+    Just before the transaction commits (its offsets included), the runtime waits for the delivery
+    of every record in it and calls `transaction_records` with, in send order, a `LandedRecords`
+    per run of records from one source partition to one Kafka partition (a columnar `SourceBatch`
+    comes as one, its source offsets a `ColumnOffsets`). The records returned are written into the
+    same transaction, so they commit with the records they describe or not at all. A transaction
+    the runtime aborts and sends again is described again (the same first records): the participant
+    must give the same answer for it.
+    """
+
+    def transaction_records(self, landed: Sequence[LandedRecords]) -> Iterable[TransactionRecord]: ...
 
 
 class TransactionContext(ABC):

@@ -126,9 +126,17 @@ def _transformation_names() -> dict[str, str]:
     return names
 
 
-BUILTIN_TRANSFORMATIONS: dict[str, str] = _transformation_names()
+_UNWRAP = "eosconnect.connectors.postgres_cdc.unwrap.ExtractNewRecordState"
+
+BUILTIN_TRANSFORMATIONS: dict[str, str] = {
+    **_transformation_names(),
+    # Debezium's "unwrap" of change events, for sinks reading PostgresCdcSource's topics
+    "ExtractNewRecordState": _UNWRAP,
+    "io.debezium.transforms.ExtractNewRecordState": _UNWRAP,
+}
 """Names accepted for `transforms.<alias>.type` besides Python class paths: Kafka's class names
-(`org.apache.kafka.connect.transforms.InsertField$Value`), and the short ones (`InsertField`)."""
+(`org.apache.kafka.connect.transforms.InsertField$Value`), and the short ones (`InsertField`), and
+Debezium's `io.debezium.transforms.ExtractNewRecordState`."""
 
 BUILTIN_PREDICATES: dict[str, str] = {
     name: f"{_BUILTINS}.{short}"

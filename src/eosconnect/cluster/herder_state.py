@@ -70,6 +70,10 @@ class TaskRuntime:
     attempt: int = 0
     #: The launch (`GenerationRun.instances`) the last heartbeat came from.
     instance: str | None = None
+    #: A state change heard while this worker was not publishing (a leader in doubt, cluster/election.py),
+    #: still to be published: the heartbeats after it report no change, so without this mark the
+    #: status topic kept the state from before the doubt (UNASSIGNED from a silence) for good.
+    unpublished: bool = False
 
 
 @dataclass

@@ -35,6 +35,10 @@ from eosconnect.worker_config import WorkerConfig
 log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_S = 0.5
+#: Heartbeats go on for this long after the task thread last asked for its directive: a task thread
+#: inside a long Kafka call (a commit waiting out a dead broker, up to 60 s) is alive and must not look
+#: silent to the leader (`task.heartbeat.timeout.ms`, 5 s); one stuck for longer does.
+BLOCKED_BEAT_S = 90.0
 #: How long a fenced task asks the leader whether a newer instance replaced it (see `superseded`).
 SUPERSEDED_WAIT_S = 10.0
 #: A task that cannot reach its worker for this long stops: its worker is gone or partitioned away,
@@ -213,10 +217,11 @@ class RestTaskControl:
     #: one, makes the leader answer this instance "stop" (see `superseded`).
     instance: str = ""
     _metrics: TaskMetrics | None = field(default=None, repr=False)
-    _last_beat: float = field(default=0.0, repr=False)
+    _last_asked: float = field(default=0.0, repr=False)
     _last_ok: float = field(default_factory=time.monotonic, repr=False)
     _directive: Directive = field(default=Directive.RUN, repr=False)
     _beat: threading.Thread | None = field(default=None, repr=False)
+    _ended: bool = field(default=False, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -227,18 +232,27 @@ class RestTaskControl:
         self._metrics = metrics
 
     def directive(self) -> Directive:
-        """The worker's latest answer. The heartbeat that asks runs on a short-lived thread of its
-        own: done inline, its signed HTTP round trip (and the session-key read of the first one)
-        held up the task thread for 0.5 s at a time on a loaded machine, every half second."""
-        now = time.monotonic()
+        """The worker's latest answer. The heartbeats that ask run on a thread of their own, every
+        half second: done inline, a signed HTTP round trip held up the task thread for 0.5 s at a
+        time on a loaded machine; and sent only when the task thread asks, they stopped while it
+        waited in a commit for a dead broker, so the leader took a live task for a lost one. The
+        thread ends with the task (`report_outcome`), or `BLOCKED_BEAT_S` after its last question."""
+        self._last_asked = time.monotonic()
         beat = self._beat
-        if now - self._last_beat >= HEARTBEAT_INTERVAL_S and (beat is None or not beat.is_alive()):
-            self._last_beat = now
+        if not self._ended and (beat is None or not beat.is_alive()):
             self._beat = threading.Thread(
-                target=self._heartbeat, name=f"heartbeat-{self.connector}-{self.task}", daemon=True
+                target=self._beat_loop, name=f"heartbeat-{self.connector}-{self.task}", daemon=True
             )
             self._beat.start()
         return self._directive
+
+    def _beat_loop(self) -> None:
+        while not self._ended:
+            started = time.monotonic()
+            self._heartbeat()
+            if time.monotonic() - self._last_asked > BLOCKED_BEAT_S:
+                return  # the task thread is stuck or gone: let the leader see it silent
+            time.sleep(max(0.0, HEARTBEAT_INTERVAL_S - (time.monotonic() - started)))
 
     def _heartbeat(self) -> None:
         state = "PAUSED" if self._directive is Directive.PAUSE else "RUNNING"
@@ -260,6 +274,7 @@ class RestTaskControl:
     def report_outcome(self, state: str, trace: str | None) -> None:
         """The task has ended (STOPPED, FAILED or SUPERSEDED): tell the worker, best effort, after
         any heartbeat still in flight (a late RUNNING must not overtake the final state)."""
+        self._ended = True
         beat = self._beat
         if beat is not None:
             beat.join(15.0)

@@ -44,6 +44,7 @@ class TaskHealth(HerderState):
 
     def task_heartbeat(self, name: str, task: int, generation: int, report: Mapping[str, Any]) -> str:
         state = str(report.get("state", "RUNNING"))
+        leader, in_doubt = self.election.is_leader, self.election.in_doubt
         with self._lock:
             run = self._runs.get(name)
             runtime = self._tasks.setdefault((name, task), TaskRuntime())
@@ -69,13 +70,17 @@ class TaskHealth(HerderState):
                 else:
                     directive = "run"
             current = run is not None and run.generation == generation
+            # Only the leader publishes task states. A worker that lost leadership (say, a frozen
+            # ex-leader that woke up) still hears from its old tasks, which its successor fenced:
+            # their FAILED would overwrite the successor's RUNNING for the same task ids. A leader in
+            # doubt publishes nothing either, but keeps the change for when it leads again.
+            publish = (changed or runtime.unpublished) and current and state != "SUPERSEDED"
+            if publish:
+                runtime.unpublished = in_doubt and not leader
             if report.get("final"):
                 self._hosts.ended(report.get("instance"))
                 self._task_finished(name, task, generation, run)
-        # Only the leader publishes task states. A worker that lost leadership (say, a frozen
-        # ex-leader that woke up) still hears from its old tasks, which its successor fenced:
-        # their FAILED would overwrite the successor's RUNNING for the same task ids.
-        if changed and current and state != "SUPERSEDED" and self.election.is_leader:
+        if publish and leader:
             self._put_task_status(
                 name,
                 task,
@@ -131,6 +136,7 @@ class TaskHealth(HerderState):
         attempts left. It shows UNASSIGNED with that reason until its next attempt reports."""
         timeout_s = self.worker.task_heartbeat_timeout_ms / 1000
         now = time.monotonic()
+        self._publish_held_states()
         with self._lock:
             silent = [
                 (name, t, runtime)
@@ -167,6 +173,26 @@ class TaskHealth(HerderState):
                     log.warning("connector %s: %s", name, reason)
                 runtime.state, runtime.trace = "UNASSIGNED", reason
                 self._put_task_status(name, t, ConnectState.UNASSIGNED, runtime.generation, reason)
+
+    def _publish_held_states(self) -> None:
+        """Publish the task states heard while this leader was in doubt (`TaskRuntime.unpublished`):
+        a task that reported RUNNING again then, or ended, would otherwise keep the status it had
+        before (say UNASSIGNED from the silence of a commit that waited for a dead broker)."""
+        with self._lock:
+            held = [
+                (name, t, runtime)
+                for name, run in self._runs.items()
+                for t in range(run.task_count)
+                if run.stopping_since is None
+                and (runtime := self._tasks.get((name, t))) is not None
+                and runtime.unpublished
+                and runtime.generation == run.generation
+            ]
+            for _name, _t, runtime in held:
+                runtime.unpublished = False
+        for name, t, runtime in held:
+            if runtime.state in ConnectState.__members__:
+                self._put_task_status(name, t, ConnectState(runtime.state), runtime.generation, runtime.trace)
 
     def _max_attempts(self) -> int:
         """Attempts Spark gives a task: the F of `local[N,F]`, else `spark.task.maxFailures`."""

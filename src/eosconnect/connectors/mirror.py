@@ -51,6 +51,7 @@ from eosconnect.api.sink import (
     encode_partitions,
 )
 from eosconnect.api.validators import Range
+from eosconnect.connectors.mirror_formats import offset_syncs_topic
 from eosconnect.connectors.mirror_policy import (
     encode_topic_partition_counts,
     parse_topic_partition_counts,
@@ -58,6 +59,7 @@ from eosconnect.connectors.mirror_policy import (
     topic_partition_counts,
 )
 from eosconnect.connectors.mirror_syncs import (
+    OffsetSyncs,
     define_offset_sync_settings,
     emits_offset_syncs,
     ensure_syncs_topic,
@@ -75,7 +77,6 @@ from eosconnect.connectors.mirror_topics import (
     prefixed_client_errors,
     source_topic_configs,
 )
-from eosconnect.mirrormaker.formats import offset_syncs_topic
 from eosconnect.runtime.config import sink_consumer_group
 from eosconnect.runtime.sink_transactions import TransactionalSinkProducer, TransactionRetry
 from eosconnect.storage.clients import (
@@ -85,6 +86,7 @@ from eosconnect.storage.clients import (
     forced,
     prefixed_client_config,
 )
+from eosconnect.storage.producing import produce_waiting
 from eosconnect.storage.sink_offsets import alter_sink_offsets, reset_sink_offsets
 
 __all__ = ["MirrorSinkConnector", "MirrorSinkTask"]
@@ -321,7 +323,8 @@ class MirrorSinkTask(SinkTask):
         self._target_partitions: dict[str, int] = {}
         self.writer: TransactionalSinkProducer | None = None
         self.producer: Producer | None = None
-        self.offset_syncs_topic: str | None = None
+        #: The offset syncs written into every transaction (None: none).
+        self.offset_syncs: OffsetSyncs | None = None
         self.target_consumer_config = dict(target_client_config("consumer", config).validate())
         if self.transactional:
             transactional_id = self.context.transactional_id
@@ -333,7 +336,8 @@ class MirrorSinkTask(SinkTask):
                 )
             self.task_id = transactional_id
             if emits_offset_syncs(config):
-                self.offset_syncs_topic = ensure_syncs_topic(self.admin, self.policy.source_alias, config)
+                ensure_syncs_topic(self.admin, self.policy.source_alias, config)
+                self.offset_syncs = OffsetSyncs(self.policy.source_alias)
             self.writer = TransactionalSinkProducer(
                 target_client_config("producer", config).validate(),
                 target_client_config("consumer", config).validate(),
@@ -345,7 +349,7 @@ class MirrorSinkTask(SinkTask):
                     "raise target.cluster.transaction.timeout.ms (up to the broker's "
                     "transaction.max.timeout.ms), or lower transaction.commit.interval.ms"
                 ),
-                offset_syncs_topic=self.offset_syncs_topic,
+                participant=self.offset_syncs,
             )
             self.writer.start()
         else:
@@ -371,8 +375,9 @@ class MirrorSinkTask(SinkTask):
             # With the source leader epochs committed alongside, the runtime checks these positions
             # against the source partitions' logs (KIP-320) before reading from them.
             self.context.offset({targets[t]: position for t, position in committed.items()})
-            for t, position in committed.items():
-                self.writer.sync_writer.resumes_at(targets[t].topic, targets[t].partition, position.offset)
+            if self.offset_syncs is not None:
+                for t, position in committed.items():
+                    self.offset_syncs.resumes_at(targets[t].topic, targets[t].partition, position.offset)
         log.info(
             "[%s] resuming %d partitions from the target's committed offsets %s (others: auto.offset.reset)",
             self.task_id,
@@ -384,7 +389,7 @@ class MirrorSinkTask(SinkTask):
         """Partitions this connector never committed on the target resume after the last record any
         exactly-once mirror of the flow copied there (its offset syncs): switching from
         connector.type=source to sink neither skips nor repeats a record (KIP-656's migration)."""
-        if self.offset_syncs_topic is None:
+        if self.offset_syncs is None:
             return
         copied = last_copied(self.target_consumer_config, self.policy.source_alias)
         found = {
@@ -399,9 +404,8 @@ class MirrorSinkTask(SinkTask):
                 {str(tp): om.offset for tp, om in sorted(found.items())},
             )
             self.context.offset(found)
-            assert self.writer is not None
             for tp, om in found.items():
-                self.writer.sync_writer.resumes_at(tp.topic, tp.partition, om.offset)
+                self.offset_syncs.resumes_at(tp.topic, tp.partition, om.offset)
 
     def _ensure_target(self, topic: str, partition: int) -> None:
         """The target topic exists with more than `partition` partitions (created or grown)."""
@@ -441,17 +445,17 @@ class MirrorSinkTask(SinkTask):
 
     def _produce(self, topic: str, record: SinkRecord, headers: list[tuple[str, bytes | None]]) -> None:
         assert self.producer is not None
-        extra: dict[str, Any] = {"headers": headers} if headers else {}
-        if record.timestamp is not None:
-            extra["timestamp"] = record.timestamp
-        while True:
-            try:
-                self.producer.produce(
-                    topic, record.value, record.key, record.partition, on_delivery=self._on_delivery, **extra
-                )
-                return
-            except BufferError:
-                self.producer.poll(0.1)
+        produce_waiting(
+            self.producer,
+            topic,
+            record.value,
+            record.key,
+            record.partition,
+            on_delivery=self._on_delivery,
+            timestamp=record.timestamp or 0,
+            headers=headers or None,
+            poll_s=0.1,
+        )
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None and self._delivery_error is None:

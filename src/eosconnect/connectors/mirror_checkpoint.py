@@ -4,7 +4,7 @@ MirrorMaker 2's MirrorCheckpointConnector, on our exactly-once mirrors' offset s
 `emit.checkpoints.interval.seconds` the task reads the committed offsets of the source cluster's
 groups (`groups` minus `groups.exclude`, relisted every `refresh.groups.interval.seconds`) for the
 partitions the mirror copies, translates each with the offset syncs written in the mirror's data
-transactions (eosconnect.mirrormaker.translation: exact, where MM2's own translation is only "at or
+transactions (eosconnect.connectors.mirror_translation: exact, where MM2's own translation is only "at or
 before") and emits MM2-format checkpoints to `<source alias>.checkpoints.internal` on the worker's
 cluster (the target), so `RemoteClusterUtils.translateOffsets` and
 `eosconnect mirror translate-offsets` read them. With `sync.group.offsets.enabled=true` it also
@@ -44,6 +44,7 @@ from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import ExactlyOnceSupport, SourceConnector, SourceTask
 from eosconnect.api.validators import Range
+from eosconnect.connectors.mirror_formats import Checkpoint, OffsetSync, checkpoints_topic, offset_syncs_topic
 from eosconnect.connectors.mirror_source import (
     NOT_CLIENT,
     SOURCE_CLUSTER_CONFIG_DEF,
@@ -57,8 +58,7 @@ from eosconnect.connectors.mirror_topics import (
     policy_of,
     prefixed_client_errors,
 )
-from eosconnect.mirrormaker.formats import Checkpoint, OffsetSync, checkpoints_topic, offset_syncs_topic
-from eosconnect.mirrormaker.translation import OffsetSyncIndex, covered_from
+from eosconnect.connectors.mirror_translation import OffsetSyncIndex, covered_from
 from eosconnect.storage.topic_reader import assign_promptly, end_offsets
 from eosconnect.storage.topics import ensure_topic
 

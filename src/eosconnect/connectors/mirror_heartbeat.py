@@ -20,8 +20,8 @@ from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import ExactlyOnceSupport, SourceConnector, SourceTask
 from eosconnect.api.validators import Range
+from eosconnect.connectors.mirror_formats import HEARTBEATS_TOPIC, Heartbeat
 from eosconnect.connectors.mirror_topics import SOURCE_ALIAS_CONFIG, connection_settings
-from eosconnect.mirrormaker.formats import HEARTBEATS_TOPIC, Heartbeat
 from eosconnect.storage.topics import ensure_topic
 
 __all__ = ["MirrorHeartbeatConnector", "MirrorHeartbeatTask"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from itertools import pairwise, repeat
+from itertools import pairwise
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException
@@ -32,7 +32,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
-from eosconnect.api.batch import ColumnOffsets, LandedRecords, SourceBatch
+from eosconnect.api.batch import ColumnOffsets, SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import (
@@ -52,8 +52,10 @@ from eosconnect.api.source import (
     SourceTask,
 )
 from eosconnect.api.validators import Range
+from eosconnect.connectors.mirror_formats import offset_syncs_topic
 from eosconnect.connectors.mirror_policy import spread_partitions, topic_partition_counts
 from eosconnect.connectors.mirror_syncs import (
+    OffsetSyncs,
     define_offset_sync_settings,
     emits_offset_syncs,
     ensure_syncs_topic,
@@ -70,8 +72,6 @@ from eosconnect.connectors.mirror_topics import (
     prefixed_client_errors,
     source_topic_configs,
 )
-from eosconnect.mirrormaker.formats import offset_syncs_topic
-from eosconnect.mirrormaker.translation import OffsetSyncWriter
 from eosconnect.storage.clients import forced, prefixed_client_config
 from eosconnect.storage.topic_reader import assign_promptly
 
@@ -131,6 +131,14 @@ def reads_committed_only(config: Mapping[str, str]) -> bool:
     return str(config.get(f"{SOURCE_PREFIX}isolation.level", "read_committed")) == "read_committed"
 
 
+def consumer_group(config: Mapping[str, str]) -> str:
+    """The group id the task's source consumer names (it never joins it): its own setting, else
+    `eosconnect-mirror-source-<name>`."""
+    return str(
+        config.get(f"{SOURCE_PREFIX}group.id") or f"eosconnect-mirror-source-{config.get('name', 'mirror')}"
+    )
+
+
 def wrap_partition(alias: str, tp: TopicPartition) -> dict[str, str | int]:
     """MirrorMaker 2's source partition for a source topic partition."""
     return {"cluster": alias, "partition": tp.partition, "topic": tp.topic}
@@ -163,6 +171,47 @@ class MirrorSourceConnector(SourceConnector):
 
     def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def required_acls(
+        self, name: str, config: Mapping[str, str], worker_props: Mapping[str, str]
+    ) -> list[Any]:
+        """Any source's rows for the copies (KIP-618's under exactly-once), plus the admin
+        principal's Create/Describe on the copies and the offset-syncs topic it makes, the
+        producer's Write on the syncs (in each transaction) and, on the source cluster, the source
+        principal's Read (and DescribeConfigs, to copy topic settings) on each topic and Describe on
+        its consumer's group (librdkafka looks its coordinator up, though it never joins)."""
+        from eosconnect.storage.acls import Acl, principal_of, source_acls
+        from eosconnect.storage.clients import client_config
+
+        policy = policy_of(config)
+        topics = [t.strip() for t in str(config.get("topics") or "").split(",") if t.strip()]
+        copies = [policy.target_topic(t) for t in topics] or ["<each target topic>"]
+        rows = source_acls(worker_props, name, config, topics=copies)
+        admin = principal_of(client_config("admin", worker_props, config))
+        producer = principal_of(client_config("producer", worker_props, config))
+        for copy in copies:
+            for operation in ("Create", "Describe"):
+                rows.append(Acl(admin, operation, "Topic", copy, role="target topics (created if missing)"))
+        if emits_offset_syncs(config):
+            syncs = offset_syncs_topic(policy.source_alias)
+            if str(worker_props.get("exactly.once.source.support") or "").strip().lower() == "enabled":
+                rows.append(Acl(producer, "Write", "Topic", syncs, role="offset syncs, in the transaction"))
+            for operation in ("Create", "Describe"):
+                rows.append(
+                    Acl(admin, operation, "Topic", syncs, role="offset-syncs topic (created if missing)")
+                )
+        source = source_client_config("consumer", config)
+        reader, cluster = principal_of(source), str(source.get("bootstrap.servers") or "")
+
+        def there(operation: str, rtype: Any, resource: str, role: str) -> None:
+            rows.append(Acl(reader, operation, rtype, resource, role=role, cluster=cluster))
+
+        for topic in topics or ["<each source topic>"]:
+            there("Read", "Topic", topic, "source consumer")
+            if str(config.get("sync.topic.configs.enabled", "true")).strip().lower() == "true":
+                there("DescribeConfigs", "Topic", topic, "source topic settings to copy")
+        there("Describe", "Group", consumer_group(config), "source consumer's coordinator lookup")
+        return rows
 
     def start(self, config: dict[str, str]) -> None:
         errors = {v.name: v.errors for v in self.validate(config) if v.errors}
@@ -232,7 +281,7 @@ class MirrorSourceTask(SourceTask):
         why = "the task assigns its partitions and keeps its positions in the offsets topic"
         consumer_config = forced(consumer_config, "enable.auto.commit", False, why)
         consumer_config = forced(consumer_config, "enable.auto.offset.store", False, why)
-        consumer_config.setdefault("group.id", f"eosconnect-mirror-source-{config.get('name', 'mirror')}")
+        consumer_config.setdefault("group.id", consumer_group(config))
         self.reset = str(consumer_config["auto.offset.reset"])
         partitions = decode_partitions(config.get(ASSIGNED_PARTITIONS_CONFIG, ""))
         #: Per assigned (topic, partition): its frozen source partition and its target topic, made
@@ -244,7 +293,8 @@ class MirrorSourceTask(SourceTask):
             )
             for tp in partitions
         }
-        self._start_offset_syncs(config)
+        self.offset_syncs = OffsetSyncs(self.alias)
+        self._emits_syncs = emits_offset_syncs(config)
         stored = self.context.offset_storage_reader.offsets(route[0] for route in self._routes.values())
         assignment = []
         fresh_start = OFFSET_END if self.reset in ("latest", "largest", "end") else OFFSET_BEGINNING
@@ -253,9 +303,9 @@ class MirrorSourceTask(SourceTask):
             if offset is None:  # nothing copied yet
                 assignment.append(KafkaTopicPartition(tp.topic, tp.partition, fresh_start))
                 if fresh_start == OFFSET_BEGINNING:
-                    self._sync_writer.resumes_at(tp.topic, tp.partition, 0)  # all there is, copied
+                    self.offset_syncs.resumes_at(tp.topic, tp.partition, 0)  # all there is, copied
             else:
-                self._sync_writer.resumes_at(tp.topic, tp.partition, int(offset["offset"]) + 1)  # type: ignore[arg-type]
+                self.offset_syncs.resumes_at(tp.topic, tp.partition, int(offset["offset"]) + 1)  # type: ignore[arg-type]
                 epoch = offset.get("leader.epoch")
                 assignment.append(
                     KafkaTopicPartition(
@@ -321,37 +371,10 @@ class MirrorSourceTask(SourceTask):
             record_offsets=ColumnOffsets({"offset": offsets, "leader.epoch": epochs}),
         )
 
-    def _start_offset_syncs(self, config: Mapping[str, str]) -> None:
-        """Offset syncs go into every transaction (exactly-once runtime only: it calls
-        `transaction_records`); turned off by `emit.offset-syncs.enabled=false`."""
-        self._syncs_topic = offset_syncs_topic(self.alias)
-        self._sync_writer = OffsetSyncWriter()
-        #: Source partition (as stored) -> (source topic, partition), for the syncs.
-        self._origins = {route[0]: key for key, route in self._routes.items()}
-        if not emits_offset_syncs(config):
-            self.transaction_records = None  # type: ignore[assignment]
-
-    def transaction_records(
-        self, landed: list[LandedRecords]
-    ) -> list[tuple[str, int, bytes, bytes, list[tuple[str, bytes]]]]:
-        """MM2-format offset syncs for the records of the transaction about to commit, from the
-        offsets they landed at (see eosconnect.mirrormaker.translation). A columnar batch comes as
-        one `LandedRecords` with its source offsets as a column: no object per record here."""
-        copies: list[tuple[str, int, int, int]] = []
-        for span in landed:
-            topic, partition = self._origins[span.source_partition]
-            offsets = span.source_offsets
-            column = offsets.column("offset") if isinstance(offsets, ColumnOffsets) else None
-            sources = column if column is not None else [int(offset["offset"]) for offset in offsets]  # type: ignore[arg-type]
-            if len(sources) != len(span.offsets):
-                raise ConnectException(
-                    f"{len(sources)} source offsets for {len(span.offsets)} copies of {topic}-{partition}"
-                )
-            copies.extend(zip(repeat(topic), repeat(partition), sources, span.offsets))  # type: ignore[arg-type]
-        return [
-            (self._syncs_topic, 0, sync.key(), sync.value(), headers)
-            for sync, headers in self._sync_writer.records(copies)
-        ]
+    def transaction_participant(self) -> OffsetSyncs | None:
+        """Offset syncs go into every transaction (exactly-once runtime only: it asks for them);
+        turned off by `emit.offset-syncs.enabled=false`."""
+        return self.offset_syncs if self._emits_syncs else None
 
     def _raise(self, message: Any, error: KafkaError) -> None:
         where = f"source partition {message.topic()}-{message.partition()}"

@@ -1,7 +1,7 @@
 """Offset syncs of the mirrors: the settings, the topic, and the records for one transaction.
 
 Both exactly-once mirrors write MM2-format offset syncs into the transaction that copies the
-records (see eosconnect.mirrormaker.translation for why that makes translation exact). They live on
+records (see eosconnect.connectors.mirror_translation for why that makes translation exact). They live on
 the *target* cluster, in MM2's `mm2-offset-syncs.<source alias>.internal` (its naming for
 `offset-syncs.topic.location=target`), one partition, kept by time rather than compacted: exact
 translation of an old group offset needs the syncs around it, which compaction would drop.
@@ -9,22 +9,27 @@ translation of an old group offset needs the syncs around it, which compaction w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from eosconnect.api.batch import ColumnOffsets, LandedRecords
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.errors import ConnectException
+from eosconnect.api.transactions import TransactionRecord
 from eosconnect.api.validators import ValidString
+from eosconnect.connectors.mirror_formats import OffsetSync, offset_syncs_topic
 from eosconnect.connectors.mirror_topics import connection_settings
-from eosconnect.mirrormaker.formats import OffsetSync, offset_syncs_topic
-from eosconnect.mirrormaker.translation import OffsetSyncIndex, covered_from
+from eosconnect.connectors.mirror_translation import OffsetSyncIndex, OffsetSyncWriter, covered_from
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
 
 __all__ = [
     "EMIT_OFFSET_SYNCS_CONFIG",
+    "OffsetSyncs",
     "define_offset_sync_settings",
     "emits_offset_syncs",
     "ensure_syncs_topic",
@@ -130,3 +135,43 @@ def ensure_syncs_topic(admin: AdminClient, source_alias: str, config: Mapping[st
         replication_setting=SYNCS_REPLICATION_FACTOR_CONFIG,
     )
     return topic
+
+
+class OffsetSyncs:
+    """The offset syncs of one mirror task's transactions: its `TransactionParticipant`.
+
+    Every transaction that copies records gets the MM2-format syncs of its copies, made from the
+    target offsets they landed at, into the syncs topic's one partition (exact translation: see
+    eosconnect.connectors.mirror_translation). A landed run's source partition names the source
+    `topic` and `partition` (MirrorSource's MM2 partitions and the sink's consumed partitions both
+    do); its source offsets carry the source `offset`. The task says where it resumes reading each
+    partition (`resumes_at`), for the syncs' coverage headers."""
+
+    def __init__(self, source_alias: str) -> None:
+        self.topic = offset_syncs_topic(source_alias)
+        self._writer = OffsetSyncWriter()
+
+    def resumes_at(self, topic: str, partition: int, offset: int) -> None:
+        """The task's consumer starts reading `topic`-`partition` at source offset `offset`."""
+        self._writer.resumes_at(topic, partition, offset)
+
+    def transaction_records(self, landed: Sequence[LandedRecords]) -> list[TransactionRecord]:
+        """MM2-format offset syncs for the records of the transaction about to commit. A columnar
+        batch comes as one `LandedRecords` with its source offsets as a column: no object per
+        record here."""
+        copies: list[tuple[str, int, int, int]] = []
+        for span in landed:
+            origin = span.source_partition
+            topic, partition = str(origin["topic"]), int(origin["partition"])  # type: ignore[arg-type]
+            offsets = span.source_offsets
+            column = offsets.column("offset") if isinstance(offsets, ColumnOffsets) else None
+            sources = column if column is not None else [int(offset["offset"]) for offset in offsets]  # type: ignore[arg-type]
+            if len(sources) != len(span.offsets):
+                raise ConnectException(
+                    f"{len(sources)} source offsets for {len(span.offsets)} copies of {topic}-{partition}"
+                )
+            copies.extend(zip(repeat(topic), repeat(partition), sources, span.offsets))  # type: ignore[arg-type]
+        return [
+            TransactionRecord(self.topic, 0, sync.key(), sync.value(), headers)
+            for sync, headers in self._writer.records(copies)
+        ]

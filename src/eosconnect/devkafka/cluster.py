@@ -538,7 +538,7 @@ class LocalKafkaCluster:
         with contextlib.suppress(Exception):
             old = ClusterState.load(self.run_dir)
             for node in old.nodes:
-                if pid_alive(node.pid) and is_our_jvm(node.pid):
+                if node.pid is not None and pid_alive(node.pid) and is_our_jvm(node.pid):
                     log.warning(
                         "killing stale Kafka node %s (pid %s) in %s", node.node_id, node.pid, self.run_dir
                     )

@@ -1,7 +1,8 @@
-"""MirrorMaker 2 compatibility: its record formats, exact offset translation, and dedicated mode.
+"""MirrorMaker 2's dedicated mode (`eosconnect mirror-maker mm2.properties`): an application on top
+of the library.
 
-`formats` reads and writes MM2's offset-sync, checkpoint and heartbeat records byte for byte, so
-MM2's tools (RemoteClusterUtils, its checkpoint connector, lag dashboards) keep working;
-`translation` turns the offset syncs our exactly-once mirrors write into exact group offsets;
-`config` reads an mm2.properties file; `driver` runs its flows (`eosconnect mirror-maker`).
+`config` reads an mm2.properties file into one worker and its connectors per target cluster,
+`driver` runs them, `cli` is the commands, `client` translates a group's offsets for a consumer
+(MM2's RemoteClusterUtils). The mirror connectors themselves, MM2's record formats and the exact
+offset translation live with the connectors (connectors/mirror*.py).
 """

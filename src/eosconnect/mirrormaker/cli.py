@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.errors import ConfigException
 from eosconnect.cli_errors import CliGroup, UserError
+
+if TYPE_CHECKING:
+    from eosconnect.mirrormaker.config import MirrorMakerPlan
 
 __all__ = ["mirror_app", "mirror_maker"]
 
@@ -20,8 +23,8 @@ mirror_app = typer.Typer(
 )
 
 
-def _load(properties: Path, clusters: list[str] | None):  # type: ignore[no-untyped-def]
-    from eosconnect.distributed import load_properties
+def _load(properties: Path, clusters: list[str] | None) -> MirrorMakerPlan:
+    from eosconnect.launch import load_properties
     from eosconnect.mirrormaker.config import MirrorMakerConfigError, plan
 
     try:
@@ -104,7 +107,7 @@ def translate_offsets_command(
     from confluent_kafka.admin import AdminClient
 
     from eosconnect.connectors.mirror_topics import policy_of
-    from eosconnect.distributed import load_properties
+    from eosconnect.launch import load_properties
     from eosconnect.mirrormaker.client import translate_offsets, untranslatable
 
     props = load_properties(config)
@@ -147,7 +150,7 @@ def translate_offsets_command(
         json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())])
     )
     if commit:
-        admin = AdminClient(client)
+        admin = AdminClient(dict(client))
         request = [
             ConsumerGroupTopicPartitions(
                 group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]

@@ -18,7 +18,7 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
 
-from eosconnect.mirrormaker.formats import Checkpoint, checkpoints_topic
+from eosconnect.connectors.mirror_formats import Checkpoint, checkpoints_topic
 from eosconnect.storage.topic_reader import read_to_end
 
 __all__ = ["translate_offsets", "untranslatable"]
@@ -47,7 +47,7 @@ def untranslatable(
 ) -> dict[tuple[str, int], tuple[int, str]]:
     """(source topic, partition) -> (the group's committed offset there, why no offset sync covers
     it), for the mirrored partitions of `group` that get no checkpoint (see
-    eosconnect.mirrormaker.translation)."""
+    eosconnect.connectors.mirror_translation)."""
     from eosconnect.connectors.mirror_syncs import read_sync_index
 
     index = read_sync_index(target_client, source_alias, timeout)

@@ -29,6 +29,7 @@ from urllib.parse import quote
 
 import httpx
 
+from eosconnect.launch import run_worker
 from eosconnect.mirrormaker.config import MirrorMakerPlan, TargetPlan
 from eosconnect.runtime.host import die_with_parent
 
@@ -101,8 +102,6 @@ def _remove_obsolete(client: httpx.Client, connectors: Mapping[str, object], dea
 
 
 def _run_worker_here(target: TargetPlan, properties: Path) -> None:
-    from eosconnect.distributed import run_worker
-
     for warning in target.warnings:
         log.warning("mirror-maker: %s", warning)
 

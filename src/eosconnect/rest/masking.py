@@ -15,13 +15,23 @@ so a GET-edit-PUT round trip does not overwrite the password with the mask.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.config import ConfigType, Password
 from eosconnect.api.config_providers import VARIABLE
 
-__all__ = ["CLIENT_PASSWORDS", "HIDDEN", "mask_config", "mask_info", "secret_keys", "unmask"]
+__all__ = [
+    "CLIENT_PASSWORDS",
+    "HIDDEN",
+    "mask_config",
+    "mask_info",
+    "mask_status",
+    "mask_trace",
+    "secret_keys",
+    "unmask",
+]
 
 HIDDEN = Password.HIDDEN
 #: Kafka's client settings of type Password, and librdkafka's own secrets of the same kind.
@@ -91,6 +101,52 @@ def mask_info(info: Any, connector_config: Mapping[str, Any] | None = None) -> A
         out["config"] = mask_config(config, keys)
     if isinstance(out.get("info"), dict):
         out["info"] = mask_info(out["info"], connector_config)
+    return out
+
+
+#: `sasl.password=x`, `'sasl.password': 'x'`, `"producer.override.sasl.password": "x"`: a secret
+#: setting written out with its value in an error text (a config dict or properties in a message).
+_SECRET_ASSIGNMENT = re.compile(
+    r"""(?P<key>['"]?[\w.-]*(?:password|secret|sasl\.jaas\.config|basic\.auth\.user\.info|ssl\.keystore\.key"""
+    r"""|ssl\.key\.pem|ssl\.truststore\.certificates)['"]?\s*[:=]\s*)"""
+    r"""(?P<value>\$\{[^}]*\}|'[^']*'|"[^"]*"|[^\s,;}\])]+)""",
+    re.IGNORECASE,
+)
+
+
+def mask_trace(trace: str, config: Mapping[str, Any] | None = None) -> str:
+    """A failure's trace with secrets replaced by `[hidden]`: every secret value of the connector's
+    `config` (as `mask_config` would hide it) wherever it occurs, and any value written after a
+    secret setting's name (`sasl.password=...`, `'connection.password': '...'`): a task's error
+    can quote its own settings, resolved from a config provider, which the config does not hold."""
+    for key in secret_keys(config or {}):
+        value = (config or {}).get(key)
+        if isinstance(value, str) and len(value) >= 4 and not _is_variable(value):
+            trace = trace.replace(value, HIDDEN)
+
+    def hide(match: re.Match[str]) -> str:
+        value = match.group("value")
+        quote = value[0] if value[:1] in ("'", '"') else ""
+        if value.strip("'\"") in ("", HIDDEN) or _is_variable(value.strip("'\"")):
+            return match.group(0)
+        return f"{match.group('key')}{quote}{HIDDEN}{quote}"
+
+    return _SECRET_ASSIGNMENT.sub(hide, trace)
+
+
+def mask_status(status: Any, config: Mapping[str, Any] | None = None) -> Any:
+    """A status answer (a connector's `{"connector": ..., "tasks": [...]}` or one task's entry) with
+    each `trace` passed through `mask_trace`."""
+    if isinstance(status, list):
+        return [mask_status(item, config) for item in status]
+    if not isinstance(status, dict):
+        return status
+    out = dict(status)
+    if isinstance(out.get("trace"), str):
+        out["trace"] = mask_trace(out["trace"], config)
+    for key in ("connector", "tasks"):
+        if key in out:
+            out[key] = mask_status(out[key], config)
     return out
 
 

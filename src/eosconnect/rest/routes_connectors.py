@@ -17,7 +17,7 @@ from eosconnect.rest.deps import (
     error_responses,
     require_connector_class,
 )
-from eosconnect.rest.masking import mask_config, mask_info, unmask
+from eosconnect.rest.masking import mask_config, mask_info, mask_status, unmask
 from eosconnect.rest.models import (
     ActiveTopics,
     ConnectorConfig,
@@ -77,7 +77,7 @@ def list_connectors(
         try:
             for expansion in expand:
                 if expansion == "status":
-                    entry["status"] = herder.connector_status(name)
+                    entry["status"] = _status(herder, name)
                 elif expansion == "info":
                     entry["info"] = mask_info(herder.connector_info(name))
                 else:
@@ -221,7 +221,7 @@ def patch_connector_config(
     response_model=None,
 )
 def get_connector_status(connector: str, herder: HerderDep) -> Response:
-    return JSONResponse(herder.connector_status(connector))
+    return JSONResponse(_status(herder, connector))
 
 
 @router.get(
@@ -274,7 +274,7 @@ def restart_connector(
         return Response(status_code=204)
     if result is None:
         result = herder.connector_status(connector)
-    return JSONResponse(result, status_code=202)
+    return JSONResponse(mask_status(result, _config(herder, connector)), status_code=202)
 
 
 @router.put(
@@ -346,7 +346,7 @@ def get_task_configs(connector: str, herder: HerderDep) -> Response:
     response_model=None,
 )
 def get_task_status(connector: str, task: int, herder: HerderDep) -> Response:
-    return JSONResponse(herder.task_status(connector, task))
+    return JSONResponse(mask_status(herder.task_status(connector, task), _config(herder, connector)))
 
 
 @router.post(
@@ -408,3 +408,16 @@ def alter_offsets(connector: str, body: ConnectorOffsets, herder: HerderDep) -> 
 )
 def reset_offsets(connector: str, herder: HerderDep) -> Response:
     return JSONResponse({"message": herder.reset_connector_offsets(connector)}, status_code=200)
+
+
+def _config(herder: Any, connector: str) -> dict[str, Any]:
+    """The connector's stored config, for masking its traces (empty when it cannot be read)."""
+    try:
+        return dict(herder.connector_config(connector) or {})
+    except Exception:  # the status answer does not depend on it
+        return {}
+
+
+def _status(herder: Any, connector: str) -> Any:
+    """The connector's status with its traces scrubbed of secrets (`mask_status`)."""
+    return mask_status(herder.connector_status(connector), _config(herder, connector))

@@ -28,6 +28,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SinkRecord
+from eosconnect.storage.producing import produce_waiting
 
 __all__ = ["DeadLetterQueue", "ErrorReporting", "Stage"]
 
@@ -265,18 +266,15 @@ class DeadLetterQueue:
                 done.set_result(None)
 
         assert self.producer is not None
-        while True:
-            try:
-                self.producer.produce(
-                    self.settings.topic,
-                    message.value(),
-                    message.key(),
-                    headers=headers,
-                    on_delivery=delivered,
-                )
-                break
-            except BufferError:
-                self.producer.poll(0.1)
+        produce_waiting(
+            self.producer,
+            self.settings.topic,
+            message.value(),
+            message.key(),
+            headers=headers,
+            on_delivery=delivered,
+            poll_s=0.1,
+        )
         self.producer.poll(0)
         return done
 

@@ -9,7 +9,7 @@ their offsets in a fresh transaction, so they are not polled again.
 Commits are pipelined: `commit_transaction()` blocks for a network round trip or more, so it runs
 on one helper thread per task while the task thread polls and converts the next batch. librdkafka
 allows one transaction at a time, so nothing of the next batch is produced before the commit has
-returned (`_await_commit`, which also re-raises the commit's error on the task thread and then runs
+returned (`await_commit`, which also re-raises the commit's error on the task thread and then runs
 the callbacks and metrics of the committed transaction, in order).
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -29,16 +29,24 @@ from eosconnect.api.batch import LandedRecords, SourceBatch, expand
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import RecordMetadata, SourceRecord
 from eosconnect.api.source import SourceTask
-from eosconnect.api.transactions import RequestedTransactionContext
-from eosconnect.runtime.config import TransactionBoundary
+from eosconnect.api.transactions import TransactionParticipant
+from eosconnect.runtime.landing import Landing, landed_records
 from eosconnect.runtime.pipeline import OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
-from eosconnect.storage.clients import C, client_config, forced
+from eosconnect.runtime.transactions import (
+    Step,
+    Transaction,
+    TransactionalProducer,
+    boundary_for,
+    classify_transaction_error,
+    fatal_cause,
+    transactional_producer_config,
+)
+from eosconnect.storage.client_login import LoginWatch
+from eosconnect.storage.clients import client_config
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.topics import ensure_topic
 from eosconnect.storage.transactional_ids import task_transactional_id
-
-LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 
 #: The pause between the end of one transaction and the first record of the next. The broker
 #: writes a finished transaction's markers just *after* answering EndTxn; an AddPartitionsToTxn of
@@ -55,120 +63,6 @@ NEXT_TRANSACTION_GAP_S = 0.001
 #: and 6.5-8 ms after 5 ms. Without a flush the shorter gap is better (bench/source_throughput.py:
 #: eos poll 32k records/s with 1 ms, 21k with 5 ms).
 FLUSHING_TRANSACTION_GAP_S = 0.005
-FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
-
-
-class TaskFencedError(ConnectException):
-    """A newer instance of this task took over its transactional id: this one is a zombie."""
-
-
-class TransactionTimedOutError(ConnectException):
-    """The transaction outlived `transaction.timeout.ms`; the message lists the remedies."""
-
-
-class TransactionCallHung(ConnectException):
-    """A transaction call never returned (librdkafka issues 5456 and 5511). The producer is not
-    re-initialised in place: a replaced instance doing that would fence its own successor. The task
-    ends, quietly if a newer instance already replaced it (runtime/supersession.py)."""
-
-
-def transactional_producer_config(
-    config: C, transactional_id: str, origin: Mapping[str, str] | None = None
-) -> tuple[C, int]:
-    """The runtime's settings forced onto a task's transactional producer (a user value is ignored
-    with a warning, as KIP-618 asks), and its transaction timeout in ms for classifying failures.
-
-    Shared by every task that writes inside transactions, so both use `<group.id>-<connector>-<task>`
-    the same way and the fencing round finds their ids."""
-    why = "exactly-once tasks use <group.id>-<connector>-<task>"
-    config = forced(config, "transactional.id", transactional_id, why, origin=origin)
-    config = forced(config, "enable.idempotence", True, "transactions need idempotence", origin=origin)
-    return config, int(config.get("transaction.timeout.ms", LIBRDKAFKA_DEFAULT_TRANSACTION_TIMEOUT_MS))
-
-
-def classify_transaction_error(
-    exc: KafkaException,
-    doing: str,
-    *,
-    task_id: str,
-    transactional_id: str,
-    transaction_timeout_ms: int,
-    txn_started: float | None,
-    timeout_remedies: str = (
-        "tune the producer for throughput (producer.override.linger.ms, batch.size), raise "
-        "producer.override.transaction.timeout.ms (up to the broker's transaction.max.timeout.ms), lower "
-        "transaction.boundary.interval.ms, or use transaction.boundary=poll"
-    ),
-) -> Exception:
-    """The task-failing error for a transactional producer's `exc` while `doing` something.
-
-    Shared by every task that writes inside transactions (exactly-once sources, the KIP-656 mirror
-    sink), so that a zombie and a timed-out transaction read the same everywhere. `txn_started` is
-    the monotonic time the failed transaction began (None: no transaction was open); the caller
-    names its own settings in `timeout_remedies`.
-    """
-    err: KafkaError = exc.args[0]
-    open_for_ms = (time.monotonic() - txn_started) * 1000 if txn_started is not None else 0
-    if txn_started is not None and open_for_ms >= transaction_timeout_ms:
-        return TransactionTimedOutError(
-            f"{task_id}: the transaction was open for {open_for_ms / 1000:.1f}s, longer than the "
-            f"producer's transaction.timeout.ms ({transaction_timeout_ms} ms), and the broker "
-            f"aborted it ({err.str()}). Remedies: {timeout_remedies}."
-        )
-    if err.code() in FENCED_CODES:
-        return TaskFencedError(
-            f"{task_id}: fenced while {doing}: another instance of this task (transactional.id "
-            f"{transactional_id}) has started, so this one is a zombie and stops "
-            f"without committing ({err.str()})"
-        )
-    return ConnectException(f"{task_id}: Kafka error while {doing}: {err.name()}: {err.str()}")
-
-
-def fatal_cause(producer: Any, exc: KafkaException) -> KafkaException:
-    """`produce()` on a producer that already hit a fatal error (e.g. fenced, learnt from a
-    produce response) only says _FATAL; any transactional call then raises the cause itself, so
-    a fenced zombie is told apart from a real failure (shared by sources and the mirror sink)."""
-    if producer is None or exc.args[0].code() != KafkaError._FATAL:
-        return exc
-    try:
-        producer.abort_transaction(0.1)
-    except KafkaException as cause:
-        return cause if cause.args[0].code() != KafkaError._FATAL else exc
-    return exc
-
-
-class _Landing:
-    """Where a `SourceBatch` sent on the columnar path landed, from the delivery reports of its
-    first and last record only (see `ExactlyOnceSourceTaskRunner._write_extras`)."""
-
-    __slots__ = ("batch", "first", "last", "topic")
-
-    def __init__(self, batch: SourceBatch, topic: str) -> None:
-        self.batch, self.topic = batch, topic
-        self.first: tuple[int, int] | None = None  # (partition, offset)
-        self.last: tuple[int, int] | None = None
-
-    def on_first(self, err: KafkaError | None, msg: Any) -> None:
-        if err is None:
-            self.first = (msg.partition(), msg.offset())
-
-    def on_last(self, err: KafkaError | None, msg: Any) -> None:
-        if err is None:
-            self.last = (msg.partition(), msg.offset())
-
-    def landed(self) -> LandedRecords | None:
-        """The batch's records and their offsets, or None unless they are provably contiguous: a
-        transactional producer's records to one partition keep their order, so n records whose
-        first and last landed n - 1 offsets apart took every offset between (had one of them failed,
-        the transaction could not commit)."""
-        batch, first, last = self.batch, self.first, self.last
-        if first is None or last is None or first[0] != batch.partition or last[0] != batch.partition:
-            return None
-        if last[1] - first[1] + 1 != len(batch) or batch.record_offsets is None:
-            return None
-        return LandedRecords(
-            batch.source_partition, batch.record_offsets, self.topic, first[0], range(first[1], last[1] + 1)
-        )
 
 
 @dataclass
@@ -176,10 +70,8 @@ class _PendingCommit:
     """A transaction whose `commit_transaction()` runs on the helper thread."""
 
     future: Future[None]
-    records: list[SourceRecord]  # kept only when the task overrides commit_record()
-    sent: int
-    offsets: Offsets
-    txn_started: float
+    transaction: Transaction
+    offsets: Offsets  # as updated by the task (KIP-910) and committed
     commit_started: float
 
 
@@ -216,7 +108,12 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         # principal may not write, say) must reach the task's error.
         self._delivery_failures: list[str] = []
         config["on_delivery"] = self._note_delivery_failure
+        # A refused login fails step 4 at once, naming the principal and its settings (see
+        # storage/client_login.py), instead of timing out after 60 s.
+        login = LoginWatch(config, client="transactional producer")
+        config["error_cb"] = login
         self.producer = Producer(config)
+        self.txn = TransactionalProducer(self.producer, self._classify)
         # 1. the leader fences zombies of the previous generation
         coordinator.fence_zombies(name, self.spec.generation)
         fenced = time.monotonic()
@@ -233,9 +130,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             )
         checked = time.monotonic()
         # 4. init_transactions() fences our own predecessor
-        self._call_producer(
-            lambda: self.producer.init_transactions(60), "initialising the transactional producer"
-        )
+        self.txn.init(60, login, self.task_id)
         initialized = time.monotonic()
         # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
         # are read meanwhile (see above)
@@ -255,81 +150,75 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             initialized - checked,
             time.monotonic() - initialized,
         )
-        self._txn_open = False
-        self._txn_started = 0.0
-        self._ended_at = 0.0  # when the last transaction ended (see NEXT_TRANSACTION_GAP_S)
-        self._reset_transaction()
         self._metadata: dict[int, RecordMetadata] = {}
         # One long-lived thread: the commits of a task are strictly sequential anyway.
         self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"commit-{self.task_id}")
         self._pending: _PendingCommit | None = None
-        self._boundary = self.connector.transaction_boundary
-        self._interval_s = self.connector.interval_ms(self.worker) / 1000
         self._last_commit = time.monotonic()
-        self._context = (
-            RequestedTransactionContext() if self._boundary is TransactionBoundary.CONNECTOR else None
+        self.boundary = boundary_for(
+            self.connector.transaction_boundary, self, self.connector.interval_ms(self.worker) / 1000
         )
         # Per-record delivery callbacks cost a Python call each: only pay for them when the task
         # overrides commit_record() and so can use the metadata.
         self._wants_metadata = type(self.task).commit_record is not SourceTask.commit_record
-        #: A task's own records for each transaction, made from where its records landed (the
-        #: mirror's offset syncs; see `_write_extras`). Looked up once the task has started: a
-        #: started task may turn it off (set the attribute to None).
-        self._extras: Any = None
-        self._extras_checked = False
-        #: Whether `_send` asks for every record's delivery report (commit_record() or extras).
+        #: What adds the task's own records to each transaction, made from where its records landed
+        #: (the mirror's offset syncs; see `_write_participant_records`). Asked for once the task has
+        #: started: its answer may depend on its config.
+        self._participant: TransactionParticipant | None = None
+        self._participant_asked = False
+        #: Whether `_send` asks for every record's delivery report (commit_record() or a participant).
         self._record_metadata = self._wants_metadata
-        #: With extras: batches may take the columnar path, their offsets derived from the first and
-        #: last record's delivery reports. Off for good once a batch was not contiguous.
-        self._columnar_extras = True
+        #: With a participant: batches may take the columnar path, their offsets derived from the
+        #: first and last record's delivery reports. Off for good once a batch was not contiguous.
+        self._columnar_landing = True
 
     def transaction_context(self) -> Any:
-        return self._context
+        return self.boundary.context
 
     # ----------------------------------------------------------------------------- per batch
-    def _check_extras(self) -> None:
-        """Once, at the first batch: a task with `transaction_records` needs to know where its
+    def _ask_participant(self) -> None:
+        """Once, at the first batch: a task with a `TransactionParticipant` needs to know where its
         records landed: per-record delivery reports on the per-record path, the first and last
-        record's on the columnar path (`_Landing`)."""
-        if not self._extras_checked:
-            self._extras = getattr(self.task, "transaction_records", None)
-            self._record_metadata = self._wants_metadata or self._extras is not None
-            self._extras_checked = True
+        record's on the columnar path (`Landing`)."""
+        if not self._participant_asked:
+            self._participant = self.task.transaction_participant()
+            self._record_metadata = self._wants_metadata or self._participant is not None
+            self._participant_asked = True
 
     def _columnar_ok(self, polled: Sequence[SourceRecord | SourceBatch]) -> bool:
-        if not self.pipeline.columnar or self._wants_metadata or self._context is not None:
+        if not self.pipeline.columnar or self._wants_metadata or self.boundary.per_record:
             return False
-        if self._extras is None:
+        if self._participant is None:
             return True
         # Offsets derive from the ends of a batch only when it goes to one known partition.
         items = [polled] if isinstance(polled, SourceBatch) else polled
-        return self._columnar_extras and all(
+        return self._columnar_landing and all(
             isinstance(item, SourceBatch) and item.partition is not None and item.record_offsets is not None
             for item in items
         )
 
     def send_batch(self, batch: list[SourceRecord]) -> None:
-        self._check_extras()
+        self._ask_participant()
         try:
             # Transformations and converters run while the previous commit is still in flight.
             converted = [self.pipeline.convert(record) for record in batch]
         finally:
-            self._await_commit()
-        context = self._context
-        for record, outgoing in zip(batch, converted, strict=True):
-            self._send(record, outgoing)
-            if context is not None:
-                if context.should_abort_on(record):
-                    self._end_transaction(abort=True)
-                elif context.should_commit_on(record):
-                    self._end_transaction(abort=False)
-        self._batch_sent()
+            self.await_commit()
+        boundary = self.boundary
+        if boundary.per_record:
+            for record, outgoing in zip(batch, converted, strict=True):
+                self._send(record, outgoing)
+                boundary.after_record(record)
+        else:
+            for record, outgoing in zip(batch, converted, strict=True):
+                self._send(record, outgoing)
+        boundary.after_batch()
 
     def send_columns(self, polled: Sequence[SourceRecord | SourceBatch]) -> None:
         """The fast path for `SourceBatch`es: converted column by column, produced in a tight loop,
         one offset per batch. Per-record objects are only made where something needs them:
         transformations, `commit_record()` or connector-defined boundaries."""
-        self._check_extras()
+        self._ask_participant()
         if not self._columnar_ok(polled):
             self.send_batch(expand(polled))
             return
@@ -341,91 +230,92 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 for item in items
             ]
         finally:
-            self._await_commit()
+            self.await_commit()
         for item, outgoing in zip(items, converted, strict=True):
             if isinstance(outgoing, list):  # a batch its transformations took record by record
                 for record, each in outgoing:
                     self._send(record, each)
             elif isinstance(item, SourceBatch):
-                if not self._txn_open:
-                    self._begin()
-                self._txn_offsets[item.source_partition] = item.source_offset
+                txn = self.txn.current or self._begin()
+                txn.offsets[item.source_partition] = item.source_offset
                 try:
-                    if self._extras is None:
+                    if self._participant is None:
                         self.produce_columns(self.producer, outgoing)  # type: ignore[arg-type]
                     else:
-                        landing = _Landing(item, outgoing.topic)  # type: ignore[union-attr]
-                        self._txn_sequence.append(landing)
+                        landing = Landing(item, outgoing.topic)  # type: ignore[union-attr]
+                        txn.sequence.append(landing)
                         ends = (landing.on_first, landing.on_last)
                         self.produce_columns(self.producer, outgoing, ends=ends)  # type: ignore[arg-type]
                 except KafkaException as exc:
                     raise self._classify(exc, f"sending records to {item.topic!r}") from exc
-                self._txn_sent += len(item)
+                txn.sent += len(item)
             else:
                 self._send(item, outgoing)  # type: ignore[arg-type]
-        self._batch_sent()
-
-    def _batch_sent(self) -> None:
-        """After a polled batch went to the producer: end the transaction if a boundary says so."""
-        context = self._context
-        if self._boundary is TransactionBoundary.POLL:
-            self._end_transaction(abort=False)  # the commit serves the batch's delivery reports
-            return
-        try:
-            self.producer.poll(0)  # a transaction may span many batches: serve their delivery reports
-        except KafkaException as exc:  # a fatal error (fenced) surfaces here first
-            raise self._classify(exc, "sending records") from exc
-        if self._boundary is TransactionBoundary.INTERVAL:
-            self._commit_if_interval_passed()
-        elif context is not None:
-            if context.should_abort_batch():
-                self._end_transaction(abort=True)
-            elif context.should_commit_batch():
-                self._end_transaction(abort=False)
+        self.boundary.after_batch()
 
     def on_idle(self) -> None:
-        self._await_commit()  # nothing to overlap it with
-        if self._boundary is TransactionBoundary.INTERVAL:
-            self._commit_if_interval_passed()
-        elif self._context is not None:
-            self._context.check()
+        self.await_commit()  # nothing to overlap it with
+        self.boundary.on_idle()
 
     def on_pause(self) -> None:
-        self._await_commit()
-        if self._boundary is not TransactionBoundary.CONNECTOR and self._txn_open:
-            self._end_transaction(abort=False)
-            self._await_commit()
+        self.await_commit()
+        self.boundary.on_pause()
 
     def on_stop(self) -> None:
-        if self._context is not None:
-            if self._context.should_abort_batch():
-                self._end_transaction(abort=True)
-            elif self._context.should_commit_batch():
-                self._end_transaction(abort=False)
-            elif self._txn_open:
-                self.log.info("stopping with an open transaction the connector did not commit; aborting it")
-                self._abort_on_stop()
-                self._txn_open = False
-        elif self._txn_open:
-            self._end_transaction(abort=False)
-        self._await_commit()  # the final commit, or the last pipelined one
+        self.boundary.on_stop()
+        self.await_commit()  # the final commit, or the last pipelined one
 
-    def _abort_on_stop(self) -> None:
+    # ----------------------------------------------------------------------------- for the boundary
+    @property
+    def transaction_open(self) -> bool:
+        return self.txn.open
+
+    @property
+    def last_commit(self) -> float:
+        return self._last_commit
+
+    def serve_deliveries(self) -> None:
+        """A transaction may span many batches: serve their delivery reports now and then."""
+        try:
+            self.producer.poll(0)
+        except KafkaException as exc:  # a fatal error (fenced) surfaces here first
+            raise self._classify(exc, "sending records") from exc
+
+    def commit_offsets_heartbeat(self) -> None:
+        """KIP-910 heartbeat: an interval with no records may still move idle partitions' offsets."""
+        heartbeat = self.updated_offsets({})
+        if heartbeat:
+            self._commit_offsets_only(heartbeat)
+        self._last_commit = time.monotonic()
+
+    def end_transaction(self, abort: bool) -> None:
+        if not self.txn.open:
+            if abort:
+                return
+            self._begin()
+        if abort:
+            self._abort()
+        else:
+            self._start_commit()
+
+    def abort_on_stop(self) -> None:
         """Abort the open transaction of a stopping task. librdkafka 2.16 can send the abort while
         a partition registration of the transaction is still under way, and the coordinator then
         refuses it (INVALID_TXN_STATE, fatal for the producer; seen in the chaos soak with
         transaction.boundary=connector). Nothing of the transaction was committed and the next
         instance's `init_transactions()` ends it, so the stop goes on; anything else fails as before."""
+        self.log.info("stopping with an open transaction the connector did not commit; aborting it")
         try:
             self.producer.abort_transaction(30)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.INVALID_TXN_STATE:
-                raise self._classify(exc, "aborting the transaction") from exc
+                raise self._classify(exc, Step.ABORT) from exc
             self.log.info(
                 "the broker refused the abort (%s); nothing of the transaction was committed, and the "
                 "next instance's init_transactions() ends it",
                 exc.args[0].str(),
             )
+        self.txn.ended(now=False)
 
     def close_clients(self) -> None:
         self._abandon_pending_commit()
@@ -444,14 +334,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     # ----------------------------------------------------------------------------- transactions
     def _send(self, record: SourceRecord, outgoing: OutgoingRecord | None) -> None:
-        if not self._txn_open:
-            self._begin()
-        if self._record_metadata:  # kept for commit_record() and extras; also keeps id(record) unique
-            self._txn_records.append(record)
-            if self._extras is not None:
-                self._txn_sequence.append(record)
+        txn = self.txn.current or self._begin()
+        if self._record_metadata:  # kept for commit_record() and participants; keeps id(record) unique
+            txn.records.append(record)
+            if self._participant is not None:
+                txn.sequence.append(record)
         # SourceRecord stores its partition and offset frozen, ready to key and value the map.
-        self._txn_offsets[record.source_partition] = record.source_offset
+        txn.offsets[record.source_partition] = record.source_offset
         if outgoing is None:
             self.metrics.record_filtered()
             return
@@ -460,7 +349,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             self.produce(self.producer, outgoing, record, on_delivery)
         except KafkaException as exc:
             raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
-        self._txn_sent += 1
+        txn.sent += 1
 
     def _metadata_callback(self, record: SourceRecord) -> Any:
         key = id(record)
@@ -473,110 +362,74 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
         return on_delivery
 
-    def _begin(self) -> None:
+    def _begin(self) -> Transaction:
         """Open a transaction; a pipelined commit must have returned first (one at a time)."""
-        self._await_commit()
-        pause = NEXT_TRANSACTION_GAP_S if self._extras is None else FLUSHING_TRANSACTION_GAP_S
-        gap = self._ended_at + pause - time.monotonic()
+        self.await_commit()
+        pause = NEXT_TRANSACTION_GAP_S if self._participant is None else FLUSHING_TRANSACTION_GAP_S
+        gap = self.txn.ended_at + pause - time.monotonic()
         if gap > 0:
             time.sleep(gap)
-        self._call_producer(self.producer.begin_transaction)
-        self._txn_open, self._txn_started = True, time.monotonic()
-
-    def _reset_transaction(self) -> None:
-        self._txn_records: list[SourceRecord] = []
-        #: With extras: what went out, in order (records on the per-record path, batches on the
-        #: columnar one), to learn where it landed and, if need be, to send it again.
-        self._txn_sequence: list[SourceRecord | _Landing] = []
-        self._txn_sent = 0
-        self._txn_offsets: Offsets = {}
-
-    def _commit_if_interval_passed(self) -> None:
-        if time.monotonic() - self._last_commit < self._interval_s:
-            return
-        if self._txn_open:
-            self._end_transaction(abort=False)
-        else:
-            # KIP-910 heartbeat: an interval with no records may still move idle partitions' offsets.
-            heartbeat = self.updated_offsets({})
-            if heartbeat:
-                self._commit_offsets_only(heartbeat)
-            self._last_commit = time.monotonic()
-
-    def _end_transaction(self, abort: bool) -> None:
-        if not self._txn_open:
-            if abort:
-                return
-            self._begin()
-        if abort:
-            self._abort()
-        else:
-            self._start_commit()
+        return self.txn.begin()
 
     def _start_commit(self) -> None:
         """Write the offsets into the open transaction and hand its commit to the helper thread."""
-        offsets = self.updated_offsets(self._txn_offsets)
-        if self._extras is not None and self._txn_sequence:
-            self._write_extras()
+        txn = self.txn.current
+        assert txn is not None
+        offsets = self.updated_offsets(txn.offsets)
+        if self._participant is not None and txn.sequence:
+            self._write_participant_records(self._participant)
+            txn = self.txn.current  # a resend replaced it
+            assert txn is not None
         self._write_offsets(offsets)
         timeout_s = max(60, self.transaction_timeout_ms / 1000)
         started = threading.Event()
+        transactions = self.txn
 
         def commit() -> None:
             started.set()
             self.producer.commit_transaction(timeout_s)  # releases the GIL while it waits
-            self._ended_at = time.monotonic()  # read by the task thread after joining the future
+            transactions.ended_at = time.monotonic()  # read by the task thread after joining the future
 
         future = self._committer.submit(commit)
         # Hand the GIL over until the commit is under way: left to the interpreter, the helper
         # thread would wait for the task thread's next forced switch (sys.getswitchinterval(), 5 ms).
         started.wait()
-        self._pending = _PendingCommit(
-            future=future,
-            records=self._txn_records,
-            sent=self._txn_sent,
-            offsets=offsets,
-            txn_started=self._txn_started,
-            commit_started=time.monotonic(),
-        )
-        self._txn_open = False
-        self._reset_transaction()
+        self._pending = _PendingCommit(future, self.txn.ended(now=False), offsets, time.monotonic())
 
-    def _await_commit(self) -> None:
+    def await_commit(self) -> None:
         """Join the pipelined commit, if any: raise its error here, else run what follows a commit."""
         pending, self._pending = self._pending, None
         if pending is None:
             return
+        txn = pending.transaction
         try:
             pending.future.result()
         except KafkaException as exc:
-            raise self._classify(exc, "committing the transaction", pending.txn_started) from exc
+            raise self._classify(exc, Step.COMMIT, txn.started) from exc
         self.offsets_committed(pending.offsets)
-        self.metrics.record_transaction(pending.sent)
-        self.metrics.record_write(pending.sent)
-        self._after_transaction(pending.records, pending.commit_started, aborted=False)
+        self.metrics.record_transaction(txn.sent)
+        self.metrics.record_write(txn.sent)
+        self._after_transaction(txn.records, pending.commit_started, aborted=False)
 
     def _abort(self) -> None:
         started = time.monotonic()
-        records, sent = self._txn_records, self._txn_sent
-        offsets = self.updated_offsets(self._txn_offsets)
+        txn = self.txn.current
+        assert txn is not None
+        offsets = self.updated_offsets(txn.offsets)
         # Let in-flight sends settle first: an EndTxn(abort) racing the transaction's first
         # AddPartitions/Produce requests is rejected by Kafka 4 with INVALID_TXN_STATE (fatal).
         self.producer.flush(60)
-        self._call_producer(lambda: self.producer.abort_transaction(60))
-        self._ended_at = time.monotonic()
-        self._txn_open = False
-        self._reset_transaction()
+        self.txn.abort(60)
         self.metrics.record_abort()
-        self.log.info("aborted a transaction of %d records; committing their offsets", sent)
+        self.log.info("aborted a transaction of %d records; committing their offsets", txn.sent)
         self._commit_offsets_only(offsets)
-        self._after_transaction(records, started, aborted=True)
+        self._after_transaction(txn.records, started, aborted=True)
 
     def _after_transaction(self, records: list[SourceRecord], started: float, aborted: bool) -> None:
         """On the task thread, in transaction order: metrics, then commit_record() and commit()."""
         self._last_commit = time.monotonic()
         self.metrics.record_offset_commit(self._last_commit - started)
-        for record in records:  # empty unless the task overrides commit_record()
+        for record in records:  # empty unless commit_record() or a participant needs them
             self.task.commit_record(record, None if aborted else self._metadata.pop(id(record), None))
         self._metadata.clear()
         self.task.commit()
@@ -601,32 +454,27 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             return
         self._begin()
         self._write_offsets(offsets)
-        self._call_producer(lambda: self.producer.commit_transaction(60))
-        self._ended_at = time.monotonic()
-        self._txn_open = False
+        self.txn.commit(60)
         self.offsets_committed(offsets)
 
-    def _write_extras(self) -> None:
-        """Records the task derives from where the transaction's records landed, written into the
-        same transaction: `task.transaction_records(landed)` gets a `LandedRecords` per columnar
-        batch and per delivered record, in order, and returns (topic, partition, key, value) tuples,
-        or (topic, partition, key, value, headers).
-        The delivery reports are waited for first (commit_transaction() would wait for them anyway).
+    def _write_participant_records(self, participant: TransactionParticipant) -> None:
+        """The participant's records for this transaction, made from where its records landed,
+        written into it (see `TransactionParticipant`). The delivery reports are waited for first
+        (commit_transaction() would wait for them anyway).
 
         A columnar batch's offsets come from its first and last record's reports. Should another
         producer have written into its partition meanwhile, they do not tell where the records in
         between went: then this transaction is aborted (nothing of it was committed, its offsets
         neither) and sent again record by record, as every later one is."""
-        assert self._extras is not None
         landed = self._landed()
         if landed is None:
             self._resend_per_record()
             landed = self._landed()
             assert landed is not None
         try:
-            for topic, partition, key, value, *headers in self._extras(landed):
-                extra = {"headers": headers[0]} if headers and headers[0] else {}
-                self.producer.produce(topic, value, key, partition, **extra)
+            for record in participant.transaction_records(landed):
+                extra = {"headers": record.headers} if record.headers else {}
+                self.producer.produce(record.topic, record.value, record.key, record.partition, **extra)
         except KafkaException as exc:
             raise self._classify(exc, "writing the task's transaction records") from exc
 
@@ -634,33 +482,17 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         remaining = self.producer.flush(max(60, self.transaction_timeout_ms / 1000))
         if remaining:
             raise ConnectException(f"{self.task_id}: {remaining} records still undelivered before the commit")
-        landed: list[LandedRecords] = []
-        for item in self._txn_sequence:
-            if isinstance(item, _Landing):
-                span = item.landed()
-                if span is None:
-                    return None
-                landed.append(span)
-                continue
-            metadata = self._metadata.get(id(item))
-            if metadata is not None:  # else not delivered (the commit fails) or filtered
-                landed.append(
-                    LandedRecords(
-                        item.source_partition,
-                        (item.source_offset,),
-                        metadata.topic,
-                        metadata.partition,
-                        (metadata.offset,),
-                    )
-                )
-        return landed
+        txn = self.txn.current
+        assert txn is not None
+        return landed_records(txn.sequence, self._metadata)
 
     def _resend_per_record(self) -> None:
         """Abort the open transaction (not a connector's abort: no offsets commit) and send its
         records again, each with its delivery report; later batches take the per-record path too."""
-        sequence = self._txn_sequence
+        txn = self.txn.current
+        assert txn is not None
         where = sorted(
-            {f"{item.topic}-{item.batch.partition}" for item in sequence if isinstance(item, _Landing)}
+            {f"{item.topic}-{item.batch.partition}" for item in txn.sequence if isinstance(item, Landing)}
         )
         self.log.warning(
             "records of this transaction to %s did not land contiguously (another producer writes "
@@ -668,23 +500,18 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             ", ".join(where),
         )
         items: list[SourceRecord] = []
-        for item in sequence:
-            if isinstance(item, _Landing):
+        for item in txn.sequence:
+            if isinstance(item, Landing):
                 items.extend(item.batch)
             else:
                 items.append(item)
-        items_offsets = dict(self._txn_offsets)
-        self._call_producer(lambda: self.producer.abort_transaction(60))
-        self._ended_at = time.monotonic()
-        self._txn_open = False
+        self.txn.abort(60)
         self._metadata.clear()
-        self._reset_transaction()
-        self._columnar_extras = False
+        self._columnar_landing = False
         for record in items:
             self._send(record, self.pipeline.convert(record))
-        if not self._txn_open:  # every record was filtered
-            self._begin()
-        self._txn_offsets = items_offsets
+        resent = self.txn.current or self._begin()  # every record was filtered
+        resent.offsets = dict(txn.offsets)
 
     def _write_offsets(self, offsets: Offsets) -> None:
         try:
@@ -694,17 +521,12 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             raise self._classify(exc, f"writing offsets to {self.placement.topic!r}") from exc
 
     # ----------------------------------------------------------------------------- errors
-    def _call_producer(self, call: Any, doing: str = "committing the transaction") -> Any:
-        try:
-            return call()
-        except KafkaException as exc:
-            raise self._classify(exc, doing) from exc
-
     def _classify(self, exc: KafkaException, doing: str, txn_started: float | None = None) -> Exception:
         """A task-failing error for `exc`; `txn_started` is when the failed transaction began
         (default: the open one, if any)."""
-        if txn_started is None and getattr(self, "_txn_open", False):  # unset before start-up ends
-            txn_started = self._txn_started
+        current = self.txn.current if txn_started is None else None
+        if current is not None:
+            txn_started = current.started
         classified = classify_transaction_error(
             self._fatal_cause(exc),
             doing,

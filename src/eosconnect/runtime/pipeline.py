@@ -27,8 +27,7 @@ from eosconnect.api.converters import Converter, converter_from_config
 from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.records import SinkRecord, SourceRecord, known_or_none
 from eosconnect.api.transforms import TransformationChain
-from eosconnect.runtime.dead_letter import ErrorReporting, Stage
-from eosconnect.runtime.retry_tolerance import RetryWithTolerance, log_failed_record
+from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings, log_failed_record
 
 log = logging.getLogger(__name__)
 
@@ -74,16 +73,16 @@ class _Pipeline:
 class RecordPipeline(_Pipeline):
     """Source records to what the producer sends.
 
-    With `errors.tolerance=all` a record a transformation or converter rejects (a schema the registry
-    refuses, a value its schema does not allow, ...) is skipped as Kafka Connect's source tasks skip
-    it: nothing of it is sent (not its key either), its source offset still counts, and it is logged,
-    with Kafka's "Error encountered in task ..." line at ERROR where `errors.log.enable=true` (the
-    record itself with `errors.log.include.messages=true`), else with a warning.
-
-    `retry` (runtime/retry_tolerance.py) retries a record's conversion per `errors.retry.*`
-    and, with `errors.tolerance=all`, skips a record that fails for good: `convert` returns None
-    (not sent, its source offset committed, as Kafka Connect does; sources have no dead letter
-    queue) and a `SourceBatch` is sent without its failed records."""
+    A connector's `errors.*` settings act through one mechanism, `retry` (Kafka's
+    RetryWithToleranceOperator, runtime/retry_tolerance.py; built from the connector's config when
+    not given, the task runner passes one wired to its stop directive and metrics): it retries a
+    record's conversion per `errors.retry.*` and, with `errors.tolerance=all`, skips a record a
+    transformation or converter rejects for good (a schema the registry refuses, a value its schema
+    does not allow, ...), as Kafka Connect's source tasks skip it: `convert` returns None (nothing of
+    it is sent, not its key either; its source offset is committed; sources have no dead letter
+    queue), a `SourceBatch` is sent without its failed records, and each is counted under Kafka's
+    task-error-metrics and logged there (Kafka's "Error encountered in task ..." at ERROR with
+    `errors.log.enable=true`, else a warning)."""
 
     def __init__(
         self,
@@ -95,16 +94,14 @@ class RecordPipeline(_Pipeline):
     ) -> None:
         super().__init__(connector_config)
         self.forbidden_topics = forbidden_topics
-        self.errors = ErrorReporting.parse(connector_config)
-        self._config = connector_config
         self.log = task_log if task_log is not None else log
         self.task_id = task_id
-        #: Records skipped under errors.tolerance=all.
-        self.skipped = 0
 
         self._columnar = self.transforms.columnar
+        if retry is None:
+            retry = RetryWithTolerance(ToleranceSettings.parse(connector_config))
         self.retry = retry
-        if retry is not None and (retry.settings.retries or retry.settings.tolerate_all):
+        if retry.settings.retries or retry.settings.tolerate_all:
             self._convert_one = self.convert
             self.convert = self._convert_guarded  # type: ignore[method-assign]
             self._convert_batch = self.convert_columns
@@ -118,25 +115,14 @@ class RecordPipeline(_Pipeline):
 
     def convert(self, record: SourceRecord) -> OutgoingRecord | None:
         """The record ready to send, or None if a transformation dropped it (or, with
-        errors.tolerance=all, a transformation or converter rejected it)."""
-        stage = Stage.TRANSFORMATION
-        try:
-            transformed = self.transforms.apply(record) if self.transforms.stages else record
-            if transformed is None:
-                return None
-            topic = transformed.topic
-            self._check_topic(topic)
-            stage = Stage.KEY_CONVERTER
-            key = self.key_converter.from_connect_data(topic, transformed.key_schema, transformed.key)
-            stage = Stage.VALUE_CONVERTER
-            value = self.value_converter.from_connect_data(topic, transformed.value_schema, transformed.value)
-        except ForbiddenTopicError:
-            raise
-        except Exception as exc:
-            if not self.errors.tolerate or self.retry is not None:
-                raise
-            self._skip(record, stage, exc)
+        errors.tolerance=all, a transformation or converter rejected it: see the class)."""
+        transformed = self.transforms.apply(record) if self.transforms.stages else record
+        if transformed is None:
             return None
+        topic = transformed.topic
+        self._check_topic(topic)
+        key = self.key_converter.from_connect_data(topic, transformed.key_schema, transformed.key)
+        value = self.value_converter.from_connect_data(topic, transformed.value_schema, transformed.value)
         return OutgoingRecord(
             topic=topic,
             partition=transformed.partition,
@@ -146,36 +132,6 @@ class RecordPipeline(_Pipeline):
             timestamp=transformed.timestamp,
         )
 
-    def _skip(self, record: SourceRecord, stage: str, exc: Exception) -> None:
-        self.skipped += 1
-        if stage == Stage.TRANSFORMATION:
-            component = "transforms"
-        else:
-            setting = "key.converter" if stage == Stage.KEY_CONVERTER else "value.converter"
-            converter = self.key_converter if stage == Stage.KEY_CONVERTER else self.value_converter
-            component = (
-                self._config.get(setting) or f"{type(converter).__module__}.{type(converter).__name__}"
-            )
-        if self.errors.log_errors:
-            detail = f", where source record is = {record!r}" if self.errors.log_messages else ""
-            self.log.error(
-                "Error encountered in task %s. Executing stage '%s' with class '%s'%s.",
-                self.task_id,
-                stage,
-                component,
-                detail,
-                exc_info=exc,
-            )
-            return
-        self.log.warning(
-            "skipping the record of source partition %s, offset %s (errors.tolerance=all): "
-            "%s rejected it: %s",
-            dict(record.source_partition),
-            None if record.source_offset is None else dict(record.source_offset),
-            component,
-            exc,
-        )
-
     def convert_columns(self, batch: SourceBatch) -> OutgoingColumns | list[tuple[SourceRecord, Any]]:
         """A whole `SourceBatch` transformed and converted column by column (only when `columnar`).
 
@@ -183,20 +139,12 @@ class RecordPipeline(_Pipeline):
         one by one instead: then the result is each `SourceRecord` of the batch with its
         `OutgoingRecord` (None: dropped), for the runner to send as on the per-record path.
         """
-        original = batch
         if self.transforms.stages:
             transformed = self.transforms.apply_columns(batch)
             if transformed is None:
                 return [(record, self.convert(record)) for record in batch]
             batch = transformed
-        if not self.errors.tolerate or self.retry is not None:
-            return self._convert_columns(batch)
-        try:
-            return self._convert_columns(batch)
-        except ForbiddenTopicError:
-            raise
-        except Exception:  # record by record: only the records rejected are skipped
-            return [(record, self.convert(record)) for record in original]
+        return self._convert_columns(batch)
 
     def _convert_columns(self, batch: SourceBatch) -> OutgoingColumns:
         topic = batch.topic
@@ -220,7 +168,6 @@ class RecordPipeline(_Pipeline):
 
     # ----------------------------------------------------------------------------- errors.*
     def _convert_guarded(self, record: SourceRecord) -> OutgoingRecord | None:
-        assert self.retry is not None
         try:
             return self.retry.execute(lambda: self._convert_one(record))
         except ForbiddenTopicError:
@@ -233,7 +180,6 @@ class RecordPipeline(_Pipeline):
         self, batch: SourceBatch
     ) -> OutgoingColumns | list[tuple[SourceRecord, Any]]:
         """The whole batch at once; if that fails, record by record, leaving out the failed ones."""
-        assert self.retry is not None
         try:
             return self.retry.execute(lambda: self._convert_batch(batch))
         except ForbiddenTopicError:
@@ -253,7 +199,6 @@ class RecordPipeline(_Pipeline):
 
     def _failed(self, exc: Exception, where: str) -> None:
         """A record failed for good: raise (errors.tolerance=none) or log and skip it."""
-        assert self.retry is not None
         settings = self.retry.settings
         if not self.retry.failed():
             retried = (

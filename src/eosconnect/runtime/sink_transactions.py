@@ -43,17 +43,22 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from eosconnect.api.batch import ColumnOffsets, LandedRecords
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
-from eosconnect.runtime.exactly_once import (
+from eosconnect.api.records import OffsetAndMetadata, SourcePartition, TopicPartition, known_or_none
+from eosconnect.api.transactions import TransactionParticipant
+from eosconnect.runtime.sink_task import kafka_offsets
+from eosconnect.runtime.transactions import (
     FENCED_CODES,
+    Step,
     TransactionCallHung,
     classify_transaction_error,
     fatal_cause,
     transactional_producer_config,
 )
-from eosconnect.runtime.sink_task import kafka_offsets
+from eosconnect.storage.client_login import LoginWatch, init_transactions
 from eosconnect.storage.clients import forced
+from eosconnect.storage.producing import produce_waiting
 from eosconnect.storage.transient import retry_transient
 
 __all__ = ["TransactionCallHung", "TransactionRetry", "TransactionalSinkProducer"]
@@ -115,11 +120,20 @@ class TransactionalSinkProducer:
         group_id: str,
         task_id: str,
         timeout_remedies: str,
-        offset_syncs_topic: str | None = None,
+        participant: TransactionParticipant | None = None,
     ) -> None:
         self._producer_config, self.transaction_timeout_ms = transactional_producer_config(
             dict(producer_config), transactional_id, origin=getattr(producer_config, "origin", {})
         )
+        # A refused login fails `init_transactions()` at once, naming the principal and the
+        # settings it came from (storage/client_login.py), instead of timing out.
+        self._login = LoginWatch(
+            self._producer_config,
+            getattr(producer_config, "origin", {}),
+            client="transactional producer",
+            then=self._producer_config.get("error_cb"),
+        )
+        self._producer_config["error_cb"] = self._login
         consumer = forced(
             dict(consumer_config),
             "group.id",
@@ -141,14 +155,11 @@ class TransactionalSinkProducer:
         self._last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
         self.records_in_transaction = 0
         self._hung: str | None = None  # the call that never returned: the producer must not be used
-        #: Where MM2-format offset syncs of the copied records go, in the same transaction (None: none).
-        self.offset_syncs_topic = offset_syncs_topic
-        #: Gives the syncs their coverage headers; the task says where it resumes each partition.
-        from eosconnect.mirrormaker.translation import OffsetSyncWriter
-
-        self.sync_writer = OffsetSyncWriter()
-        #: Per record of the open transaction given an origin: (source topic, partition, offset,
-        #: target topic, target partition), in produce order.
+        #: Adds records made from where the transaction's records landed (the mirror's offset
+        #: syncs), in the same transaction; None: nothing is added.
+        self.participant = participant
+        #: With a participant, per record of the open transaction given an origin: (source topic,
+        #: partition, offset, target topic, target partition), in produce order.
         self._origins: list[tuple[str, int, int, str, int]] = []
         #: Per target partition, the offsets of the open transaction's delivered records, in order
         #: (librdkafka reports one partition's deliveries in produce order).
@@ -165,11 +176,8 @@ class TransactionalSinkProducer:
     def start(self) -> None:
         """Create both clients; `init_transactions()` fences any predecessor with our id."""
         self.group_consumer = Consumer(self._consumer_config)  # never subscribed: it names the group
-        self.producer = Producer(self._producer_config)
-        producer = self.producer
-        self._call(
-            "initialising the transactional producer", lambda: producer.init_transactions(CALL_TIMEOUT_S)
-        )
+        self.producer = producer = Producer(self._producer_config)
+        self._init_transactions(producer, Step.INIT)
         log.info("[%s] transactional producer %s ready", self.task_id, self.transactional_id)
 
     def close(self) -> None:
@@ -271,42 +279,50 @@ class TransactionalSinkProducer:
         timestamp: int | None,
         origin: tuple[str, int, int] | None = None,
     ) -> None:
-        """Produce into the open transaction; `origin` (source topic, partition, offset) makes the
-        record part of the transaction's offset syncs (when the writer has an offsets-syncs topic)."""
+        """Produce into the open transaction; `origin` (source topic, partition, offset) tells the
+        participant, if any, where the record came from."""
         producer = self.producer
         assert producer is not None
         self._note_delivery_error()
         if self._txn_started is None:
-            self._call("beginning a transaction", producer.begin_transaction)
+            self._call(Step.BEGIN, producer.begin_transaction)
             self._txn_started = time.monotonic()
         if origin is not None:
             self._first_offsets.setdefault(TopicPartition(origin[0], origin[1]), origin[2])
         if self._abort_reason is not None:
             return  # the transaction is aborted at the commit the task asks for: rewound, not lost
-        extra: dict[str, Any] = {}
-        if headers:
-            extra["headers"] = headers
-        if timestamp is not None:
-            extra["timestamp"] = timestamp
-        while True:
+
+        def while_full() -> bool:  # the local queue is full: serve deliveries, then try again
+            if self.open_for_s() > self._abort_after_s():
+                self._abort_reason = "the producer's queue stayed full (the target accepts nothing)"
+                return False
             try:
-                producer.produce(topic, value, key, partition, on_delivery=self._on_delivery, **extra)
-                break
-            except BufferError:  # the local queue is full: serve deliveries, then try again
-                if self.open_for_s() > self._abort_after_s():
-                    self._abort_reason = "the producer's queue stayed full (the target accepts nothing)"
-                    return
-                try:
-                    producer.poll(0.1)
-                except SystemError as exc:
-                    raise self._surfaced(producer, exc, "serving delivery reports") from exc
-            except KafkaException as exc:
-                if exc.args[0].txn_requires_abort():
-                    self._abort_reason = f"sending a record failed: {exc.args[0].str()}"
-                    return
-                raise self._classified(exc, f"sending a record to {topic!r}") from exc
+                producer.poll(0.1)
+            except SystemError as exc:
+                raise self._surfaced(producer, exc, "serving delivery reports") from exc
+            return True
+
+        try:
+            sent = produce_waiting(
+                producer,
+                topic,
+                value,
+                key,
+                partition,
+                on_delivery=self._on_delivery,
+                timestamp=timestamp or 0,
+                headers=headers or None,
+                while_full=while_full,
+            )
+        except KafkaException as exc:
+            if exc.args[0].txn_requires_abort():
+                self._abort_reason = f"sending a record failed: {exc.args[0].str()}"
+                return
+            raise self._classified(exc, f"sending a record to {topic!r}") from exc
+        if not sent:
+            return
         self.records_in_transaction += 1
-        if origin is not None and self.offset_syncs_topic is not None:
+        if origin is not None and self.participant is not None:
             self._origins.append((*origin, topic, partition))
 
     def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
@@ -322,7 +338,7 @@ class TransactionalSinkProducer:
         if self._txn_started is None:
             if all(self._last_committed.get(tp) == om for tp, om in offsets.items()):
                 return
-            self._call("beginning a transaction", producer.begin_transaction)
+            self._call(Step.BEGIN, producer.begin_transaction)
             self._txn_started = time.monotonic()
         self._note_delivery_error()
         if self._abort_reason is not None:
@@ -330,13 +346,13 @@ class TransactionalSinkProducer:
         if self._left_s(ABORT_AFTER_SHARE) <= 0:
             self._abort_and_rewind("it could not be committed in time")
         if self._origins:
-            self._write_offset_syncs(producer)
+            self._write_participant_records(producer)
         if offsets:
             metadata = consumer.consumer_group_metadata()
             timeout = self._call_timeout_s(ABORT_AFTER_SHARE)
             try:
                 self._bounded_call(
-                    "sending offsets to the transaction",
+                    Step.SEND_OFFSETS,
                     lambda: producer.send_offsets_to_transaction(kafka_offsets(offsets), metadata, timeout),
                     timeout,
                     raw=True,
@@ -344,7 +360,7 @@ class TransactionalSinkProducer:
             except KafkaException as exc:
                 err: KafkaError = exc.args[0]
                 if err.fatal() or err.code() in REFUSED or not (err.retriable() or err.txn_requires_abort()):
-                    raise self._classified(exc, "sending offsets to the transaction") from exc
+                    raise self._classified(exc, Step.SEND_OFFSETS) from exc
                 self._abort_and_rewind(f"sending its offsets failed: {err.str()}")
         self._commit_in_time(producer)
         if self._delivery_error is not None:  # commit_transaction normally raises first
@@ -361,7 +377,7 @@ class TransactionalSinkProducer:
             timeout = self._call_timeout_s(COMMIT_BY_SHARE)
             try:
                 self._bounded_call(
-                    "committing the transaction",
+                    Step.COMMIT,
                     lambda t=timeout: producer.commit_transaction(t),
                     timeout,
                     raw=True,
@@ -372,7 +388,7 @@ class TransactionalSinkProducer:
                 if not err.fatal() and err.txn_requires_abort():
                     self._abort_and_rewind(f"its commit failed: {err.str()}")
                 if err.fatal() or not err.retriable() or self._left_s(COMMIT_BY_SHARE) <= 0:
-                    raise self._classified(exc, "committing the transaction") from exc
+                    raise self._classified(exc, Step.COMMIT) from exc
                 log.info("[%s] the commit timed out (%s); trying it again", self.task_id, err.str())
 
     def _abort_and_rewind(self, why: str) -> None:
@@ -386,7 +402,7 @@ class TransactionalSinkProducer:
             timeout = max(MIN_CALL_TIMEOUT_S, min(CALL_TIMEOUT_S, self._left_s(1.0) - 1))
             try:
                 self._bounded_call(
-                    "aborting the transaction",
+                    Step.ABORT,
                     lambda t=timeout: producer.abort_transaction(t),
                     timeout,
                     raw=True,
@@ -398,7 +414,7 @@ class TransactionalSinkProducer:
                     self._renew_producer(err)
                     break
                 if err.fatal() or not err.retriable() or self._left_s(1.0) <= 0:
-                    raise self._classified(exc, "aborting the transaction") from exc
+                    raise self._classified(exc, Step.ABORT) from exc
         producer = self.producer
         producer.poll(0)  # serve the aborted records' delivery reports before the next transaction
         rewind = dict(self._first_offsets)
@@ -440,16 +456,19 @@ class TransactionalSinkProducer:
         if old is not None:
             with contextlib.suppress(KafkaException):
                 old.flush(0)
-        producer = self.producer
+        self._init_transactions(self.producer, "initialising the transactional producer again")
+
+    def _init_transactions(self, producer: Producer, doing: str) -> None:
+        """`init_transactions()`, failing at once when the producer's login is refused."""
         self._call(
-            "initialising the transactional producer again",
-            lambda: producer.init_transactions(CALL_TIMEOUT_S),
+            doing,
+            lambda: init_transactions(producer, CALL_TIMEOUT_S, self._login, f"[{self.task_id}] {doing}"),
         )
 
-    def _write_offset_syncs(self, producer: Producer) -> None:
-        """Add the offset syncs of the transaction's records to it (exact translation, see
-        eosconnect.mirrormaker.translation): the records' target offsets are known once delivered."""
-        assert self.offset_syncs_topic is not None
+    def _write_participant_records(self, producer: Producer) -> None:
+        """Add the participant's records to the transaction, made from where its records landed
+        (their target offsets are known once delivered; see `TransactionParticipant`)."""
+        assert self.participant is not None
         try:
             remaining = producer.flush(max(0.0, self._left_s(ABORT_AFTER_SHARE)))
         except (KafkaException, SystemError) as exc:
@@ -459,19 +478,15 @@ class TransactionalSinkProducer:
             self._abort_and_rewind(self._abort_reason)
         if remaining:
             self._abort_and_rewind(f"{remaining} of its records were still undelivered")
-        taken: dict[tuple[str, int], int] = {}
-        copies = []
-        for topic, partition, offset, target_topic, target_partition in self._origins:
-            key = (target_topic, target_partition)
-            n = taken.get(key, 0)
-            taken[key] = n + 1
-            copies.append((topic, partition, offset, self._delivered[key][n]))
-        for sync, headers in self.sync_writer.records(copies):
-            extra = {"headers": headers} if headers else {}
+        landed = landed_runs(self._origins, self._delivered)
+        for record in self.participant.transaction_records(landed):
+            extra = {"headers": record.headers} if record.headers else {}
             try:
-                producer.produce(self.offset_syncs_topic, sync.value(), sync.key(), 0, **extra)
+                producer.produce(record.topic, record.value, record.key, record.partition, **extra)
             except KafkaException as exc:
-                raise self._classified(exc, f"writing offset syncs to {self.offset_syncs_topic!r}") from exc
+                raise self._classified(
+                    exc, f"writing the task's transaction records to {record.topic!r}"
+                ) from exc
         self._origins.clear()
         self._delivered.clear()
 
@@ -559,3 +574,33 @@ class TransactionalSinkProducer:
             txn_started=self._txn_started,
             timeout_remedies=self.timeout_remedies,
         )
+
+
+def landed_runs(
+    origins: list[tuple[str, int, int, str, int]], delivered: Mapping[tuple[str, int], list[int]]
+) -> list[LandedRecords]:
+    """The transaction's records as `LandedRecords`, one per run from one source partition to one
+    target partition, in produce order: `origins` holds (source topic, partition, offset, target
+    topic, target partition) per record, `delivered` the target offsets per target partition in
+    delivery order (which is produce order within a partition)."""
+    taken: dict[tuple[str, int], int] = {}
+    runs: list[tuple[tuple[str, int, str, int], list[int], list[int]]] = []
+    for topic, partition, offset, target_topic, target_partition in origins:
+        target = (target_topic, target_partition)
+        n = taken.get(target, 0)
+        taken[target] = n + 1
+        key = (topic, partition, target_topic, target_partition)
+        if not runs or runs[-1][0] != key:
+            runs.append((key, [], []))
+        runs[-1][1].append(offset)
+        runs[-1][2].append(delivered[target][n])
+    return [
+        LandedRecords(
+            SourcePartition.of({"topic": topic, "partition": partition}),
+            ColumnOffsets({"offset": sources}),
+            target_topic,
+            target_partition,
+            targets,
+        )
+        for (topic, partition, target_topic, target_partition), sources, targets in runs
+    ]

@@ -36,6 +36,7 @@ from eosconnect.storage.offsets import (
     OffsetsTopicPlacement,
     offsets_topic_for,
 )
+from eosconnect.storage.producing import produce_rows, produce_waiting
 from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class SourceTaskRunner(ABC):
             state = TaskState.SUPERSEDED
             self.log.info("not starting: %s", exc)
         except Exception as exc:
-            from eosconnect.runtime.supersession import replaced_by_design  # imports exactly_once
+            from eosconnect.runtime.supersession import replaced_by_design
 
             if replaced_by_design(self.spec, exc):
                 state = TaskState.SUPERSEDED
@@ -225,29 +226,25 @@ class SourceTaskRunner(ABC):
         topic = outgoing.topic
         # The producer's own defaults stand for "none": partition -1 (partitioner), timestamp 0 (now).
         partition = -1 if outgoing.partition is None else outgoing.partition
-        timestamp = outgoing.timestamp or 0
         self.metrics.topics.add(topic)
-        while True:
-            try:
-                producer.produce(
-                    topic,
-                    value=outgoing.value,
-                    key=outgoing.key,
-                    partition=partition,
-                    on_delivery=on_delivery,
-                    timestamp=timestamp,
-                    headers=outgoing.headers,
-                )
-                return
-            except BufferError:
-                producer.poll(0.05)
-            except KafkaException as exc:
-                err = exc.args[0]
-                if err.code() in OVERSIZED_CODES:
-                    where = f"source partition {dict(record.source_partition)}, offset {record.source_offset}"
-                    message = send_error_message(self.task_id, outgoing.topic, err, where)
-                    raise ConnectException(message) from exc
-                raise
+        try:
+            produce_waiting(
+                producer,
+                topic,
+                outgoing.value,
+                outgoing.key,
+                partition,
+                on_delivery=on_delivery,
+                timestamp=outgoing.timestamp or 0,
+                headers=outgoing.headers,
+            )
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() in OVERSIZED_CODES:
+                where = f"source partition {dict(record.source_partition)}, offset {record.source_offset}"
+                message = send_error_message(self.task_id, outgoing.topic, err, where)
+                raise ConnectException(message) from exc
+            raise
 
     def produce_columns(
         self,
@@ -282,38 +279,28 @@ class SourceTaskRunner(ABC):
         """Records `start` to `count` (exclusive) of `columns`; see `produce_columns`."""
         topic, partition, keys, values, timestamps, headers = columns
         self.metrics.topics.add(topic)
-        produce = producer.produce
-        i = start
-        while i < count:
-            try:
-                if keys is None and timestamps is None and headers is None:
-                    # Positional: topic, value, key, partition, on_delivery (then comes `callback`).
-                    if on_delivery is None:
-                        for i in range(i, count):  # noqa: B020 - resumes where a full queue stopped it
-                            produce(topic, values[i], None, partition)
-                    else:
-                        for i in range(i, count):  # noqa: B020
-                            produce(topic, values[i], None, partition, on_delivery)
-                else:
-                    for i in range(i, count):  # noqa: B020
-                        produce(
-                            topic,
-                            values[i],
-                            None if keys is None else keys[i],
-                            partition,
-                            on_delivery=on_delivery,
-                            timestamp=(timestamps[i] or 0) if timestamps is not None else 0,
-                            headers=None if headers is None else headers[i],
-                        )
-                i = count
-            except BufferError:
-                producer.poll(0.05)
-            except KafkaException as exc:
-                err = exc.args[0]
-                if err.code() in OVERSIZED_CODES:
-                    message = send_error_message(self.task_id, topic, err, f"record {i} of a SourceBatch")
-                    raise ConnectException(message) from exc
-                raise
+
+        def failed(exc: KafkaException, i: int) -> Exception | None:
+            err = exc.args[0]
+            if err.code() not in OVERSIZED_CODES:
+                return None  # raised as it is, for the runner to classify
+            return ConnectException(
+                send_error_message(self.task_id, topic, err, f"record {i} of a SourceBatch")
+            )
+
+        produce_rows(
+            producer,
+            topic,
+            values,
+            keys,
+            partition,
+            start=start,
+            stop=count,
+            on_delivery=on_delivery,
+            timestamps=timestamps,
+            headers=headers,
+            failed=failed,
+        )
 
     def offsets_committed(self, offsets: Offsets) -> None:
         """After a successful commit: copy to the global topic if the connector has its own."""

@@ -15,8 +15,8 @@ control (single-process runs) keeps failing as before.
 
 from __future__ import annotations
 
-from eosconnect.runtime.exactly_once import TaskFencedError, TransactionCallHung, TransactionTimedOutError
 from eosconnect.runtime.task import TaskSpec
+from eosconnect.runtime.transactions import TaskFencedError, TransactionCallHung, TransactionTimedOutError
 
 #: Failures a replaced instance meets once its successor fenced it (a librdkafka call can also hang
 #: then, when the broker that coordinated its group died meanwhile).

@@ -38,7 +38,7 @@ from pyspark.sql.datasource import (
 )
 
 from eosconnect.api.errors import ConnectException, DataException
-from eosconnect.runtime.exactly_once import FENCED_CODES
+from eosconnect.runtime.transactions import FENCED_CODES
 from eosconnect.spark.progress import (
     Marker,
     ensure_progress_topic,
@@ -47,6 +47,7 @@ from eosconnect.spark.progress import (
     read_last_marker,
 )
 from eosconnect.spark.sink_options import SinkOptions, check_sink_schema, parse_sink_options
+from eosconnect.storage.producing import produce_rows, produce_waiting
 
 __all__ = ["EosKafkaSink", "PartitionCommit", "ReplayMismatchError", "write_partition"]
 
@@ -201,7 +202,8 @@ def _produce_rows(
         values = batch.column(index["value"]).to_pylist()
         keys = batch.column(index["key"]).to_pylist() if "key" in index else [None] * n
         if plain:
-            _produce_plain(producer, str(options.topic), keys, values)
+            # Only key and value to one topic: positional produce() calls in one tight loop.
+            produce_rows(producer, str(options.topic), values, keys)
         else:
             _produce_each(producer, options, batch, index, keys, values)
         checksum = (checksum + _checksums(keys, values)) & CHECKSUM_MASK
@@ -230,30 +232,15 @@ def _produce_each(
                 "a row has a null `topic` column and no topic option is set: set .option('topic', ...) "
                 "or fill the column; the partition's transaction is aborted, nothing of it is written"
             )
-        kwargs: dict[str, Any] = {}
-        if parts is not None and parts[i] is not None:
-            kwargs["partition"] = parts[i]
-        if headers is not None and headers[i]:
-            kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
-        while True:
-            try:
-                producer.produce(topic, values[i], keys[i], **kwargs)
-                break
-            except BufferError:
-                producer.poll(0.05)
-
-
-def _produce_plain(producer: Producer, topic: str, keys: list[Any], values: list[Any]) -> None:
-    """Rows with only `key` and `value` to one topic: positional `produce` calls in a tight loop
-    (no per-row dict or keywords), resuming where a full queue stopped it."""
-    produce, i, n = producer.produce, 0, len(values)
-    while i < n:
-        try:
-            for i in range(i, n):  # noqa: B020 - resumes where a full queue stopped it
-                produce(topic, values[i], keys[i])
-            i = n
-        except BufferError:
-            producer.poll(0.05)
+        row_headers = headers[i] if headers is not None else None
+        produce_waiting(
+            producer,
+            topic,
+            values[i],
+            keys[i],
+            -1 if parts is None or parts[i] is None else parts[i],
+            headers=[(h["key"], h["value"]) for h in row_headers] if row_headers else None,
+        )
 
 
 class _StreamWriter(DataSourceStreamArrowWriter):

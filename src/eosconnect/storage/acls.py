@@ -38,6 +38,7 @@ __all__ = [
     "sink_acls",
     "sink_connector_acls",
     "sink_task_authorization_hint",
+    "source_acls",
     "worker_acls",
 ]
 
@@ -120,15 +121,37 @@ def connector_acls(
     worker: Mapping[str, Any], name: str, connector: Mapping[str, Any], *, sink: bool = False
 ) -> list[Acl]:
     """What connector `name`'s principals need under these worker settings (KIP-618's tables for
-    an exactly-once source; a sink's consumer group and topics; a plain source's producer)."""
+    an exactly-once source; a sink's consumer group and topics; a plain source's producer), as its
+    connector class declares them (`required_acls`) or, by default, any connector's."""
+    if sink:
+        return sink_connector_acls(worker, name, connector)
+    declared = _declared(name, connector, worker)
+    return _unique(declared) if declared is not None else source_acls(worker, name, connector)
+
+
+def _declared(name: str, connector: Mapping[str, Any], worker: Mapping[str, Any]) -> list[Acl] | None:
+    """The rows the connector class declares (`required_acls`); None: the default rows apply."""
+    from eosconnect.api.plugins import resolve_connector_class
+
+    try:
+        cls = resolve_connector_class(str(connector.get("connector.class") or ""))
+        declared: list[Acl] | None = getattr(cls(), "required_acls", lambda *_: None)(name, connector, worker)
+    except Exception:  # an unloadable class fails elsewhere, visibly; the generic rows still apply
+        return None
+    return declared
+
+
+def source_acls(
+    worker: Mapping[str, Any], name: str, connector: Mapping[str, Any], topics: list[str] | None = None
+) -> list[Acl]:
+    """Any source connector's rows: its producer's Write on `topics` (default: those named in its
+    `topic`/`topics` settings) and, with exactly-once source support enabled, KIP-618's rows."""
     group = str(worker.get("group.id") or "connect-cluster")
     producer = _principal("producer", worker, connector)
     consumer = _principal("consumer", worker, connector)
     admin = principal_of(admin_principal_producer_config(worker, connector))
-    topics = _named_topics(connector)
+    topics = _named_topics(connector) if topics is None else topics
     rows: list[Acl] = []
-    if sink:
-        return sink_connector_acls(worker, name, connector)
     for topic in topics or ["<each topic the connector writes>"]:
         rows.append(Acl(producer, "Write", "Topic", topic, role="source producer (records)"))
     if _eos(worker) != "enabled":
@@ -169,13 +192,7 @@ def sink_acls(worker: Mapping[str, Any], name: str, connector: Mapping[str, Any]
 def sink_connector_acls(worker: Mapping[str, Any], name: str, connector: Mapping[str, Any]) -> list[Acl]:
     """The sink's rows as its connector class says (`SinkConnector.required_acls`: a mirror sink adds
     its target cluster's); `sink_acls` when the class cannot be loaded."""
-    from eosconnect.api.plugins import resolve_connector_class
-
-    try:
-        cls = resolve_connector_class(str(connector.get("connector.class") or ""))
-        declared = getattr(cls(), "required_acls", lambda *_: None)(name, connector, worker)
-    except Exception:  # an unloadable class fails elsewhere, visibly; the generic rows still apply
-        declared = None
+    declared = _declared(name, connector, worker)
     rows = sink_acls(worker, name, connector) if declared is None else declared
     return _unique(rows)
 

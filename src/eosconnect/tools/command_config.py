@@ -31,7 +31,7 @@ _OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 def load_command_config(path: Path) -> dict[str, str]:
     """The librdkafka settings of `path`; `UserError` naming the file and the setting on a problem."""
-    from eosconnect.distributed import load_properties
+    from eosconnect.launch import load_properties
 
     try:
         props = load_properties(path)

@@ -27,7 +27,7 @@ from rich.console import Console
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.tools.verify import verify_jdbc_topic
 from eosconnect.tools.verify_cli import print_report
-from eosconnect.tools.worker_process import WorkerProcess
+from eosconnect.tools.worker_process import WorkerProcess, local_worker_settings
 
 console = Console()
 TABLES = ("orders", "payments", "shipments")
@@ -86,22 +86,7 @@ def run_demo(run_dir: Path | None = None, seconds_per_phase: float = 8.0) -> boo
     database = run_dir / "shop.db"
     generator = RowGenerator(database).start()
     worker = WorkerProcess(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"demo-{suffix}",
-            "config.storage.topic": f"demo-configs-{suffix}",
-            "offset.storage.topic": f"demo-offsets-{suffix}",
-            "status.storage.topic": f"demo-status-{suffix}",
-            "config.storage.replication.factor": "1",
-            "offset.storage.replication.factor": "1",
-            "status.storage.replication.factor": "1",
-            "offset.storage.partitions": "1",
-            "status.storage.partitions": "1",
-            "exactly.once.source.support": "enabled",
-            "listeners": "http://127.0.0.1:0",
-            "task.shutdown.graceful.timeout.ms": "5000",
-            "spark.driver.memory": "1g",
-        },
+        local_worker_settings(bootstrap, f"demo-{suffix}"),
         run_dir / "worker",
     )
     try:

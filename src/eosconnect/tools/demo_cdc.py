@@ -1,14 +1,20 @@
-"""`make demo-cdc`: PostgreSQL -> PostgresCdcSource -> Kafka, exactly once, through a task SIGKILL.
+"""`make demo-cdc`: PostgreSQL -> PostgresCdcSource -> Kafka -> JdbcSink -> a second PostgreSQL database,
+exactly once, through a task SIGKILL.
 
-1. start a local Apache Kafka broker, a PostgreSQL server (wal_level=logical) and an eosconnect
-   worker with exactly-once source support;
-2. create a table of accounts with a few rows and the CDC connector (Debezium's settings,
-   `transaction.boundary=connector`): the rows arrive as a snapshot (op r);
-3. commit a few transactions (inserts, a transfer updating two rows, a delete), SIGKILL the task's
-   Python worker, commit more while it is down; Spark retries the task, which resumes from its offset;
+1. start a local Apache Kafka broker, a PostgreSQL server (wal_level=logical) with two databases
+   (`bank` and `bank_copy`) and an eosconnect worker with exactly-once source support;
+2. create a table of accounts with a few rows and two connectors: the CDC source (Debezium's
+   settings, `transaction.boundary=connector`), whose snapshot sends the rows (op r), and JdbcSink
+   into `bank_copy` as Debezium users configure a JDBC sink: `transforms=unwrap`
+   (`io.debezium.transforms.ExtractNewRecordState`: the envelope becomes its row, a delete a null
+   value), `insert.mode=upsert` on the key, `delete.enabled=true`;
+3. commit a few transactions (inserts, a transfer updating two rows, a delete, a primary key change),
+   SIGKILL the source task's Python worker, commit more while it is down; Spark retries the task,
+   which resumes from its offset;
 4. read the topic read_committed, print every event readably grouped by Kafka transaction, and
    verify: each change once, per key in commit order, one database transaction per Kafka
-   transaction, the last event per key equal to the table's row (a tombstone for a deleted one).
+   transaction, the last event per key equal to the table's row (a tombstone for a deleted one);
+5. compare the two databases' tables row by row: none missing, extra or different.
 Stops what it started (worker, broker, PostgreSQL) by their own process ids. Exits non-zero on a
 failed check. The connector is documented in docs/cdc.md.
 """
@@ -36,7 +42,8 @@ from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.postgres import LocalPostgres
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
-from eosconnect.tools.worker_process import WorkerProcess
+from eosconnect.tools.demo_db import TableComparison, compare_tables
+from eosconnect.tools.worker_process import WorkerProcess, local_worker_settings
 
 console = Console(width=None if sys.stdout.isatty() else 120)
 
@@ -51,6 +58,64 @@ def _changes(conn: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> int:
         for sql, params in statements:
             conn.execute(sql, params)
         return int(conn.execute("SELECT txid_current()").fetchone()[0])
+
+
+JSON_WITH_SCHEMAS = {
+    "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "key.converter.schemas.enable": "true",
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter.schemas.enable": "true",
+}
+
+
+def _payload(raw: bytes) -> Any:
+    """A JsonConverter (schemas.enable=true) record's payload; numbers with a fraction as Decimal."""
+    return json.loads(raw, parse_float=decimal.Decimal)["payload"]
+
+
+def _rows(conn: Any) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in conn.execute("SELECT id, owner, balance FROM accounts ORDER BY id")]
+
+
+def _copied_rows(dsn: str, expected: list[tuple[Any, ...]], timeout: float) -> list[tuple[Any, ...]]:
+    """bank_copy.accounts once it equals `expected`, or as it is after `timeout` seconds."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(dsn, autocommit=True) as copy:
+        while True:
+            try:
+                rows = _rows(copy)
+            except psycopg.errors.UndefinedTable:  # JdbcSink has not created it yet
+                rows = []
+            if rows == expected or time.monotonic() > deadline:
+                return rows
+            time.sleep(0.5)
+
+
+def _dsn(url: str) -> str:
+    """A libpq connection string from the SQLAlchemy URL LocalPostgres gives."""
+    import sqlalchemy as sa
+
+    parsed = sa.engine.make_url(url)
+    return f"host={parsed.host} port={parsed.port} user={parsed.username} dbname={parsed.database}"
+
+
+def _print_comparison(comparison: TableComparison) -> None:
+    table = Table(title="bank.accounts -> CDC -> Kafka -> JdbcSink -> bank_copy.accounts, row by row")
+    table.add_column("rows in bank")
+    table.add_column("rows in bank_copy")
+    for column in ("missing", "extra", "different", "duplicated"):
+        table.add_column(column)
+    table.add_row(
+        str(comparison.source_rows),
+        str(comparison.target_rows),
+        *(
+            str(len(ids))
+            for ids in (comparison.missing, comparison.extra, comparison.different, comparison.duplicated)
+        ),
+    )
+    console.print(table)
 
 
 def _describe(value: dict[str, Any] | None) -> str:
@@ -75,8 +140,10 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
             bootstrap = cluster.start()
             database.start()
             database.create_database("bank")
+            copy_url = database.create_database("bank_copy")
         _step(
-            f"Kafka {cluster.version} at {bootstrap}; PostgreSQL (wal_level=logical) on port {database.port}"
+            f"Kafka {cluster.version} at {bootstrap}; PostgreSQL (wal_level=logical) on port "
+            f"{database.port}, databases bank and bank_copy"
         )
         conn = psycopg.connect(
             host="127.0.0.1", port=database.port, user="postgres", dbname="bank", autocommit=True
@@ -84,22 +151,7 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
         conn.execute("CREATE TABLE accounts (id INT PRIMARY KEY, owner TEXT NOT NULL, balance NUMERIC(10,2))")
         conn.execute("INSERT INTO accounts VALUES (1, 'ada', 100), (2, 'brian', 50), (3, 'chen', 75)")
         worker = WorkerProcess(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"demo-cdc-{suffix}",
-                "config.storage.topic": f"demo-cdc-configs-{suffix}",
-                "offset.storage.topic": f"demo-cdc-offsets-{suffix}",
-                "status.storage.topic": f"demo-cdc-status-{suffix}",
-                "config.storage.replication.factor": "1",
-                "offset.storage.replication.factor": "1",
-                "status.storage.replication.factor": "1",
-                "offset.storage.partitions": "1",
-                "status.storage.partitions": "1",
-                "exactly.once.source.support": "enabled",
-                "listeners": "http://127.0.0.1:0",
-                "task.shutdown.graceful.timeout.ms": "5000",
-                "spark.driver.memory": "1g",
-            },
+            local_worker_settings(bootstrap, f"demo-cdc-{suffix}"),
             run_dir / "worker",
         )
         with console.status("Starting the eosconnect worker ..."):
@@ -119,18 +171,34 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
             "poll.interval.ms": "200",
             "exactly.once.support": "required",
             "transaction.boundary": "connector",
-            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "key.converter.schemas.enable": "false",
-            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "value.converter.schemas.enable": "false",
+            **JSON_WITH_SCHEMAS,
             "value.converter.decimal.format": "NUMERIC",  # balances as numbers, not base64
         }
+        sink = {  # a JDBC sink of Debezium events, as Debezium's users configure one
+            "connector.class": "JdbcSink",
+            "topics": topic,
+            "connection.url": copy_url,
+            "table.name.format": "accounts",
+            "transforms": "unwrap",
+            "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+            "insert.mode": "upsert",
+            "pk.mode": "record_key",
+            "delete.enabled": "true",
+            "auto.create": "true",
+            # a killed task's consumer leaves the group only when its session times out: keep it short
+            "consumer.override.session.timeout.ms": "6000",
+            **JSON_WITH_SCHEMAS,
+        }
         ensure_topic(AdminClient({"bootstrap.servers": bootstrap}), topic, partitions=1, replication_factor=1)
-        response = worker.create_connector("bank-cdc", config)
-        if response.status_code != 201:
-            console.print(f"[red]creating the connector failed: {response.text}[/red]")
-            return False
-        _step(f"PostgresCdcSource 'bank-cdc' created: topic {topic}, 3 rows to snapshot")
+        for name, settings in (("bank-cdc", config), ("bank-copy", sink)):
+            response = worker.create_connector(name, settings)
+            if response.status_code != 201:
+                console.print(f"[red]creating {name} failed: {response.text}[/red]")
+                return False
+        _step(
+            f"PostgresCdcSource 'bank-cdc' (topic {topic}, 3 rows to snapshot) and JdbcSink 'bank-copy' "
+            "(unwrap, upsert on the key, delete.enabled -> bank_copy.accounts) created"
+        )
         consumer: dict[str, object] = {"bootstrap.servers": bootstrap}
 
         def events() -> list[Any]:
@@ -152,20 +220,31 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
         txids += [
             _changes(conn, [(insert, (5, "emil", 5)), (transfer, (-5, 4)), (transfer, (5, 5))]),
             _changes(conn, [("UPDATE accounts SET owner = 'ada l.' WHERE id = %s", (1,))]),
+            _changes(conn, [("UPDATE accounts SET id = %s WHERE id = %s", (20, 2))]),  # a key change
         ]
-        expected_changes = 1 + 2 + 1 + 3 + 1
+        expected_changes = 1 + 2 + 1 + 3 + 1 + 2  # the key change: a delete and a create
         worker.wait_for(
             lambda: (
-                sum(1 for r in events() if r.value and json.loads(r.value)["op"] != "r") >= expected_changes
+                sum(1 for r in events() if r.value and _payload(r.value)["op"] != "r") >= expected_changes
             ),
             120,
             "every change after the restart",
         )
         records = events()
-        rows = {r[0]: (r[1], str(r[2])) for r in conn.execute("SELECT id, owner, balance FROM accounts")}
+        source_rows = _rows(conn)
+        rows = {r[0]: (r[1], str(r[2])) for r in source_rows}
         conn.close()
-        ok = passed = _print_and_verify(records, rows, txids, expected_changes)
-        verdict = "[green]demo passed: every change exactly once[/]" if ok else "[red]demo FAILED[/]"
+        ok = _print_and_verify(records, rows, txids, expected_changes)
+        with console.status("Waiting for JdbcSink to bring bank_copy.accounts up to date ..."):
+            copied = _copied_rows(_dsn(copy_url), source_rows, timeout=120)
+        comparison = compare_tables(source_rows, copied)
+        ok = passed = ok and comparison.ok
+        _print_comparison(comparison)
+        verdict = (
+            "[green]demo passed: every change exactly once, bank_copy equals bank row by row[/]"
+            if ok
+            else "[red]demo FAILED[/]"
+        )
         console.print(
             f"{verdict} in {time.monotonic() - started:.0f}s" + ("" if ok else f"; logs in {run_dir}")
         )
@@ -194,8 +273,8 @@ def _print_and_verify(
         if previous is None or record.offset != previous + 1:
             group += 1  # a gap in the offsets is a transaction marker
         previous = record.offset
-        key = json.loads(record.key)["id"]
-        value = json.loads(record.value, parse_float=decimal.Decimal) if record.value else None
+        key = _payload(record.key)["id"]
+        value = _payload(record.value) if record.value else None
         per_key[key].append(value)
         if value is None:
             table.add_row(str(group), str(record.offset), "tombstone", str(key), "", "", "", "")
@@ -212,7 +291,7 @@ def _print_and_verify(
             _describe(value["after"]), str(value["source"]["txId"]), str(value["source"]["lsn"]),
         )  # fmt: skip
     console.print(table)
-    streamed = [v for r in records if r.value and (v := json.loads(r.value))["op"] != "r"]
+    streamed = [v for r in records if r.value and (v := _payload(r.value))["op"] != "r"]
     if len(streamed) != changes:
         problems.append(f"{len(streamed)} change events, expected {changes}")
     if sorted({v["source"]["txId"] for v in streamed}) != sorted(txids):

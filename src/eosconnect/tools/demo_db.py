@@ -34,7 +34,7 @@ from rich.table import Table
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.postgres import LocalPostgres, PostgresSetupError
 from eosconnect.tools.demo import RowGenerator
-from eosconnect.tools.worker_process import WorkerProcess
+from eosconnect.tools.worker_process import WorkerProcess, local_worker_settings
 
 __all__ = ["TableComparison", "compare_tables", "run_db_demo"]
 
@@ -134,23 +134,7 @@ def run_db_demo(run_dir: Path | None = None, seconds: float = 6.0) -> bool:
         database = run_dir / "shop.db"
         generator = RowGenerator(database, rate_per_s=100).start()
         worker = WorkerProcess(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"demo-db-{suffix}",
-                "config.storage.topic": f"demo-db-configs-{suffix}",
-                "offset.storage.topic": f"demo-db-offsets-{suffix}",
-                "status.storage.topic": f"demo-db-status-{suffix}",
-                "config.storage.replication.factor": "1",
-                "offset.storage.replication.factor": "1",
-                "status.storage.replication.factor": "1",
-                "offset.storage.partitions": "1",
-                "status.storage.partitions": "1",
-                "exactly.once.source.support": "enabled",
-                "offset.flush.interval.ms": "1000",
-                "listeners": "http://127.0.0.1:0",
-                "task.shutdown.graceful.timeout.ms": "5000",
-                "spark.driver.memory": "1g",
-            },
+            local_worker_settings(bootstrap, f"demo-db-{suffix}", offset_flush_interval_ms="1000"),
             run_dir / "worker",
         )
         with console.status("Starting the eosconnect worker (Spark driver, herder, REST API) ..."):

@@ -157,12 +157,12 @@ Where eosconnect differs on purpose:
 def _plugin_sections(title: str, table: dict[str, str]) -> list[str]:
     """A summary table, then each plugin's settings, for the families named in `table` (a short name
     such as `Cast`, with its `$Key` variant where there is one)."""
-    parts = [f"## {title}\n", "| `type` | Kafka's class names | what it does |", "| --- | --- | --- |"]
+    parts = [f"## {title}\n", "| `type` | Java class names | what it does |", "| --- | --- | --- |"]
     details = []
     for short in [name for name in table if "." not in name and "$" not in name]:
         targets = {table[short], table.get(short + "$Key")}
         kafka = "<br>".join(
-            f"`{n}`" for n, target in table.items() if target in targets and n.startswith("org.")
+            f"`{n}`" for n, target in table.items() if target in targets and n.startswith(("org.", "io."))
         )
         names = ", ".join(f"`{n}`" for n, target in table.items() if target in targets and "." not in n)
         cls = import_class(table[short])

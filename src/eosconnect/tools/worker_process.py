@@ -23,6 +23,29 @@ import javaproperties
 from eosconnect.runtime.host import die_with_parent
 
 
+def local_worker_settings(bootstrap: str, name: str, **overrides: str) -> dict[str, str]:
+    """The settings of a one-broker local worker with exactly-once source support, as the demos and
+    benches start it: its group and storage topics are named after `name` (unique per run), with
+    replication factor 1 and one partition. `overrides` (underscores for dots) add or replace settings."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": name,
+        "config.storage.topic": f"{name}-configs",
+        "offset.storage.topic": f"{name}-offsets",
+        "status.storage.topic": f"{name}-status",
+        "config.storage.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "offset.storage.partitions": "1",
+        "status.storage.partitions": "1",
+        "exactly.once.source.support": "enabled",
+        "listeners": "http://127.0.0.1:0",
+        "task.shutdown.graceful.timeout.ms": "5000",
+        "spark.driver.memory": "1g",
+        **{key.replace("_", "."): value for key, value in overrides.items()},
+    }
+
+
 def detached_children(pid: int) -> list[int]:
     """Descendants of `pid` within its process group that lead a group of their own (Linux /proc):
     a worker's Spark JVM, or the JVMs of mirror-maker's child workers. Empty where /proc does not say."""

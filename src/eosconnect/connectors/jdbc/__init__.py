@@ -18,6 +18,7 @@ from eosconnect.connectors.jdbc.config import (
     TIMESTAMP_FIELD,
     Mode,
     assign_tables,
+    connection_config_def,
     table_names,
     timezone_ok,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "Mode",
     "assign_tables",
     "check_config",
+    "connection_config_def",
     "connection_errors",
     "create_engine_for",
     "reflect_table",

@@ -23,6 +23,7 @@ __all__ = [
     "VERSION",
     "Mode",
     "assign_tables",
+    "connection_config_def",
     "cross_field_errors",
     "table_names",
     "timezone_ok",
@@ -120,17 +121,25 @@ CONNECTION_CONFIG_DEF = (
     )
 )
 
-CONFIG_DEF = (
-    ConfigDef(CONNECTION_CONFIG_DEF)
-    .define(
+
+def connection_config_def(timezone_doc: str) -> ConfigDef:
+    """The settings JdbcSource and JdbcSink share: `CONNECTION_CONFIG_DEF` and `db.timezone` (an
+    IANA name, default UTC), whose documentation (`timezone_doc`) says what the connector uses it for."""
+    return ConfigDef(CONNECTION_CONFIG_DEF).define(
         "db.timezone",
         ConfigType.STRING,
         "UTC",
         Importance.MEDIUM,
-        "Time zone of timestamp columns without one (IANA name), used to compute the read bound "
-        "now - timestamp.delay.interval.ms.",
+        timezone_doc,
         Validator.of(timezone_ok, "an IANA time zone name such as UTC or Europe/Paris", "UTC"),
         group="Database",
+    )
+
+
+CONFIG_DEF = (
+    connection_config_def(
+        "Time zone of timestamp columns without one (IANA name), used to compute the read bound "
+        "now - timestamp.delay.interval.ms."
     )
     .define(
         "tables",

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.config import ConfigType, Importance
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.sink import SINK_TOPICS_CONFIG_DEF
-from eosconnect.api.validators import Range, Validator, ValidString
-from eosconnect.connectors.jdbc import CONNECTION_CONFIG_DEF, timezone_ok
+from eosconnect.api.validators import Range, ValidString
+from eosconnect.connectors.jdbc import connection_config_def
 
 __all__ = ["CONFIG_DEF", "InsertMode", "PkMode", "QuoteIdentifiers", "SinkSettings", "parse_settings"]
 
@@ -39,16 +39,9 @@ KAFKA_PK_COLUMNS = ("__connect_topic", "__connect_partition", "__connect_offset"
 OFFSETS_TABLE_DEFAULT = "eosconnect_sink_offsets"
 
 CONFIG_DEF = (
-    ConfigDef(CONNECTION_CONFIG_DEF)
-    .define(
-        "db.timezone",
-        ConfigType.STRING,
-        "UTC",
-        Importance.MEDIUM,
+    connection_config_def(
         "Time zone (IANA name) in which Timestamp, Date and Time values are written into columns without "
-        "a time zone.",
-        Validator.of(timezone_ok, "an IANA time zone name such as UTC or Europe/Paris", "UTC"),
-        group="Database",
+        "a time zone."
     )
     .define(
         "insert.mode",

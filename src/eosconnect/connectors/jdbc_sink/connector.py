@@ -13,8 +13,9 @@ columns by its keys, typed from its values. `pk.mode` picks the primary key colu
 the statement (INSERT, upsert by INSERT .. ON CONFLICT / ON DUPLICATE KEY, UPDATE), and with
 `delete.enabled` a tombstone deletes the row with the record's key. `auto.create` creates a missing
 table with that primary key, `auto.evolve` adds missing columns (nullable). Rows are written in bulk
-(executemany, up to `batch.size` rows per statement; plain inserts into PostgreSQL through psycopg
-as one COPY), in consumption order.
+(executemany, up to `batch.size` rows per statement; into PostgreSQL through psycopg, plain inserts
+as one COPY, upserts as one COPY into a temporary table and one INSERT .. SELECT .. ON CONFLICT), in
+consumption order.
 
 **Sinks, exactly once.** No other Kafka Connect JDBC sink can be exactly once: they commit the
 consumer group's offsets after the database commit, so a crash between the two repeats rows (upserts

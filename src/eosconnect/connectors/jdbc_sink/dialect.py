@@ -15,6 +15,7 @@ needs on top. It knows nothing about Kafka, so it can move to a shared JDBC dial
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -89,9 +90,15 @@ def _key_type(column_type: sa.types.TypeEngine[Any]) -> sa.types.TypeEngine[Any]
     return column_type
 
 
+#: Value types every driver takes as they are.
+_AS_IS = frozenset({int, float, str, bool, bytes, type(None), decimal.Decimal, dt.date})
+
+
 def db_value(value: Any, zone: ZoneInfo) -> Any:
     """A record value as the driver takes it: instants in `db.timezone` without a zone (the columns
     are TIMESTAMP without time zone), nested values as JSON text."""
+    if value.__class__ in _AS_IS:  # the common case first: one set lookup per value
+        return value
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(zone).replace(tzinfo=None)

@@ -1,8 +1,9 @@
 """One flush of JdbcSink = one database transaction: the buffered rows, then the positions.
 
 Rows are written in the order they were consumed, cut into runs of one shape (table, operation,
-columns) so that each run is one bulk statement (executemany, `batch.size` rows at most; a run of
-plain inserts into PostgreSQL is one COPY instead): an upsert followed by a delete of the same key
+columns) so that each run is one bulk statement (executemany, `batch.size` rows at most; into
+PostgreSQL a run of plain inserts is one COPY instead, and a run of upserts one COPY into a temporary
+table merged by one INSERT .. SELECT .. ON CONFLICT): an upsert followed by a delete of the same key
 stays in that order. With exactly once the transaction first
 locks the partitions' rows of the offsets table and leaves out every partition another task claimed
 since (see `offsets_table`); its rows are dropped here and written by that task.
@@ -14,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import sqlalchemy as sa
@@ -28,7 +30,7 @@ __all__ = ["FlushResult", "RowWriter"]
 
 log = logging.getLogger(__name__)
 
-#: Runs of plain inserts at least this long go to PostgreSQL by COPY (see `RowWriter._copy`).
+#: Runs of inserts or upserts at least this long go to PostgreSQL by COPY (see `RowWriter._copy`).
 COPY_MIN_ROWS = 2
 
 
@@ -61,6 +63,8 @@ class RowWriter:
         #: Partition -> the generation this task claimed it with (exactly once).
         self.generations: dict[TopicPartition, int] = {}
         self.buffer: list[Row] = []
+        #: Temporary tables made so far (each upsert run by COPY has its own, see `_copy_upsert`).
+        self._staged = 0
 
     # ----------------------------------------------------------------------------- partitions
     def claim(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
@@ -95,8 +99,11 @@ class RowWriter:
         stored position already reached the wanted one are not written again."""
         wanted = set(positions)
         rows = [r for r in self.buffer if r.topic_partition in wanted]
+        checked: set[tuple[str, int]] = set()  # rows of one schema share their `columns`
         for row in rows:  # DDL first, in transactions of its own (SQLite: one writer at a time)
-            self.tables.table(row.table, row.columns, list(row.key))
+            if (row.table, id(row.columns)) not in checked:
+                checked.add((row.table, id(row.columns)))
+                self.tables.table(row.table, row.columns, list(row.key))
         attempts = int(self.settings.values["connection.attempts"])
         backoff_s = int(self.settings.values["connection.backoff.ms"]) / 1000
         for attempt in range(1, attempts + 1):
@@ -194,48 +201,92 @@ class RowWriter:
 
     def _execute(self, conn: sa.Connection, run: list[Row]) -> int:
         first = run[0]
+        operation = first.operation.value
+        if len(run) >= COPY_MIN_ROWS and operation in ("insert", "upsert") and self._copy_possible(conn):
+            if operation == "insert":
+                self._copy(conn, run, self.tables.known(first.table))
+                return len(run)
+            if first.values:  # upserts with columns to update: COPY into a temporary table, then merge
+                self._copy_upsert(conn, run)
+                return len(run)
         stmt = write_statement(
             self.engine.dialect.name,
             self.tables.known(first.table),
-            first.operation.value,
+            operation,
             list(first.key),
             list(first.values),
         )
         if stmt is None:
             return 0
+        conn.execute(stmt, self._params(run))
+        return len(run)
+
+    def _params(self, run: list[Row]) -> list[dict[str, Any]]:
+        """The rows as `write_statement`'s bind parameters, for executemany."""
         zone = self.zone
-        if first.operation.value == "insert" and len(run) >= COPY_MIN_ROWS and self._copy(conn, run):
-            return len(run)
-        params = [
+        return [
             {
                 **{f"k_{k}": db_value(v, zone) for k, v in row.key.items()},
                 **{f"v_{k}": db_value(v, zone) for k, v in row.values.items()},
             }
             for row in run
         ]
-        conn.execute(stmt, params)
-        return len(run)
 
-    def _copy(self, conn: sa.Connection, run: list[Row]) -> bool:
-        """Plain inserts into PostgreSQL through psycopg 3 as one `COPY .. FROM STDIN` (several times
-        faster than executemany, which costs a round of the pipeline per row); False where the
-        driver has no COPY (psycopg2, other databases): then the caller uses executemany."""
+    def _copy_possible(self, conn: sa.Connection) -> bool:
+        """PostgreSQL through psycopg 3, whose cursors have `copy` (psycopg2's have not)."""
         if self.engine.dialect.name != "postgresql":
             return False
         raw = conn.connection.driver_connection
-        cursor = raw.cursor() if raw is not None else None
-        if cursor is None or not hasattr(cursor, "copy"):
-            return False
+        return raw is not None and type(raw).__module__.split(".")[0] == "psycopg"
+
+    def _copy_upsert(self, conn: sa.Connection, run: list[Row]) -> None:
+        """Upserts into PostgreSQL as one COPY into a temporary table (dropped at commit) and one
+        `INSERT .. SELECT .. ON CONFLICT (key) DO UPDATE`: two statements per run instead of a round
+        of the pipeline per row (executemany), several times faster. One statement may not update a
+        row twice, so of several rows with one key only the last consumed is kept: the same end
+        state as upserting them one after the other (each sets every non-key column)."""
         first = run[0]
+        target = self.tables.known(first.table)
+        latest: dict[tuple[Any, ...], Row] = {}
+        try:
+            for row in run:
+                latest[tuple(row.key.values())] = row
+        except TypeError:  # an unhashable key value: leave it to executemany
+            stmt = write_statement("postgresql", target, "upsert", list(first.key), list(first.values))
+            conn.execute(stmt, self._params(run))
+            return
         preparer = self.engine.dialect.identifier_preparer
-        table = preparer.format_table(self.tables.known(first.table))
         names = [*first.key, *first.values]
         columns = ", ".join(preparer.quote(name) for name in names)
+        self._staged += 1
+        staging = f"eosconnect_upsert_{self._staged}"
+        conn.exec_driver_sql(
+            f"CREATE TEMPORARY TABLE {staging} ON COMMIT DROP AS "
+            f"SELECT {columns} FROM {preparer.format_table(target)} WITH NO DATA"
+        )
+        self._copy(conn, list(latest.values()), staging)
+        keys = ", ".join(preparer.quote(name) for name in first.key)
+        updates = ", ".join(f"{preparer.quote(n)} = EXCLUDED.{preparer.quote(n)}" for n in first.values)
+        conn.exec_driver_sql(
+            f"INSERT INTO {preparer.format_table(target)} ({columns}) SELECT {columns} FROM {staging} "
+            f"ON CONFLICT ({keys}) DO UPDATE SET {updates}"
+        )
+
+    def _copy(self, conn: sa.Connection, run: list[Row], table: sa.Table | str) -> None:
+        """Rows into `table` (a target table, or the name of a temporary one) through psycopg 3 as
+        one `COPY .. FROM STDIN` (several times faster than executemany, which costs a round of the
+        pipeline per row)."""
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        first = run[0]
+        preparer = self.engine.dialect.identifier_preparer
+        name = table if isinstance(table, str) else preparer.format_table(table)
+        columns = ", ".join(preparer.quote(column) for column in (*first.key, *first.values))
         zone = self.zone
-        statement = f"COPY {table} ({columns}) FROM STDIN"
+        statement = f"COPY {name} ({columns}) FROM STDIN"
         dbapi_error = type(raw).__module__.split(".")[0]  # "psycopg"
         try:
-            with cursor, cursor.copy(statement) as copy:
+            with raw.cursor() as cursor, cursor.copy(statement) as copy:
                 for row in run:
                     copy.write_row(
                         [
@@ -252,7 +303,6 @@ class RowWriter:
             if getattr(raw, "closed", False):
                 conn.invalidate(exc)
             raise sa.exc.DBAPIError.instance(statement, None, exc, base) from exc
-        return True
 
     def close(self) -> None:
         self.engine.dispose()

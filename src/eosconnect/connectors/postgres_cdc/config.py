@@ -96,6 +96,10 @@ CONFIG_DEF = (
             "Prefix of the heartbeat topic.", group="Connector")
     .define("tombstones.on.delete", ConfigType.BOOLEAN, True, Importance.MEDIUM,
             "Follow each delete event with a tombstone (null value) for log compaction.", group="Connector")
+    .define("extended.headers.enabled", ConfigType.BOOLEAN, True, Importance.LOW,
+            "Add Debezium's context headers to every change event: __debezium.context.connectorLogicalName "
+            "(topic.prefix), .taskId, .connectorName (postgresql) and .runId (one per task run).",
+            group="Connector")
     .define("decimal.handling.mode", ConfigType.STRING, DecimalHandling.PRECISE.value, Importance.MEDIUM,
             "numeric columns as precise (Decimal), double (FLOAT64) or string.",
             ValidString.in_(*(m.value for m in DecimalHandling)), group="Connector")

@@ -22,19 +22,22 @@ import contextlib
 import dataclasses
 import datetime as dt
 import logging
+import secrets
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from eosconnect.api.builtin_transforms.base import values_to_string
 from eosconnect.api.data import SchemaBuilder, Struct
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Primitive, RecordMetadata, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
-from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
+from eosconnect.connectors.postgres_cdc.events import CONNECTOR_NAME, SourceInfo, TableEvents
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     Begin,
     Column,
@@ -74,6 +77,44 @@ HEARTBEAT_VALUE = (
 )
 
 
+#: Debezium's headers on the two events of a primary key change (RelationalChangeRecordEmitter).
+NEWKEY = "__debezium.newkey"
+OLDKEY = "__debezium.oldkey"
+
+
+def pk_change_header(name: str, key: Struct | None) -> tuple[tuple[str, str], ...]:
+    """The header naming the other key of a primary key change, as Kafka Connect's default header
+    converter (SimpleHeaderConverter) writes Debezium's Struct-valued header."""
+    return () if key is None else ((name, values_to_string(key, schema=key.schema)),)
+
+
+def context_headers(prefix: str) -> tuple[tuple[str, str], ...]:
+    """Debezium's extended headers (`extended.headers.enabled`, on by default since 3.x, its
+    DebeziumHeaderProducer) of one task run: the run id is a new time-ordered UUID (version 7)."""
+    millis = time.time_ns() // 1_000_000
+    bits = (millis & (2**48 - 1)) << 80 | 0x7 << 76 | secrets.randbits(12) << 64 | 0b10 << 62
+    run_id = uuid.UUID(int=bits | secrets.randbits(62))
+    return (
+        ("__debezium.context.connectorLogicalName", prefix),
+        ("__debezium.context.taskId", "0"),  # PostgresCdcSource runs one task, as Debezium's connector
+        ("__debezium.context.connectorName", CONNECTOR_NAME),
+        ("__debezium.context.runId", str(run_id)),
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Change:
+    """One row change of the open transaction, before it becomes records at its commit."""
+
+    op: str
+    table: TableEvents
+    before: Struct | None
+    after: Struct | None
+    lsn: int  # the change's own WAL position
+    headers: tuple[tuple[str, str], ...] = ()
+    continues: bool = False  # the create of a key change: the same pgoutput message as the delete before
+
+
 class PostgresCdcTask(SourceTask):
     def version(self) -> str:
         return VERSION
@@ -88,6 +129,7 @@ class PostgresCdcTask(SourceTask):
         self.decimal_mode = DecimalHandling(self.cfg["decimal.handling.mode"])
         self.time_mode = TimePrecision(self.cfg["time.precision.mode"])
         self.tombstones: bool = self.cfg["tombstones.on.delete"]
+        self.context_headers = context_headers(self.prefix) if self.cfg["extended.headers.enabled"] else ()
         self.batch_size: int = self.cfg["max.batch.size"]
         self.poll_s = self.cfg["poll.interval.ms"] / 1000
         self.heartbeat_s = self.cfg["heartbeat.interval.ms"] / 1000
@@ -97,9 +139,7 @@ class PostgresCdcTask(SourceTask):
         self._stopping = threading.Event()
         self._ready: deque[SourceRecord] = deque()
         self._relations: dict[int, TableEvents | None] = {}
-        self._txn: tuple[Begin, list[tuple[str, TableEvents, Struct | None, Struct | None, int]]] | None = (
-            None
-        )
+        self._txn: tuple[Begin, list[_Change]] | None = None
         self._last_commit_lsn: int | None = None
         self._flush_to = 0  # confirmed once the Kafka transaction with it committed
         self._confirmed = 0
@@ -118,7 +158,7 @@ class PostgresCdcTask(SourceTask):
                 f"replication slot {self.stream.slot!r} uses the {slot[0]!r} plugin, not pgoutput. Drop it "
                 f"(SELECT pg_drop_replication_slot('{self.stream.slot}');) or set slot.name to another slot."
             )
-        self._debezium_resume: tuple[int, int | None] | None = None
+        self._debezium_resume: tuple[int, int | None, int] | None = None
         debezium = stored is not None and is_debezium_offset(stored)
         if stored is not None and debezium:  # Debezium's own offset (a connector switched over)
             snapshot_done = (
@@ -142,6 +182,7 @@ class PostgresCdcTask(SourceTask):
                 self._debezium_resume = (
                     int(stored.get("lsn_commit") or 0),  # type: ignore[arg-type]
                     None if processed is None else int(processed),  # type: ignore[arg-type]
+                    int(stored.get("lsn_events_processed") or 0),  # type: ignore[arg-type]
                 )
                 log.info("PostgresCdcSource: resuming after Debezium's stored offset %s", dict(stored))
             else:
@@ -256,17 +297,20 @@ class PostgresCdcTask(SourceTask):
             return
         events = self._txn[1]
         if isinstance(message, Insert):
-            events.append(("c", table, None, table.row(message.new), lsn))
+            events.append(_Change("c", table, None, table.row(message.new), lsn))
         elif isinstance(message, Update):
             after = table.row(message.new)
             before = None if message.old is None else table.row(message.old, key_only=message.old_is_key)
-            if message.old_is_key and before is not None and table.key(before) != table.key(after):
-                events.append(("d", table, before, None, lsn))  # a primary key change: delete, then create
-                events.append(("c", table, None, after, lsn))
+            old_key, new_key = table.key(before), table.key(after)
+            if before is not None and old_key != new_key:
+                # A primary key change, as Debezium emits it: a delete (and its tombstone) under the old
+                # key naming the new one, then a create under the new key naming the old one.
+                events.append(_Change("d", table, before, None, lsn, pk_change_header(NEWKEY, new_key)))
+                events.append(_Change("c", table, None, after, lsn, pk_change_header(OLDKEY, old_key), True))
             else:
-                events.append(("u", table, before, after, lsn))
+                events.append(_Change("u", table, before, after, lsn))
         else:
-            events.append(("d", table, table.row(message.old, key_only=message.old_is_key), None, lsn))
+            events.append(_Change("d", table, table.row(message.old, key_only=message.old_is_key), None, lsn))
 
     def _commit(self, commit: Commit) -> None:
         if self._txn is None:
@@ -275,18 +319,25 @@ class PostgresCdcTask(SourceTask):
         self._txn = None
         now = dt.datetime.now(dt.UTC)
         records: list[SourceRecord] = []
-        lsns: list[int] = []  # each record's change LSN
-        for op, table, before, after, lsn in events:
+        lsns: list[tuple[int, int]] = []  # each record's change LSN, and the how-manieth change at it
+        at_lsn, previous_lsn = 0, None
+        for change in events:
+            # Debezium's lsn_events_processed: changes at one LSN (a COPY's rows share theirs) so far
+            if not change.continues:
+                at_lsn = at_lsn + 1 if change.lsn == previous_lsn else 1
+            previous_lsn = change.lsn
+            position = {"lsn_proc": change.lsn, "lsn_events_processed": at_lsn}
+            table, before, after = change.table, change.before, change.after
             source = SourceInfo(
-                self.prefix, self.db, begin.commit_time, "false", begin.xid, lsn, self._last_commit_lsn
+                self.prefix, self.db, begin.commit_time, "false", begin.xid, change.lsn, self._last_commit_lsn
             )
             key = table.key(after if after is not None else before)
-            value = table.envelope(op, before, after, source, now)
-            records.append(self._record(table, key, value, begin, len(records)))
-            lsns.append(lsn)
-            if op == "d" and self.tombstones:
-                records.append(self._record(table, key, None, begin, len(records)))
-                lsns.append(lsn)
+            value = table.envelope(change.op, before, after, source, now)
+            records.append(self._record(table, key, value, begin, len(records), change.headers, position))
+            lsns.append((change.lsn, at_lsn))
+            if change.op == "d" and self.tombstones:  # the tombstone keeps the delete's headers
+                records.append(self._record(table, key, None, begin, len(records), change.headers, position))
+                lsns.append((change.lsn, at_lsn))
         self._last_commit_lsn = commit.end_lsn  # Debezium's lastCommitLsn: source.sequence[0] after it
         if not records:
             return
@@ -325,23 +376,40 @@ class PostgresCdcTask(SourceTask):
             )
 
     def _after_debezium(
-        self, records: list[SourceRecord], lsns: list[int], commit: Commit
+        self, records: list[SourceRecord], lsns: list[tuple[int, int]], commit: Commit
     ) -> list[SourceRecord]:
         """The records Debezium did not send before it was stopped. Its offset holds `lsn_commit`
-        (the end of the last transaction it finished) and `lsn_proc` (its last event): transactions
-        ending at or before `lsn_commit` are skipped whole; in the first one after it (the one
-        Debezium may have been inside), the events at or before `lsn_proc`."""
+        (the end of the last transaction it finished), `lsn_proc` (its last change) and
+        `lsn_events_processed` (how many changes at that LSN it had done: several changes share one
+        LSN in a COPY): transactions ending at or before `lsn_commit` are skipped whole; in the first
+        one after it (the one Debezium may have been inside), the changes before `lsn_proc` and, at
+        it, the first `lsn_events_processed` (all of them when that is 0 or 1, as Debezium's
+        WalPositionLocator does). `lsns` holds each record's change LSN and its count at that LSN."""
         assert self._debezium_resume is not None
-        done_commit, done_event = self._debezium_resume
+        done_commit, done_event, done_at_lsn = self._debezium_resume
         if commit.end_lsn <= done_commit:
             return []
         self._debezium_resume = None
-        return [r for r, lsn in zip(records, lsns, strict=True) if done_event is None or lsn > done_event]
+        if done_event is None:
+            return records
+
+        def delivered(lsn: int, at_lsn: int) -> bool:
+            return lsn < done_event or (lsn == done_event and (done_at_lsn <= 1 or at_lsn <= done_at_lsn))
+
+        return [r for r, (lsn, at) in zip(records, lsns, strict=True) if not delivered(lsn, at)]
 
     def _record(
-        self, table: TableEvents, key: Struct | None, value: Struct | None, begin: Begin, index: int
+        self,
+        table: TableEvents,
+        key: Struct | None,
+        value: Struct | None,
+        begin: Begin,
+        index: int,
+        headers: tuple[tuple[str, str], ...] = (),
+        position: Mapping[str, int] | None = None,
     ) -> SourceRecord:
         offset: dict[str, Primitive] = {"lsn": begin.final_lsn, "txId": begin.xid, "event": index}
+        offset.update(position or {})  # Debezium's keys for the change itself (lsn_proc, ...)
         if self._last_commit_lsn is not None:  # restores source.sequence's first half after a restart
             offset["lsn_commit"] = self._last_commit_lsn
         return SourceRecord(
@@ -352,6 +420,7 @@ class PostgresCdcTask(SourceTask):
             value=value,
             key_schema=table.key_schema,
             value_schema=table.envelope_schema if value is not None else None,
+            headers=(*headers, *self.context_headers),
         )
 
     def _heartbeat(self) -> list[SourceRecord]:
@@ -498,6 +567,7 @@ class _Snapshot:
             value=value,
             key_schema=events.key_schema,
             value_schema=events.envelope_schema,
+            headers=self.task.context_headers,
         )
 
     def close(self) -> None:

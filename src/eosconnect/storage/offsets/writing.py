@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Primitive, SourceOffset, SourcePartition
+from eosconnect.storage.producing import produce_waiting
 from eosconnect.storage.serialization import encode_key, encode_value
 
 __all__ = ["OffsetWriteError", "OffsetWriter", "PartitionOffsets", "encode_offset_records", "write_offsets"]
@@ -119,28 +120,30 @@ class OffsetWriter:
                 cancel is not None and cancel.is_set()
             )
 
+        def wait_for_room() -> bool:
+            """The producer's queue is full: serve deliveries and try again, unless out of time."""
+            if expired():
+                return False
+            self.producer.poll(0.1)
+            return True
+
         for partition, key, value in records:
             outstanding.add(partition)
-            while True:
-                try:
-                    self.producer.produce(
-                        self.topic,
-                        key=key,
-                        value=value,
-                        on_delivery=functools.partial(delivered, partition),
-                    )
-                    break
-                except BufferError:
-                    if expired():
-                        outstanding.discard(partition)
-                        failed[partition] = "the producer's queue stayed full"
-                        break
-                    self.producer.poll(0.1)
-                except KafkaException as exc:
+            try:
+                if not produce_waiting(
+                    self.producer,
+                    self.topic,
+                    value,
+                    key,
+                    on_delivery=functools.partial(delivered, partition),
+                    while_full=wait_for_room,
+                ):
                     outstanding.discard(partition)
-                    failed[partition] = str(exc.args[0])
-                    fatal = fatal or (isinstance(exc.args[0], KafkaError) and exc.args[0].fatal())
-                    break
+                    failed[partition] = "the producer's queue stayed full"
+            except KafkaException as exc:
+                outstanding.discard(partition)
+                failed[partition] = str(exc.args[0])
+                fatal = fatal or (isinstance(exc.args[0], KafkaError) and exc.args[0].fatal())
             self.producer.poll(0)
         while outstanding and not expired():
             self.producer.flush(0.2)

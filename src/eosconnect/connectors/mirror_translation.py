@@ -32,7 +32,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from eosconnect.mirrormaker.formats import OffsetSync
+from eosconnect.connectors.mirror_formats import OffsetSync
 
 __all__ = [
     "COVERED_FROM_HEADER",

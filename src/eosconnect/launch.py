@@ -1,0 +1,180 @@
+"""The worker-launch API: one worker process = one Spark driver + herder + REST, in this process.
+
+`load_properties` reads a worker's settings (Kafka Connect's distributed-worker format) and
+`run_worker` starts it and blocks until SIGTERM/SIGINT, then stops its tasks gracefully and leaves
+the group. Both `eosconnect worker` (distributed.py) and MirrorMaker's dedicated mode
+(mirrormaker/driver.py) launch their workers through it.
+
+Like Kafka Connect's `ConnectDistributed`, `run_worker` wires the layers together (the herder of
+cluster/, the REST server of rest/, the Spark application), so that none of them imports the
+others' upper layer. `spark.*` settings go to the SparkSession; the default master `local[16,4]`
+gives 16 long-running task slots on one machine and 4 attempts per task (retries need the
+`local[N,F]` form, docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import javaproperties
+
+from eosconnect.api.plugins import configure_plugin_path
+from eosconnect.cli_errors import UserError
+from eosconnect.preflight import bind_listener, check_brokers, check_worker_acls, check_worker_settings
+
+__all__ = ["load_properties", "run_worker"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[16,4]"
+DEFAULT_LISTENER = "http://127.0.0.1:8083"
+
+
+def load_properties(path: Path | str) -> dict[str, str]:
+    """A Java `.properties` file, read as `java.util.Properties.load` reads it (`javaproperties`):
+    `=`, `:` or white space separators, `#`/`!` comments, line continuations, and the `\\:`, `\\=`,
+    `\\ ` and `\\uXXXX` escapes in keys and values. Latin-1 like Java; a file that is valid UTF-8 is
+    read as UTF-8 (what Kafka's tools write since Java 9)."""
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    return dict(javaproperties.loads(text))
+
+
+def listener_text(props: dict[str, str]) -> str:
+    """The listener served: the first of `listeners`, else one from the legacy `rest.port`."""
+    listener = props.get("listeners", "").split(",")[0].strip()
+    if not listener:
+        listener = f"http://127.0.0.1:{props['rest.port']}" if "rest.port" in props else DEFAULT_LISTENER
+    return listener
+
+
+def listener_of(props: dict[str, str]) -> tuple[str, str, int]:
+    """(scheme, host, port) of `listener_text` (port 0: a free one, picked when it is bound)."""
+    listener = listener_text(props)
+    try:
+        parsed = urlparse(listener)
+        port = parsed.port if parsed.port is not None else 8083
+    except ValueError as exc:
+        raise UserError(f"listeners={listener} is not a URL such as http://127.0.0.1:8083 ({exc})") from exc
+    return parsed.scheme or "http", parsed.hostname or "127.0.0.1", port
+
+
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def advertised_host(props: dict[str, str], host: str) -> str:
+    """`rest.advertised.host.name`, else the listener's host; for a wildcard listener the machine's
+    host name, as Kafka Connect does (127.0.0.1 would point tasks on other machines at themselves)."""
+    return props.get("rest.advertised.host.name") or (
+        socket.gethostname() if host in WILDCARD_HOSTS else host
+    )
+
+
+def advertised_url(props: dict[str, str], scheme: str, host: str, port: int) -> str:
+    """Where tasks and other workers call this worker (`rest.advertised.host.name|port|listener`)."""
+    adv_port = int(props.get("rest.advertised.port", port))
+    return f"{props.get('rest.advertised.listener', scheme)}://{advertised_host(props, host)}:{adv_port}"
+
+
+def driver_address_settings(props: dict[str, str], host: str) -> dict[str, str]:
+    """The Spark driver binds where the REST listener binds and advertises the REST API's host,
+    unless `spark.driver.bindAddress` / `spark.driver.host` say otherwise."""
+    defaults = {
+        "spark.driver.bindAddress": host or "0.0.0.0",
+        "spark.driver.host": advertised_host(props, host),
+    }
+    return {k: v for k, v in defaults.items() if k not in props}
+
+
+def _progress(message: str) -> None:
+    """Start-up steps on stdout, so a 40-100 s start is not silence (the log has the details)."""
+    print(f"eosconnect worker: {message}", flush=True)
+
+
+def run_worker(
+    props: dict[str, str],
+    ready_file: Path | None = None,
+    *,
+    source: str = "worker.properties",
+    warn_unknown: bool = True,
+) -> None:
+    """Start everything and block until a termination signal.
+
+    Before Spark starts (preflight.py): the settings are checked (`source` names them in errors;
+    `warn_unknown=False` when a caller such as `mirror-maker` checked them already), the brokers
+    must answer, the worker's principals must hold the ACLs the broker can tell about, and the REST
+    listener's port is bound, each failing as one `UserError` line.
+    """
+    from eosconnect.cluster.herder import DistributedHerder
+    from eosconnect.cluster.spark import SparkProvider
+    from eosconnect.rest.app import create_app
+    from eosconnect.rest.server import RestServer, RestServerConfig
+
+    worker = check_worker_settings(props, source, warn_unknown=warn_unknown)
+    try:
+        rest_config = RestServerConfig.from_properties(props)
+    except ValueError as exc:  # a bad listener URL or TLS setting; say which when the text does not
+        named = any(name in str(exc) for name in ("listeners", "rest."))
+        raise UserError(
+            f"{source}: {exc}" if named else f"{source}: listeners={listener_text(props)}: {exc}"
+        ) from exc
+    scheme, host, port = listener_of(props)
+    listen = bind_listener(host, port, listener_text(props))
+    check_brokers(worker.originals, worker.bootstrap_servers)
+    check_worker_acls(worker.originals, worker.bootstrap_servers)
+    port = listen.getsockname()[1]
+    # Importable here (the driver starts connectors from plugin.path too) and, before Spark starts,
+    # in its Python workers, which inherit the environment.
+    configure_plugin_path(worker.plugin_path)
+    url = advertised_url(props, scheme, host, port)
+    spark_conf = {k: v for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
+    _progress(f"starting Spark ({props.get('spark.master', DEFAULT_MASTER)}); this takes a while ...")
+    spark = SparkProvider(
+        props.get("spark.master", DEFAULT_MASTER),
+        f"eosconnect-worker-{port}",
+        {**driver_address_settings(props, host), **spark_conf},
+        worker.plugin_path,
+        ship=props.get("eosconnect.ship.environment", "true").lower() != "false",
+    )
+    spark.prepare()
+    if spark.kept_by_standby:  # it holds no executors without tasks: create it now, not at failover
+        if spark.on_demand_executors:  # registering with a cluster manager can take long: meanwhile serve
+            threading.Thread(target=spark.get, name="spark-application", daemon=True).start()
+        else:
+            spark.get()
+    herder = DistributedHerder(worker, spark, url)
+    rest_config.host, rest_config.port, rest_config.advertised_url = host, port, url
+    app = create_app(herder, basic_auth=rest_config.basic_auth_users or None, own_url=url)
+    server = RestServer.from_config(app, rest_config, bound_socket=listen)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("received signal %s; stopping the worker", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)  # a closed terminal: stop as cleanly as Kafka Connect does
+    _progress(
+        f"reading the internal topics on {worker.bootstrap_servers} and joining group {worker.group_id} ..."
+    )
+    herder.start()
+    _progress(f"starting the REST API on {url} ...")
+    server.start()
+    log.info("worker %s is serving the REST API at %s", herder.worker_id, url)
+    if ready_file is not None:
+        ready_file.write_text(f"{url}\n{os.getpid()}\n")
+    print(f"eosconnect worker listening on {url}", flush=True)
+    stop.wait()
+    herder.stop()  # first: tasks learn "stop" through their heartbeats to the REST server
+    server.stop()
+    spark.release()
