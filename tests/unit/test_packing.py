@@ -100,8 +100,26 @@ def test_a_zombie_host_is_cancelled_only_without_live_mates_of_other_connectors(
     assert alone.host.job.cancelled
 
 
+def test_the_next_generation_does_not_land_on_the_host_of_an_abandoned_task(monkeypatch):
+    """A task that did not stop in time may be frozen with its whole Python worker (SIGSTOP): its
+    successors placed on that host would never start. Its host, and any host silent for long,
+    takes no new task; its other tasks go on there."""
+    hosts = pool(4)
+    (old,) = hosts.place([spec("mm", 0), spec("mate")])
+    zombie = packing.HostedTasks(hosts, old.host, [old.specs[0]])
+    hosts.close(zombie)
+    new = hosts.place([spec("mm", 1)])
+    assert [h.host for h in new] != [old.host] and "mate-0" in old.host.assigned
+    (fresh,) = new
+    hosts.heartbeat(fresh.host.host_id, set())
+    assert hosts.new_slots_needed(3) == 0
+    monkeypatch.setattr(packing, "HOST_SILENT_S", -1.0)
+    assert hosts.new_slots_needed(1) == 1, "a host that went silent takes no new task"
+
+
 def test_the_settings():
-    assert tasks_per_slot({}) == 1
+    assert tasks_per_slot({}) == 4  # packing on by default (docs/architecture.md, "Task groups")
+    assert tasks_per_slot({"eosconnect.tasks.per.slot": "1"}) == 1
     assert tasks_per_slot({"eosconnect.tasks.per.slot": "25"}) == 25
     for bad in ("0", "many"):
         with pytest.raises(ValueError, match=r"eosconnect\.tasks\.per\.slot"):

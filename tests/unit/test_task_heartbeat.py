@@ -91,3 +91,28 @@ def test_heartbeats_stop_once_the_task_thread_asked_nothing_for_too_long(
     control._beat.join(5.0)
     assert not control._beat.is_alive()
     assert 1 <= len(control.reports) <= 2
+
+
+@pytest.mark.parametrize("hosted", [False, True])
+def test_a_task_reports_paused_only_once_it_acted_on_the_pause(hosted):
+    """PAUSED must not be published while a commit the task made before the pause may still become
+    visible: the control reports PAUSED only after the task thread confirmed it (its loop committed
+    what was open), and a resume clears the confirmation."""
+    from eosconnect.cluster.host_channel import HostedTaskControl
+    from eosconnect.runtime.control import confirm_paused
+
+    if hosted:
+        control: RestTaskControl = HostedTaskControl("http://127.0.0.1:9", {}, "c", 0, 0)
+        hear = control.heard  # type: ignore[attr-defined]
+    else:
+        control = RestTaskControl("http://127.0.0.1:9", {}, "c", 0, 0)
+        hear = control._set_directive
+    hear("pause" if hosted else Directive.PAUSE)
+    assert control.reported_state() == "RUNNING", "the task thread has not seen the pause yet"
+    confirm_paused(control)
+    assert control.reported_state() == "PAUSED"
+    hear("run" if hosted else Directive.RUN)
+    confirm_paused(control)  # a late confirmation of the earlier pause
+    assert control.reported_state() == "RUNNING"
+    hear("pause" if hosted else Directive.PAUSE)
+    assert control.reported_state() == "RUNNING"

@@ -68,6 +68,9 @@ class Generations(HerderState):
                     )
                     del self._runs[name]
                     self._abandoned.append(run)
+                    for job in (run.job, *run.extra_jobs):
+                        if isinstance(job, HostedTasks):
+                            self._hosts.close(job)
             for run in list(self._abandoned):
                 if not run.running():
                     self._abandoned.remove(run)

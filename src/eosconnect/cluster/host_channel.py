@@ -45,12 +45,12 @@ class HostedTaskControl(RestTaskControl):
         return self._directive
 
     def heartbeat_body(self) -> dict[str, Any]:
-        state = "PAUSED" if self._directive is Directive.PAUSE else "RUNNING"
+        state = self.reported_state()
         return {"connector": self.connector, "task": self.task, **self.report_body({"state": state})}
 
     def heard(self, directive: str | None) -> None:
         if directive is not None:
-            self._directive = Directive(directive)
+            self._set_directive(Directive(directive))
             self._last_ok = time.monotonic()
 
 

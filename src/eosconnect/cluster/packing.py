@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 OWN_SLOT = "eosconnect.own.slot"
 #: A host with no task for this long is told to stop (it gives its slot and Python worker back).
 HOST_IDLE_S = 10.0
+#: A host that has asked before (every half second) but not for this long gets no new task: its
+#: Python worker may be frozen (SIGSTOP, swapped out), and a task placed there would never start.
+HOST_SILENT_S = 5.0
 
 
 def wants_own_slot(connector_config: Mapping[str, str] | None) -> bool:
@@ -55,6 +58,11 @@ class SlotHost:
     assigned: dict[str, TaskSpec] = field(default_factory=dict)
     idle_since: float | None = field(default_factory=time.monotonic)
     stopping: bool = False
+    #: No new task goes here: it holds a task abandoned for not stopping in time (a zombie, maybe
+    #: frozen with its whole Python worker). Its other tasks go on; it stops once empty.
+    closed: bool = False
+    #: When it last asked for its tasks (None: not yet, its Spark task is still starting).
+    seen: float | None = None
     #: Abandoned tasks left to end in their threads (`SlotHosts.cancel`): they still take room.
     lingering: set[str] = field(default_factory=set)
     #: Its Python worker's pid, size and memory limit, from its last heartbeat (cluster/host_loss.py).
@@ -65,9 +73,12 @@ class SlotHost:
         return sorted(f"{s.connector}-{s.task}" for i, s in self.assigned.items() if i not in instances)
 
     def room(self) -> int:
-        if self.stopping or not self.job.running():
+        if self.stopping or self.closed or self.silent() or not self.job.running():
             return 0
         return self.capacity - len(self.assigned) - len(self.lingering)
+
+    def silent(self) -> bool:
+        return self.seen is not None and time.monotonic() - self.seen > HOST_SILENT_S
 
 
 class HostedTasks:
@@ -173,6 +184,7 @@ class SlotHosts:
             if host is None:
                 return {"start": [], "stop": True}
             host.memory = memory or host.memory
+            host.seen = time.monotonic()
             if not host.assigned and not host.stopping:
                 host.idle_since = host.idle_since or time.monotonic()
                 if time.monotonic() - host.idle_since > HOST_IDLE_S:
@@ -190,6 +202,13 @@ class SlotHosts:
                 host.lingering.discard(instance)
                 if host.assigned.pop(instance, None) is not None and not host.assigned:
                     host.idle_since = time.monotonic()
+
+    def close(self, hosted: HostedTasks) -> None:
+        """`hosted` was abandoned (it did not stop in time): its host takes no new task, so the next
+        generation does not land in a Python worker that may be frozen, and the host can be
+        cancelled once the zombie is its only task (`cancel`)."""
+        with self._lock:
+            hosted.host.closed = True
 
     def cancel(self, hosted: HostedTasks) -> None:
         """A zombie's host is cancelled only if it runs no live task of another connector; else the

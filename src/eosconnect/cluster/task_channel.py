@@ -220,6 +220,8 @@ class RestTaskControl:
     _last_asked: float = field(default=0.0, repr=False)
     _last_ok: float = field(default_factory=time.monotonic, repr=False)
     _directive: Directive = field(default=Directive.RUN, repr=False)
+    #: The task thread acted on the current PAUSE (`confirm_paused`): only then is it PAUSED.
+    _pause_confirmed: bool = field(default=False, repr=False)
     _beat: threading.Thread | None = field(default=None, repr=False)
     _ended: bool = field(default=False, repr=False)
 
@@ -230,6 +232,21 @@ class RestTaskControl:
 
     def attach(self, metrics: TaskMetrics) -> None:
         self._metrics = metrics
+
+    def confirm_paused(self) -> None:
+        """The task thread acted on PAUSE (a source committed what was open, a sink stopped
+        delivering): from now on the task reports PAUSED. Reported as soon as the directive
+        arrived, PAUSED could be published while a commit of the task was still to become visible."""
+        if self._directive is Directive.PAUSE:
+            self._pause_confirmed = True
+
+    def _set_directive(self, directive: Directive) -> None:
+        if directive is not Directive.PAUSE:
+            self._pause_confirmed = False
+        self._directive = directive
+
+    def reported_state(self) -> str:
+        return "PAUSED" if self._directive is Directive.PAUSE and self._pause_confirmed else "RUNNING"
 
     def directive(self) -> Directive:
         """The worker's latest answer. The heartbeats that ask run on a thread of their own, every
@@ -255,11 +272,10 @@ class RestTaskControl:
             time.sleep(max(0.0, HEARTBEAT_INTERVAL_S - (time.monotonic() - started)))
 
     def _heartbeat(self) -> None:
-        state = "PAUSED" if self._directive is Directive.PAUSE else "RUNNING"
-        answer = self._report({"state": state})
+        answer = self._report({"state": self.reported_state()})
         now = time.monotonic()
         if answer is not None:
-            self._directive = answer
+            self._set_directive(answer)
             self._last_ok = now
         elif now - self._last_ok > ORPHAN_TIMEOUT_S:
             log.warning(

@@ -27,6 +27,14 @@ class TaskControl(Protocol):
         ...
 
 
+def confirm_paused(control: TaskControl) -> None:
+    """The task acted on PAUSE: tell a control that reports the task's state (the worker's), so
+    that PAUSED is published only once nothing the task did before the pause is still to commit."""
+    confirm = getattr(control, "confirm_paused", None)
+    if confirm is not None:
+        confirm()
+
+
 @dataclass
 class FileTaskControl:
     """`RUN` until `path` holds `pause` or `stop`; re-read at most every `check_interval_s`."""

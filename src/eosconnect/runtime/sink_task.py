@@ -57,7 +57,7 @@ from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
-from eosconnect.runtime.control import Directive
+from eosconnect.runtime.control import Directive, confirm_paused
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
@@ -344,6 +344,7 @@ class SinkTaskRunner:
                 self._deliver_next_batch()
             else:
                 self._poll_nothing()
+                confirm_paused(self.spec.control)
             if self._restarts:
                 self._restart_partitions()
             self._apply_context_requests()

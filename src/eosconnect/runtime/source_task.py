@@ -24,7 +24,7 @@ from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.runtime.config import SourceConnectorConfig
-from eosconnect.runtime.control import Directive
+from eosconnect.runtime.control import Directive, confirm_paused
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord, RecordPipeline, pipeline_config
@@ -199,6 +199,7 @@ class SourceTaskRunner(ABC):
                 break
             if directive is Directive.PAUSE:
                 self.on_pause()
+                confirm_paused(control)
                 time.sleep(PAUSE_SLEEP_S)
                 continue
             polled = self.task.poll()
