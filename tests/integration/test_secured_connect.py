@@ -249,6 +249,10 @@ def _check_failure(sw: SecuredWorker, name: str, data: str, case: str, missing: 
         assert records == [], "a transaction whose offsets could not be written was committed"
     if case == "producer-data-topic":
         assert records == [], "a record was committed to a topic its producer may not write"
+    if case == "consumer-offsets-read":
+        # The refusal keeps its code and fails at once (was: UNKNOWN_TOPIC_OR_PART, retried as
+        # transient until the offsets read timed out, ~100 s).
+        assert "UNKNOWN_TOPIC_OR_PART" not in trace and "TOPIC_AUTHORIZATION_FAILED" in trace, trace
     if case == "producer-transactional-id":
         assert 0 not in by_task
 
