@@ -163,7 +163,13 @@ MISSING = {
     "producer-transactional-id": ("producer", "Write", "TransactionalId", "{group}-{name}-0"),
     "admin-fencing": ("admin", "Write", "TransactionalId", "{group}-{name}-1"),
     "producer-offsets-topic": ("producer", "Write", "Topic", "{group}-offsets"),
+    "producer-data-topic": ("producer", "Write", "Topic", "{group}-{name}-data"),
+    # The connector's consumer reads offsets only from its own offsets topic: the worker's is read
+    # by the worker's consumer (see test_exactly_once_source_with_exactly_kip618_acls).
+    "consumer-offsets-read": ("consumer", "Read", "Topic", "{group}-{name}-offsets"),
 }
+#: Cases run with the connector's own offsets topic (`offsets.storage.topic`), made beforehand.
+OWN_OFFSETS_TOPIC = {"consumer-offsets-read"}
 
 
 @pytest.mark.parametrize("case", sorted(MISSING))
@@ -172,15 +178,19 @@ def test_a_missing_kip618_acl_fails_loudly_with_its_remedy(sw: SecuredWorker, ca
     how to remediate the failure". Nothing half-written is visible to read_committed."""
     name = f"miss-{case}"
     data = f"{sw.group}-{name}-data"
-    create_topics(sw.cluster, {data: 2})
+    own = f"{sw.group}-{name}-offsets" if case in OWN_OFFSETS_TOPIC else None
+    create_topics(sw.cluster, {data: 2, **({own: 1} if own else {})}, {own} if own else set())
     users, names = _connector_principals(sw, name)
     kind, operation, rtype, pattern = MISSING[case]
     missing = Acl(f"User:{names[kind]}", operation, rtype, pattern.format(group=sw.group, name=name))
-    granted = [a for a in kip618_source_acls(sw.group, name, TASKS, data, **names) if a != missing]
-    assert len(granted) == len(kip618_source_acls(sw.group, name, TASKS, data, **names)) - 1
+    every = kip618_source_acls(sw.group, name, TASKS, data, **names, offsets=own)
+    granted = [a for a in every if a != missing]
+    assert len(granted) == len(every) - 1
     sw.cluster.grant(granted)
 
     config = _sequence(data, users)
+    if own:
+        config["offsets.storage.topic"] = own
     created = sw.worker.create_connector(name, config)
     assert created.status_code == 201, created.text
     if kind == "admin":
@@ -237,6 +247,12 @@ def _check_failure(sw: SecuredWorker, name: str, data: str, case: str, missing: 
         assert sorted(seqs) == list(range(len(seqs))), f"task {task}: {seqs[:20]}..."
     if case == "producer-offsets-topic":
         assert records == [], "a transaction whose offsets could not be written was committed"
+    if case == "producer-data-topic":
+        assert records == [], "a record was committed to a topic its producer may not write"
+    if case == "consumer-offsets-read":
+        # The refusal keeps its code and fails at once (was: UNKNOWN_TOPIC_OR_PART, retried as
+        # transient until the offsets read timed out, ~100 s).
+        assert "UNKNOWN_TOPIC_OR_PART" not in trace and "TOPIC_AUTHORIZATION_FAILED" in trace, trace
     if case == "producer-transactional-id":
         assert 0 not in by_task
 

@@ -50,11 +50,21 @@ def kip618_worker_acls(worker: str, group: str) -> list[Acl]:
 
 
 def kip618_source_acls(
-    group: str, connector: str, tasks: int, data: str, *, producer: str, consumer: str, admin: str
+    group: str,
+    connector: str,
+    tasks: int,
+    data: str,
+    *,
+    producer: str,
+    consumer: str,
+    admin: str,
+    offsets: str | None = None,
 ) -> list[Acl]:
     """KIP-618's "Connector principal permissions" for an exactly-once source that uses the worker's
-    offsets topic, plus Write on the topic its records go to."""
-    offsets = internal_topics(group)["offset.storage.topic"]
+    offsets topic or, given `offsets`, its own offsets topic (made beforehand, so the admin principal
+    needs Describe on it but not Create), plus Write on the topic its records go to."""
+    own = offsets
+    offsets = offsets or internal_topics(group)["offset.storage.topic"]
     tids = [f"{group}-{connector}-{t}" for t in range(tasks)]
     acls = [
         Acl(f"User:{producer}", op, "TransactionalId", tid) for tid in tids for op in ("Write", "Describe")
@@ -65,6 +75,8 @@ def kip618_source_acls(
     ]
     acls.append(Acl(f"User:{consumer}", "Read", "Topic", offsets))
     acls += [Acl(f"User:{admin}", op, "TransactionalId", tid) for tid in tids for op in ("Write", "Describe")]
+    if own:
+        acls.append(Acl(f"User:{admin}", "Describe", "Topic", own))
     return acls
 
 

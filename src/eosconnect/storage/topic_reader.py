@@ -90,11 +90,20 @@ def load_leaders(consumer: Consumer, topics: Iterable[str], timeout: float = 30.
 
 
 def topic_partitions(admin: AdminClient, topic: str, timeout: float = 30.0) -> list[TopicPartition]:
+    """`topic`'s partitions. The broker's refusal keeps its own code: a principal without an ACL on
+    the topic gets TOPIC_AUTHORIZATION_FAILED, which fails at once (and gets its remedy, see
+    storage/acls.py), where UNKNOWN_TOPIC_OR_PART would be retried as transient until the read's
+    timeout."""
     md = admin.list_topics(topic, timeout=timeout)
     tmd = md.topics.get(topic)
     if tmd is None or tmd.error is not None:
+        code = (
+            tmd.error.code()
+            if tmd is not None and tmd.error is not None
+            else KafkaError.UNKNOWN_TOPIC_OR_PART
+        )
         reason = tmd.error if tmd is not None else "not in metadata"
-        raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"topic {topic!r}: {reason}"))
+        raise KafkaException(KafkaError(code, f"topic {topic!r}: {reason}"))
     return [TopicPartition(topic, p) for p in sorted(tmd.partitions)]
 
 
