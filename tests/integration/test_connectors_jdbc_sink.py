@@ -224,13 +224,14 @@ def test_a_sigstopped_zombie_task_cannot_commit_after_its_partition_moved(
     topic = create_topic(topic_name("zombie"), partitions=2)
     total = 3000
     worker = workers()
-    config = sink_config(url, topic, **{"tasks.max": "2", "batch.size": "50"})
+    # Each task in a Python worker of its own (not packed into one slot host), so that SIGSTOP freezes
+    # task 0 alone.
+    config = sink_config(url, topic, **{"tasks.max": "2", "batch.size": "50", "eosconnect.own.slot": "true"})
     assert worker.create_connector("jdbc", config).status_code == 201
     worker.wait_for(lambda: worker.task_states("jdbc") == ["RUNNING", "RUNNING"], 90, "both tasks RUNNING")
     tasks = worker.request("GET", "/internal/tasks").json()
     victim, other = tasks["jdbc-0"]["pid"], tasks["jdbc-1"]["pid"]
-    if not victim or victim == other:
-        pytest.skip("the two tasks do not run in Python workers of their own")
+    assert victim and victim != other, f"the two tasks must run in Python workers of their own: {tasks}"
 
     def count() -> int:
         try:
