@@ -537,6 +537,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 self._submit_commit(pending.offsets)  # the retried transaction's commit is awaited next
             except KafkaException as exc:
                 raise self._classify(exc, Step.COMMIT, txn.started) from exc
+            except SystemError as exc:
+                # flush() reports a producer's fatal error (a zombie fenced by its successor) through
+                # confluent-kafka's callback machinery: a SystemError caused by the KafkaException.
+                cause = exc.__cause__ or exc.__context__
+                if not isinstance(cause, KafkaException):
+                    raise
+                raise self._classify(cause, Step.COMMIT, txn.started) from cause
         self.offsets_committed(pending.offsets)
         self.metrics.record_transaction(txn.sent)
         self.metrics.record_write(txn.sent)
