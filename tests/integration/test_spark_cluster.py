@@ -102,8 +102,12 @@ def test_standalone_cluster_ships_code_and_reports_lost_tasks_truthfully(
     worker = cluster_worker(workers, standalone, plugin_dir)
     assert worker.status("none") == {}  # the REST API answers before any Spark application exists
 
+    # One slot per task (eosconnect.own.slot): the slot accounting below is the point; packed tasks
+    # on the cluster are the last test's.
+    own_slot = {"eosconnect.own.slot": "true"}
+    source = {**source_config(data, 4, 3000, 100), **own_slot}
     posted = time.monotonic()
-    assert worker.create_connector("src", source_config(data, 4, 3000, 100)).status_code == 201
+    assert worker.create_connector("src", source).status_code == 201
     worker.wait_for(lambda: worker.task_states("src") == ["RUNNING"] * 4, 240, "4 RUNNING source tasks")
     post_to_running = time.monotonic() - posted
     mirror = {
@@ -114,6 +118,7 @@ def test_standalone_cluster_ships_code_and_reports_lost_tasks_truthfully(
         "source.cluster.alias": "mirror",
         "transaction.producer": "true",
         "transaction.commit.interval.ms": "1000",
+        **own_slot,
     }
     assert worker.create_connector("mm", mirror).status_code == 201
     worker.wait_for(lambda: worker.task_states("mm") == ["RUNNING"], 180, "the mirror task RUNNING")
