@@ -73,6 +73,18 @@ def test_a_name_with_percent_and_spaces_runs_logs_and_deletes(worker: WorkerProc
     assert "--- Logging error ---" not in log
 
 
+def test_an_oversized_config_and_a_nul_path_are_client_errors(worker: WorkerProcess) -> None:
+    """A 10 MB config fits the REST body limit (16 MiB) but not a config-topic record (about 1 MB): it
+    is refused with 400 naming the limit and nothing is stored (it used to be a 500). A NUL byte in a
+    path is a client error too, never a 500."""
+    big = worker.create_connector("cp-big", {**sequence_config("unused"), "blob": "x" * 10_000_000})
+    assert big.status_code in (400, 413), big.text
+    assert "message.max.bytes" in big.json()["message"], big.text
+    assert "cp-big" not in worker.request("GET", "/connectors").json()
+    nul = worker.request("GET", "/connectors/a%00b/status")
+    assert 400 <= nul.status_code < 500, nul.text
+
+
 # ---------------------------------------------------------------------------------------- bug 2: tasks.max
 def test_tasks_max_beyond_what_can_be_placed_is_a_clear_400(worker: WorkerProcess) -> None:
     huge = worker.create_connector("cp-huge", sequence_config("unused", tasks=100_000))
