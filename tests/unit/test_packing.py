@@ -118,7 +118,7 @@ def test_the_next_generation_does_not_land_on_the_host_of_an_abandoned_task(monk
 
 
 def test_the_settings():
-    assert tasks_per_slot({}) == 4  # packing on by default (docs/architecture.md, "Task groups")
+    assert tasks_per_slot({}) == 1  # packing off by default until the chaos soaks pass with it (issue 21)
     assert tasks_per_slot({"eosconnect.tasks.per.slot": "1"}) == 1
     assert tasks_per_slot({"eosconnect.tasks.per.slot": "25"}) == 25
     for bad in ("0", "many"):
