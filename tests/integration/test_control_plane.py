@@ -5,17 +5,23 @@ One worker serves the whole module: each test uses connectors of its own names a
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
 import typer
+from confluent_kafka import Consumer, TopicPartition
 from typer.testing import CliRunner
 
 from eosconnect.clients.cli import connectors_app
+from eosconnect.connectors.jdbc.database import VALIDATION_CONNECT_TIMEOUT_S
 from eosconnect.tools.worker_process import WorkerProcess
 from eosconnect.worker_config import DEFAULT_TASKS_PER_SLOT
 from support.workers import connector_path, delete_connector, sequence_config, wait_running, worker_settings
@@ -272,6 +278,189 @@ def test_a_file_that_becomes_a_link_out_of_the_allowed_dirs_fails_its_task(
     finally:
         delete_connector(worker, "cp-link-src")
         delete_connector(worker, "cp-link-sink")
+
+
+# ------------------------------------------------------------------------------ probe holes (issue 27)
+#: How long the module's worker lets a task stop before abandoning it (task.shutdown.graceful.timeout.ms).
+GRACEFUL_S = 3.0
+#: Slack for a loaded machine: heartbeats every 0.5 s, the final commit, the leader's 1 s tick.
+STOP_MARGIN_S = 5.0
+
+
+def _high_watermark(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"hwm-{uuid.uuid4().hex[:6]}"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    finally:
+        consumer.close()
+
+
+def test_a_deleted_connectors_busy_file_tasks_stop_within_the_graceful_timeout(
+    worker: WorkerProcess, allowed_dir: Path, bootstrap: str
+) -> None:
+    """The probe's FileStreamSource on a file without newlines kept its task inside one poll() (it
+    read the whole 2 GB line, copying it at every chunk), so `DELETE /connectors/<c>` left it running
+    until the leader cancelled its job a minute later. Two busy tasks are deleted here: one producing
+    the lines of a large file (1M lines), one reading a 512 MiB line (line.max.bytes above it).
+    Each must stop by itself (not be abandoned) within task.shutdown.graceful.timeout.ms plus a
+    margin, and nothing is written after."""
+    assert float(worker.props["task.shutdown.graceful.timeout.ms"]) / 1000 == GRACEFUL_S
+    unique = uuid.uuid4().hex[:6]
+    lines_file, long_file = allowed_dir / f"busy-{unique}.txt", allowed_dir / f"long-{unique}.txt"
+    with long_file.open("wb") as f:
+        f.truncate(512 * 1024 * 1024)  # sparse: NUL bytes and no newline, as in the probe
+    total = 1_000_000  # ~44 MB: more than the task can send before the delete, on any machine here
+    lines_file.write_bytes(b"".join(b"%09d one line of a large file of lines\n" % i for i in range(total)))
+    topic = f"cp-busy-{unique}"
+    names = {"lines": f"cp-busy-lines-{unique}", "long": f"cp-busy-long-{unique}"}
+    configs = {
+        "lines": {"connector.class": "FileStreamSource", "file": str(lines_file), "topic": topic},
+        "long": {
+            "connector.class": "FileStreamSource",
+            "file": str(long_file),
+            "topic": f"{topic}-long",
+            "line.max.bytes": str(1024 * 1024 * 1024),
+        },
+    }
+    try:
+        for kind, name in names.items():
+            assert worker.create_connector(name, configs[kind]).status_code == 201
+        for name in names.values():
+            wait_running(worker, name)
+        worker.wait_for(lambda: _high_watermark(bootstrap, topic) > 20_000, 90, "lines in the topic")
+        began = time.monotonic()
+        for name in names.values():
+            assert worker.request("DELETE", connector_path(name)).status_code == 204
+        stopped_at: dict[str, float] = {}  # the task logged its end (after its final commit)
+        gone_at: dict[str, float] = {}  # the leader reaped its ended job: /internal/tasks drops it
+
+        def ended() -> bool:
+            now = time.monotonic() - began
+            log = worker.log_path.read_text(errors="replace")
+            listed = worker.request("GET", "/internal/tasks").json()
+            for name in names.values():
+                if name not in stopped_at and f"[{name}-0] stopped after" in log:
+                    stopped_at[name] = now
+                if name not in gone_at and f"{name}-0" not in listed:
+                    gone_at[name] = now
+            return len(stopped_at) == len(gone_at) == len(names)
+
+        worker.wait_for(ended, 90, "both tasks to stop and leave /internal/tasks")
+        assert max(*stopped_at.values(), *gone_at.values()) < GRACEFUL_S + STOP_MARGIN_S, (
+            stopped_at,
+            gone_at,
+        )
+        log = worker.log_path.read_text(errors="replace")
+        abandoned = [line for line in log.splitlines() if "did not stop within" in line and unique in line]
+        assert not abandoned, abandoned  # stopped by itself, not left running as a zombie
+        assert all(f"connector {name}: generation 0 stopped" in log for name in names.values())
+        written = _high_watermark(bootstrap, topic)
+        time.sleep(2)
+        assert _high_watermark(bootstrap, topic) == written, "records were written after the task stopped"
+        assert written < total, "the task had sent the whole file before the delete: it was not busy"
+        print(f"after DELETE: task logged its stop {stopped_at}, left /internal/tasks {gone_at} (s)")
+    finally:
+        for name in names.values():
+            delete_connector(worker, name)
+        lines_file.unlink(missing_ok=True)
+        long_file.unlink(missing_ok=True)
+
+
+JDBC_PLUGINS = {
+    "JdbcSource": {
+        "tables": "orders",
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "topic.prefix": "cp-jdbc-",
+    },
+    "JdbcSink": {"topics": "cp-jdbc-orders"},
+}
+DATABASE_URLS = {
+    "postgresql": "postgresql://app:s3cret@127.0.0.1:{port}/shop",
+    "mysql": "mysql+pymysql://app:s3cret@127.0.0.1:{port}/shop",
+}
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections and never says a word (not a database)."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        server.settimeout(0.2)
+        held: list[socket.socket] = []
+        done = threading.Event()
+
+        def accept() -> None:
+            while not done.is_set():
+                try:
+                    held.append(server.accept()[0])
+                except OSError:
+                    continue
+
+        acceptor = threading.Thread(target=accept, daemon=True)
+        acceptor.start()
+        try:
+            yield server.getsockname()[1]
+        finally:
+            done.set()
+            acceptor.join(5)
+            for conn in held:
+                conn.close()
+
+
+def _validate_jdbc(worker: WorkerProcess, plugin: str, url: str) -> tuple[float, dict[str, list[str]]]:
+    config = {"connector.class": plugin, "name": f"cp-{plugin.lower()}", "connection.url": url}
+    began = time.monotonic()
+    response = worker.request(
+        "PUT", f"/connector-plugins/{plugin}/config/validate", json={**config, **JDBC_PLUGINS[plugin]}
+    )
+    took = time.monotonic() - began
+    assert response.status_code == 200, response.text
+    configs = response.json()["configs"]
+    return took, {c["value"]["name"]: c["value"]["errors"] for c in configs if c["value"]["errors"]}
+
+
+def test_validating_a_database_url_at_a_silent_or_closed_port_answers_within_the_connect_timeout(
+    worker: WorkerProcess, silent_port: int
+) -> None:
+    """Validation connects to the database a connection.url names. At a port that accepts and then
+    says nothing it used to wait for the driver's default (130 s for PostgreSQL; for ever with
+    PyMySQL, whose connect_timeout does not cover the server's greeting), which made validate a port
+    scanner that held a REST thread: JdbcSource and JdbcSink, both drivers, answer within
+    VALIDATION_CONNECT_TIMEOUT_S with an error on connection.url naming that timeout. A closed port
+    answers at once."""
+    cases = [(plugin, db) for plugin in JDBC_PLUGINS for db in DATABASE_URLS]
+    with ThreadPoolExecutor(len(cases)) as pool:  # at once: the REST server must not queue them
+        answers = dict(
+            zip(
+                cases,
+                pool.map(
+                    lambda c: _validate_jdbc(worker, c[0], DATABASE_URLS[c[1]].format(port=silent_port)),
+                    cases,
+                ),
+                strict=True,
+            )
+        )
+    for (plugin, db), (took, errors) in answers.items():
+        assert took < VALIDATION_CONNECT_TIMEOUT_S + STOP_MARGIN_S, (plugin, db, took)
+        assert list(errors) == ["connection.url"], (plugin, db, errors)
+        message = errors["connection.url"][0]
+        assert f"127.0.0.1:{silent_port}" in message and "s3cret" not in message, message
+        assert f"no answer within the {VALIDATION_CONNECT_TIMEOUT_S} s connect timeout" in message, message
+    with socket.socket() as closed:  # bound, not listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        for plugin, db in cases:
+            took, errors = _validate_jdbc(worker, plugin, DATABASE_URLS[db].format(port=port))
+            assert took < 5, (plugin, db, took)
+            assert list(errors) == ["connection.url"], (plugin, db, errors)
+            message = errors["connection.url"][0]
+            assert (
+                f"cannot connect to {DATABASE_URLS[db].format(port=port).replace('s3cret', '***')}" in message
+            )
+            assert "refused" in message.lower(), message
+    print({f"{p}/{d}": round(t, 2) for (p, d), (t, _) in answers.items()})
 
 
 # ---------------------------------------------------------------------------------------- REST parity

@@ -19,7 +19,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.secured]
 
 MISSING = {
     "read-configs": ("Read", "Topic", "{group}-configs"),
+    "write-configs": ("Write", "Topic", "{group}-configs"),
+    "read-offsets": ("Read", "Topic", "{group}-offsets"),
     "write-offsets": ("Write", "Topic", "{group}-offsets"),
+    "read-status": ("Read", "Topic", "{group}-status"),
     "write-status": ("Write", "Topic", "{group}-status"),
     "read-group": ("Read", "Group", "{group}"),
     # the config topic not made by an administrator, and the worker may not create it

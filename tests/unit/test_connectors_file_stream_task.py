@@ -204,3 +204,31 @@ def test_sink_writes_text_lines_and_refuses_values_it_would_change(tmp_path: Pat
             task.put([SinkRecord("t", 0, 6, None, b"fine"), SinkRecord("t", 0, 7, None, bad)])
     task.stop()
     assert out.read_bytes() == "é\nnull\n".encode()
+
+
+def test_a_long_line_is_read_over_several_polls_each_bounded(tmp_path: Path) -> None:
+    """With line.max.bytes above a newline-less file, one poll() used to read the whole line (the
+    probe's 2 GB, copied again at every 1 MiB chunk), so the runtime could neither heartbeat nor
+    stop the task meanwhile. Each poll now reads at most READ_BUDGET_PER_POLL, and a stopped task
+    reads nothing more."""
+    from eosconnect.connectors.file_stream import READ_BUDGET_PER_POLL
+
+    path = tmp_path / "long.txt"
+    size = 3 * READ_BUDGET_PER_POLL + 5
+    with path.open("wb") as f:
+        f.truncate(size)  # sparse NUL bytes, no newline
+    task = start_task(path, **{"line.max.bytes": str(4 * READ_BUDGET_PER_POLL)})
+    for polls in range(1, 4):
+        began = time.monotonic()
+        assert task.poll() is None
+        assert time.monotonic() - began < 2.0
+        assert task._read_to == min(size, polls * READ_BUDGET_PER_POLL)
+    assert task.poll() is None and task._read_to == size  # all read; waiting for the newline
+    with path.open("ab") as f:
+        f.write(b"\nnext\n")
+    batch = task.poll()
+    assert batch is not None
+    assert [len(v) for v in batch.values] == [size, 4]
+    assert list(batch.record_offsets)[-1] == {"position": size + 6}
+    task.stop()
+    assert task.poll() is None

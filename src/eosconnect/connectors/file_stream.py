@@ -46,6 +46,11 @@ POSITION_FIELD = "position"
 IDLE_WAIT_S = 0.2
 #: Bytes read from the file per system call: lines are split in bulk, a chunk at a time.
 READ_CHUNK = 1024 * 1024
+#: Bytes one `poll()` reads at most before it returns what it has (maybe nothing yet): a long line
+#: (a large `line.max.bytes`, a file without newlines) is read over several polls, so the runtime
+#: still heartbeats and sees a stop between them (a poll that read a whole 2 GB line outlived the
+#: connector's deletion by a minute).
+READ_BUDGET_PER_POLL = 32 * READ_CHUNK
 LINE_MAX_BYTES = "line.max.bytes"
 
 log = logging.getLogger(__name__)
@@ -202,7 +207,7 @@ class FileStreamSourceTask(SourceTask):
         # the start of an incomplete line; `_read_to` is the file position read up to.
         self._lines: list[bytes] = []
         self._next = 0
-        self._partial = b""
+        self._partial = bytearray()  # grown in place: `bytes +=` copied it whole at every chunk
         self._read_to = self.position
         self._stopping = threading.Event()
         self._warned_missing = False
@@ -218,10 +223,15 @@ class FileStreamSourceTask(SourceTask):
             return None
         try:
             self._check_not_truncated(stream)
-            while len(self._lines) - self._next < self.batch_size:
+            budget, at_end = READ_BUDGET_PER_POLL, False
+            while len(self._lines) - self._next < self.batch_size and budget > 0:
+                if self._stopping.is_set():
+                    return None
                 chunk = stream.read(READ_CHUNK)
                 if not chunk:
+                    at_end = True
                     break
+                budget -= len(chunk)
                 self._add(chunk)
         except ValueError:
             if self._stopping.is_set():  # stop() closed the file under us
@@ -229,7 +239,8 @@ class FileStreamSourceTask(SourceTask):
             raise
         lines = self._lines[self._next : self._next + self.batch_size]
         if not lines:
-            self._stopping.wait(IDLE_WAIT_S)
+            if at_end:  # else the budget ran out inside a long line: read on at the next poll
+                self._stopping.wait(IDLE_WAIT_S)
             return None
         self._next += len(lines)
         if self._next == len(self._lines):
@@ -279,7 +290,7 @@ class FileStreamSourceTask(SourceTask):
             stream.close()
             raise self._truncated(size)
         stream.seek(self.position)
-        self._lines, self._next, self._partial, self._read_to = [], 0, b"", self.position
+        self._lines, self._next, self._partial, self._read_to = [], 0, bytearray(), self.position
         self._stream = stream
         log.info("file %s: reading from byte %d", self.filename, self.position)
         return stream
@@ -306,8 +317,12 @@ class FileStreamSourceTask(SourceTask):
             self._partial += chunk
             self._check_line_length(len(self._partial))
             return
-        complete = self._partial + chunk[:cut] if self._partial else chunk[:cut]
-        self._partial = chunk[cut + 1 :]
+        if self._partial:
+            self._partial += chunk[:cut]
+            complete = bytes(self._partial)
+        else:
+            complete = chunk[:cut]
+        self._partial = bytearray(chunk[cut + 1 :])
         lines = complete.split(b"\n")
         self._check_line_length(max(len(self._partial), max(map(len, lines))))
         if self._next:  # drop the lines already handed out before appending

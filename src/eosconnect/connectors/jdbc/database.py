@@ -4,6 +4,7 @@ checks validation runs against the database (the connection part shared with Jdb
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,13 +23,17 @@ __all__ = [
     "sqlite_file",
 ]
 
+#: Seconds validation waits for a database to answer a connection: without it, validating a URL
 #: at a port that never answers (not a database) took the driver's default, over two minutes.
 VALIDATION_CONNECT_TIMEOUT_S = 10
 
 
 def create_engine_for(values: Mapping[str, Any], connect_timeout_s: int | None = None) -> Any:
     """An SQLAlchemy engine for the parsed settings (user/password settings override the URL's);
-    `connect_timeout_s` bounds connecting where the driver takes a timeout (PostgreSQL, MySQL)."""
+    `connect_timeout_s` bounds connecting where the driver takes a timeout (PostgreSQL, MySQL).
+
+    PyMySQL's `connect_timeout` bounds only the TCP connect: a port that accepts and then says
+    nothing held it for ever in the server greeting, so its reads are bounded the same way."""
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
 
@@ -41,6 +46,9 @@ def create_engine_for(values: Mapping[str, Any], connect_timeout_s: int | None =
     connect_args: dict[str, Any] = {}
     if connect_timeout_s is not None and url.get_backend_name() in ("postgresql", "mysql", "mariadb"):
         connect_args["connect_timeout"] = connect_timeout_s
+        if url.get_driver_name() == "pymysql":
+            connect_args["read_timeout"] = connect_timeout_s
+            connect_args["write_timeout"] = connect_timeout_s
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
@@ -101,15 +109,27 @@ def connection_errors(values: Mapping[str, Any], *, new_sqlite_file_ok: bool = F
         engine = create_engine_for(values, connect_timeout_s=VALIDATION_CONNECT_TIMEOUT_S)
     except Exception as exc:
         return {"connection.url": [f"cannot create a database engine for {safe_url(values)}: {exc}"]}
+    began = time.monotonic()
     try:
         with engine.connect():
             pass
     except SQLAlchemyError as exc:
         reason = str(exc).splitlines()[0]
+        if _timed_out(reason, time.monotonic() - began):
+            reason = (
+                f"no answer within the {VALIDATION_CONNECT_TIMEOUT_S} s connect timeout of validation "
+                f"(is a database listening at that address?): {reason}"
+            )
         return {"connection.url": [f"cannot connect to {safe_url(values)}: {reason}"]}
     finally:
         engine.dispose()
     return {}
+
+
+def _timed_out(reason: str, elapsed_s: float) -> bool:
+    """Whether a failed connect gave up on a silent peer (the drivers word it differently)."""
+    text = reason.lower()
+    return "timeout" in text or "timed out" in text or elapsed_s >= 0.8 * VALIDATION_CONNECT_TIMEOUT_S
 
 
 def database_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
