@@ -1,12 +1,12 @@
 """An exactly-once source task whose broker stalls aborts its transaction in time and sends it again
-(issue 25, docs/architecture.md "Bounded transactions"), against a real broker frozen with SIGSTOP."""
+(issue 25, docs/architecture.md "Bounded transactions"), against a real broker frozen with SIGSTOP
+(the session's `second_kafka`, so that freezing it stalls nothing else)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -25,23 +25,14 @@ TIMEOUT_MS = 20_000
 FREEZE_S = 13
 
 
-@pytest.fixture(scope="module")
-def stall_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
-    """A broker of the test's own, so that freezing it stalls nothing else of the session."""
-    cluster = LocalKafkaCluster(tmp_path_factory.mktemp("stall"), brokers=1, tie_to_parent=True)
-    cluster.start()
-    yield cluster
-    cluster.stop()
-
-
 def test_a_stalled_broker_makes_a_source_task_abort_and_resend_its_transaction_in_time(
-    run_job, worker_props, topic_name, read_committed, stall_cluster: LocalKafkaCluster
+    run_job, worker_props, topic_name, read_committed, second_kafka: LocalKafkaCluster
 ):
     """The broker the task writes to (records and offsets, one transaction) freezes for longer than
     half the producer's transaction timeout while a transaction is open: the task aborts it before
     the broker would, sends the same records again from memory in a new transaction and goes on.
     The task does not fail, and a read_committed consumer sees every record exactly once."""
-    servers = stall_cluster.bootstrap_servers
+    servers = second_kafka.bootstrap_servers
     data = topic_name("data")
     ensure_topic(AdminClient({"bootstrap.servers": servers}), data, partitions=1, replication_factor=1)
     total = 3000
@@ -60,8 +51,8 @@ def test_a_stalled_broker_makes_a_source_task_abort_and_resend_its_transaction_i
     }
     job = run_job(connector, worker_props("enabled"))
     wait_until(lambda: len(read_committed(data, servers=servers)) >= 300, 120, "300 committed records", job)
-    (broker,) = stall_cluster.broker_ids()
-    pid = stall_cluster.node(broker).pid
+    (broker,) = second_kafka.broker_ids()
+    pid = second_kafka.node(broker).pid
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)
     try:

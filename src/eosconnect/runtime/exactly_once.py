@@ -55,6 +55,7 @@ from eosconnect.runtime.transactions import (
     abort_in_time,
     boundary_for,
     classify_transaction_error,
+    failure_cause,
     fatal_cause,
     transactional_producer_config,
     warn_aborted,
@@ -162,7 +163,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             )
         checked = time.monotonic()
         # 4. init_transactions() fences our own predecessor
-        self.txn.init(60, login, self.task_id)
+        self._init_producer()
         initialized = time.monotonic()
         # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
         # are read meanwhile (see above)
@@ -287,7 +288,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 self.produce_columns(self.producer, outgoing, ends=ends)
         except KafkaException as exc:
             raise self._classify(exc, f"sending records to {item.topic!r}") from exc
-        txn.sent += len(item)
+        txn.sent += len(outgoing.values)  # records errors.tolerance=all skipped were not sent
         self._keep(txn, item, outgoing)
 
     def on_idle(self) -> None:
@@ -519,8 +520,23 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         with contextlib.suppress(KafkaException):
             old.flush(0)
         self.txn.producer = self.producer
-        self.txn.init(60, self._login, self.task_id)
+        self._init_producer()
         return True
+
+    def _init_producer(self) -> None:
+        """`init_transactions()` of the task's producer, at start-up or renewed in place (it fences
+        the previous epoch, and waits while the coordinator still ends that epoch's transaction)."""
+        config = self._producer_config
+        self.txn.init(
+            self._login,
+            self.task_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+            setting=getattr(config, "origin", {}).get(
+                "transaction.timeout.ms", "producer.override.transaction.timeout.ms"
+            ),
+            transactional_id=self.producer_transactional_id,
+            logger=self.log,
+        )
 
     def await_commit(self) -> None:
         """Join the pipelined commit, if any: raise its error here, else run what follows a commit."""
@@ -535,15 +551,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             except _Undelivered as exc:
                 self._retry(txn, str(exc))
                 self._submit_commit(pending.offsets)  # the retried transaction's commit is awaited next
-            except KafkaException as exc:
-                raise self._classify(exc, Step.COMMIT, txn.started) from exc
-            except SystemError as exc:
-                # flush() reports a producer's fatal error (a zombie fenced by its successor) through
-                # confluent-kafka's callback machinery: a SystemError caused by the KafkaException.
-                cause = exc.__cause__ or exc.__context__
-                if not isinstance(cause, KafkaException):
+            except (KafkaException, SystemError) as exc:
+                # flush() may report a producer's fatal error (a zombie fenced by its successor)
+                # through confluent-kafka's callback machinery, as a SystemError: its cause counts.
+                cause = failure_cause(self.producer, exc)
+                if cause is None:
                     raise
-                raise self._classify(cause, Step.COMMIT, txn.started) from cause
+                raise self._classify(cause, Step.COMMIT, txn.started) from exc
         self.offsets_committed(pending.offsets)
         self.metrics.record_transaction(txn.sent)
         self.metrics.record_write(txn.sent)
