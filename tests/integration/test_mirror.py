@@ -297,6 +297,8 @@ def test_a_target_stalled_past_the_transaction_timeout_renews_the_producer_in_pl
     epoch), rewinds and goes on: RUNNING, exactly once, no ERROR."""
     log_text = stall_the_target(workers, topic_name, create_topic, bootstrap, target, second_kafka, 36)
     assert "the leader confirms this instance current" in log_text, log_text[-3000:]
+    # How long the new producer waited for the coordinator (`init_in_time`; shown with -rP).
+    print("\n".join(line for line in log_text.splitlines() if "transactional producer again" in line))
 
 
 def stall_the_target(
