@@ -486,7 +486,12 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             abort_in_time(self.producer.abort_transaction, self.budget, old.started)
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
-            if err.code() in FENCED_CODES or not self._renewed_in_place(f"the abort failed ({err.str()})"):
+            why = f"the abort failed ({err.str()})"
+            if err.code() in FENCED_CODES:
+                raise self._classify(exc, Step.ABORT, old.started) from exc
+            if err.fatal():
+                self._renew(why)  # the answer proves the epoch current, as for the sink (`_renew`)
+            elif not self._renewed_in_place(why):
                 raise self._classify(exc, Step.ABORT, old.started) from exc
         self.txn.ended_at = time.monotonic()
         self.retried_transactions += 1
@@ -515,13 +520,22 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         confirmed_current = getattr(self.spec.control, "confirmed_current", None)
         if confirmed_current is None or not confirmed_current():
             return False
-        self.log.info("%s; the leader confirms this instance current: a new producer ends it", why)
+        self._renew(f"{why}; the leader confirms this instance current")
+        return True
+
+    def _renew(self, why: str) -> None:
+        """A new producer with the same transactional id: its `init_transactions()` aborts the open
+        transaction and fences the old producer's epoch. Without the leader's word only after the
+        coordinator answered the old producer fatally but not as a zombie (librdkafka 2.16 can end
+        up so when the abort races a partition registration: INVALID_TXN_STATE, which the
+        coordinator checks only after the producer's epoch; seen in test_source_stall after a
+        broker freeze). The KIP-656 sink does the same (`TransactionalSinkProducer._renew_producer`)."""
+        self.log.info("%s: a new producer ends the transaction", why)
         old, self.producer = self.producer, Producer(self._producer_config)
         with contextlib.suppress(KafkaException):
             old.flush(0)
         self.txn.producer = self.producer
         self._init_producer()
-        return True
 
     def _init_producer(self) -> None:
         """`init_transactions()` of the task's producer, at start-up or renewed in place (it fences
