@@ -42,6 +42,18 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluste
     cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def second_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+    """A second single-node cluster apart from `kafka`, started only for the tests that ask for it:
+    the other cluster of a mirror (tests/integration/test_mirror.py), or a broker a test freezes
+    (SIGSTOP, tests/integration/test_source_stall.py) without stalling the rest of the session. A
+    test that stops or freezes it resumes it before it ends (in a `finally`)."""
+    cluster = LocalKafkaCluster(tmp_path_factory.mktemp("kafka-second"), brokers=1, tie_to_parent=True)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture(scope="module")
 def kafka3_security() -> SecurityMode:
     """The security of `kafka3`'s brokers; a module overrides this fixture to run on secured ones

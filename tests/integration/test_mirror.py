@@ -1,8 +1,8 @@
 """Both mirrors on Spark between two real clusters, exactly once across crashes and zombies.
 
-MirrorSink (KIP-656): the session broker is the source cluster; a second single-node cluster
-(module scope, fixture `target`) is the target, so the target group's offsets really live
-elsewhere than the consumer's cluster. MirrorSource (KIP-618): the other way round, the second
+MirrorSink (KIP-656): the session broker is the source cluster; a second single-node cluster (the
+session's `second_kafka`, fixture `target`) is the target, so the target group's offsets really
+live elsewhere than the consumer's cluster. MirrorSource (KIP-618): the other way round, the second
 cluster is the source and the session broker, where the runtime writes, the target.
 """
 
@@ -14,7 +14,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,16 +34,8 @@ PARTITIONS = 3
 
 
 @pytest.fixture(scope="module")
-def target_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
-    cluster = LocalKafkaCluster(tmp_path_factory.mktemp("target"), brokers=1, tie_to_parent=True)
-    cluster.start()
-    yield cluster
-    cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def target(target_cluster: LocalKafkaCluster) -> str:
-    return target_cluster.bootstrap_servers
+def target(second_kafka: LocalKafkaCluster) -> str:
+    return second_kafka.bootstrap_servers
 
 
 def produce_sequences(bootstrap: str, topic: str, start: int, count: int) -> None:
@@ -285,31 +276,33 @@ def test_worker_mirrors_exactly_once_across_a_new_generation(
 
 
 def test_a_stalled_target_makes_the_mirror_abort_and_rewrite_its_transaction_in_time(
-    workers, topic_name, create_topic, bootstrap, target, target_cluster: LocalKafkaCluster
+    workers, topic_name, create_topic, bootstrap, target, second_kafka: LocalKafkaCluster
 ):
     """The target broker freezes (SIGSTOP) for longer than half the producer's transaction timeout
     while a mirror task's transaction is open: the task aborts it before the broker would, says so
     once at WARN, rewinds to the transaction's first records and writes them again. No task fails,
     nothing is lost or doubled, and no ERROR is logged."""
-    log_text = stall_the_target(workers, topic_name, create_topic, bootstrap, target, target_cluster, 18)
+    log_text = stall_the_target(workers, topic_name, create_topic, bootstrap, target, second_kafka, 18)
     warnings = [line for line in log_text.splitlines() if "aborted its transaction of" in line]
     assert warnings and all(" WARNING " in line for line in warnings), log_text[-3000:]
     assert len(warnings) <= 3, f"one WARN per aborted transaction, not a stream: {warnings}"
 
 
 def test_a_target_stalled_past_the_transaction_timeout_renews_the_producer_in_place(
-    workers, topic_name, create_topic, bootstrap, target, target_cluster: LocalKafkaCluster
+    workers, topic_name, create_topic, bootstrap, target, second_kafka: LocalKafkaCluster
 ):
     """Issue 25: the target freezes for longer than the whole transaction timeout, so the task's own
     abort cannot end the transaction in time. The leader confirms the instance current, so the task
     renews its producer in place (a new init_transactions() ends the transaction and fences the old
     epoch), rewinds and goes on: RUNNING, exactly once, no ERROR."""
-    log_text = stall_the_target(workers, topic_name, create_topic, bootstrap, target, target_cluster, 36)
+    log_text = stall_the_target(workers, topic_name, create_topic, bootstrap, target, second_kafka, 36)
     assert "the leader confirms this instance current" in log_text, log_text[-3000:]
+    # How long the new producer waited for the coordinator (`init_in_time`; shown with -rP).
+    print("\n".join(line for line in log_text.splitlines() if "transactional producer again" in line))
 
 
 def stall_the_target(
-    workers, topic_name, create_topic, bootstrap, target, target_cluster: LocalKafkaCluster, freeze_s: float
+    workers, topic_name, create_topic, bootstrap, target, second_kafka: LocalKafkaCluster, freeze_s: float
 ) -> str:
     """A mirror sink copying while its target broker is frozen for `freeze_s` (the transaction
     timeout is 30 s); checks the task stays RUNNING, copies exactly once and logs no ERROR, and
@@ -343,8 +336,8 @@ def stall_the_target(
     producer.start()
     try:
         worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 100 * PARTITIONS, 120, "copying")
-        (broker,) = target_cluster.broker_ids()
-        pid = target_cluster.node(broker).pid
+        (broker,) = second_kafka.broker_ids()
+        pid = second_kafka.node(broker).pid
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)
         try:

@@ -76,3 +76,38 @@ def test_column_conversion_keeps_the_errors() -> None:
         ByteArrayConverter().from_connect_batch("t", [b"a", "text"])
     with pytest.raises(DataException, match="StringConverter cannot write a dict"):
         StringConverter().from_connect_batch("t", ["a", {"b": 1}])
+
+
+class _CountingProducer:
+    """A transactional producer that only counts what it was handed."""
+
+    def __init__(self) -> None:
+        self.produced = 0
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def produce(self, *_args: object, **_kwargs: object) -> None:
+        self.produced += 1
+
+
+def test_a_transaction_counts_the_records_of_a_batch_it_sent_not_those_skipped() -> None:
+    """errors.tolerance=all leaves a record that failed conversion out of a batch's columns: the
+    transaction's `sent` (the transaction-size and records-written metrics) counts what went to the
+    producer, not the batch's length."""
+    from eosconnect.runtime.exactly_once import ExactlyOnceSourceTaskRunner
+    from eosconnect.runtime.metrics import TaskMetrics
+    from eosconnect.runtime.pipeline import OutgoingColumns
+    from eosconnect.runtime.transactions import TransactionalProducer
+
+    producer = _CountingProducer()
+    runner = ExactlyOnceSourceTaskRunner.__new__(ExactlyOnceSourceTaskRunner)  # no Spark, no broker
+    runner.producer = producer  # type: ignore[assignment]
+    runner.txn = TransactionalProducer(producer, lambda exc, doing, started: exc)  # type: ignore[arg-type]
+    runner.metrics = TaskMetrics("c", 0)
+    runner._pending, runner._participant = None, None
+    batch = SourceBatch(
+        source_partition={"p": 0}, source_offset={"seq": 3}, topic="t", values=["a", "b", "c"]
+    )
+    runner._send_batch(batch, OutgoingColumns("t", -1, None, [b"a", b"c"], None, None))  # "b" skipped
+    assert runner.txn.current is not None and runner.txn.current.sent == producer.produced == 2

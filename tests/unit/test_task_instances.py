@@ -19,6 +19,7 @@ from eosconnect.runtime.transactions import (
     TransactionCallHung,
     TransactionTimedOutError,
     classify_transaction_error,
+    failure_cause,
     fatal_cause,
 )
 
@@ -120,3 +121,29 @@ def test_a_fatal_produce_error_is_classified_by_its_cause_so_a_zombie_reads_as_f
     )
     assert isinstance(classified, TaskFencedError)
     assert fatal_cause(None, produce_error) is produce_error
+
+
+class _HealthyProducer:
+    def abort_transaction(self, _timeout: float) -> None:
+        raise KafkaException(KafkaError(KafkaError._STATE, "no transaction in progress"))
+
+
+def test_a_flush_or_commit_failure_is_classified_by_one_cause_for_sources_and_sinks() -> None:
+    """`failure_cause`: a SystemError from confluent-kafka's callback machinery counts by the
+    KafkaException it was raised from (the source's pipelined commit), else by the producer's own
+    fatal error (the sink's flush); a failure with neither has no Kafka cause."""
+    fenced = KafkaException(KafkaError(KafkaError._FENCED, "fenced by a newer instance", fatal=True))
+    try:
+        try:
+            raise fenced
+        except KafkaException as exc:
+            raise SystemError("error return without exception set") from exc
+    except SystemError as linked:
+        assert failure_cause(_HealthyProducer(), linked) is fenced
+    bare = SystemError("error return without exception set")
+    cause = failure_cause(_FencedProducer(), bare)
+    assert cause is not None and cause.args[0].code() == KafkaError._FENCED
+    assert failure_cause(_HealthyProducer(), bare) is None
+    assert failure_cause(None, bare) is None
+    plain = KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "timed out"))
+    assert failure_cause(_FencedProducer(), plain) is plain  # not fatal: taken as it is

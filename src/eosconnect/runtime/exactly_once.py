@@ -55,6 +55,7 @@ from eosconnect.runtime.transactions import (
     abort_in_time,
     boundary_for,
     classify_transaction_error,
+    failure_cause,
     fatal_cause,
     transactional_producer_config,
     warn_aborted,
@@ -162,7 +163,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             )
         checked = time.monotonic()
         # 4. init_transactions() fences our own predecessor
-        self.txn.init(60, login, self.task_id)
+        self._init_producer()
         initialized = time.monotonic()
         # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
         # are read meanwhile (see above)
@@ -287,7 +288,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 self.produce_columns(self.producer, outgoing, ends=ends)
         except KafkaException as exc:
             raise self._classify(exc, f"sending records to {item.topic!r}") from exc
-        txn.sent += len(item)
+        txn.sent += len(outgoing.values)  # records errors.tolerance=all skipped were not sent
         self._keep(txn, item, outgoing)
 
     def on_idle(self) -> None:
@@ -485,7 +486,12 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             abort_in_time(self.producer.abort_transaction, self.budget, old.started)
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
-            if err.code() in FENCED_CODES or not self._renewed_in_place(f"the abort failed ({err.str()})"):
+            why = f"the abort failed ({err.str()})"
+            if err.code() in FENCED_CODES:
+                raise self._classify(exc, Step.ABORT, old.started) from exc
+            if err.fatal():
+                self._renew(why)  # the answer proves the epoch current, as for the sink (`_renew`)
+            elif not self._renewed_in_place(why):
                 raise self._classify(exc, Step.ABORT, old.started) from exc
         self.txn.ended_at = time.monotonic()
         self.retried_transactions += 1
@@ -514,13 +520,37 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         confirmed_current = getattr(self.spec.control, "confirmed_current", None)
         if confirmed_current is None or not confirmed_current():
             return False
-        self.log.info("%s; the leader confirms this instance current: a new producer ends it", why)
+        self._renew(f"{why}; the leader confirms this instance current")
+        return True
+
+    def _renew(self, why: str) -> None:
+        """A new producer with the same transactional id: its `init_transactions()` aborts the open
+        transaction and fences the old producer's epoch. Without the leader's word only after the
+        coordinator answered the old producer fatally but not as a zombie (librdkafka 2.16 can end
+        up so when the abort races a partition registration: INVALID_TXN_STATE, which the
+        coordinator checks only after the producer's epoch; seen in test_source_stall after a
+        broker freeze). The KIP-656 sink does the same (`TransactionalSinkProducer._renew_producer`)."""
+        self.log.info("%s: a new producer ends the transaction", why)
         old, self.producer = self.producer, Producer(self._producer_config)
         with contextlib.suppress(KafkaException):
             old.flush(0)
         self.txn.producer = self.producer
-        self.txn.init(60, self._login, self.task_id)
-        return True
+        self._init_producer()
+
+    def _init_producer(self) -> None:
+        """`init_transactions()` of the task's producer, at start-up or renewed in place (it fences
+        the previous epoch, and waits while the coordinator still ends that epoch's transaction)."""
+        config = self._producer_config
+        self.txn.init(
+            self._login,
+            self.task_id,
+            transaction_timeout_ms=self.transaction_timeout_ms,
+            setting=getattr(config, "origin", {}).get(
+                "transaction.timeout.ms", "producer.override.transaction.timeout.ms"
+            ),
+            transactional_id=self.producer_transactional_id,
+            logger=self.log,
+        )
 
     def await_commit(self) -> None:
         """Join the pipelined commit, if any: raise its error here, else run what follows a commit."""
@@ -535,15 +565,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             except _Undelivered as exc:
                 self._retry(txn, str(exc))
                 self._submit_commit(pending.offsets)  # the retried transaction's commit is awaited next
-            except KafkaException as exc:
-                raise self._classify(exc, Step.COMMIT, txn.started) from exc
-            except SystemError as exc:
-                # flush() reports a producer's fatal error (a zombie fenced by its successor) through
-                # confluent-kafka's callback machinery: a SystemError caused by the KafkaException.
-                cause = exc.__cause__ or exc.__context__
-                if not isinstance(cause, KafkaException):
+            except (KafkaException, SystemError) as exc:
+                # flush() may report a producer's fatal error (a zombie fenced by its successor)
+                # through confluent-kafka's callback machinery, as a SystemError: its cause counts.
+                cause = failure_cause(self.producer, exc)
+                if cause is None:
                     raise
-                raise self._classify(cause, Step.COMMIT, txn.started) from cause
+                raise self._classify(cause, Step.COMMIT, txn.started) from exc
         self.offsets_committed(pending.offsets)
         self.metrics.record_transaction(txn.sent)
         self.metrics.record_write(txn.sent)

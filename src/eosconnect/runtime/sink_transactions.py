@@ -61,11 +61,13 @@ from eosconnect.runtime.transactions import (
     abort_in_time,
     classify_transaction_error,
     commit_in_time,
+    failure_cause,
     fatal_cause,
+    init_in_time,
     transactional_producer_config,
     warn_aborted,
 )
-from eosconnect.storage.client_login import LoginWatch, init_transactions
+from eosconnect.storage.client_login import LoginWatch
 from eosconnect.storage.clients import forced
 from eosconnect.storage.producing import produce_waiting
 from eosconnect.storage.transient import retry_transient
@@ -134,6 +136,10 @@ class TransactionalSinkProducer:
             then=self._producer_config.get("error_cb"),
         )
         self._producer_config["error_cb"] = self._login
+        #: The user's name for the producer's transaction.timeout.ms, for messages.
+        self._timeout_setting = getattr(producer_config, "origin", {}).get(
+            "transaction.timeout.ms", "transaction.timeout.ms"
+        )
         consumer = forced(
             dict(consumer_config),
             "group.id",
@@ -500,10 +506,20 @@ class TransactionalSinkProducer:
         self._init_transactions(self.producer, "initialising the transactional producer again")
 
     def _init_transactions(self, producer: Producer, doing: str) -> None:
-        """`init_transactions()`, failing at once when the producer's login is refused."""
+        """`init_transactions()` within `init_timeout_s` (`init_in_time`: it fences the previous
+        epoch, and waits while the coordinator still ends that epoch's transaction), failing at once
+        when the producer's login is refused."""
         self._call(
             doing,
-            lambda: init_transactions(producer, CALL_TIMEOUT_S, self._login, f"[{self.task_id}] {doing}"),
+            lambda: init_in_time(
+                producer,
+                self._login,
+                transaction_timeout_ms=self.transaction_timeout_ms,
+                setting=self._timeout_setting,
+                transactional_id=self.transactional_id,
+                doing=f"[{self.task_id}] {doing}",
+                logger=log,
+            ),
         )
 
     def _write_participant_records(self, producer: Producer) -> None:
@@ -595,14 +611,10 @@ class TransactionalSinkProducer:
     def _surfaced(self, producer: Producer, exc: Exception, doing: str) -> Exception:
         """The task-failing error for a failure of `flush()`/`poll()`, which report a producer's
         fatal error (a zombie fenced by its successor) only indirectly, sometimes as a SystemError
-        from confluent-kafka's callback machinery: a transactional call raises the cause itself."""
-        try:
-            producer.abort_transaction(0.1)
-        except KafkaException as cause:
-            if cause.args[0].fatal():
-                return self._classified(cause, doing)
-        if isinstance(exc, KafkaException):
-            return self._classified(exc, doing)
+        from confluent-kafka's callback machinery (`failure_cause`, as the source's commit does)."""
+        cause = failure_cause(producer, exc)
+        if cause is not None:
+            return self._classified(cause, doing)
         return ConnectException(f"{self.task_id}: {doing} failed: {exc!r}")
 
     def _classified(self, exc: KafkaException, doing: str) -> Exception:

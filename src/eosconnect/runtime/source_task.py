@@ -50,9 +50,6 @@ PAUSE_SLEEP_S = 0.1
 Offsets = dict[SourcePartition, SourceOffset | None]
 
 
-RECORD = SourceRecord
-
-
 def offset_of(record: SourceRecord) -> tuple[SourcePartition, SourceOffset | None]:
     offset = record.source_offset
     return SourcePartition.of(record.source_partition), None if offset is None else SourceOffset.of(offset)

@@ -40,8 +40,10 @@ __all__ = [
     "ABORT_AFTER_SHARE",
     "COMMIT_BY_SHARE",
     "FENCED_CODES",
+    "INIT_WARN_AFTER_S",
     "PURGED",
     "Boundary",
+    "ProducerInitTimedOut",
     "Step",
     "TaskFencedError",
     "Transaction",
@@ -53,7 +55,10 @@ __all__ = [
     "boundary_for",
     "classify_transaction_error",
     "commit_in_time",
+    "failure_cause",
     "fatal_cause",
+    "init_in_time",
+    "init_timeout_s",
     "transactional_producer_config",
     "warn_aborted",
 ]
@@ -159,13 +164,123 @@ def fatal_cause(producer: Any, exc: KafkaException) -> KafkaException:
     """`produce()` on a producer that already hit a fatal error (e.g. fenced, learnt from a
     produce response) only says _FATAL; any transactional call then raises the cause itself, so
     a fenced zombie is told apart from a real failure (shared by sources and the mirror sink)."""
-    if producer is None or exc.args[0].code() != KafkaError._FATAL:
+    if exc.args[0].code() != KafkaError._FATAL:
         return exc
+    return _producer_fatal_error(producer) or exc
+
+
+def failure_cause(producer: Any, exc: BaseException) -> KafkaException | None:
+    """The Kafka error behind a failed `flush()`, `poll()` or pipelined commit of a transactional
+    producer, to classify it (`classify_transaction_error`); None when there is none to be found.
+
+    Those calls report a producer's fatal error (a zombie fenced by its successor) only indirectly:
+    as `_FATAL`, or as a SystemError from confluent-kafka's callback machinery whose cause is the
+    KafkaException, or not at all. The one way, for sources and the mirror sink alike: a linked
+    KafkaException is taken (its fatal cause, `fatal_cause`); without one, a transactional call on
+    the producer raises its fatal error, if it has one."""
+    if isinstance(exc, KafkaException):
+        return fatal_cause(producer, exc)
+    linked = exc.__cause__ or exc.__context__
+    if isinstance(linked, KafkaException):
+        return fatal_cause(producer, linked)
+    return _producer_fatal_error(producer)
+
+
+def _producer_fatal_error(producer: Any) -> KafkaException | None:
+    """The fatal error a producer is in, learnt from a transactional call that raises it at once
+    (a healthy producer's 0.1 s abort on a failure path is no loss: the task fails either way)."""
+    if producer is None:
+        return None
     try:
         producer.abort_transaction(0.1)
     except KafkaException as cause:
-        return cause if cause.args[0].code() != KafkaError._FATAL else exc
-    return exc
+        err: KafkaError = cause.args[0]
+        if err.fatal() and err.code() != KafkaError._FATAL:
+            return cause
+    return None
+
+
+# --------------------------------------------------------------------------------- a new producer
+#: After this long a new producer's `init_transactions()` says once, at WARN, that it is still
+#: waiting (it takes well under a second when the coordinator has nothing left to end).
+INIT_WARN_AFTER_S = 10.0
+
+
+class ProducerInitTimedOut(ConnectException):
+    """A new transactional producer was not let in within `init_timeout_s`: the task fails, naming
+    the setting the bound derives from."""
+
+
+def init_timeout_s(transaction_timeout_ms: int) -> float:
+    """How long a task's new transactional producer may wait in `init_transactions()` (at start-up,
+    on a Spark retry, and when renewed in place): `CALL_TIMEOUT_S` plus one `transaction.timeout.ms`.
+
+    The coordinator lets a new epoch of a transactional id in only once the previous epoch's
+    transaction has ended: while it writes that transaction's abort markers it answers
+    CONCURRENT_TRANSACTIONS, which librdkafka retries inside the call (every 500 ms). A renewal
+    comes exactly when the old transaction could not be ended in time, so that wait is part of the
+    renewal; it is bounded by the transaction's own timeout, at least the former 60 s, so that a
+    coordinator that never ends it still fails the task."""
+    return CALL_TIMEOUT_S + transaction_timeout_ms / 1000
+
+
+def init_in_time(
+    producer: Any,
+    login: LoginWatch,
+    *,
+    transaction_timeout_ms: int,
+    setting: str,
+    transactional_id: str,
+    doing: str,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    clock: Callable[[], float] = time.monotonic,
+    init: Callable[[Any, float, LoginWatch, str], None] = init_transactions,
+) -> None:
+    """`init_transactions()` of a task's new producer within `init_timeout_s`: one WARN if it takes
+    longer than `INIT_WARN_AFTER_S`, one INFO when it then succeeds, and `ProducerInitTimedOut`
+    naming `setting` (the user's name for the producer's `transaction.timeout.ms`) if it never
+    does. A refused login or any other non-retriable error is raised at once, as it is."""
+    limit = init_timeout_s(transaction_timeout_ms)
+    began = clock()
+    warned = False
+    while True:
+        left = limit - (clock() - began)
+        step = left if warned else min(INIT_WARN_AFTER_S, left)
+        try:
+            init(producer, max(MIN_CALL_TIMEOUT_S, step), login, doing)
+            break
+        except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.fatal() or not (err.code() == KafkaError._TIMED_OUT or err.retriable()):
+                raise
+            waited = clock() - began
+            if waited >= limit:
+                raise ProducerInitTimedOut(
+                    f"{doing}: the transaction coordinator did not let a new producer of transactional.id "
+                    f"{transactional_id} in within {waited:.0f}s ({CALL_TIMEOUT_S:.0f}s plus {setting}="
+                    f"{transaction_timeout_ms} ms); last answer {err.name()}: {err.str()}. It lets a new "
+                    "producer in only once the previous producer's transaction has ended, its abort "
+                    "markers written to every partition it touched (librdkafka logs CONCURRENT_TRANSACTIONS "
+                    "meanwhile): check the brokers leading those partitions. The task restarts from its "
+                    f"committed offsets; a longer {setting} also waits longer here."
+                ) from exc
+            if not warned:
+                warned = True
+                logger.warning(
+                    "%s: not let in after %.0fs (%s); the transaction coordinator is probably still "
+                    "ending the previous producer's transaction of transactional.id %s (it answers "
+                    "CONCURRENT_TRANSACTIONS meanwhile); waiting up to %.0fs (%.0fs plus %s=%d ms)",
+                    doing,
+                    waited,
+                    err.str(),
+                    transactional_id,
+                    limit,
+                    CALL_TIMEOUT_S,
+                    setting,
+                    transaction_timeout_ms,
+                )
+    if warned:
+        logger.info("%s: let in after %.1fs", doing, clock() - began)
 
 
 # --------------------------------------------------------------------------------- bounded transactions
@@ -314,11 +429,32 @@ class TransactionalProducer:
         except KafkaException as exc:
             raise self.classify(exc, step, None) from exc
 
-    def init(self, timeout_s: float, login: LoginWatch, task_id: str) -> None:
-        """`init_transactions()` in steps, so that a refused login (`login` is the producer's
-        error callback) fails at once, naming the principal, instead of timing out."""
+    def init(
+        self,
+        login: LoginWatch,
+        task_id: str,
+        *,
+        transaction_timeout_ms: int,
+        setting: str,
+        transactional_id: str,
+        logger: logging.Logger | logging.LoggerAdapter[Any],
+    ) -> None:
+        """`init_transactions()` within `init_timeout_s` (`init_in_time`), in steps, so that a
+        refused login (`login` is the producer's error callback) fails at once, naming the
+        principal, instead of timing out."""
         doing = f"{task_id}: {Step.INIT}"
-        self.call(Step.INIT, lambda: init_transactions(self.producer, timeout_s, login, doing))
+        self.call(
+            Step.INIT,
+            lambda: init_in_time(
+                self.producer,
+                login,
+                transaction_timeout_ms=transaction_timeout_ms,
+                setting=setting,
+                transactional_id=transactional_id,
+                doing=doing,
+                logger=logger,
+            ),
+        )
 
     def begin(self) -> Transaction:
         self.call(Step.BEGIN, self.producer.begin_transaction)

@@ -23,9 +23,12 @@ T = TypeVar("T")
 
 #: Errors that mean "ask again shortly", even where librdkafka does not flag them retriable. The
 #: leader-epoch ones come back from ListOffsets while a restarted broker's leadership propagates;
-#: the coordinator ones from offset fetches while __consumer_offsets loads or moves.
+#: the coordinator ones from offset fetches while __consumer_offsets loads or moves. _NOENT is
+#: librdkafka's admin answer for partitions without a leader ("No leaders found"), as a single
+#: broker's are for a moment after a freeze (its controller fences it, then unfences it).
 TRANSIENT_CODES = frozenset(
     {
+        KafkaError._NOENT,
         KafkaError.NOT_LEADER_FOR_PARTITION,
         KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.FENCED_LEADER_EPOCH,
