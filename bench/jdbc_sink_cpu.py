@@ -139,7 +139,7 @@ def main() -> None:
                     f"CPU {cpu * 1e6 / n:5.1f} us/row = convert {spent['convert'] * 1e6 / n:5.1f} + "
                     f"put {spent['put'] * 1e6 / n:5.1f} + pre_commit {spent['pre_commit'] * 1e6 / n:5.1f}"
                 )
-        for job in jobs:
+        for job in (j for j in jobs if totals[j]):
             best = min(totals[job])
             print(f"{job}: best CPU {best * 1e6 / n:.1f} us/row ({best / n * 1e6:.1f} CPU s per M rows)")
         if args.profile:
