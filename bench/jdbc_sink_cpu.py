@@ -35,6 +35,7 @@ from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 from eosconnect.connectors.jdbc_sink.connector import JdbcSinkTask
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.postgres import LocalPostgres
+from eosconnect.runtime.frozen_heap import frozen_heap
 from eosconnect.runtime.pipeline import SinkRecordPipeline
 from eosconnect.runtime.sink_task import MAX_BATCH
 from eosconnect.storage.topics import ensure_topic
@@ -131,7 +132,8 @@ def main() -> None:
             for job in jobs:
                 table = f"cpu_{job}_{run}"
                 config = {**sink_config("eos", job, topic, table, pg, database), "name": f"cpu-{table}"}
-                spent = run_job(job, messages, config)
+                with frozen_heap():  # as the sink loop runs (runtime/frozen_heap.py)
+                    spent = run_job(job, messages, config)
                 cpu = spent["convert"] + spent["put"] + spent["pre_commit"]
                 totals[job].append(cpu)
                 print(
