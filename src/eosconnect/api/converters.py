@@ -371,7 +371,7 @@ _NULL = SchemaAndValue(None, None)
 #: `json.loads(text, parse_float=decimal.Decimal)` without building a decoder per call (Kafka reads
 #: fractions as BigDecimal: exact for Decimal fields, converted for FLOAT fields).
 _DECIMAL_JSON = json.JSONDecoder(parse_float=decimal.Decimal).decode
-_DECIMAL_SCAN = json.JSONDecoder(parse_float=decimal.Decimal).scan_once
+_DECIMAL_SCAN = json.JSONDecoder(parse_float=decimal.Decimal).scan_once  # type: ignore[attr-defined]
 #: `SchemaAndValue(schema, value)` without the Python-level `__new__` of a NamedTuple (per record).
 _SCHEMA_AND_VALUE = tuple.__new__
 
