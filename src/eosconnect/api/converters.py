@@ -209,6 +209,8 @@ class JsonConverter(Converter):
         self._prefixes: dict[Schema | None, str] = {}
         self._content_schema: Schema | None = None
         self._content_reader: Any = None
+        #: The schema text of the last envelope read and its (schema, reader), see `_read_envelope`.
+        self._last_schema: tuple[bytes, Any] | None = None
         content = cfg["schema.content"]
         if content and self.schemas_enabled:
             setting = self._prefix() + "schema.content"
@@ -299,7 +301,7 @@ class JsonConverter(Converter):
         if data is None:
             return _NULL
         try:
-            raw = _as_bytes(data)
+            raw = data if data.__class__ is bytes else _as_bytes(data)
         except TypeError as exc:
             raise DataException(
                 f"JsonConverter expects bytes from topic {topic!r}, got {exc} for the record {self._what()}"
@@ -329,22 +331,29 @@ class JsonConverter(Converter):
             ) from None
 
     def _read_envelope(self, raw: bytes) -> SchemaAndValue:
-        # Fast path: {"schema":S,"payload":P} as Kafka writes it, the schema looked up by its text.
+        # Fast path: {"schema":S,"payload":P} as Kafka writes it, the schema looked up by its text
+        # (the last one first: a topic's records mostly share one schema, so a byte comparison
+        # saves the cache's lookup).
         if raw.startswith(b'{"schema":') and raw.endswith(b"}"):
             split = raw.find(b',"payload":')
             if split > 0:
                 schema_text = raw[10:split]
-                cached = self._codec._to_connect_cache.get(schema_text)
+                last = self._last_schema
+                if last is not None and last[0] == schema_text:
+                    cached = last[1]
+                else:
+                    cached = self._codec._to_connect_cache.get(schema_text)
                 try:
                     if cached is None:
                         node = _DECIMAL_JSON(schema_text.decode())
                         cached = self._codec.schema_from_json(node, schema_text)
-                    payload = _DECIMAL_JSON(raw[split + 11 : -1].decode())
+                    payload = _decimal_json(raw[split + 11 : -1].decode())
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     pass  # not the plain layout (or not UTF-8): parse it whole below
                 else:
+                    self._last_schema = (schema_text, cached)
                     schema, read = cached
-                    return SchemaAndValue(schema, read(payload))
+                    return _SCHEMA_AND_VALUE(SchemaAndValue, (schema, read(payload)))
         envelope = json.loads(raw, parse_float=decimal.Decimal)
         if not isinstance(envelope, dict) or envelope.keys() != {"schema", "payload"}:
             raise DataException(
@@ -362,6 +371,19 @@ _NULL = SchemaAndValue(None, None)
 #: `json.loads(text, parse_float=decimal.Decimal)` without building a decoder per call (Kafka reads
 #: fractions as BigDecimal: exact for Decimal fields, converted for FLOAT fields).
 _DECIMAL_JSON = json.JSONDecoder(parse_float=decimal.Decimal).decode
+_DECIMAL_SCAN = json.JSONDecoder(parse_float=decimal.Decimal).scan_once  # type: ignore[attr-defined]
+#: `SchemaAndValue(schema, value)` without the Python-level `__new__` of a NamedTuple (per record).
+_SCHEMA_AND_VALUE = tuple.__new__
+
+
+def _decimal_json(text: str) -> Any:
+    """`_DECIMAL_JSON(text)`, scanning directly when the text is one JSON value without surrounding
+    whitespace (what Kafka's writers produce); anything else goes the whole way, with its errors."""
+    try:
+        value, end = _DECIMAL_SCAN(text, 0)
+    except (StopIteration, json.JSONDecodeError):
+        return _DECIMAL_JSON(text)
+    return value if end == len(text) else _DECIMAL_JSON(text)
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))

@@ -385,11 +385,18 @@ class SinkRecord(_RecordMixin):
         key_schema: Schema | None = None,
         value_schema: Schema | None = None,
     ) -> None:
-        _check_topic(topic)
-        _check_optional_int("partition", partition, 0)
-        _check_optional_int("offset", offset, 0)
-        _check_optional_int("timestamp", timestamp, 0)
-        _check_optional_int("leader_epoch", leader_epoch, 0)
+        # The checks' calls only where a value is not plainly valid: the sink loop builds one
+        # record per consumed message.
+        if topic.__class__ is not str or not topic:
+            _check_topic(topic)
+        if partition.__class__ is not int or partition < 0:
+            _check_optional_int("partition", partition, 0)
+        if offset.__class__ is not int or offset < 0:
+            _check_optional_int("offset", offset, 0)
+        if timestamp is not None and (timestamp.__class__ is not int or timestamp < 0):
+            _check_optional_int("timestamp", timestamp, 0)
+        if leader_epoch is not None and (leader_epoch.__class__ is not int or leader_epoch < 0):
+            _check_optional_int("leader_epoch", leader_epoch, 0)
         setattr_ = object.__setattr__
         setattr_(self, "topic", topic)
         setattr_(self, "partition", partition)
@@ -397,7 +404,7 @@ class SinkRecord(_RecordMixin):
         setattr_(self, "key", key)
         setattr_(self, "value", value)
         setattr_(self, "timestamp", timestamp)
-        setattr_(self, "headers", _normalize_headers(headers))
+        setattr_(self, "headers", () if headers is None else _normalize_headers(headers))
         setattr_(self, "leader_epoch", leader_epoch)
         setattr_(self, "key_schema", key_schema)
         setattr_(self, "value_schema", value_schema)

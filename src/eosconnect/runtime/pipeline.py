@@ -249,7 +249,7 @@ class SinkRecordPipeline(_Pipeline):
             key.schema,
             value.schema,
         )
-        return self.transforms.apply(record)
+        return self.transforms.apply(record) if self.transforms.stages else record
 
 
 def pipeline_config(connector_config: Mapping[str, str], task: Task, task_log: Any) -> dict[str, str]:

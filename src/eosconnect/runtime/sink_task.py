@@ -59,6 +59,7 @@ from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_par
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
 from eosconnect.runtime.control import Directive, confirm_paused
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
+from eosconnect.runtime.frozen_heap import frozen_heap
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
 from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings
@@ -248,7 +249,8 @@ class SinkTaskRunner:
         state, trace = TaskState.STOPPED, None
         try:
             self.start()
-            self.loop()
+            with frozen_heap():  # the start-up heap out of the cycle collector's way (see the module)
+                self.loop()
             self.commit_offsets()
             self._close_partitions(self.context.assignment())
             self.log.info(

@@ -183,9 +183,10 @@ class JdbcSinkTask(SinkTask):
             self.context.request_commit()
 
     def _put(self, records: list[SinkRecord]) -> None:
+        row_of, add, kept = self.rows.row, self.writer.add, self._records  # bound once per batch
         for record in records:
             try:
-                row = self.rows.row(record)
+                row = row_of(record)
             except DataException as exc:
                 reporter = self.context.errant_record_reporter()
                 if reporter is None:  # errors.tolerance=none: the task fails, naming the record
@@ -193,9 +194,9 @@ class JdbcSinkTask(SinkTask):
                 reporter.report(record, exc)  # KIP-610: logged / dead-lettered, its position committed
                 continue
             if row is not None:
-                self.writer.add(row)
-                if self._records is not None:  # kept for a report at flush time (KIP-610)
-                    self._records[(record.topic, record.partition, record.offset)] = record
+                add(row)
+                if kept is not None:  # kept for a report at flush time (KIP-610)
+                    kept[(record.topic, record.partition, record.offset)] = record
 
     def pre_commit(
         self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]

@@ -10,17 +10,19 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import functools
-from collections.abc import Mapping
-from dataclasses import dataclass
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
+from eosconnect.api.data.schema import TIME_LOGICAL_NAME, TIMESTAMP_LOGICAL_NAME
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import SinkRecord, TopicPartition
 from eosconnect.connectors.jdbc_sink.config import KAFKA_PK_COLUMNS, InsertMode, PkMode, SinkSettings
 
-__all__ = ["Operation", "Row", "RowMaker"]
+__all__ = ["Operation", "Row", "RowMaker", "Shape"]
 
 
 class Operation(StrEnum):
@@ -30,23 +32,69 @@ class Operation(StrEnum):
     DELETE = "delete"
 
 
-@dataclass
-class Row:
-    """What one record writes: `key` holds the primary key columns, `values` the others."""
+@dataclass(frozen=True)
+class Shape:
+    """What rows of one kind share: their table, statement and columns. Rows of one shape go into
+    one bulk statement; a shape is made once per schema (and kind of key), not per row."""
 
     table: str
     operation: Operation
-    key: dict[str, Any]
-    values: dict[str, Any]
+    #: The primary key columns' names, then the other columns' names, in the order of a row's values.
+    key: tuple[str, ...]
+    values: tuple[str, ...]
     #: Column name -> its Connect schema (key columns first), for CREATE/ALTER TABLE.
-    columns: dict[str, Schema]
+    columns: dict[str, Schema] = field(compare=False, hash=False)
+    #: Every value of such rows goes to the driver as it is (the schemas say so: no instants, times or
+    #: nested values), so the writer skips `db_value` for them.
+    plain: bool = field(default=False, compare=False, hash=False)
+
+
+@dataclass(slots=True)
+class Row:
+    """What one record writes: `key` holds the primary key columns' values, `values` the others',
+    in the order of `shape.key` and `shape.values`."""
+
+    shape: Shape
+    key: tuple[Any, ...]
+    values: tuple[Any, ...]
     topic_partition: TopicPartition
     offset: int
 
     @property
-    def shape(self) -> tuple[str, Operation, tuple[str, ...], tuple[str, ...]]:
-        """Rows of one shape go into one bulk statement."""
-        return (self.table, self.operation, tuple(self.key), tuple(self.values))
+    def table(self) -> str:
+        return self.shape.table
+
+    @property
+    def operation(self) -> Operation:
+        return self.shape.operation
+
+    def named(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The key columns and the other columns by name."""
+        shape = self.shape
+        return dict(zip(shape.key, self.key, strict=True)), dict(zip(shape.values, self.values, strict=True))
+
+
+#: Value types that the schemas guarantee go to the driver as they are (see `Shape.plain`).
+_PLAIN_TYPES = frozenset(
+    {
+        Type.INT8,
+        Type.INT16,
+        Type.INT32,
+        Type.INT64,
+        Type.FLOAT32,
+        Type.FLOAT64,
+        Type.BOOLEAN,
+        Type.STRING,
+        Type.BYTES,
+    }
+)
+
+
+def _plain(columns: Mapping[str, Schema]) -> bool:
+    return all(
+        c.type in _PLAIN_TYPES and c.name not in (TIMESTAMP_LOGICAL_NAME, TIME_LOGICAL_NAME)
+        for c in columns.values()
+    )
 
 
 @functools.cache
@@ -113,21 +161,52 @@ class _StructFields:
             defaults if any(d is not None for d in defaults) else None,
         )
 
-    def values(self, struct: Struct) -> dict[str, Any]:
-        """Field name -> value, as `struct.get` reads them."""
+    def slots(self, struct: Struct) -> list[Any]:
+        """The values in field order, as `struct.get` reads them (defaults for empty slots)."""
         values = struct._values
         if self.defaults is not None:
             values = [d if v is None else v for v, d in zip(values, self.defaults, strict=True)]
-        return dict(zip(self.names, values, strict=True))
+        return values
+
+    def values(self, struct: Struct) -> dict[str, Any]:
+        """Field name -> value, as `struct.get` reads them."""
+        return dict(zip(self.names, self.slots(struct), strict=True))
+
+    def picker(self, names: Sequence[str]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+        """A function from `slots` to the values of these fields, as a tuple."""
+        index = tuple(self.names.index(n) for n in names)
+        if index == tuple(range(len(self.names))):
+            return tuple
+        if not index:
+            return lambda _: ()
+        if len(index) == 1:
+            (only,) = index
+            return lambda slots: (slots[only],)
+        return operator.itemgetter(*index)
 
 
 @dataclass(frozen=True)
-class _Layout:
-    """For values of one schema with key columns of one kind: the non-key columns, and all columns
-    with their schemas (key columns first), shared by every row of that kind."""
+class _Plan:
+    """How rows come out of Struct values of one schema with key columns of one kind: their shape,
+    and which of the value's fields are the key (pk.mode=record_value) and the other columns."""
 
-    value_names: tuple[str, ...]
+    shape: Shape
+    fields: _StructFields
+    pick_values: Callable[[Sequence[Any]], tuple[Any, ...]]
+    #: pk.mode=record_value: the key columns' values out of the value's fields.
+    pick_key: Callable[[Sequence[Any]], tuple[Any, ...]] | None
+    #: What the cache key names by id, kept alive with the entry (so no other object takes its id).
+    owners: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class _KeyPlan:
+    """pk.mode=record_key with a Struct key of one schema: the key columns and how to read them."""
+
+    fields: _StructFields
+    pick: Callable[[Sequence[Any]], tuple[Any, ...]]
     columns: dict[str, Schema]
+    schema: Schema  # kept alive with the entry (the cache is keyed by its id)
 
 
 #: Caches of per-schema work are emptied when they reach this many entries (schemas come and go).
@@ -149,11 +228,16 @@ def _fields(
     )
 
 
+#: The key token of pk.mode none, kafka and record_value (the key columns do not depend on the record).
+_FIXED_KEY = ()
+
+
 class RowMaker:
     """Turns records into rows per the pk.mode, pk.fields, fields.whitelist and insert.mode settings.
 
     What depends only on a Struct's schema (field names, column types, which fields are key
-    columns) is worked out once per schema and shared by its rows."""
+    columns, the row's shape) is worked out once per schema and shared by its rows: a row of a
+    Struct value is then its shape and two tuples picked out of the Struct's values."""
 
     def __init__(self, settings: SinkSettings) -> None:
         self.settings = settings
@@ -163,7 +247,10 @@ class RowMaker:
             InsertMode.UPDATE: Operation.UPDATE,
         }[settings.insert_mode]
         self._structs: dict[Schema, _StructFields] = {}
-        self._layouts: dict[tuple[Any, ...], _Layout] = {}
+        #: (table, id(value schema), id(key token)) -> plan; the plan keeps both alive.
+        self._plans: dict[tuple[str, int, int], _Plan] = {}
+        #: id(key schema) -> its plan (pk.mode=record_key, Struct keys).
+        self._key_plans: dict[int, _KeyPlan] = {}
         self._partitions: dict[tuple[str, int], tuple[str, TopicPartition]] = {}
         #: pk.mode=kafka: the key columns' schemas (pk.fields names three, or Kafka's default names).
         self._kafka_columns: dict[str, Schema] = {}
@@ -185,29 +272,77 @@ class RowMaker:
 
     def row(self, record: SinkRecord) -> Row | None:
         """The row `record` writes, or None for a tombstone that deletes nothing (delete.enabled=false)."""
-        s = self.settings
         place = self._partitions.get((record.topic, record.partition))
         if place is None:
             if len(self._partitions) >= _CACHE_LIMIT:
                 self._partitions.clear()
-            place = (s.table_for(record.topic), TopicPartition(record.topic, record.partition))
+            place = (self.settings.table_for(record.topic), TopicPartition(record.topic, record.partition))
             self._partitions[(record.topic, record.partition)] = place
         table, tp = place
         key, key_columns, key_token = self._key(record)
         value = record.value
         if value is None:
-            if not s.delete_enabled:
+            if not self.settings.delete_enabled:
                 return None
-            return Row(table, Operation.DELETE, key, {}, dict(key_columns), tp, record.offset)
+            shape = Shape(table, Operation.DELETE, tuple(key_columns), (), dict(key_columns))
+            return Row(shape, key, (), tp, record.offset)
+        if key_token is not None and value.__class__ is Struct:
+            plan = self._plans.get((table, id(value.schema), id(key_token)))
+            if plan is None:
+                plan = self._plan(table, value.schema, key_token, key_columns, record)
+            slots = plan.fields.slots(value)
+            if plan.pick_key is not None:
+                key = plan.pick_key(slots)
+            return Row(plan.shape, key, plan.pick_values(slots), tp, record.offset)
+        return self._row_of_any(record, table, tp, dict(zip(key_columns, key, strict=True)), key_columns)
+
+    def _plan(
+        self, table: str, schema: Schema, key_token: Any, key_columns: dict[str, Schema], record: SinkRecord
+    ) -> _Plan:
+        s = self.settings
+        fields = self._struct_fields(schema)
+        pick_key = None
+        if s.pk_mode is PkMode.RECORD_VALUE:
+            names = list(s.pk_fields) or list(fields.names)
+            for name in names:
+                if name not in fields.schemas:
+                    raise DataException(
+                        f"pk.fields names {name!r}, but the value of {record.topic}-{record.partition}@"
+                        f"{record.offset} has no such field (its fields: {', '.join(fields.names)})"
+                    )
+            key_columns = {name: fields.schemas[name] for name in names}
+            pick_key = fields.picker(names)
+        value_names = tuple(
+            name
+            for name in fields.names
+            if name not in key_columns and (not s.fields_whitelist or name in s.fields_whitelist)
+        )
+        columns = {**key_columns, **{n: fields.schemas[n] for n in value_names}}
+        shape = Shape(table, self.operation, tuple(key_columns), value_names, columns, _plain(columns))
+        plan = _Plan(shape, fields, fields.picker(value_names), pick_key, (schema, key_token))
+        if len(self._plans) >= _CACHE_LIMIT:
+            self._plans.clear()
+        self._plans[(table, id(schema), id(key_token))] = plan
+        return plan
+
+    def _row_of_any(
+        self,
+        record: SinkRecord,
+        table: str,
+        tp: TopicPartition,
+        key: dict[str, Any],
+        key_columns: dict[str, Schema],
+    ) -> Row:
+        """A row of a schemaless map (or of a Struct with a key that is not cached): columns by name."""
+        s = self.settings
+        value = record.value
         if isinstance(value, Struct):
             struct = self._struct_fields(value.schema)
             fields, schemas = struct.values(value), struct.schemas
-            layout_key: tuple[Any, ...] | None = (value.schema, key_token) if key_token is not None else None
         else:
             pairs = _fields(value, record.value_schema, "value", record)
             fields = {name: v for name, (v, _) in pairs.items()}
             schemas = {name: schema for name, (_, schema) in pairs.items()}
-            layout_key = None
         if s.pk_mode is PkMode.RECORD_VALUE:
             names = list(s.pk_fields) or list(fields)
             for name in names:
@@ -218,51 +353,35 @@ class RowMaker:
                     )
                 key[name] = fields[name]
             key_columns = {name: schemas[name] for name in names}
-        layout = None if layout_key is None else self._layouts.get(layout_key)
-        if layout is None:
-            value_names = tuple(
-                name
-                for name in fields
-                if name not in key and (not s.fields_whitelist or name in s.fields_whitelist)
-            )
-            layout = _Layout(value_names, {**key_columns, **{n: schemas[n] for n in value_names}})
-            if layout_key is not None:
-                if len(self._layouts) >= _CACHE_LIMIT:
-                    self._layouts.clear()
-                self._layouts[layout_key] = layout
-        values = {name: fields[name] for name in layout.value_names}
-        return Row(table, self.operation, key, values, layout.columns, tp, record.offset)
+        value_names = tuple(
+            name
+            for name in fields
+            if name not in key and (not s.fields_whitelist or name in s.fields_whitelist)
+        )
+        columns = {**key_columns, **{n: schemas[n] for n in value_names}}
+        shape = Shape(table, self.operation, tuple(key), value_names, columns)
+        return Row(shape, tuple(key.values()), tuple(fields[n] for n in value_names), tp, record.offset)
 
-    def _key(self, record: SinkRecord) -> tuple[dict[str, Any], dict[str, Schema], Any]:
-        """The key columns' values and schemas, and a token naming those schemas for the layout
-        cache (the same token: the same key columns; None: not cacheable)."""
+    def _key(self, record: SinkRecord) -> tuple[tuple[Any, ...], dict[str, Schema], Any]:
+        """The key columns' values and schemas (by name, in order), and a token naming those
+        columns for the plan cache (the same token: the same key columns; None: not cacheable)."""
         s = self.settings
         if s.pk_mode is PkMode.KAFKA:
-            key = dict(zip(self._kafka_columns, (record.topic, record.partition, record.offset), strict=True))
-            return key, self._kafka_columns, ()
+            return (record.topic, record.partition, record.offset), self._kafka_columns, _FIXED_KEY
         if s.pk_mode is not PkMode.RECORD_KEY:
-            return {}, {}, ()  # none, or record_value (the value's schema decides)
-        if record.key is None:
+            return (), {}, _FIXED_KEY  # none, or record_value (the value's schema decides)
+        key = record.key
+        if key is None:
             raise DataException(
                 f"pk.mode=record_key, but {record.topic}-{record.partition}@{record.offset} has no key"
             )
-        if isinstance(record.key, Struct):
-            struct = self._struct_fields(record.key.schema)
-            names = s.pk_fields or struct.names
-            missing = [n for n in names if n not in struct.schemas]
-            if missing:
-                raise DataException(
-                    f"pk.fields names {missing}, but the key of {record.topic}-{record.partition}@"
-                    f"{record.offset} has only {', '.join(struct.names)}"
-                )
-            values = struct.values(record.key)
-            return (
-                {n: values[n] for n in names},
-                {n: struct.schemas[n] for n in names},
-                record.key.schema,
-            )
-        if isinstance(record.key, Mapping):
-            fields = _fields(record.key, record.key_schema, "key", record)
+        if key.__class__ is Struct:
+            plan = self._key_plans.get(id(key.schema))
+            if plan is None:
+                plan = self._key_plan(key.schema, record)
+            return plan.pick(plan.fields.slots(key)), plan.columns, key.schema
+        if isinstance(key, Mapping):
+            fields = _fields(key, record.key_schema, "key", record)
             names = tuple(s.pk_fields) or tuple(fields)
             missing = [n for n in names if n not in fields]
             if missing:
@@ -270,14 +389,30 @@ class RowMaker:
                     f"pk.fields names {missing}, but the key of {record.topic}-{record.partition}@"
                     f"{record.offset} has only {', '.join(fields)}"
                 )
-            return {n: fields[n][0] for n in names}, {n: fields[n][1] for n in names}, None
+            return tuple(fields[n][0] for n in names), {n: fields[n][1] for n in names}, None
         if len(s.pk_fields) != 1:
             raise DataException(
                 f"the key of {record.topic}-{record.partition}@{record.offset} is a primitive "
-                f"({type(record.key).__name__}): set pk.fields to the one column name it is written to"
+                f"({type(key).__name__}): set pk.fields to the one column name it is written to"
             )
         name = s.pk_fields[0]
-        schema = record.key_schema or _inferred(record.key)
+        schema = record.key_schema or _inferred(key)
         if schema.type in (Type.STRUCT, Type.MAP, Type.ARRAY):
             raise DataException(f"a {schema.type} key cannot be a primary key column")
-        return {name: record.key}, {name: schema}, schema
+        # An inferred schema says nothing about the value (a list is inferred as text): not cached.
+        return (key,), {name: schema}, schema if record.key_schema is not None else None
+
+    def _key_plan(self, schema: Schema, record: SinkRecord) -> _KeyPlan:
+        struct = self._struct_fields(schema)
+        names = self.settings.pk_fields or struct.names
+        missing = [n for n in names if n not in struct.schemas]
+        if missing:
+            raise DataException(
+                f"pk.fields names {missing}, but the key of {record.topic}-{record.partition}@"
+                f"{record.offset} has only {', '.join(struct.names)}"
+            )
+        plan = _KeyPlan(struct, struct.picker(names), {n: struct.schemas[n] for n in names}, schema)
+        if len(self._key_plans) >= _CACHE_LIMIT:
+            self._key_plans.clear()
+        self._key_plans[id(schema)] = plan
+        return plan

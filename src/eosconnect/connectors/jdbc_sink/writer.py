@@ -24,7 +24,7 @@ from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 from eosconnect.connectors.jdbc_sink.config import SinkSettings
 from eosconnect.connectors.jdbc_sink.dialect import Tables, db_value, transactional_engine, write_statement
 from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
-from eosconnect.connectors.jdbc_sink.rows import Row
+from eosconnect.connectors.jdbc_sink.rows import Row, Shape
 from eosconnect.runtime.wall_time import WallTime
 
 __all__ = ["FlushResult", "RowWriter"]
@@ -101,13 +101,16 @@ class RowWriter:
         attempt committed after all (its acknowledgement lost with the connection): partitions whose
         stored position already reached the wanted one are not written again."""
         wanted = set(positions)
-        rows = [r for r in self.buffer if r.topic_partition in wanted]
-        checked: set[tuple[str, int]] = set()  # rows of one schema share their `columns`
+        rows, _ = _split(self.buffer, wanted)
+        checked: set[Shape] = set()
         with self.wall.phase("ddl"):
+            last = None
             for row in rows:  # DDL first, in transactions of its own (SQLite: one writer at a time)
-                if (row.table, id(row.columns)) not in checked:
-                    checked.add((row.table, id(row.columns)))
-                    self.tables.table(row.table, row.columns, list(row.key))
+                shape = row.shape
+                if shape is not last and shape not in checked:  # rows of one schema share their shape
+                    checked.add(shape)
+                    self.tables.table(shape.table, shape.columns, shape.key)
+                last = shape
         attempts = int(self.settings.values["connection.attempts"])
         backoff_s = int(self.settings.values["connection.backoff.ms"]) / 1000
         for attempt in range(1, attempts + 1):
@@ -131,7 +134,7 @@ class RowWriter:
                     str(exc).splitlines()[0],
                 )
                 time.sleep(backoff_s)
-        self.buffer = [r for r in self.buffer if r.topic_partition not in wanted]
+        self.buffer = _split(self.buffer, wanted)[1]
         for tp in result.fenced:
             self.generations.pop(tp, None)
         return result
@@ -166,11 +169,8 @@ class RowWriter:
                         if tp not in result.fenced
                         and (current[tp].offset is not None and current[tp].offset >= om.offset)
                     }
-                rows = [
-                    r
-                    for r in rows
-                    if r.topic_partition not in result.fenced and r.topic_partition not in done
-                ]
+                if result.fenced or done:
+                    rows = _split(rows, set(result.fenced) | done)[1]
             if on_rejected is None:
                 with wall.phase("write rows"):
                     result.rows = self._write_rows(conn, rows)
@@ -191,10 +191,14 @@ class RowWriter:
     def _write_rows(self, conn: sa.Connection, rows: list[Row]) -> int:
         written = 0
         run: list[Row] = []
+        shape = None
+        batch_size = self.settings.batch_size
         for row in rows:
-            if run and (row.shape != run[0].shape or len(run) >= self.settings.batch_size):
+            if run and ((row.shape is not shape and row.shape != shape) or len(run) >= batch_size):
                 written += self._execute(conn, run)
                 run = []
+            if not run:
+                shape = row.shape
             run.append(row)
         if run:
             written += self._execute(conn, run)
@@ -212,21 +216,21 @@ class RowWriter:
         return rejected
 
     def _execute(self, conn: sa.Connection, run: list[Row]) -> int:
-        first = run[0]
-        operation = first.operation.value
+        shape = run[0].shape
+        operation = shape.operation.value
         if len(run) >= COPY_MIN_ROWS and operation in ("insert", "upsert") and self._copy_possible(conn):
             if operation == "insert":
-                self._copy(conn, run, self.tables.known(first.table))
+                self._copy(conn, run, self.tables.known(shape.table))
                 return len(run)
-            if first.values:  # upserts with columns to update: COPY into a temporary table, then merge
+            if shape.values:  # upserts with columns to update: COPY into a temporary table, then merge
                 self._copy_upsert(conn, run)
                 return len(run)
         stmt = write_statement(
             self.engine.dialect.name,
-            self.tables.known(first.table),
+            self.tables.known(shape.table),
             operation,
-            list(first.key),
-            list(first.values),
+            list(shape.key),
+            list(shape.values),
         )
         if stmt is None:
             return 0
@@ -236,12 +240,10 @@ class RowWriter:
     def _params(self, run: list[Row]) -> list[dict[str, Any]]:
         """The rows as `write_statement`'s bind parameters, for executemany."""
         zone = self.zone
+        shape = run[0].shape
+        names = [*(f"k_{k}" for k in shape.key), *(f"v_{v}" for v in shape.values)]
         return [
-            {
-                **{f"k_{k}": db_value(v, zone) for k, v in row.key.items()},
-                **{f"v_{k}": db_value(v, zone) for k, v in row.values.items()},
-            }
-            for row in run
+            dict(zip(names, (db_value(v, zone) for v in (*row.key, *row.values)), strict=True)) for row in run
         ]
 
     def _copy_possible(self, conn: sa.Connection) -> bool:
@@ -257,12 +259,12 @@ class RowWriter:
         of the pipeline per row (executemany), several times faster. One statement may not update a
         row twice, so of several rows with one key only the last consumed is kept: the same end
         state as upserting them one after the other (each sets every non-key column)."""
-        first = run[0]
+        first = run[0].shape
         target = self.tables.known(first.table)
         latest: dict[tuple[Any, ...], Row] = {}
         try:
             for row in run:
-                latest[tuple(row.key.values())] = row
+                latest[row.key] = row
         except TypeError:  # an unhashable key value: leave it to executemany
             stmt = write_statement("postgresql", target, "upsert", list(first.key), list(first.values))
             conn.execute(stmt, self._params(run))
@@ -290,7 +292,7 @@ class RowWriter:
         pipeline per row)."""
         raw = conn.connection.driver_connection
         assert raw is not None
-        first = run[0]
+        first = run[0].shape
         preparer = self.engine.dialect.identifier_preparer
         name = table if isinstance(table, str) else preparer.format_table(table)
         columns = ", ".join(preparer.quote(column) for column in (*first.key, *first.values))
@@ -299,13 +301,17 @@ class RowWriter:
         dbapi_error = type(raw).__module__.split(".")[0]  # "psycopg"
         try:
             with raw.cursor() as cursor, cursor.copy(statement) as copy:
-                for row in run:
-                    copy.write_row(
-                        [
-                            *(db_value(v, zone) for v in row.key.values()),
-                            *(db_value(v, zone) for v in row.values.values()),
-                        ]
-                    )
+                write_row = copy.write_row
+                if first.plain:  # the schemas say every value goes as it is
+                    if not first.key:
+                        for row in run:
+                            write_row(row.values)
+                    else:
+                        for row in run:
+                            write_row(row.key + row.values)
+                else:
+                    for row in run:
+                        write_row([db_value(v, zone) for v in (*row.key, *row.values)])
         except Exception as exc:
             base = getattr(__import__(dbapi_error), "Error", None)
             if base is None or not isinstance(exc, base):
@@ -318,3 +324,19 @@ class RowWriter:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _split(rows: list[Row], partitions: set[TopicPartition]) -> tuple[list[Row], list[Row]]:
+    """The rows of these partitions, and the others, each in order. A partition's rows share one
+    `TopicPartition` object (see `RowMaker`), so runs of them are looked up once, not per row."""
+    inside: list[Row] = []
+    outside: list[Row] = []
+    last: TopicPartition | None = None
+    target = outside
+    for row in rows:
+        tp = row.topic_partition
+        if tp is not last:
+            last = tp
+            target = inside if tp in partitions else outside
+        target.append(row)
+    return inside, outside
