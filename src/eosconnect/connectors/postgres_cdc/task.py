@@ -18,10 +18,11 @@ from that BEGIN (sending the change once more).
 
 **Exactly once.** The slot's confirmed flush LSN moves (to `lsn_end`) only after `commit_record`,
 which the runtime calls after the Kafka transaction holding the record committed: PostgreSQL keeps
-every transaction not yet in Kafka. The confirmation is sent at once when the callback runs on the
-polling thread (the exactly-once runtime's), otherwise on the next poll, and in `stop()`: a task
-stopped right after its last commit leaves the slot at what Kafka holds, so whatever reads the
-slot next (this task again, or Debezium after a switch) is not sent that transaction again.
+every transaction not yet in Kafka. The confirmation is sent in `commit()`, right after those
+callbacks, when it runs on the polling thread (the exactly-once runtime's), otherwise on the next
+poll, and in `stop()`: a task stopped right after its last commit leaves the slot at what Kafka
+holds, so whatever reads the slot next (this task again, or Debezium after a switch) is not sent
+that transaction again.
 With `transaction.boundary=connector` the task asks for a commit after the last event of each
 PostgreSQL transaction (and after the whole snapshot), so a read_committed consumer sees each
 database transaction all or nothing.
@@ -472,7 +473,10 @@ class PostgresCdcTask(SourceTask):
         if isinstance(end, int) and record.source_partition == self.partition:
             with self._lock:
                 self._flush_to = max(self._flush_to, end)
-            self._confirm_now("after a Kafka commit")
+
+    def commit(self) -> None:
+        """After the commit_record calls of a Kafka transaction: confirm once for all of them."""
+        self._confirm_now("after a Kafka commit")
 
     def _confirm(self) -> None:
         """Move the slot to what Kafka holds (called on the polling thread, which owns the connection)."""
@@ -484,7 +488,7 @@ class PostgresCdcTask(SourceTask):
 
     def _confirm_now(self, when: str) -> None:
         """`_confirm` right away if this is the polling thread (the exactly-once runtime calls
-        `commit_record` and `stop` there); from any other thread (the at-least-once runtime's offset
+        `commit` and `stop` there); from any other thread (the at-least-once runtime's offset
         flusher) the next poll does it. A failure is left to the next poll, which then fails on the
         lost connection and restarts from the committed offset."""
         if threading.get_ident() != self.__dict__.get("_owner") or "stream" not in self.__dict__:
