@@ -14,6 +14,8 @@ construction and is replaced by `P` in schema names and `source.name` before com
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import time
 import uuid
@@ -29,6 +31,7 @@ import sqlalchemy as sa
 
 from eosconnect.api.converters import JsonConverter
 from eosconnect.api.records import SinkRecord
+from eosconnect.connectors.postgres_cdc.replication import drop_slot, slot_info
 from eosconnect.connectors.postgres_cdc.unwrap import ExtractNewRecordState
 from eosconnect.devkafka.debezium import debezium_connect
 from eosconnect.devkafka.kafka_connect import KafkaConnectProcess
@@ -432,6 +435,71 @@ def test_events_equal_debeziums_field_by_field(
     assert not found, "\n".join(found[:60]) + f"\n({len(found)} in all; both dumped in {tmp_path})"
 
 
+@dataclasses.dataclass
+class Switch:
+    """The set-up both switch tests share: table `t` holding rows 1-5 (for the snapshot), its topic,
+    and the config both connectors get, under one connector name, slot and publication."""
+
+    url: str
+    topic: str
+    name: str
+    config: dict[str, str]
+    debezium: KafkaConnectProcess
+    read_committed: Callable[..., list[Any]]
+
+    @classmethod
+    def create(
+        cls,
+        server: str,
+        debezium: KafkaConnectProcess,
+        topic_name: Callable[[str], str],
+        create_topic: Callable[..., str],
+        read_committed: Callable[..., list[Any]],
+        label: str,
+    ) -> Switch:
+        url = new_database(server)
+        with _connect(url) as conn:
+            conn.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
+            conn.execute("INSERT INTO t SELECT g, 'snapshot' FROM generate_series(1, 5) g")
+        prefix = topic_name(label)
+        config = {
+            **connector_config(url, prefix, f"{label}_{uuid.uuid4().hex[:8]}"),
+            "table.include.list": "public\\.t",
+        }
+        topic = create_topic(f"{prefix}.public.t")
+        return cls(url, topic, f"{label}-{uuid.uuid4().hex[:6]}", config, debezium, read_committed)
+
+    @property
+    def slot(self) -> str:
+        return self.config["slot.name"]
+
+    def insert(self, ids: range, label: str) -> None:
+        """One transaction per row."""
+        with _connect(self.url) as conn:
+            for i in ids:
+                conn.execute("INSERT INTO t VALUES (%s, %s)", (i, label))
+
+    def events(self) -> list[dict[str, Any]]:
+        """The envelopes in the topic (read_committed), tombstones left out."""
+        return [
+            json.loads(r.value)["payload"] for r in self.read_committed(self.topic, timeout=30) if r.value
+        ]
+
+    def ops(self) -> list[tuple[int, str]]:
+        return [((e["after"] or e["before"])["id"], e["op"]) for e in self.events()]
+
+    def debezium_delivered(self, count: int) -> bool:
+        failure = java_failure(self.debezium, self.name)
+        assert failure is None, f"Debezium failed:\n{failure}"
+        return len(self.ops()) >= count
+
+    def our_worker(self, worker_props: Callable[..., dict[str, str]]) -> dict[str, str]:
+        """An exactly-once worker storing offsets in the Kafka Connect cluster's offsets topic."""
+        return worker_props(
+            "enabled", offset_storage_topic=self.debezium.worker_props["offset.storage.topic"]
+        )
+
+
 def test_switch_from_debezium_resumes_from_its_offsets_without_a_new_snapshot(
     postgres,  # noqa: F811 - the imported fixture
     debezium: KafkaConnectProcess,
@@ -447,60 +515,34 @@ def test_switch_from_debezium_resumes_from_its_offsets_without_a_new_snapshot(
     PostgreSQL may resend Debezium's last transaction (the slot is confirmed only up to what Debezium
     flushed): its events must then be skipped ("skipped 1 event(s) of transaction ... Debezium
     delivered" in the task's log), where our own offset format would have sent them again."""
-    url = new_database(postgres)
-    with _connect(url) as conn:
-        conn.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
-        conn.execute("INSERT INTO t SELECT g, 'snapshot' FROM generate_series(1, 5) g")
-    prefix = topic_name("switch")
-    topic = create_topic(f"{prefix}.public.t")
-    name = f"switch-{uuid.uuid4().hex[:6]}"
-    config = {
-        **connector_config(url, prefix, f"sw_{uuid.uuid4().hex[:8]}"),
-        "table.include.list": "public\\.t",
-    }
-    post_connector(debezium, name, config)
-
-    def ops() -> list[tuple[int, str]]:
-        return [
-            (json.loads(r.key)["payload"]["id"], json.loads(r.value)["payload"]["op"])
-            for r in read_committed(topic, timeout=30)
-            if r.value
-        ]
-
-    def debezium_delivered(count: int) -> bool:
-        failure = java_failure(debezium, name)
-        assert failure is None, f"Debezium failed:\n{failure}"
-        return len(ops()) >= count
-
-    wait_until(lambda: debezium_delivered(5), 120, "Debezium's snapshot")
-    with _connect(url) as conn:
-        for i in range(6, 11):
-            conn.execute("INSERT INTO t VALUES (%s, 'by debezium')", (i,))
-    wait_until(lambda: debezium_delivered(10), 60, "Debezium's changes")
-    assert httpx.put(f"{debezium.url}/connectors/{name}/stop", timeout=60).status_code in (202, 204)
+    sw = Switch.create(postgres, debezium, topic_name, create_topic, read_committed, "switch")
+    post_connector(debezium, sw.name, sw.config)
+    wait_until(lambda: sw.debezium_delivered(5), 120, "Debezium's snapshot")
+    sw.insert(range(6, 11), "by debezium")
+    wait_until(lambda: sw.debezium_delivered(10), 60, "Debezium's changes")
+    assert httpx.put(f"{debezium.url}/connectors/{sw.name}/stop", timeout=60).status_code in (202, 204)
 
     def java_stopped() -> bool:
-        status = httpx.get(f"{debezium.url}/connectors/{name}/status", timeout=10).json()
+        status = httpx.get(f"{debezium.url}/connectors/{sw.name}/status", timeout=10).json()
         return status["connector"]["state"] == "STOPPED" and not status["tasks"]
 
     wait_until(java_stopped, 60, "Debezium to stop (its offsets flushed)")
-    with _connect(url) as conn:  # committed while no connector runs
-        for i in range(11, 14):
-            conn.execute("INSERT INTO t VALUES (%s, 'in between')", (i,))
-    worker = worker_props("enabled", offset_storage_topic=debezium.worker_props["offset.storage.topic"])
-    job = run_job({"name": name, **config, "exactly.once.support": "required"}, worker)
-    with _connect(url) as conn:
-        for i in range(14, 17):
-            conn.execute("INSERT INTO t VALUES (%s, 'by eosconnect')", (i,))
-    wait_until(lambda: len(ops()) >= 16, 90, "the changes after the switch", job)
+    sw.insert(range(11, 14), "in between")  # committed while no connector runs
+    job = run_job(
+        {"name": sw.name, **sw.config, "exactly.once.support": "required"}, sw.our_worker(worker_props)
+    )
+    sw.insert(range(14, 17), "by eosconnect")
+    wait_until(lambda: len(sw.ops()) >= 16, 90, "the changes after the switch", job)
     time.sleep(2.0)  # anything extra (a second snapshot, a repeat) would arrive now
     job.stop()
-    events = ops()
+    events = sw.ops()
     assert [op for _, op in events] == ["r"] * 5 + ["c"] * 11, events
     assert [i for i, _ in events] == list(range(1, 17)), "every change once, none repeated"
 
 
+@pytest.mark.parametrize("slot", ["same", "behind"])
 def test_switch_back_to_debezium_resumes_from_our_offsets(
+    slot: str,
     postgres,  # noqa: F811 - the imported fixture
     debezium: KafkaConnectProcess,
     run_job: Callable[..., Any],
@@ -509,63 +551,62 @@ def test_switch_back_to_debezium_resumes_from_our_offsets(
     create_topic: Callable[..., str],
     read_committed: Callable[..., list[Any]],
 ) -> None:
-    """The other direction, after a snapshot: PostgresCdcSource snapshots a table, is stopped, and
-    Debezium takes over under the same connector name, slot and offsets topic. Debezium reads our
-    stored offset (its own keys `snapshot: INITIAL`, `snapshot_completed` and `last_snapshot_record`
-    on the snapshot's last one), takes no new snapshot, sends none of the rows we delivered again and
-    every change we did not, in commit order. Switching back after streamed changes is not covered:
-    Debezium 3.7 sent our last streamed change again in 2 of 3 runs (docs/cdc.md, switching back)."""
-    url = new_database(postgres)
-    with _connect(url) as conn:
-        conn.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)")
-        conn.execute("INSERT INTO t SELECT g, 'snapshot' FROM generate_series(1, 5) g")
-    prefix = topic_name("back")
-    topic = create_topic(f"{prefix}.public.t")
-    name = f"back-{uuid.uuid4().hex[:6]}"
-    config = {
-        **connector_config(url, prefix, f"bk_{uuid.uuid4().hex[:8]}"),
-        "table.include.list": "public\\.t",
-    }
+    """The other direction: PostgresCdcSource snapshots a table and streams single-row transactions,
+    is stopped, and Debezium takes over under the same connector name and offsets topic. Debezium
+    reads our stored offset (`lsn_proc`, `lsn_commit`, `lsn_events_processed`, `messageType`; on
+    snapshot events `snapshot: INITIAL` with `snapshot_completed`), takes no new snapshot, sends none
+    of the changes we delivered again and every change we did not, in commit order.
 
-    def ops() -> list[tuple[int, str]]:
-        return [
-            (json.loads(r.key)["payload"]["id"], json.loads(r.value)["payload"]["op"])
-            for r in read_committed(topic, timeout=30)
-            if r.value
-        ]
-
-    worker = worker_props("enabled", offset_storage_topic=debezium.worker_props["offset.storage.topic"])
-    job = run_job({"name": name, **config, "exactly.once.support": "required"}, worker)
-    wait_until(lambda: len(ops()) >= 5, 90, "our snapshot", job)
-    ours = 5
+    `same`: Debezium reads our slot, which our task confirmed up to its last committed transaction
+    (checked) when it stopped, so PostgreSQL starts after it. `behind`: Debezium reads a copy of our
+    slot taken before our first streamed change (as after a crash between the Kafka commit and the
+    slot's confirmation, or a PostgreSQL restart losing a confirmation not yet checkpointed), so
+    PostgreSQL sends our changes again and only our offset keeps Debezium from repeating them: our
+    last change is a single-row transaction, whose BEGIN has the insert's LSN, and without
+    `messageType` Debezium 3.7's WalPositionLocator restarts from that BEGIN and sends it again."""
+    sw = Switch.create(postgres, debezium, topic_name, create_topic, read_committed, f"back_{slot}")
+    job = run_job(
+        {"name": sw.name, **sw.config, "exactly.once.support": "required"}, sw.our_worker(worker_props)
+    )
+    wait_until(lambda: len(sw.ops()) >= 5, 90, "our snapshot", job)
+    debezium_config = sw.config
+    if slot == "behind":
+        behind = f"{sw.slot}_behind"
+        with _connect(sw.url) as conn:
+            conn.execute("SELECT pg_copy_logical_replication_slot(%s, %s)", (sw.slot, behind))
+        debezium_config = {**sw.config, "slot.name": behind}
+    ours = 8
+    sw.insert(range(6, ours + 1), "by eosconnect")
+    wait_until(lambda: len(sw.ops()) >= ours, 60, "our streamed changes", job)
     job.stop()
-    with _connect(url) as conn:  # committed while no connector runs
-        for i in range(ours + 1, ours + 4):
-            conn.execute("INSERT INTO t VALUES (%s, 'in between')", (i,))
-    post_connector(debezium, name, config)
-
-    def debezium_delivered(count: int) -> bool:
-        failure = java_failure(debezium, name)
-        assert failure is None, f"Debezium failed:\n{failure}"
-        return len(ops()) >= count
-
+    last_change = sw.events()[-1]["source"]["lsn"]
+    with _connect(sw.url) as conn:
+        confirmed = slot_info(conn, sw.slot)
+    assert confirmed is not None and (confirmed[1] or 0) > last_change, (
+        f"our slot was left at {confirmed}, before our last delivered change ({last_change}): PostgreSQL "
+        "would send that transaction again"
+    )
+    sw.insert(range(ours + 1, ours + 4), "in between")  # committed while no connector runs
+    post_connector(debezium, sw.name, debezium_config)
     try:
-        wait_until(lambda: debezium_delivered(ours + 3), 120, "Debezium's first changes")
-        with _connect(url) as conn:
-            for i in range(ours + 4, ours + 7):
-                conn.execute("INSERT INTO t VALUES (%s, 'by debezium')", (i,))
-        wait_until(lambda: debezium_delivered(ours + 6), 60, "Debezium's later changes")
+        wait_until(lambda: sw.debezium_delivered(ours + 3), 120, "Debezium's first changes")
+        sw.insert(range(ours + 4, ours + 7), "by debezium")
+        wait_until(lambda: sw.debezium_delivered(ours + 6), 60, "Debezium's later changes")
         time.sleep(3.0)  # anything extra (a second snapshot, a repeat) would arrive now
-        events = ops()
+        events = sw.ops()
     finally:
-        httpx.delete(f"{debezium.url}/connectors/{name}", timeout=60)
+        httpx.delete(f"{debezium.url}/connectors/{sw.name}", timeout=60)
+        if slot == "behind":
+            with _connect(sw.url) as conn, contextlib.suppress(Exception):
+                drop_slot(conn, debezium_config["slot.name"], wait_s=30)
     ids = [i for i, _ in events]
-    assert events[:ours] == [(i, "r") for i in range(1, ours + 1)], events
+    assert events[:5] == [(i, "r") for i in range(1, 6)], events
+    assert ids[5:ours] == list(range(6, ours + 1)), f"our streamed changes: {events}"
     ours_again = [i for i in ids[ours:] if i <= ours]
-    assert not ours_again, f"Debezium sent again what we had delivered: {ours_again}"
+    assert not ours_again, f"Debezium sent again what we had delivered: {ours_again} ({events})"
     first_seen = list(dict.fromkeys(ids))
     assert first_seen == list(range(1, ours + 7)), f"every change, in commit order: {events}"
-    assert all(op == "c" for _, op in events[ours:]), "no second snapshot"
+    assert all(op == "c" for _, op in events[5:]), "no second snapshot"
     # Debezium on Kafka Connect without exactly-once support is at least once: should its own task be
     # restarted before its first offset flush, it sends its own first changes again (from our offset).
     # That is Debezium's delivery guarantee, not where it resumed, so it is allowed here, and shown.

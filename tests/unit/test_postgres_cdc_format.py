@@ -220,7 +220,7 @@ def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
 def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
     """An UPDATE of the key: a delete (with `__debezium.newkey`), its tombstone (same headers) and a
     create (with `__debezium.oldkey`), as Debezium's RelationalChangeRecordEmitter; every record's
-    offset carries Debezium's `lsn_proc` and `lsn_events_processed` beside ours."""
+    offset carries Debezium's `lsn_proc`, `lsn_events_processed` and `messageType` beside ours."""
     import threading
     from collections import deque
 
@@ -252,6 +252,9 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
         (110, 1), (110, 1), (110, 1), (120, 1), (120, 2),
     ]  # fmt: skip
     assert records[-1].source_offset["lsn_end"] == 310 and records[0].source_offset["lsn_commit"] == 90
+    # Debezium's messageType, the pgoutput message of each change: without it Debezium, resuming from
+    # our offset on a slot that sends this transaction again, replays it from its BEGIN
+    assert [r.source_offset["messageType"] for r in records] == ["UPDATE"] * 3 + ["INSERT"] * 2
 
 
 def test_debeziums_context_headers() -> None:

@@ -9,14 +9,23 @@ one. Snapshot events carry `{"lsn": <the slot's consistent point>, "event": -1}`
 snapshot keys (`snapshot: "INITIAL"`, `snapshot_completed` and `last_snapshot_record` true on the
 final one; offsets stored before read `snapshot: "true"` / `"last"`): a restart with an unfinished
 snapshot drops the slot and takes the snapshot again (the exported snapshot died with the task).
-Streamed events also carry Debezium's `lsn_proc`, `lsn_commit` and `lsn_events_processed`, so
-Debezium's connector can take over from any of these offsets (docs/cdc.md).
+Streamed events also carry Debezium's `lsn_proc`, `lsn_commit`, `lsn_events_processed` and
+`messageType` (INSERT, UPDATE or DELETE: the pgoutput message), so Debezium's connector can take
+over from any of these offsets (docs/cdc.md). `messageType` matters: when PostgreSQL sends the
+transaction of the stored change again, Debezium's WalPositionLocator meets its BEGIN at the same
+LSN as a transaction's first change, and without a DML `messageType` it replays the transaction
+from that BEGIN (sending the change once more).
 
-**Exactly once.** The slot's confirmed flush LSN moves (to `lsn_end`) only in `commit_record`,
+**Exactly once.** The slot's confirmed flush LSN moves (to `lsn_end`) only after `commit_record`,
 which the runtime calls after the Kafka transaction holding the record committed: PostgreSQL keeps
-every transaction not yet in Kafka. With `transaction.boundary=connector` the task asks for a
-commit after the last event of each PostgreSQL transaction (and after the whole snapshot), so a
-read_committed consumer sees each database transaction all or nothing.
+every transaction not yet in Kafka. The confirmation is sent in `commit()`, right after those
+callbacks, when it runs on the polling thread (the exactly-once runtime's), otherwise on the next
+poll, and in `stop()`: a task stopped right after its last commit leaves the slot at what Kafka
+holds, so whatever reads the slot next (this task again, or Debezium after a switch) is not sent
+that transaction again.
+With `transaction.boundary=connector` the task asks for a commit after the last event of each
+PostgreSQL transaction (and after the whole snapshot), so a read_committed consumer sees each
+database transaction all or nothing.
 """
 
 from __future__ import annotations
@@ -114,6 +123,7 @@ class _Change:
     before: Struct | None
     after: Struct | None
     lsn: int  # the change's own WAL position
+    message: str  # the pgoutput message (Debezium's messageType): INSERT, UPDATE or DELETE
     headers: tuple[Header, ...] = ()
     continues: bool = False  # the create of a key change: the same pgoutput message as the delete before
 
@@ -146,6 +156,7 @@ class PostgresCdcTask(SourceTask):
         self._last_commit_lsn: int | None = None
         self._flush_to = 0  # confirmed once the Kafka transaction with it committed
         self._confirmed = 0
+        self._owner = threading.get_ident()  # the polling thread: the only one to use the stream
         self._last_activity = time.monotonic()
         self._snapshot: _Snapshot | None = None
         self._done = False
@@ -221,6 +232,7 @@ class PostgresCdcTask(SourceTask):
         if self._stopping.is_set() or self._done:
             self._stopping.wait(self.poll_s)
             return None
+        self._owner = threading.get_ident()
         if self._snapshot is not None:
             return self._poll_snapshot()
         self._confirm()
@@ -302,7 +314,7 @@ class PostgresCdcTask(SourceTask):
             return
         events = self._txn[1]
         if isinstance(message, Insert):
-            events.append(_Change("c", table, None, table.row(message.new), lsn))
+            events.append(_Change("c", table, None, table.row(message.new), lsn, "INSERT"))
         elif isinstance(message, Update):
             after = table.row(message.new)
             before = None if message.old is None else table.row(message.old, key_only=message.old_is_key)
@@ -310,12 +322,14 @@ class PostgresCdcTask(SourceTask):
             if before is not None and old_key != new_key:
                 # A primary key change, as Debezium emits it: a delete (and its tombstone) under the old
                 # key naming the new one, then a create under the new key naming the old one.
-                events.append(_Change("d", table, before, None, lsn, pk_change_header(NEWKEY, new_key)))
-                events.append(_Change("c", table, None, after, lsn, pk_change_header(OLDKEY, old_key), True))
+                on_delete, on_create = pk_change_header(NEWKEY, new_key), pk_change_header(OLDKEY, old_key)
+                events.append(_Change("d", table, before, None, lsn, "UPDATE", on_delete))
+                events.append(_Change("c", table, None, after, lsn, "UPDATE", on_create, True))
             else:
-                events.append(_Change("u", table, before, after, lsn))
+                events.append(_Change("u", table, before, after, lsn, "UPDATE"))
         else:
-            events.append(_Change("d", table, table.row(message.old, key_only=message.old_is_key), None, lsn))
+            before = table.row(message.old, key_only=message.old_is_key)
+            events.append(_Change("d", table, before, None, lsn, "DELETE"))
 
     def _commit(self, commit: Commit) -> None:
         if self._txn is None:
@@ -331,7 +345,7 @@ class PostgresCdcTask(SourceTask):
             if not change.continues:
                 at_lsn = at_lsn + 1 if change.lsn == previous_lsn else 1
             previous_lsn = change.lsn
-            position = {"lsn_proc": change.lsn, "lsn_events_processed": at_lsn}
+            position = {"lsn_proc": change.lsn, "lsn_events_processed": at_lsn, "messageType": change.message}
             table, before, after = change.table, change.before, change.after
             source = SourceInfo(
                 self.prefix, self.db, begin.commit_time, "false", begin.xid, change.lsn, self._last_commit_lsn
@@ -411,10 +425,10 @@ class PostgresCdcTask(SourceTask):
         begin: Begin,
         index: int,
         headers: tuple[Header, ...] = (),
-        position: Mapping[str, int] | None = None,
+        position: Mapping[str, Primitive] | None = None,
     ) -> SourceRecord:
         offset: dict[str, Primitive] = {"lsn": begin.final_lsn, "txId": begin.xid, "event": index}
-        offset.update(position or {})  # Debezium's keys for the change itself (lsn_proc, ...)
+        offset.update(position or {})  # Debezium's keys for the change itself (lsn_proc, messageType, ...)
         if self._last_commit_lsn is not None:  # restores source.sequence's first half after a restart
             offset["lsn_commit"] = self._last_commit_lsn
         return SourceRecord(
@@ -460,6 +474,10 @@ class PostgresCdcTask(SourceTask):
             with self._lock:
                 self._flush_to = max(self._flush_to, end)
 
+    def commit(self) -> None:
+        """After the commit_record calls of a Kafka transaction: confirm once for all of them."""
+        self._confirm_now("after a Kafka commit")
+
     def _confirm(self) -> None:
         """Move the slot to what Kafka holds (called on the polling thread, which owns the connection)."""
         with self._lock:
@@ -468,8 +486,21 @@ class PostgresCdcTask(SourceTask):
             self.stream.confirm(target)
             self._confirmed = target
 
+    def _confirm_now(self, when: str) -> None:
+        """`_confirm` right away if this is the polling thread (the exactly-once runtime calls
+        `commit` and `stop` there); from any other thread (the at-least-once runtime's offset
+        flusher) the next poll does it. A failure is left to the next poll, which then fails on the
+        lost connection and restarts from the committed offset."""
+        if threading.get_ident() != self.__dict__.get("_owner") or "stream" not in self.__dict__:
+            return
+        try:
+            self._confirm()
+        except Exception as exc:
+            log.warning("PostgresCdcSource: could not confirm slot %s %s: %s", self.stream.slot, when, exc)
+
     def stop(self) -> None:
         self._stopping.set()
+        self._confirm_now("on stop")  # the last committed transaction, before the connection closes
         snapshot = self.__dict__.get("_snapshot")
         if snapshot is not None:
             snapshot.close()
