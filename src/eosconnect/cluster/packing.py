@@ -79,9 +79,11 @@ class SlotHost:
             return 0
         return self.capacity - len(self.assigned) - len(self.lingering)
 
-    def silent(self, for_s: float = HOST_SILENT_S, since: float = 0.0) -> bool:
-        """Not heard from for `for_s`, counting from `since` at the earliest (None: not started)."""
-        return self.seen is not None and time.monotonic() - max(self.seen, since) > for_s
+    def silent(self, for_s: float | None = None, since: float = 0.0) -> bool:
+        """Not heard from for `for_s` (`HOST_SILENT_S`), counting from `since` at the earliest; a
+        host not started yet is not silent."""
+        limit = HOST_SILENT_S if for_s is None else for_s
+        return self.seen is not None and time.monotonic() - max(self.seen, since) > limit
 
 
 class HostedTasks:
