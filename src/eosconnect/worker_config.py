@@ -374,10 +374,10 @@ def missing_required_near_misses(props: Mapping[str, str]) -> dict[str, str]:
 
 
 #: Worker setting: connector tasks per Spark task slot (1: every task is a Spark task of its own;
-#: cluster/packing.py packs them onto slot hosts above 1). Default 1: with 4 the chaos soaks failed
-#: (a mirror task on a slot host next to abandoned tasks lost its heartbeat); see issue 21.
+#: cluster/packing.py packs them onto slot hosts above 1). Default 4 (docs/architecture.md, "Task
+#: groups": why 4, and what happens on each fault).
 TASKS_PER_SLOT = "eosconnect.tasks.per.slot"
-DEFAULT_TASKS_PER_SLOT = 1
+DEFAULT_TASKS_PER_SLOT = 4
 
 
 def tasks_per_slot(worker_props: Mapping[str, str]) -> int:

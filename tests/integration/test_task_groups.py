@@ -4,6 +4,7 @@ the fault semantics docs/architecture.md promises for them, on a real worker and
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
@@ -159,31 +160,66 @@ def test_a_slot_host_spark_gave_up_on_fails_every_task_in_it_naming_the_host(
     assert report.ok, report.anomalies  # every number up to the highest, once
 
 
-def test_a_frozen_slot_host_shows_each_task_unassigned_naming_the_host(workers, topic_name, create_topic):
-    """The packed form of test_status_truth.py::test_status_follows_heartbeats: a SIGSTOPped slot
-    host silences all its tasks; each shows UNASSIGNED after the heartbeat timeout, its trace naming
-    the host, its Python worker and the mate that went silent with it, and RUNNING again on SIGCONT."""
-    data = create_topic(topic_name("data"), partitions=2)
+def test_a_frozen_slot_host_is_evacuated_and_its_tasks_of_two_connectors_run_on_exactly_once(
+    workers, topic_name, create_topic, read_committed
+):
+    """A SIGSTOPped slot host running tasks of two connectors is alive for Spark, which therefore never
+    runs it again. Each task shows UNASSIGNED naming the host, its Python worker and the mates that
+    went silent with it; after twice the heartbeat timeout the leader starts them again in another
+    host (cluster/host_evacuation.py), where they fence the frozen instances: both connectors are
+    RUNNING again while the host is still frozen. Thawed, the zombies end quietly (no ERROR line, no
+    FAILED status), the empty host ends, and every record is written once."""
+    fz_topic, fm_topic = create_topic(topic_name("fz"), partitions=2), create_topic(topic_name("fm"))
     worker = workers(**PACKED, **{"task.heartbeat.timeout.ms": "3000"})
-    assert worker.create_connector("fz", {**sequence(data, 1_000_000), "tasks.max": "2"}).status_code == 201
-    worker.wait_for(lambda: worker.task_states("fz") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
-    host_pid = runtimes(worker)["fz-0"]["pid"]
-    assert runtimes(worker)["fz-1"]["pid"] == host_pid
+    assert worker.create_connector("fz", {**sequence(fz_topic, 4000), "tasks.max": "2"}).status_code == 201
+    worker.wait_for(lambda: worker.task_states("fz") == ["RUNNING"] * 2, 90, "fz's two tasks RUNNING")
+    assert worker.create_connector("fm", sequence(fm_topic, 4000)).status_code == 201
+    worker.wait_for(lambda: worker.task_states("fm") == ["RUNNING"], 90, "fm RUNNING")
+    before = runtimes(worker)
+    host_pid = before["fz-0"]["pid"]
+    assert before["fz-1"]["pid"] == before["fm-0"]["pid"] == host_pid, f"not one slot host: {before}"
+    worker.wait_for(lambda: len(read_committed(fm_topic)) > 200, 60, "some records")
+
+    silent: dict[str, str] = {}
+
+    def moved() -> bool:
+        for name in ("fz", "fm"):
+            for t, entry in enumerate(worker.status(name)["tasks"]):
+                if entry["state"] == "UNASSIGNED":
+                    silent.setdefault(f"{name}-{t}", entry.get("trace", ""))
+        now = runtimes(worker)
+        return all(now[k]["state"] == "RUNNING" and now[k]["pid"] not in (None, host_pid) for k in before)
+
     os.kill(host_pid, signal.SIGSTOP)
     try:
-        worker.wait_for(lambda: worker.task_states("fz") == ["UNASSIGNED"] * 2, 30, "both tasks silent")
-        for task, mate in ((0, "fz-1"), (1, "fz-0")):
-            trace = worker.status("fz")["tasks"][task].get("trace", "")
-            assert f"no heartbeat from task fz-{task}" in trace, trace
-            assert (
-                f"(Python worker pid {host_pid}) with 1 other task(s) sharing its Python worker: {mate}"
-                in trace
-            )
-            assert "MB resident" in trace and "eosconnect.own.slot=true" in trace, trace
+        worker.wait_for(moved, 90, "every task RUNNING in another Python worker while the host is frozen")
+        log_text = worker.log_path.read_text(errors="replace")
+        found = re.search(rf"slot host (\w+) \(Python worker pid {host_pid}\) has not been heard", log_text)
+        assert found, "no evacuation in the log"
+        host_id = found.group(1)
+        assert "running its task(s) fm-0, fz-0, fz-1 in other slot hosts" in log_text
+        mates = f"(Python worker pid {host_pid}) with 2 other task(s) sharing its Python worker: fm-0, fz-1"
+        assert mates in silent.get("fz-0", ""), silent
     finally:
         os.kill(host_pid, signal.SIGCONT)
-    worker.wait_for(lambda: worker.task_states("fz") == ["RUNNING"] * 2, 60, "both RUNNING again")
-    assert worker.request("DELETE", "/connectors/fz").status_code == 204
+    worker.wait_for(
+        lambda: f"slot host {host_id} ends" in worker.log_path.read_text(errors="replace"),
+        90,
+        "the thawed host to end (its zombies told to stop)",
+    )
+    worker.wait_for(lambda: len(read_committed(fz_topic)) >= 8000, 120, "fz's 8000 records")
+    worker.wait_for(lambda: len(read_committed(fm_topic)) >= 4000, 120, "fm's 4000 records")
+    time.sleep(2)
+    assert check_sequences(committed(read_committed, fz_topic), {0: 4000, 1: 4000}).ok
+    assert check_sequences(committed(read_committed, fm_topic), {0: 4000}).ok
+    for name in ("fz", "fm"):
+        assert "FAILED" not in worker.task_states(name), worker.status(name)
+    problems = [
+        line
+        for line in worker.log_path.read_text(errors="replace").splitlines()
+        if (" ERROR " in line or " CRITICAL " in line) and "eosconnect.kafka" not in line
+    ]
+    assert not problems, problems
 
 
 def test_tasks_without_a_free_slot_are_unassigned_naming_the_packing_setting(

@@ -5,6 +5,7 @@ on Spark."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -117,8 +118,37 @@ def test_the_next_generation_does_not_land_on_the_host_of_an_abandoned_task(monk
     assert hosts.new_slots_needed(1) == 1, "a host that went silent takes no new task"
 
 
+def test_a_silent_host_is_evacuated_once_and_cancelled_when_nothing_live_is_left():
+    """A frozen host's live tasks are launched elsewhere (cluster/host_evacuation.py): they leave
+    its assignment, it takes no new task, and its Spark job is cancelled once only zombies of
+    generations being replaced are left in it, and the zombie cancel time has passed."""
+    hosts = pool(4)
+    (shared,) = hosts.place([spec("live"), spec("old")])
+    host = shared.host
+    hosts.heartbeat(host.host_id, {"live-0", "old-0"})
+    assert hosts.silent_hosts(10.0) == []
+    host.seen = time.monotonic() - 30
+    assert hosts.silent_hosts(10.0) == [host]
+    hosts.forgive_silence()  # the leader itself was stalled: silence counts from now
+    assert hosts.silent_hosts(10.0) == [] and host.room() == 0, "still no new task on a silent host"
+    hosts._listening_since = 0.0
+    hosts.evacuate(host, ["live-0"])
+    assert hosts.silent_hosts(10.0) == [], "evacuated once"
+    assert "live-0" not in host.assigned and "live-0" in host.lingering and host.closed
+    assert [d["connector"] for d in hosts.heartbeat(host.host_id, set())["start"]] == ["old"]
+    (moved,) = hosts.place([spec("live")])
+    assert moved.host is not host
+    hosts.cancel_drained(-1.0)
+    assert not host.job.cancelled, "the abandoned task of the replaced generation is still its own"
+    hosts.ended("old-0")
+    hosts.cancel_drained(3600.0)
+    assert not host.job.cancelled, "not before eosconnect.zombie.cancel.timeout.ms"
+    hosts.cancel_drained(-1.0)
+    assert host.job.cancelled and not moved.host.job.cancelled
+
+
 def test_the_settings():
-    assert tasks_per_slot({}) == 1  # packing off by default until the chaos soaks pass with it (issue 21)
+    assert tasks_per_slot({}) == 4  # packing on by default (docs/architecture.md, "Task groups")
     assert tasks_per_slot({"eosconnect.tasks.per.slot": "1"}) == 1
     assert tasks_per_slot({"eosconnect.tasks.per.slot": "25"}) == 25
     for bad in ("0", "many"):

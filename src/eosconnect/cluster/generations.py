@@ -82,6 +82,7 @@ class Generations(HerderState):
                         if job.running():
                             job.cancel()
             self._reap_runs(snapshot)
+            self._hosts.cancel_drained(self._zombie_cancel_s)
             self._hosts.reap()
             busy = self._busy_slots()
             slots = executor_slots(self.spark)

@@ -36,6 +36,7 @@ from eosconnect.cluster.generations import Generations
 from eosconnect.cluster.herder_reads import HerderReads
 from eosconnect.cluster.herder_state import TICK_S, HerderState
 from eosconnect.cluster.herder_writes import HerderWrites
+from eosconnect.cluster.host_evacuation import HostEvacuation
 from eosconnect.cluster.live_connectors import LiveConnectors
 from eosconnect.cluster.offsets_admin import OffsetsAdmin
 from eosconnect.cluster.packing import SlotHosts
@@ -58,7 +59,14 @@ SESSION_KEY_TTL_MS = 60 * 60 * 1000
 
 
 class DistributedHerder(
-    HerderReads, HerderWrites, OffsetsAdmin, ZombieFencing, Generations, TaskHealth, HerderState
+    HerderReads,
+    HerderWrites,
+    OffsetsAdmin,
+    ZombieFencing,
+    Generations,
+    HostEvacuation,
+    TaskHealth,
+    HerderState,
 ):
     """One worker's herder: the REST layer's `Herder` (cluster/herder_api.py), run by the leader's loop."""
 
@@ -196,6 +204,7 @@ class DistributedHerder(
         # launched as the one it replaces (its tasks would only find themselves superseded).
         snapshot = self.config_store.read_to_end() if any(wrote) else self.config_store.snapshot
         self._reconcile_runs(snapshot)
+        self._evacuate_silent_hosts()
         self._check_heartbeats()
 
     def _ensure_session_key(self, snapshot: ConfigSnapshot) -> None:

@@ -5,6 +5,7 @@
 - cluster/herder.py: the leader's control loop (tick, config topic, session key, task configs) and the wiring;
 - cluster/generations.py: the Spark jobs running each connector generation (launch, stop, abandon, reap);
 - cluster/task_health.py: what the leader knows of each task (heartbeats, silence, lost tasks, auto restarts);
+- cluster/host_evacuation.py: a silent slot host's tasks run again in other hosts (packed tasks);
 - cluster/zombie_fencing.py: the fencing rounds a new generation needs before its tasks run (KIP-618);
 - cluster/offsets_admin.py: reading, altering and resetting the offsets of STOPPED connectors (KIP-875);
 - cluster/herder_reads.py: what any worker answers the REST layer (info, configs, status, health, metrics);

@@ -67,6 +67,8 @@ class SlotHost:
     lingering: set[str] = field(default_factory=set)
     #: Its Python worker's pid, size and memory limit, from its last heartbeat (cluster/host_loss.py).
     memory: HostMemory | None = None
+    #: When the leader ran its live tasks again elsewhere because it went silent (`evacuate`).
+    evacuated_at: float | None = None
 
     def mates(self, instances: Sequence[str]) -> list[str]:
         """The other tasks placed on the host (`connector-task`): they die with `instances`."""
@@ -77,8 +79,11 @@ class SlotHost:
             return 0
         return self.capacity - len(self.assigned) - len(self.lingering)
 
-    def silent(self) -> bool:
-        return self.seen is not None and time.monotonic() - self.seen > HOST_SILENT_S
+    def silent(self, for_s: float | None = None, since: float = 0.0) -> bool:
+        """Not heard from for `for_s` (`HOST_SILENT_S`), counting from `since` at the earliest; a
+        host not started yet is not silent."""
+        limit = HOST_SILENT_S if for_s is None else for_s
+        return self.seen is not None and time.monotonic() - max(self.seen, since) > limit
 
 
 class HostedTasks:
@@ -129,6 +134,8 @@ class SlotHosts:
         self.capacity = tasks_per_slot(worker_props)
         self.hosts: dict[str, SlotHost] = {}
         self._lock = threading.RLock()
+        #: Host silences count from here at the earliest (`forgive_silence`).
+        self._listening_since = 0.0
 
     @property
     def enabled(self) -> bool:
@@ -210,9 +217,60 @@ class SlotHosts:
         with self._lock:
             hosted.host.closed = True
 
+    def silent_hosts(self, for_s: float) -> list[SlotHost]:
+        """Hosts Spark still runs that have not asked for `for_s` (frozen or hung Python workers),
+        not yet evacuated."""
+        with self._lock:
+            return [
+                h
+                for h in self.hosts.values()
+                if h.evacuated_at is None and h.job.running() and h.silent(for_s, self._listening_since)
+            ]
+
+    def evacuate(self, host: SlotHost, instances: Sequence[str]) -> None:
+        """`instances` (the host's live tasks) run again elsewhere, and fence these: the host takes
+        no new task, and they leave its assignment (a later Spark attempt of the host, or the host
+        waking up, does not run them again; woken up, they are told to stop as replaced instances).
+        Its Spark job is cancelled once nothing live is left in it (`cancel_drained`)."""
+        with self._lock:
+            host.closed = True
+            host.evacuated_at = time.monotonic()
+            for i in instances:
+                if host.assigned.pop(i, None) is not None:
+                    host.lingering.add(i)
+
+    def forgive_silence(self) -> None:
+        """The leader itself was not listening (a stalled process): hosts' silence counts from now
+        for evacuation (`silent_hosts`); a host silent that long still takes no new task."""
+        with self._lock:
+            self._listening_since = time.monotonic()
+
+    def cancel_drained(self, after_s: float) -> None:
+        """Cancel the Spark job of each evacuated host that has held no live task for `after_s`
+        (`eosconnect.zombie.cancel.timeout.ms`, as for abandoned generations): Spark kills its
+        Python worker, frozen or not, and its slot is free. Its replaced tasks cannot write: their
+        successors fenced them. A host that wakes up before then drains and stops by itself."""
+        drained: list[SlotHost] = []
+        with self._lock:
+            now = time.monotonic()
+            for host in self.hosts.values():
+                if (
+                    host.evacuated_at is not None
+                    and not host.assigned
+                    and not host.stopping
+                    and now - host.evacuated_at > after_s
+                ):
+                    host.stopping = True
+                    drained.append(host)
+        for host in drained:
+            if host.job.running():
+                log.info("slot host %s: cancelling its Spark job (its tasks run elsewhere)", host.host_id)
+                host.job.cancel()
+
     def cancel(self, hosted: HostedTasks) -> None:
         """A zombie's host is cancelled only if it runs no live task of another connector; else the
-        zombie (fenced by the next generation) is left to end in its thread."""
+        zombie (fenced by the next generation) is left to end in its thread. (A host whose live
+        tasks went silent with it was evacuated: they run elsewhere, and are no longer its.)"""
         with self._lock:
             host = hosted.host
             others = [s for i, s in host.assigned.items() if i not in hosted.instances]

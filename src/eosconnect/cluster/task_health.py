@@ -6,6 +6,8 @@ metrics and pid, publishes state changes (the leader only) and answers with the 
 
 - silent: no heartbeat for `task.heartbeat.timeout.ms` means not RUNNING: UNASSIGNED with the reason
   (executor lost, waiting for a free slot, attempt n of m) until its next attempt reports;
+- a silent slot host (packed tasks) that Spark still runs, after twice that: its tasks run again in
+  other hosts and fence the silent instances (cluster/host_evacuation.py);
 - lost: its Spark job ended while it still ran (Spark gave up on one task: that one is FAILED with
   Spark's reason, the others run again at once, in one more job of the same generation);
 - failed, of a connector with `errors.restart.enable=true`: restarted with back-off (cluster/auto_restart.py).
@@ -24,6 +26,7 @@ from typing import Any
 from eosconnect.cluster.auto_restart import RestartPolicy
 from eosconnect.cluster.connector_kinds import fencing_producer_config
 from eosconnect.cluster.herder_state import FINAL_STATES, LAUNCHED, GenerationRun, HerderState, TaskRuntime
+from eosconnect.cluster.host_evacuation import EVACUATE_AFTER
 from eosconnect.cluster.host_loss import HostMemory, host_loss_detail
 from eosconnect.cluster.spark import executor_slots
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
@@ -48,6 +51,8 @@ class TaskHealth(HerderState):
         with self._lock:
             run = self._runs.get(name)
             runtime = self._tasks.setdefault((name, task), TaskRuntime())
+            if report.get("final"):  # it leaves its slot host, replaced instances too
+                self._hosts.ended(report.get("instance"))
             if self._stale_instance(run, runtime, task, generation, report):
                 # A newer instance of the task runs (a restart, a relaunch, a later Spark attempt):
                 # this one stops, and its reports never overwrite the newer one's state.
@@ -78,7 +83,6 @@ class TaskHealth(HerderState):
             if publish:
                 runtime.unpublished = in_doubt and not leader
             if report.get("final"):
-                self._hosts.ended(report.get("instance"))
                 self._task_finished(name, task, generation, run)
         if publish and leader:
             self._put_task_status(
@@ -165,8 +169,14 @@ class TaskHealth(HerderState):
                     f"{self._max_attempts()})"
                 )
                 if runtime.trace != LAUNCHED:
-                    hosted = self._host_loss(self._runs[name].owners.get(t), t)
+                    owner = self._runs[name].owners.get(t)
+                    hosted = self._host_loss(owner, t)
                     reason = f"{reason}. {hosted.strip()}" if hosted else reason
+                    if hosted and getattr(owner, "host", None) is not None and owner.host.job.running():  # type: ignore[union-attr]
+                        reason += (
+                            f" If its slot host stays silent for {EVACUATE_AFTER * timeout_s:g}s while Spark "
+                            "still runs it, the task is started again in another slot host."
+                        )
                 if runtime.state == "UNASSIGNED" and runtime.trace == reason:
                     continue
                 if runtime.state != "UNASSIGNED":
