@@ -97,7 +97,9 @@ class WorkerProcess:
             env={**os.environ, "EOSCONNECT_LOG_LEVEL": "INFO", **self.env},
         )
         deadline = time.monotonic() + timeout
-        while not ready.exists():
+        # The worker writes "<url>\n<pid>\n" in one call, but a reader can see the file created and
+        # still empty: wait for the whole of it, not for the name.
+        while not (ready.exists() and ready.read_text().endswith("\n")):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited with {self.proc.returncode}; log:\n{self.tail()}")
             if time.monotonic() > deadline:
