@@ -5,9 +5,13 @@ A local PostgreSQL (wal_level=logical), a table like the bench's, `--changes` in
 transactions of `--txn-rows` rows after a fresh slot was made; then per run: the raw stream read
 without decoding (what PostgreSQL's walsender delivers), the task's `poll`/`commit_record` loop, and
 that loop plus Kafka's JsonConverter (schemas.enable=false, as the bench) on every key and value.
-Prints wall and CPU seconds; on a loaded machine compare CPU only. `--profile` prints cProfile's
-top functions of the last form. Usage: `PYTHONPATH=. .venv/bin/python bench/cdc_task_cpu.py
-[--changes N --txn-rows N --runs R --profile]`.
+With `--runner`, a fourth form runs the whole exactly-once source loop a worker runs
+(`run_source_task`: pipeline, producer, one Kafka transaction per database transaction with its
+offsets, commit callbacks) against a local broker, in this process: its CPU counts the task thread,
+the commit thread and librdkafka's threads (not the broker's). Prints wall and CPU seconds; on a
+loaded machine compare CPU only. `--profile` prints cProfile's top functions of the last form (the
+runner's task thread with `--runner`). Usage: `PYTHONPATH=. .venv/bin/python bench/cdc_task_cpu.py
+[--changes N --txn-rows N --runs R --runner --profile]`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ from eosconnect.connectors.postgres_cdc.config import CdcConfig
 from eosconnect.connectors.postgres_cdc.replication import ReplicationStream
 from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
 from eosconnect.devkafka.postgres import LocalPostgres
+from eosconnect.runtime.control import Directive
+from eosconnect.runtime.executor import run_source_task
+from eosconnect.runtime.metrics import TaskMetrics
+from eosconnect.runtime.startup import LocalStartupCoordinator
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 
 
 class Workload:
@@ -122,26 +131,114 @@ def task_loop(
     return wall, cpu
 
 
+class UntilWritten:
+    """The runner's control: RUN until `changes` records were committed, then STOP. Times the CPU
+    from the first directive (the task started: after fencing, init_transactions and the offsets
+    read) to the stop; with `profiler`, profiles the task thread over the same span."""
+
+    def __init__(self, changes: int, profiler: cProfile.Profile | None) -> None:
+        self.changes, self.profiler = changes, profiler
+        self.metrics: TaskMetrics | None = None
+        self.began: tuple[float, float] | None = None
+        self.ended: tuple[float, float] | None = None
+
+    def attach(self, metrics: TaskMetrics) -> None:
+        self.metrics = metrics
+
+    def directive(self) -> Directive:
+        assert self.metrics is not None
+        if self.began is None:
+            self.began = time.perf_counter(), time.process_time()
+            if self.profiler is not None:
+                self.profiler.enable()
+        if self.metrics.records_written < self.changes:
+            return Directive.RUN
+        if self.ended is None:
+            self.ended = time.perf_counter(), time.process_time()
+            if self.profiler is not None:
+                self.profiler.disable()
+        return Directive.STOP
+
+
+def runner_loop(
+    workload: Workload, bootstrap: str, profiler: cProfile.Profile | None = None
+) -> tuple[float, float]:
+    """The CDC task in the exactly-once runner, `transaction.boundary=connector`, as the bench's."""
+    from confluent_kafka.admin import AdminClient
+
+    from eosconnect.storage.topics import ensure_topic
+
+    config = workload.prepare()
+    run = f"cpu-{workload.runs}-{time.time_ns() % 10**9}"
+    worker = {
+        "bootstrap.servers": bootstrap,
+        "group.id": run,
+        "offset.storage.topic": f"{run}-offsets",
+        "offset.storage.partitions": "1",
+        "offset.storage.replication.factor": "1",
+        "exactly.once.source.support": "enabled",
+    }
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    ensure_topic(admin, worker["offset.storage.topic"], 1, 1)
+    ensure_topic(admin, "cpu.public.items", 1, 1, compacted=False)
+    connector = {
+        **config,
+        "name": run,
+        "connector.class": "PostgresCdcSource",
+        "transaction.boundary": "connector",
+        "exactly.once.support": "required",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+    control = UntilWritten(workload.args.changes, profiler)
+    task_class = f"{PostgresCdcTask.__module__}.{PostgresCdcTask.__qualname__}"
+    spec = TaskSpec(
+        connector=run,
+        task=0,
+        task_config={**connector, TASK_CLASS_KEY: task_class},
+        connector_config=connector,
+        worker_config=worker,
+        control=control,  # type: ignore[arg-type]
+        coordinator=LocalStartupCoordinator(run, {"bootstrap.servers": bootstrap}, 1),
+    )
+    outcome = run_source_task(spec)
+    if outcome.state.value != "STOPPED" or control.began is None or control.ended is None:
+        raise SystemExit(f"the runner failed: {outcome.trace}")
+    workload.drop(config)
+    return control.ended[0] - control.began[0], control.ended[1] - control.began[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=20_000)
     parser.add_argument("--txn-rows", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("--profile", action="store_true", help="cProfile the task + converter loop")
+    parser.add_argument("--profile", action="store_true", help="cProfile the last form")
+    parser.add_argument("--runner", action="store_true", help="also the exactly-once runner and a broker")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="eosconnect-cdc-cpu-"))
     workdir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
     pg = LocalPostgres(base=workdir / "postgres")
+    cluster = None
     pg.start()
     try:
         workload = Workload(pg, args)
         n = args.changes
+        forms: list[tuple[str, Any]] = [
+            ("raw stream read", lambda: raw_read(workload)),
+            ("task", lambda: task_loop(workload, convert=False)),
+            ("task + JsonConverter", lambda: task_loop(workload, convert=True)),
+        ]
+        if args.runner:
+            from eosconnect.devkafka import LocalKafkaCluster
+
+            cluster = LocalKafkaCluster(workdir / "kafka", brokers=1, tie_to_parent=True)
+            bootstrap = cluster.start()
+            forms.append(("eos runner + broker", lambda: runner_loop(workload, bootstrap)))
         for run in range(args.runs):
-            for name, measure in (
-                ("raw stream read", lambda: raw_read(workload)),
-                ("task", lambda: task_loop(workload, convert=False)),
-                ("task + JsonConverter", lambda: task_loop(workload, convert=True)),
-            ):
+            for name, measure in forms:
                 wall, cpu = measure()
                 print(
                     f"run {run} {name:<21} {n} changes: {wall:5.2f} s wall ({n / wall:8,.0f}/s), "
@@ -149,9 +246,14 @@ def main() -> None:
                 )
         if args.profile:
             profiler = cProfile.Profile()
-            task_loop(workload, convert=True, profiler=profiler)
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+            if cluster is not None:
+                runner_loop(workload, bootstrap, profiler=profiler)
+            else:
+                task_loop(workload, convert=True, profiler=profiler)
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
     finally:
+        if cluster is not None:
+            cluster.stop()
         pg.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 

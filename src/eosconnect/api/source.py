@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Connector, Task
@@ -144,9 +144,18 @@ class SourceTask(Task):
         Asked once, after `start()`: the answer may depend on the task's config."""
         return None
 
+    #: Whether an override of `commit_record` reads its `metadata` (where Kafka stored the record).
+    #: Knowing where a record landed costs the runtime a delivery report per record (a Python
+    #: callback on the producer's thread, competing with the task's for the GIL); a task whose
+    #: `commit_record` only looks at the record itself (its source offset, say) sets this to False:
+    #: the exactly-once runtime then asks for no delivery reports and passes None as `metadata` (the
+    #: at-least-once runtime has them anyway, to know what Kafka acknowledged, and passes them).
+    commit_record_metadata: ClassVar[bool] = True
+
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
         """Called once per committed record, in order. `metadata` is None when a transformation
-        dropped the record (it was not written, but its offset was committed)."""
+        dropped the record (it was not written, but its offset was committed), and under exactly-once
+        always when the task's `commit_record_metadata` is False."""
 
     def update_offsets(
         self, offsets: dict[SourcePartition, SourceOffset]

@@ -86,6 +86,13 @@ FLUSHING_TRANSACTION_GAP_S = 0.005
 #: A larger one (a long `transaction.boundary.interval.ms` at a high rate) that stalls fails the
 #: task as before: it restarts from its committed offsets.
 REPLAY_LIMIT = 200_000
+#: With connector-defined boundaries, a transaction often ends mid-batch (a CDC task's database
+#: transactions of 1000 rows in polls of 2048). The next transaction cannot begin before the
+#: pipelined commit returned, so the rest of the batch, when it holds at least this many records,
+#: waits for the next `poll()` instead (whose reading and converting then overlap the commit; see
+#: `_dispatch`). A few records left over are sent at once: the next poll may wait for new data (up
+#: to the task's own poll timeout) and they would wait with it.
+DEFER_MIN_RECORDS = 64
 
 log = logging.getLogger(__name__)
 
@@ -192,18 +199,24 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             self.connector.transaction_boundary, self, self.connector.interval_ms(self.worker) / 1000
         )
         # Per-record delivery callbacks cost a Python call each: only pay for them when the task
-        # overrides commit_record() and so can use the metadata.
+        # overrides commit_record() and reads its metadata (`SourceTask.commit_record_metadata`).
         self._wants_metadata = type(self.task).commit_record is not SourceTask.commit_record
+        self._uses_metadata = self._wants_metadata and type(self.task).commit_record_metadata
         #: What adds the task's own records to each transaction, made from where its records landed
         #: (the mirror's offset syncs; see `_write_participant_records`). Asked for once the task has
         #: started: its answer may depend on its config.
         self._participant: TransactionParticipant | None = None
         self._participant_asked = False
-        #: Whether `_send` asks for every record's delivery report (commit_record() or a participant).
+        #: Whether `_send` keeps every record for commit_record() or a participant, and whether it
+        #: asks for every record's delivery report (commit_record() reading it, or a participant).
         self._record_metadata = self._wants_metadata
+        self._delivery_reports = self._uses_metadata
         #: With a participant: batches may take the columnar path, their offsets derived from the
         #: first and last record's delivery reports. Off for good once a batch was not contiguous.
         self._columnar_landing = True
+        #: Per-record boundaries: converted records of polled batches not sent yet, in order, each
+        #: batch followed by None (its end); see `_dispatch`.
+        self._deferred: list[tuple[SourceRecord, OutgoingRecord | None] | None] = []
 
     def transaction_context(self) -> Any:
         return self.boundary.context
@@ -216,6 +229,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if not self._participant_asked:
             self._participant = self.task.transaction_participant()
             self._record_metadata = self._wants_metadata or self._participant is not None
+            self._delivery_reports = self._uses_metadata or self._participant is not None
             self._participant_asked = True
 
     def _columnar_ok(self, polled: Sequence[SourceRecord | SourceBatch]) -> bool:
@@ -239,13 +253,43 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             self.await_commit()
         boundary = self.boundary
         if boundary.per_record:
-            for record, outgoing in zip(batch, converted, strict=True):
+            items, self._deferred = self._deferred, []
+            items.extend(zip(batch, converted, strict=True))
+            items.append(None)
+            self._dispatch(items, defer_up_to=2 * len(batch))
+            return
+        for record, outgoing in zip(batch, converted, strict=True):
+            self._send(record, outgoing)
+        boundary.after_batch()
+
+    def _dispatch(
+        self, items: list[tuple[SourceRecord, OutgoingRecord | None] | None], defer_up_to: int
+    ) -> None:
+        """Send `items` (records and batch ends) through a per-record boundary, in order.
+
+        When the boundary began a commit and between `DEFER_MIN_RECORDS` and `defer_up_to` items are
+        left, they are kept in `_deferred` for the next batch (or idle, pause, stop): the task polls
+        and converts meanwhile, instead of waiting here for the commit before the next transaction
+        can begin. Nothing changes but when they are sent: the same transactions, in the same order,
+        each ending where the task asked (`defer_up_to` keeps at most two batches waiting)."""
+        boundary = self.boundary
+        count = len(items)
+        for i, item in enumerate(items):
+            if item is None:
+                boundary.after_batch()
+            else:
+                record, outgoing = item
                 self._send(record, outgoing)
                 boundary.after_record(record)
-        else:
-            for record, outgoing in zip(batch, converted, strict=True):
-                self._send(record, outgoing)
-        boundary.after_batch()
+            if self._pending is not None and DEFER_MIN_RECORDS <= count - i - 1 <= defer_up_to:
+                self._deferred = items[i + 1 :]
+                return
+
+    def _send_deferred(self) -> None:
+        """Send what `_dispatch` kept back, all of it (no new batch comes to overlap with)."""
+        if self._deferred:
+            items, self._deferred = self._deferred, []
+            self._dispatch(items, defer_up_to=-1)
 
     def send_columns(self, polled: Sequence[SourceRecord | SourceBatch]) -> None:
         """The fast path for `SourceBatch`es: converted column by column, produced in a tight loop,
@@ -264,6 +308,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             ]
         finally:
             self.await_commit()
+        self._send_deferred()  # (only per-record boundaries keep any, and they do not come here)
         for item, outgoing in zip(items, converted, strict=True):
             if isinstance(outgoing, list):  # a batch its transformations took record by record
                 for record, each in outgoing:
@@ -293,13 +338,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def on_idle(self) -> None:
         self.await_commit()  # nothing to overlap it with
+        self._send_deferred()
         self.boundary.on_idle()
 
     def on_pause(self) -> None:
         self.await_commit()
+        self._send_deferred()
         self.boundary.on_pause()
 
     def on_stop(self) -> None:
+        self._send_deferred()
         self.boundary.on_stop()
         self.await_commit()  # the final commit, or the last pipelined one
 
@@ -382,7 +430,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if outgoing is None:
             self.metrics.record_filtered()
             return
-        on_delivery = self._metadata_callback(record) if self._record_metadata else None
+        on_delivery = self._metadata_callback(record) if self._delivery_reports else None
         try:
             self.produce(self.producer, outgoing, record, on_delivery)
         except KafkaException as exc:

@@ -98,6 +98,10 @@ class RecordPipeline(_Pipeline):
         self.task_id = task_id
 
         self._columnar = self.transforms.columnar
+        #: The last record's headers and what they became: tasks hand the same headers to many
+        #: records (the CDC source's context headers), and the tuple is immutable.
+        self._headers_in: Any = None
+        self._headers_out: list[tuple[str, bytes | None]] | None = None
         if retry is None:
             retry = RetryWithTolerance(ToleranceSettings.parse(connector_config))
         self.retry = retry
@@ -128,9 +132,19 @@ class RecordPipeline(_Pipeline):
             partition=transformed.partition,
             key=key,
             value=value,
-            headers=_headers(transformed.headers),
+            headers=self._outgoing_headers(transformed.headers),
             timestamp=transformed.timestamp,
         )
+
+    def _outgoing_headers(self, headers: Any) -> list[tuple[str, bytes | None]] | None:
+        """`_headers(headers)`, converted once for a run of records sharing the same (immutable)
+        headers tuple; the list is shared, and the producer only reads it."""
+        if headers is self._headers_in:
+            return self._headers_out
+        out = _headers(headers)
+        if type(headers) is tuple:  # Headers: immutable, so identity means equal
+            self._headers_in, self._headers_out = headers, out
+        return out
 
     def convert_columns(self, batch: SourceBatch) -> OutgoingColumns | list[tuple[SourceRecord, Any]]:
         """A whole `SourceBatch` transformed and converted column by column (only when `columnar`).

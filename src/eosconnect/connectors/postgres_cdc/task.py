@@ -129,6 +129,9 @@ class _Change:
 
 
 class PostgresCdcTask(SourceTask):
+    #: commit_record() needs only the record's own lsn_end: no delivery report per record.
+    commit_record_metadata = False
+
     def version(self) -> str:
         return VERSION
 
