@@ -332,7 +332,18 @@ def test_a_sigstopped_zombie_task_cannot_commit_after_its_partition_moved(
     worker = workers()
     # Each task in a Python worker of its own (not packed into one slot host), so that SIGSTOP freezes
     # task 0 alone.
-    config = sink_config(url, topic, **{"tasks.max": "2", "batch.size": "50", "eosconnect.own.slot": "true"})
+    # If SIGSTOP lands inside a flush transaction, PostgreSQL ends the zombie's session after
+    # idle.transaction.timeout.ms; 10 s (not the default 30) keeps the claim well inside the 60 s below.
+    config = sink_config(
+        url,
+        topic,
+        **{
+            "tasks.max": "2",
+            "batch.size": "50",
+            "eosconnect.own.slot": "true",
+            "idle.transaction.timeout.ms": "10000",
+        },
+    )
     assert worker.create_connector("jdbc", config).status_code == 201
     worker.wait_for(lambda: worker.task_states("jdbc") == ["RUNNING", "RUNNING"], 90, "both tasks RUNNING")
     tasks = worker.request("GET", "/internal/tasks").json()
