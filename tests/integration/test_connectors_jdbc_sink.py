@@ -8,8 +8,11 @@ PostgreSQL comes from the shared `postgres` fixture (tests/support/postgres.py).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -46,6 +49,109 @@ def test_claim_waits_for_a_commit_in_flight_and_fences_the_older_task(postgres: 
     url = new_database(postgres)
     claim_waits_then_fences(url, lambda i: SinkRecord("t", 0, i, None, {"k": i}))
     assert scalar(url, "SELECT COUNT(*) FROM t") == 5
+
+
+#: The zombie of the test below: claims `t`-0, buffers records 5..104 and flushes them, printing the
+#: result. Run as a real process so that the test can SIGSTOP it inside its flush transaction.
+ZOMBIE = """
+import sys
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
+from eosconnect.connectors.jdbc_sink.config import parse_settings
+from eosconnect.connectors.jdbc_sink.rows import RowMaker
+from eosconnect.connectors.jdbc_sink.writer import RowWriter
+
+config = {"name": "c", "connection.url": sys.argv[1], "topics": "t", "auto.create": "true",
+          "idle.transaction.timeout.ms": sys.argv[2]}
+settings = parse_settings(config)
+writer, maker = RowWriter(settings, "c"), RowMaker(settings)
+tp = TopicPartition("t", 0)
+writer.claim([tp])
+for i in range(5, 105):
+    writer.add(maker.row(SinkRecord("t", 0, i, None, {"k": i})))
+result = writer.flush({tp: OffsetAndMetadata(105)})
+print(f"zombie rows={result.rows} fenced={dict(result.fenced)} committed={len(result.committed)}", flush=True)
+"""
+
+
+def test_a_task_frozen_inside_its_flush_transaction_does_not_block_its_successor(
+    postgres: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The hole a SIGSTOPped zombie used to leave: frozen while its flush transaction holds the
+    offsets row's FOR UPDATE lock, its successor's claim waited as long as it stayed frozen. A
+    statement trigger (pg_sleep, for the zombie's session only) holds the zombie inside its COPY, the
+    test SIGSTOPs the zombie's process there; PostgreSQL ends the session after
+    idle.transaction.timeout.ms, the successor claims, logs who held the lock meanwhile, and writes
+    the rows. SIGCONTed, the zombie's commit fails and its retry finds itself fenced: every record
+    once."""
+    idle_ms = 7000  # > CLAIM_LOCK_WAIT_S: the claim logs the holder once before it gets the lock
+    url = new_database(postgres)
+    setup, maker = new_writer(url)
+    setup.claim([TP])
+    add(setup, maker, (SinkRecord("t", 0, i, None, {"k": i}) for i in range(5)))
+    setup.flush({TP: OffsetAndMetadata(5)})
+    setup.close()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF current_setting('application_name') = 'zombie' THEN PERFORM pg_sleep(1); END IF; "
+            "RETURN NULL; END $$"
+        )
+        conn.exec_driver_sql(
+            "CREATE TRIGGER hold BEFORE INSERT ON t FOR EACH STATEMENT EXECUTE FUNCTION hold()"
+        )
+    sep = "&" if "?" in url else "?"
+    zombie = subprocess.Popen(
+        [sys.executable, "-c", ZOMBIE, f"{url}{sep}application_name=zombie", str(idle_ms)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+
+        def sleeping_in_flush() -> bool:
+            with engine.connect() as conn:
+                return bool(
+                    conn.exec_driver_sql(
+                        "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'zombie' "
+                        "AND wait_event = 'PgSleep' AND xact_start IS NOT NULL"
+                    ).scalar_one()
+                )
+
+        wait_until(sleeping_in_flush, 60, "the zombie inside its flush transaction")
+        os.kill(zombie.pid, signal.SIGSTOP)
+        frozen = time.monotonic()
+        successor, maker = new_writer(url, **{"idle.transaction.timeout.ms": str(idle_ms)})
+        claimed: dict = {}
+        with caplog.at_level(logging.WARNING, logger="eosconnect.connectors.jdbc_sink.offsets_table"):
+            waiter = threading.Thread(target=lambda: claimed.update(successor.claim([TP])), daemon=True)
+            waiter.start()
+            waiter.join(idle_ms / 1000 + 40)
+        waited = time.monotonic() - frozen
+        assert not waiter.is_alive(), (
+            f"the successor's claim still waits for the frozen zombie after {waited:.0f} s"
+        )
+        assert claimed == {TP: OffsetAndMetadata(5)}, "the zombie's flush must not have committed"
+        held = [r.getMessage() for r in caplog.records if "still waiting" in r.getMessage()]
+        assert held and "application_name='zombie'" in held[0], held
+        add(successor, maker, (SinkRecord("t", 0, i, None, {"k": i}) for i in range(5, 105)))
+        assert successor.flush({TP: OffsetAndMetadata(105)}).rows == 100
+        successor.close()
+        print(f"claimed {waited:.1f} s after the SIGSTOP (idle timeout {idle_ms} ms); log: {held[0]}")
+    finally:
+        os.kill(zombie.pid, signal.SIGCONT)
+        try:
+            out, _ = zombie.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            zombie.kill()
+            out, _ = zombie.communicate()
+        engine.dispose()
+    print(out)
+    assert zombie.returncode == 0, out
+    assert "zombie rows=0 fenced={TopicPartition(topic='t', partition=0): 3} committed=0" in out, out
+    assert scalar(url, "SELECT COUNT(*) FROM t") == 105, "no duplicates"
+    assert scalar(url, "SELECT COUNT(DISTINCT k) FROM t") == 105, "every record exactly once"
+    assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 105
 
 
 def test_a_flush_rides_out_a_postgresql_crash_and_writes_every_row_once(postgres) -> None:
@@ -226,7 +332,18 @@ def test_a_sigstopped_zombie_task_cannot_commit_after_its_partition_moved(
     worker = workers()
     # Each task in a Python worker of its own (not packed into one slot host), so that SIGSTOP freezes
     # task 0 alone.
-    config = sink_config(url, topic, **{"tasks.max": "2", "batch.size": "50", "eosconnect.own.slot": "true"})
+    # If SIGSTOP lands inside a flush transaction, PostgreSQL ends the zombie's session after
+    # idle.transaction.timeout.ms; 10 s (not the default 30) keeps the claim well inside the 60 s below.
+    config = sink_config(
+        url,
+        topic,
+        **{
+            "tasks.max": "2",
+            "batch.size": "50",
+            "eosconnect.own.slot": "true",
+            "idle.transaction.timeout.ms": "10000",
+        },
+    )
     assert worker.create_connector("jdbc", config).status_code == 201
     worker.wait_for(lambda: worker.task_states("jdbc") == ["RUNNING", "RUNNING"], 90, "both tasks RUNNING")
     tasks = worker.request("GET", "/internal/tasks").json()

@@ -6,8 +6,13 @@ differs: SELECT .. FOR UPDATE under InnoDB, INSERT .. ON DUPLICATE KEY UPDATE, V
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+
 import pymysql.cursors
 import pytest
+import sqlalchemy as sa
 
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord
 from support.jdbc_sink import (
@@ -30,6 +35,38 @@ def test_claim_waits_for_a_commit_in_flight_and_fences_the_older_task(mariadb) -
     )
     assert scalar(url, "SELECT COUNT(*) FROM t") == 3, "upserts by a VARCHAR key"
     assert scalar(url, "SELECT k FROM t WHERE name = 'row-1'") == 4
+
+
+def test_a_zombie_idle_inside_its_transaction_is_ended_by_mariadb_and_fenced(mariadb) -> None:
+    """MariaDB's idle_transaction_timeout (from idle.transaction.timeout.ms) ends a session that
+    holds the offsets row's lock and says nothing - to the server a SIGSTOPped task looks just so:
+    the successor's claim gets the lock within the timeout, and the zombie's next flush is fenced."""
+    url = mariadb.new_database()
+    idle = {"idle.transaction.timeout.ms": "3000"}
+    (zombie, maker), (successor, _) = new_writer(url, **idle), new_writer(url, **idle)
+    zombie.claim([TP])
+    add(zombie, maker, (SinkRecord("t", 0, i, None, {"k": i}) for i in range(5)))
+    zombie.flush({TP: OffsetAndMetadata(5)})
+    conn = zombie.engine.connect()
+    transaction = conn.begin()
+    zombie.offsets.lock(conn, [TP])  # type: ignore[union-attr]  # then silence, as if frozen
+    began = time.monotonic()
+    claimed: dict = {}
+    waiter = threading.Thread(target=lambda: claimed.update(successor.claim([TP])), daemon=True)
+    waiter.start()
+    waiter.join(30)
+    assert not waiter.is_alive(), "the claim still waits for the idle zombie's lock after 30 s"
+    assert claimed == {TP: OffsetAndMetadata(5)}
+    print(f"claimed {time.monotonic() - began:.1f} s after the zombie fell silent (timeout 3 s)")
+    with contextlib.suppress(sa.exc.DBAPIError):
+        transaction.rollback()  # the server ended the session already
+    conn.close()
+    add(zombie, maker, (SinkRecord("t", 0, i, None, {"k": i}) for i in range(5, 8)))
+    result = zombie.flush({TP: OffsetAndMetadata(8)})
+    assert result.fenced == {TP: 2} and result.rows == 0
+    assert scalar(url, "SELECT COUNT(*) FROM t") == 5
+    zombie.close()
+    successor.close()
 
 
 def test_a_flush_rides_out_a_mariadb_crash_and_writes_every_row_once(mariadb) -> None:

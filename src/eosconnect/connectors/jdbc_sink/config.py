@@ -37,6 +37,9 @@ class QuoteIdentifiers(StrEnum):
 #: Confluent's column names for pk.mode=kafka (pk.fields renames them, in this order).
 KAFKA_PK_COLUMNS = ("__connect_topic", "__connect_partition", "__connect_offset")
 OFFSETS_TABLE_DEFAULT = "eosconnect_sink_offsets"
+#: A healthy flush never idles this long between two statements; a frozen task blocks its successor
+#: at most this long (see `dialect.transactional_engine`).
+IDLE_TRANSACTION_TIMEOUT_MS_DEFAULT = 30_000
 
 CONFIG_DEF = (
     connection_config_def(
@@ -153,6 +156,20 @@ CONFIG_DEF = (
         Importance.LOW,
         "The table (created if missing) holding each partition's next offset, leader epoch and fencing "
         "generation per connector, with exactly.once=true.",
+        group="Exactly once",
+    )
+    .define(
+        "idle.transaction.timeout.ms",
+        ConfigType.INT,
+        IDLE_TRANSACTION_TIMEOUT_MS_DEFAULT,
+        Importance.LOW,
+        "How long the database lets one of the sink's sessions sit idle inside an open transaction "
+        "before it ends that session (PostgreSQL idle_in_transaction_session_timeout, MariaDB "
+        "idle_transaction_timeout; 0: never). A task frozen mid-flush (SIGSTOPped, swapped out, "
+        "paused) holds the offsets rows' locks; this bounds how long its successor waits for them. "
+        "The frozen task's commit then fails and it is fenced. Keep it well above the longest pause "
+        "between two statements of a healthy flush.",
+        Range.at_least(0),
         group="Exactly once",
     )
     .merge(SINK_TOPICS_CONFIG_DEF)

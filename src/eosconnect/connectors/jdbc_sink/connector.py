@@ -41,6 +41,15 @@ KIP-656's Kafka sinks:
   attempt still runs) can no longer commit; its rows for those partitions are dropped (the new holder
   writes them) and the partitions paused, with a warning. No worker setting is needed for this
   (`exactly.once.source.support` is not involved): the fencing lives in the database.
+- A task *frozen* inside a flush (SIGSTOP, a paused machine) holds the offsets rows' locks, which
+  its successor's claim waits for. PostgreSQL and MariaDB (>= 10.3) end such a session after
+  `idle.transaction.timeout.ms` (default 30 s; `idle_in_transaction_session_timeout`,
+  `idle_transaction_timeout`), which releases the locks; woken up, the task's commit fails and its
+  retry finds itself fenced. Meanwhile the claim logs every 5 s which sessions hold the locks
+  (PostgreSQL: pid, state, application_name, client). Limits: MySQL has no such timeout (the claim
+  waits, logging each `innodb_lock_wait_timeout`, until the frozen session goes); a task frozen in
+  the middle of sending a COPY is "active", not idle, and is ended only by `statement_timeout` if
+  the database user has one; SQLite's write lock stays with a stopped process until it ends.
 - The consumer group `connect-<name>` still gets the positions after each flush, as information
   (consumer lag tools keep working); a failure to write them is only a warning. `PATCH` and `DELETE
   /connectors/<name>/offsets` of the stopped connector change the offsets table (and the group).

@@ -4,7 +4,9 @@ SQLAlchemy does most of it (type names, quoting, parameter styles); this module 
 needs on top. It knows nothing about Kafka, so it can move to a shared JDBC dialect package.
 
 * `transactional_engine`: an engine whose transactions really lock: SQLite starts each with
-  `BEGIN IMMEDIATE` (the write lock up front, so two writers serialize instead of failing at commit).
+  `BEGIN IMMEDIATE` (the write lock up front, so two writers serialize instead of failing at commit);
+  PostgreSQL and MariaDB sessions end themselves after `idle.transaction.timeout.ms` idle inside a
+  transaction, so a frozen task cannot hold the offsets rows' locks for ever.
 * `sql_type`: a Connect schema's column type (logical Decimal/Date/Time/Timestamp as the database's
   NUMERIC/DATE/TIME/TIMESTAMP).
 * `Tables`: finds, creates (`auto.create`) and extends (`auto.evolve`) the target tables.
@@ -41,8 +43,37 @@ log = logging.getLogger(__name__)
 
 
 def transactional_engine(values: Mapping[str, Any]) -> sa.Engine:
-    """`create_engine_for` (shared with JdbcSource), with SQLite taking its write lock at BEGIN."""
+    """`create_engine_for` (shared with JdbcSource), with SQLite taking its write lock at BEGIN and
+    the server ending a session left idle in a transaction (`idle.transaction.timeout.ms`).
+
+    The timeout is the fence against a *frozen* task (SIGSTOP, a paused VM): stopped between two
+    statements of its flush it holds the offsets rows' `FOR UPDATE` locks, and the successor's claim
+    would wait for them as long as it stays frozen. The server ends such a session (its transaction
+    rolls back, its locks go); when the task runs again its next statement fails, the flush's retry
+    finds the partition claimed by the successor and leaves it out. MySQL has no such timeout (only
+    MariaDB >= 10.3), SQLite none at all (a stopped process keeps the file's write lock)."""
     engine = create_engine_for(values)
+    idle_ms = int(values.get("idle.transaction.timeout.ms") or 0)
+    if idle_ms and engine.dialect.name == "postgresql":
+
+        @sa.event.listens_for(engine, "connect")
+        def _end_idle_transactions(dbapi_connection: Any, _record: Any) -> None:
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute(f"SET idle_in_transaction_session_timeout = {idle_ms}")
+            dbapi_connection.commit()
+
+    elif idle_ms and engine.dialect.name in ("mysql", "mariadb"):
+
+        @sa.event.listens_for(engine, "connect")
+        def _end_idle_transactions_mariadb(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            try:  # MariaDB >= 10.3 only (whole seconds); MySQL has no such variable
+                cursor.execute(f"SET SESSION idle_transaction_timeout = {max(1, -(-idle_ms // 1000))}")
+            except Exception as exc:
+                log.info("the database has no idle_transaction_timeout (MySQL?), not set: %s", exc)
+            finally:
+                cursor.close()
+
     if engine.dialect.name == "sqlite":
 
         @sa.event.listens_for(engine, "connect")

@@ -10,19 +10,33 @@ partition (after a rebalance, a Spark retry, a restart), a task that is still al
 partitioned away, a retried Spark task's predecessor - can no longer commit rows or positions for
 it. The lock also makes the claim wait for a commit in flight, so the successor reads the position
 after it.
+
+A task frozen inside its flush transaction (SIGSTOP between two statements) would hold those locks
+as long as it stays frozen; the server ends its session after `idle.transaction.timeout.ms` (see
+`dialect.transactional_engine`). Meanwhile the claim waits in steps of `CLAIM_LOCK_WAIT_S`
+(PostgreSQL `lock_timeout`; MariaDB/MySQL `innodb_lock_wait_timeout`, 50 s by default) and logs
+which sessions hold the offsets table's row locks, so a long wait is visible.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 
-__all__ = ["Claim", "Locked", "OffsetsTable"]
+__all__ = ["CLAIM_LOCK_WAIT_S", "Claim", "Locked", "OffsetsTable"]
+
+log = logging.getLogger(__name__)
+
+#: How long one attempt of a claim waits for the offsets rows' locks (PostgreSQL) before it logs
+#: who holds them and tries again.
+CLAIM_LOCK_WAIT_S = 5
 
 
 @dataclass(frozen=True)
@@ -91,18 +105,59 @@ class OffsetsTable:
         partitions = sorted(set(partitions))
         if not partitions:
             return {}
-        for attempt in range(3):
+        inserted_first = 0
+        began = time.monotonic()
+        while True:
             try:
                 return self._claim_once(engine, partitions)
             except IntegrityError:  # another task inserted the same new row first: lock it now
-                if attempt == 2:
+                inserted_first += 1
+                if inserted_first == 3:
                     raise
-        raise AssertionError("unreachable")
+            except OperationalError as exc:
+                if not _lock_wait_timed_out(exc):
+                    raise
+                log.warning(
+                    "claiming %s: waited %.0f s for the offsets table's row locks in %s, still waiting; "
+                    "held by: %s",
+                    ", ".join(f"{tp.topic}-{tp.partition}" for tp in partitions),
+                    time.monotonic() - began,
+                    self.table.fullname,
+                    self._lock_holders(engine),
+                )
+
+    def _lock_holders(self, engine: sa.Engine) -> str:
+        """The other sessions holding row locks on the offsets table (PostgreSQL), for the log."""
+        if engine.dialect.name != "postgresql":
+            return "(not known for this database)"
+        name = engine.dialect.identifier_preparer.format_table(self.table)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(
+                    sa.text(
+                        "SELECT a.pid, a.state, a.application_name, a.client_addr, "
+                        "EXTRACT(EPOCH FROM now() - a.state_change) FROM pg_locks l "
+                        "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.relation = CAST(:t AS regclass) "
+                        "AND l.mode = 'RowShareLock' AND l.granted AND a.pid <> pg_backend_pid()"
+                    ),
+                    {"t": name},
+                ).all()
+        except sa.exc.SQLAlchemyError as exc:
+            return f"(unknown: {str(exc).splitlines()[0]})"
+        return (
+            "; ".join(
+                f"pid {pid} ({state} for {float(secs or 0):.0f} s, application_name={app!r}, client {addr})"
+                for pid, state, app, addr, secs in rows
+            )
+            or "(nobody now)"
+        )
 
     def _claim_once(self, engine: sa.Engine, partitions: list[TopicPartition]) -> dict[TopicPartition, Claim]:
         c = self.table.c
         claims: dict[TopicPartition, Claim] = {}
         with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{CLAIM_LOCK_WAIT_S}s'")
             current = self.lock(conn, partitions)
             new = [tp for tp in partitions if tp not in current]
             if new:
@@ -183,3 +238,12 @@ class OffsetsTable:
         """Forget the connector's positions (a reset: partitions start per auto.offset.reset)."""
         with engine.begin() as conn:
             conn.execute(sa.delete(self.table).where(self.table.c.connector == self.connector))
+
+
+def _lock_wait_timed_out(exc: OperationalError) -> bool:
+    """PostgreSQL's lock_timeout (SQLSTATE 55P03) or InnoDB's lock wait timeout (error 1205)."""
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) == "55P03" or getattr(orig, "pgcode", None) == "55P03":
+        return True
+    args: tuple[object, ...] = tuple(getattr(orig, "args", ()))
+    return bool(args) and args[0] == 1205
