@@ -195,7 +195,10 @@ def test_a_lone_worker_keeps_its_tasks_when_its_group_coordinator_dies(
         coordinator = group_coordinator(bootstrap, worker.props["group.id"])
         kafka3.kill_node(coordinator)
         crashed_at = follower.highest()
-        time.sleep(12)  # past the election's 6 s session timeout: the membership is lost
+        # Past the election's 6 s session timeout (the membership is lost), and long enough that
+        # the worker is in doubt for more than twice task.heartbeat.timeout.ms: its slot hosts,
+        # which cannot reach a leader meanwhile, must not be taken for frozen and evacuated.
+        time.sleep(16)
         kafka3.start_node(coordinator)
 
         def leadership_regained() -> str | None:
@@ -208,6 +211,7 @@ def test_a_lone_worker_keeps_its_tasks_when_its_group_coordinator_dies(
         print(f"crashed coordinator {coordinator}; task pids {pids_before} -> {pids_after}")
         assert "lost its membership of group" in log_text, "the crash did not cost the membership"
         assert "stopping its tasks" not in log_text, log_text[-3000:]
+        assert "has not been heard from" not in log_text, "a slot host was evacuated: " + log_text[-3000:]
         assert pids_after == pids_before, "the tasks were restarted"
 
         worker.stop_connector("lone")

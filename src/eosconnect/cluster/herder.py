@@ -162,6 +162,9 @@ class DistributedHerder(
         if self.election.in_doubt:
             # Lost membership, rejoining (cluster/election.py): the tasks run on untouched, and no
             # leader action is taken until the group either gives the leadership back or not.
+            # Slot hosts could not reach a leader meanwhile: their silence counts from its return
+            # (else a host is evacuated, its tasks restarted, as soon as the leadership is back).
+            self._hosts.forgive_silence()
             return
         if not self.election.is_leader:
             if self.config_store.has_write_privileges:
