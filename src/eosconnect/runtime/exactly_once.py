@@ -93,6 +93,11 @@ REPLAY_LIMIT = 200_000
 #: `_dispatch`). A few records left over are sent at once: the next poll may wait for new data (up
 #: to the task's own poll timeout) and they would wait with it.
 DEFER_MIN_RECORDS = 64
+#: Off until understood: with it on, test_postgres_cdc's broker-restart test found one Kafka
+#: transaction holding the end of one database transaction and the start of the next (txIds
+#: 1558 and 1559) in 2 of 3 runs of the whole module (0 of 10 runs of the test alone), with no
+#: abort or retry logged. Exactly once held; the connector's boundaries did not. True to debug it.
+DEFER_RESTS = False
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +286,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 record, outgoing = item
                 self._send(record, outgoing)
                 boundary.after_record(record)
-            if self._pending is not None and DEFER_MIN_RECORDS <= count - i - 1 <= defer_up_to:
+            if (
+                DEFER_RESTS
+                and self._pending is not None
+                and DEFER_MIN_RECORDS <= count - i - 1 <= defer_up_to
+            ):
                 self._deferred = items[i + 1 :]
                 return
 
