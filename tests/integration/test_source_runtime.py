@@ -82,8 +82,7 @@ def test_interval_boundary_groups_batches(run_job, worker_props, topic_name, cre
     ("total", "batch", "every"),
     [
         (300, 45, 30),
-        # Transactions end mid-batch with 200 records left: with exactly_once.DEFER_RESTS on (off
-        # for now, see there) the runner keeps those for after the next poll while the commit runs.
+        # Transactions end mid-batch with 200 records left, sent after waiting for the commit.
         (1200, 300, 100),
     ],
     ids=["short-rests", "deferred-rests"],

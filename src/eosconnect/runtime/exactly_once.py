@@ -86,18 +86,6 @@ FLUSHING_TRANSACTION_GAP_S = 0.005
 #: A larger one (a long `transaction.boundary.interval.ms` at a high rate) that stalls fails the
 #: task as before: it restarts from its committed offsets.
 REPLAY_LIMIT = 200_000
-#: With connector-defined boundaries, a transaction often ends mid-batch (a CDC task's database
-#: transactions of 1000 rows in polls of 2048). The next transaction cannot begin before the
-#: pipelined commit returned, so the rest of the batch, when it holds at least this many records,
-#: waits for the next `poll()` instead (whose reading and converting then overlap the commit; see
-#: `_dispatch`). A few records left over are sent at once: the next poll may wait for new data (up
-#: to the task's own poll timeout) and they would wait with it.
-DEFER_MIN_RECORDS = 64
-#: Off until understood: with it on, test_postgres_cdc's broker-restart test found one Kafka
-#: transaction holding the end of one database transaction and the start of the next (txIds
-#: 1558 and 1559) in 2 of 3 runs of the whole module (0 of 10 runs of the test alone), with no
-#: abort or retry logged. Exactly once held; the connector's boundaries did not. True to debug it.
-DEFER_RESTS = False
 
 log = logging.getLogger(__name__)
 
@@ -219,9 +207,6 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         #: With a participant: batches may take the columnar path, their offsets derived from the
         #: first and last record's delivery reports. Off for good once a batch was not contiguous.
         self._columnar_landing = True
-        #: Per-record boundaries: converted records of polled batches not sent yet, in order, each
-        #: batch followed by None (its end); see `_dispatch`.
-        self._deferred: list[tuple[SourceRecord, OutgoingRecord | None] | None] = []
 
     def transaction_context(self) -> Any:
         return self.boundary.context
@@ -258,47 +243,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             self.await_commit()
         boundary = self.boundary
         if boundary.per_record:
-            items, self._deferred = self._deferred, []
-            items.extend(zip(batch, converted, strict=True))
-            items.append(None)
-            self._dispatch(items, defer_up_to=2 * len(batch))
-            return
-        for record, outgoing in zip(batch, converted, strict=True):
-            self._send(record, outgoing)
-        boundary.after_batch()
-
-    def _dispatch(
-        self, items: list[tuple[SourceRecord, OutgoingRecord | None] | None], defer_up_to: int
-    ) -> None:
-        """Send `items` (records and batch ends) through a per-record boundary, in order.
-
-        When the boundary began a commit and between `DEFER_MIN_RECORDS` and `defer_up_to` items are
-        left, they are kept in `_deferred` for the next batch (or idle, pause, stop): the task polls
-        and converts meanwhile, instead of waiting here for the commit before the next transaction
-        can begin. Nothing changes but when they are sent: the same transactions, in the same order,
-        each ending where the task asked (`defer_up_to` keeps at most two batches waiting)."""
-        boundary = self.boundary
-        count = len(items)
-        for i, item in enumerate(items):
-            if item is None:
-                boundary.after_batch()
-            else:
-                record, outgoing = item
+            for record, outgoing in zip(batch, converted, strict=True):
                 self._send(record, outgoing)
                 boundary.after_record(record)
-            if (
-                DEFER_RESTS
-                and self._pending is not None
-                and DEFER_MIN_RECORDS <= count - i - 1 <= defer_up_to
-            ):
-                self._deferred = items[i + 1 :]
-                return
-
-    def _send_deferred(self) -> None:
-        """Send what `_dispatch` kept back, all of it (no new batch comes to overlap with)."""
-        if self._deferred:
-            items, self._deferred = self._deferred, []
-            self._dispatch(items, defer_up_to=-1)
+        else:
+            for record, outgoing in zip(batch, converted, strict=True):
+                self._send(record, outgoing)
+        boundary.after_batch()
 
     def send_columns(self, polled: Sequence[SourceRecord | SourceBatch]) -> None:
         """The fast path for `SourceBatch`es: converted column by column, produced in a tight loop,
@@ -317,7 +268,6 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             ]
         finally:
             self.await_commit()
-        self._send_deferred()  # (only per-record boundaries keep any, and they do not come here)
         for item, outgoing in zip(items, converted, strict=True):
             if isinstance(outgoing, list):  # a batch its transformations took record by record
                 for record, each in outgoing:
@@ -347,16 +297,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def on_idle(self) -> None:
         self.await_commit()  # nothing to overlap it with
-        self._send_deferred()
         self.boundary.on_idle()
 
     def on_pause(self) -> None:
         self.await_commit()
-        self._send_deferred()
         self.boundary.on_pause()
 
     def on_stop(self) -> None:
-        self._send_deferred()
         self.boundary.on_stop()
         self.await_commit()  # the final commit, or the last pipelined one
 
