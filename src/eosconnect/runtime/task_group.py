@@ -29,6 +29,11 @@ from eosconnect.runtime.task import TaskOutcome, TaskSpec
 log = logging.getLogger(__name__)
 
 HOST_POLL_INTERVAL_S = 0.5
+#: How often a host with no task asks: a task placed on it (a new connector on a warm host) starts
+#: within this time rather than at the next half-second heartbeat, which was a fifth of a short
+#: sink job's time. A host stays empty only until a task comes or HOST_IDLE_S (cluster/packing.py)
+#: ends it, and asks slowly again while the leader does not answer.
+EMPTY_HOST_POLL_INTERVAL_S = 0.05
 
 
 @dataclass
@@ -128,11 +133,15 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
                 threading.Thread(
                     target=run_one, args=(key, spec), name=f"task-{spec.connector}-{spec.task}", daemon=True
                 ).start()
-            with lock:
-                empty = not live
-            if answer.stop and empty:
-                break
-        time.sleep(poll_interval_s)
+        with lock:
+            empty = not live
+        if answer is not None and answer.stop and empty:
+            break
+        time.sleep(
+            min(poll_interval_s, EMPTY_HOST_POLL_INTERVAL_S)
+            if empty and answer is not None
+            else poll_interval_s
+        )
     log.info("slot host %s ends: %d task(s) ran in it", host.host_id, len(started))
     return outcomes
 
