@@ -27,7 +27,13 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from eosconnect.storage.transient import retry_transient
 
-READER_FETCH_WAIT_MS = 20
+#: How long the broker holds a reader's empty fetch. A read whose end is a transaction's commit
+#: marker (every read right after a transactional write: the config topic's, the offsets topic's)
+#: pays it once: librdkafka never delivers the marker, so the end is known only from an empty fetch
+#: at it (`_PARTITION_EOF`). 20 ms put ~20 ms into each of the two config-topic reads on a new
+#: connector's start-up path (issue 22); 5 ms costs more fetches only while a read waits for a
+#: transaction still open (about 200 a second instead of 50, for that read).
+READER_FETCH_WAIT_MS = 5
 #: One ListOffsets attempt. A request to a leader that just died waits out this timeout, not the
 #: caller's whole one: the next attempt looks the leaders up again.
 LIST_OFFSETS_ATTEMPT_S = 8.0
