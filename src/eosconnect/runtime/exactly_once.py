@@ -94,6 +94,11 @@ class _Undelivered(Exception):
     """The transaction's records were not delivered within its budget: abort it and retry."""
 
 
+class _DeliveryFailed(Exception):
+    """The producer failed while the transaction's records were still being delivered, before its
+    commit was asked for (the cause says how): nothing of the transaction can be committed."""
+
+
 @dataclass
 class _PendingCommit:
     """A transaction whose `commit_transaction()` runs on the helper thread."""
@@ -462,7 +467,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             started.set()
             # The records must be in while an abort is still allowed and in time (librdkafka
             # allows none once the commit began); flush() releases the GIL while it waits.
-            remaining = producer.flush(budget.deliver_within_s(began))
+            try:
+                remaining = producer.flush(budget.deliver_within_s(began))
+            except (KafkaException, SystemError) as exc:
+                raise _DeliveryFailed from exc
             if remaining:
                 raise _Undelivered(f"{remaining} of its records were still undelivered")
             producer.commit_transaction(commit_timeout_s)
@@ -485,7 +493,6 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 "task restarts from its committed offsets. Lower transaction.boundary.interval.ms, or "
                 "use transaction.boundary=poll"
             )
-        open_for = time.monotonic() - old.started
         try:
             abort_in_time(self.producer.abort_transaction, self.budget, old.started)
         except KafkaException as exc:
@@ -497,12 +504,36 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 self._renew(why)  # the answer proves the epoch current, as for the sink (`_renew`)
             elif not self._renewed_in_place(why):
                 raise self._classify(exc, Step.ABORT, old.started) from exc
+        self._resend(old, why)
+
+    def _resent_after_fatal_delivery(self, old: Transaction, cause: KafkaException) -> bool:
+        """The producer failed fatally while delivering `old`'s records, before its commit was asked
+        for, and not because it was fenced: e.g. librdkafka's OUT_OF_ORDER_SEQUENCE_NUMBER after a
+        broker died with a produce request in flight (seen in the chaos soak's broker kills). A fatal
+        producer cannot abort; if the leader confirms this instance current, a new producer aborts
+        the transaction (its `init_transactions()`) and its records are sent again from memory. False
+        when that cannot be done (the task then fails, as before)."""
+        err: KafkaError = cause.args[0]
+        if not err.fatal() or err.code() in FENCED_CODES or old.replay is None:
+            return False
+        why = f"its producer failed while delivering its records ({err.name()}: {err.str()})"
+        if not self._renewed_in_place(why):
+            return False
+        self._resend(old, why)
+        return True
+
+    def _resend(self, old: Transaction, why: str) -> None:
+        """After `old` was aborted (or ended by a new producer): say so once at WARN and send what it
+        held again in a new open transaction."""
+        assert old.replay is not None
+        open_for = time.monotonic() - old.started
         self.txn.ended_at = time.monotonic()
         self.retried_transactions += 1
         self.metrics.record_abort()
         with contextlib.suppress(KafkaException):
             self.producer.poll(0)  # the purged records' delivery reports
         self._metadata.clear()
+        self._delivery_failures.clear()
         then = "sending them again from memory in a new transaction"
         warn_aborted(log, self.task_id, old.sent, open_for, self.transaction_timeout_ms, why, then)
         txn = self._begin()
@@ -569,6 +600,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             except _Undelivered as exc:
                 self._retry(txn, str(exc))
                 self._submit_commit(pending.offsets)  # the retried transaction's commit is awaited next
+            except _DeliveryFailed as exc:
+                failed = exc.__cause__
+                assert failed is not None
+                cause = failure_cause(self.producer, failed)
+                if cause is None:
+                    raise failed from None
+                if self._resent_after_fatal_delivery(txn, cause):
+                    self._submit_commit(pending.offsets)
+                    continue
+                raise self._classify(cause, Step.COMMIT, txn.started) from failed
             except (KafkaException, SystemError) as exc:
                 # flush() may report a producer's fatal error (a zombie fenced by its successor)
                 # through confluent-kafka's callback machinery, as a SystemError: its cause counts.
