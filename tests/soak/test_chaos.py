@@ -1,13 +1,13 @@
 """Chaos soak: exactly-once through random faults, broker crashes included (`make soak`).
 
-One real `eosconnect worker` (exactly.once.source.support=enabled) runs an endless SequenceSource
-against three brokers (every topic, internal ones included, with three replicas and
-min.insync.replicas=2, so losing one broker keeps exactly-once possible), and an exactly-once
-MirrorSink (transaction.producer=true) that copies the source's topic to `mirror.<topic>` on the
-same cluster, and an exactly-once JdbcSink that writes the source's topic into a PostgreSQL table
-(`insert.mode=insert`, no key: a record written twice would be a second row), when PostgreSQL's
-binaries are there (`make postgres`; `make soak` installs them) and the brokers are plaintext. For
-`EOSCONNECT_SOAK_SECONDS` (default 600) the test injects one random fault after
+One real `eosconnect worker` (exactly.once.source.support=enabled) runs endless SequenceSources, one
+per source transaction boundary (below), against three brokers (every topic, internal ones included,
+with three replicas and min.insync.replicas=2, so losing one broker keeps exactly-once possible); for
+each an exactly-once MirrorSink (transaction.producer=true) that copies its topic to `mirror.<topic>`
+on the same cluster; and an exactly-once JdbcSink that writes the first source's topic into a
+PostgreSQL table (`insert.mode=insert`, no key: a record written twice would be a second row), when
+PostgreSQL's binaries are there (`make postgres`; `make soak` installs them) and the brokers are
+plaintext. For `EOSCONNECT_SOAK_SECONDS` (default 600) the test injects one random fault after
 another, each once the previous one has been recovered from (and at least one of each kind, however
 short the time):
 
@@ -19,16 +19,16 @@ short the time):
                       must not get anything committed
 - kill_broker:        SIGKILL a broker, start it again 3-20 s later
 - restart_broker:     controlled shutdown of a broker, then start it again
-- reconfigure:        change the source's tasks.max (2, 3, 4): a new generation
-- restart_connector:  POST /connectors/<source, mirror or JDBC sink>/restart?includeTasks=true
+- reconfigure:        change a source's tasks.max (2, 3, 4): a new generation
+- restart_connector:  POST /connectors/<a source, mirror or the JDBC sink>/restart?includeTasks=true
 
-After each fault every task of the source's current generation must commit again, and the mirror
-must copy on, within a bounded time. Two read_committed followers check every record as it is
-committed, on the source topic and on the mirror's (each task's sequence must go up by exactly one).
-At the end the source is bounded (records.per.task), every task runs to its end, the mirror catches
-up, and `eosconnect.tools.verify` checks both topics whole: every source partition's sequence
-complete, no gap, no duplicate, matching the committed source offsets; the JDBC sink's table must
-hold every (task, seq) of the source once: 0 missing, 0 duplicates (tests/support/jdbc_sink.py's
+After each fault every task of every source's current generation must commit again, and every
+mirror and the JDBC sink must copy on, within a bounded time. Read_committed followers check every
+record as it is committed, on each source topic and each mirror's (each task's sequence must go up by
+exactly one). At the end the sources are bounded (records.per.task), every task runs to its end, the
+mirrors catch up, and `eosconnect.tools.verify` checks every topic whole: every source partition's
+sequence complete, no gap, no duplicate, matching the committed source offsets; the JDBC sink's table
+must hold every (task, seq) of its source once: 0 missing, 0 duplicates (tests/support/jdbc_sink.py's
 `SequenceTable`, which also checks for duplicates after every fault). The worker log must hold no
 error or traceback other than those the injected faults explain.
 
@@ -43,9 +43,12 @@ own where the checkout is hidden (tests/support/spark_standalone.py), and adds a
 TLS, an authorizer that refuses what no ACL grants), each client as its own principal with exactly
 KIP-618's ACLs, the referee with Read only (tests/support/secured_soak.py).
 
-`EOSCONNECT_SOAK_BOUNDARY` picks the source's transaction boundary: `poll` (the default),
-`interval` (every 500 ms) or `connector` (SequenceSource commits every 50 records); `make
-soak-long` runs each of the three with three random seeds for 20 minutes each.
+Every source transaction boundary runs at once: a source connector (and its mirror) per boundary,
+`chaos-poll`, `chaos-interval` (every 500 ms) and `chaos-connector` (SequenceSource commits every 50
+records), their tasks sharing the worker, the brokers and the faults (a fault aimed at "a source"
+picks one of them; every one must recover from every fault). `EOSCONNECT_SOAK_BOUNDARY=poll` (or
+`interval`, `connector`) runs one alone, at three times the rate. `make soak-long` runs three random
+seeds for 20 minutes each, so each boundary gets 3 x 20 minutes of faults.
 
 The schedule comes from a seeded RNG: the seed and every fault are printed with timestamps (`make
 soak` shows them live) and `EOSCONNECT_SOAK_SEED=<seed>` replays the same schedule (timings, and so
@@ -89,15 +92,19 @@ from support.secured_soak import SECURITY, kafka3_security, soak_principals  # n
 from support.spark_standalone import StandaloneCluster, descendants, unshare_available
 
 SOAK_SECONDS = float(os.environ.get("EOSCONNECT_SOAK_SECONDS", "600"))
+#: SequenceSource's transaction size with the connector boundary.
+COMMIT_EVERY = 50
 #: The source connector's transaction boundary, and the settings that make it.
 BOUNDARIES: dict[str, dict[str, str]] = {
     "poll": {},
     "interval": {"transaction.boundary": "interval", "transaction.boundary.interval.ms": "500"},
-    "connector": {"transaction.boundary": "connector", "transaction.commit.every": "50"},
+    "connector": {"transaction.boundary": "connector", "transaction.commit.every": str(COMMIT_EVERY)},
 }
-BOUNDARY = os.environ.get("EOSCONNECT_SOAK_BOUNDARY", "poll").strip().lower()
-if BOUNDARY not in BOUNDARIES:
-    raise ValueError(f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY!r}: use one of {', '.join(BOUNDARIES)}")
+BOUNDARY = os.environ.get("EOSCONNECT_SOAK_BOUNDARY", "all").strip().lower()
+if BOUNDARY not in (*BOUNDARIES, "all"):
+    raise ValueError(f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY!r}: use all or one of {', '.join(BOUNDARIES)}")
+#: The boundaries this run soaks, a source connector (and a mirror) each.
+SOAKED = list(BOUNDARIES) if BOUNDARY == "all" else [BOUNDARY]
 SPARK_MODE = os.environ.get("EOSCONNECT_SOAK_SPARK", "local").strip().lower()
 if SPARK_MODE not in ("local", "standalone"):
     raise ValueError(f"EOSCONNECT_SOAK_SPARK={SPARK_MODE!r}: use local or standalone")
@@ -108,12 +115,12 @@ ARTIFACTS = Path(
 
 pytestmark = [pytest.mark.soak, pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
 
-SOURCE, MIRROR, JDBC = "chaos", "chaos-mirror", "chaos-jdbc"
+JDBC = "chaos-jdbc"  # the sources are chaos-<boundary>, their mirrors chaos-mirror-<boundary>
 #: The JDBC sink's tasks (the topic's 4 partitions spread over them by the consumer group).
 JDBC_TASKS = 2
 PARTITIONS = 4
 TASK_COUNTS = (2, 3, 4)
-RATE = 100  # records per second per source task
+RATE = 300 // (3 * len(SOAKED))  # records per second per source task: 300/s in all at 3 tasks each
 TRANSACTION_TIMEOUT_MS = 20_000
 #: How long every task may take to commit again after a fault.
 RECOVERY_S = 150.0
@@ -129,7 +136,9 @@ SPARK_WORKER_CORES = 6
 #: coordinator's broker died (librdkafka issues 5456, 5511): the task fails and needs a restart.
 LIBRDKAFKA_HANG = "librdkafka issues 5456 and 5511"
 #: Worker log lines the injected faults explain (see `log_problems`), by fault kind.
-_HANG_LINE = r"ERROR eosconnect\.runtime\.sink_task \[chaos-mirror-\d\] failed: .* did not return within"
+_HANG_LINE = (
+    r"ERROR eosconnect\.runtime\.sink_task \[chaos-mirror-[a-z]+-\d\] failed: .* did not return within"
+)
 #: Known, left open: the herder's config-topic read can block in ListOffsets for its whole 60 s
 #: timeout after the partition's leader died, then the tick fails (TimeoutError) and is retried.
 _HERDER_STALL = (
@@ -149,8 +158,9 @@ EXPECTED_PROBLEMS = {
     # disassociated"; a kill can also read "Remote RPC client disassociated" or an exit code).
     "kill_spark_worker": (r"ERROR TaskSchedulerImpl: Lost executor \d+ on \S+: ",),
     "freeze_task": (  # the zombie, woken up, finds itself fenced or its transaction aborted
-        r"ERROR eosconnect\.runtime\.source_task \[chaos-\d\] failed: chaos-\d: fenced while",
-        r"ERROR eosconnect\.runtime\.source_task \[chaos-\d\] failed: chaos-\d: the transaction was open for",
+        r"ERROR eosconnect\.runtime\.source_task \[chaos-[a-z]+-\d\] failed: chaos-[a-z]+-\d: fenced while",
+        r"ERROR eosconnect\.runtime\.source_task \[chaos-[a-z]+-\d\] failed: chaos-[a-z]+-\d: "
+        r"the transaction was open for",
         r"CRITICAL eosconnect\.kafka\.producer (TXNERR|FATAL) .*(fenced|epoch)",
     ),
 }
@@ -197,11 +207,11 @@ def bootstrap(kafka3: LocalKafkaCluster) -> str:
     return kafka3.bootstrap_servers
 
 
-def source_config(topic: str, tasks: int) -> dict[str, str]:
+def source_config(topic: str, tasks: int, boundary: str) -> dict[str, str]:
     return {
         **endless_sequence(topic, tasks, RATE),
         "producer.override.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
-        **BOUNDARIES[BOUNDARY],
+        **BOUNDARIES[boundary],
     }
 
 
@@ -222,6 +232,12 @@ class Connector:
     name: str
     config: dict[str, str]
     follower: SequenceFollower | SequenceTable  # of the topic or table it writes
+    #: The source whose records it carries (a mirror, the JDBC sink); None for a source.
+    feeds: Connector | None = None
+
+    @property
+    def source(self) -> Connector:
+        return self.feeds or self
 
     @property
     def tasks(self) -> int:
@@ -235,8 +251,8 @@ class Chaos:
         self,
         worker: WorkerProcess,
         cluster: LocalKafkaCluster,
-        source: Connector,
-        mirror: Connector,
+        sources: list[Connector],
+        mirrors: list[Connector],
         rng: random.Random,
         timeline: Path,
         spark: StandaloneCluster | None = None,
@@ -246,8 +262,8 @@ class Chaos:
         self.jdbc = jdbc
         self.spark = spark
         self.cluster = cluster
-        self.source = source
-        self.mirror = mirror
+        self.sources = sources
+        self.mirrors = mirrors
         self.rng = rng
         self.started = time.monotonic()
         self.timeline = timeline
@@ -257,6 +273,11 @@ class Chaos:
         self.hang_restarts = 0
 
     # ------------------------------------------------------------------ bookkeeping
+    def pick(self, choices: list[Connector]) -> Connector:
+        """One of `choices` at random; with one, no draw, so a one-boundary run's seed replays the
+        schedules of the soak before it ran every boundary at once."""
+        return choices[0] if len(choices) == 1 else self.rng.choice(choices)
+
     def log(self, text: str) -> None:
         line = f"[chaos {clock()} +{time.monotonic() - self.started:6.1f}s] {text}"
         print(line, flush=True)
@@ -277,12 +298,14 @@ class Chaos:
         """A mirror task that failed because librdkafka hung (see LIBRDKAFKA_HANG) is restarted over
         REST, as its error says to, and counted: it is a known availability bug upstream, not lost
         exactly-once. Everything else FAILED stays failed, and the recovery wait times out."""
-        for entry in self.worker.status(MIRROR).get("tasks", []):
-            if entry["state"] == "FAILED" and LIBRDKAFKA_HANG in entry.get("trace", ""):
-                task = entry["id"]
-                self.worker.request("POST", f"/connectors/{MIRROR}/tasks/{task}/restart")
-                self.hang_restarts += 1
-                self.log(f"{self.current}: {MIRROR}-{task} FAILED as librdkafka hung; restarted it over REST")
+        for mirror in self.mirrors:
+            for entry in self.worker.status(mirror.name).get("tasks", []):
+                if entry["state"] == "FAILED" and LIBRDKAFKA_HANG in entry.get("trace", ""):
+                    task = entry["id"]
+                    self.worker.request("POST", f"/connectors/{mirror.name}/tasks/{task}/restart")
+                    self.hang_restarts += 1
+                    what = f"{mirror.name}-{task} FAILED as librdkafka hung"
+                    self.log(f"{self.current}: {what}; restarted it over REST")
 
     def watch(self) -> str | None:
         """Called while waiting for progress: restarts hung mirror tasks; why to stop waiting, if any."""
@@ -323,7 +346,13 @@ class Chaos:
 
     @property
     def connectors(self) -> tuple[Connector, ...]:
-        return (self.source, self.mirror) + ((self.jdbc,) if self.jdbc is not None else ())
+        return (*self.sources, *self.mirrors) + ((self.jdbc,) if self.jdbc is not None else ())
+
+    def committed(self) -> str:
+        """Records committed so far, per source."""
+        return ", ".join(
+            f"{s.name} {sum(seq + 1 for seq in s.follower.highest().values())}" for s in self.sources
+        )
 
     def recovered(self, kind: str) -> None:
         """Every task RUNNING, every source task committing again and the mirror copying on."""
@@ -334,19 +363,19 @@ class Chaos:
                 RECOVERY_S,
                 f"{connector.tasks} RUNNING tasks of {connector.name} after {self.current}",
             )
-        source_at = self.source.follower.highest()
+        source_at = {source.name: source.follower.highest() for source in self.sources}
         for connector in self.connectors:
             connector.follower.wait_for_progress(
-                range(self.source.tasks),
+                range(connector.source.tasks),
                 PROGRESS,
                 max(10.0, RECOVERY_S - (time.monotonic() - began)),
                 f"on {connector.follower.topic} after {self.current} (seed {SEED})",
                 alive=self.watch,
-                since=source_at,  # the mirror must get past where the source was
+                since=source_at[connector.source.name],  # a mirror must get past where its source was
             )
         took = time.monotonic() - began
         self.recovery.setdefault(kind, []).append(took)
-        self.log(f"recovered from {self.current} in {took:.1f}s; committed {self.source.follower.highest()}")
+        self.log(f"recovered from {self.current} in {took:.1f}s; committed: {self.committed()}")
         for connector in self.connectors:
             if connector.follower.anomalies:
                 raise AssertionError(
@@ -360,8 +389,20 @@ class Chaos:
         self.current = f"fault #{sum(self.faults.values())} {kind}"
         getattr(self, kind)()
 
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """A REST request as an operator's script makes it: a 409 (the worker is rebalancing, or in
+        doubt of its leadership after its group coordinator's broker died) is retried for up to
+        RECOVERY_S, as Kafka Connect's clients do; anything else is answered at once."""
+        deadline = time.monotonic() + RECOVERY_S
+        while True:
+            response = self.worker.request(method, path, **kwargs)
+            if response.status_code != 409 or time.monotonic() > deadline:
+                return response
+            self.log(f"{self.current}: {method} {path} -> 409 ({response.json().get('message')}); retrying")
+            time.sleep(2)
+
     def put_config(self, connector: Connector, config: dict[str, str]) -> None:
-        response = self.worker.request("PUT", f"/connectors/{connector.name}/config", json=config)
+        response = self.request("PUT", f"/connectors/{connector.name}/config", json=config)
         assert response.status_code == 200, f"{self.current}: PUT config answered {response.text}"
         connector.config = config
 
@@ -382,7 +423,7 @@ class Chaos:
             # That was the task's last Spark attempt (local[N,4]): FAILED, as any failed task.
             trace = self.worker.status(connector.name)["tasks"][task].get("trace", "")
             assert "Spark gave up on it" in trace, f"{self.current}: unexpected failure: {trace}"
-            response = self.worker.request("POST", f"/connectors/{connector.name}/tasks/{task}/restart")
+            response = self.request("POST", f"/connectors/{connector.name}/tasks/{task}/restart")
             assert response.status_code == 204, response.text
             self.log(
                 f"{self.current}: Spark gave up on the task after its last attempt; restarted it over REST"
@@ -390,19 +431,21 @@ class Chaos:
         self.recovered("kill_task")
 
     def freeze_task(self) -> None:
-        task = self.rng.randrange(self.source.tasks)
+        source = self.pick(self.sources)
+        task = self.rng.randrange(source.tasks)
         freeze_s = self.rng.uniform(8, 30)
-        new_count = self.rng.choice([n for n in TASK_COUNTS if n != self.source.tasks])
-        pid = self.internal_tasks(self.source)[task]["pid"]
+        new_count = self.rng.choice([n for n in TASK_COUNTS if n != source.tasks])
+        pid = self.internal_tasks(source)[task]["pid"]
         os.kill(pid, signal.SIGSTOP)
         frozen_at = time.monotonic()
         self.log(
-            f"{self.current}: SIGSTOPped the Python worker of task {task} (pid {pid}) for {freeze_s:.0f}s "
+            f"{self.current}: SIGSTOPped the Python worker of task {source.name}-{task} (pid {pid}) for "
+            f"{freeze_s:.0f}s "
             f"({'beyond' if freeze_s * 1000 > TRANSACTION_TIMEOUT_MS else 'within'} its transaction "
             f"timeout); replacing it by a generation of {new_count} tasks"
         )
         try:
-            self.put_config(self.source, {**self.source.config, "tasks.max": str(new_count)})
+            self.put_config(source, {**source.config, "tasks.max": str(new_count)})
             self.recovered("freeze_task")
             rest = freeze_s - (time.monotonic() - frozen_at)
             if rest > 0:
@@ -423,12 +466,14 @@ class Chaos:
     def kill_broker(self) -> None:
         broker = self._broker()
         down_s = self.rng.uniform(3, 20)
-        before = self.source.follower.highest()
+        before = {source.name: source.follower.highest() for source in self.sources}
         self.cluster.kill_node(broker)
         self.log(f"{self.current}: SIGKILLed broker {broker}; starting it again in {down_s:.0f}s")
         time.sleep(down_s)
-        now = self.source.follower.highest()
-        during = sum(now.get(t, -1) - before.get(t, -1) for t in range(self.source.tasks))
+        during = 0
+        for source in self.sources:
+            now, then = source.follower.highest(), before[source.name]
+            during += sum(now.get(t, -1) - then.get(t, -1) for t in range(source.tasks))
         self.cluster.start_node(broker)
         self.log(f"{self.current}: broker {broker} is back; {during} records were committed meanwhile")
         self.recovered("kill_broker")
@@ -463,23 +508,24 @@ class Chaos:
         self.recovered("kill_spark_worker")
 
     def reconfigure(self) -> None:
-        new_count = self.rng.choice([n for n in TASK_COUNTS if n != self.source.tasks])
-        self.log(f"{self.current}: tasks.max {self.source.tasks} -> {new_count}")
-        self.put_config(self.source, {**self.source.config, "tasks.max": str(new_count)})
+        source = self.pick(self.sources)
+        new_count = self.rng.choice([n for n in TASK_COUNTS if n != source.tasks])
+        self.log(f"{self.current}: {source.name} tasks.max {source.tasks} -> {new_count}")
+        self.put_config(source, {**source.config, "tasks.max": str(new_count)})
         self.recovered("reconfigure")
 
     def restart_connector(self) -> None:
         connector = self.rng.choice(self.connectors)
         path = f"/connectors/{connector.name}/restart?includeTasks=true"
-        response = self.worker.request("POST", path)
+        response = self.request("POST", path)
         self.log(f"{self.current}: POST {path} -> {response.status_code}")
         assert response.status_code == 202, f"{self.current}: {response.text}"
         self.recovered("restart_connector")
 
 
-def committed_offsets(worker: WorkerProcess) -> dict[int, int]:
-    """The source connector's committed source offsets: task -> last sequence number."""
-    response = worker.request("GET", f"/connectors/{SOURCE}/offsets")
+def committed_offsets(worker: WorkerProcess, source: str) -> dict[int, int]:
+    """A source connector's committed source offsets: task -> last sequence number."""
+    response = worker.request("GET", f"/connectors/{source}/offsets")
     assert response.status_code == 200, response.text
     return {e["partition"]["task"]: e["offset"]["seq"] for e in response.json()["offsets"]}
 
@@ -497,8 +543,7 @@ def test_exactly_once_through_chaos(
     bootstrap = kafka3.bootstrap_servers
     rng = random.Random(SEED)
     principals = soak_principals(kafka3)  # EOSCONNECT_SOAK_SECURITY: tests/support/secured_soak.py
-    topic = create_replicated_topic(principals.admin, topic_name("data"), PARTITIONS)
-    # room for a frozen zombie generation next to the source's 4 tasks and the mirror's 2
+    # room for a frozen zombie generation next to the sources' tasks, the mirrors' and the JDBC sink's
     spark = (
         {"spark.master": "local[12,4]"}
         if spark_cluster is None
@@ -511,36 +556,50 @@ def test_exactly_once_through_chaos(
         **{"eosconnect.zombie.cancel.timeout.ms": "120000"},
         **principals.worker,
     )
-    source_settings = {**source_config(topic, 3), **principals.source}
-    mirror_topic = f"mirror.{topic}"
-    mirror_settings = {**mirror_config(topic, bootstrap), **principals.mirror}
-    principals.grant(
-        (SOURCE, source_settings), (MIRROR, mirror_settings), max(TASK_COUNTS), (topic, mirror_topic)
-    )
-    source = Connector(SOURCE, source_settings, SequenceFollower(principals.reader, topic, PARTITIONS))
-    mirror = Connector(MIRROR, mirror_settings, SequenceFollower(principals.reader, mirror_topic, PARTITIONS))
+    sources: list[Connector] = []
+    mirrors: list[Connector] = []
+    for boundary in SOAKED:
+        topic = create_replicated_topic(principals.admin, topic_name(f"data-{boundary}"), PARTITIONS)
+        mirror_topic = f"mirror.{topic}"
+        source_name, mirror_name = f"chaos-{boundary}", f"chaos-mirror-{boundary}"
+        source_settings = {**source_config(topic, 3, boundary), **principals.source}
+        mirror_settings = {**mirror_config(topic, bootstrap), **principals.mirror}
+        principals.grant(
+            (source_name, source_settings),
+            (mirror_name, mirror_settings),
+            max(TASK_COUNTS),
+            (topic, mirror_topic),
+        )
+        source = Connector(
+            source_name, source_settings, SequenceFollower(principals.reader, topic, PARTITIONS)
+        )
+        sources.append(source)
+        mirror_follower = SequenceFollower(principals.reader, mirror_topic, PARTITIONS)
+        mirrors.append(Connector(mirror_name, mirror_settings, mirror_follower, feeds=source))
     jdbc = None
-    if soak_postgres is not None:
-        table = SequenceTable(soak_postgres.new_database(), topic)
-        jdbc = Connector(JDBC, table.config(JDBC_TASKS), table)
+    if soak_postgres is not None:  # into PostgreSQL: the first source's records
+        table = SequenceTable(soak_postgres.new_database(), sources[0].config["topic"])
+        jdbc = Connector(JDBC, table.config(JDBC_TASKS), table, feeds=sources[0])
     artifacts = ARTIFACTS / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{SEED}"
     artifacts.mkdir(parents=True, exist_ok=True)
-    chaos = Chaos(worker, kafka3, source, mirror, rng, artifacts / "timeline.txt", spark_cluster, jdbc)
+    chaos = Chaos(worker, kafka3, sources, mirrors, rng, artifacts / "timeline.txt", spark_cluster, jdbc)
     chaos.log(
         f"seed {SEED} (replay: EOSCONNECT_SOAK_SEED={SEED} EOSCONNECT_SOAK_SECONDS={SOAK_SECONDS:.0f} "
         f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY} EOSCONNECT_SOAK_SPARK={SPARK_MODE} "
-        f"EOSCONNECT_SOAK_SECURITY={SECURITY} make soak); {SOAK_SECONDS:.0f}s of faults, source "
-        f"transaction.boundary={BOUNDARY}, Spark {SPARK_MODE}, brokers {SECURITY}, JDBC sink "
-        f"{'into PostgreSQL' if jdbc else 'left out'}; "
+        f"EOSCONNECT_SOAK_SECURITY={SECURITY} make soak); {SOAK_SECONDS:.0f}s of faults, sources "
+        f"{', '.join(s.name for s in sources)} ({RATE} records/s per task), Spark {SPARK_MODE}, brokers "
+        f"{SECURITY}, JDBC sink {'into PostgreSQL' if jdbc else 'left out'}; "
         f"timeline and worker log in {artifacts}"
     )
     passed = False
     try:
-        source.follower.start()
+        for source in sources:
+            source.follower.start()
         for connector in chaos.connectors:
             created = worker.create_connector(connector.name, connector.config)
             assert created.status_code == 201, created.text
-        mirror.follower.start()  # the mirror has created its topic by the time it runs
+        for mirror in mirrors:
+            mirror.follower.start()  # the mirror has created its topic by the time it runs
         chaos.recovered("start-up")
 
         # Every kind once, in a seeded order, then at random until the time is up.
@@ -550,25 +609,44 @@ def test_exactly_once_through_chaos(
             chaos.inject(schedule.pop(0) if schedule else rng.choice(KINDS))
             time.sleep(rng.uniform(1, 6))  # quiet time: let it make progress
 
-        # -- the end: bound the source, let every task run to the end, verify both topics whole
+        # -- the end: bound the sources, let every task run to the end, verify every topic whole
         chaos.current = "the final run to the end"
-        worker.stop_connector(SOURCE)
-        offsets = committed_offsets(worker)
-        total = max(offsets.values(), default=0) + 1 + 2 * RATE
-        chaos.log(f"source stopped at committed source offsets {offsets}; running every task to {total}")
+        offsets = {}
+        for source in sources:
+            assert chaos.request("PUT", f"/connectors/{source.name}/stop").status_code == 204
+            chaos.wait(
+                lambda s=source: (
+                    worker.status(s.name).get("connector", {}).get("state") == "STOPPED"
+                    and worker.task_states(s.name) == []
+                ),
+                60,
+                f"{source.name} STOPPED",
+            )
+            offsets[source.name] = committed_offsets(worker, source.name)
+        total = max((max(o.values(), default=0) for o in offsets.values()), default=0) + 1 + 2 * RATE
+        # chaos-connector commits only every COMMIT_EVERY records: each task ends on a commit
+        total = -(-total // COMMIT_EVERY) * COMMIT_EVERY
+        chaos.log(f"sources stopped at committed source offsets {offsets}; running every task to {total}")
         tasks = max(TASK_COUNTS)
-        final = {"tasks.max": str(tasks), "records.per.task": str(total), "rate.per.task": "2000"}
-        chaos.put_config(source, {**source.config, **final})
-        assert worker.request("PUT", f"/connectors/{SOURCE}/resume").status_code == 202
-        chaos.wait(lambda: chaos.all_running(source), RECOVERY_S, "the final generation RUNNING")
+        final = {"tasks.max": str(tasks), "records.per.task": str(total), "rate.per.task": "1000"}
+        for source in sources:
+            chaos.put_config(source, {**source.config, **final})
+            assert chaos.request("PUT", f"/connectors/{source.name}/resume").status_code == 202
+        for source in sources:
+            chaos.wait(lambda s=source: chaos.all_running(s), RECOVERY_S, f"{source.name}'s final generation")
         end = dict.fromkeys(range(tasks), total - 1)
         for connector in chaos.connectors:
             connector.follower.wait_for_progress(
                 range(tasks), 0, 300, f"{connector.follower.topic} to the end (seed {SEED})", chaos.watch, end
             )
-        chaos.wait(lambda: committed_offsets(worker) == end, 60, f"committed source offsets {end}")
+        for source in sources:
+            chaos.wait(
+                lambda s=source: committed_offsets(worker, s.name) == end,
+                60,
+                f"{source.name}'s committed source offsets {end}",
+            )
         time.sleep(2)
-        for name in (topic, mirror_topic):
+        for name in [c.follower.topic for c in (*sources, *mirrors)]:
             report = verify_sequence_topic(
                 principals.reader, name, tasks=tasks, records_per_task=total, timeout=300
             )
@@ -591,7 +669,7 @@ def test_exactly_once_through_chaos(
             assert not connector.follower.anomalies, (
                 f"seen live (seed {SEED}): {connector.follower.anomalies}"
             )
-            assert worker.request("DELETE", f"/connectors/{connector.name}").status_code == 204
+            assert chaos.request("DELETE", f"/connectors/{connector.name}").status_code == 204
 
         problems = log_problems(worker.log_path.read_text(errors="replace"))
         expected = [p for kind in chaos.faults for p in EXPECTED_PROBLEMS.get(kind, ())]
