@@ -271,7 +271,12 @@ def main() -> None:
     # 16 default slots x 26 = 416: room for N = 400 and the busy task.
     parser.add_argument("--per-slot", type=int, default=26, help="eosconnect.tasks.per.slot")
     parser.add_argument("--master", help="eosconnect's spark.master (default: the worker's, local[16,4])")
-    parser.add_argument("--records", type=int, default=100_000, help="lines of the busy task's file")
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=1_000_000,
+        help="lines of the busy task's file (4-5 s at its rate alone)",
+    )
     parser.add_argument("--idle-seconds", type=float, default=20.0)
     parser.add_argument("--busy-rounds", type=int, default=3, help="runs of the busy task (median)")
     parser.add_argument("--sides", default="java,eos")
