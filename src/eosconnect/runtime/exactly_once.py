@@ -94,6 +94,11 @@ class _Undelivered(Exception):
     """The transaction's records were not delivered within its budget: abort it and retry."""
 
 
+#: Delivery errors of the idempotent producer's sequence bookkeeping (a broker lost or refused its
+#: state): the transaction is aborted and sent again (`_resent_after_abortable`).
+SEQUENCE_ERRORS = frozenset({KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, KafkaError.UNKNOWN_PRODUCER_ID})
+
+
 class _DeliveryFailed(Exception):
     """The producer failed while the transaction's records were still being delivered, before its
     commit was asked for (the cause says how): nothing of the transaction can be committed."""
@@ -522,6 +527,22 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self._resend(old, why)
         return True
 
+    def _resent_after_abortable(self, old: Transaction, cause: KafkaException, *, commit_asked: bool) -> bool:
+        """`old` failed with an abortable error: librdkafka marks the transaction as one to abort
+        (`txn_requires_abort()`), e.g. OUT_OF_ORDER_SEQUENCE_NUMBER "requires epoch bump" after a
+        broker restart with produce requests in flight (seen in the chaos soak); it was not
+        committed, and the abort bumps the producer's epoch. Abort it and send its records again
+        (`_retry`). Before the commit was asked for, a delivery error of the idempotent producer's
+        sequence bookkeeping counts too. False for anything else (the task fails, as before)."""
+        err: KafkaError = cause.args[0]
+        if err.fatal() or err.code() in FENCED_CODES or old.replay is None:
+            return False
+        resendable = err.txn_requires_abort() or (not commit_asked and err.code() in SEQUENCE_ERRORS)
+        if not resendable:
+            return False
+        self._retry(old, f"its {'commit' if commit_asked else 'delivery'} failed ({err.name()}: {err.str()})")
+        return True
+
     def _resend(self, old: Transaction, why: str) -> None:
         """After `old` was aborted (or ended by a new producer): say so once at WARN and send what it
         held again in a new open transaction."""
@@ -606,7 +627,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 cause = failure_cause(self.producer, failed)
                 if cause is None:
                     raise failed from None
-                if self._resent_after_fatal_delivery(txn, cause):
+                if self._resent_after_fatal_delivery(txn, cause) or self._resent_after_abortable(
+                    txn, cause, commit_asked=False
+                ):
                     self._submit_commit(pending.offsets)
                     continue
                 raise self._classify(cause, Step.COMMIT, txn.started) from failed
@@ -616,6 +639,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 cause = failure_cause(self.producer, exc)
                 if cause is None:
                     raise
+                if self._resent_after_abortable(txn, cause, commit_asked=True):
+                    self._submit_commit(pending.offsets)
+                    continue
                 raise self._classify(cause, Step.COMMIT, txn.started) from exc
         self.offsets_committed(pending.offsets)
         self.metrics.record_transaction(txn.sent)
