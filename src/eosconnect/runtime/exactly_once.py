@@ -400,7 +400,15 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         try:
             self.produce(self.producer, outgoing, record, on_delivery)
         except KafkaException as exc:
-            raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
+            if not self._resent_after_refused_send(exc):
+                raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
+            # the records before this one are in a new transaction (this one's bookkeeping too)
+            txn = self.txn.current
+            assert txn is not None
+            try:
+                self.produce(self.producer, outgoing, record, on_delivery)
+            except KafkaException as again:
+                raise self._classify(again, f"sending a record to {outgoing.topic!r}") from again
         txn.sent += 1
         replay = txn.replay
         if replay is not None:
@@ -541,6 +549,23 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if not resendable:
             return False
         self._retry(old, f"its {'commit' if commit_asked else 'delivery'} failed ({err.name()}: {err.str()})")
+        return True
+
+    def _resent_after_refused_send(self, exc: KafkaException) -> bool:
+        """produce() refused a record with `_STATE`: the open transaction had already failed (an
+        abortable error, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER "requires epoch bump" after a broker
+        restart, reported by librdkafka between two sends of a long connector-defined transaction).
+        If the leader confirms this instance current, abort that transaction and send what it held
+        again (`_retry`); the caller then sends the refused record into the new one. False when
+        that cannot be done (the task fails, as before)."""
+        old = self.txn.current
+        if exc.args[0].code() != KafkaError._STATE or old is None or old.replay is None:
+            return False
+        confirmed_current = getattr(self.spec.control, "confirmed_current", None)
+        if confirmed_current is None or not confirmed_current():
+            return False
+        self.txn.ended(now=False)
+        self._retry(old, f"its producer refused a record ({exc.args[0].str()}): the transaction had failed")
         return True
 
     def _resend(self, old: Transaction, why: str) -> None:
