@@ -145,9 +145,17 @@ _HERDER_STALL = (
     r"ERROR eosconnect\.cluster\.herder herder tick failed; retrying",
     r"^Traceback: TimeoutError$",
 )
+#: librdkafka's own lines when a broker died or restarted with a source's produce requests in flight
+#: and the idempotent producer lost its sequence state (fatally, sometimes a minute later): the task
+#: renews its producer and sends the transaction again (docs/architecture.md "Bounded transactions"),
+#: saying so at WARN; the line librdkafka logs first is CRITICAL.
+_SEQUENCE_LOST = (
+    r"CRITICAL eosconnect\.kafka\.producer (TXNERR|FATAL) .*"
+    r"(OUT_OF_ORDER_SEQUENCE_NUMBER|out of order sequence number)"
+)
 EXPECTED_PROBLEMS = {
-    "kill_broker": (_HANG_LINE, *_HERDER_STALL),
-    "restart_broker": (_HANG_LINE, *_HERDER_STALL),
+    "kill_broker": (_HANG_LINE, _SEQUENCE_LOST, *_HERDER_STALL),
+    "restart_broker": (_HANG_LINE, _SEQUENCE_LOST, *_HERDER_STALL),
     "kill_task": (
         r"ERROR Executor: Exception in task",  # Spark: the Python worker died
         r"ERROR TaskSetManager: Task \d+ in stage \S+ failed \d+ times; aborting job",
