@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -316,3 +317,56 @@ def test_plugin_path_connectors_are_listed_with_their_versions(
     assert listed[f"pkg_{tag}.sink.JsonSinkConnector"]["version"] == "0.4"
     assert listed[f"zipped_{tag}.ZippedSourceConnector"]["type"] == "source"
     assert not any(c.startswith(f"broken_{tag}") for c in listed)
+
+
+GATE = """
+import threading
+
+entered = threading.Event()
+release = threading.Event()
+second_imported = threading.Event()
+"""
+
+
+def test_plugin_modules_are_imported_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads importing packages with import cycles for the first time can each hold a module
+    lock the other needs, and Python then gives one a partially initialized module (a worker
+    validating a JdbcSource and a JdbcSink config at once failed on SQLAlchemy that way). So the
+    second plugin import waits until the first one has finished."""
+    package = tmp_path / "eosc_import_gate"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "gate.py").write_text(GATE)
+    (package / "slow.py").write_text(
+        "from eosc_import_gate import gate\n"
+        "gate.entered.set()\n"
+        "gate.release.wait(10)\n\n"
+        "class Slow:\n    pass\n"
+    )
+    (package / "quick.py").write_text(
+        "from eosc_import_gate import gate\ngate.second_imported.set()\n\nclass Quick:\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(plugins.PLUGIN_PATH_ENV, str(tmp_path))
+    try:
+        from eosc_import_gate import gate  # type: ignore[import-not-found]
+
+        loaded: dict[str, type] = {}
+        first = threading.Thread(
+            target=lambda: loaded.update(slow=import_class("eosc_import_gate.slow.Slow"))
+        )
+        first.start()
+        assert gate.entered.wait(10)
+        second = threading.Thread(
+            target=lambda: loaded.update(quick=import_class("eosc_import_gate.quick.Quick"))
+        )
+        second.start()
+        assert not gate.second_imported.wait(0.5), "a second plugin module was imported during the first"
+        gate.release.set()
+        first.join(10)
+        second.join(10)
+        assert gate.second_imported.is_set()
+        assert {name: cls.__name__ for name, cls in loaded.items()} == {"slow": "Slow", "quick": "Quick"}
+    finally:
+        for name in [n for n in sys.modules if n.startswith("eosc_import_gate")]:
+            del sys.modules[name]

@@ -27,6 +27,7 @@ import logging
 import os
 import pkgutil
 import sys
+import threading
 import zipfile
 from collections.abc import Iterable
 from enum import StrEnum
@@ -56,6 +57,19 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "eosconnect.connectors"
 SETTING = "connector.class"
+
+#: Plugin modules are imported one at a time per process. Two threads importing a package with
+#: import cycles for the first time (SQLAlchemy's, on a worker validating two JDBC configs at once,
+#: or two packed tasks starting together) can each hold a module lock the other needs; Python then
+#: hands one of them the partially initialized module ("cannot import name ... from partially
+#: initialized module"). Loaded modules cost nothing more to import again.
+_IMPORT_LOCK = threading.RLock()
+
+
+def _import_module(name: str) -> Any:
+    with _IMPORT_LOCK:
+        return importlib.import_module(name)
+
 
 BUILTIN_CONNECTORS: dict[str, str] = {
     # Short name -> dotted path of eosconnect's own connectors, imported only when used, e.g.
@@ -140,7 +154,7 @@ def import_class(path: str) -> type:
     missing_module = candidates[-1][0]
     for module_name, qualname in candidates:
         try:
-            module = importlib.import_module(module_name)
+            module = _import_module(module_name)
         except ModuleNotFoundError as exc:
             missing = exc.name or ""
             if missing == module_name or module_name.startswith(missing + "."):
@@ -248,14 +262,14 @@ def _modules_of(name: str) -> list[Any]:
     """The module `name` and, for a package, its submodules; import errors are logged."""
     try:
         check_plugin_location(name)
-        module = importlib.import_module(name)
+        module = _import_module(name)
     except Exception as exc:
         log.warning("plugin.path: module %r cannot be imported, its connectors are not listed: %s", name, exc)
         return []
     modules = [module]
     for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=f"{name}."):
         try:
-            modules.append(importlib.import_module(info.name))
+            modules.append(_import_module(info.name))
         except Exception as exc:
             log.warning("plugin.path: module %r could not be imported: %s", info.name, exc)
     return modules
@@ -385,7 +399,11 @@ def _load_short_name(value: str, target: type | str | importlib.metadata.EntryPo
     if isinstance(target, type):
         return target
     try:
-        loaded = import_class(target) if isinstance(target, str) else target.load()
+        if isinstance(target, str):
+            loaded = import_class(target)
+        else:
+            with _IMPORT_LOCK:
+                loaded = target.load()
     except Exception as exc:
         raise ConfigException(
             errors={
