@@ -10,6 +10,7 @@ connector's), each with its errors, so a UI can show every problem next to its f
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -116,13 +117,15 @@ def file_confinement_errors(
     `file` must lie inside one of those directories (after resolving `..` and symbolic links).
     Their tasks check again when they open the file (api/file_access.py)."""
     from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
-    from eosconnect.connectors.jdbc import JdbcSourceConnector, sqlite_file
 
-    if isinstance(connector, JdbcSourceConnector):
+    # A JdbcSource was loaded with its package (and SQLAlchemy) by the plugin loader; importing the
+    # package here for any other connector would load SQLAlchemy outside the loader's lock.
+    jdbc = sys.modules.get("eosconnect.connectors.jdbc")
+    if jdbc is not None and isinstance(connector, jdbc.JdbcSourceConnector):
         # A file-backed database is a file like any other: confined to file.allowed.dirs, checked
         # before the connector's own validation connects (which would create it, or tell whether
         # it exists, anywhere on the worker).
-        database = sqlite_file(str(config.get("connection.url") or ""))
+        database = jdbc.sqlite_file(str(config.get("connection.url") or ""))
         allowed = AllowedDirs.parse(worker.originals.get(FILE_ALLOWED_DIRS))
         if database is None or allowed is None or "\x00" in database:
             return {}
