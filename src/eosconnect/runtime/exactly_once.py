@@ -99,6 +99,11 @@ class _Undelivered(Exception):
 SEQUENCE_ERRORS = frozenset({KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, KafkaError.UNKNOWN_PRODUCER_ID})
 
 
+#: produce() refusing a record because the open transaction already failed: abortably (`_STATE`),
+#: fatally (`_FATAL`), or fenced (`_resent_after_refused_send`).
+REFUSED_SEND_CODES = frozenset({KafkaError._STATE, KafkaError._FATAL, *FENCED_CODES})
+
+
 class _DeliveryFailed(Exception):
     """The producer failed while the transaction's records were still being delivered, before its
     commit was asked for (the cause says how): nothing of the transaction can be committed."""
@@ -512,8 +517,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             err: KafkaError = exc.args[0]
             why = f"the abort failed ({err.str()})"
             if err.code() in FENCED_CODES:
-                raise self._classify(exc, Step.ABORT, old.started) from exc
-            if err.fatal():
+                # `old` was not committed; fenced while the leader says current: a zombie's epoch
+                # bump (`_resent_after_fatal_delivery`), which a new producer fences in turn
+                if not self._renewed_after_fence(why):
+                    raise self._classify(exc, Step.ABORT, old.started) from exc
+            elif err.fatal():
                 self._renew(why)  # the answer proves the epoch current, as for the sink (`_renew`)
             elif not self._renewed_in_place(why):
                 raise self._classify(exc, Step.ABORT, old.started) from exc
@@ -521,16 +529,26 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def _resent_after_fatal_delivery(self, old: Transaction, cause: KafkaException) -> bool:
         """The producer failed fatally while delivering `old`'s records, before its commit was asked
-        for, and not because it was fenced: e.g. librdkafka's OUT_OF_ORDER_SEQUENCE_NUMBER after a
-        broker died with a produce request in flight (seen in the chaos soak's broker kills). A fatal
-        producer cannot abort; if the leader confirms this instance current, a new producer aborts
-        the transaction (its `init_transactions()`) and its records are sent again from memory. False
-        when that cannot be done (the task then fails, as before)."""
+        for (so nothing of `old` was committed): e.g. librdkafka's OUT_OF_ORDER_SEQUENCE_NUMBER after
+        a broker died with a produce request in flight (seen in the chaos soak's broker kills), or
+        fenced although this instance is the task's current one. The latter is a zombie's doing: a
+        replaced instance whose producer woke up with a transaction to abort asks the coordinator
+        for an epoch bump (KIP-360) with its producer id and old epoch, and while the current
+        instance's transaction is open the coordinator aborts that transaction and bumps the epoch
+        before it checks the zombie's epoch (which it then refuses; the chaos soak found a frozen
+        and thawed source task doing this to its successor). A fatal producer cannot abort; if the
+        leader confirms this instance current, a new producer aborts the transaction (its
+        `init_transactions()`, which fences the zombie again) and its records are sent again from
+        memory. A replaced instance gets no confirmation: False, and the task ends as before
+        (quietly, as superseded)."""
         err: KafkaError = cause.args[0]
-        if not err.fatal() or err.code() in FENCED_CODES or old.replay is None:
+        if not err.fatal() or old.replay is None:
             return False
         why = f"its producer failed while delivering its records ({err.name()}: {err.str()})"
-        if not self._renewed_in_place(why):
+        renewed = (
+            self._renewed_after_fence(why) if err.code() in FENCED_CODES else self._renewed_in_place(why)
+        )
+        if not renewed:
             return False
         self._resend(old, why)
         return True
@@ -552,14 +570,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         return True
 
     def _resent_after_refused_send(self, exc: KafkaException) -> bool:
-        """produce() refused a record with `_STATE`: the open transaction had already failed (an
+        """produce() refused a record (`REFUSED_SEND_CODES`): the open transaction had already failed (an
         abortable error, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER "requires epoch bump" after a broker
-        restart, reported by librdkafka between two sends of a long connector-defined transaction).
+        restart, reported by librdkafka between two sends of a long connector-defined transaction),
+        or as fenced (a zombie's epoch bump, see `_resent_after_fatal_delivery`; `_retry` renews the
+        producer if the leader confirms this instance current).
         If the leader confirms this instance current, abort that transaction and send what it held
         again (`_retry`); the caller then sends the refused record into the new one. False when
         that cannot be done (the task fails, as before)."""
         old = self.txn.current
-        if exc.args[0].code() != KafkaError._STATE or old is None or old.replay is None:
+        if exc.args[0].code() not in REFUSED_SEND_CODES or old is None or old.replay is None:
             return False
         confirmed_current = getattr(self.spec.control, "confirmed_current", None)
         if confirmed_current is None or not confirmed_current():
@@ -603,6 +623,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             return False
         self._renew(f"{why}; the leader confirms this instance current")
         return True
+
+    def _renewed_after_fence(self, why: str) -> bool:
+        """`_renewed_in_place` for a producer that was fenced: the fence may come from a newer
+        instance that has not reported to the leader yet, so the leader's word is awaited as by a
+        replaced instance (`superseded`, which waits for a "stop" for a while) before this
+        instance is confirmed current and fences whoever fenced it."""
+        superseded = getattr(self.spec.control, "superseded", None)
+        if superseded is None or superseded():
+            return False
+        return self._renewed_in_place(why)
 
     def _renew(self, why: str) -> None:
         """A new producer with the same transactional id: its `init_transactions()` aborts the open

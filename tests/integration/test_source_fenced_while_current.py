@@ -1,0 +1,120 @@
+"""A source task fenced while the leader says it is the task's current instance renews its producer
+and sends its open transaction again (issue 25).
+
+The chaos soak found the cause: a replaced instance frozen with SIGSTOP and thawed after its
+successor started still had a transaction to abort; its librdkafka producer asked the coordinator
+for an epoch bump (KIP-360) with its producer id and old epoch, and because the successor's
+transaction was open, the coordinator aborted that transaction and bumped the epoch before it
+checked the zombie's epoch. The successor, the task's current instance, was fenced, failed with an
+ERROR and stayed FAILED. Here the same fence comes from a second producer with the task's
+transactional id (a real broker, a real fence); the leader's answers come from a scripted control,
+which says what the leader says in that case: this instance is the current one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+
+from eosconnect.connectors.sequence import parse_value
+from eosconnect.runtime.control import Directive
+from eosconnect.runtime.executor import run_source_task
+from eosconnect.runtime.startup import LocalStartupCoordinator
+from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec, TaskState
+from eosconnect.storage.offsets import read_offsets
+from eosconnect.storage.transactional_ids import task_transactional_id
+from eosconnect.tools.verify import check_sequences
+
+pytestmark = pytest.mark.kafka
+
+TOTAL = 600
+
+
+class CurrentInstance:
+    """The leader's answers to the task's current instance: run until told to stop, never
+    superseded, always confirmed current. Counts the questions a fenced task asks."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.asked_superseded = 0
+        self.asked_current = 0
+
+    def directive(self) -> Directive:
+        return Directive.STOP if self.stop.is_set() else Directive.RUN
+
+    def superseded(self, wait_s: float = 0.0) -> bool:
+        self.asked_superseded += 1
+        return False
+
+    def confirmed_current(self) -> bool:
+        self.asked_current += 1
+        return True
+
+
+def test_a_source_task_fenced_while_current_renews_its_producer_and_sends_again(
+    bootstrap, create_topic, topic_name, worker_props, read_committed
+):
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
+    name = f"fenced-current-{uuid.uuid4().hex[:6]}"
+    connector = {
+        "name": name,
+        "connector.class": "SequenceSource",
+        "topic": data,
+        "records.per.task": str(TOTAL),
+        "batch.size": "5",
+        "rate.per.task": "100",
+        # transactions open for a second at a time: a fence almost always finds one open
+        "transaction.boundary": "interval",
+        "transaction.boundary.interval.ms": "1000",
+    }
+    task_config = {
+        **connector,
+        "task.index": "0",
+        TASK_CLASS_KEY: "eosconnect.connectors.sequence.SequenceSourceTask",
+    }
+    control = CurrentInstance()
+    coordinator = LocalStartupCoordinator(
+        worker["group.id"], {"bootstrap.servers": bootstrap}, 1, generation=0
+    )
+    spec = TaskSpec(name, 0, task_config, connector, worker, control, coordinator, generation=0)
+    outcome: dict[str, object] = {}
+    task = threading.Thread(target=lambda: outcome.update(result=run_source_task(spec)))
+    task.start()
+
+    deadline = time.monotonic() + 60
+    while len(read_committed(data)) < 100 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    # What the zombie's epoch bump did: the task's transactional id gets a newer epoch while the
+    # task's transaction is open; the coordinator aborts that transaction.
+    fencer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": task_transactional_id(worker["group.id"], name, 0),
+        }
+    )
+    fencer.init_transactions(30)
+    fencer.flush(0)
+
+    deadline = time.monotonic() + 120
+    while task.is_alive() and time.monotonic() < deadline:
+        observed = read_committed(data, timeout=10)
+        if len(observed) >= TOTAL:
+            break
+        time.sleep(0.5)
+    control.stop.set()
+    task.join(60)
+
+    result = outcome["result"]
+    assert result.state is TaskState.STOPPED, result.trace  # type: ignore[attr-defined]
+    assert control.asked_superseded >= 1 and control.asked_current >= 1  # it asked before it renewed
+    observed = [parse_value(r.value) for r in read_committed(data)]
+    (offset,) = read_offsets({"bootstrap.servers": bootstrap}, worker["offset.storage.topic"])[name].values()
+    report = check_sequences(observed, {0: int(offset["seq"]) + 1})
+    assert report.ok, report.anomalies
+    assert report.seen == TOTAL
