@@ -701,3 +701,10 @@ def test_exactly_once_through_chaos(
             for broker in (100, *kafka3.broker_ids()):
                 with contextlib.suppress(OSError):
                     shutil.copy(kafka3.log_file(broker), artifacts / f"kafka-node-{broker}.log")
+                # the source topics' segments, for kafka-dump-log.sh (producer ids, epochs,
+                # sequences and transaction markers around an anomaly)
+                for connector in sources:
+                    topic = connector.follower.topic
+                    for partition in kafka3.data_dir(broker).glob(f"{topic}-*"):
+                        with contextlib.suppress(OSError):
+                            shutil.copytree(partition, artifacts / "data" / f"node-{broker}" / partition.name)

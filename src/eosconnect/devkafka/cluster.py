@@ -357,6 +357,10 @@ class LocalKafkaCluster:
     def log_file(self, node_id: int) -> Path:
         return self.run_dir / f"node-{node_id}" / "logs" / "server.log"
 
+    def data_dir(self, node_id: int) -> Path:
+        """The node's `log.dirs`: a partition's segments are in `<topic>-<partition>/` below it."""
+        return self.run_dir / f"node-{node_id}" / "data"
+
     # ------------------------------------------------------------------ readiness
     def wait_ready(self, timeout: float = 90.0) -> None:
         """Metadata lists every broker and an acks=all produce to a test topic succeeds."""
