@@ -351,6 +351,7 @@ class MirrorSinkTask(SinkTask):
                 ),
                 participant=self.offset_syncs,
                 confirmed_current=self.context.confirmed_current,
+                superseded=self.context.superseded,
             )
             self.writer.start()
         else:
