@@ -26,6 +26,7 @@ from eosconnect.connectors.mirror_translation import OffsetSyncIndex, covered_fr
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.storage.topic_reader import read_to_end
 from eosconnect.storage.topics import ensure_topic
+from eosconnect.storage.transactional_ids import task_transactional_id
 from support.runtime_helpers import wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -416,6 +417,62 @@ def test_a_replaced_mirror_task_ends_quietly_when_its_successor_fences_it(
     log_text = worker.log_path.read_text(errors="replace")
     problems = [line for line in log_text.splitlines() if " ERROR eosconnect" in line or " CRITICAL " in line]
     assert not [p for p in problems if "eosconnect.kafka" not in p or " CRITICAL " in p], problems
+
+
+def test_a_mirror_task_fenced_while_current_renews_its_producer_and_copies_on(
+    workers, topic_name, create_topic, bootstrap, target
+):
+    """Issue 25: a replaced instance, thawed, can fence the task's current instance: its producer
+    asks for a KIP-360 epoch bump with its old epoch, and the coordinator aborts the open
+    transaction and bumps the epoch before it checks that epoch. Here a second producer with the
+    task's transactional id fences it the same way (a real fence on the real target) while the
+    leader still runs this instance: the task waits for the leader's word, renews its producer,
+    rewinds to the group's committed offsets and copies on. RUNNING, exactly once, no ERROR."""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    worker = workers()
+    mirror_topic = f"src.{source}"
+    config = mirror_config("mm", source, target, tasks_max="1", transaction_commit_interval_ms="1000")
+    config["connector.class"] = "MirrorSink"
+    assert worker.create_connector("mm", config).status_code == 201
+    produced = 0
+    stop = threading.Event()
+
+    def keep_producing() -> None:  # a transaction is open whenever the fence comes
+        nonlocal produced
+        while not stop.is_set():
+            produce_sequences(bootstrap, source, produced, 20)
+            produced += 20
+            stop.wait(0.05)
+
+    producer = threading.Thread(target=keep_producing, daemon=True)
+    producer.start()
+    try:
+        worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 100 * PARTITIONS, 120, "copying")
+        fencer = Producer(
+            {
+                "bootstrap.servers": target,
+                "transactional.id": task_transactional_id(worker.props["group.id"], "mm", 0),
+            }
+        )
+        fencer.init_transactions(30)
+        fencer.flush(0)
+        worker.wait_for(
+            lambda: "the leader confirms this instance current" in worker.log_path.read_text(),
+            60,
+            "the renewal",
+        )
+        time.sleep(2)
+    finally:
+        stop.set()
+        producer.join(30)
+    worker.wait_for(
+        lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
+    )
+    assert worker.task_states("mm") == ["RUNNING"]
+    assert_exactly_once(mirrored(target, mirror_topic), produced)
+    log_text = worker.log_path.read_text(errors="replace")
+    errors = [line for line in log_text.splitlines() if " ERROR eosconnect.runtime" in line]
+    assert not errors, errors
 
 
 def test_worker_offsets_of_an_exactly_once_mirror_are_altered_and_reset_on_the_target(

@@ -17,7 +17,7 @@ from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG
 from eosconnect.connectors.mirror import MirrorSinkTask
 from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig
 from eosconnect.runtime.sink_task import SinkTaskRunner, sink_consumer_settings
-from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
+from eosconnect.runtime.sink_transactions import TransactionalSinkProducer, TransactionRetry
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.truncation import (
     OffsetReset,
@@ -216,6 +216,28 @@ def test_the_mirror_rewinds_with_the_committed_source_epoch_so_the_runtime_valid
     assert task.context.requested_position(TopicPartition("orders", 1)) == OffsetAndMetadata(
         15, leader_epoch=4
     )
+
+
+class _RetryingWriter(_RecordingWriter):
+    """A writer whose commit was ended by a new producer: the rewind holds the transaction's first
+    record (a source partition) and the group's committed offset (a target partition)."""
+
+    def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        raise TransactionRetry(
+            "a new producer ended the transaction",
+            {TopicPartition("orders", 1): 10, TopicPartition("source.orders", 1): 15},
+        )
+
+
+def test_a_rewind_to_the_targets_committed_offsets_reaches_the_source_partition() -> None:
+    """The group's committed offsets are named by the target's partitions; the task consumes the
+    source's. Unmapped, the rewind was refused ("not assigned to this task; ignoring the rewind",
+    seen in the chaos soak), so a transaction that had committed was written again from its first
+    record, and one that had not was skipped."""
+    task = _mirror_task(_RetryingWriter())
+    assert task.pre_commit({TopicPartition("orders", 1): OffsetAndMetadata(20)}) == {}
+    assert task.context.requested_position(TopicPartition("orders", 1)) == OffsetAndMetadata(15)
+    assert task.context.requested_position(TopicPartition("source.orders", 1)) is None
 
 
 class _FakeTransactionalProducer:

@@ -97,6 +97,10 @@ class SinkTaskContext:
     #: task's current one (see `RestTaskControl.confirmed_current`). An exactly-once task asks it
     #: before it renews its transactional producer in place; None: it never may.
     confirmed_current: Callable[[], bool] | None = None
+    #: Set with `confirmed_current`: asks the leader whether this instance was replaced, waiting a
+    #: while for a newer one to report (see `RestTaskControl.superseded`). A fenced exactly-once
+    #: task asks it before it renews its producer; None: it never may.
+    superseded: Callable[[], bool] | None = None
 
     def errant_record_reporter(self) -> Any:
         """KIP-610: the reporter for records this task cannot write (e.g. a constraint violation), or

@@ -351,6 +351,7 @@ class MirrorSinkTask(SinkTask):
                 ),
                 participant=self.offset_syncs,
                 confirmed_current=self.context.confirmed_current,
+                superseded=self.context.superseded,
             )
             self.writer.start()
         else:
@@ -483,7 +484,11 @@ class MirrorSinkTask(SinkTask):
                     }
                 )
             except TransactionRetry as retry:
-                self.context.offset(retry.rewind)
+                # The rewind names source partitions (the transaction's first records) and, when a
+                # new producer ended a transaction committed or not, the group's committed offsets
+                # under the names they are committed by, the target's: those come last and win.
+                sources = {self.policy.target_partition(tp): tp for tp in current_offsets}
+                self.context.offset({sources.get(tp, tp): offset for tp, offset in retry.rewind.items()})
                 return {}
             return current_offsets
         assert self.producer is not None

@@ -298,6 +298,7 @@ class SinkTaskRunner:
                 self.worker.group_id, self.spec.connector, self.spec.task
             )
             self.context.confirmed_current = getattr(self.spec.control, "confirmed_current", None)
+            self.context.superseded = getattr(self.spec.control, "superseded", None)
         self.consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
         self.consumer = Consumer(self.consumer_config)
         self.dead_letters = for_sink_task(  # KIP-298/610, see runtime/dead_letter.py

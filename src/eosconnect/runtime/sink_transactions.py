@@ -29,6 +29,11 @@ timeout, once the group coordinator's broker has died (librdkafka issues 5456 an
 2.16). If the leader confirms the instance is still the task's current one, a new producer ends
 the transaction and the task rewinds (`_renewed_in_place`); otherwise it fails saying so, instead
 of looking RUNNING while it copies nothing.
+
+A producer fenced although its instance is the task's current one (a replaced instance, thawed,
+asked for a KIP-360 epoch bump while this one's transaction was open: the coordinator aborts the
+open transaction and bumps the epoch before it checks the asker's epoch) is renewed the same way,
+once the leader has had the time to say "stop" to a replaced instance (`_renewed_after_fence`).
 """
 
 from __future__ import annotations
@@ -56,8 +61,10 @@ from eosconnect.runtime.transactions import (
     FENCED_CODES,
     PURGED,
     Step,
+    TaskFencedError,
     TransactionBudget,
     TransactionCallHung,
+    TransactionTimedOutError,
     abort_in_time,
     classify_transaction_error,
     commit_in_time,
@@ -123,6 +130,7 @@ class TransactionalSinkProducer:
         timeout_remedies: str,
         participant: TransactionParticipant | None = None,
         confirmed_current: Callable[[], bool] | None = None,
+        superseded: Callable[[], bool] | None = None,
     ) -> None:
         self._producer_config, self.transaction_timeout_ms = transactional_producer_config(
             dict(producer_config), transactional_id, origin=getattr(producer_config, "origin", {})
@@ -181,6 +189,12 @@ class TransactionalSinkProducer:
         #: Asks the leader whether this instance is still the task's current one; only then may a
         #: producer that cannot end its transaction be renewed in place (None: never).
         self.confirmed_current = confirmed_current
+        #: Asks the leader whether this instance was replaced, waiting a while for a newer one to
+        #: report (`RestTaskControl.superseded`); a fenced instance asks before it renews (None: never).
+        self.superseded = superseded
+        #: The open transaction was already ended by a new producer (fenced while current): the next
+        #: commit rewinds without an abort.
+        self._ended_by_renewal = False
         #: Producers renewed in place while a call was blocked in them: kept, never destroyed.
         self._abandoned: list[Producer | None] = []
 
@@ -293,6 +307,27 @@ class TransactionalSinkProducer:
     ) -> None:
         """Produce into the open transaction; `origin` (source topic, partition, offset) tells the
         participant, if any, where the record came from."""
+        try:
+            self._produce(topic, partition, key, value, headers, timestamp, origin)
+        except (TaskFencedError, TransactionTimedOutError) as fenced:
+            if not self._renewed_after_fence(fenced):
+                raise
+            # Its commit was not asked for, so nothing of the transaction was committed: the next
+            # commit rewinds to its first records.
+            self._delivery_error = None
+            self._abort_reason = f"its producer was fenced ({fenced})"
+            self._ended_by_renewal = True
+
+    def _produce(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        timestamp: int | None,
+        origin: tuple[str, int, int] | None,
+    ) -> None:
         producer = self.producer
         assert producer is not None
         self._note_delivery_error()
@@ -344,6 +379,14 @@ class TransactionalSinkProducer:
         Leader epochs are committed with the offsets (TxnOffsetCommit carries them): a mirror keeps
         the *source* partition's epoch there, so that its restart can check the position against
         the source log (KIP-320)."""
+        try:
+            self._commit(offsets)
+        except (TaskFencedError, TransactionTimedOutError) as fenced:
+            if not self._renewed_after_fence(fenced):
+                raise
+            self._rewind_to_committed(f"its producer was fenced ({fenced})", offsets)
+
+    def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         producer, consumer = self.producer, self.group_consumer
         assert producer is not None and consumer is not None
         offsets = dict(offsets)
@@ -354,7 +397,7 @@ class TransactionalSinkProducer:
             self._txn_started = time.monotonic()
         self._note_delivery_error()
         if self._abort_reason is not None:
-            self._abort_and_rewind(self._abort_reason)
+            self._abort_and_rewind(self._abort_reason, renewed=self._ended_by_renewal)
         if self._left_s(ABORT_AFTER_SHARE) <= 0:
             self._abort_and_rewind("it could not be committed in time")
         if self._origins:
@@ -418,6 +461,12 @@ class TransactionalSinkProducer:
         on; raises `TransactionRetry` to rewind there. Returns when the producer may not be renewed."""
         if not self._renewed_in_place(why):
             return
+        self._rewind_to_committed(why, offsets)
+
+    def _rewind_to_committed(self, why: str, offsets: Offsets) -> None:
+        """After a new producer ended the open transaction, committed or not: raise
+        `TransactionRetry` to the group's committed offsets (stable, read_committed) of `offsets`'
+        partitions, else to the transaction's first records."""
         open_for, records = self.open_for_s(), self.records_in_transaction
         rewind = dict(self._first_offsets)
         self._forget_transaction()
@@ -469,8 +518,17 @@ class TransactionalSinkProducer:
         self._origins.clear()
         self._delivered.clear()
         self._abort_reason = None
+        self._ended_by_renewal = False
         self._delivery_error = None
         self.retried_transactions += 1
+
+    def _renewed_after_fence(self, fenced: Exception) -> bool:
+        """`_renewed_in_place` for a producer that was fenced (or whose transaction the broker
+        aborted): only once the leader, given the time a newer instance needs to report, did not
+        say "stop" (`superseded`), and then confirms this instance current."""
+        if self.superseded is None or self._hung is not None or self.superseded():
+            return False
+        return self._renewed_in_place(f"its producer was fenced ({fenced})")
 
     def _renewed_in_place(self, why: str) -> bool:
         """The producer cannot end its transaction in time (the abort ran out of the budget, or a
