@@ -42,7 +42,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
@@ -307,70 +307,50 @@ class TransactionalSinkProducer:
     ) -> None:
         """Produce into the open transaction; `origin` (source topic, partition, offset) tells the
         participant, if any, where the record came from."""
-        try:
-            self._produce(topic, partition, key, value, headers, timestamp, origin)
-        except (TaskFencedError, TransactionTimedOutError) as fenced:
-            if not self._renewed_after_fence(fenced):
-                raise
-            # Its commit was not asked for, so nothing of the transaction was committed: the next
-            # commit rewinds to its first records.
-            self._delivery_error = None
-            self._abort_reason = f"its producer was fenced ({fenced})"
-            self._ended_by_renewal = True
+        with self._fence_ends_transaction():
+            producer = self.producer
+            assert producer is not None
+            self._note_delivery_error()
+            if self._txn_started is None:
+                self._call(Step.BEGIN, producer.begin_transaction)
+                self._txn_started = time.monotonic()
+            if origin is not None:
+                self._first_offsets.setdefault(TopicPartition(origin[0], origin[1]), origin[2])
+            if self._abort_reason is not None:
+                return  # the transaction is aborted at the commit the task asks for: rewound, not lost
 
-    def _produce(
-        self,
-        topic: str,
-        partition: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: list[tuple[str, bytes | None]] | None,
-        timestamp: int | None,
-        origin: tuple[str, int, int] | None,
-    ) -> None:
-        producer = self.producer
-        assert producer is not None
-        self._note_delivery_error()
-        if self._txn_started is None:
-            self._call(Step.BEGIN, producer.begin_transaction)
-            self._txn_started = time.monotonic()
-        if origin is not None:
-            self._first_offsets.setdefault(TopicPartition(origin[0], origin[1]), origin[2])
-        if self._abort_reason is not None:
-            return  # the transaction is aborted at the commit the task asks for: rewound, not lost
+            def while_full() -> bool:  # the local queue is full: serve deliveries, then try again
+                if self.open_for_s() > self._abort_after_s():
+                    self._abort_reason = "the producer's queue stayed full (the target accepts nothing)"
+                    return False
+                try:
+                    producer.poll(0.1)
+                except SystemError as exc:
+                    raise self._surfaced(producer, exc, "serving delivery reports") from exc
+                return True
 
-        def while_full() -> bool:  # the local queue is full: serve deliveries, then try again
-            if self.open_for_s() > self._abort_after_s():
-                self._abort_reason = "the producer's queue stayed full (the target accepts nothing)"
-                return False
             try:
-                producer.poll(0.1)
-            except SystemError as exc:
-                raise self._surfaced(producer, exc, "serving delivery reports") from exc
-            return True
-
-        try:
-            sent = produce_waiting(
-                producer,
-                topic,
-                value,
-                key,
-                partition,
-                on_delivery=self._on_delivery,
-                timestamp=timestamp or 0,
-                headers=headers or None,
-                while_full=while_full,
-            )
-        except KafkaException as exc:
-            if exc.args[0].txn_requires_abort():
-                self._abort_reason = f"sending a record failed: {exc.args[0].str()}"
+                sent = produce_waiting(
+                    producer,
+                    topic,
+                    value,
+                    key,
+                    partition,
+                    on_delivery=self._on_delivery,
+                    timestamp=timestamp or 0,
+                    headers=headers or None,
+                    while_full=while_full,
+                )
+            except KafkaException as exc:
+                if exc.args[0].txn_requires_abort():
+                    self._abort_reason = f"sending a record failed: {exc.args[0].str()}"
+                    return
+                raise self._classified(exc, f"sending a record to {topic!r}") from exc
+            if not sent:
                 return
-            raise self._classified(exc, f"sending a record to {topic!r}") from exc
-        if not sent:
-            return
-        self.records_in_transaction += 1
-        if origin is not None and self.participant is not None:
-            self._origins.append((*origin, topic, partition))
+            self.records_in_transaction += 1
+            if origin is not None and self.participant is not None:
+                self._origins.append((*origin, topic, partition))
 
     def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Send `offsets` (next offset to read, keyed by partitions of this cluster) into the open
@@ -521,6 +501,20 @@ class TransactionalSinkProducer:
         self._ended_by_renewal = False
         self._delivery_error = None
         self.retried_transactions += 1
+
+    @contextlib.contextmanager
+    def _fence_ends_transaction(self) -> Iterator[None]:
+        """Around a `produce()`: fenced while current (`_renewed_after_fence`), the open transaction
+        was ended by the new producer. Its commit was not asked for, so nothing of it was committed:
+        the next commit rewinds to its first records."""
+        try:
+            yield
+        except (TaskFencedError, TransactionTimedOutError) as fenced:
+            if not self._renewed_after_fence(fenced):
+                raise
+            self._delivery_error = None
+            self._abort_reason = f"its producer was fenced ({fenced})"
+            self._ended_by_renewal = True
 
     def _renewed_after_fence(self, fenced: Exception) -> bool:
         """`_renewed_in_place` for a producer that was fenced (or whose transaction the broker
