@@ -53,7 +53,8 @@ seeds for 20 minutes each, so each boundary gets 3 x 20 minutes of faults.
 The schedule comes from a seeded RNG: the seed and every fault are printed with timestamps (`make
 soak` shows them live) and `EOSCONNECT_SOAK_SEED=<seed>` replays the same schedule (timings, and so
 interleavings, differ from run to run). The timeline and the worker log are kept in
-`.eosconnect/soak/<time>-seed<seed>/` (`EOSCONNECT_SOAK_DIR`), with the brokers' logs if it failed.
+`.eosconnect/soak/<time>-seed<seed>/` (`EOSCONNECT_SOAK_DIR`), with the brokers' logs and the source
+topics' partition segments of every broker (`data/node-N/`) if it failed.
 """
 
 from __future__ import annotations
