@@ -49,6 +49,31 @@ def produce_sequences(bootstrap: str, topic: str, start: int, count: int) -> Non
     assert producer.flush(30) == 0
 
 
+class KeepProducing:
+    """Keeps producing `produce_sequences` batches (20 per partition) to a source topic while the
+    block runs, so that a transaction is open whenever a fault comes; `produced` per partition."""
+
+    def __init__(self, bootstrap: str, topic: str, pause_s: float) -> None:
+        self.bootstrap, self.topic, self.pause_s = bootstrap, topic, pause_s
+        self.produced = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            produce_sequences(self.bootstrap, self.topic, self.produced, 20)
+            self.produced += 20
+            self._stop.wait(self.pause_s)
+
+    def __enter__(self) -> KeepProducing:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
 def produce_aborted(bootstrap: str, topic: str, count: int) -> None:
     """`count` records per partition in a transaction that aborts: they must never be mirrored."""
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-aborter"})
@@ -323,19 +348,8 @@ def stall_the_target(
     )
     config["connector.class"] = "MirrorSink"
     assert worker.create_connector("mm", config).status_code == 201
-    produced = 0
-    stop = threading.Event()
-
-    def keep_producing() -> None:  # a transaction is open whenever the broker freezes
-        nonlocal produced
-        while not stop.is_set():
-            produce_sequences(bootstrap, source, produced, 20)
-            produced += 20
-            stop.wait(0.1)
-
-    producer = threading.Thread(target=keep_producing, daemon=True)
-    producer.start()
-    try:
+    # a transaction is open whenever the broker freezes
+    with KeepProducing(bootstrap, source, 0.1) as producing:
         worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 100 * PARTITIONS, 120, "copying")
         (broker,) = second_kafka.broker_ids()
         pid = second_kafka.node(broker).pid
@@ -346,9 +360,7 @@ def stall_the_target(
         finally:
             os.kill(pid, signal.SIGCONT)
         time.sleep(2)
-    finally:
-        stop.set()
-        producer.join(30)
+    produced = producing.produced
     worker.wait_for(
         lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
     )
@@ -373,19 +385,8 @@ def test_a_replaced_mirror_task_ends_quietly_when_its_successor_fences_it(
     config = mirror_config("mm", source, target, tasks_max="1", transaction_commit_interval_ms="200")
     config["connector.class"] = "MirrorSink"
     assert worker.create_connector("mm", config).status_code == 201
-    produced = 0
-    stop = threading.Event()
-
-    def keep_producing() -> None:  # the frozen task holds an open transaction
-        nonlocal produced
-        while not stop.is_set():
-            produce_sequences(bootstrap, source, produced, 20)
-            produced += 20
-            stop.wait(0.05)
-
-    producer = threading.Thread(target=keep_producing, daemon=True)
-    producer.start()
-    try:
+    # the frozen task holds an open transaction
+    with KeepProducing(bootstrap, source, 0.05) as producing:
         worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 100 * PARTITIONS, 120, "copying")
         (zombie,) = [r["pid"] for r in worker.request("GET", "/internal/tasks").json().values()]
         os.kill(zombie, signal.SIGSTOP)
@@ -406,9 +407,7 @@ def test_a_replaced_mirror_task_ends_quietly_when_its_successor_fences_it(
             60,
             "the zombie to end",
         )
-    finally:
-        stop.set()
-        producer.join(30)
+    produced = producing.produced
     worker.wait_for(
         lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
     )
@@ -434,19 +433,8 @@ def test_a_mirror_task_fenced_while_current_renews_its_producer_and_copies_on(
     config = mirror_config("mm", source, target, tasks_max="1", transaction_commit_interval_ms="1000")
     config["connector.class"] = "MirrorSink"
     assert worker.create_connector("mm", config).status_code == 201
-    produced = 0
-    stop = threading.Event()
-
-    def keep_producing() -> None:  # a transaction is open whenever the fence comes
-        nonlocal produced
-        while not stop.is_set():
-            produce_sequences(bootstrap, source, produced, 20)
-            produced += 20
-            stop.wait(0.05)
-
-    producer = threading.Thread(target=keep_producing, daemon=True)
-    producer.start()
-    try:
+    # a transaction is open whenever the fence comes
+    with KeepProducing(bootstrap, source, 0.05) as producing:
         worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 100 * PARTITIONS, 120, "copying")
         fencer = Producer(
             {
@@ -462,9 +450,7 @@ def test_a_mirror_task_fenced_while_current_renews_its_producer_and_copies_on(
             "the renewal",
         )
         time.sleep(2)
-    finally:
-        stop.set()
-        producer.join(30)
+    produced = producing.produced
     worker.wait_for(
         lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
     )
