@@ -360,7 +360,12 @@ def stall_the_target(
         finally:
             os.kill(pid, signal.SIGCONT)
         time.sleep(2)
-    produced = producing.produced
+    return copied_on_exactly_once(worker, target, mirror_topic, producing.produced)
+
+
+def copied_on_exactly_once(worker, target: str, mirror_topic: str, produced: int) -> str:
+    """After a fault: the one mirror task ("mm") copied everything, is RUNNING, wrote each record
+    exactly once and logged no runtime ERROR. Returns the worker's log."""
     worker.wait_for(
         lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
     )
@@ -450,15 +455,7 @@ def test_a_mirror_task_fenced_while_current_renews_its_producer_and_copies_on(
             "the renewal",
         )
         time.sleep(2)
-    produced = producing.produced
-    worker.wait_for(
-        lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
-    )
-    assert worker.task_states("mm") == ["RUNNING"]
-    assert_exactly_once(mirrored(target, mirror_topic), produced)
-    log_text = worker.log_path.read_text(errors="replace")
-    errors = [line for line in log_text.splitlines() if " ERROR eosconnect.runtime" in line]
-    assert not errors, errors
+    copied_on_exactly_once(worker, target, mirror_topic, producing.produced)
 
 
 def test_worker_offsets_of_an_exactly_once_mirror_are_altered_and_reset_on_the_target(
