@@ -57,6 +57,7 @@ from eosconnect.runtime.transactions import (
     classify_transaction_error,
     failure_cause,
     fatal_cause,
+    held_records,
     transactional_producer_config,
     warn_aborted,
 )
@@ -511,6 +512,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 "task restarts from its committed offsets. Lower transaction.boundary.interval.ms, or "
                 "use transaction.boundary=poll"
             )
+        held = held_records(self.producer)
         try:
             abort_in_time(self.producer.abort_transaction, self.budget, old.started)
         except KafkaException as exc:
@@ -525,7 +527,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 self._renew(why)  # the answer proves the epoch current, as for the sink (`_renew`)
             elif not self._renewed_in_place(why):
                 raise self._classify(exc, Step.ABORT, old.started) from exc
+        else:
+            if held:
+                self._renew_after_purge(why, held)
         self._resend(old, why)
+
+    def _renew_after_purge(self, why: str, held: int) -> None:
+        """The abort purged records the producer still held, one of which may be in the log already
+        (`held_records`): a new producer before anything is sent again, or the records sent next
+        could be taken for duplicates of the aborted ones and lost."""
+        self._renew(f"{why}; the abort purged {held} records its producer still held")
 
     def _resent_after_fatal_delivery(self, old: Transaction, cause: KafkaException) -> bool:
         """The producer failed fatally while delivering `old`'s records, before its commit was asked
@@ -641,7 +652,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         up so when the abort races a partition registration: INVALID_TXN_STATE, which the
         coordinator checks only after the producer's epoch; seen in test_source_stall after a
         broker freeze). The KIP-656 sink does the same (`TransactionalSinkProducer._renew_producer`)."""
-        self.log.info("%s: a new producer ends the transaction", why)
+        self.log.info("%s: a new producer (a new epoch) takes over", why)
         old, self.producer = self.producer, Producer(self._producer_config)
         with contextlib.suppress(KafkaException):
             old.flush(0)
@@ -710,8 +721,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         offsets = self.updated_offsets(txn.offsets)
         # Let in-flight sends settle first: an EndTxn(abort) racing the transaction's first
         # AddPartitions/Produce requests is rejected by Kafka 4 with INVALID_TXN_STATE (fatal).
-        self.producer.flush(60)
+        held = self.producer.flush(60)
         self.txn.abort(60)
+        if held:  # the abort purged records (`held_records`)
+            self._renew_after_purge("the connector aborted its transaction", held)
         self.metrics.record_abort()
         self.log.info("aborted a transaction of %d records; committing their offsets", txn.sent)
         self._commit_offsets_only(offsets)

@@ -70,6 +70,7 @@ from eosconnect.runtime.transactions import (
     commit_in_time,
     failure_cause,
     fatal_cause,
+    held_records,
     init_in_time,
     transactional_producer_config,
     warn_aborted,
@@ -470,6 +471,7 @@ class TransactionalSinkProducer:
         def abort(timeout: float) -> None:
             self._bounded_call(Step.ABORT, lambda: producer.abort_transaction(timeout), timeout, raw=True)
 
+        held = 0 if renewed else held_records(producer)
         try:
             if not renewed:
                 abort_in_time(abort, self.budget, self._txn_started)
@@ -482,6 +484,10 @@ class TransactionalSinkProducer:
                 self._renew_producer(err)
             elif err.fatal() or not self._renewed_in_place(f"the abort did not end in time ({err.str()})"):
                 raise self._classified(exc, Step.ABORT) from exc
+        else:
+            if held:  # the records written next could be lost as duplicates of purged ones
+                log.info("[%s] the abort purged %d records it still held: a new producer", self.task_id, held)
+                self._renew_producer(None)
         producer = self.producer
         producer.poll(0)  # serve the aborted records' delivery reports before the next transaction
         rewind = dict(self._first_offsets)

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -57,6 +58,7 @@ __all__ = [
     "commit_in_time",
     "failure_cause",
     "fatal_cause",
+    "held_records",
     "init_in_time",
     "init_timeout_s",
     "transactional_producer_config",
@@ -353,6 +355,29 @@ def abort_in_time(abort: Callable[[float], Any], budget: TransactionBudget, star
             err: KafkaError = exc.args[0]
             if err.fatal() or not err.retriable() or budget.left_s(started, 1.0) <= 0:
                 raise
+
+
+def held_records(producer: Producer) -> int:
+    """How many records `producer` still holds (queued, in flight, or with a delivery report not yet
+    served), asked right before an abort; nonzero means the abort will purge records.
+
+    Why it matters: librdkafka's `abort_transaction()` purges the records still queued and moves the
+    partition's sequence numbering back over them, so that the next records take their numbers. A
+    queued record may be one that was sent once already, appended by its leader, and queued again
+    because the answer never came (the leader froze or moved: "possibly persisted"). Then the
+    aborted batch is in the log, and the next transaction's first batch to that partition carries
+    the same producer epoch and sequence numbers: when its size matches (a transaction sent again
+    from memory, say) the broker takes it for a duplicate of the aborted batch, answers with that
+    batch's offsets, and the records are never written; the commit then succeeds without them.
+    The chaos soak lost whole resent transactions so; tests/integration/test_abort_sequence_reuse.py
+    reproduces it. A new producer (`init_transactions()` bumps the epoch, numbering starts again)
+    after such an abort makes that impossible, so the runners renew theirs whenever this is
+    nonzero. That needs no word from the leader: the abort's success proves this instance held the
+    current epoch a moment ago (a successor's `init_transactions()` would have fenced it). Delivery
+    reports are served first so that they do not count (an overcount only costs a renewal)."""
+    with contextlib.suppress(KafkaException):  # a fatal error surfaces at the abort that follows
+        producer.poll(0)
+    return len(producer)
 
 
 def warn_aborted(

@@ -1,0 +1,191 @@
+"""Why a task renews its producer after an abort that purged records (`held_records`, issue 25).
+
+The chaos soak lost whole transactions that a source task had aborted and sent again from memory:
+read_committed showed a gap of exactly the resent records, and the partition's log held the aborted
+batch, its ABORT marker, then a COMMIT marker with no records of the resent transaction. This test
+rebuilds that on real brokers, deterministically, without our runtime: a record batch reaches its
+leader while the leader is frozen (SIGSTOP), the producer's request times out, so librdkafka queues
+the batch again as "possibly persisted"; the leader thaws and appends the stale request; the producer
+aborts before it reconnects, which purges the queued batch and moves the partition's sequence
+numbering back over it. The same records sent in the next transaction then carry the aborted batch's
+producer epoch and sequence numbers: the broker answers that they are duplicates, with the aborted
+batch's offsets, and the commit succeeds without them.
+
+A new producer after such an abort (its `init_transactions()` bumps the epoch) writes them. The
+runners do exactly that (runtime/exactly_once.py `_retry`, runtime/sink_transactions.py
+`_abort_and_rewind`) whenever `held_records()` says the abort will purge something, which is asserted
+here for the case that loses data.
+
+Three brokers with single-replica internal topics, so that the transaction coordinator lives on a
+broker other than the frozen leader and freezing the leader stalls nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.runtime.transactions import held_records
+from support.runtime_helpers import wait_until
+
+pytestmark = [pytest.mark.kafka]
+
+#: The producer gives up on a produce request after this long (the leader is frozen meanwhile)...
+REQUEST_TIMEOUT_MS = 2000
+#: ...and connects again no sooner than this long after its last connection attempt (made before
+#: the freeze, when it first wrote to the leader): the abort comes first. An attempt in flight at
+#: the thaw would be answered at once and the batch resent before the abort.
+RECONNECT_BACKOFF_MS = 15_000
+RECORDS = [f"record-{i}".encode() for i in range(5)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaCluster]:
+    single_replica = {
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "offsets.topic.replication.factor": "1",
+        "min.insync.replicas": "1",
+    }
+    started = LocalKafkaCluster(
+        Path(tmp_path_factory.mktemp("kafka-seq")), brokers=3, tie_to_parent=True, extra_config=single_replica
+    )
+    started.start()
+    yield started
+    started.stop()
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode(), which places a transactional id on a coordinator partition."""
+    h = 0
+    for char in text:
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_partition(transactional_id: str, partitions: int) -> int:
+    h = java_hash(transactional_id)
+    return (0 if h == -(2**31) else abs(h)) % partitions
+
+
+def placed_away_from_its_leader(cluster: LocalKafkaCluster, topic: str) -> tuple[int, str]:
+    """Create `topic` (one partition, one replica) and return its leader and a transactional id
+    whose coordinator is another broker, so that freezing the leader leaves the coordinator up."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
+
+    def leader() -> int:
+        partitions = admin.list_topics(topic, timeout=5).topics[topic].partitions
+        return partitions[0].leader if partitions else -1
+
+    wait_until(lambda: leader() >= 0, 30, f"a leader for {topic}")
+    warm_up = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": f"{topic}-warm-up"}
+    )
+    warm_up.init_transactions(30)  # creates the coordinators' topic, read below
+    coordinators = (
+        admin.list_topics("__transaction_state", timeout=5).topics["__transaction_state"].partitions
+    )
+    for candidate in (f"{topic}-{i}" for i in range(100)):
+        if coordinators[coordinator_partition(candidate, len(coordinators))].leader not in (leader(), -1):
+            return leader(), candidate
+    raise AssertionError("no transactional id found whose coordinator is not the topic's leader")
+
+
+def stale_batch_then_abort(cluster: LocalKafkaCluster, topic: str) -> tuple[Producer, str, int]:
+    """A committed first transaction; then a transaction whose batch the frozen leader appends only
+    after the producer gave up on it, aborted before the producer could learn that. Returns the
+    producer after the abort, its transactional id, and what `held_records` said before the abort."""
+    leader, transactional_id = placed_away_from_its_leader(cluster, topic)
+    producer = Producer(producer_config(cluster, transactional_id))
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"first", partition=0)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"aborted", partition=0)  # registers the partition while the leader is up
+    assert producer.flush(10) == 0
+    pid = cluster.node(leader).pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for value in RECORDS:
+            producer.produce(topic, value, partition=0)
+        producer.flush(REQUEST_TIMEOUT_MS / 1000 + 1.5)  # the request times out: queued again
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    time.sleep(0.7)  # the leader appends the stale request; the producer waits to reconnect
+    held = held_records(producer)
+    producer.abort_transaction(30)
+    return producer, transactional_id, held
+
+
+def producer_config(cluster: LocalKafkaCluster, transactional_id: str) -> dict[str, object]:
+    return {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "transactional.id": transactional_id,
+        "linger.ms": 100,  # the five records travel as one batch, sent again as one
+        "request.timeout.ms": REQUEST_TIMEOUT_MS,
+        "socket.timeout.ms": REQUEST_TIMEOUT_MS,
+        "reconnect.backoff.ms": RECONNECT_BACKOFF_MS,
+        "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MS,
+        "message.timeout.ms": 60_000,
+        "transaction.timeout.ms": 60_000,
+    }
+
+
+def send_again(producer: Producer, topic: str) -> None:
+    producer.begin_transaction()
+    for value in RECORDS:
+        producer.produce(topic, value, partition=0)
+    producer.commit_transaction(60)
+
+
+def read_committed(cluster: LocalKafkaCluster, topic: str) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": f"check-{topic}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(values) < 1 + len(RECORDS):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        return values
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("renew", [False, True], ids=["same-producer", "renewed-producer"])
+def test_records_sent_again_after_an_abort_that_purged_a_stale_batch(cluster: LocalKafkaCluster, renew: bool):
+    """Same producer: the records sent again are lost (the broker takes them for the aborted batch),
+    the behaviour this runtime works around. Renewed producer: every record once, none aborted."""
+    topic = f"seq-reuse-{'renewed' if renew else 'same'}"
+    producer, transactional_id, held = stale_batch_then_abort(cluster, topic)
+    assert held == len(RECORDS), "held_records() must see the batch the abort purges"
+    if renew:
+        producer = Producer(producer_config(cluster, transactional_id))
+        producer.init_transactions(30)
+    send_again(producer, topic)
+    values = read_committed(cluster, topic)
+    if renew:
+        assert values == [b"first", *RECORDS]
+    else:
+        assert values == [b"first"], (
+            "librdkafka no longer reuses purged sequence numbers: revisit held_records"
+        )
