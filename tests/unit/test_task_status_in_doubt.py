@@ -100,3 +100,31 @@ def test_a_worker_that_is_no_leader_keeps_nothing_to_publish_later() -> None:
     leader.election.leader = True
     leader._publish_held_states()
     assert leader.published(0) is ConnectState.UNASSIGNED
+
+
+class HostsStandIn:
+    """The leader's slot hosts (cluster/packing.py), reduced to the answer for a host's question."""
+
+    def __init__(self, start: list[dict[str, Any]]) -> None:
+        self.start = start
+        self.asked = 0
+
+    def heartbeat(self, host_id: str, running: set[str], memory: Any = None) -> dict[str, Any]:
+        self.asked += 1
+        return {"start": self.start, "stop": False}
+
+
+def test_a_host_retried_during_the_doubt_waits_for_its_tasks_instead_of_ending() -> None:
+    """A host's Python worker died and Spark ran the host again while the leader was in doubt: told
+    to stop then, the new attempt ended with none of its tasks and nobody ran them again (the chaos
+    soak, seed 662436141: UNASSIGNED for good). It is told to wait, and gets its tasks after the
+    doubt; a worker no longer leading at all still tells it to stop."""
+    leader = Leader()
+    leader._hosts = HostsStandIn([{"connector": "c", "task": 1}])  # type: ignore[assignment]
+    leader.election.doubt = True
+    assert leader.host_heartbeat("h1", {"tasks": []}) == {"start": [], "stop": False, "directives": {}}
+    assert leader._hosts.asked == 0  # no leader action while in doubt
+    leader.election.doubt = False
+    assert leader.host_heartbeat("h1", {"tasks": []})["start"] == [{"connector": "c", "task": 1}]
+    leader.election.leader = False
+    assert leader.host_heartbeat("h1", {"tasks": []})["stop"] is True
