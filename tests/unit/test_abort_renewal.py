@@ -14,6 +14,7 @@ from eosconnect.runtime.exactly_once import ExactlyOnceSourceTaskRunner
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.sink_transactions import TransactionalSinkProducer, TransactionRetry
 from eosconnect.runtime.transactions import Transaction, TransactionalProducer, TransactionBudget
+from support.sink_writers import unconnected_sink_writer
 
 
 class _HoldingProducer:
@@ -61,14 +62,7 @@ def test_a_source_task_renews_its_producer_before_resending_only_when_the_abort_
 
 
 def _sink_writer(producer: _HoldingProducer, renewals: list[None]) -> TransactionalSinkProducer:
-    writer = TransactionalSinkProducer(
-        {"bootstrap.servers": "127.0.0.1:9999"},
-        {"bootstrap.servers": "127.0.0.1:9999"},
-        transactional_id="g-mm-0",
-        group_id="connect-mm",
-        task_id="mm-0",
-        timeout_remedies="",
-    )
+    writer = unconnected_sink_writer()
     writer.producer = producer  # type: ignore[assignment]
     writer._bounded_call = lambda step, call, timeout, raw=False: call()  # type: ignore[method-assign]
 

@@ -17,7 +17,7 @@ from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG
 from eosconnect.connectors.mirror import MirrorSinkTask
 from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig
 from eosconnect.runtime.sink_task import SinkTaskRunner, sink_consumer_settings
-from eosconnect.runtime.sink_transactions import TransactionalSinkProducer, TransactionRetry
+from eosconnect.runtime.sink_transactions import TransactionRetry
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.truncation import (
     OffsetReset,
@@ -26,6 +26,7 @@ from eosconnect.runtime.truncation import (
     validation_consumer_config,
 )
 from eosconnect.worker_config import WorkerConfig
+from support.sink_writers import unconnected_sink_writer
 
 # As librdkafka 2.16 reported them against Kafka 4.3 (tests/integration/test_sink_truncation.py).
 DETECTED = (
@@ -261,14 +262,7 @@ class _FakeGroupConsumer:
 
 def test_offsets_sent_to_the_transaction_keep_their_leader_epoch() -> None:
     """librdkafka's TxnOffsetCommit carries the epoch (checked on Kafka 4.3: committed() returns it)."""
-    writer = TransactionalSinkProducer(
-        {"bootstrap.servers": "127.0.0.1:9999"},
-        {"bootstrap.servers": "127.0.0.1:9999"},
-        transactional_id="g-mm-0",
-        group_id="connect-mm",
-        task_id="mm-0",
-        timeout_remedies="",
-    )
+    writer = unconnected_sink_writer()
     producer = _FakeTransactionalProducer()
     writer.producer, writer.group_consumer = producer, _FakeGroupConsumer()  # type: ignore[assignment]
     writer.commit({TopicPartition("source.orders", 1): OffsetAndMetadata(15, leader_epoch=4)})
