@@ -29,11 +29,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.runtime.transactions import held_records
+from eosconnect.storage.topic_reader import read_to_end
+from support.coordinators import coordinator_partition
 from support.runtime_helpers import wait_until
 
 pytestmark = [pytest.mark.kafka]
@@ -63,19 +65,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafkaClus
     started.stop()
 
 
-def java_hash(text: str) -> int:
-    """Java's String.hashCode(), which places a transactional id on a coordinator partition."""
-    h = 0
-    for char in text:
-        h = (31 * h + ord(char)) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def coordinator_partition(transactional_id: str, partitions: int) -> int:
-    h = java_hash(transactional_id)
-    return (0 if h == -(2**31) else abs(h)) % partitions
-
-
 def placed_away_from_its_leader(cluster: LocalKafkaCluster, topic: str) -> tuple[int, str]:
     """Create `topic` (one partition, one replica) and return its leader and a transactional id
     whose coordinator is another broker, so that freezing the leader leaves the coordinator up."""
@@ -94,9 +83,10 @@ def placed_away_from_its_leader(cluster: LocalKafkaCluster, topic: str) -> tuple
     coordinators = (
         admin.list_topics("__transaction_state", timeout=5).topics["__transaction_state"].partitions
     )
+    topic_leader = leader()
     for candidate in (f"{topic}-{i}" for i in range(100)):
-        if coordinators[coordinator_partition(candidate, len(coordinators))].leader not in (leader(), -1):
-            return leader(), candidate
+        if coordinators[coordinator_partition(candidate, len(coordinators))].leader not in (topic_leader, -1):
+            return topic_leader, candidate
     raise AssertionError("no transactional id found whose coordinator is not the topic's leader")
 
 
@@ -149,28 +139,6 @@ def send_again(producer: Producer, topic: str) -> None:
     producer.commit_transaction(60)
 
 
-def read_committed(cluster: LocalKafkaCluster, topic: str) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": f"check-{topic}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        values: list[bytes] = []
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and len(values) < 1 + len(RECORDS):
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-        return values
-    finally:
-        consumer.close()
-
-
 @pytest.mark.parametrize("renew", [False, True], ids=["same-producer", "renewed-producer"])
 def test_records_sent_again_after_an_abort_that_purged_a_stale_batch(cluster: LocalKafkaCluster, renew: bool):
     """Same producer: the records sent again are lost (the broker takes them for the aborted batch),
@@ -182,7 +150,8 @@ def test_records_sent_again_after_an_abort_that_purged_a_stale_batch(cluster: Lo
         producer = Producer(producer_config(cluster, transactional_id))
         producer.init_transactions(30)
     send_again(producer, topic)
-    values = read_committed(cluster, topic)
+    servers = {"bootstrap.servers": cluster.bootstrap_servers}
+    values = [record.value for record in read_to_end(servers, topic)]
     if renew:
         assert values == [b"first", *RECORDS]
     else:

@@ -363,13 +363,13 @@ def stall_the_target(
     return copied_on_exactly_once(worker, target, mirror_topic, producing.produced)
 
 
-def copied_on_exactly_once(worker, target: str, mirror_topic: str, produced: int) -> str:
-    """After a fault: the one mirror task ("mm") copied everything, is RUNNING, wrote each record
-    exactly once and logged no runtime ERROR. Returns the worker's log."""
+def copied_on_exactly_once(worker, target: str, mirror_topic: str, produced: int, tasks: int = 1) -> str:
+    """After a fault: the mirror's `tasks` tasks ("mm") copied everything, are RUNNING, wrote each
+    record exactly once and logged no runtime ERROR. Returns the worker's log."""
     worker.wait_for(
         lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
     )
-    assert worker.task_states("mm") == ["RUNNING"]
+    assert worker.task_states("mm") == ["RUNNING"] * tasks
     assert_exactly_once(mirrored(target, mirror_topic), produced)
     log_text = worker.log_path.read_text(errors="replace")
     errors = [line for line in log_text.splitlines() if " ERROR eosconnect.runtime" in line]
@@ -412,13 +412,7 @@ def test_a_replaced_mirror_task_ends_quietly_when_its_successor_fences_it(
             60,
             "the zombie to end",
         )
-    produced = producing.produced
-    worker.wait_for(
-        lambda: mirrored_count(target, mirror_topic) >= produced * PARTITIONS, 120, "everything copied"
-    )
-    assert worker.task_states("mm") == ["RUNNING", "RUNNING"]
-    assert_exactly_once(mirrored(target, mirror_topic), produced)
-    log_text = worker.log_path.read_text(errors="replace")
+    log_text = copied_on_exactly_once(worker, target, mirror_topic, producing.produced, tasks=2)
     problems = [line for line in log_text.splitlines() if " ERROR eosconnect" in line or " CRITICAL " in line]
     assert not [p for p in problems if "eosconnect.kafka" not in p or " CRITICAL " in p], problems
 

@@ -34,6 +34,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosconnect.cluster.jobs import ConnectorJob
 from eosconnect.devkafka import LocalKafkaCluster
+from support.coordinators import coordinator_partition
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
 
@@ -187,14 +188,6 @@ def stop(job: ConnectorJob) -> dict[str, Any]:
     return outcome
 
 
-def java_hash(text: str) -> int:
-    """Java's String.hashCode, which places a group on a partition of __consumer_offsets."""
-    h = 0
-    for ch in text:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h
-
-
 def name_coordinated_by(admin: AdminClient, broker: int, base: str) -> str:
     """A connector name whose group `connect-<name>` has `broker` as its coordinator, preferred
     and current, so that the group stays put while the other brokers are stopped and killed."""
@@ -206,7 +199,7 @@ def name_coordinated_by(admin: AdminClient, broker: int, base: str) -> str:
     partitions = offsets_partitions(admin)
     for i in range(1000):
         name = f"{base}{i}"
-        p = partitions[(java_hash(f"connect-{name}") & 0x7FFFFFFF) % len(partitions)]
+        p = partitions[coordinator_partition(f"connect-{name}", len(partitions))]
         if p.leader == broker and p.replicas[0] == broker:
             return name
     raise AssertionError(f"no __consumer_offsets partition is led by broker {broker}: {partitions}")
