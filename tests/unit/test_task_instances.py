@@ -91,6 +91,23 @@ def test_a_fenced_task_the_leader_still_wants_running_really_failed() -> None:
     assert not replaced_by_design(spec(Leader([])), RuntimeError("other"))
 
 
+def test_a_leader_that_missed_a_question_is_asked_again_before_a_renewal() -> None:
+    """After a broker died, a heartbeat to a slow leader can time out once; the task must not fail
+    for it (it renews its producer once the leader answers "run"), nor renew on "stop"."""
+    leader = Leader([None, None, Directive.RUN])
+    assert leader.confirmed_current(wait_s=5.0)
+    assert len(leader.asked) == 3
+    stopped = Leader([None, Directive.STOP])
+    assert not stopped.confirmed_current(wait_s=5.0)
+    assert len(stopped.asked) == 2
+
+
+def test_a_leader_that_never_answers_confirms_nothing() -> None:
+    silent = Leader([None] * 100)
+    assert not silent.confirmed_current(wait_s=0.6)
+    assert 2 <= len(silent.asked) <= 3
+
+
 def test_without_a_leader_to_ask_a_fenced_task_fails_as_before() -> None:
     class FileLike:
         def directive(self) -> Directive:

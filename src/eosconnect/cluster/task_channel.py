@@ -41,6 +41,9 @@ HEARTBEAT_INTERVAL_S = 0.5
 BLOCKED_BEAT_S = 90.0
 #: How long a fenced task asks the leader whether a newer instance replaced it (see `superseded`).
 SUPERSEDED_WAIT_S = 10.0
+#: How long a task whose producer must be renewed keeps asking a leader that does not answer (see
+#: `confirmed_current`): a leader busy with a dead broker's partitions can miss a request or two.
+CONFIRM_WAIT_S = 30.0
 #: A task that cannot reach its worker for this long stops: its worker is gone or partitioned away,
 #: and a successor will fence it anyway.
 ORPHAN_TIMEOUT_S = 60.0
@@ -313,16 +316,22 @@ class RestTaskControl:
                 return False
             time.sleep(HEARTBEAT_INTERVAL_S)
 
-    def confirmed_current(self) -> bool:
-        """Whether the leader answers, now, that this instance is still the task's current one (it
-        is told "run" or "pause", not "stop"). Asked before a task renews its transactional producer
+    def confirmed_current(self, wait_s: float = CONFIRM_WAIT_S) -> bool:
+        """Whether the leader answers that this instance is still the task's current one (it is
+        told "run" or "pause", not "stop"). Asked before a task renews its transactional producer
         in place (`init_transactions()` again, which fences every other instance of the task): only
         a confirmed current instance may, since a replaced one would fence its successor. No answer
-        is no confirmation."""
-        answer = self._report({"state": "RUNNING"})
-        if answer is Directive.STOP:
-            self._directive = Directive.STOP
-        return answer in (Directive.RUN, Directive.PAUSE)
+        is no confirmation, but it is asked again for up to `wait_s`: the renewals follow a broker's
+        death, when the leader itself can be slow for a few seconds, and a task that gave up at the
+        first timeout failed and waited for a restart over REST (the chaos soak's kill_broker)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            answer = self._report({"state": "RUNNING"})
+            if answer is Directive.STOP:
+                self._directive = Directive.STOP
+            if answer is not None or time.monotonic() >= deadline:
+                return answer in (Directive.RUN, Directive.PAUSE)
+            time.sleep(HEARTBEAT_INTERVAL_S)
 
     def report_body(self, report: dict[str, Any]) -> dict[str, Any]:
         """The heartbeat's body: the report with this instance's identity and latest metrics."""
