@@ -9,13 +9,16 @@ faults; this is its short, deterministic form for every `make test`.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosconnect.cluster.election import LeaderElection
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.tools.verify import verify_sequence_topic
+from eosconnect.worker_config import WorkerConfig
 from support.chaos import (
     SequenceFollower,
     create_replicated_topic,
@@ -223,3 +226,46 @@ def test_a_lone_worker_keeps_its_tasks_when_its_group_coordinator_dies(
         assert not follower.anomalies, follower.anomalies
     finally:
         follower.stop()
+
+
+def test_the_election_replaces_a_consumer_that_cannot_settle_and_the_leader_leads_on(
+    kafka3: LocalKafkaCluster, worker_props, topic_name, caplog: pytest.LogCaptureFixture
+):
+    """Issue 25: the election's consumer (librdkafka) could stay out of its group for minutes after
+    its coordinator's broker died and came back, so a lone worker led nobody. A consumer out of a
+    settled membership for `stuck_membership_s` is now replaced by a new one. Every broker is
+    killed for longer than that, then started again: the leader, in doubt meanwhile, gets its
+    leadership back through the new consumer, without being demoted (same term)."""
+    bootstrap = kafka3.bootstrap_servers
+    configs = create_replicated_topic(bootstrap, topic_name("configs"), 1)
+    worker = WorkerConfig.parse(worker_props("enabled", config_storage_topic=configs))
+    idle = lambda: None  # noqa: E731  (the herder's wake-ups: nothing to wake here)
+    election = LeaderElection(worker, "http://127.0.0.1:9", idle, idle, stuck_membership_s=3.0)
+    caplog.set_level(logging.INFO, logger="eosconnect.cluster.election")
+    election.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not election.is_leader:
+            assert time.monotonic() < deadline, "the lone election never led"
+            time.sleep(0.2)
+        assert election.term == 1
+        wait_fully_replicated(bootstrap)
+        brokers = kafka3.broker_ids()
+        for broker in brokers:
+            kafka3.kill_node(broker)
+        time.sleep(12)  # past the 6 s session and the 3 s limit: the old consumer is replaced
+        for broker in brokers:
+            kafka3.start_node(broker, wait=False)
+        kafka3.wait_ready()
+        deadline = time.monotonic() + 120
+        while not election.is_leader:
+            assert time.monotonic() < deadline, f"no leadership after the brokers came back:\n{caplog.text}"
+            time.sleep(0.2)
+        text = caplog.text
+        assert "lost its membership of group" in text, text
+        assert "a new consumer joins the group" in text, text
+        assert "again after" in text, text  # the doubt ended with the leadership regained
+        assert "did not get the leadership" not in text, text
+        assert election.term == 1, "the worker was demoted and elected again instead of leading on"
+    finally:
+        election.stop()

@@ -28,10 +28,16 @@ producer, which the new leader fenced (docs/architecture.md).
 
 Followers find the leader's REST URL in the group's description: each member's `client.id`
 carries its URL.
+
+A consumer that has not been a settled member of the group for `STUCK_MEMBERSHIP_S` is replaced by a
+new one (`MembershipWatch`): librdkafka's group state machine can stay stuck after its coordinator's
+broker died and came back (it never sent a JoinGroup to the new coordinator for minutes in the chaos
+soak, so a lone worker had no leader and ran no task); a new consumer looks the coordinator up afresh.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -46,6 +52,38 @@ from eosconnect.worker_config import WorkerConfig
 log = logging.getLogger(__name__)
 
 CLIENT_ID_PREFIX = "eosconnect-worker|"
+#: How long the election's consumer may be out of a settled group membership (librdkafka's group
+#: state `up` with join state `steady`) before a new consumer replaces it: well above the time a
+#: rebalance or a coordinator move takes (seconds), well below the leader's doubt grace (60 s).
+STUCK_MEMBERSHIP_S = 20.0
+#: How often librdkafka reports the group state (its statistics) to `MembershipWatch`.
+STATS_INTERVAL_MS = 2000
+
+
+class MembershipWatch:
+    """Whether a consumer has been out of a settled group membership for too long, from
+    librdkafka's statistics (`statistics.interval.ms`): its `cgrp` object's `state` and
+    `join_state`. Not thread-safe: its `on_stats` is served by `poll()` on the polling thread."""
+
+    def __init__(self, stuck_after_s: float) -> None:
+        self.stuck_after_s = stuck_after_s
+        self.settled_at = time.monotonic()
+        self.last_state = "unknown"
+
+    def on_stats(self, stats_json: str) -> None:
+        try:
+            group = json.loads(stats_json).get("cgrp") or {}
+        except ValueError:
+            return
+        state, join_state = group.get("state", "?"), group.get("join_state", "?")
+        self.last_state = f"{state}/{join_state}"
+        if state == "up" and join_state == "steady":
+            self.settled_at = time.monotonic()
+
+    def stuck_for(self) -> float | None:
+        """Seconds out of a settled membership, once that is longer than `stuck_after_s`."""
+        out = time.monotonic() - self.settled_at
+        return out if out > self.stuck_after_s else None
 
 
 class LeaderElection:
@@ -56,6 +94,7 @@ class LeaderElection:
         on_elected: Callable[[], None],
         on_demoted: Callable[[], None],
         session_timeout_ms: int = 6000,
+        stuck_membership_s: float = STUCK_MEMBERSHIP_S,
     ) -> None:
         """`on_elected`/`on_demoted` are also called when a doubt begins or ends, so that the herder
         looks at the state again at once."""
@@ -65,6 +104,7 @@ class LeaderElection:
         self._on_elected = on_elected
         self._on_demoted = on_demoted
         self._session_timeout_ms = session_timeout_ms
+        self._stuck_membership_s = stuck_membership_s
         self._leader = False
         self._doubt_grace_s = int(worker.values.get("scheduled.rebalance.max.delay.ms", 60_000)) / 1000
         #: When the membership of this (still) leader was lost; None when not in doubt.
@@ -72,6 +112,8 @@ class LeaderElection:
         #: Increases each time this worker becomes leader; lets the herder tell one term from the next.
         self.term = 0
         self._rejoin = threading.Event()
+        #: Counts the election's retired consumers (`_retire`): their callbacks no longer act.
+        self._consumers = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
         self._leader_url_cache: tuple[float, str | None] = (0.0, None)
@@ -129,29 +171,10 @@ class LeaderElection:
                 "heartbeat.interval.ms": max(300, self._session_timeout_ms // 12),
                 "partition.assignment.strategy": "cooperative-sticky",
                 "auto.offset.reset": "latest",
+                "statistics.interval.ms": STATS_INTERVAL_MS,
             }
         )
-        consumer = Consumer(config)
-
-        def assigned(c: Consumer, partitions: list[TopicPartition]) -> None:
-            if partitions:
-                c.pause(partitions)
-                if self.in_doubt:
-                    self._end_doubt(regained=True)
-                else:
-                    self._set_leader(True)
-
-        def revoked(_c: Consumer, partitions: list[TopicPartition]) -> None:
-            if partitions:
-                self._set_leader(False)
-
-        def lost(_c: Consumer, partitions: list[TopicPartition]) -> None:
-            if partitions and self._leader and self._doubt_grace_s > 0:
-                self._begin_doubt()
-            elif partitions:
-                self._set_leader(False)
-
-        consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
+        consumer, watch = self._join(config)
         try:
             while not self._stop.is_set():
                 consumer.poll(0.2)
@@ -162,10 +185,71 @@ class LeaderElection:
                     self._rejoin.clear()
                     self._set_leader(False)
                     consumer.unsubscribe()
-                    consumer.subscribe([self.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
+                    consumer.subscribe([self.topic], **self._callbacks())
+                stuck_for = watch.stuck_for()
+                if stuck_for is not None:
+                    log.warning(
+                        "worker %s: its consumer of group %s has not been a settled member for %.0fs "
+                        "(librdkafka's group state %s); a new consumer joins the group",
+                        self.rest_url,
+                        self.worker.group_id,
+                        stuck_for,
+                        watch.last_state,
+                    )
+                    if self.is_leader:  # its membership goes with the old consumer: as if lost
+                        self._lose_membership()
+                    self._retire(consumer)
+                    consumer, watch = self._join(config)
         finally:
             self._set_leader(False)
             consumer.close()
+
+    def _join(self, config: dict[str, object]) -> tuple[Consumer, MembershipWatch]:
+        watch = MembershipWatch(self._stuck_membership_s)
+        consumer = Consumer({**config, "stats_cb": watch.on_stats})
+        consumer.subscribe([self.topic], **self._callbacks())
+        return consumer, watch
+
+    def _retire(self, consumer: Consumer) -> None:
+        """Close a replaced consumer on a thread of its own (closing waits for its coordinator, which
+        may be what is missing); from here on its rebalance callbacks do nothing (`_callbacks`)."""
+        self._consumers += 1
+        threading.Thread(target=consumer.close, name="leader-election-retired", daemon=True).start()
+
+    def _callbacks(self) -> dict[str, Callable[[Consumer, list[TopicPartition]], None]]:
+        """The rebalance callbacks of the current consumer; they do nothing once a new consumer
+        replaced it, so that its closing (which revokes what it held) cannot demote the worker its
+        successor serves."""
+        mine = self._consumers
+
+        def current() -> bool:
+            return mine == self._consumers
+
+        def assigned(c: Consumer, partitions: list[TopicPartition]) -> None:
+            if partitions and current():
+                c.pause(partitions)
+                if self.in_doubt:
+                    self._end_doubt(regained=True)
+                else:
+                    self._set_leader(True)
+
+        def revoked(_c: Consumer, partitions: list[TopicPartition]) -> None:
+            if partitions and current():
+                self._set_leader(False)
+
+        def lost(_c: Consumer, partitions: list[TopicPartition]) -> None:
+            if partitions and current():
+                self._lose_membership()
+
+        return {"on_assign": assigned, "on_revoke": revoked, "on_lost": lost}
+
+    def _lose_membership(self) -> None:
+        """The group no longer counts this worker's consumer as the partition's owner: a leader is
+        in doubt while it rejoins (or demoted at once without a grace)."""
+        if self._leader and self._doubt_grace_s > 0:
+            self._begin_doubt()
+        else:
+            self._set_leader(False)
 
     def step_down(self) -> None:
         """A fenced leader gives up leadership and rejoins the group (KIP-618: a fenced leader
