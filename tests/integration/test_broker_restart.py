@@ -153,7 +153,7 @@ def test_mirror_sink_survives_a_crash_of_its_group_coordinator(
             if outcome == "failed":
                 trace = worker.status("mm")["tasks"][0]["trace"]
                 assert "librdkafka issues 5456 and 5511" in trace, trace
-                assert worker.request("POST", "/connectors/mm/tasks/0/restart").status_code == 204
+                assert worker.request_led("POST", "/connectors/mm/tasks/0/restart").status_code == 204
                 mirror.wait_for_progress(
                     range(2), 50, 120, "after the mirror task's restart", since=crashed_at
                 )

@@ -176,11 +176,16 @@ class WorkerProcess:
         raise AssertionError(f"timed out waiting for {what} (last: {last}); worker log:\n{self.tail()}")
 
     def create_connector(self, name: str, config: dict[str, str], timeout: float = 60.0) -> httpx.Response:
-        """POST /connectors, retrying while the group has no leader yet (right after start-up: no
-        leader elected, or this worker elected but not told so by its group consumer yet)."""
+        """POST /connectors, retrying while the group has no leader (`request_led`)."""
+        return self.request_led("POST", "/connectors", timeout, json={"name": name, "config": config})
+
+    def request_led(self, method: str, path: str, timeout: float = 60.0, **kwargs: Any) -> httpx.Response:
+        """A leader's request, retried while the group has no leader to serve it: right after
+        start-up (none elected, or this worker elected but not told so by its group consumer yet),
+        or while the leader is in doubt after its group coordinator died (409 "cannot serve it yet")."""
         deadline = time.monotonic() + timeout
         while True:
-            response = self.request("POST", "/connectors", json={"name": name, "config": config})
+            response = self.request(method, path, **kwargs)
             electing = "no leader" in response.text or "not the leader" in response.text
             if response.status_code != 409 or not electing or time.monotonic() > deadline:
                 return response
@@ -196,7 +201,7 @@ class WorkerProcess:
     def stop_connector(self, connector: str, timeout: float = 60.0) -> None:
         """PUT /stop and wait for STOPPED, which the worker reports once the tasks are over (their
         last transactions committed or aborted); a stopped connector lists no tasks (KIP-875)."""
-        response = self.request("PUT", "/connectors/" + quote(connector, safe="") + "/stop")
+        response = self.request_led("PUT", "/connectors/" + quote(connector, safe="") + "/stop", timeout)
         assert response.status_code == 204, response.text
         self.wait_for(
             lambda: (
