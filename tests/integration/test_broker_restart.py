@@ -40,6 +40,23 @@ def bootstrap(kafka3: LocalKafkaCluster) -> str:
     return kafka3.bootstrap_servers
 
 
+def holds_exactly_the_committed(
+    bootstrap: str, topic: str, follower: SequenceFollower, committed: dict[int, int]
+) -> int:
+    """After the source stopped: the topic (read_committed, from the start) holds every sequence
+    number from 0 to each task's committed source offset once, and nothing more; the follower, read
+    all along, ends at the same place (it may lag the stop by a moment). Returns the records seen."""
+    report = verify_sequence_topic({"bootstrap.servers": bootstrap}, topic)  # no gap, no duplicate
+    assert report.ok, report.anomalies
+    assert report.seen == sum(seq + 1 for seq in committed.values()), (
+        f"the topic holds {report.seen} records, the committed source offsets {committed} say otherwise"
+    )
+    follower.wait_for_progress(committed, 0, 60, "to the committed source offsets", since=committed)
+    assert follower.highest() == committed, "the follower read past the committed source offsets"
+    assert not follower.anomalies, follower.anomalies
+    return report.seen
+
+
 def test_sigkilled_leader_broker_keeps_exactly_once(kafka3: LocalKafkaCluster, workers, topic_name):
     bootstrap = kafka3.bootstrap_servers
     # Broker 1 leads both data partitions, so its crash moves every leader the tasks write to.
@@ -81,13 +98,8 @@ def test_sigkilled_leader_broker_keeps_exactly_once(kafka3: LocalKafkaCluster, w
         worker.stop_connector("br")
         offsets = worker.request("GET", "/connectors/br/offsets").json()["offsets"]
         committed = {o["partition"]["task"]: o["offset"]["seq"] for o in offsets}
-        report = verify_sequence_topic(
-            {"bootstrap.servers": bootstrap}, topic
-        )  # from 0, no gap, no duplicate
-        phase(f"stopped with committed offsets {committed}; verified {report.seen} records")
-        assert report.ok, report.anomalies
-        assert follower.highest() == committed, "the topic and the committed source offsets disagree"
-        assert not follower.anomalies, follower.anomalies
+        seen = holds_exactly_the_committed(bootstrap, topic, follower, committed)
+        phase(f"stopped with committed offsets {committed}; verified {seen} records")
     finally:
         follower.stop()
 
@@ -220,10 +232,7 @@ def test_a_lone_worker_keeps_its_tasks_when_its_group_coordinator_dies(
         worker.stop_connector("lone")
         offsets = worker.request("GET", "/connectors/lone/offsets").json()["offsets"]
         committed = {o["partition"]["task"]: o["offset"]["seq"] for o in offsets}
-        report = verify_sequence_topic({"bootstrap.servers": bootstrap}, topic)
-        assert report.ok, report.anomalies
-        assert follower.highest() == committed, "the topic and the committed source offsets disagree"
-        assert not follower.anomalies, follower.anomalies
+        holds_exactly_the_committed(bootstrap, topic, follower, committed)
     finally:
         follower.stop()
 
