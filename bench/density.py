@@ -23,7 +23,10 @@ and measures:
   the N and again after them, and the better of the two counts.
 
 eosconnect runs its default settings plus one packing setting, `eosconnect.tasks.per.slot`
-(`--per-slot`, default 26: 16 default slots x 26 = 416 tasks, room for N = 400 and the busy one).
+(`--per-slot`, default 28: the N = 400 fill 15 of the 16 default slots, `local[16,4]`), and the
+busy connector asks for a slot of its own (`eosconnect.own.slot=true`, a connector setting, as an
+operator gives one to a heavy task; `--busy-shares-slot` packs it with the idle ones instead), so
+it shares the machine's cores with the N but not their Python worker and its GIL.
 The machine's load average is printed with every figure; on a shared machine absolute figures move
 a lot. Per N measured on both sides the bench prints the issue's four goals, each PASS or FAIL:
 all N RUNNING; eosconnect's RSS per task <= 2 x Java's; create -> all RUNNING within 2 x Java's
@@ -58,6 +61,7 @@ from bench.vs_kafka_connect import (
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
 
+from eosconnect.cluster.packing import OWN_SLOT
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.kafka_connect import (
     KafkaConnectProcess,
@@ -164,6 +168,7 @@ def measure_side(
     records: int,
     idle_seconds: float,
     busy_rounds: int,
+    busy_settings: dict[str, str],
 ) -> list[Figures]:
     quiet = f"density-quiet-{side.name}-{uuid.uuid4().hex[:6]}"
     ensure_topic(admin, quiet, 1, 1, compacted=False)
@@ -174,7 +179,11 @@ def measure_side(
     def busy_once(tag: str) -> float:
         topic = f"density-busy-{side.name}-{tag}-{uuid.uuid4().hex[:6]}"
         ensure_topic(admin, topic, 1, 1, compacted=False)
-        config = {**file_config("file_poll", lines, topic), "exactly.once.support": "required"}
+        config = {
+            **file_config("file_poll", lines, topic),
+            "exactly.once.support": "required",
+            **busy_settings,
+        }
         run = run_once(side, "busy", 1, config, topic, 1, records, bootstrap)
         if not run.ok:
             problem = f"{run.duplicates} duplicates, {run.missing} missing"
@@ -268,8 +277,13 @@ def eos_side(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=os.environ.get("EOSCONNECT_BENCH_DENSITY", "24,100"))
-    # 16 default slots x 26 = 416: room for N = 400 and the busy task.
-    parser.add_argument("--per-slot", type=int, default=26, help="eosconnect.tasks.per.slot")
+    # 400 / 28 -> 15 slot hosts: the 16th default slot is the busy task's own.
+    parser.add_argument("--per-slot", type=int, default=28, help="eosconnect.tasks.per.slot")
+    parser.add_argument(
+        "--busy-shares-slot",
+        action="store_true",
+        help="pack eosconnect's busy task with the idle ones (default: eosconnect.own.slot=true)",
+    )
     parser.add_argument("--master", help="eosconnect's spark.master (default: the worker's, local[16,4])")
     parser.add_argument(
         "--records",
@@ -314,6 +328,7 @@ def main() -> None:
                     args.records,
                     args.idle_seconds,
                     args.busy_rounds,
+                    {} if name == "java" or args.busy_shares_slot else {OWN_SLOT: "true"},
                 )
             finally:
                 process.stop()
