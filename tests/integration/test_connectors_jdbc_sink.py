@@ -154,6 +154,45 @@ def test_a_task_frozen_inside_its_flush_transaction_does_not_block_its_successor
     assert scalar(url, "SELECT kafka_offset FROM eosconnect_sink_offsets") == 105
 
 
+def test_a_flush_whose_session_postgresql_ended_as_idle_is_retried_and_finds_itself_fenced(
+    postgres: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The chaos soak (seed 1412404671): a slot host was SIGSTOPped with a JdbcSink task inside its
+    flush transaction; PostgreSQL ended the session after idle.transaction.timeout.ms and the leader
+    ran the task again elsewhere. Woken, the old task failed with an ERROR: psycopg reports the
+    ended session as IdleInTransactionSessionTimeout, an InternalError, which the flush did not
+    retry as a lost connection. Now it does, and the retry finds the partition claimed by the
+    successor: the zombie writes nothing, the successor every row once."""
+    url = new_database(postgres)
+    zombie, maker = new_writer(url, **{"idle.transaction.timeout.ms": "1000"})
+    successor, _ = new_writer(url)
+    zombie.claim([TP])
+    add(zombie, maker, (SinkRecord("t", 0, i, None, {"k": i}) for i in range(5)))
+    write_rows = zombie._write_rows
+    paused: list[float] = []
+
+    def frozen_once(conn: sa.Connection, rows: list) -> int:
+        if not paused:  # "frozen" inside the transaction, holding the offsets row's lock
+            paused.append(time.monotonic())
+            time.sleep(2.0)  # PostgreSQL ends the idle session after 1 s, releasing the lock
+            assert successor.claim([TP]) == {}, "the successor found a committed position"
+        return write_rows(conn, rows)
+
+    monkeypatch.setattr(zombie, "_write_rows", frozen_once)
+    with caplog.at_level(logging.WARNING, logger="eosconnect.connectors.jdbc_sink.writer"):
+        result = zombie.flush({TP: OffsetAndMetadata(5)})
+    retried = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert paused and retried, "the flush was not retried"
+    print(retried[0])
+    assert result.rows == 0 and TP in result.fenced, result
+    assert scalar(url, "SELECT COUNT(*) FROM t") == 0, "the fenced zombie wrote rows"
+    add(successor, maker, (SinkRecord("t", 0, i, None, {"k": i}) for i in range(5)))
+    assert successor.flush({TP: OffsetAndMetadata(5)}).rows == 5
+    assert scalar(url, "SELECT COUNT(DISTINCT k) FROM t") == 5
+    zombie.close()
+    successor.close()
+
+
 def test_a_flush_rides_out_a_postgresql_crash_and_writes_every_row_once(postgres) -> None:
     """PostgreSQL is killed (pg_ctl -m immediate) with rows waiting and started again 2 s later: the
     flush retries per connection.attempts/connection.backoff.ms and commits rows and position once."""

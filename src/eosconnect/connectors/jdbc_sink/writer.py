@@ -96,7 +96,9 @@ class RowWriter:
     ) -> FlushResult:
         """Write the buffered rows of these partitions and (exactly once) their positions, atomically.
 
-        A lost connection (the database restarted, a network blip) is retried `connection.attempts`
+        A lost connection (the database restarted, a network blip, or it ended a session that sat
+        idle in its transaction past `idle.transaction.timeout.ms`: a task frozen mid-flush, whose
+        successor may have claimed its partitions meanwhile) is retried `connection.attempts`
         times, `connection.backoff.ms` apart. Exactly once, a retry first looks whether the failed
         attempt committed after all (its acknowledgement lost with the connection): partitions whose
         stored position already reached the wanted one are not written again."""
@@ -122,8 +124,8 @@ class RowWriter:
                         raise
                     result = self._flush_once(positions, rows, retry=attempt > 1, on_rejected=on_rejected)
                 break
-            except sa.exc.OperationalError as exc:
-                if attempt == attempts:
+            except sa.exc.DBAPIError as exc:
+                if not connection_lost(exc) or attempt == attempts:
                     raise
                 log.warning(
                     "writing %d rows failed (attempt %d of connection.attempts=%d), retrying in %.1fs: %s",
@@ -318,9 +320,10 @@ class RowWriter:
                 raise
             # As SQLAlchemy reports a driver error (IntegrityError, OperationalError, ...), so the
             # callers' handling (row-by-row retry, reconnect) is the same as for executemany.
-            if getattr(raw, "closed", False):
+            lost = bool(getattr(raw, "closed", False))
+            if lost:
                 conn.invalidate(exc)
-            raise sa.exc.DBAPIError.instance(statement, None, exc, base) from exc
+            raise sa.exc.DBAPIError.instance(statement, None, exc, base, connection_invalidated=lost) from exc
 
     def close(self) -> None:
         self.engine.dispose()
@@ -340,3 +343,10 @@ def _split(rows: list[Row], partitions: set[TopicPartition]) -> tuple[list[Row],
             target = inside if tp in partitions else outside
         target.append(row)
     return inside, outside
+
+
+def connection_lost(exc: sa.exc.DBAPIError) -> bool:
+    """Whether the database connection is gone, whatever the driver called it: an OperationalError,
+    or any error after which SQLAlchemy found the connection closed (psycopg reports PostgreSQL's
+    `idle_in_transaction_session_timeout` as an InternalError, IdleInTransactionSessionTimeout)."""
+    return isinstance(exc, sa.exc.OperationalError) or bool(exc.connection_invalidated)
