@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -306,15 +307,7 @@ class RestTaskControl:
         worker that no longer leads). A newer attempt may not have reported yet when it fences this
         one, so a "run" is asked again for up to `wait_s`; still "run" means this instance is the
         task's current one and its failure is real."""
-        deadline = time.monotonic() + wait_s
-        while True:
-            answer = self._report({"state": "RUNNING"})
-            if answer is Directive.STOP:
-                self._directive = Directive.STOP
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(HEARTBEAT_INTERVAL_S)
+        return self._ask_leader(wait_s, lambda answer: answer is Directive.STOP) is Directive.STOP
 
     def confirmed_current(self, wait_s: float = CONFIRM_WAIT_S) -> bool:
         """Whether the leader answers that this instance is still the task's current one (it is
@@ -324,13 +317,19 @@ class RestTaskControl:
         is no confirmation, but it is asked again for up to `wait_s`: the renewals follow a broker's
         death, when the leader itself can be slow for a few seconds, and a task that gave up at the
         first timeout failed and waited for a restart over REST (the chaos soak's kill_broker)."""
+        answer = self._ask_leader(wait_s, lambda answer: answer is not None)
+        return answer in (Directive.RUN, Directive.PAUSE)
+
+    def _ask_leader(self, wait_s: float, settled: Callable[[Directive | None], bool]) -> Directive | None:
+        """Report RUNNING every heartbeat interval until the answer is `settled` or `wait_s` is over;
+        the last answer (None: no answer). A "stop" is kept as the task's directive."""
         deadline = time.monotonic() + wait_s
         while True:
             answer = self._report({"state": "RUNNING"})
             if answer is Directive.STOP:
                 self._directive = Directive.STOP
-            if answer is not None or time.monotonic() >= deadline:
-                return answer in (Directive.RUN, Directive.PAUSE)
+            if settled(answer) or time.monotonic() >= deadline:
+                return answer
             time.sleep(HEARTBEAT_INTERVAL_S)
 
     def report_body(self, report: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from eosconnect.connectors.jdbc.connector import JdbcSourceConnector
 from eosconnect.connectors.jdbc.database import (
     check_config,
     connection_errors,
+    connection_lost,
     create_engine_for,
     reflect_table,
     safe_url,
@@ -53,6 +54,7 @@ __all__ = [
     "check_config",
     "connection_config_def",
     "connection_errors",
+    "connection_lost",
     "create_engine_for",
     "reflect_table",
     "safe_url",

@@ -16,6 +16,7 @@ __all__ = [
     "VALIDATION_CONNECT_TIMEOUT_S",
     "check_config",
     "connection_errors",
+    "connection_lost",
     "create_engine_for",
     "database_errors",
     "reflect_table",
@@ -50,6 +51,16 @@ def create_engine_for(values: Mapping[str, Any], connect_timeout_s: int | None =
             connect_args["read_timeout"] = connect_timeout_s
             connect_args["write_timeout"] = connect_timeout_s
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def connection_lost(exc: Any) -> bool:
+    """Whether a SQLAlchemy `DBAPIError` means the connection is gone (worth a retry on a new one),
+    whatever the driver called it: an OperationalError, or any error after which SQLAlchemy found
+    the connection closed (psycopg reports PostgreSQL ending a session idle in its transaction,
+    `idle_in_transaction_session_timeout`, as an InternalError: IdleInTransactionSessionTimeout)."""
+    from sqlalchemy.exc import OperationalError
+
+    return isinstance(exc, OperationalError) or bool(getattr(exc, "connection_invalidated", False))
 
 
 def sqlite_file(url_text: str) -> str | None:

@@ -33,7 +33,7 @@ from eosconnect.connectors.jdbc.config import (
     Mode,
     table_names,
 )
-from eosconnect.connectors.jdbc.database import create_engine_for, reflect_table, safe_url
+from eosconnect.connectors.jdbc.database import connection_lost, create_engine_for, reflect_table, safe_url
 from eosconnect.connectors.jdbc.queries import next_rows, whole_timestamps
 from eosconnect.connectors.jdbc.schema import NumericMapping, RowSchema, key_schema_for, row_schema
 from eosconnect.connectors.jdbc.values import (
@@ -256,12 +256,12 @@ class JdbcSourceTask(SourceTask):
         """Run a database call. A transient failure (connection lost, database locked) waits
         connection.backoff.ms and raises `_Retry`; after connection.attempts in a row, or on any
         other error, the task fails."""
-        from sqlalchemy.exc import DBAPIError, OperationalError
+        from sqlalchemy.exc import DBAPIError
 
         try:
             result = fn()
         except DBAPIError as exc:
-            transient = isinstance(exc, OperationalError) or exc.connection_invalidated
+            transient = connection_lost(exc)
             self._failures += 1
             reason = str(exc).splitlines()[0]
             if not transient or self._failures >= self.attempts:

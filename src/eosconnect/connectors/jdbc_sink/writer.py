@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 import sqlalchemy as sa
 
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition
+from eosconnect.connectors.jdbc import connection_lost
 from eosconnect.connectors.jdbc_sink.config import SinkSettings
 from eosconnect.connectors.jdbc_sink.dialect import Tables, db_value, transactional_engine, write_statement
 from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
@@ -343,10 +344,3 @@ def _split(rows: list[Row], partitions: set[TopicPartition]) -> tuple[list[Row],
             target = inside if tp in partitions else outside
         target.append(row)
     return inside, outside
-
-
-def connection_lost(exc: sa.exc.DBAPIError) -> bool:
-    """Whether the database connection is gone, whatever the driver called it: an OperationalError,
-    or any error after which SQLAlchemy found the connection closed (psycopg reports PostgreSQL's
-    `idle_in_transaction_session_timeout` as an InternalError, IdleInTransactionSessionTimeout)."""
-    return isinstance(exc, sa.exc.OperationalError) or bool(exc.connection_invalidated)
