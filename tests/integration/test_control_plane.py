@@ -525,9 +525,10 @@ def test_failed_task_restarts_automatically_when_the_connector_opts_in(
     }
     assert worker.create_connector("cp-restart", config).status_code == 201
     try:
-        wait_running(worker, "cp-restart", timeout=120)
-        assert (tmp_path / "failed-once").exists(), "the task never failed"
-        # RUNNING may be seen before the first poll fails: wait for the restart to be counted.
+        # RUNNING is reported before the first poll, so the first run may still be about to fail:
+        # wait for the failure (the marker) and then for the restart to be counted.
+        marker = tmp_path / "failed-once"
+        worker.wait_for(marker.exists, 120, "the task's first run to fail")
         restarted = 'eosconnect_task_auto_restarts_total{connector="cp-restart",task="0"} 1.0'
         worker.wait_for(lambda: restarted in worker.request("GET", "/metrics").text, 60, "one auto-restart")
         wait_running(worker, "cp-restart", timeout=120)

@@ -597,8 +597,19 @@ def test_broker_restart_mid_stream_exactly_once(
     job.stop()
     events = read_events(read_committed, topic)
     check_exactly_once(events, db, workload.changes)
-    for group in transactions_of(events)[1:]:
-        assert len({v["source"]["txId"] for _, _, v in group if v is not None}) == 1
+    # No database transaction is split. One Kafka transaction may hold two: when the only broker
+    # shuts down gracefully during a commit, its coordinator finds no leader for the partitions,
+    # "skips" their markers as if the partitions were deleted and completes the commit (Kafka's
+    # TransactionMarkerChannelManager); the records stay pending in the log until the producer's
+    # next transaction's marker commits them too (seen in CI: two txIds behind one COMMIT marker,
+    # the coordinator's log showing both transactions complete, no marker for the first).
+    txids_per_group = [
+        [v["source"]["txId"] for _, _, v in group if v is not None] for group in transactions_of(events)[1:]
+    ]
+    owners = [txid for txids in txids_per_group for txid in dict.fromkeys(txids)]
+    assert len(owners) == len(set(owners)), f"a database transaction split across Kafka transactions: {owners}"
+    merged = [sorted(set(txids)) for txids in txids_per_group if len(set(txids)) > 1]
+    assert len(merged) <= 1 and all(len(m) == 2 for m in merged), f"merged database transactions: {merged}"
 
 
 def test_sigkilled_worker_process_then_restarted_exactly_once(
