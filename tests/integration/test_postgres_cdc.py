@@ -607,7 +607,7 @@ def test_broker_restart_mid_stream_exactly_once(
         [v["source"]["txId"] for _, _, v in group if v is not None] for group in transactions_of(events)[1:]
     ]
     owners = [txid for txids in txids_per_group for txid in dict.fromkeys(txids)]
-    assert len(owners) == len(set(owners)), f"a database transaction split in two Kafka transactions: {owners}"
+    assert len(owners) == len(set(owners)), f"a database transaction split: {owners}"
     merged = [sorted(set(txids)) for txids in txids_per_group if len(set(txids)) > 1]
     assert len(merged) <= 1 and all(len(m) == 2 for m in merged), f"merged database transactions: {merged}"
 
