@@ -28,6 +28,7 @@ from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec, TaskState
 from eosconnect.storage.offsets import read_offsets
 from eosconnect.storage.transactional_ids import task_transactional_id
 from eosconnect.tools.verify import check_sequences
+from support import fence_at_commit
 
 pytestmark = pytest.mark.kafka
 
@@ -113,6 +114,71 @@ def test_a_source_task_fenced_while_current_renews_its_producer_and_sends_again(
     result = outcome["result"]
     assert result.state is TaskState.STOPPED, result.trace  # type: ignore[attr-defined]
     assert control.asked_superseded >= 1 and control.asked_current >= 1  # it asked before it renewed
+    observed = [parse_value(r.value) for r in read_committed(data)]
+    (offset,) = read_offsets({"bootstrap.servers": bootstrap}, worker["offset.storage.topic"])[name].values()
+    report = check_sequences(observed, {0: int(offset["seq"]) + 1})
+    assert report.ok, report.anomalies
+    assert report.seen == TOTAL
+
+
+def test_a_source_task_fenced_right_before_its_commit_while_current_sends_it_again(
+    bootstrap, create_topic, topic_name, worker_props, read_committed, caplog
+):
+    """The fence lands once every record of the transaction was delivered, right before its offsets
+    and its commit go out (the chaos soak's seed 1412404671 met such a fence after a broker kill;
+    the test above met it at the commit itself in a CI run). librdkafka reports it on the offsets'
+    produce request (the usual case here) or as the commit's answer, which does not say whether the
+    transaction committed; either way the task, confirmed current, renews its producer and sends
+    the transaction again (at the commit only after reading its offsets back and finding them
+    missing): every record exactly once, the task never FAILED."""
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
+    name = f"fenced-commit-{uuid.uuid4().hex[:6]}"
+    connector = {
+        "name": name,
+        "connector.class": "SequenceSource",
+        "topic": data,
+        "records.per.task": str(TOTAL),
+        "batch.size": "5",
+        "rate.per.task": "200",
+    }
+    task_class = f"{fence_at_commit.__name__}.FenceAtCommitTask"
+    task_config = {**connector, "task.index": "0", TASK_CLASS_KEY: task_class}
+    control = CurrentInstance()
+    cluster = {"bootstrap.servers": bootstrap}
+    coordinator = LocalStartupCoordinator(worker["group.id"], cluster, 1, generation=0)
+    spec = TaskSpec(name, 0, task_config, connector, worker, control, coordinator, generation=0)
+    outcome: dict[str, object] = {}
+    task = threading.Thread(target=lambda: outcome.update(result=run_source_task(spec)))
+    for event in (fence_at_commit.FENCE_AT_NEXT_COMMIT, fence_at_commit.AT_COMMIT, fence_at_commit.FENCED):
+        event.clear()
+    fence_at_commit.OFFSETS_TOPIC["name"] = worker["offset.storage.topic"]
+    caplog.set_level("INFO", logger="eosconnect")
+    task.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(read_committed(data)) < 100 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        fence_at_commit.FENCE_AT_NEXT_COMMIT.set()
+        assert fence_at_commit.AT_COMMIT.wait(30), "no commit was held"
+        transactional_id = task_transactional_id(worker["group.id"], name, 0)
+        fencer = Producer({**cluster, "transactional.id": transactional_id})
+        fencer.init_transactions(30)  # the task's transaction is open: the coordinator aborts it
+        fencer.flush(0)
+    finally:
+        fence_at_commit.FENCED.set()
+
+    deadline = time.monotonic() + 120
+    while task.is_alive() and len(read_committed(data, timeout=10)) < TOTAL and time.monotonic() < deadline:
+        time.sleep(0.5)
+    control.stop.set()
+    task.join(60)
+
+    result = outcome["result"]
+    assert result.state is TaskState.STOPPED, result.trace  # type: ignore[attr-defined]
+    resent = [r.getMessage() for r in caplog.records if "sending them again from memory" in r.getMessage()]
+    assert resent and all("fenced" in m for m in resent), resent
     observed = [parse_value(r.value) for r in read_committed(data)]
     (offset,) = read_offsets({"bootstrap.servers": bootstrap}, worker["offset.storage.topic"])[name].values()
     report = check_sequences(observed, {0: int(offset["seq"]) + 1})
