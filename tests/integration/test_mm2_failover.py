@@ -355,6 +355,11 @@ def test_dedicated_mode_both_ways_with_a_worker_sigkilled(
 
 
 # ----------------------------------------------------------------------------- Apache Kafka's MM2
+@pytest.mark.skipif(
+    not LONG_TESTS,
+    reason="the Apache MirrorMaker 2 yardstick (figures printed, not judged) runs in `make test-long`: "
+    "in the last CI runs its checkpoints never came (skipped after 240 s and 120 s)",
+)
 def test_apache_mirror_maker_2_on_the_same_failover(
     bootstrap: str, cluster_b: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
