@@ -56,6 +56,29 @@ class CurrentInstance:
         return True
 
 
+def _task_thread(
+    bootstrap: str, worker: dict[str, str], name: str, data: str, task_class: str, **settings: str
+) -> tuple[threading.Thread, CurrentInstance, dict[str, object]]:
+    """Task 0 of a SequenceSource connector writing `TOTAL` records to `data`, run in this process
+    (not started), with a control that answers as the leader answers the current instance."""
+    connector = {
+        "name": name,
+        "connector.class": "SequenceSource",
+        "topic": data,
+        "records.per.task": str(TOTAL),
+        "batch.size": "5",
+        **settings,
+    }
+    task_config = {**connector, "task.index": "0", TASK_CLASS_KEY: task_class}
+    control = CurrentInstance()
+    coordinator = LocalStartupCoordinator(
+        worker["group.id"], {"bootstrap.servers": bootstrap}, 1, generation=0
+    )
+    spec = TaskSpec(name, 0, task_config, connector, worker, control, coordinator, generation=0)
+    outcome: dict[str, object] = {}
+    return threading.Thread(target=lambda: outcome.update(result=run_source_task(spec))), control, outcome
+
+
 def test_a_source_task_fenced_while_current_renews_its_producer_and_sends_again(
     bootstrap, create_topic, topic_name, worker_props, read_committed
 ):
@@ -63,29 +86,19 @@ def test_a_source_task_fenced_while_current_renews_its_producer_and_sends_again(
     worker = worker_props("enabled")
     create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
     name = f"fenced-current-{uuid.uuid4().hex[:6]}"
-    connector = {
-        "name": name,
-        "connector.class": "SequenceSource",
-        "topic": data,
-        "records.per.task": str(TOTAL),
-        "batch.size": "5",
-        "rate.per.task": "100",
-        # transactions open for a second at a time: a fence almost always finds one open
-        "transaction.boundary": "interval",
-        "transaction.boundary.interval.ms": "1000",
-    }
-    task_config = {
-        **connector,
-        "task.index": "0",
-        TASK_CLASS_KEY: "eosconnect.connectors.sequence.SequenceSourceTask",
-    }
-    control = CurrentInstance()
-    coordinator = LocalStartupCoordinator(
-        worker["group.id"], {"bootstrap.servers": bootstrap}, 1, generation=0
+    task, control, outcome = _task_thread(
+        bootstrap,
+        worker,
+        name,
+        data,
+        "eosconnect.connectors.sequence.SequenceSourceTask",
+        **{
+            "rate.per.task": "100",
+            # transactions open for a second at a time: a fence almost always finds one open
+            "transaction.boundary": "interval",
+            "transaction.boundary.interval.ms": "1000",
+        },
     )
-    spec = TaskSpec(name, 0, task_config, connector, worker, control, coordinator, generation=0)
-    outcome: dict[str, object] = {}
-    task = threading.Thread(target=lambda: outcome.update(result=run_source_task(spec)))
     task.start()
 
     deadline = time.monotonic() + 60
@@ -135,22 +148,10 @@ def test_a_source_task_fenced_right_before_its_commit_while_current_sends_it_aga
     worker = worker_props("enabled")
     create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
     name = f"fenced-commit-{uuid.uuid4().hex[:6]}"
-    connector = {
-        "name": name,
-        "connector.class": "SequenceSource",
-        "topic": data,
-        "records.per.task": str(TOTAL),
-        "batch.size": "5",
-        "rate.per.task": "200",
-    }
     task_class = f"{fence_at_commit.__name__}.FenceAtCommitTask"
-    task_config = {**connector, "task.index": "0", TASK_CLASS_KEY: task_class}
-    control = CurrentInstance()
-    cluster = {"bootstrap.servers": bootstrap}
-    coordinator = LocalStartupCoordinator(worker["group.id"], cluster, 1, generation=0)
-    spec = TaskSpec(name, 0, task_config, connector, worker, control, coordinator, generation=0)
-    outcome: dict[str, object] = {}
-    task = threading.Thread(target=lambda: outcome.update(result=run_source_task(spec)))
+    task, control, outcome = _task_thread(
+        bootstrap, worker, name, data, task_class, **{"rate.per.task": "200"}
+    )
     for event in (fence_at_commit.FENCE_AT_NEXT_COMMIT, fence_at_commit.AT_COMMIT, fence_at_commit.FENCED):
         event.clear()
     fence_at_commit.OFFSETS_TOPIC["name"] = worker["offset.storage.topic"]
@@ -163,7 +164,7 @@ def test_a_source_task_fenced_right_before_its_commit_while_current_sends_it_aga
         fence_at_commit.FENCE_AT_NEXT_COMMIT.set()
         assert fence_at_commit.AT_COMMIT.wait(30), "no commit was held"
         transactional_id = task_transactional_id(worker["group.id"], name, 0)
-        fencer = Producer({**cluster, "transactional.id": transactional_id})
+        fencer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
         fencer.init_transactions(30)  # the task's transaction is open: the coordinator aborts it
         fencer.flush(0)
     finally:
