@@ -119,6 +119,7 @@ class SparkTaskJob:
         self.entry = entry
         self.outcomes: list[dict[str, Any]] = []
         self.error: BaseException | None = None
+        self._cancelled = False  # by `cancel()`: the job's end is then no error of its own
         self._thread = threading.Thread(target=self._run, name=job_group, daemon=True)
 
     def start(self) -> SparkTaskJob:
@@ -133,7 +134,10 @@ class SparkTaskJob:
             self.outcomes = rdd.mapPartitionsWithIndex(self.entry(self.specs)).collect()
         except BaseException as exc:
             self.error = exc
-            log.error("Spark job group %s ended with an error: %s", self.job_group, self.failure_reason())
+            if self._cancelled:
+                log.info("Spark job group %s ended: cancelled (%s)", self.job_group, self.failure_reason())
+            else:
+                log.error("Spark job group %s ended with an error: %s", self.job_group, self.failure_reason())
 
     def failure_reason(self) -> str:
         """Why the job failed, in Spark's words: the "Job aborted ..." line rather than py4j's
@@ -156,6 +160,7 @@ class SparkTaskJob:
 
     def cancel(self) -> None:
         log.warning("cancelling Spark job group %s", self.job_group)
+        self._cancelled = True
         self.spark.sparkContext.cancelJobGroup(self.job_group)
         self.wait(30)
 
