@@ -66,13 +66,11 @@ def worker(
     import logging
 
     from eosconnect.distributed import run_distributed
-    from eosconnect.launch import arm_exit_watchdog
     from eosconnect.runtime.log_repeats import install_repeat_filter
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     install_repeat_filter()
     run_distributed(properties, ready_file)
-    arm_exit_watchdog()
 
 
 @app.command()

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eosconnect.launch import load_properties, run_worker
+from eosconnect.launch import EXIT_GRACE_S, load_properties, run_worker
 
 __all__ = ["run_distributed"]
 
 
 def run_distributed(properties: Path, ready_file: Path | None = None) -> None:
     """Run the worker `properties` describes; `ready_file` gets its URL and pid once it serves."""
-    run_worker(load_properties(properties), ready_file, source=str(properties))
+    run_worker(load_properties(properties), ready_file, source=str(properties), exit_within_s=EXIT_GRACE_S)

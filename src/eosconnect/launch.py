@@ -36,8 +36,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[16,4]"
 DEFAULT_LISTENER = "http://127.0.0.1:8083"
-#: How long a stopped worker's interpreter may take to exit before `arm_exit_watchdog` ends it.
-EXIT_GRACE_S = 10.0
+#: How long `eosconnect worker` may take from SIGTERM to its exit before `arm_exit_watchdog` ends it:
+#: tasks stop within seconds, the REST server within 20 s, Spark within its own bound.
+EXIT_GRACE_S = 45.0
 
 
 def load_properties(path: Path | str) -> dict[str, str]:
@@ -110,8 +111,10 @@ def run_worker(
     *,
     source: str = "worker.properties",
     warn_unknown: bool = True,
+    exit_within_s: float | None = None,
 ) -> None:
-    """Start everything and block until a termination signal.
+    """Start everything and block until a termination signal; with `exit_within_s`, the process
+    ends at the latest that long after the signal (`arm_exit_watchdog`).
 
     Before Spark starts (preflight.py): the settings are checked (`source` names them in errors;
     `warn_unknown=False` when a caller such as `mirror-maker` checked them already), the brokers
@@ -163,6 +166,8 @@ def run_worker(
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("received signal %s; stopping the worker", signum)
+        if exit_within_s is not None and not stop.is_set():
+            arm_exit_watchdog(exit_within_s)
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -185,23 +190,23 @@ def run_worker(
 
 
 def arm_exit_watchdog(grace_s: float = EXIT_GRACE_S) -> None:
-    """Bound the exit of a process whose worker stopped: the interpreter's exit joins every thread
-    that is not a daemon (a client's pending call, an executor's queued work), and the test suite
-    saw stopped workers linger 60 s past SIGTERM that way, until their SIGKILL. A daemon timer,
-    armed once everything the worker owns was stopped, names each thread still alive after
-    `grace_s`, with where it is, in a WARNING, and ends the process with status 0. A normal exit
-    comes first and takes the timer with it."""
+    """Bound the exit of a process whose worker is stopping: the interpreter's exit joins every
+    thread that is not a daemon (a client's pending call, an executor's queued work), and the test
+    suite saw stopped workers linger 60 s past SIGTERM, until their SIGKILL, with nothing in their
+    logs after "stopping Spark application". A daemon timer, armed at the signal, names every
+    thread still alive after `grace_s`, with where it is, in a WARNING, and ends the process with
+    status 0 (the tasks were told to stop at the signal and are fenced by their next generation
+    anyway). A normal exit comes first and takes the timer with it."""
 
     def force_exit() -> None:
         frames = sys._current_frames()
         for thread in threading.enumerate():
-            if thread.daemon or thread is threading.main_thread() or not thread.is_alive():
-                continue
+            if thread is threading.current_thread() or thread.daemon or not thread.is_alive():
+                continue  # the main thread is not a daemon: it is named too, wherever it waits
             frame = frames.get(thread.ident or -1)
             where = "".join(traceback.format_stack(frame)[-4:]) if frame is not None else ""
-            log.warning(
-                "thread %r kept the stopped worker from exiting for %.0f s:\n%s", thread.name, grace_s, where
-            )
+            told = "after the worker was told to stop"
+            log.warning("thread %r still runs %.0f s %s:\n%s", thread.name, grace_s, told, where)
         log.warning("exiting without those threads")
         logging.shutdown()
         sys.stdout.flush()

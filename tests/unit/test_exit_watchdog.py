@@ -29,7 +29,7 @@ def test_a_lingering_thread_does_not_keep_a_stopped_worker_alive() -> None:
     done = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=60)
     assert time.monotonic() - started < 30
     assert done.returncode == 0, done.stderr
-    assert "thread 'stuck-helper' kept the stopped worker from exiting" in done.stderr, done.stderr
+    assert "thread 'stuck-helper' still runs" in done.stderr, done.stderr
     assert "stuck_in_a_client_call" in done.stderr  # where it was
 
 
@@ -37,5 +37,5 @@ def test_a_clean_exit_is_not_delayed() -> None:
     program = "from eosconnect.launch import arm_exit_watchdog\narm_exit_watchdog(30)\n"
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "kept the stopped worker" not in done.stderr, done.stderr
+    assert done.returncode == 0 and "after the worker was told to stop" not in done.stderr, done.stderr
     assert time.monotonic() - started < 20  # not the watchdog's 30 s
