@@ -586,7 +586,8 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         why = f"fenced while committing ({err.str()})"
         if not self._renewed_after_fence(why):
             return None
-        view = self.offset_view if self.offset_view is not None else self.read_offsets()
+        view = self.offset_view  # read at start-up (`start_task`), before any commit
+        assert view is not None
         view.refresh(self.offsets_read_timeout_s())
         found = view.offsets(offsets)
         if all(found.get(partition) == offset for partition, offset in offsets.items()):
