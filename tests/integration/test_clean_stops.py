@@ -52,6 +52,9 @@ def test_sigterm_and_connector_stop_before_the_first_flush_repeat_nothing(
     worker.signal(signal.SIGTERM)
     worker.proc.wait(60)
     assert worker.proc is not None and worker.proc.returncode == 0, worker.tail()
+    # Its slot hosts (tasks are packed by default) ended by themselves once their tasks had stopped:
+    # the worker cancelled no Spark job.
+    assert "cancelling Spark job group" not in worker.log_path.read_text(errors="replace"), worker.tail()
     first_run = len(read_committed(data))
     assert first_run < 2 * PER_TASK, "the run was over before the stop: raise records.per.task"
 

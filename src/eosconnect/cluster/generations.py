@@ -22,7 +22,7 @@ import uuid
 
 from eosconnect.cluster.herder_state import LAUNCHED, GenerationRun, HerderState, TaskRuntime
 from eosconnect.cluster.jobs import SparkTaskJob
-from eosconnect.cluster.packing import OWN_SLOT, HostedTasks
+from eosconnect.cluster.packing import HOST_END_WAIT_S, OWN_SLOT, HostedTasks
 from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import executor_slots
 from eosconnect.cluster.task_channel import RestStartupCoordinator, RestTaskControl
@@ -231,6 +231,9 @@ class Generations(HerderState):
                 for job in (run.job, *run.extra_jobs):
                     if job.running():
                         job.cancel()
+            # Hosts whose tasks ended learn at their next question (every 50 ms once empty) that they
+            # may end; only those still running after that are cancelled.
+            self._hosts.wait_ended(max(deadline, time.monotonic() + HOST_END_WAIT_S))
             self._hosts.cancel_all()
 
     def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> None:

@@ -43,6 +43,8 @@ HOST_IDLE_S = 10.0
 #: A host that has asked before (every half second) but not for this long gets no new task: its
 #: Python worker may be frozen (SIGSTOP, swapped out), and a task placed there would never start.
 HOST_SILENT_S = 5.0
+#: At a worker's stop, how long hosts whose tasks ended get to end by themselves before a cancel.
+HOST_END_WAIT_S = 2.0
 
 
 def wants_own_slot(connector_config: Mapping[str, str] | None) -> bool:
@@ -299,6 +301,14 @@ class SlotHosts:
         with self._lock:
             for host in self.hosts.values():
                 host.stopping = True
+
+    def wait_ended(self, deadline: float) -> None:
+        """Wait until every host's Spark job has ended, or until `deadline` (time.monotonic())."""
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not any(h.job.running() for h in self.hosts.values()):
+                    return
+            time.sleep(0.05)
 
     def cancel_all(self) -> None:
         with self._lock:

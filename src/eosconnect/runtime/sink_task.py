@@ -59,6 +59,7 @@ from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_par
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
 from eosconnect.runtime.control import Directive, confirm_paused
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
+from eosconnect.runtime.fetch_stall import FetchStallWatch
 from eosconnect.runtime.frozen_heap import frozen_heap
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
@@ -243,6 +244,8 @@ class SinkTaskRunner:
         self.last_commit_s: float | None = None
         #: The last consume found nothing queued (the task got an empty `put`): the next one waits.
         self._drained = False
+        #: Partitions with records the consumer stopped delivering are sought again (fetch_stall.py).
+        self.fetch_stall = FetchStallWatch(self.log)
 
     # ----------------------------------------------------------------------------- template
     def run(self) -> TaskOutcome:
@@ -345,6 +348,7 @@ class SinkTaskRunner:
             self._pause_for_worker(directive is Directive.PAUSE)
             if directive is Directive.RUN:
                 self._deliver_next_batch()
+                self._watch_fetching()
             else:
                 self._poll_nothing()
                 confirm_paused(self.spec.control)
@@ -375,6 +379,7 @@ class SinkTaskRunner:
             converting = time.perf_counter()
             self.wall.add("poll" if messages else "poll (nothing)", converting - polled)
             if messages:
+                self.fetch_stall.got_records()
                 self.last_record_s = converting - self.wall.started
                 if self.first_record_s is None:
                     self.first_record_s = self.last_record_s
@@ -395,6 +400,15 @@ class SinkTaskRunner:
             self._pause_assigned(False)
         self.metrics.record_write(len(records))
         self.current.update(positions)
+
+    def _watch_fetching(self) -> None:
+        """Seek again the partitions the consumer stopped delivering (fetch_stall.py): those the task
+        reads (assigned, not paused, not waiting for a restart) at the position it expects next."""
+        if self._retry is not None or self._paused_by_worker or self.consumer is None:
+            return
+        reading = self.context.assigned - self.context.paused - self._restarts.keys()
+        positions = {tp: self.current[tp].offset for tp in reading if tp in self.current}
+        self.fetch_stall.check(self.consumer, positions)
 
     def _consume(self) -> list[Any]:
         """What the consumer has queued (up to `MAX_BATCH`), without waiting; when nothing is, an

@@ -84,8 +84,15 @@ __all__ = ["TransactionCallHung", "TransactionRetry", "TransactionalSinkProducer
 
 log = logging.getLogger(__name__)
 
-#: How much longer than its own timeout a transaction call is waited for before it counts as hung.
-HUNG_CALL_GRACE_S = 15.0
+#: How much longer than its own timeout a transaction call is waited for before it counts as hung
+#: (librdkafka keeps its timeouts to the millisecond when it keeps them at all; this covers a busy
+#: interpreter).
+HUNG_CALL_GRACE_S = 5.0
+#: The longest `send_offsets_to_transaction()` is given: it takes milliseconds, or seconds while a
+#: restarted broker loads its coordinator partitions. Past it the transaction is aborted and written
+#: again; a call that does not return (librdkafka 5456, 5511) renews the producer 15 s in rather than
+#: at half the transaction timeout, a mirror's whole standstill after a broker restart.
+SEND_OFFSETS_TIMEOUT_S = 10.0
 
 
 #: A missing ACL: writing the transaction again cannot help, the task fails naming it.
@@ -385,7 +392,7 @@ class TransactionalSinkProducer:
             self._write_participant_records(producer)
         if offsets:
             metadata = consumer.consumer_group_metadata()
-            timeout = self._call_timeout_s(ABORT_AFTER_SHARE)
+            timeout = min(SEND_OFFSETS_TIMEOUT_S, self._call_timeout_s(ABORT_AFTER_SHARE))
             try:
                 self._bounded_call(
                     Step.SEND_OFFSETS,

@@ -1,0 +1,74 @@
+"""FetchStallWatch's decisions: when a sink task's consumer counts as stalled, what it says and where
+it seeks. (A real librdkafka consumer cannot be made to stop fetching on demand; the stand-in answers
+only the two calls the watch makes: the cached high watermark and seek.)"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from eosconnect.api.records import TopicPartition
+from eosconnect.runtime.fetch_stall import FetchStallWatch
+from eosconnect.runtime.task import TaskLogAdapter
+
+STALL_S = 0.2
+A, B = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+class Watermarks:
+    def __init__(self, high: dict[TopicPartition, int]) -> None:
+        self.high = high
+        self.sought: list[tuple[str, int, int]] = []
+
+    def get_watermark_offsets(self, tp: KafkaTopicPartition, cached: bool = False) -> tuple[int, int]:
+        assert cached, "the watch must not ask the broker from the task's loop"
+        return 0, self.high.get(TopicPartition(tp.topic, tp.partition), -1001)
+
+    def seek(self, tp: KafkaTopicPartition) -> None:
+        self.sought.append((tp.topic, tp.partition, tp.offset))
+
+
+@pytest.fixture
+def watch() -> FetchStallWatch:
+    return FetchStallWatch(TaskLogAdapter(logging.getLogger("test"), {"id": "sink-0"}), stall_s=STALL_S)
+
+
+def test_a_partition_with_records_past_the_position_is_sought_there_after_the_stall(watch, caplog):
+    consumer = Watermarks({A: 50, B: 11})
+    assert watch.check(consumer, {A: 20, B: 10}) == []  # not yet: the stall has not lasted
+    time.sleep(STALL_S * 1.3)
+    with caplog.at_level(logging.WARNING):
+        assert watch.check(consumer, {A: 20, B: 10}) == [A]  # B: only a transaction marker past it
+    assert consumer.sought == [("t", 0, 20)]
+    assert "t-0 (position 20, end 50)" in caplog.text and "t-1" not in caplog.text
+    assert "seeking them again" in caplog.text
+
+
+def test_it_is_said_once_per_position_and_again_when_the_partition_moved(watch):
+    consumer = Watermarks({A: 50})
+    time.sleep(STALL_S * 1.3)
+    assert watch.check(consumer, {A: 20}) == [A]
+    time.sleep(STALL_S / 4 + 0.01)
+    assert watch.check(consumer, {A: 20}) == []  # same position, same end: not again
+    consumer.high[A] = 60
+    time.sleep(STALL_S / 4 + 0.01)
+    assert watch.check(consumer, {A: 20}) == [A]
+    assert consumer.sought == [("t", 0, 20), ("t", 0, 20)]
+
+
+def test_records_arriving_keep_the_watch_quiet(watch):
+    consumer = Watermarks({A: 50})
+    for _ in range(4):
+        time.sleep(STALL_S / 2)
+        watch.got_records()
+        assert watch.check(consumer, {A: 20}) == []
+    assert consumer.sought == []
+
+
+def test_a_partition_librdkafka_knows_no_end_of_is_left_alone(watch):
+    consumer = Watermarks({})  # never fetched: librdkafka caches no watermark (-1001)
+    time.sleep(STALL_S * 1.3)
+    assert watch.check(consumer, {A: 0}) == []
