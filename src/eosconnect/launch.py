@@ -14,6 +14,7 @@ gives 16 long-running task slots on one machine and 4 attempts per task (retries
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -39,6 +40,8 @@ DEFAULT_LISTENER = "http://127.0.0.1:8083"
 #: How long `eosconnect worker` may take from SIGTERM to its exit before `arm_exit_watchdog` ends it:
 #: tasks stop within seconds (Kafka Connect gives them 5 s), a whole stop takes 1-3 s in the tests.
 EXIT_GRACE_S = 25.0
+#: After the grace, how long the watchdog's Python timer has before a C-level one ends the process.
+GIL_FREE_EXIT_AFTER_S = 5.0
 
 
 def load_properties(path: Path | str) -> dict[str, str]:
@@ -216,3 +219,8 @@ def arm_exit_watchdog(grace_s: float = EXIT_GRACE_S) -> None:
     timer = threading.Timer(grace_s, force_exit)
     timer.daemon = True
     timer.start()
+    # The timer runs Python code, so it needs the GIL, and a C call that blocks while holding it (a
+    # client library's destructor, say) stops the timer too: the CI runs still saw workers linger 60 s
+    # with nothing in their logs. faulthandler's watchdog is a C thread: it writes every thread's
+    # Python stack to stderr (the worker's log) and exits with status 1, GIL or not.
+    faulthandler.dump_traceback_later(grace_s + GIL_FREE_EXIT_AFTER_S, exit=True, file=sys.__stderr__)
