@@ -223,4 +223,4 @@ def arm_exit_watchdog(grace_s: float = EXIT_GRACE_S) -> None:
     # client library's destructor, say) stops the timer too: the CI runs still saw workers linger 60 s
     # with nothing in their logs. faulthandler's watchdog is a C thread: it writes every thread's
     # Python stack to stderr (the worker's log) and exits with status 1, GIL or not.
-    faulthandler.dump_traceback_later(grace_s + GIL_FREE_EXIT_AFTER_S, exit=True, file=sys.__stderr__)
+    faulthandler.dump_traceback_later(grace_s + GIL_FREE_EXIT_AFTER_S, exit=True, file=2)  # stderr
