@@ -27,6 +27,11 @@ class ScriptedAdmin:
     def __init__(self, *outcomes: int | KafkaError) -> None:
         self.outcomes = list(outcomes)
         self.calls: list[float] = []
+        #: Topics whose metadata was asked for (what refreshes a real client's leaders).
+        self.metadata_asked: list[str] = []
+
+    def list_topics(self, topic: str, timeout: float) -> None:
+        self.metadata_asked.append(topic)
 
     def list_offsets(
         self, request: dict[TopicPartition, object], isolation_level: object, request_timeout: float
@@ -66,6 +71,9 @@ def test_transient_errors_are_retried_until_an_answer(code: int) -> None:
     admin = ScriptedAdmin(KafkaError(code), KafkaError(code), 42)
     assert end_offsets(admin, PARTITIONS) == {("t", 0): 42, ("t", 1): 42}  # type: ignore[arg-type]
     assert len(admin.calls) == 3
+    # an answer that says the client's leaders are out of date refreshes them before the next try
+    stale = code in topic_reader.STALE_LEADER_CODES
+    assert admin.metadata_asked == (["t", "t"] if stale else []), admin.metadata_asked
 
 
 def test_each_attempt_is_short_so_a_dead_leader_costs_one_attempt_not_the_whole_timeout() -> None:

@@ -9,6 +9,7 @@ the offsets and config stores and by the verifier alike.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -37,6 +38,20 @@ READER_FETCH_WAIT_MS = 5
 #: One ListOffsets attempt. A request to a leader that just died waits out this timeout, not the
 #: caller's whole one: the next attempt looks the leaders up again.
 LIST_OFFSETS_ATTEMPT_S = 8.0
+#: ListOffsets answers that say the admin client's idea of a partition's leader is out of date.
+#: After a broker restart librdkafka's admin client kept answering _NOENT ("No leaders found") for
+#: a partition that broker led again, for over a minute (its periodic metadata refresh is every 5
+#: minutes), and the leader's herder ticks failed meanwhile; asking for the topic's metadata ends it
+#: at once (test_broker_restart.py).
+STALE_LEADER_CODES = frozenset(
+    {
+        KafkaError._NOENT,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+    }
+)
 
 
 class ReadTimeout(TimeoutError):
@@ -73,7 +88,14 @@ def end_offsets(
         futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=attempt_s)
         # librdkafka answers every future by `attempt_s`; the margin only guards against a hang.
         wait = attempt_s + 5
-        return {(tp.topic, tp.partition): f.result(timeout=wait).offset for tp, f in futures.items()}
+        try:
+            return {(tp.topic, tp.partition): f.result(timeout=wait).offset for tp, f in futures.items()}
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and err.code() in STALE_LEADER_CODES:
+                with contextlib.suppress(KafkaException):  # the retry asks again, refreshed or not
+                    load_leaders(admin, {tp.topic for tp in request}, attempt_s)
+            raise
 
     return retry_transient(attempt, timeout=timeout, doing="listing end offsets")
 
@@ -88,11 +110,11 @@ def assign_promptly(consumer: Consumer, partitions: list[TopicPartition], timeou
     consumer.assign(partitions)
 
 
-def load_leaders(consumer: Consumer, topics: Iterable[str], timeout: float = 30.0) -> None:
-    """One metadata request per topic, so that `consumer` knows their partitions' leaders (see
-    `assign_promptly`)."""
+def load_leaders(client: Consumer | AdminClient, topics: Iterable[str], timeout: float = 30.0) -> None:
+    """One metadata request per topic, so that `client` knows their partitions' leaders (see
+    `assign_promptly`, `end_offsets`)."""
     for topic in sorted(set(topics)):
-        consumer.list_topics(topic, timeout=timeout)
+        client.list_topics(topic, timeout=timeout)
 
 
 def topic_partitions(admin: AdminClient, topic: str, timeout: float = 30.0) -> list[TopicPartition]:
