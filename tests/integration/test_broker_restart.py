@@ -285,33 +285,27 @@ def test_the_election_replaces_a_consumer_that_cannot_settle_and_the_leader_lead
 
 
 def test_end_offsets_of_one_admin_client_follow_a_leader_that_restarted(
-    kafka3: LocalKafkaCluster, topic_name
+    kafka3: LocalKafkaCluster, bootstrap: str, topic_name
 ) -> None:
     """An admin client that listed a partition's end before its leader restarted and led again got
     _NOENT ("No leaders found") from ListOffsets for over a minute (its metadata refresh is every
     5 minutes), which stalled the leader's config reads in the chaos soak. `end_offsets` refreshes
     the client's metadata on such answers, so it follows the leader within its retries."""
-    topic = topic_name("moved-leader")
-    helper = AdminClient({"bootstrap.servers": kafka3.bootstrap_servers})
-    helper.create_topics([NewTopic(topic, 1, 3)])[topic].result()
+    topic = create_replicated_topic(bootstrap, topic_name("moved-leader"), 1)
     partition = TopicPartition(topic, 0)
-
-    def leader() -> int:
-        partitions = helper.list_topics(topic, timeout=10).topics[topic].partitions
-        return partitions[0].leader if partitions else -1
-
-    wait_until(lambda: leader() >= 0, 30, f"a leader for {topic}")
-    admin = AdminClient({"bootstrap.servers": kafka3.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     assert end_offsets(admin, [partition], timeout=30) == {(topic, 0): 0}
-    first = leader()
+    first = data_leaders(bootstrap, topic)[0]
     kafka3.stop_node(first)
-    wait_until(lambda: leader() not in (first, -1), 60, "another replica to lead")
+    wait_until(lambda: data_leaders(bootstrap, topic)[0] not in (first, -1), 60, "another replica to lead")
     kafka3.start_node(first)
+
+    elector = AdminClient({"bootstrap.servers": bootstrap})  # not `admin`: its metadata must stay old
 
     def leads_again() -> bool:
         with contextlib.suppress(Exception):  # not electable yet (the broker catches up): ask again
-            helper.elect_leaders(ElectionType.PREFERRED, [partition]).result()
-        return leader() == first
+            elector.elect_leaders(ElectionType.PREFERRED, [partition]).result()
+        return data_leaders(bootstrap, topic)[0] == first
 
     wait_until(leads_again, 90, f"broker {first} to lead {topic} again")
     started = time.monotonic()

@@ -38,10 +38,16 @@ def watch() -> FetchStallWatch:
 
 def test_a_partition_with_records_past_the_position_is_sought_there_after_the_stall(watch, caplog):
     consumer = Watermarks({A: 50, B: 11})
-    assert watch.check(consumer, {A: 20, B: 10}) == []  # not yet: the stall has not lasted
-    time.sleep(STALL_S * 1.3)
+    asked: list[int] = []
+
+    def positions() -> dict[TopicPartition, int]:
+        asked.append(1)
+        return {A: 20, B: 10}
+
+    assert watch.check(consumer, STALL_S / 2, positions) == []  # not yet: the stall has not lasted
+    assert asked == [], "positions are built only when the watch is due"
     with caplog.at_level(logging.WARNING):
-        assert watch.check(consumer, {A: 20, B: 10}) == [A]  # B: only a transaction marker past it
+        assert watch.check(consumer, STALL_S, positions) == [A]  # B: only a transaction marker past it
     assert consumer.sought == [("t", 0, 20)]
     assert "t-0 (position 20, end 50)" in caplog.text and "t-1" not in caplog.text
     assert "seeking them again" in caplog.text
@@ -49,26 +55,22 @@ def test_a_partition_with_records_past_the_position_is_sought_there_after_the_st
 
 def test_it_is_said_once_per_position_and_again_when_the_partition_moved(watch):
     consumer = Watermarks({A: 50})
-    time.sleep(STALL_S * 1.3)
-    assert watch.check(consumer, {A: 20}) == [A]
+    assert watch.check(consumer, STALL_S, lambda: {A: 20}) == [A]
     time.sleep(STALL_S / 4 + 0.01)
-    assert watch.check(consumer, {A: 20}) == []  # same position, same end: not again
+    assert watch.check(consumer, STALL_S * 2, lambda: {A: 20}) == []  # same position, same end
     consumer.high[A] = 60
     time.sleep(STALL_S / 4 + 0.01)
-    assert watch.check(consumer, {A: 20}) == [A]
+    assert watch.check(consumer, STALL_S * 3, lambda: {A: 20}) == [A]
     assert consumer.sought == [("t", 0, 20), ("t", 0, 20)]
 
 
-def test_records_arriving_keep_the_watch_quiet(watch):
+def test_checks_come_at_most_every_quarter_of_the_stall(watch):
     consumer = Watermarks({A: 50})
-    for _ in range(4):
-        time.sleep(STALL_S / 2)
-        watch.got_records()
-        assert watch.check(consumer, {A: 20}) == []
-    assert consumer.sought == []
+    assert watch.check(consumer, STALL_S, lambda: {A: 20}) == [A]
+    consumer.high[A] = 60
+    assert watch.check(consumer, STALL_S, lambda: {A: 20}) == []  # too soon after the last check
 
 
 def test_a_partition_librdkafka_knows_no_end_of_is_left_alone(watch):
     consumer = Watermarks({})  # never fetched: librdkafka caches no watermark (-1001)
-    time.sleep(STALL_S * 1.3)
-    assert watch.check(consumer, {A: 0}) == []
+    assert watch.check(consumer, STALL_S, lambda: {A: 0}) == []

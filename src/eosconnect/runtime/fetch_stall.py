@@ -3,7 +3,7 @@
 After broker restarts librdkafka can leave an assigned partition out of its fetch loop (e.g. stuck
 in offset validation, librdkafka issue 4492) while the group membership looks healthy: the task
 then copies nothing and logs nothing, for as long as the process lives. The sink loop tells this
-watch whenever it got records; when it got none for `STALL_S` while a partition it reads has records
+watch how long it has had no record; after `STALL_S` of that, while a partition it reads has records
 past the task's position (by the high watermark librdkafka last saw), the watch says so at WARN, once
 per position, and seeks those partitions to the task's position, where librdkafka starts fetching them
 again. That position is the next record the task expects, so the seek repeats and skips nothing.
@@ -12,7 +12,7 @@ again. That position is the next record the task expects, so the seek repeats an
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -29,29 +29,29 @@ STALL_S = 40.0
 
 
 class FetchStallWatch:
+    """Decides when a sink task's consumer counts as stalled, says so, and seeks again."""
+
     def __init__(self, log: TaskLogAdapter, stall_s: float = STALL_S) -> None:
         self.log = log
         self.stall_s = stall_s
-        self._last_record = time.monotonic()
-        self._next_check = self._last_record + stall_s
+        self._next_check = 0.0
         #: Per partition, the (position, high watermark) last reported: said once, not every check.
         self._reported: dict[TopicPartition, tuple[int, int]] = {}
 
-    def got_records(self) -> None:
-        self._last_record = time.monotonic()
-
-    def check(self, consumer: Consumer, positions: Mapping[TopicPartition, int]) -> list[TopicPartition]:
-        """After `stall_s` without a record: the partitions of `positions` (the task's unpaused
-        ones and where it goes on) with records past their position, each sought there again;
-        reported once per position. Returns the partitions sought."""
+    def check(
+        self, consumer: Consumer, idle_s: float, positions: Callable[[], Mapping[TopicPartition, int]]
+    ) -> list[TopicPartition]:
+        """After `stall_s` without a record (`idle_s`), at most every quarter of it: the partitions
+        of `positions()` (the task's unpaused ones and where it goes on) with records past their
+        position, each sought there again; reported once per position. Returns those sought."""
+        if idle_s < self.stall_s:
+            return []
         now = time.monotonic()
         if now < self._next_check:
             return []
         self._next_check = now + self.stall_s / 4
-        if now - self._last_record < self.stall_s:
-            return []
         behind: dict[TopicPartition, tuple[int, int]] = {}
-        for tp, position in positions.items():
+        for tp, position in positions().items():
             kafka_tp = KafkaTopicPartition(tp.topic, tp.partition)
             _low, high = consumer.get_watermark_offsets(kafka_tp, cached=True)
             # more than a transaction marker past the position (markers are never delivered)
@@ -64,7 +64,7 @@ class FetchStallWatch:
             "consumed nothing for %.0fs although %s hold records past its position; seeking them again "
             "(librdkafka can stop fetching a partition after a broker restart; a transaction left open in "
             "the topic also holds read_committed readers back until it ends)",
-            now - self._last_record,
+            idle_s,
             ", ".join(f"{tp} (position {p}, end {h})" for tp, (p, h) in sorted(behind.items())),
         )
         for tp, (position, _high) in behind.items():

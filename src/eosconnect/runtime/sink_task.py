@@ -379,7 +379,6 @@ class SinkTaskRunner:
             converting = time.perf_counter()
             self.wall.add("poll" if messages else "poll (nothing)", converting - polled)
             if messages:
-                self.fetch_stall.got_records()
                 self.last_record_s = converting - self.wall.started
                 if self.first_record_s is None:
                     self.first_record_s = self.last_record_s
@@ -406,9 +405,13 @@ class SinkTaskRunner:
         reads (assigned, not paused, not waiting for a restart) at the position it expects next."""
         if self._retry is not None or self._paused_by_worker or self.consumer is None:
             return
-        reading = self.context.assigned - self.context.paused - self._restarts.keys()
-        positions = {tp: self.current[tp].offset for tp in reading if tp in self.current}
-        self.fetch_stall.check(self.consumer, positions)
+        idle_s = time.perf_counter() - self.wall.started - (self.last_record_s or 0.0)
+
+        def positions() -> dict[TopicPartition, int]:  # only when the watch is due, not every batch
+            reading = self.context.assigned - self.context.paused - self._restarts.keys()
+            return {tp: self.current[tp].offset for tp in reading if tp in self.current}
+
+        self.fetch_stall.check(self.consumer, idle_s, positions)
 
     def _consume(self) -> list[Any]:
         """What the consumer has queued (up to `MAX_BATCH`), without waiting; when nothing is, an
