@@ -15,6 +15,7 @@ from eosconnect.runtime.fetch_stall import FetchStallWatch
 from eosconnect.runtime.task import TaskLogAdapter
 
 STALL_S = 0.2
+PAUSE_S = 0.1
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
@@ -33,7 +34,8 @@ class Watermarks:
 
 @pytest.fixture
 def watch() -> FetchStallWatch:
-    return FetchStallWatch(TaskLogAdapter(logging.getLogger("test"), {"id": "sink-0"}), stall_s=STALL_S)
+    log = TaskLogAdapter(logging.getLogger("test"), {"id": "sink-0"})
+    return FetchStallWatch(log, stall_s=STALL_S, pause_s=PAUSE_S)
 
 
 def test_a_partition_with_records_past_the_position_is_sought_there_after_the_stall(watch, caplog):
@@ -74,3 +76,22 @@ def test_checks_come_at_most_every_quarter_of_the_stall(watch):
 def test_a_partition_librdkafka_knows_no_end_of_is_left_alone(watch):
     consumer = Watermarks({})  # never fetched: librdkafka caches no watermark (-1001)
     assert watch.check(consumer, STALL_S, lambda: {A: 0}) == []
+
+
+def test_a_task_that_was_not_polling_counts_its_stall_from_when_it_polls_again(watch, caplog):
+    """A SIGSTOPped zombie wakes with a long idle time: its consumer did not stop fetching, the
+    process stopped. Only polling time counts, so nothing is said or sought until the task has polled
+    for the whole stall after waking."""
+    consumer = Watermarks({A: 50})
+    assert watch.check(consumer, 0.0, lambda: {A: 20}) == []
+    time.sleep(PAUSE_S * 1.5)  # no check meanwhile: the process was stopped
+    woke = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        assert watch.check(consumer, STALL_S * 10, lambda: {A: 20}) == [], "the stop is no fetch stall"
+        sought: list[TopicPartition] = []
+        while not sought and time.monotonic() - woke < STALL_S * 3:
+            time.sleep(PAUSE_S / 5)
+            sought = watch.check(consumer, STALL_S * 10 + time.monotonic() - woke, lambda: {A: 20})
+    assert sought == [A], "a stall after waking is still noticed"
+    assert time.monotonic() - woke >= STALL_S
+    assert caplog.text.count("seeking them again") == 1

@@ -7,10 +7,15 @@ watch how long it has had no record; after `STALL_S` of that, while a partition 
 past the task's position (by the high watermark librdkafka last saw), the watch says so at WARN, once
 per position, and seeks those partitions to the task's position, where librdkafka starts fetching them
 again. That position is the next record the task expects, so the seek repeats and skips nothing.
+
+Only time spent polling counts: a task whose process was stopped (a SIGSTOPped zombie, a machine
+stall) or whose loop was busy elsewhere (a slow commit) wakes up with a long "no record" time that
+says nothing about its consumer, so a gap of `PAUSE_S` between two checks starts the count again.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 
@@ -20,34 +25,42 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from eosconnect.api.records import TopicPartition
 from eosconnect.runtime.task import TaskLogAdapter
 
-__all__ = ["STALL_S", "FetchStallWatch"]
+__all__ = ["PAUSE_S", "STALL_S", "FetchStallWatch"]
 
 #: How long a task may get no record while its partitions hold some before the watch acts. Longer
 #: than a healthy pause: a source's open transaction holds read_committed readers back up to its
 #: timeout, and a broker restart's leader moves take seconds.
 STALL_S = 40.0
+#: A gap this long between two checks (the loop checks after every poll of at most a second) means
+#: the task was not polling meanwhile: the stall is counted again from there.
+PAUSE_S = 10.0
 
 
 class FetchStallWatch:
     """Decides when a sink task's consumer counts as stalled, says so, and seeks again."""
 
-    def __init__(self, log: TaskLogAdapter, stall_s: float = STALL_S) -> None:
+    def __init__(self, log: TaskLogAdapter, stall_s: float = STALL_S, pause_s: float = PAUSE_S) -> None:
         self.log = log
         self.stall_s = stall_s
+        self.pause_s = pause_s
         self._next_check = 0.0
+        self._last_call: float | None = None
+        self._polling_since = -math.inf  # until a gap: as long as the task's own idle time says
         #: Per partition, the (position, high watermark) last reported: said once, not every check.
         self._reported: dict[TopicPartition, tuple[int, int]] = {}
 
     def check(
         self, consumer: Consumer, idle_s: float, positions: Callable[[], Mapping[TopicPartition, int]]
     ) -> list[TopicPartition]:
-        """After `stall_s` without a record (`idle_s`), at most every quarter of it: the partitions
-        of `positions()` (the task's unpaused ones and where it goes on) with records past their
-        position, each sought there again; reported once per position. Returns those sought."""
-        if idle_s < self.stall_s:
-            return []
+        """After `stall_s` without a record (`idle_s`, of which only the time since the task last
+        resumed polling counts), at most every quarter of it: the partitions of `positions()` (the
+        task's unpaused ones and where it goes on) with records past their position, each sought
+        there again; reported once per position. Returns those sought."""
         now = time.monotonic()
-        if now < self._next_check:
+        if self._last_call is not None and now - self._last_call > self.pause_s:
+            self._polling_since = now
+        self._last_call = now
+        if min(idle_s, now - self._polling_since) < self.stall_s or now < self._next_check:
             return []
         self._next_check = now + self.stall_s / 4
         behind: dict[TopicPartition, tuple[int, int]] = {}
