@@ -42,9 +42,11 @@ class HostedTaskControl(RestTaskControl):
     """A task's control inside a slot host: the host's request carries its heartbeat."""
 
     def directive(self) -> Directive:
+        self.loop_watch().asked()
         return self._directive
 
     def heartbeat_body(self) -> dict[str, Any]:
+        self.loop_watch().check()
         state = self.reported_state()
         return {"connector": self.connector, "task": self.task, **self.report_body({"state": state})}
 

@@ -27,6 +27,7 @@ from urllib.parse import quote
 import httpx
 
 from eosconnect.runtime.control import Directive
+from eosconnect.runtime.loop_watch import LoopWatch
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.storage.config_store import ConfigStore
@@ -221,7 +222,8 @@ class RestTaskControl:
     #: one, makes the leader answer this instance "stop" (see `superseded`).
     instance: str = ""
     _metrics: TaskMetrics | None = field(default=None, repr=False)
-    _last_asked: float = field(default=0.0, repr=False)
+    #: When the task thread last asked for its directive; says so if it stops asking (loop_watch.py).
+    _loop: LoopWatch | None = field(default=None, repr=False)
     _last_ok: float = field(default_factory=time.monotonic, repr=False)
     _directive: Directive = field(default=Directive.RUN, repr=False)
     #: The task thread acted on the current PAUSE (`confirm_paused`): only then is it PAUSED.
@@ -231,11 +233,16 @@ class RestTaskControl:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_metrics=None, _beat=None)
+        state.update(_metrics=None, _beat=None, _loop=None)
         return state
 
     def attach(self, metrics: TaskMetrics) -> None:
         self._metrics = metrics
+
+    def loop_watch(self) -> LoopWatch:
+        if self._loop is None:
+            self._loop = LoopWatch(f"{self.connector}-{self.task}")
+        return self._loop
 
     def confirm_paused(self) -> None:
         """The task thread acted on PAUSE (a source committed what was open, a sink stopped
@@ -258,7 +265,7 @@ class RestTaskControl:
         time on a loaded machine; and sent only when the task thread asks, they stopped while it
         waited in a commit for a dead broker, so the leader took a live task for a lost one. The
         thread ends with the task (`report_outcome`), or `BLOCKED_BEAT_S` after its last question."""
-        self._last_asked = time.monotonic()
+        self.loop_watch().asked()
         beat = self._beat
         if not self._ended and (beat is None or not beat.is_alive()):
             self._beat = threading.Thread(
@@ -271,7 +278,8 @@ class RestTaskControl:
         while not self._ended:
             started = time.monotonic()
             self._heartbeat()
-            if time.monotonic() - self._last_asked > BLOCKED_BEAT_S:
+            self.loop_watch().check()
+            if time.monotonic() - self.loop_watch().last_asked > BLOCKED_BEAT_S:
                 return  # the task thread is stuck or gone: let the leader see it silent
             time.sleep(max(0.0, HEARTBEAT_INTERVAL_S - (time.monotonic() - started)))
 
