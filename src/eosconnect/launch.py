@@ -190,6 +190,18 @@ def run_worker(
     herder.stop()  # first: tasks learn "stop" through their heartbeats to the REST server
     server.stop()
     spark.release()
+    quiet_interpreter_exit()
+
+
+def quiet_interpreter_exit() -> None:
+    """Nothing logs once the worker has stopped. The interpreter's exit freezes daemon threads
+    where they stand, one of them possibly inside a log handler with the handler's lock held, and
+    then runs finalizers that log (py4j's connections say "Closing down clientserver connection"
+    in `__del__`): the main thread then waited for that lock forever, and stopped workers lingered
+    until the exit watchdog's faulthandler dump (which showed that wait) or their SIGKILL. The
+    handlers are flushed and closed first, while every thread still runs."""
+    logging.shutdown()
+    logging.disable(logging.CRITICAL)
 
 
 def arm_exit_watchdog(grace_s: float = EXIT_GRACE_S) -> None:

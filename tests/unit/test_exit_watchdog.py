@@ -65,3 +65,47 @@ def test_a_call_blocking_with_the_gil_held_does_not_keep_a_stopped_worker_alive(
     assert time.monotonic() - started < 30
     assert done.returncode == 1, done.stderr  # faulthandler's exit
     assert "blocked_in_c_holding_the_gil" in done.stderr, done.stderr  # where the main thread was
+
+
+FINALIZER_PROGRAM = textwrap.dedent(
+    """
+    import gc, logging, sys, threading, time
+    from eosconnect.launch import quiet_interpreter_exit
+
+    logging.basicConfig(level="INFO")
+    handler = logging.getLogger().handlers[0]
+    log = logging.getLogger("py4j.clientserver")
+
+    class LogsWhenCollected:  # as py4j's connections do in __del__
+        def __init__(self):
+            self.cycle = self  # collected by the interpreter's last garbage collection
+
+        def __del__(self, log=log):
+            log.info("Closing down clientserver connection")
+
+    def logs_all_the_time():  # a daemon thread mostly inside a handler when the exit freezes it
+        while True:
+            with handler.lock:
+                time.sleep(0.01)  # gives up the GIL holding the lock, as a write to the log does
+
+    gc.disable()  # the cycle waits for the interpreter's exit
+    LogsWhenCollected()
+    threading.Thread(target=logs_all_the_time, daemon=True).start()
+    time.sleep(0.1)
+    if sys.argv[1] == "quiet":
+        quiet_interpreter_exit()
+    """
+)
+
+
+def test_finalizers_that_log_do_not_hang_a_stopped_workers_exit() -> None:
+    """The worker's last act (`quiet_interpreter_exit`) keeps finalizers from waiting for a log
+    handler's lock that a daemon thread, frozen by the interpreter's exit, holds forever (without it
+    this program hangs until it is killed)."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", FINALIZER_PROGRAM, "quiet"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 30
+    assert "Closing down clientserver connection" not in done.stderr
