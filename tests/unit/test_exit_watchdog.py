@@ -69,7 +69,7 @@ def test_a_call_blocking_with_the_gil_held_does_not_keep_a_stopped_worker_alive(
 
 FINALIZER_PROGRAM = textwrap.dedent(
     """
-    import gc, logging, sys, threading, time
+    import gc, logging, threading, time
     from eosconnect.launch import quiet_interpreter_exit
 
     logging.basicConfig(level="INFO")
@@ -92,8 +92,7 @@ FINALIZER_PROGRAM = textwrap.dedent(
     LogsWhenCollected()
     threading.Thread(target=logs_all_the_time, daemon=True).start()
     time.sleep(0.1)
-    if sys.argv[1] == "quiet":
-        quiet_interpreter_exit()
+    quiet_interpreter_exit()
     """
 )
 
@@ -101,11 +100,9 @@ FINALIZER_PROGRAM = textwrap.dedent(
 def test_finalizers_that_log_do_not_hang_a_stopped_workers_exit() -> None:
     """The worker's last act (`quiet_interpreter_exit`) keeps finalizers from waiting for a log
     handler's lock that a daemon thread, frozen by the interpreter's exit, holds forever (without it
-    this program hangs until it is killed)."""
-    started = time.monotonic()
+    this program hangs: the run's timeout fails the test)."""
     done = subprocess.run(
-        [sys.executable, "-c", FINALIZER_PROGRAM, "quiet"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", FINALIZER_PROGRAM], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - started < 30
     assert "Closing down clientserver connection" not in done.stderr
