@@ -30,6 +30,7 @@ import javaproperties
 from eosconnect.api.plugins import configure_plugin_path
 from eosconnect.cli_errors import UserError
 from eosconnect.preflight import bind_listener, check_brokers, check_worker_acls, check_worker_settings
+from eosconnect.runtime.loop_watch import dump_stacks_on_sigusr1
 
 __all__ = ["arm_exit_watchdog", "load_properties", "run_worker"]
 
@@ -176,6 +177,7 @@ def run_worker(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGHUP, on_signal)  # a closed terminal: stop as cleanly as Kafka Connect does
+    dump_stacks_on_sigusr1()
     _progress(
         f"reading the internal topics on {worker.bootstrap_servers} and joining group {worker.group_id} ..."
     )

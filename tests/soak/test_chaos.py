@@ -322,6 +322,20 @@ class Chaos:
             self.restart_hung()
         return self.dead()
 
+    def dump_stacks(self) -> None:
+        """Before a failed soak's logs are kept: every thread's stack of the worker and of each task's
+        process (SIGUSR1, runtime/loop_watch.py), into the worker log, for what no log line says."""
+        assert self.worker.proc is not None
+        pids = {self.worker.proc.pid}
+        with contextlib.suppress(Exception):  # REST not answering: the worker's own stacks still
+            runtimes = self.worker.request("GET", "/internal/tasks").json().values()
+            pids |= {r["pid"] for r in runtimes if r.get("pid")}
+        for pid in sorted(pids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+        self.log(f"asked processes {sorted(pids)} for their threads' stacks (in the worker log)")
+        time.sleep(3)
+
     def all_running(self, connector: Connector) -> bool:
         """tasks.max tasks, all RUNNING in one generation, by status and by their heartbeats."""
         self.restart_hung()
@@ -696,6 +710,8 @@ def test_exactly_once_through_chaos(
             f"faults injected: {dict(chaos.faults)}; recovery times: {recovery}; mirror tasks restarted "
             f"after librdkafka hung: {chaos.hang_restarts}"
         )
+        if not passed and worker.proc is not None and worker.proc.poll() is None:
+            chaos.dump_stacks()
         if worker.log_path.exists():
             shutil.copy(worker.log_path, artifacts / "worker.log")
         if not passed:

@@ -1,6 +1,6 @@
 """FetchStallWatch's decisions: when a sink task's consumer counts as stalled, what it says and where
 it seeks. (A real librdkafka consumer cannot be made to stop fetching on demand; the stand-in answers
-only the two calls the watch makes: the cached high watermark and seek.)"""
+only the calls the watch makes: the high watermark, cached or the leader's, and seek.)"""
 
 from __future__ import annotations
 
@@ -20,13 +20,26 @@ A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
 class Watermarks:
-    def __init__(self, high: dict[TopicPartition, int]) -> None:
+    """`high`: the ends librdkafka cached from its fetches; `leader`: the ends the leaders answer
+    (default: the cached ones)."""
+
+    def __init__(
+        self, high: dict[TopicPartition, int], leader: dict[TopicPartition, int] | None = None
+    ) -> None:
         self.high = high
+        self.leader = leader
+        self.asked: list[TopicPartition] = []
         self.sought: list[tuple[str, int, int]] = []
 
-    def get_watermark_offsets(self, tp: KafkaTopicPartition, cached: bool = False) -> tuple[int, int]:
-        assert cached, "the watch must not ask the broker from the task's loop"
-        return 0, self.high.get(TopicPartition(tp.topic, tp.partition), -1001)
+    def get_watermark_offsets(
+        self, tp: KafkaTopicPartition, timeout: float | None = None, cached: bool = False
+    ) -> tuple[int, int]:
+        ours = TopicPartition(tp.topic, tp.partition)
+        if cached:
+            return 0, self.high.get(ours, -1001)
+        assert timeout is not None and timeout <= 2.0, "a leader is asked for a bounded time"
+        self.asked.append(ours)
+        return 0, (self.high if self.leader is None else self.leader).get(ours, 0)
 
     def seek(self, tp: KafkaTopicPartition) -> None:
         self.sought.append((tp.topic, tp.partition, tp.offset))
@@ -73,9 +86,29 @@ def test_checks_come_at_most_every_quarter_of_the_stall(watch):
     assert watch.check(consumer, STALL_S, lambda: {A: 20}) == []  # too soon after the last check
 
 
-def test_a_partition_librdkafka_knows_no_end_of_is_left_alone(watch):
-    consumer = Watermarks({})  # never fetched: librdkafka caches no watermark (-1001)
+def test_a_partition_with_nothing_past_the_position_is_left_alone(watch):
+    consumer = Watermarks({}, leader={A: 1})  # never fetched, and only a marker at the leader
     assert watch.check(consumer, STALL_S, lambda: {A: 0}) == []
+    assert consumer.asked == [A] and consumer.sought == []
+
+
+def test_an_end_librdkafka_never_fetched_is_asked_of_the_leader_at_most_every_probe_interval(caplog):
+    """After a rewind librdkafka may stop fetching a partition before it fetched there once: its
+    cache then knows no end (-1001) or an old one, and only the partition's leader can tell."""
+    log = TaskLogAdapter(logging.getLogger("test"), {"id": "sink-0"})
+    watch = FetchStallWatch(log, stall_s=STALL_S, pause_s=STALL_S * 10, probe_every_s=STALL_S)
+    consumer = Watermarks({B: 30}, leader={A: 40, B: 30})  # A: no end cached; B: an old end, caught up
+    with caplog.at_level(logging.WARNING):
+        assert watch.check(consumer, STALL_S, lambda: {A: 20, B: 30}) == [A]
+    assert consumer.asked == [A, B] and consumer.sought == [("t", 0, 20)]
+    assert "t-0 (position 20, end 40 by its leader: librdkafka knew no such end)" in caplog.text
+    consumer.leader = {A: 40, B: 45}
+    time.sleep(STALL_S / 4 + 0.01)  # the next check, before the probe interval: the cache only
+    assert watch.check(consumer, STALL_S * 2, lambda: {A: 20, B: 30}) == []
+    assert consumer.asked == [A, B]
+    time.sleep(STALL_S * 3 / 4)
+    assert watch.check(consumer, STALL_S * 3, lambda: {A: 20, B: 30}) == [B]
+    assert consumer.asked == [A, B, A, B], "A is reported once per position, yet asked again"
 
 
 def test_a_task_that_was_not_polling_counts_its_stall_from_when_it_polls_again(watch, caplog):

@@ -1,8 +1,12 @@
-"""LoopWatch: a task thread that stops coming back to its loop is named once, with its stack."""
+"""LoopWatch: a task thread that stops coming back to its loop is named once, with its stack; and
+SIGUSR1 asks a process for every thread's stack."""
 
 from __future__ import annotations
 
 import logging
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -51,3 +55,37 @@ def test_a_loop_that_never_asked_or_ended_is_not_reported(caplog):
         time.sleep(0.01)
         watch.check()  # asked, then its thread ended
     assert caplog.text == ""
+
+
+WAITS_IN_A_THREAD = """
+import sys, threading, time
+from eosconnect.runtime.loop_watch import dump_stacks_on_sigusr1
+
+def waiting_for_a_record_that_never_comes():
+    time.sleep(60)
+
+dump_stacks_on_sigusr1()
+threading.Thread(target=waiting_for_a_record_that_never_comes, name="sink-0", daemon=True).start()
+print("ready", flush=True)
+sys.stdin.readline()  # the test's "go on": the process outlived its dump
+print("still here", flush=True)
+"""
+
+
+def test_sigusr1_writes_every_threads_stack_to_stderr_and_the_process_goes_on() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WAITS_IN_A_THREAD],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGUSR1)
+        out, err = proc.communicate("go on\n", timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out == "still here\n", err
+    assert "in waiting_for_a_record_that_never_comes" in err
+    assert "Current thread" in err or "Thread 0x" in err

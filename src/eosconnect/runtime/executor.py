@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from eosconnect.api.plugins import ConnectorType, connector_type
+from eosconnect.runtime.loop_watch import dump_stacks_on_sigusr1
 from eosconnect.runtime.source_task import parse_configs
 from eosconnect.runtime.task import TaskOutcome, TaskSpec, TaskState, task_class_of
 
@@ -97,9 +98,11 @@ def spark_task_entry(specs: list[TaskSpec]) -> Any:
 
 
 def configure_executor_logging() -> None:
-    """Python workers start with no logging config; give our loggers a handler once per process."""
+    """Python workers start with no logging config; give our loggers a handler once per process
+    (and SIGUSR1 its stack dump: `dump_stacks_on_sigusr1`)."""
     root = logging.getLogger("eosconnect")
     if not root.handlers:
+        dump_stacks_on_sigusr1()
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         root.addHandler(handler)

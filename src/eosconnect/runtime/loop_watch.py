@@ -6,17 +6,23 @@ keep it RUNNING for the leader for `BLOCKED_BEAT_S` (cluster/task_channel.py), a
 as long as its slot host beats, and the only sign left is a connector whose output stopped (the long
 chaos soaks saw mirrors stop copying for minutes with no line in the log). The heartbeat side checks
 the watch and names the call the thread is in; the next turn of the loop says it came back.
+
+For what the watch cannot see (a loop that turns but does nothing, a process whose every thread
+waits), `dump_stacks_on_sigusr1` lets an operator or a test ask any worker or task process for every
+thread's stack: `kill -USR1 <pid>` writes them to its stderr, the worker's log.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import logging
+import signal
 import sys
 import threading
 import time
 import traceback
 
-__all__ = ["STUCK_WARN_S", "LoopWatch"]
+__all__ = ["STUCK_WARN_S", "LoopWatch", "dump_stacks_on_sigusr1"]
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +31,12 @@ log = logging.getLogger(__name__)
 STUCK_WARN_S = 60.0
 #: Innermost frames shown: enough to see the library call and the runtime code that made it.
 STACK_FRAMES = 12
+
+
+def dump_stacks_on_sigusr1() -> None:
+    """SIGUSR1 writes every thread's Python stack to stderr. faulthandler answers it in C, so it
+    works even while a thread holds the GIL in a blocked call; it does not stop the process."""
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 
 
 class LoopWatch:
