@@ -104,6 +104,7 @@ LAYERS: dict[str, Layer] = {
         "cluster",
         "preflight",
         "rest",
+        "runtime",
     ),
     "distributed": _layer(
         "the `eosconnect worker` command (`run_distributed`), on the launch API",
