@@ -322,9 +322,11 @@ class Chaos:
             self.restart_hung()
         return self.dead()
 
-    def dump_stacks(self) -> None:
-        """Before a failed soak's logs are kept: every thread's stack of the worker and of each task's
-        process (SIGUSR1, runtime/loop_watch.py), into the worker log, for what no log line says."""
+    def dump_state(self, artifacts: Path, kafka3: LocalKafkaCluster) -> None:
+        """Before a failed soak's logs are kept, what no log line says: every thread's stack of the
+        worker and of each task's process (SIGUSR1, runtime/loop_watch.py) into the worker log; each
+        broker's threads (SIGQUIT: the JVM's thread dump, into its stdout, kept as
+        kafka-node-N.stdout.log); and the worker's metrics twice, 5 s apart (what still moves)."""
         assert self.worker.proc is not None
         pids = {self.worker.proc.pid}
         with contextlib.suppress(Exception):  # REST not answering: the worker's own stacks still
@@ -333,8 +335,17 @@ class Chaos:
         for pid in sorted(pids):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGUSR1)
-        self.log(f"asked processes {sorted(pids)} for their threads' stacks (in the worker log)")
-        time.sleep(3)
+        brokers = {b: kafka3.node(b).pid for b in (100, *kafka3.broker_ids())}
+        for pid in brokers.values():
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGQUIT)
+        self.log(f"asked processes {sorted(pids)} and Kafka nodes {brokers} for their threads' stacks")
+        for round_ in (1, 2):
+            with contextlib.suppress(Exception):
+                metrics = self.worker.request("GET", "/metrics").text
+                (artifacts / f"metrics-{round_}.txt").write_text(metrics)
+            time.sleep(5)
 
     def all_running(self, connector: Connector) -> bool:
         """tasks.max tasks, all RUNNING in one generation, by status and by their heartbeats."""
@@ -711,13 +722,16 @@ def test_exactly_once_through_chaos(
             f"after librdkafka hung: {chaos.hang_restarts}"
         )
         if not passed and worker.proc is not None and worker.proc.poll() is None:
-            chaos.dump_stacks()
+            chaos.dump_state(artifacts, kafka3)
         if worker.log_path.exists():
             shutil.copy(worker.log_path, artifacts / "worker.log")
         if not passed:
             for broker in (100, *kafka3.broker_ids()):
                 with contextlib.suppress(OSError):
                     shutil.copy(kafka3.log_file(broker), artifacts / f"kafka-node-{broker}.log")
+                with contextlib.suppress(OSError):  # the thread dumps of `dump_state`
+                    stdout = kafka3.log_file(broker).with_name("stdout.log")
+                    shutil.copy(stdout, artifacts / f"kafka-node-{broker}.stdout.log")
                 # the source topics' segments, for kafka-dump-log.sh (producer ids, epochs,
                 # sequences and transaction markers around an anomaly)
                 for connector in sources:
