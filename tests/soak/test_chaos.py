@@ -721,6 +721,9 @@ def test_exactly_once_through_chaos(
             f"faults injected: {dict(chaos.faults)}; recovery times: {recovery}; mirror tasks restarted "
             f"after librdkafka hung: {chaos.hang_restarts}"
         )
+        for connector in chaos.connectors:
+            for reseek in getattr(connector.follower, "reseeks", []):
+                chaos.log(f"the soak's own reader of {connector.follower.topic} stopped fetching; {reseek}")
         if not passed and worker.proc is not None and worker.proc.poll() is None:
             chaos.dump_state(artifacts, kafka3)
         if worker.log_path.exists():
@@ -732,9 +735,9 @@ def test_exactly_once_through_chaos(
                 with contextlib.suppress(OSError):  # the thread dumps of `dump_state`
                     stdout = kafka3.log_file(broker).with_name("stdout.log")
                     shutil.copy(stdout, artifacts / f"kafka-node-{broker}.stdout.log")
-                # the source topics' segments, for kafka-dump-log.sh (producer ids, epochs,
+                # the source and mirror topics' segments, for kafka-dump-log.sh (producer ids, epochs,
                 # sequences and transaction markers around an anomaly)
-                for connector in sources:
+                for connector in (*sources, *mirrors):
                     topic = connector.follower.topic
                     for partition in kafka3.data_dir(broker).glob(f"{topic}-*"):
                         with contextlib.suppress(OSError):

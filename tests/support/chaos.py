@@ -9,6 +9,8 @@ fault that caused it. The final verdict is still `eosconnect.tools.verify`'s, ov
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import threading
 import time
@@ -16,11 +18,14 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eosconnect.api.records import TopicPartition as OurTopicPartition
 from eosconnect.connectors.sequence import parse_value
 from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.runtime.fetch_stall import FetchStallWatch
+from eosconnect.runtime.task import TaskLogAdapter
 
 __all__ = [
     "Client",
@@ -143,6 +148,12 @@ class SequenceFollower:
     checks, record by record, that each one is the previous one plus one: one task's records all go
     to one Kafka partition, in order, so anything else is a gap, a duplicate or a reordering. Those
     are collected in `anomalies` with the wall-clock time they were read.
+
+    Its librdkafka consumer can stop fetching a partition after a broker restart, as the sink tasks'
+    consumers can (runtime/fetch_stall.py): the 20-minute soak then failed for want of progress it
+    could not see, while the topic held minutes of committed records (seed 1350680724's second
+    replay). The runtime's own `FetchStallWatch` seeks such partitions again here too; each time is
+    kept in `reseeks`, which the soak reports.
     """
 
     def __init__(self, client: Client, topic: str, partitions: int) -> None:
@@ -163,6 +174,12 @@ class SequenceFollower:
         self.count = 0
         self.anomalies: list[str] = []
         self.errors: list[str] = []
+        #: When the stall watch sought partitions again, and which.
+        self.reseeks: list[str] = []
+        self._next_offsets = dict.fromkeys(range(partitions), 0)  # per partition, the next to read
+        self._last_record = time.monotonic()
+        log = TaskLogAdapter(logging.getLogger(__name__), {"id": f"follower of {topic}"})
+        self._stall_watch = FetchStallWatch(log)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sequence-follower", daemon=True)
 
@@ -190,7 +207,22 @@ class SequenceFollower:
                         if error.code() != KafkaError._PARTITION_EOF and len(self.errors) < 20:
                             self.errors.append(f"{clock()} {error}")
                         continue
+                    self._last_record = time.monotonic()
+                    self._next_offsets[message.partition()] = message.offset() + 1
                     self._note(message.partition(), message.offset(), message.value())
+            self._watch_fetching()
+
+    def _watch_fetching(self) -> None:
+        idle_s = time.monotonic() - self._last_record
+        with contextlib.suppress(KafkaException):  # no leader answering now: the next check asks again
+            sought = self._stall_watch.check(
+                self._consumer,
+                idle_s,
+                lambda: {OurTopicPartition(self.topic, p): o for p, o in self._next_offsets.items()},
+            )
+            if sought:
+                where = {tp.partition: self._next_offsets[tp.partition] for tp in sought}
+                self.reseeks.append(f"{clock()} after {idle_s:.0f}s without a record: {where}")
 
     def _note(self, partition: int, offset: int, value: bytes | None) -> None:
         self.count += 1
@@ -232,7 +264,7 @@ class SequenceFollower:
             what,
             alive,
             since,
-            lambda: f"follower errors: {self.errors[-3:]}",
+            lambda: f"follower errors: {self.errors[-3:]}, sought again: {self.reseeks[-3:]}",
         )
 
 
