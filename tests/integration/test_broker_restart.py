@@ -11,17 +11,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
 import time
+import uuid
 
 import pytest
-from confluent_kafka import ElectionType, TopicPartition
+from confluent_kafka import ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosconnect.cluster.election import LeaderElection
 from eosconnect.devkafka import LocalKafkaCluster
+from eosconnect.runtime.task import TaskState
 from eosconnect.storage.topic_reader import end_offsets
+from eosconnect.storage.transactional_ids import task_transactional_id
 from eosconnect.tools.verify import verify_sequence_topic
 from eosconnect.worker_config import WorkerConfig
+from support import fence_at_commit
 from support.chaos import (
     SequenceFollower,
     create_replicated_topic,
@@ -31,11 +37,15 @@ from support.chaos import (
     replicated_worker_settings,
     wait_fully_replicated,
 )
+from support.coordinators import coordinator_partition
+from support.current_instance import source_task_thread
 from support.runtime_helpers import wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
 
 RATE = 150
+#: How long a source task's commit may take before it counts as not returned (exactly_once.py).
+COMMIT_TIMEOUT_S = 60
 
 
 @pytest.fixture(scope="module")
@@ -311,3 +321,70 @@ def test_end_offsets_of_one_admin_client_follow_a_leader_that_restarted(
     started = time.monotonic()
     assert end_offsets(admin, [partition], timeout=60) == {(topic, 0): 0}
     assert time.monotonic() - started < 15, "the admin client kept its out-of-date leader"
+
+
+def test_a_source_commit_that_does_not_return_in_time_is_settled_by_a_new_producer(
+    kafka3: LocalKafkaCluster, bootstrap: str, topic_name, worker_props, read_committed, caplog
+) -> None:
+    """The broker coordinating a source task's transactions freezes (SIGSTOP) right after the task
+    asked for a commit, while the partitions it writes stay led by live brokers. The commit cannot
+    return in time (the chaos soak, seed 1350680724, saw its request wait 60 s for a coordinator
+    connection and the task FAILED). The task, confirmed current, renews its producer (which finds
+    the coordinator that took over and ends the transaction), reads its offsets back to learn
+    whether the transaction committed, and goes on: never FAILED, every record exactly once."""
+    brokers = sorted(kafka3.broker_ids())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    warm = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"warm-{topic_name('txn')}"})
+    warm.init_transactions(60)  # __transaction_state exists from here on
+    states = admin.list_topics("__transaction_state", timeout=10).topics["__transaction_state"].partitions
+    worker = worker_props("enabled")
+    name = f"commit-timeout-{uuid.uuid4().hex[:6]}"
+    partition = coordinator_partition(task_transactional_id(worker["group.id"], name, 0), len(states))
+    coordinator = states[partition].leader
+    away = [b for b in brokers if b != coordinator]  # the freeze stalls no produce request
+    data, offsets = topic_name("data"), worker["offset.storage.topic"]
+    for topic, compacted in ((data, False), (offsets, True)):
+        config = {"min.insync.replicas": "2", **({"cleanup.policy": "compact"} if compacted else {})}
+        admin.create_topics([NewTopic(topic, replica_assignment=[away], config=config)])[topic].result(30)
+    task, control, outcome = source_task_thread(
+        bootstrap,
+        worker,
+        name,
+        data,
+        f"{fence_at_commit.__name__}.FenceAtCommitTask",
+        600,
+        **{"rate.per.task": "200"},
+    )
+    for event in (fence_at_commit.FENCE_AT_NEXT_COMMIT, fence_at_commit.AT_COMMIT, fence_at_commit.FENCED):
+        event.clear()
+    fence_at_commit.OFFSETS_TOPIC["name"] = offsets  # already in the transaction at the hold
+    caplog.set_level("INFO", logger="eosconnect")
+    pid = kafka3.node(coordinator).pid
+    assert pid is not None
+    task.start()
+    try:
+        wait_until(lambda: len(read_committed(data)) >= 100, 60, "the first committed records")
+        fence_at_commit.FENCE_AT_NEXT_COMMIT.set()
+        assert fence_at_commit.AT_COMMIT.wait(30), "no commit was held"
+        os.kill(pid, signal.SIGSTOP)
+        fence_at_commit.FENCED.set()  # the commit goes out to the frozen coordinator
+        time.sleep(COMMIT_TIMEOUT_S + 5)  # thawed earlier, it would answer NOT_COORDINATOR in time
+    finally:
+        fence_at_commit.FENCED.set()
+        os.kill(pid, signal.SIGCONT)
+    try:
+        wait_until(
+            lambda: len(read_committed(data, timeout=10)) >= 600 or not task.is_alive(), 120, "every record"
+        )
+    finally:
+        control.stop.set()
+        task.join(60)
+    result = outcome["result"]
+    assert result.state is TaskState.STOPPED, result.trace  # type: ignore[attr-defined]
+    said = [r.getMessage() for r in caplog.records if "did not return in time" in r.getMessage()]
+    assert said, "the commit returned in time: the freeze missed it"
+    assert control.asked_current >= 1  # it asked the leader before it renewed
+    report = verify_sequence_topic({"bootstrap.servers": bootstrap}, data)
+    assert report.ok, report.anomalies
+    assert report.seen == 600
+    wait_fully_replicated(bootstrap)  # the thawed broker back in sync for the module's next test

@@ -13,7 +13,6 @@ which says what the leader says in that case: this instance is the current one.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 
@@ -21,62 +20,16 @@ import pytest
 from confluent_kafka import Producer
 
 from eosconnect.connectors.sequence import parse_value
-from eosconnect.runtime.control import Directive
-from eosconnect.runtime.executor import run_source_task
-from eosconnect.runtime.startup import LocalStartupCoordinator
-from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec, TaskState
+from eosconnect.runtime.task import TaskState
 from eosconnect.storage.offsets import read_offsets
 from eosconnect.storage.transactional_ids import task_transactional_id
 from eosconnect.tools.verify import check_sequences
 from support import fence_at_commit
+from support.current_instance import source_task_thread
 
 pytestmark = pytest.mark.kafka
 
 TOTAL = 600
-
-
-class CurrentInstance:
-    """The leader's answers to the task's current instance: run until told to stop, never
-    superseded, always confirmed current. Counts the questions a fenced task asks."""
-
-    def __init__(self) -> None:
-        self.stop = threading.Event()
-        self.asked_superseded = 0
-        self.asked_current = 0
-
-    def directive(self) -> Directive:
-        return Directive.STOP if self.stop.is_set() else Directive.RUN
-
-    def superseded(self, wait_s: float = 0.0) -> bool:
-        self.asked_superseded += 1
-        return False
-
-    def confirmed_current(self) -> bool:
-        self.asked_current += 1
-        return True
-
-
-def _task_thread(
-    bootstrap: str, worker: dict[str, str], name: str, data: str, task_class: str, **settings: str
-) -> tuple[threading.Thread, CurrentInstance, dict[str, object]]:
-    """Task 0 of a SequenceSource connector writing `TOTAL` records to `data`, run in this process
-    (not started), with a control that answers as the leader answers the current instance."""
-    connector = {
-        "name": name,
-        "connector.class": "SequenceSource",
-        "topic": data,
-        "records.per.task": str(TOTAL),
-        "batch.size": "5",
-        **settings,
-    }
-    task_config = {**connector, "task.index": "0", TASK_CLASS_KEY: task_class}
-    control = CurrentInstance()
-    coordinator = LocalStartupCoordinator(
-        worker["group.id"], {"bootstrap.servers": bootstrap}, 1, generation=0
-    )
-    spec = TaskSpec(name, 0, task_config, connector, worker, control, coordinator, generation=0)
-    outcome: dict[str, object] = {}
-    return threading.Thread(target=lambda: outcome.update(result=run_source_task(spec))), control, outcome
 
 
 def test_a_source_task_fenced_while_current_renews_its_producer_and_sends_again(
@@ -86,12 +39,13 @@ def test_a_source_task_fenced_while_current_renews_its_producer_and_sends_again(
     worker = worker_props("enabled")
     create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
     name = f"fenced-current-{uuid.uuid4().hex[:6]}"
-    task, control, outcome = _task_thread(
+    task, control, outcome = source_task_thread(
         bootstrap,
         worker,
         name,
         data,
         "eosconnect.connectors.sequence.SequenceSourceTask",
+        TOTAL,
         **{
             "rate.per.task": "100",
             # transactions open for a second at a time: a fence almost always finds one open
@@ -149,8 +103,8 @@ def test_a_source_task_fenced_right_before_its_commit_while_current_sends_it_aga
     create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
     name = f"fenced-commit-{uuid.uuid4().hex[:6]}"
     task_class = f"{fence_at_commit.__name__}.FenceAtCommitTask"
-    task, control, outcome = _task_thread(
-        bootstrap, worker, name, data, task_class, **{"rate.per.task": "200"}
+    task, control, outcome = source_task_thread(
+        bootstrap, worker, name, data, task_class, TOTAL, **{"rate.per.task": "200"}
     )
     for event in (fence_at_commit.FENCE_AT_NEXT_COMMIT, fence_at_commit.AT_COMMIT, fence_at_commit.FENCED):
         event.clear()

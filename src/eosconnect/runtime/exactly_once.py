@@ -573,11 +573,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         their producers in a broker kill; test_source_fenced_while_current.py meets it now and
         then). The answer does not say whether the transaction committed: a commit the coordinator
         completed, whose answer was lost and whose retry met the fence, looks the same. Once the
-        leader confirms this instance current, a new producer ends whatever the coordinator began
-        (its `init_transactions()` completes a prepared commit and aborts an open transaction), and
-        the connector's offsets, read to the end of their topic (read_committed), tell which:
-        holding this transaction's offsets, it committed (True); else nothing of it is visible,
-        and its records are sent again from memory into a new open transaction (False). None when
+        leader confirms this instance current, `_settled_by_new_producer` tells which. None when
         this does not apply (not fenced, too large to send again, or not confirmed current): the
         task fails as before, quietly if it was replaced."""
         err: KafkaError = cause.args[0]
@@ -586,12 +582,41 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         why = f"fenced while committing ({err.str()})"
         if not self._renewed_after_fence(why):
             return None
+        return self._settled_by_new_producer(old, offsets, why)
+
+    def _settled_after_commit_timeout(
+        self, old: Transaction, offsets: Offsets, cause: KafkaException
+    ) -> bool | None:
+        """`old`'s commit did not return within its time (librdkafka's `_TIMED_OUT`, "retry call to
+        resume"): whether it committed is unknown. The chaos soak (seed 1350680724) saw a commit's
+        EndTxn wait 60 s in librdkafka's queue for a coordinator connection that never came up,
+        while the coordinator had moved to a live broker, and the task FAILED. A new producer looks
+        the coordinator up afresh; once the leader confirms this instance current,
+        `_settled_by_new_producer` tells whether `old` committed. None when this does not apply
+        (another error, too large to send again, or not confirmed current): the task fails as
+        before."""
+        err: KafkaError = cause.args[0]
+        if err.fatal() or err.code() != KafkaError._TIMED_OUT or old.replay is None:
+            return None
+        why = f"its commit did not return in time ({err.str()})"
+        if not self._renewed_in_place(why):
+            return None
+        return self._settled_by_new_producer(old, offsets, why)
+
+    def _settled_by_new_producer(self, old: Transaction, offsets: Offsets, why: str) -> bool:
+        """After a new producer ended whatever the coordinator began of `old` (its
+        `init_transactions()` completes a prepared commit and aborts an open transaction), the
+        connector's offsets, read to the end of their topic (read_committed), tell which: holding
+        this transaction's offsets, it committed (True); else nothing of it is visible, and its
+        records are sent again from memory into a new open transaction (False)."""
         view = self.offset_view  # read at start-up (`start_task`), before any commit
         assert view is not None
         view.refresh(self.offsets_read_timeout_s())
         found = view.offsets(offsets)
         if all(found.get(partition) == offset for partition, offset in offsets.items()):
-            self.log.info("the transaction fenced at its commit had committed: its offsets are stored")
+            self.log.info(
+                "the transaction whose commit was in doubt (%s) had committed: its offsets are stored", why
+            )
             return True
         self._resend(old, f"{why}; its offsets are not stored, so it did not commit")
         return False
@@ -742,9 +767,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                     continue
                 committed = self._settled_after_fence_at_commit(txn, pending.offsets, cause)
                 if committed is None:
+                    committed = self._settled_after_commit_timeout(txn, pending.offsets, cause)
+                if committed is None:
                     raise self._classify(cause, Step.COMMIT, txn.started) from exc
                 if not committed:
-                    self._submit_commit(pending.offsets)  # sent again by `_settled_after_fence_at_commit`
+                    self._submit_commit(pending.offsets)  # sent again by `_settled_by_new_producer`
                     continue
                 break
         self.offsets_committed(pending.offsets)
