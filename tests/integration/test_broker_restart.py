@@ -345,7 +345,7 @@ def test_a_source_commit_that_does_not_return_in_time_is_settled_by_a_new_produc
     data, offsets = topic_name("data"), worker["offset.storage.topic"]
     for topic, compacted in ((data, False), (offsets, True)):
         config = {"min.insync.replicas": "2", **({"cleanup.policy": "compact"} if compacted else {})}
-        admin.create_topics([NewTopic(topic, replica_assignment=[away], config=config)])[topic].result(30)
+        admin.create_topics([NewTopic(topic, 1, replica_assignment=[away], config=config)])[topic].result(30)
     task, control, outcome = source_task_thread(
         bootstrap,
         worker,
