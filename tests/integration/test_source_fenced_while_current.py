@@ -139,3 +139,63 @@ def test_a_source_task_fenced_right_before_its_commit_while_current_sends_it_aga
     report = check_sequences(observed, {0: int(offset["seq"]) + 1})
     assert report.ok, report.anomalies
     assert report.seen == TOTAL
+
+
+def test_an_instance_renewed_on_an_old_word_does_not_send_again_what_a_newer_one_committed(
+    bootstrap, create_topic, topic_name, worker_props, read_committed, caplog
+):
+    """An instance told "current" by a leader whose word is already old: the chaos soak froze a slot
+    host while one of its tasks renewed its producer, ran the task elsewhere meanwhile, and on SIGCONT
+    the frozen renewal completed and committed its transaction from memory again (20 records the new
+    instance had committed already). Here instance A is held at a commit while instance B of the same
+    task starts (fencing A) and commits past A's position; A, released and confirmed current by its
+    scripted leader, renews its producer (fencing B), finds the stored offsets moved past its own and
+    ends without sending anything; B, fenced in turn and confirmed current, goes on. Every record
+    exactly once."""
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
+    name = f"overtaken-{uuid.uuid4().hex[:6]}"
+    settings = {"rate.per.task": "200"}
+    first, first_control, first_outcome = source_task_thread(
+        bootstrap, worker, name, data, f"{fence_at_commit.__name__}.FenceAtCommitTask", TOTAL, **settings
+    )
+    for event in (fence_at_commit.FENCE_AT_NEXT_COMMIT, fence_at_commit.AT_COMMIT, fence_at_commit.FENCED):
+        event.clear()
+    fence_at_commit.OFFSETS_TOPIC["name"] = worker["offset.storage.topic"]
+    caplog.set_level("INFO", logger="eosconnect")
+    first.start()
+    second, second_control, second_outcome = source_task_thread(
+        bootstrap, worker, name, data, "eosconnect.connectors.sequence.SequenceSourceTask", TOTAL, **settings
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(read_committed(data)) < 100 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        before = len(read_committed(data))
+        fence_at_commit.FENCE_AT_NEXT_COMMIT.set()
+        assert fence_at_commit.AT_COMMIT.wait(30), "no commit was held"
+        # not read meanwhile: the held transaction holds read_committed readers back until B starts
+        second.start()  # fences the held instance and goes on from the stored offsets
+        deadline = time.monotonic() + 60
+        while len(read_committed(data, timeout=10)) < before + 100 and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        fence_at_commit.FENCED.set()
+    first.join(120)
+    assert not first.is_alive(), "the overtaken instance did not end"
+    deadline = time.monotonic() + 120
+    while second.is_alive() and len(read_committed(data, timeout=10)) < TOTAL and time.monotonic() < deadline:
+        time.sleep(0.5)
+    second_control.stop.set()
+    second.join(60)
+
+    observed = [parse_value(r.value) for r in read_committed(data)]
+    (offset,) = read_offsets({"bootstrap.servers": bootstrap}, worker["offset.storage.topic"])[name].values()
+    report = check_sequences(observed, {0: int(offset["seq"]) + 1})
+    assert report.ok, report.anomalies
+    assert report.seen == TOTAL
+    overtaken = first_outcome["result"]
+    assert "another instance of this task committed meanwhile" in overtaken.trace  # type: ignore[attr-defined]
+    assert first_control.asked_current >= 1  # it was told "current", renewed, and still held back
+    assert second_outcome["result"].state is TaskState.STOPPED, second_outcome["result"].trace  # type: ignore[attr-defined]

@@ -39,7 +39,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eosconnect.api.batch import LandedRecords, SourceBatch, expand
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import RecordMetadata, SourceRecord
+from eosconnect.api.records import RecordMetadata, SourceOffset, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import TransactionParticipant
 from eosconnect.runtime.landing import Landing, landed_records
@@ -49,6 +49,7 @@ from eosconnect.runtime.transactions import (
     FENCED_CODES,
     PURGED,
     Step,
+    TaskFencedError,
     Transaction,
     TransactionalProducer,
     TransactionBudget,
@@ -120,6 +121,11 @@ class _PendingCommit:
     commit_started: float
 
 
+def _as_dict(offset: SourceOffset | None) -> dict[str, Any] | None:
+    """A source offset as the offset view returns it (a plain dict, or None)."""
+    return None if offset is None else dict(offset)
+
+
 class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     producer: Producer
 
@@ -163,6 +169,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self.budget = TransactionBudget(self.transaction_timeout_ms)
         #: Transactions aborted because they could not be committed in time, and sent again.
         self.retried_transactions = 0
+        #: The stored offsets as this instance knows them (read at start-up, then its commits), and
+        #: whether its producer was renewed since it last checked them (`_ensure_not_overtaken`).
+        self._stored: Offsets = {}
+        self._renewed = False
         # 1. the leader fences zombies of the previous generation
         coordinator.fence_zombies(name, self.spec.generation)
         fenced = time.monotonic()
@@ -190,6 +200,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             self.offset_view = view.result()
         finally:
             pool.shutdown(wait=False)  # superseded: nobody needs the read any more
+        self._stored = dict(self.offset_view.snapshot())
         self.log.info(
             "start-up took %.2f s: fencing %.2f s, generation check %.2f s, init_transactions %.2f s, "
             "offsets read with the second check %.2f s",
@@ -658,8 +669,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def _resend(self, old: Transaction, why: str) -> None:
         """After `old` was aborted (or ended by a new producer): say so once at WARN and send what it
-        held again in a new open transaction."""
+        held again in a new open transaction (after a renewal only if `_ensure_not_overtaken`)."""
         assert old.replay is not None
+        if self._renewed:
+            self._renewed = False
+            self._ensure_not_overtaken(old, why)
         open_for = time.monotonic() - old.started
         self.txn.ended_at = time.monotonic()
         self.retried_transactions += 1
@@ -679,6 +693,32 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         txn = self.txn.current or txn
         txn.offsets = old.offsets
         txn.records = old.records  # filtered records too, for commit_record()
+
+    def _ensure_not_overtaken(self, old: Transaction, why: str) -> None:
+        """Before a renewed producer sends `old` again: the stored offsets of its source partitions
+        must still be those this instance last committed (or read at start-up). A new producer
+        fences every other instance, but the leader's word that allowed it may be old: the chaos soak
+        (seed 1350680724) froze a slot host while one of its tasks renewed its producer, ran the
+        task elsewhere meanwhile, and on SIGCONT the frozen renewal completed, fenced the new
+        instance and committed its transaction from memory again, 20 records the new instance had
+        committed already. Offsets moved past this instance's mean another instance committed:
+        raise `TaskFencedError` (the task ends, quietly once the leader says it was replaced)."""
+        view = self.offset_view
+        assert view is not None
+        view.refresh(self.offsets_read_timeout_s())
+        found = view.offsets(old.offsets)
+        moved = {
+            str(dict(partition)): (found.get(partition), _as_dict(self._stored.get(partition)))
+            for partition in old.offsets
+            if found.get(partition) != _as_dict(self._stored.get(partition))
+        }
+        if moved:
+            detail = "; ".join(f"{p}: stored {f}, this instance's {o}" for p, (f, o) in sorted(moved.items()))
+            raise TaskFencedError(
+                f"{self.task_id}: after a new producer ({why}), the stored offsets are not this "
+                f"instance's ({detail}): another instance of this task committed meanwhile, so this one "
+                "must not send its transaction again"
+            )
 
     def _renewed_in_place(self, why: str) -> bool:
         """The producer cannot end its transaction (the abort failed or ran out of time): renew it
@@ -715,6 +755,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             old.flush(0)
         self.txn.producer = self.producer
         self._init_producer()
+        self._renewed = True  # what it sends again is checked first (`_ensure_not_overtaken`)
 
     def _init_producer(self) -> None:
         """`init_transactions()` of the task's producer, at start-up or renewed in place (it fences
@@ -774,6 +815,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                     self._submit_commit(pending.offsets)  # sent again by `_settled_by_new_producer`
                     continue
                 break
+        self._stored.update(pending.offsets)
         self.offsets_committed(pending.offsets)
         self.metrics.record_transaction(txn.sent)
         self.metrics.record_write(txn.sent)
@@ -825,6 +867,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self._begin()
         self._write_offsets(offsets)
         self.txn.commit(60)
+        self._stored.update(offsets)
         self.offsets_committed(offsets)
 
     def _write_participant_records(self, participant: TransactionParticipant) -> None:
