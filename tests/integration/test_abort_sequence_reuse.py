@@ -177,7 +177,9 @@ def test_records_sent_again_after_an_abort_that_purged_a_stale_batch(cluster: Lo
     the behaviour this runtime works around. Renewed producer: every record once, none aborted."""
     topic = f"seq-reuse-{'renewed' if renew else 'same'}"
     topic, producer, transactional_id, held = stale_batch_then_abort(cluster, topic)
-    assert held == len(RECORDS), "held_records() must see the batch the abort purges"
+    # at least: len(producer) counts librdkafka's queued events too, and the watched producer's
+    # statistics (every 100 ms) may have one queued at the count (held 6 failed a run so)
+    assert held >= len(RECORDS), "held_records() must see the batch the abort purges"
     if renew:
         producer = Producer(producer_config(cluster, transactional_id))
         producer.init_transactions(30)

@@ -190,6 +190,8 @@ class TransactionalSinkProducer:
         #: Per source partition, the offset of the first record of the open transaction: where the
         #: task consumes again when the transaction is aborted.
         self._first_offsets: dict[TopicPartition, int] = {}
+        #: The offsets `_commit` is committing: the partitions a renewal reads the group's offsets of.
+        self._committing: dict[TopicPartition, OffsetAndMetadata] = {}
         #: Why the open transaction must be aborted (a record failed), if it must.
         self._abort_reason: str | None = None
         #: Transactions aborted and written again (a metric for tests and operators).
@@ -378,6 +380,7 @@ class TransactionalSinkProducer:
         producer, consumer = self.producer, self.group_consumer
         assert producer is not None and consumer is not None
         offsets = dict(offsets)
+        self._committing = offsets  # the partitions a renewal rewinds by (`_abort_and_rewind`)
         if self._txn_started is None:
             if all(self._last_committed.get(tp) == om for tp, om in offsets.items()):
                 return
@@ -485,12 +488,14 @@ class TransactionalSinkProducer:
         except TransactionCallHung:
             if not self._renewed_in_place("aborting hung"):
                 raise
+            renewed = True
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
             if err.fatal() and err.code() not in FENCED_CODES:
                 self._renew_producer(err)
             elif err.fatal() or not self._renewed_in_place(f"the abort did not end in time ({err.str()})"):
                 raise self._classified(exc, Step.ABORT) from exc
+            renewed = True
         else:
             if held:  # the records written next could be lost as duplicates of purged ones
                 log.info("[%s] the abort purged %d records it still held: a new producer", self.task_id, held)
@@ -498,6 +503,11 @@ class TransactionalSinkProducer:
         producer = self.producer
         producer.poll(0)  # serve the aborted records' delivery reports before the next transaction
         rewind = dict(self._first_offsets)
+        if renewed:
+            # A new producer fenced every other instance, on a leader's word that may be old (the
+            # source side's `_ensure_not_overtaken`): one of them may have committed past this
+            # transaction's first records meanwhile. The group's offsets, read now, win.
+            rewind.update({tp: om.offset for tp, om in self.committed(self._committing).items()})
         self._forget_transaction()  # the abort purged any failed records with the others
         where = {str(tp): offset for tp, offset in sorted(rewind.items())}
         then = f"consuming again from {where} and writing them in a new transaction"
