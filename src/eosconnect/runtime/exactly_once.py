@@ -625,6 +625,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         view.refresh(self.offsets_read_timeout_s())
         found = view.offsets(offsets)
         if all(found.get(partition) == offset for partition, offset in offsets.items()):
+            self._renewed = False  # the offsets just read are this transaction's: nothing to check
             self.log.info(
                 "the transaction whose commit was in doubt (%s) had committed: its offsets are stored", why
             )

@@ -122,15 +122,21 @@ class InformationalGroupCommitter:
     The source group's offsets are still written after each target commit, as KIP-656 asks: they
     let operators measure the lag on the source cluster, and restore a lost target group with few
     duplicates (a partition without target offsets starts from them). Being information only, a
-    failure to write them is logged and never fails the task.
+    failure to write them is logged and never fails the task, and they are committed asynchronously
+    (librdkafka sends them on the task's next polls; closing the consumer waits for them): a
+    synchronous commit has no time limit, and the chaos soak saw one wait over three minutes for a
+    source coordinator that kept loading, the task away from its loop and its REST restart stuck
+    in RESTARTING.
     """
 
     consumer: Consumer
     log: logging.LoggerAdapter
 
     def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        if not offsets:
+            return
         try:
-            ConsumerGroupCommitter(self.consumer).commit(offsets)
+            self.consumer.commit(offsets=kafka_offsets(offsets), asynchronous=True)
         except KafkaException as exc:
             self.log.warning(
                 "could not record the consumed positions in the source cluster's group (used only to "
