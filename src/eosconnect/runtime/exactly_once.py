@@ -39,7 +39,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eosconnect.api.batch import LandedRecords, SourceBatch, expand
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import RecordMetadata, SourceOffset, SourceRecord
+from eosconnect.api.records import RecordMetadata, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import TransactionParticipant
 from eosconnect.runtime.landing import Landing, landed_records
@@ -119,11 +119,6 @@ class _PendingCommit:
     transaction: Transaction
     offsets: Offsets  # as updated by the task (KIP-910) and committed
     commit_started: float
-
-
-def _as_dict(offset: SourceOffset | None) -> dict[str, Any] | None:
-    """A source offset as the offset view returns it (a plain dict, or None)."""
-    return None if offset is None else dict(offset)
 
 
 class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
@@ -624,12 +619,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         assert view is not None
         view.refresh(self.offsets_read_timeout_s())
         found = view.offsets(offsets)
+        self._renewed = False  # checked here, on the offsets just read
         if all(found.get(partition) == offset for partition, offset in offsets.items()):
-            self._renewed = False  # the offsets just read are this transaction's: nothing to check
             self.log.info(
                 "the transaction whose commit was in doubt (%s) had committed: its offsets are stored", why
             )
             return True
+        self._ensure_not_overtaken(old, why, refresh=False)
         self._resend(old, f"{why}; its offsets are not stored, so it did not commit")
         return False
 
@@ -695,7 +691,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         txn.offsets = old.offsets
         txn.records = old.records  # filtered records too, for commit_record()
 
-    def _ensure_not_overtaken(self, old: Transaction, why: str) -> None:
+    def _ensure_not_overtaken(self, old: Transaction, why: str, refresh: bool = True) -> None:
         """Before a renewed producer sends `old` again: the stored offsets of its source partitions
         must still be those this instance last committed (or read at start-up). A new producer
         fences every other instance, but the leader's word that allowed it may be old: the chaos soak
@@ -706,15 +702,14 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         raise `TaskFencedError` (the task ends, quietly once the leader says it was replaced)."""
         view = self.offset_view
         assert view is not None
-        view.refresh(self.offsets_read_timeout_s())
+        if refresh:  # else just read by the caller
+            view.refresh(self.offsets_read_timeout_s())
         found = view.offsets(old.offsets)
-        moved = {
-            str(dict(partition)): (found.get(partition), _as_dict(self._stored.get(partition)))
-            for partition in old.offsets
-            if found.get(partition) != _as_dict(self._stored.get(partition))
-        }
+        moved = [p for p in old.offsets if found.get(p) != self._stored.get(p)]
         if moved:
-            detail = "; ".join(f"{p}: stored {f}, this instance's {o}" for p, (f, o) in sorted(moved.items()))
+            detail = "; ".join(
+                f"{dict(p)}: stored {found.get(p)}, this instance's {self._stored.get(p)}" for p in moved
+            )
             raise TaskFencedError(
                 f"{self.task_id}: after a new producer ({why}), the stored offsets are not this "
                 f"instance's ({detail}): another instance of this task committed meanwhile, so this one "
