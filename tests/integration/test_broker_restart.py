@@ -355,8 +355,7 @@ def test_a_source_commit_that_does_not_return_in_time_is_settled_by_a_new_produc
         600,
         **{"rate.per.task": "200"},
     )
-    for event in (fence_at_commit.FENCE_AT_NEXT_COMMIT, fence_at_commit.AT_COMMIT, fence_at_commit.FENCED):
-        event.clear()
+    fence_at_commit.HOLD.reset()
     fence_at_commit.OFFSETS_TOPIC["name"] = offsets  # already in the transaction at the hold
     caplog.set_level("INFO", logger="eosconnect")
     pid = kafka3.node(coordinator).pid
@@ -364,13 +363,13 @@ def test_a_source_commit_that_does_not_return_in_time_is_settled_by_a_new_produc
     task.start()
     try:
         wait_until(lambda: len(read_committed(data)) >= 100, 60, "the first committed records")
-        fence_at_commit.FENCE_AT_NEXT_COMMIT.set()
-        assert fence_at_commit.AT_COMMIT.wait(30), "no commit was held"
+        fence_at_commit.HOLD.arm.set()
+        assert fence_at_commit.HOLD.at_commit.wait(30), "no commit was held"
         os.kill(pid, signal.SIGSTOP)
-        fence_at_commit.FENCED.set()  # the commit goes out to the frozen coordinator
+        fence_at_commit.HOLD.released.set()  # the commit goes out to the frozen coordinator
         time.sleep(COMMIT_TIMEOUT_S + 5)  # thawed earlier, it would answer NOT_COORDINATOR in time
     finally:
-        fence_at_commit.FENCED.set()
+        fence_at_commit.HOLD.released.set()
         os.kill(pid, signal.SIGCONT)
     try:
         wait_until(

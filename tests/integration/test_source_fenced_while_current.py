@@ -106,8 +106,7 @@ def test_a_source_task_fenced_right_before_its_commit_while_current_sends_it_aga
     task, control, outcome = source_task_thread(
         bootstrap, worker, name, data, task_class, TOTAL, **{"rate.per.task": "200"}
     )
-    for event in (fence_at_commit.FENCE_AT_NEXT_COMMIT, fence_at_commit.AT_COMMIT, fence_at_commit.FENCED):
-        event.clear()
+    fence_at_commit.HOLD.reset()
     fence_at_commit.OFFSETS_TOPIC["name"] = worker["offset.storage.topic"]
     caplog.set_level("INFO", logger="eosconnect")
     task.start()
@@ -115,14 +114,14 @@ def test_a_source_task_fenced_right_before_its_commit_while_current_sends_it_aga
         deadline = time.monotonic() + 60
         while len(read_committed(data)) < 100 and time.monotonic() < deadline:
             time.sleep(0.2)
-        fence_at_commit.FENCE_AT_NEXT_COMMIT.set()
-        assert fence_at_commit.AT_COMMIT.wait(30), "no commit was held"
+        fence_at_commit.HOLD.arm.set()
+        assert fence_at_commit.HOLD.at_commit.wait(30), "no commit was held"
         transactional_id = task_transactional_id(worker["group.id"], name, 0)
         fencer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
         fencer.init_transactions(30)  # the task's transaction is open: the coordinator aborts it
         fencer.flush(0)
     finally:
-        fence_at_commit.FENCED.set()
+        fence_at_commit.HOLD.released.set()
 
     deadline = time.monotonic() + 120
     while task.is_alive() and len(read_committed(data, timeout=10)) < TOTAL and time.monotonic() < deadline:
@@ -149,19 +148,25 @@ def test_an_instance_renewed_on_an_old_word_does_not_send_again_what_a_newer_one
     the frozen renewal completed and committed its transaction from memory again (20 records the new
     instance had committed already). Here instance A is held at a commit while instance B of the same
     task starts (fencing A) and commits past A's position; A, released and confirmed current by its
-    scripted leader, renews its producer (fencing B), finds the stored offsets moved past its own and
-    ends without sending anything; B, fenced in turn and confirmed current, goes on. Every record
-    exactly once."""
+    scripted leader (whose word then turns, as the real leader's would), renews its producer (fencing
+    B), finds the stored offsets moved past its own and ends quietly without sending anything; B,
+    fenced in turn and confirmed current, goes on. Every record exactly once."""
     data = create_topic(topic_name("data"))
     worker = worker_props("enabled")
     create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
     name = f"overtaken-{uuid.uuid4().hex[:6]}"
     settings = {"rate.per.task": "200"}
     first, first_control, first_outcome = source_task_thread(
-        bootstrap, worker, name, data, f"{fence_at_commit.__name__}.FenceAtCommitTask", TOTAL, **settings
+        bootstrap,
+        worker,
+        name,
+        data,
+        f"{fence_at_commit.__name__}.FenceAtCommitTask",
+        TOTAL,
+        current_for=2,  # "not superseded" and "current" before it renews; "replaced" after
+        **settings,
     )
-    for event in (fence_at_commit.FENCE_AT_NEXT_COMMIT, fence_at_commit.AT_COMMIT, fence_at_commit.FENCED):
-        event.clear()
+    fence_at_commit.HOLD.reset()
     fence_at_commit.OFFSETS_TOPIC["name"] = worker["offset.storage.topic"]
     caplog.set_level("INFO", logger="eosconnect")
     first.start()
@@ -173,15 +178,15 @@ def test_an_instance_renewed_on_an_old_word_does_not_send_again_what_a_newer_one
         while len(read_committed(data)) < 100 and time.monotonic() < deadline:
             time.sleep(0.2)
         before = len(read_committed(data))
-        fence_at_commit.FENCE_AT_NEXT_COMMIT.set()
-        assert fence_at_commit.AT_COMMIT.wait(30), "no commit was held"
+        fence_at_commit.HOLD.arm.set()
+        assert fence_at_commit.HOLD.at_commit.wait(30), "no commit was held"
         # not read meanwhile: the held transaction holds read_committed readers back until B starts
         second.start()  # fences the held instance and goes on from the stored offsets
         deadline = time.monotonic() + 60
         while len(read_committed(data, timeout=10)) < before + 100 and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
-        fence_at_commit.FENCED.set()
+        fence_at_commit.HOLD.released.set()
     first.join(120)
     assert not first.is_alive(), "the overtaken instance did not end"
     deadline = time.monotonic() + 120
@@ -196,6 +201,79 @@ def test_an_instance_renewed_on_an_old_word_does_not_send_again_what_a_newer_one
     assert report.ok, report.anomalies
     assert report.seen == TOTAL
     overtaken = first_outcome["result"]
-    assert "another instance of this task committed meanwhile" in overtaken.trace  # type: ignore[attr-defined]
+    assert overtaken.state is TaskState.SUPERSEDED, overtaken.trace  # type: ignore[attr-defined]
+    assert "another instance of this task committed meanwhile" in caplog.text
     assert first_control.asked_current >= 1  # it was told "current", renewed, and still held back
     assert second_outcome["result"].state is TaskState.STOPPED, second_outcome["result"].trace  # type: ignore[attr-defined]
+
+
+def test_a_current_instance_overtaken_by_a_zombie_starts_again_from_the_stored_offsets(
+    bootstrap, create_topic, topic_name, worker_props, read_committed, caplog
+):
+    """The other way round: the zombie commits first. Instance A is held at a commit; instance B of
+    the same task starts (fencing A) and is held at its own first commit. A, released and told
+    "current" on an old word, renews its producer (fencing B and ending B's open transaction), finds
+    the stored offsets still its own and commits its transaction from memory. B, released, is fenced
+    at its commit, confirmed current, renews in turn and finds the stored offsets moved past the ones
+    it started from: what its SourceTask handed over no longer comes next. It restarts the task from
+    the stored offsets instead of failing (before, it FAILED with an ERROR), and goes on to the end.
+    Every record exactly once."""
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
+    name = f"zombie-first-{uuid.uuid4().hex[:6]}"
+    settings = {"rate.per.task": "200"}
+    zombie, zombie_control, zombie_outcome = source_task_thread(
+        bootstrap,
+        worker,
+        name,
+        data,
+        f"{fence_at_commit.__name__}.FenceAtCommitTask",
+        TOTAL,
+        current_for=2,  # "not superseded" and "current" before it renews; "replaced" after
+        **settings,
+    )
+    current, current_control, current_outcome = source_task_thread(
+        bootstrap, worker, name, data, f"{fence_at_commit.__name__}.SecondHoldTask", TOTAL, **settings
+    )
+    fence_at_commit.HOLD.reset()
+    fence_at_commit.SECOND_HOLD.reset()
+    fence_at_commit.SECOND_HOLD.arm.set()  # its first commit
+    fence_at_commit.OFFSETS_TOPIC["name"] = worker["offset.storage.topic"]
+    caplog.set_level("INFO", logger="eosconnect")
+    zombie.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(read_committed(data)) < 100 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        fence_at_commit.HOLD.arm.set()
+        assert fence_at_commit.HOLD.at_commit.wait(30), "the zombie's commit was not held"
+        current.start()  # fences the held zombie, starts from the stored offsets
+        assert fence_at_commit.SECOND_HOLD.at_commit.wait(60), "the current instance's commit was not held"
+        # (no read_committed read meanwhile: the held transaction holds readers back)
+        fence_at_commit.HOLD.released.set()  # the zombie renews, fencing the current instance
+        zombie_control.stop.set()  # its loop sees it once its transaction is sent again
+        zombie.join(90)
+        assert not zombie.is_alive(), "the zombie did not end"
+    finally:
+        fence_at_commit.HOLD.released.set()
+        fence_at_commit.SECOND_HOLD.released.set()
+    # the zombie's transaction, sent again from memory, committed past where the current one started
+    assert zombie_outcome["result"].state is TaskState.STOPPED, zombie_outcome["result"].trace  # type: ignore[attr-defined]
+    assert zombie_control.asked_current == 1
+    deadline = time.monotonic() + 120
+    while current.is_alive() and time.monotonic() < deadline:
+        if len(read_committed(data, timeout=10)) >= TOTAL:
+            break
+        time.sleep(0.5)
+    current_control.stop.set()
+    current.join(60)
+
+    observed = [parse_value(r.value) for r in read_committed(data)]
+    (offset,) = read_offsets({"bootstrap.servers": bootstrap}, worker["offset.storage.topic"])[name].values()
+    report = check_sequences(observed, {0: int(offset["seq"]) + 1})
+    assert report.ok, report.anomalies
+    assert report.seen == TOTAL
+    survivor = current_outcome["result"]
+    assert survivor.state is TaskState.STOPPED, survivor.trace  # type: ignore[attr-defined]
+    assert "restarting SecondHoldTask from the stored offsets" in caplog.text

@@ -16,30 +16,46 @@ __all__ = ["CurrentInstance", "source_task_thread"]
 
 class CurrentInstance:
     """The leader's answers to the task's current instance: run until told to stop, never
-    superseded, always confirmed current. Counts the questions a task asks before it renews."""
+    superseded, always confirmed current. With `current_for`, the leader's word turns after that
+    many questions (superseded, confirmed current): from then on it answers as to a replaced
+    instance, the way a zombie renewing on an old word learns the truth at its next question.
+    Counts the questions."""
 
-    def __init__(self) -> None:
+    def __init__(self, current_for: int | None = None) -> None:
         self.stop = threading.Event()
+        self.current_for = current_for
         self.asked_superseded = 0
         self.asked_current = 0
+
+    def _still_current(self) -> bool:
+        asked = self.asked_superseded + self.asked_current
+        return self.current_for is None or asked <= self.current_for
 
     def directive(self) -> Directive:
         return Directive.STOP if self.stop.is_set() else Directive.RUN
 
     def superseded(self, wait_s: float = 0.0) -> bool:
         self.asked_superseded += 1
-        return False
+        return not self._still_current()
 
     def confirmed_current(self) -> bool:
         self.asked_current += 1
-        return True
+        return self._still_current()
 
 
 def source_task_thread(
-    bootstrap: str, worker: dict[str, str], name: str, data: str, task_class: str, total: int, **settings: str
+    bootstrap: str,
+    worker: dict[str, str],
+    name: str,
+    data: str,
+    task_class: str,
+    total: int,
+    current_for: int | None = None,
+    **settings: str,
 ) -> tuple[threading.Thread, CurrentInstance, dict[str, object]]:
     """Task 0 of a SequenceSource connector writing `total` records to `data`, run in this process
-    (not started), with a `CurrentInstance` control; its `TaskOutcome` lands in the dict's "result"."""
+    (not started), with a `CurrentInstance(current_for)` control; its `TaskOutcome` lands in the
+    dict's "result"."""
     connector = {
         "name": name,
         "connector.class": "SequenceSource",
@@ -49,7 +65,7 @@ def source_task_thread(
         **settings,
     }
     task_config = {**connector, "task.index": "0", TASK_CLASS_KEY: task_class}
-    control = CurrentInstance()
+    control = CurrentInstance(current_for)
     coordinator = LocalStartupCoordinator(
         worker["group.id"], {"bootstrap.servers": bootstrap}, 1, generation=0
     )

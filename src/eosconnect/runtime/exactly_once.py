@@ -44,7 +44,7 @@ from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import TransactionParticipant
 from eosconnect.runtime.landing import Landing, landed_records
 from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord
-from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
+from eosconnect.runtime.source_task import Offsets, RestartFromStoredOffsets, SourceTaskRunner
 from eosconnect.runtime.transactions import (
     FENCED_CODES,
     PURGED,
@@ -381,6 +381,24 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             )
         self.txn.ended(now=False)
 
+    def forget_sent(self) -> None:
+        """Nothing of the dropped transaction stays (its producer was renewed, which ended it): the
+        boundary and participant are made afresh for the new `SourceTask`, and the offsets just
+        read (`_ensure_not_overtaken`) are this instance's from now on."""
+        assert self.offset_view is not None
+        if self.txn.open:  # not expected: the renewal ended the producer's transaction
+            with contextlib.suppress(KafkaException):
+                self.producer.abort_transaction(30)
+            self.txn.ended(now=True)
+        self._metadata.clear()
+        self._delivery_failures.clear()
+        self._stored = dict(self.offset_view.snapshot())
+        self._renewed = False
+        self.boundary = boundary_for(
+            self.connector.transaction_boundary, self, self.connector.interval_ms(self.worker) / 1000
+        )
+        self._participant, self._participant_asked, self._columnar_landing = None, False, True
+
     def close_clients(self) -> None:
         self._abandon_pending_commit()
         committer = getattr(self, "_committer", None)
@@ -698,8 +716,12 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         (seed 1350680724) froze a slot host while one of its tasks renewed its producer, ran the
         task elsewhere meanwhile, and on SIGCONT the frozen renewal completed, fenced the new
         instance and committed its transaction from memory again, 20 records the new instance had
-        committed already. Offsets moved past this instance's mean another instance committed:
-        raise `TaskFencedError` (the task ends, quietly once the leader says it was replaced)."""
+        committed already. Offsets moved past this instance's mean another instance committed. If
+        the leader says this one was replaced: `TaskFencedError` (it ends quietly). Else the other
+        was a zombie that renewed on an old word and committed before this instance fenced it in
+        turn: what this instance holds follows offsets that are no longer the stored ones, so its
+        `SourceTask` starts again from them (`RestartFromStoredOffsets`), and nothing is lost or
+        sent twice."""
         view = self.offset_view
         assert view is not None
         if refresh:  # else just read by the caller
@@ -710,10 +732,16 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             detail = "; ".join(
                 f"{dict(p)}: stored {found.get(p)}, this instance's {self._stored.get(p)}" for p in moved
             )
-            raise TaskFencedError(
+            found_why = (
                 f"{self.task_id}: after a new producer ({why}), the stored offsets are not this "
-                f"instance's ({detail}): another instance of this task committed meanwhile, so this one "
-                "must not send its transaction again"
+                f"instance's ({detail}): another instance of this task committed meanwhile"
+            )
+            superseded = getattr(self.spec.control, "superseded", None)
+            if superseded is None or superseded():
+                raise TaskFencedError(f"{found_why}, so this one must not send its transaction again")
+            raise RestartFromStoredOffsets(
+                f"{found_why}, and the leader says this one is the task's current instance: the other "
+                f"was a zombie; the {old.sent} records of this instance's transaction are dropped"
             )
 
     def _renewed_in_place(self, why: str) -> bool:

@@ -50,6 +50,13 @@ PAUSE_SLEEP_S = 0.1
 Offsets = dict[SourcePartition, SourceOffset | None]
 
 
+class RestartFromStoredOffsets(Exception):
+    """The runner's `SourceTask` must start again from the stored offsets: what it handed over is
+    no longer what comes next (another instance of the task committed meanwhile, see
+    `ExactlyOnceSourceTaskRunner._ensure_not_overtaken`). A `SourceTask` has no seek, so `run`
+    stops it and starts a new instance of its class; the runner, its producer and fencing stay."""
+
+
 def offset_of(record: SourceRecord) -> tuple[SourcePartition, SourceOffset | None]:
     offset = record.source_offset
     return SourcePartition.of(record.source_partition), None if offset is None else SourceOffset.of(offset)
@@ -90,7 +97,12 @@ class SourceTaskRunner(ABC):
         try:
             self.prepare()
             self.start_task()
-            self.loop()
+            while True:
+                try:
+                    self.loop()
+                    break
+                except RestartFromStoredOffsets as restart:
+                    self.restart_task(str(restart))
             self.log.info("stopped after %s records", self.metrics.records_written)
         except GenerationSuperseded as exc:
             state = TaskState.SUPERSEDED
@@ -146,6 +158,10 @@ class SourceTaskRunner(ABC):
     def on_failure(self) -> None:  # noqa: B027 - optional hook
         """The task failed: a chance to commit what is safe to commit (never raises)."""
 
+    def forget_sent(self) -> None:  # noqa: B027 - optional hook
+        """Before `restart_task`: drop whatever the runner keeps of what the stopped `SourceTask`
+        handed over, and take the stored offsets as its own."""
+
     @abstractmethod
     def close_clients(self) -> None:
         """Release producers and background threads."""
@@ -156,7 +172,7 @@ class SourceTaskRunner(ABC):
 
         if self.offset_view is None:  # a runner's prepare() may have read them already
             self.offset_view = self.read_offsets()
-        if self.placement.separate:
+        if self.placement.separate and self.copier is None:
             self.copier = GlobalOffsetCopier.for_placement(self.spec.connector, self.placement)
         context = SourceTaskContext(
             configs=dict(self.spec.task_config),
@@ -174,6 +190,15 @@ class SourceTaskRunner(ABC):
         self._task_started = True
         self.metrics.mark_started()
         self.log.info("started %s", type(self.task).__name__)
+
+    def restart_task(self, why: str) -> None:
+        """Stop the `SourceTask` and start a new instance of its class from the stored offsets
+        (`RestartFromStoredOffsets`), as a task restart over REST would, without one."""
+        self.log.warning("%s; restarting %s from the stored offsets", why, type(self.task).__name__)
+        self._stop_task()
+        self.forget_sent()
+        self.task = instantiate_task(self.spec, SourceTask)
+        self.start_task()
 
     def read_offsets(self) -> ConnectorOffsetView:
         """The connector's committed offsets, read to the end of its offsets topic(s)."""
@@ -309,12 +334,16 @@ class SourceTaskRunner(ABC):
             self.copier.submit(offsets)
 
     # ----------------------------------------------------------------------------- internals
-    def _shutdown(self) -> None:
+    def _stop_task(self) -> None:
         if self._task_started:
+            self._task_started = False
             try:
                 self.task.stop()
             except Exception:
                 self.log.exception("SourceTask.stop() raised")
+
+    def _shutdown(self) -> None:
+        self._stop_task()
         try:
             self.pipeline.close()
         finally:
