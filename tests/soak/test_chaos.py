@@ -709,6 +709,11 @@ def test_exactly_once_through_chaos(
         expected = [p for kind in chaos.faults for p in EXPECTED_PROBLEMS.get(kind, ())]
         unexpected = unexpected_problems(problems, expected)
         chaos.log(f"worker log: {len(problems)} error lines or tracebacks, {len(unexpected)} unexpected")
+        for problem in problems:  # each with the injected fault that explains it, for the report
+            kinds = sorted(
+                k for k in chaos.faults if not unexpected_problems([problem], EXPECTED_PROBLEMS.get(k, ()))
+            )
+            chaos.log(f"  explained by {' or '.join(kinds) or 'nothing'}: {problem[:300]}")
         assert not unexpected, f"errors no injected fault explains (seed {SEED}):\n" + "\n".join(
             unexpected[:30]
         )
