@@ -13,8 +13,11 @@ which says what the leader says in that case: this instance is the current one.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -25,7 +28,7 @@ from eosconnect.storage.offsets import read_offsets
 from eosconnect.storage.transactional_ids import task_transactional_id
 from eosconnect.tools.verify import check_sequences
 from support import fence_at_commit
-from support.current_instance import source_task_thread
+from support.current_instance import CurrentInstance, source_task_thread
 
 pytestmark = pytest.mark.kafka
 
@@ -189,17 +192,7 @@ def test_an_instance_renewed_on_an_old_word_does_not_send_again_what_a_newer_one
         fence_at_commit.HOLD.released.set()
     first.join(120)
     assert not first.is_alive(), "the overtaken instance did not end"
-    deadline = time.monotonic() + 120
-    while second.is_alive() and len(read_committed(data, timeout=10)) < TOTAL and time.monotonic() < deadline:
-        time.sleep(0.5)
-    second_control.stop.set()
-    second.join(60)
-
-    observed = [parse_value(r.value) for r in read_committed(data)]
-    (offset,) = read_offsets({"bootstrap.servers": bootstrap}, worker["offset.storage.topic"])[name].values()
-    report = check_sequences(observed, {0: int(offset["seq"]) + 1})
-    assert report.ok, report.anomalies
-    assert report.seen == TOTAL
+    _run_to_the_end_and_check(second, second_control, data, read_committed, bootstrap, worker, name)
     overtaken = first_outcome["result"]
     assert overtaken.state is TaskState.SUPERSEDED, overtaken.trace  # type: ignore[attr-defined]
     assert "another instance of this task committed meanwhile" in caplog.text
@@ -261,19 +254,32 @@ def test_a_current_instance_overtaken_by_a_zombie_starts_again_from_the_stored_o
     # the zombie's transaction, sent again from memory, committed past where the current one started
     assert zombie_outcome["result"].state is TaskState.STOPPED, zombie_outcome["result"].trace  # type: ignore[attr-defined]
     assert zombie_control.asked_current == 1
+    _run_to_the_end_and_check(current, current_control, data, read_committed, bootstrap, worker, name)
+    survivor = current_outcome["result"]
+    assert survivor.state is TaskState.STOPPED, survivor.trace  # type: ignore[attr-defined]
+    assert "restarting SecondHoldTask from the stored offsets" in caplog.text
+
+
+def _run_to_the_end_and_check(
+    task: threading.Thread,
+    control: CurrentInstance,
+    data: str,
+    read_committed: Callable[..., list[Any]],
+    bootstrap: str,
+    worker: dict[str, str],
+    name: str,
+) -> None:
+    """Let the surviving instance write all `TOTAL` records (or end), stop it, and check that the
+    data topic holds every record exactly once (read_committed) up to the stored offset."""
     deadline = time.monotonic() + 120
-    while current.is_alive() and time.monotonic() < deadline:
+    while task.is_alive() and time.monotonic() < deadline:
         if len(read_committed(data, timeout=10)) >= TOTAL:
             break
         time.sleep(0.5)
-    current_control.stop.set()
-    current.join(60)
-
+    control.stop.set()
+    task.join(60)
     observed = [parse_value(r.value) for r in read_committed(data)]
     (offset,) = read_offsets({"bootstrap.servers": bootstrap}, worker["offset.storage.topic"])[name].values()
     report = check_sequences(observed, {0: int(offset["seq"]) + 1})
     assert report.ok, report.anomalies
     assert report.seen == TOTAL
-    survivor = current_outcome["result"]
-    assert survivor.state is TaskState.STOPPED, survivor.trace  # type: ignore[attr-defined]
-    assert "restarting SecondHoldTask from the stored offsets" in caplog.text
