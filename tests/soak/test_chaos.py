@@ -160,8 +160,9 @@ EXPECTED_PROBLEMS = {
     "kill_task": (
         r"ERROR Executor: Exception in task",  # Spark: the Python worker died
         r"ERROR TaskSetManager: Task \d+ in stage \S+ failed \d+ times; aborting job",
-        r"ERROR eosconnect\.cluster\.jobs Spark job group \S+ ended with an error: Job aborted",
-        r"ERROR eosconnect\.cluster\.herder connector \S+: task \S+ was lost: Spark gave up on it",
+        r"ERROR eosconnect\.cluster\.jobs Spark job group \S+ ended with an error: .*Job aborted",
+        r"ERROR eosconnect\.cluster\.(herder|task_health) connector \S+: task \S+ was lost: "
+        r"Spark gave up on it",
     ),
     # Spark's driver, when the killed worker's executor goes (seen: "worker lost: <host:port> got
     # disassociated"; a kill can also read "Remote RPC client disassociated" or an exit code).
@@ -457,10 +458,17 @@ class Chaos:
             # That was the task's last Spark attempt (local[N,4]): FAILED, as any failed task.
             trace = self.worker.status(connector.name)["tasks"][task].get("trace", "")
             assert "Spark gave up on it" in trace, f"{self.current}: unexpected failure: {trace}"
-            response = self.request("POST", f"/connectors/{connector.name}/tasks/{task}/restart")
-            assert response.status_code == 204, response.text
+            time.sleep(5)  # its slot-mates (packed in the same Python worker) are FAILED with it
+            restarted = []
+            for each in self.connectors:  # as an operator would: every task Spark gave up on
+                for i, status in enumerate(self.worker.status(each.name)["tasks"]):
+                    if status["state"] == "FAILED" and "Spark gave up on it" in status.get("trace", ""):
+                        response = self.request("POST", f"/connectors/{each.name}/tasks/{i}/restart")
+                        assert response.status_code == 204, response.text
+                        restarted.append(f"{each.name}-{i}")
             self.log(
-                f"{self.current}: Spark gave up on the task after its last attempt; restarted it over REST"
+                f"{self.current}: Spark gave up on the task's slot host after its last attempt; restarted "
+                f"over REST: {', '.join(restarted)}"
             )
         self.recovered("kill_task")
 
