@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, ResourceType
 
@@ -449,6 +449,69 @@ def test_a_mirror_task_fenced_while_current_renews_its_producer_and_copies_on(
             "the renewal",
         )
         time.sleep(2)
+    copied_on_exactly_once(worker, target, mirror_topic, producing.produced)
+
+
+def test_a_mirror_task_renewed_after_another_instance_committed_rewinds_past_that_commit(
+    workers, topic_name, create_topic, bootstrap, target
+):
+    """The sink side of a zombie that commits (issue 25): another instance of the task fences the
+    running one and commits copies of the next source records with the group's offsets past them,
+    as a thawed zombie renewing on an old word can. The running instance, fenced, confirmed current
+    and renewed, must rewind to the group's committed offsets, not to its aborted transaction's
+    first records: those were copied by the other instance meanwhile and would be copied twice.
+    RUNNING, exactly once, no ERROR. (This is the fenced path, `produce`/`commit`; a renewal after
+    a failed or hung abort, `_abort_and_rewind`, reads the group's offsets the same way but is not
+    reached here.)"""
+    source = create_topic(topic_name("src"), partitions=PARTITIONS)
+    worker = workers()
+    mirror_topic = f"src.{source}"
+    config = mirror_config("mm", source, target, tasks_max="1", transaction_commit_interval_ms="1000")
+    config["connector.class"] = "MirrorSink"
+    assert worker.create_connector("mm", config).status_code == 201
+    with KeepProducing(bootstrap, source, 0.05) as producing:
+        worker.wait_for(lambda: mirrored_count(target, mirror_topic) >= 100 * PARTITIONS, 120, "copying")
+        other = Producer(
+            {
+                "bootstrap.servers": target,
+                "transactional.id": task_transactional_id(worker.props["group.id"], "mm", 0),
+            }
+        )
+        other.init_transactions(30)  # fences the running instance and aborts its open transaction
+        committed = group_offsets(target, "connect-mm")
+        # The running instance waits for the leader's word (up to 10 s, `superseded`) before it
+        # renews: time enough for the other instance to commit its copies.
+        group = Consumer({"bootstrap.servers": target, "group.id": "connect-mm"})  # names the group
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+        reader.assign(
+            [KafkaTopicPartition(source, p, committed[(mirror_topic, p)]) for p in range(PARTITIONS)]
+        )
+        copies = {p: [] for p in range(PARTITIONS)}
+        deadline = time.monotonic() + 20
+        while min(len(c) for c in copies.values()) < 20 and time.monotonic() < deadline:
+            message = reader.poll(0.5)
+            if message is not None and message.error() is None and len(copies[message.partition()]) < 20:
+                copies[message.partition()].append(message)
+        reader.close()
+        other.begin_transaction()
+        for p, messages in copies.items():
+            for m in messages:
+                other.produce(mirror_topic, m.value(), m.key(), p, headers=m.headers())
+        moved = [
+            KafkaTopicPartition(mirror_topic, p, messages[-1].offset() + 1)
+            for p, messages in copies.items()
+            if messages
+        ]
+        other.send_offsets_to_transaction(moved, group.consumer_group_metadata(), 30)
+        other.commit_transaction(30)
+        group.close()
+        worker.wait_for(
+            lambda: "the leader confirms this instance current" in worker.log_path.read_text(),
+            60,
+            "the renewal",
+        )
+        time.sleep(2)
+    assert sum(len(c) for c in copies.values()) > 0, "the other instance copied nothing"
     copied_on_exactly_once(worker, target, mirror_topic, producing.produced)
 
 
