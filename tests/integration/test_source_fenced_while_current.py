@@ -159,16 +159,7 @@ def test_an_instance_renewed_on_an_old_word_does_not_send_again_what_a_newer_one
     create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
     name = f"overtaken-{uuid.uuid4().hex[:6]}"
     settings = {"rate.per.task": "200"}
-    first, first_control, first_outcome = source_task_thread(
-        bootstrap,
-        worker,
-        name,
-        data,
-        f"{fence_at_commit.__name__}.FenceAtCommitTask",
-        TOTAL,
-        current_for=2,  # "not superseded" and "current" before it renews; "replaced" after
-        **settings,
-    )
+    first, first_control, first_outcome = _held_on_an_old_word(bootstrap, worker, name, data, settings)
     fence_at_commit.HOLD.reset()
     fence_at_commit.OFFSETS_TOPIC["name"] = worker["offset.storage.topic"]
     caplog.set_level("INFO", logger="eosconnect")
@@ -216,16 +207,7 @@ def test_a_current_instance_overtaken_by_a_zombie_starts_again_from_the_stored_o
     create_topic(worker["offset.storage.topic"], config={"cleanup.policy": "compact"})
     name = f"zombie-first-{uuid.uuid4().hex[:6]}"
     settings = {"rate.per.task": "200"}
-    zombie, zombie_control, zombie_outcome = source_task_thread(
-        bootstrap,
-        worker,
-        name,
-        data,
-        f"{fence_at_commit.__name__}.FenceAtCommitTask",
-        TOTAL,
-        current_for=2,  # "not superseded" and "current" before it renews; "replaced" after
-        **settings,
-    )
+    zombie, zombie_control, zombie_outcome = _held_on_an_old_word(bootstrap, worker, name, data, settings)
     current, current_control, current_outcome = source_task_thread(
         bootstrap, worker, name, data, f"{fence_at_commit.__name__}.SecondHoldTask", TOTAL, **settings
     )
@@ -283,3 +265,20 @@ def _run_to_the_end_and_check(
     report = check_sequences(observed, {0: int(offset["seq"]) + 1})
     assert report.ok, report.anomalies
     assert report.seen == TOTAL
+
+
+def _held_on_an_old_word(
+    bootstrap: str, worker: dict[str, str], name: str, data: str, settings: dict[str, str]
+) -> tuple[threading.Thread, CurrentInstance, dict[str, object]]:
+    """An instance whose commit `fence_at_commit.HOLD` can hold, and whose leader answers "not
+    superseded" and "current" to the two questions before it renews, "replaced" after."""
+    return source_task_thread(
+        bootstrap,
+        worker,
+        name,
+        data,
+        f"{fence_at_commit.__name__}.FenceAtCommitTask",
+        TOTAL,
+        current_for=2,
+        **settings,
+    )
