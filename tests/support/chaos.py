@@ -137,6 +137,11 @@ def group_coordinator(client: Client, group: str) -> int:
     return admin.describe_consumer_groups([group], request_timeout=10)[group].result(15).coordinator.id
 
 
+def _close_quietly(consumer: Consumer) -> None:
+    with contextlib.suppress(Exception):
+        consumer.close()
+
+
 def clock() -> str:
     return datetime.now().strftime("%H:%M:%S.%f")[:-3]
 
@@ -153,22 +158,30 @@ class SequenceFollower:
     consumers can (runtime/fetch_stall.py): the 20-minute soak then failed for want of progress it
     could not see, while the topic held minutes of committed records (seed 1350680724's second
     replay). The runtime's own `FetchStallWatch` seeks such partitions again here too; each time is
-    kept in `reseeks`, which the soak reports.
+    kept in `reseeks`, which the soak reports. A seek did not always help: a soak-long run
+    (seed 635431205) failed at its end because this reader got nothing for five minutes while the
+    mirror topic held every record, committed (read back from the kept segments). So after
+    `RECREATE_AFTER_S` without a record the reader also starts a new consumer at its positions (the
+    soak's own instrument, not the runtime under test; harmless when the topic was just quiet).
     """
+
+    #: No record for this long (more than twice the stall watch's `STALL_S`, less than the soak's
+    #: recovery window): a new consumer takes over at the positions reached.
+    RECREATE_AFTER_S = 90.0
 
     def __init__(self, client: Client, topic: str, partitions: int) -> None:
         self.topic = topic
-        self._consumer = Consumer(
-            {
-                **client_settings(client),
-                "group.id": f"chaos-follower-{uuid.uuid4().hex[:8]}",
-                "isolation.level": "read_committed",
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                "log_level": 0,
-            }
-        )
+        self._settings = {
+            **client_settings(client),
+            "group.id": f"chaos-follower-{uuid.uuid4().hex[:8]}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "log_level": 0,
+        }
+        self._consumer = Consumer(self._settings)
         self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        self._recreated = time.monotonic()
         self._lock = threading.Lock()
         self._highest: dict[int, int] = {}
         self.count = 0
@@ -211,6 +224,20 @@ class SequenceFollower:
                     self._next_offsets[message.partition()] = message.offset() + 1
                     self._note(message.partition(), message.offset(), message.value())
             self._watch_fetching()
+            if time.monotonic() - max(self._last_record, self._recreated) > self.RECREATE_AFTER_S:
+                self._recreate_consumer()
+
+    def _recreate_consumer(self) -> None:
+        """A new consumer at the positions reached; the old one closed (see the class docstring)."""
+        idle_s = time.monotonic() - self._last_record
+        old, self._consumer = self._consumer, Consumer(self._settings)
+        # closed aside: a wedged client could take its time, and the reader must go on now
+        threading.Thread(target=lambda: _close_quietly(old), name="follower-close", daemon=True).start()
+        self._consumer.assign([TopicPartition(self.topic, p, o) for p, o in self._next_offsets.items()])
+        self._recreated = time.monotonic()
+        self.reseeks.append(
+            f"{clock()} after {idle_s:.0f}s without a record: a new consumer at {self._next_offsets}"
+        )
 
     def _watch_fetching(self) -> None:
         idle_s = time.monotonic() - self._last_record

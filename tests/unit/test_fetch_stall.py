@@ -8,6 +8,7 @@ import logging
 import time
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.records import TopicPartition
@@ -21,10 +22,10 @@ A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 
 class Watermarks:
     """`high`: the ends librdkafka cached from its fetches; `leader`: the ends the leaders answer
-    (default: the cached ones)."""
+    (default: the cached ones; "silent": no answer, a timeout)."""
 
     def __init__(
-        self, high: dict[TopicPartition, int], leader: dict[TopicPartition, int] | None = None
+        self, high: dict[TopicPartition, int], leader: dict[TopicPartition, int] | str | None = None
     ) -> None:
         self.high = high
         self.leader = leader
@@ -39,6 +40,8 @@ class Watermarks:
             return 0, self.high.get(ours, -1001)
         assert timeout is not None and timeout <= 2.0, "a leader is asked for a bounded time"
         self.asked.append(ours)
+        if self.leader == "silent":
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to query watermark offsets"))
         return 0, (self.high if self.leader is None else self.leader).get(ours, 0)
 
     def seek(self, tp: KafkaTopicPartition) -> None:
@@ -109,6 +112,26 @@ def test_an_end_librdkafka_never_fetched_is_asked_of_the_leader_at_most_every_pr
     time.sleep(STALL_S * 3 / 4)
     assert watch.check(consumer, STALL_S * 3, lambda: {A: 20, B: 30}) == [B]
     assert consumer.asked == [A, B, A, B], "A is reported once per position, yet asked again"
+
+
+def test_a_partition_whose_leader_does_not_answer_is_sought_all_the_same_once_per_position(caplog):
+    """The chaos soak's own reader of a mirror topic got nothing for five minutes, its cache showing
+    no end past its positions and every probe timing out, and the watch stayed silent. Unknown is
+    not "nothing past it": the partition is sought at its position (skipping nothing) and the WARN
+    names why, once per position."""
+    log = TaskLogAdapter(logging.getLogger("test"), {"id": "sink-0"})
+    watch = FetchStallWatch(log, stall_s=STALL_S, pause_s=STALL_S * 10, probe_every_s=STALL_S / 4)
+    consumer = Watermarks({A: 20}, leader="silent")  # the cache: caught up when fetching stopped
+    with caplog.at_level(logging.WARNING):
+        assert watch.check(consumer, STALL_S, lambda: {A: 20}) == [A]
+    assert consumer.sought == [("t", 0, 20)]
+    assert "t-0 (position 20, end unknown: its leader did not answer (" in caplog.text
+    time.sleep(STALL_S / 4 + 0.01)
+    assert watch.check(consumer, STALL_S * 2, lambda: {A: 20}) == [], "said and sought once per position"
+    time.sleep(STALL_S / 4 + 0.01)
+    assert watch.check(consumer, STALL_S * 3, lambda: {A: 25}) == [A], "a new position is sought again"
+    assert consumer.sought == [("t", 0, 20), ("t", 0, 25)]
+    assert consumer.asked == [A, A, A], "the leader was asked each time"
 
 
 def test_a_task_that_was_not_polling_counts_its_stall_from_when_it_polls_again(watch, caplog):

@@ -12,6 +12,10 @@ librdkafka caches a partition's end only from its own fetches, so a partition it
 before it ever fetched there (a rewind's seek into offset validation, a new assignment) shows no
 end, or an old one. When the cache shows nothing past the position, the watch asks the partition's
 leader (`PROBE_EVERY_S` apart at most, `PROBE_TIMEOUT_S` each: the task's loop waits meanwhile).
+When the leader does not answer either, the watch seeks the partition all the same and says why: a
+consumer that stopped fetching may well be the one that cannot ask (the chaos soak's own reader of a
+mirror topic stayed silent for five minutes that way, its stall never reported), and seeking a
+partition at the position the task expects next costs one fetch and skips nothing.
 
 Only time spent polling counts: a task whose process was stopped (a SIGSTOPped zombie, a machine
 stall) or whose loop was busy elsewhere (a slow commit) wakes up with a long "no record" time that
@@ -45,6 +49,8 @@ PROBE_EVERY_S = 60.0
 PROBE_TIMEOUT_S = 2.0
 #: Said of an end only the partition's leader knew.
 UNSEEN = " by its leader: librdkafka knew no such end"
+#: The end of a partition whose leader did not answer, for `_reported` (said once per position).
+UNKNOWN_END = -1
 
 
 class FetchStallWatch:
@@ -86,6 +92,7 @@ class FetchStallWatch:
         probing = now >= self._next_probe
         probed = False
         asked: set[TopicPartition] = set()  # ends the leader told, the cache did not know
+        unanswered: dict[TopicPartition, str] = {}  # why the leader told nothing
         for tp, position in positions().items():
             kafka_tp = KafkaTopicPartition(tp.topic, tp.partition)
             _low, high = consumer.get_watermark_offsets(kafka_tp, cached=True)
@@ -93,8 +100,13 @@ class FetchStallWatch:
                 probed = True
                 try:
                     _low, high = consumer.get_watermark_offsets(kafka_tp, timeout=PROBE_TIMEOUT_S)
-                except KafkaException:
-                    continue  # no leader answering now: the next check asks again
+                except KafkaException as exc:
+                    # Unknown is not "nothing past it": seek it anyway (module docstring).
+                    unanswered[tp] = str(exc.args[0] if exc.args else exc)
+                    high = UNKNOWN_END
+                    if self._reported.get(tp) != (position, high):
+                        behind[tp] = (position, high)
+                    continue
                 asked.add(tp)
             # more than a transaction marker past the position (markers are never delivered)
             if high > position + 1 and self._reported.get(tp) != (position, high):
@@ -105,12 +117,17 @@ class FetchStallWatch:
             return []
         self._reported.update(behind)
         self.log.warning(
-            "consumed nothing for %.0fs although %s hold records past its position; seeking them again "
-            "(librdkafka can stop fetching a partition after a broker restart; a transaction left open in "
-            "the topic also holds read_committed readers back until it ends)",
+            "consumed nothing for %.0fs although %s hold (or may hold) records past its position; seeking "
+            "them again (librdkafka can stop fetching a partition after a broker restart; a transaction "
+            "left open in the topic also holds read_committed readers back until it ends)",
             idle_s,
             ", ".join(
-                f"{tp} (position {p}, end {h}{UNSEEN if tp in asked else ''})"
+                f"{tp} (position {p}, "
+                + (
+                    f"end unknown: its leader did not answer ({unanswered[tp]}))"
+                    if tp in unanswered
+                    else f"end {h}{UNSEEN if tp in asked else ''})"
+                )
                 for tp, (p, h) in sorted(behind.items())
             ),
         )
