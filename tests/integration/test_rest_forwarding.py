@@ -195,6 +195,9 @@ def test_leader_pointing_at_itself_is_409() -> None:
     herder = FakeHerder(leader=False, rest_url="http://me:8083", leader_url_value="http://me:8083/")
     response = make_test_client(create_app(herder)).put("/connectors/c/pause")
     assert response.status_code == 409
+    message = response.json()["message"]
+    assert "rejoining the group" in message and "retry in a few seconds" in message
+    assert "not the leader; the leader is" not in message, "no self-contradiction"
 
 
 def test_unreachable_leader_is_500() -> None:

@@ -109,8 +109,13 @@ class Forwarder:
                 "(leadership is changing; retry in a few seconds)",
             )
         if self.own_url and _same_worker(self.own_url, leader):
+            # The group last named this worker its leader, but its membership is in doubt (it is
+            # rejoining, e.g. after its group coordinator died): "the leader is <this worker>" would
+            # read as a contradiction, so say what is going on instead.
             return error_response(
-                409, f"{exc}; this worker believes it is the leader but cannot serve it yet"
+                409,
+                "this worker was the leader when its group last settled, but it is rejoining the group "
+                "and cannot act as the leader until it has; retry in a few seconds",
             )
 
         url = leader.rstrip("/") + request_raw_path(request)

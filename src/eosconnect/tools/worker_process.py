@@ -22,6 +22,9 @@ import javaproperties
 
 from eosconnect.runtime.host import die_with_parent
 
+#: The 409 answers of a group with no leader to serve a request now (rest/forwarding.py): retried.
+_NO_LEADER_NOW = ("no leader", "not the leader", "rejoining the group")
+
 
 def local_worker_settings(bootstrap: str, name: str, **overrides: str) -> dict[str, str]:
     """The settings of a one-broker local worker with exactly-once source support, as the demos and
@@ -182,11 +185,11 @@ class WorkerProcess:
     def request_led(self, method: str, path: str, timeout: float = 60.0, **kwargs: Any) -> httpx.Response:
         """A leader's request, retried while the group has no leader to serve it: right after
         start-up (none elected, or this worker elected but not told so by its group consumer yet),
-        or while the leader is in doubt after its group coordinator died (409 "cannot serve it yet")."""
+        or while the leader is in doubt after its group coordinator died (409 "rejoining the group")."""
         deadline = time.monotonic() + timeout
         while True:
             response = self.request(method, path, **kwargs)
-            electing = "no leader" in response.text or "not the leader" in response.text
+            electing = any(said in response.text for said in _NO_LEADER_NOW)
             if response.status_code != 409 or not electing or time.monotonic() > deadline:
                 return response
             time.sleep(0.5)
