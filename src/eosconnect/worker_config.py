@@ -237,6 +237,7 @@ OTHER_WORKER_SETTINGS = frozenset(
         "eosconnect.tasks.max.limit",
         "eosconnect.zombie.cancel.timeout.ms",
         "eosconnect.tasks.per.slot",
+        "eosconnect.relaunch.min.attempt.ms",
         "eosconnect.ship.environment",
     }
 )
@@ -378,6 +379,29 @@ def missing_required_near_misses(props: Mapping[str, str]) -> dict[str, str]:
 #: groups": why 4, and what happens on each fault).
 TASKS_PER_SLOT = "eosconnect.tasks.per.slot"
 DEFAULT_TASKS_PER_SLOT = 4
+
+
+#: Worker setting: when Spark gives up on a task (slot host) whose attempts lived at least this long
+#: on average, its connector tasks run again in a new Spark job instead of ending FAILED: Spark's
+#: attempt budget (`spark.task.maxFailures`, the F of `local[N,F]`) is for the whole life of a
+#: long-running task, so a Python worker lost now and then over months would otherwise fail its tasks
+#: for good, where Kafka Connect reassigns a dead worker's tasks every time. 0: never (FAILED).
+RELAUNCH_MIN_ATTEMPT = "eosconnect.relaunch.min.attempt.ms"
+DEFAULT_RELAUNCH_MIN_ATTEMPT_MS = 60_000
+
+
+def relaunch_min_attempt_s(worker_props: Mapping[str, str]) -> float:
+    raw = str(worker_props.get(RELAUNCH_MIN_ATTEMPT, DEFAULT_RELAUNCH_MIN_ATTEMPT_MS)).strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(
+            f"{RELAUNCH_MIN_ATTEMPT}={raw!r} is not a whole number of milliseconds; set it to 0 or more "
+            f"(default {DEFAULT_RELAUNCH_MIN_ATTEMPT_MS}; 0: tasks Spark gave up on stay FAILED)"
+        ) from None
+    if value < 0:
+        raise ValueError(f"{RELAUNCH_MIN_ATTEMPT}={value} must be 0 or more (0: never relaunch)")
+    return value / 1000
 
 
 def tasks_per_slot(worker_props: Mapping[str, str]) -> int:

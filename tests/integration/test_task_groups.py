@@ -39,6 +39,19 @@ def committed(read_committed, topic: str) -> list[tuple[int, int]]:
     return [parse_value(r.value) for r in read_committed(topic)]
 
 
+def _writes_on_exactly_once(worker, name: str, data: str, read_committed) -> None:
+    """Connector `name`'s two tasks write on; deleted, every sequence number of each task up to its
+    highest is in `data` once."""
+    before = len(read_committed(data))
+    worker.wait_for(lambda: len(read_committed(data)) > before + 200, 60, "the tasks to write again")
+    assert worker.request("DELETE", f"/connectors/{name}").status_code == 204
+    time.sleep(2)
+    observed = committed(read_committed, data)
+    highest = {task: max(seq for t, seq in observed if t == task) for task in (0, 1)}
+    report = check_sequences(observed, {task: top + 1 for task, top in highest.items()})
+    assert report.ok, report.anomalies  # every number up to the highest, once
+
+
 def test_a_failing_task_leaves_its_slot_mate_running_and_a_killed_slot_brings_the_mate_back_exactly_once(
     workers, topic_name, create_topic, read_committed
 ):
@@ -121,7 +134,8 @@ def test_a_slot_host_spark_gave_up_on_fails_every_task_in_it_naming_the_host(
     naming the host, the mate that died with it and the settings that change it (cluster/host_loss.py);
     a REST restart of each brings them back, and the output stays exactly once."""
     data = create_topic(topic_name("data"), partitions=2)
-    worker = workers(**PACKED)
+    # a crash loop however slow the machine (see the next test for spread-out attempts)
+    worker = workers(**PACKED, **{"eosconnect.relaunch.min.attempt.ms": "600000"})
     connector = {**sequence(data, 1_000_000), "tasks.max": "2"}
     assert worker.create_connector("gu", connector).status_code == 201
     worker.wait_for(lambda: worker.task_states("gu") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
@@ -150,14 +164,45 @@ def test_a_slot_host_spark_gave_up_on_fails_every_task_in_it_naming_the_host(
     for task in (0, 1):
         assert worker.request("POST", f"/connectors/gu/tasks/{task}/restart").status_code == 204
     worker.wait_for(lambda: worker.task_states("gu") == ["RUNNING"] * 2, 120, "both RUNNING after restart")
-    before = len(read_committed(data))
-    worker.wait_for(lambda: len(read_committed(data)) > before + 200, 60, "the tasks to write again")
-    assert worker.request("DELETE", "/connectors/gu").status_code == 204
-    time.sleep(2)
-    observed = committed(read_committed, data)
-    highest = {task: max(seq for t, seq in observed if t == task) for task in (0, 1)}
-    report = check_sequences(observed, {task: top + 1 for task, top in highest.items()})
-    assert report.ok, report.anomalies  # every number up to the highest, once
+    _writes_on_exactly_once(worker, "gu", data, read_committed)
+
+
+def test_a_slot_host_whose_attempts_were_spread_out_runs_its_tasks_again_instead_of_failing_them(
+    workers, topic_name, create_topic, read_committed
+):
+    """Spark's attempt budget is for a long-running task's whole life: `local[2,2]` gives a slot host
+    two. Its Python worker killed twice, with the attempts living longer than
+    `eosconnect.relaunch.min.attempt.ms` on average, is no crash loop (the test above is one): the
+    leader runs both tasks again in a new Spark job, never FAILED, and the output stays exactly once."""
+    data = create_topic(topic_name("data"), partitions=2)
+    settings = {**PACKED, "spark.master": "local[2,2]", "eosconnect.relaunch.min.attempt.ms": "4000"}
+    worker = workers(**settings)
+    connector = {**sequence(data, 1_000_000), "tasks.max": "2"}
+    created = time.monotonic()
+    assert worker.create_connector("so", connector).status_code == 201
+    worker.wait_for(lambda: worker.task_states("so") == ["RUNNING"] * 2, 90, "two RUNNING tasks")
+    seen: set[str] = set()
+
+    def running_in_a_new_worker(old_pid: int) -> bool:
+        states = worker.task_states("so")
+        seen.update(states)
+        tasks = runtimes(worker)
+        return states == ["RUNNING"] * 2 and all(
+            tasks[f"so-{i}"]["pid"] not in (None, old_pid) and tasks[f"so-{i}"]["state"] == "RUNNING"
+            for i in (0, 1)
+        )
+
+    for attempt in range(2):  # the second kill uses up the host's last attempt
+        time.sleep(max(0.0, created + 7 * (attempt + 1) - time.monotonic()))  # > 4 s per attempt
+        host_pid = runtimes(worker)["so-0"]["pid"]
+        assert host_pid == runtimes(worker)["so-1"]["pid"], "the two tasks share a slot host"
+        os.kill(host_pid, signal.SIGKILL)
+        worker.wait_for(
+            lambda p=host_pid: running_in_a_new_worker(p), 120, f"both tasks back after kill {attempt + 1}"
+        )
+    assert "FAILED" not in seen, f"a task was failed on the way: {seen}"
+    assert "not a crash loop" in worker.log_path.read_text(), "the relaunch is said once, at WARN"
+    _writes_on_exactly_once(worker, "so", data, read_committed)
 
 
 def test_a_frozen_slot_host_is_evacuated_and_its_tasks_of_two_connectors_run_on_exactly_once(

@@ -387,7 +387,11 @@ def test_task_spark_gave_up_on_fails_and_its_siblings_run_on(
     # One task per Python worker, whatever the default: killing task 0's worker must leave task 1
     # alive. Packed in one slot host, the two share a Python worker and die together; that form is
     # test_task_groups.py::test_a_slot_host_spark_gave_up_on_fails_every_task_in_it_naming_the_host.
-    worker = workers("w1", **{"eosconnect.tasks.per.slot": "1"})
+    # Attempts shorter than 10 minutes on average are a crash loop (the default is 60 s; this keeps a
+    # slow machine's attempts from counting as spread out, test_task_groups.py has that case).
+    worker = workers(
+        "w1", **{"eosconnect.tasks.per.slot": "1", "eosconnect.relaunch.min.attempt.ms": "600000"}
+    )
     assert worker.create_connector("gu", sequence(data, 2, rate=200)).status_code == 201
     worker.wait_for(lambda: running_on(worker, "gu", 2), 90, "two RUNNING tasks")
 

@@ -14,7 +14,7 @@ from eosconnect.cluster import packing
 from eosconnect.cluster.packing import SlotHost, SlotHosts, wants_own_slot
 from eosconnect.cluster.task_channel import RestTaskControl
 from eosconnect.runtime.task import TaskSpec
-from eosconnect.worker_config import tasks_per_slot
+from eosconnect.worker_config import relaunch_min_attempt_s, tasks_per_slot
 
 
 @dataclass
@@ -156,3 +156,8 @@ def test_the_settings():
             tasks_per_slot({"eosconnect.tasks.per.slot": bad})
     assert wants_own_slot({"eosconnect.own.slot": "true"}) and not wants_own_slot({})
     assert not pool(1).packs({}) and pool(2).packs({}) and not pool(2).packs({"eosconnect.own.slot": "true"})
+    assert relaunch_min_attempt_s({}) == 60.0
+    assert relaunch_min_attempt_s({"eosconnect.relaunch.min.attempt.ms": "0"}) == 0.0  # never relaunch
+    for bad in ("-1", "soon"):
+        with pytest.raises(ValueError, match=r"eosconnect\.relaunch\.min\.attempt\.ms"):
+            relaunch_min_attempt_s({"eosconnect.relaunch.min.attempt.ms": bad})

@@ -51,7 +51,7 @@ from eosconnect.storage.config_store import ConfigStore, LeaderFencedError
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.status_store import ConnectState, StatusStore
 from eosconnect.storage.topics import ensure_topic
-from eosconnect.worker_config import WorkerConfig
+from eosconnect.worker_config import WorkerConfig, relaunch_min_attempt_s
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,7 @@ class DistributedHerder(
         self._zombie_cancel_s = (
             int(worker.originals.get("eosconnect.zombie.cancel.timeout.ms", "60000")) / 1000
         )
+        self._relaunch_min_attempt_s = relaunch_min_attempt_s(worker.originals)
         self._tasks = {}
         self._hosts = SlotHosts(lambda: self.spark, self.rest_url, worker.originals)
         self._generated_from = {}

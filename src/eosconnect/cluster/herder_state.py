@@ -160,6 +160,8 @@ class HerderState(_PartsBase):
     #: Generations that did not stop in time; their Spark jobs are cancelled after `_zombie_cancel_s`.
     _abandoned: list[GenerationRun]
     _zombie_cancel_s: float
+    #: `eosconnect.relaunch.min.attempt.ms` in seconds (task_health.py `_recover_lost_tasks`).
+    _relaunch_min_attempt_s: float
     #: Every task instance heard from, by (connector, task).
     _tasks: dict[tuple[str, int], TaskRuntime]
     #: The connector config each connector's task configs were last generated from.

@@ -121,10 +121,21 @@ class SparkTaskJob:
         self.error: BaseException | None = None
         self._cancelled = False  # by `cancel()`: the job's end is then no error of its own
         self._thread = threading.Thread(target=self._run, name=job_group, daemon=True)
+        #: When the job was started and when it ended (monotonic; None until then): how long
+        #: Spark's attempts of its tasks lived, on average, when it gave up (cluster/task_health.py).
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
 
     def start(self) -> SparkTaskJob:
+        self.started_at = time.monotonic()
         self._thread.start()
         return self
+
+    def lived_s(self) -> float:
+        """Seconds from start to end (to now while it runs); 0 if it never started."""
+        if self.started_at is None:
+            return 0.0
+        return (self.ended_at or time.monotonic()) - self.started_at
 
     def _run(self) -> None:
         sc = self.spark.sparkContext
@@ -138,6 +149,8 @@ class SparkTaskJob:
                 log.info("Spark job group %s ended: cancelled (%s)", self.job_group, self.failure_reason())
             else:
                 log.error("Spark job group %s ended with an error: %s", self.job_group, self.failure_reason())
+        finally:
+            self.ended_at = time.monotonic()
 
     def failure_reason(self) -> str:
         """Why the job failed, in Spark's words: the "Job aborted ..." line rather than py4j's

@@ -117,6 +117,10 @@ class HostedTasks:
     def failure_reason(self) -> str:
         return self.host.job.failure_reason()
 
+    def lived_s(self) -> float:
+        """The slot host's Spark job's life: Spark counts attempts per slot host, not per task."""
+        return self.host.job.lived_s()
+
     def wait(self, timeout: float | None = None) -> list[dict[str, Any]]:
         return self.outcomes
 

@@ -21,7 +21,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eosconnect.cluster.auto_restart import RestartPolicy
 from eosconnect.cluster.connector_kinds import fencing_producer_config
@@ -32,6 +32,11 @@ from eosconnect.cluster.spark import executor_slots
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState
 from eosconnect.storage.transactional_ids import fence_transactional_ids, task_transactional_id
+from eosconnect.worker_config import RELAUNCH_MIN_ATTEMPT
+
+if TYPE_CHECKING:
+    from eosconnect.cluster.jobs import SparkTaskJob
+    from eosconnect.cluster.packing import HostedTasks
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +233,12 @@ class TaskHealth(HerderState):
         its whole life, since no attempt ever succeeds) and Spark kills the job's other tasks with
         it. The task Spark gave up on is FAILED with Spark's reason, as any failed task (restart it
         over REST); the others did nothing wrong and run again at once. Left alone, the connector
-        would write nothing more while its status still said RUNNING."""
+        would write nothing more while its status still said RUNNING.
+
+        Unless the attempts were spread out: when they lived `eosconnect.relaunch.min.attempt.ms` or
+        more on average, the Python worker was lost now and then rather than in a crash loop, and
+        every lost task runs again at once (a new instance, which fences the last attempt's
+        producer), as Kafka Connect reassigns a dead worker's tasks however often that happens."""
         for job in (run.job, *run.extra_jobs):
             if job.running() or job.job_group in run.ended_jobs:
                 continue
@@ -249,6 +259,24 @@ class TaskHealth(HerderState):
             exhausted = ATTEMPTS_EXHAUSTED.search(reason)
             shared = getattr(job, "shares_slot", False)  # tasks sharing a slot die together
             gave_up_on = {job.specs[int(exhausted.group(1))].task} if exhausted and not shared else set(lost)
+            spread_out = exhausted is not None and self._attempts_spread_out(job, int(exhausted.group(2)))
+            if spread_out:
+                assert exhausted is not None
+                attempts, lived_s = int(exhausted.group(2)), job.lived_s()
+                log.warning(
+                    "connector %s: Spark gave up on job %s after %d attempts in %.0fs, one every %.0fs on "
+                    "average (not a crash loop: %s is %d ms): running task(s) %s again in a new Spark job "
+                    "instead of failing them",
+                    name,
+                    job.job_group,
+                    attempts,
+                    lived_s,
+                    lived_s / attempts,
+                    RELAUNCH_MIN_ATTEMPT,
+                    round(self._relaunch_min_attempt_s * 1000),
+                    lost,
+                )
+                gave_up_on = set()
             self._fence_lost_tasks(name, sorted(gave_up_on & set(lost)))
             for t in sorted(gave_up_on & set(lost)):
                 detail = (
@@ -278,16 +306,23 @@ class TaskHealth(HerderState):
                 self._mark_ended(name, run, t, "FAILED", trace)
             others = [t for t in lost if t not in gave_up_on]
             if others:
-                log.warning(
-                    "connector %s: Spark job %s ended (%s) and took task(s) %s down; running them again",
-                    name,
-                    job.job_group,
-                    reason.splitlines()[0][:300],
-                    others,
-                )
+                if not spread_out:  # that case was said above
+                    log.warning(
+                        "connector %s: Spark job %s ended (%s) and took task(s) %s down; running them again",
+                        name,
+                        job.job_group,
+                        reason.splitlines()[0][:300],
+                        others,
+                    )
                 for t in others:
                     self._mark_ended(name, run, t, "RESTARTING", None)
-                self._relaunch(name, run, others, "lost with a failed Spark job")
+                why = "lost after spread-out attempts" if spread_out else "lost with a failed Spark job"
+                self._relaunch(name, run, others, why)
+
+    def _attempts_spread_out(self, job: SparkTaskJob | HostedTasks, attempts: int) -> bool:
+        """Did `job`'s `attempts` live `eosconnect.relaunch.min.attempt.ms` or more on average?"""
+        floor_s = self._relaunch_min_attempt_s
+        return floor_s > 0 and attempts > 0 and job.lived_s() / attempts >= floor_s
 
     def _fence_lost_tasks(self, name: str, tasks: list[int]) -> None:
         """Fence the transactional ids of tasks Spark gave up on, before anything can restart them.
