@@ -412,6 +412,7 @@ def test_task_spark_gave_up_on_fails_and_its_siblings_run_on(
     trace = worker.status("gu")["tasks"][0]["trace"]
     assert "task gu-0 was lost: Spark gave up on it (Task 0 in stage" in trace, trace
     assert "failed 4 times" in trace and "POST /connectors/gu/tasks/0/restart" in trace, trace
+    assert "faster than eosconnect.relaunch.min.attempt.ms=600000 per attempt" in trace, trace
     assert "Python worker exited unexpectedly" in trace, trace
     # fenced before it was marked FAILED: its last attempt's open transaction, if any, is aborted at
     # once instead of holding task 1's start-up read of the offsets topic for transaction.timeout.ms

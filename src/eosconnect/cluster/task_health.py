@@ -282,7 +282,7 @@ class TaskHealth(HerderState):
                 detail = (
                     f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
                     "per attempt. A long-running task gets spark.task.maxFailures attempts (the F of the "
-                    "master local[N,F]) over its whole life. "
+                    f"master local[N,F]) over its whole life; {self._why_not_relaunched()}. "
                     if exhausted
                     else "its Spark job ended with an error. "
                 )
@@ -318,6 +318,14 @@ class TaskHealth(HerderState):
                     self._mark_ended(name, run, t, "RESTARTING", None)
                 why = "lost after spread-out attempts" if spread_out else "lost with a failed Spark job"
                 self._relaunch(name, run, others, why)
+
+    def _why_not_relaunched(self) -> str:
+        """For a FAILED task's trace: why Spark's give-up was not followed by a relaunch."""
+        floor_ms = round(self._relaunch_min_attempt_s * 1000)
+        if floor_ms == 0:
+            return f"{RELAUNCH_MIN_ATTEMPT}=0 leaves such tasks FAILED"
+        setting = f"{RELAUNCH_MIN_ATTEMPT}={floor_ms}"
+        return f"these came faster than {setting} per attempt on average: a crash loop"
 
     def _attempts_spread_out(self, job: SparkTaskJob | HostedTasks, attempts: int) -> bool:
         """Did `job`'s `attempts` live `eosconnect.relaunch.min.attempt.ms` or more on average?"""
