@@ -390,26 +390,32 @@ RELAUNCH_MIN_ATTEMPT = "eosconnect.relaunch.min.attempt.ms"
 DEFAULT_RELAUNCH_MIN_ATTEMPT_MS = 60_000
 
 
-def relaunch_min_attempt_s(worker_props: Mapping[str, str]) -> float:
-    raw = str(worker_props.get(RELAUNCH_MIN_ATTEMPT, DEFAULT_RELAUNCH_MIN_ATTEMPT_MS)).strip()
+def _whole_number(worker_props: Mapping[str, str], key: str, default: int, least: int, meaning: str) -> int:
+    """Worker setting `key`, a whole number of at least `least`; the error names the setting, the
+    bound and what the bound means (`meaning`)."""
+    raw = str(worker_props.get(key, default)).strip()
     try:
         value = int(raw)
     except ValueError:
         raise ValueError(
-            f"{RELAUNCH_MIN_ATTEMPT}={raw!r} is not a whole number of milliseconds; set it to 0 or more "
-            f"(default {DEFAULT_RELAUNCH_MIN_ATTEMPT_MS}; 0: tasks Spark gave up on stay FAILED)"
+            f"{key}={raw!r} is not a whole number; set it to {least} or more ({meaning})"
         ) from None
-    if value < 0:
-        raise ValueError(f"{RELAUNCH_MIN_ATTEMPT}={value} must be 0 or more (0: never relaunch)")
-    return value / 1000
+    if value < least:
+        raise ValueError(f"{key}={value} must be at least {least} ({meaning})")
+    return value
+
+
+def relaunch_min_attempt_s(worker_props: Mapping[str, str]) -> float:
+    """`eosconnect.relaunch.min.attempt.ms` in seconds."""
+    meaning = (
+        f"milliseconds, default {DEFAULT_RELAUNCH_MIN_ATTEMPT_MS}; 0: tasks Spark gave up on stay FAILED"
+    )
+    return (
+        _whole_number(worker_props, RELAUNCH_MIN_ATTEMPT, DEFAULT_RELAUNCH_MIN_ATTEMPT_MS, 0, meaning) / 1000
+    )
 
 
 def tasks_per_slot(worker_props: Mapping[str, str]) -> int:
-    raw = str(worker_props.get(TASKS_PER_SLOT, DEFAULT_TASKS_PER_SLOT)).strip()
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{TASKS_PER_SLOT}={raw!r} is not a whole number; set it to 1 or more") from None
-    if value < 1:
-        raise ValueError(f"{TASKS_PER_SLOT}={value} must be at least 1 (1: a Spark task slot per task)")
-    return value
+    return _whole_number(
+        worker_props, TASKS_PER_SLOT, DEFAULT_TASKS_PER_SLOT, 1, "1: a Spark task slot per task"
+    )

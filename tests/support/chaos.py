@@ -232,7 +232,7 @@ class SequenceFollower:
         idle_s = time.monotonic() - self._last_record
         old, self._consumer = self._consumer, Consumer(self._settings)
         # closed aside: a wedged client could take its time, and the reader must go on now
-        threading.Thread(target=lambda: _close_quietly(old), name="follower-close", daemon=True).start()
+        threading.Thread(target=_close_quietly, args=(old,), name="follower-close", daemon=True).start()
         self._consumer.assign([TopicPartition(self.topic, p, o) for p, o in self._next_offsets.items()])
         self._recreated = time.monotonic()
         self.reseeks.append(

@@ -21,7 +21,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eosconnect.cluster.auto_restart import RestartPolicy
 from eosconnect.cluster.connector_kinds import fencing_producer_config
@@ -33,10 +33,6 @@ from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState
 from eosconnect.storage.transactional_ids import fence_transactional_ids, task_transactional_id
 from eosconnect.worker_config import RELAUNCH_MIN_ATTEMPT
-
-if TYPE_CHECKING:
-    from eosconnect.cluster.jobs import SparkTaskJob
-    from eosconnect.cluster.packing import HostedTasks
 
 log = logging.getLogger(__name__)
 
@@ -258,25 +254,26 @@ class TaskHealth(HerderState):
             reason = job.failure_reason()
             exhausted = ATTEMPTS_EXHAUSTED.search(reason)
             shared = getattr(job, "shares_slot", False)  # tasks sharing a slot die together
-            gave_up_on = {job.specs[int(exhausted.group(1))].task} if exhausted and not shared else set(lost)
-            spread_out = exhausted is not None and self._attempts_spread_out(job, int(exhausted.group(2)))
+            attempts, lived_s = (int(exhausted.group(2)) if exhausted else 0), job.lived_s()
+            spread_out = self._attempts_spread_out(attempts, lived_s)
             if spread_out:
-                assert exhausted is not None
-                attempts, lived_s = int(exhausted.group(2)), job.lived_s()
                 log.warning(
                     "connector %s: Spark gave up on job %s after %d attempts in %.0fs, one every %.0fs on "
-                    "average (not a crash loop: %s is %d ms): running task(s) %s again in a new Spark job "
-                    "instead of failing them",
+                    "average (not a crash loop: %s): running task(s) %s again in a new Spark job instead of "
+                    "failing them",
                     name,
                     job.job_group,
                     attempts,
                     lived_s,
                     lived_s / attempts,
-                    RELAUNCH_MIN_ATTEMPT,
-                    round(self._relaunch_min_attempt_s * 1000),
+                    self._relaunch_setting(),
                     lost,
                 )
-                gave_up_on = set()
+                gave_up_on: set[int] = set()
+            elif exhausted and not shared:
+                gave_up_on = {job.specs[int(exhausted.group(1))].task}
+            else:
+                gave_up_on = set(lost)
             self._fence_lost_tasks(name, sorted(gave_up_on & set(lost)))
             for t in sorted(gave_up_on & set(lost)):
                 detail = (
@@ -319,18 +316,20 @@ class TaskHealth(HerderState):
                 why = "lost after spread-out attempts" if spread_out else "lost with a failed Spark job"
                 self._relaunch(name, run, others, why)
 
+    def _relaunch_setting(self) -> str:
+        return f"{RELAUNCH_MIN_ATTEMPT}={round(self._relaunch_min_attempt_s * 1000)}"
+
     def _why_not_relaunched(self) -> str:
         """For a FAILED task's trace: why Spark's give-up was not followed by a relaunch."""
-        floor_ms = round(self._relaunch_min_attempt_s * 1000)
-        if floor_ms == 0:
-            return f"{RELAUNCH_MIN_ATTEMPT}=0 leaves such tasks FAILED"
-        setting = f"{RELAUNCH_MIN_ATTEMPT}={floor_ms}"
-        return f"these came faster than {setting} per attempt on average: a crash loop"
+        if self._relaunch_min_attempt_s == 0:
+            return f"{self._relaunch_setting()} leaves such tasks FAILED"
+        return f"these came faster than {self._relaunch_setting()} per attempt on average: a crash loop"
 
-    def _attempts_spread_out(self, job: SparkTaskJob | HostedTasks, attempts: int) -> bool:
-        """Did `job`'s `attempts` live `eosconnect.relaunch.min.attempt.ms` or more on average?"""
+    def _attempts_spread_out(self, attempts: int, lived_s: float) -> bool:
+        """Did `attempts` that took `lived_s` in all live `eosconnect.relaunch.min.attempt.ms` or more
+        on average? (0 attempts: the job did not end by using them up.)"""
         floor_s = self._relaunch_min_attempt_s
-        return floor_s > 0 and attempts > 0 and job.lived_s() / attempts >= floor_s
+        return floor_s > 0 and attempts > 0 and lived_s / attempts >= floor_s
 
     def _fence_lost_tasks(self, name: str, tasks: list[int]) -> None:
         """Fence the transactional ids of tasks Spark gave up on, before anything can restart them.

@@ -104,12 +104,11 @@ class FetchStallWatch:
                     # Unknown is not "nothing past it": seek it anyway (module docstring).
                     unanswered[tp] = str(exc.args[0] if exc.args else exc)
                     high = UNKNOWN_END
-                    if self._reported.get(tp) != (position, high):
-                        behind[tp] = (position, high)
-                    continue
-                asked.add(tp)
+                else:
+                    asked.add(tp)
             # more than a transaction marker past the position (markers are never delivered)
-            if high > position + 1 and self._reported.get(tp) != (position, high):
+            past = high > position + 1 or tp in unanswered
+            if past and self._reported.get(tp) != (position, high):
                 behind[tp] = (position, high)
         if probed:
             self._next_probe = now + self.probe_every_s
