@@ -14,7 +14,9 @@ and measures:
 - `rss_mb`: the resident memory of the runtime's whole process tree (Java: its JVM; eosconnect: the
   worker, Spark's JVM and every Python worker), idle with the N connectors, and `per_task_mb` above
   the same runtime's tree with no connector;
-- `idle_cpu`: CPU seconds per second of that tree over `--idle-seconds` with the N connectors;
+- `idle_cpu`: CPU seconds per second of that tree over `--idle-seconds` with the N connectors, and
+  `broker_cpu`, the broker's over the same seconds (the N's transactions and fetches cost it CPU the
+  busy task then has not: on a 2-core machine the two together bound what "among N" can reach);
 - `busy_ratio`: records/s of one busy exactly-once FileStreamSource (`--records` lines, poll
   boundaries) among the N, over its rate alone (read_committed, checked for gaps and duplicates).
   The rate is the steady one, from its first record to its last: the time to place and start the
@@ -145,6 +147,7 @@ class Figures:
     rss_mb: float
     base_rss_mb: float
     idle_cpu: float
+    broker_cpu: float
     busy_alone: float
     busy_among: float
     load: float
@@ -169,6 +172,7 @@ def measure_side(
     idle_seconds: float,
     busy_rounds: int,
     busy_settings: dict[str, str],
+    broker_pids: list[int],
 ) -> list[Figures]:
     quiet = f"density-quiet-{side.name}-{uuid.uuid4().hex[:6]}"
     ensure_topic(admin, quiet, 1, 1, compacted=False)
@@ -217,16 +221,20 @@ def measure_side(
         running_s = time.monotonic() - started
         time.sleep(10)  # settle
         tree = process_tree(side.root_pid)
-        cpu_before, t0 = cpu_seconds(tree), time.monotonic()
+        cpu_before, broker_before, t0 = cpu_seconds(tree), cpu_seconds(broker_pids), time.monotonic()
         time.sleep(idle_seconds)
-        idle_cpu = (cpu_seconds(process_tree(side.root_pid)) - cpu_before) / (time.monotonic() - t0)
+        idle_s = time.monotonic() - t0
+        idle_cpu = (cpu_seconds(process_tree(side.root_pid)) - cpu_before) / idle_s
+        broker_cpu = (cpu_seconds(broker_pids) - broker_before) / idle_s
         rss = tree_rss_mb(side.root_pid)
         among = busy(f"n{n}")
-        figures = Figures(side.name, n, running_s, rss, base_rss, idle_cpu, alone, among, os.getloadavg()[0])
+        figures = Figures(
+            side.name, n, running_s, rss, base_rss, idle_cpu, broker_cpu, alone, among, os.getloadavg()[0]
+        )
         console.print(
             f"{side.name} N={n}: all RUNNING in {running_s:.1f} s (POSTs {posted:.1f} s), RSS {rss:.0f} MB "
-            f"({figures.per_task_mb:.1f} MB/task), idle CPU {idle_cpu:.2f} s/s, busy task "
-            f"{among:,.0f} rec/s ({figures.busy_ratio:.2f} of alone), load {figures.load:.1f}"
+            f"({figures.per_task_mb:.1f} MB/task), idle CPU {idle_cpu:.2f} s/s (broker {broker_cpu:.2f}), "
+            f"busy task {among:,.0f} rec/s ({figures.busy_ratio:.2f} of alone), load {figures.load:.1f}"
         )
         out.append(figures)
         for name in names:
@@ -309,6 +317,10 @@ def main() -> None:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         lines = workdir / "lines.txt"
         write_lines(lines, args.records)
+        # the broker's CPU is counted only for the broker this bench started
+        broker_pids = (
+            [] if cluster is None else [p for i in cluster.broker_ids() if (p := cluster.node(i).pid)]
+        )
         for name in args.sides.split(","):
             process, side = (
                 java_side(bootstrap, workdir)
@@ -329,6 +341,7 @@ def main() -> None:
                     args.idle_seconds,
                     args.busy_rounds,
                     {} if name == "java" or args.busy_shares_slot else {OWN_SLOT: "true"},
+                    broker_pids,
                 )
             finally:
                 process.stop()
@@ -344,6 +357,7 @@ def main() -> None:
                 f"{name}_rss_mb={f.rss_mb:.0f}",
                 f"{name}_per_task_mb={f.per_task_mb:.1f}",
                 f"{name}_idle_cpu={f.idle_cpu:.2f}",
+                f"{name}_broker_idle_cpu={f.broker_cpu:.2f}",
                 f"{name}_busy_ratio={f.busy_ratio:.2f}",
             ]
         print(" ".join(fields))

@@ -227,3 +227,47 @@ def test_a_schema_with_a_struct_default_and_parameters_round_trips() -> None:
     assert conv.to_connect_data("t", conv.from_connect_data("t", schema, value)) == SchemaAndValue(
         schema, value
     )
+
+
+def test_a_structs_fields_written_inline_behave_as_their_own_writers() -> None:
+    """The compiled struct writer writes plain values inline and hands the rest to each field's
+    writer: ranges, bools in int fields, control characters, nulls and defaults as Kafka does."""
+    schema = (
+        SchemaBuilder.struct()
+        .field("i", INT32_SCHEMA)
+        .field("s", OPTIONAL_STRING_SCHEMA)
+        .field("b", SchemaBuilder.bool().optional().build())
+        .field("d", SchemaBuilder.int64().optional().default_value(5).build())
+        .build()
+    )
+    conv = JsonConverter()
+    conv.configure({"schemas.enable": False}, False)
+
+    def write(i: Any, s: Any = None, b: Any = None, d: Any = None) -> bytes:
+        return conv.from_connect_data("t", schema, Struct._of(schema, [i, s, b, d]))
+
+    assert write(-(2**31), "a\x01\"é", True) == b'{"i":-2147483648,"s":"a\\u0001\\"\xc3\xa9","b":true,"d":5}'
+    assert write(1, None, False, 7) == b'{"i":1,"s":null,"b":false,"d":7}'
+    with pytest.raises(DataException, match=r"Invalid value 2147483648 for INT32: out of range"):
+        write(2**31)
+    with pytest.raises(DataException, match="Invalid type for INT32: bool True"):
+        write(True)
+    with pytest.raises(DataException, match="null value for field that is required"):
+        write(None)
+    with pytest.raises(DataException, match="Invalid type for STRING: int 3"):
+        write(1, 3)
+    with pytest.raises(DataException, match="Invalid type for BOOLEAN: int 1"):
+        write(1, None, 1)
+
+
+def test_a_struct_of_an_equal_schema_is_written_and_of_another_refused() -> None:
+    def build(field_type: Schema) -> Schema:
+        return SchemaBuilder.struct().name("n").field("x", field_type).build()
+
+    conv = JsonConverter()
+    conv.configure({"schemas.enable": False}, False)
+    first, equal, other = build(INT64_SCHEMA), build(INT64_SCHEMA), build(INT32_SCHEMA)
+    assert conv.from_connect_data("t", first, Struct(first).put("x", 1)) == b'{"x":1}'
+    assert equal is not first and conv.from_connect_data("t", first, Struct(equal).put("x", 2)) == b'{"x":2}'
+    with pytest.raises(DataException, match="Mismatching schema"):
+        conv.from_connect_data("t", first, Struct(other).put("x", 3))

@@ -181,6 +181,11 @@ def test_arrays_interval_hstore_and_zoned_as_debezium_writes_them() -> None:
     )
     assert _convert(1184, "2000-01-01 00:00:00+00") == "2000-01-01T00:00:00.000000Z"
     assert _convert(1184, "2024-03-01 10:00:00.25+01", modifier=3) == "2024-03-01T09:00:00.250Z"
+    # UTC texts (the session's time zone) are re-punctuated, others parsed: both write Java's form
+    assert _convert(1184, "2024-03-01 09:00:00.25+00", modifier=3) == "2024-03-01T09:00:00.250Z"
+    assert _convert(1184, "2024-03-01 09:00:00.123456+00", modifier=0) == "2024-03-01T09:00:00Z"
+    assert _convert(1184, "0044-03-15 12:00:00.5+00") == "0044-03-15T12:00:00.500000Z"
+    assert _convert(1184, "0044-03-15 13:00:00.5+01") == "0044-03-15T12:00:00.500000Z"
     variable = _convert(1700, "-1.000100")
     assert isinstance(variable, Struct) and variable.get("scale") == 4
     assert _convert(1700, "1500.00").get("scale") == 0  # type: ignore[attr-defined]

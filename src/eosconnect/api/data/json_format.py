@@ -95,6 +95,22 @@ def json_string(text: str) -> str:
     return '"' + text.translate(_JACKSON_ESCAPES) + '"'
 
 
+class _StringTexts(dict[str, str]):
+    """Short strings' JSON texts, remembered: most string fields of a stream repeat (a CDC event's
+    connector, database, schema, table and op), and a dict lookup costs a tenth of writing one."""
+
+    MAX_ENTRIES, MAX_LENGTH = 10_000, 64
+
+    def __missing__(self, text: str) -> str:
+        written = json_string(text)
+        if len(text) <= self.MAX_LENGTH and len(self) < self.MAX_ENTRIES:
+            self[text] = written
+        return written
+
+
+_STRING_TEXTS = _StringTexts()
+
+
 _LOWER_HEX_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u00([0-9a-f][0-9a-f])")
 
 
@@ -249,6 +265,7 @@ class JsonCodec:
         self.config = config or JsonCodecConfig()
         self._from_connect_cache = _LRU(self.config.cache_size)  # Schema -> (schema text, writer)
         self._to_connect_cache = _LRU(self.config.cache_size)  # schema JSON text -> (Schema, reader)
+        self._last_compiled: tuple[Schema, tuple[str, Writer]] | None = None
 
     # -- writing --
 
@@ -261,11 +278,15 @@ class JsonCodec:
         return self._write_schemaless if schema is None else self._compiled(schema)[1]
 
     def _compiled(self, schema: Schema) -> tuple[str, Writer]:
+        last = self._last_compiled
+        if last is not None and last[0] is schema:  # a stream of one schema object: no hashing at all
+            return last[1]
         cached = self._from_connect_cache.get(schema)
         if cached is None:
             writer = self._compile_writer(schema)
             cached = (self._schema_json(schema), writer)
             self._from_connect_cache.put(schema, cached)
+        self._last_compiled = (schema, cached)
         return cached
 
     def _schema_json(self, schema: Schema) -> str:
@@ -443,20 +464,60 @@ class JsonCodec:
         return write_pairs
 
     def _struct_writer(self, schema: Schema) -> Writer:
-        fields = [(json_string(f.name) + ":", self._compile_writer(f.schema)) for f in schema.fields]
-
-        def write_struct(value: Any) -> str:
-            if not isinstance(value, Struct):
-                raise DataException(f"Invalid type for STRUCT: {type(value).__name__} {value!r:.80}")
-            if value.schema is not schema and value.schema != schema:
-                raise DataException(f"Mismatching schema: the Struct's schema is not {schema!r:.200}")
-            return (
-                "{"
-                + ",".join([p + write(v) for (p, write), v in zip(fields, value._values, strict=True)])
-                + "}"
-            )
-
+        """A writer of this Struct schema's values, compiled into one function that builds the object
+        in one f-string: a field whose value is already plain (an int in range, a str, a bool, or None
+        for an optional field) is written inline, any other goes through its field's writer
+        (`_compile_writer`), so behaviour and errors are that writer's. A CDC event is some thirty
+        fields; a call and a list entry per field cost more than the text itself."""
+        namespace: dict[str, Any] = {
+            "DataException": DataException,
+            "Struct": Struct,
+            "schema": schema,
+            "equal": [schema],  # the last equal schema object seen: a deep comparison once, not per value
+            "string_text": _STRING_TEXTS,
+            "NULL": "null",
+            "TRUE": "true",
+            "FALSE": "false",
+        }
+        parts = []
+        for i, f in enumerate(schema.fields):
+            namespace[f"p{i}"] = ("," if i else "") + json_string(f.name) + ":"
+            namespace[f"w{i}"] = self._compile_writer(f.schema)
+            parts.append(f"{{p{i}}}{{{self._inline_field(f.schema, f'v{i}', f'w{i}')}}}")
+        values = ", ".join(f"v{i}" for i in range(len(schema.fields)))
+        unpack = f"    {values}, = value._values\n" if schema.fields else ""
+        source = f"""def write_struct(value):
+    if value.__class__ is not Struct and not isinstance(value, Struct):
+        raise DataException(f"Invalid type for STRUCT: {{type(value).__name__}} {{value!r:.80}}")
+    if value.schema is not schema and value.schema is not equal[0]:
+        if value.schema != schema:
+            raise DataException(f"Mismatching schema: the Struct's schema is not {{schema!r:.200}}")
+        equal[0] = value.schema
+{unpack}    return f"{{{{{"".join(parts)}}}}}"
+"""
+        exec(compile(source, f"<JsonConverter writer of {schema}>", "exec"), namespace)
+        write_struct: Writer = namespace["write_struct"]
         return write_struct
+
+    def _inline_field(self, schema: Schema, var: str, writer: str) -> str:
+        """The expression writing `var` in a compiled struct writer: inline where the value is plain,
+        else a call of the field's `writer` (which also raises for a wrong value)."""
+        plain: str | None = None
+        if schema.name is None:
+            stype = schema.type
+            if stype in _INT_BITS:
+                bits = _INT_BITS[stype]
+                low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+                plain = f"str({var}) if {var}.__class__ is int and {low} <= {var} <= {high}"
+            elif stype is Type.STRING:
+                plain = f"string_text[{var}] if {var}.__class__ is str"
+            elif stype is Type.BOOLEAN:
+                plain = f"TRUE if {var} is True else FALSE if {var} is False"
+        expression = f"{writer}({var})" if plain is None else f"({plain} else {writer}({var}))"
+        replaces_null = schema.default_value is not None and self.config.replace_null_with_default
+        if schema.optional and not replaces_null:
+            return f"NULL if {var} is None else {expression}"
+        return expression
 
     def _logical_writer(self, schema: Schema, name: str) -> Writer | None:
         if name == DECIMAL_LOGICAL_NAME:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eosconnect.api.data import Schema, SchemaBuilder, Struct
+from eosconnect.api.data import Schema, SchemaBuilder, Struct, Type
 from eosconnect.connectors.postgres_cdc.pgoutput import UNCHANGED, Column, TupleValue
 from eosconnect.connectors.postgres_cdc.types import (
     DecimalHandling,
@@ -24,7 +24,15 @@ from eosconnect.connectors.postgres_cdc.types import (
     type_default,
 )
 
-__all__ = ["CONNECTOR_NAME", "DEBEZIUM_VERSION", "UNAVAILABLE", "SourceInfo", "TableEvents", "source_schema"]
+__all__ = [
+    "CONNECTOR_NAME",
+    "DEBEZIUM_VERSION",
+    "UNAVAILABLE",
+    "SourceInfo",
+    "TableEvents",
+    "TransactionSource",
+    "source_schema",
+]
 
 #: The Debezium release whose event format this follows, field by field (reported as source.version):
 #: tests/integration/test_postgres_cdc_debezium.py compares our events with that release's.
@@ -98,33 +106,61 @@ class SourceInfo:
     last_commit_lsn: int | None = None  # where the previous transaction's commit record ended
 
     def struct(self, schema_name: str, table: str) -> Struct:
+        return Struct._of(SOURCE_SCHEMA, self.values(schema_name, table))
+
+    def values(self, schema_name: str, table: str, lsn: int | None = None) -> list[Any]:
+        """The `source` struct's values in its field order, for the change at `lsn` (default: `self.lsn`)."""
+        lsn = self.lsn if lsn is None else lsn
         micros = int(self.ts.timestamp() * 1_000_000)
         sequence = None
-        if self.lsn is not None:
+        if lsn is not None:
             # json.dumps([previous or None, str(lsn)]) of two decimal numbers, without its cost per event
-            previous = "null" if self.last_commit_lsn is None else f'"{self.last_commit_lsn}"'
-            sequence = f'[{previous},"{self.lsn}"]'
-        return Struct._of(  # a fresh list in the schema's field order and types
-            SOURCE_SCHEMA,
-            [
-                DEBEZIUM_VERSION,
-                CONNECTOR_NAME,
-                self.server,
-                micros // 1000,
-                self.snapshot,
-                self.db,
-                sequence,
-                micros,
-                micros * 1000,
-                schema_name,
-                table,
-                self.tx_id,
-                self.lsn,
-                None,
-                None,
-                None,
-            ],
-        )
+            sequence = f'{self.sequence_prefix()}{lsn}"]'
+        return [
+            DEBEZIUM_VERSION,
+            CONNECTOR_NAME,
+            self.server,
+            micros // 1000,
+            self.snapshot,
+            self.db,
+            sequence,
+            micros,
+            micros * 1000,
+            schema_name,
+            table,
+            self.tx_id,
+            lsn,
+            None,
+            None,
+            None,
+        ]
+
+    def sequence_prefix(self) -> str:
+        return '[null,"' if self.last_commit_lsn is None else f'["{self.last_commit_lsn}","'
+
+
+_SEQUENCE, _LSN = SOURCE_SCHEMA.field("sequence").index, SOURCE_SCHEMA.field("lsn").index  # type: ignore[union-attr]
+
+
+class TransactionSource:
+    """The `source` blocks of one transaction's changes: all but `sequence` and `lsn` are the same
+    for every change of a table, so they are worked out once per table, not once per event."""
+
+    __slots__ = ("_info", "_prefix", "_templates")
+
+    def __init__(self, info: SourceInfo) -> None:
+        self._info = info
+        self._prefix = info.sequence_prefix()
+        self._templates: dict[tuple[str, str], list[Any]] = {}
+
+    def struct(self, schema_name: str, table: str, lsn: int) -> Struct:
+        template = self._templates.get((schema_name, table))
+        if template is None:
+            template = self._templates[(schema_name, table)] = self._info.values(schema_name, table, lsn)
+        values = template.copy()
+        values[_SEQUENCE] = f'{self._prefix}{lsn}"]'
+        values[_LSN] = lsn
+        return Struct._of(SOURCE_SCHEMA, values)
 
 
 class TableEvents:
@@ -192,11 +228,55 @@ class TableEvents:
             .build()
         )
         self._fields = [field_schemas[n] for n in names]
+        self._full_row = self._compile_row()
+
+    def _compile_row(self) -> Callable[[Sequence[TupleValue]], Struct]:
+        """`row` of a whole tuple compiled for this table: straight-line code per column, the texts of
+        text columns taken as they are. It runs for every change; behaviour is `_row`'s."""
+        namespace: dict[str, Any] = {
+            "new_struct": Struct.__new__,
+            "Struct": Struct,
+            "schema": self.value_schema,
+            "UNCHANGED": UNCHANGED,
+            "slow": self._row,
+        }
+        items = []
+        for i, (position, convert, schema) in enumerate(
+            zip(self._kept, self.converters, self._fields, strict=True)
+        ):
+            namespace[f"c{i}"], namespace[f"u{i}"], namespace[f"s{i}"] = convert, _unavailable(schema), schema
+            converted = f"t{i}" if convert is str else f"c{i}(t{i})"
+            if schema.type is Type.STRUCT:
+                converted = f"fix({converted}, s{i})"
+            items.append(
+                (
+                    f"    t{i} = values[{position}]\n",
+                    f"None if t{i} is None else u{i} if t{i} is UNCHANGED else {converted}",
+                )
+            )
+        namespace["fix"] = _own_struct
+        needed = max(self._kept, default=-1) + 1
+        source = f"""def row(values):
+    if len(values) < {needed}:
+        return slow(values, False)
+{"".join(line for line, _ in items)}    struct = new_struct(Struct)
+    struct.schema = schema
+    struct._values = [{", ".join(expression for _, expression in items)}]
+    return struct
+"""
+        exec(compile(source, f"<row of {self.topic}>", "exec"), namespace)
+        row: Callable[[Sequence[TupleValue]], Struct] = namespace["row"]
+        return row
 
     def row(self, values: Sequence[TupleValue], *, key_only: bool = False) -> Struct:
         """A Value struct from a tuple's texts. With `key_only` (an old key), the columns not sent
         are null, or a type default for NOT NULL ones; unchanged TOASTed values become Debezium's
         placeholder (strings and bytes) or null."""
+        if key_only:
+            return self._row(values, True)
+        return self._full_row(values)
+
+    def _row(self, values: Sequence[TupleValue], key_only: bool) -> Struct:
         out: list[Any] = []
         values = [values[i] if i < len(values) else None for i in self._kept]
         for i, (text, convert, schema) in enumerate(zip(values, self.converters, self._fields, strict=True)):
@@ -207,12 +287,7 @@ class TableEvents:
             elif text is UNCHANGED:
                 out.append(_unavailable(schema))
             else:
-                value = convert(text)  # type: ignore[arg-type]
-                if isinstance(value, Struct) and value.schema is not schema:  # a nullable column's struct
-                    value = Struct.from_values(
-                        schema, [value.get(f.name) for f in schema.fields], validate=False
-                    )
-                out.append(value)
+                out.append(_own_struct(convert(text), schema))  # type: ignore[arg-type]
         return Struct._of(self.value_schema, out)  # built field by field from the schema's own types
 
     def key(self, row: Struct | None) -> Struct | None:
@@ -224,25 +299,28 @@ class TableEvents:
     def envelope(
         self, op: str, before: Struct | None, after: Struct | None, source: SourceInfo, now: dt.datetime
     ) -> Struct:
-        micros = int(now.timestamp() * 1_000_000)
+        source_struct = source.struct(self.schema_name, self.table)
+        return self.envelope_at(op, before, after, source_struct, int(now.timestamp() * 1_000_000))
+
+    def envelope_at(
+        self, op: str, before: Struct | None, after: Struct | None, source: Struct, now_micros: int
+    ) -> Struct:
+        """`envelope` with the source struct made and the processing time (`ts_*`) in microseconds."""
         return Struct._of(
             self.envelope_schema,
-            [
-                before,
-                after,
-                source.struct(self.schema_name, self.table),
-                None,
-                op,
-                micros // 1000,
-                micros,
-                micros * 1000,
-            ],
+            [before, after, source, None, op, now_micros // 1000, now_micros, now_micros * 1000],
         )
 
 
-def _unavailable(schema: Schema) -> Any:
-    from eosconnect.api.data import Type
+def _own_struct(value: Any, schema: Schema) -> Any:
+    """A converted value; a struct (VariableScaleDecimal) re-made with the column's own schema (a
+    nullable column's is optional where the converter's is not)."""
+    if isinstance(value, Struct) and value.schema is not schema:
+        return Struct.from_values(schema, [value.get(f.name) for f in schema.fields], validate=False)
+    return value
 
+
+def _unavailable(schema: Schema) -> Any:
     if schema.type is Type.STRING and schema.name is None:
         return UNAVAILABLE
     if schema.type is Type.BYTES and schema.name is None:

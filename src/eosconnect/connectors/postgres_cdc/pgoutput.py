@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "Begin",
@@ -95,22 +96,19 @@ class TypeInfo:
     name: str
 
 
-@dataclass(frozen=True)
-class Insert:
+class Insert(NamedTuple):  # a tuple: one is made per change
     relation_oid: int
     new: tuple[TupleValue, ...]
 
 
-@dataclass(frozen=True)
-class Update:
+class Update(NamedTuple):  # a tuple: one is made per change
     relation_oid: int
     old: tuple[TupleValue, ...] | None  # the old key ('K') or whole old row ('O'), if sent
     old_is_key: bool
     new: tuple[TupleValue, ...]
 
 
-@dataclass(frozen=True)
-class Delete:
+class Delete(NamedTuple):  # a tuple: one is made per change
     relation_oid: int
     old: tuple[TupleValue, ...]
     old_is_key: bool
@@ -165,40 +163,49 @@ class _Reader:
         return value
 
     def tuple_data(self) -> tuple[TupleValue, ...]:
-        """TupleData: per column a kind byte, then the value's length and bytes for `t` and `b`.
-        One call per row change: the loop keeps the buffer and position in locals."""
-        data, pos = self.data, self.pos
-        count = _INT16(data, pos)[0]
-        pos += 2
-        values: list[TupleValue] = []
-        append = values.append
-        for _ in range(count):
-            kind = data[pos]
-            pos += 1
-            if kind in (_TEXT, _BINARY):
-                length = _INT32(data, pos)[0]
-                pos += 4
-                raw = data[pos : pos + length]
-                pos += length
-                append(raw.decode() if kind == _TEXT else raw.hex())
-            elif kind == _NULL:
-                append(None)
-            elif kind == _UNCHANGED_TOAST:
-                append(UNCHANGED)
-            else:
-                raise ValueError(f"pgoutput: unknown tuple column kind {chr(kind)!r}")
-        self.pos = pos
-        return tuple(values)
+        values, self.pos = _tuple_data(self.data, self.pos)
+        return values
+
+
+def _tuple_data(data: bytes, pos: int) -> tuple[tuple[TupleValue, ...], int]:
+    """TupleData at `pos`: per column a kind byte, then the value's length and bytes for `t` and `b`;
+    returns the values and the position after them. One call per row change: buffer and position
+    stay in locals."""
+    count = _INT16(data, pos)[0]
+    pos += 2
+    values: list[TupleValue] = []
+    append = values.append
+    for _ in range(count):
+        kind = data[pos]
+        pos += 1
+        if kind in (_TEXT, _BINARY):
+            length = _INT32(data, pos)[0]
+            pos += 4
+            raw = data[pos : pos + length]
+            pos += length
+            append(raw.decode() if kind == _TEXT else raw.hex())
+        elif kind == _NULL:
+            append(None)
+        elif kind == _UNCHANGED_TOAST:
+            append(UNCHANGED)
+        else:
+            raise ValueError(f"pgoutput: unknown tuple column kind {chr(kind)!r}")
+    return tuple(values), pos
 
 
 _INT16 = struct.Struct("!h").unpack_from
 _INT32 = struct.Struct("!i").unpack_from
+_UINT32 = struct.Struct("!I").unpack_from
+_INSERT, _NEW = b"I"[0], b"N"[0]
 _TEXT, _BINARY, _NULL, _UNCHANGED_TOAST = b"t"[0], b"b"[0], b"n"[0], b"u"[0]
 
 
 def parse(data: bytes) -> Message:
     """One pgoutput message; None for kinds that carry nothing for change events (Origin, Message)."""
-    r = _Reader(bytes(data))
+    data = bytes(data)
+    if data[0] == _INSERT and data[5] == _NEW:  # the commonest message, without a reader object
+        return Insert(_UINT32(data, 1)[0], _tuple_data(data, 6)[0])
+    r = _Reader(data)
     kind = r.byte()
     if kind == "B":
         final_lsn, ts, xid = r.uint64(), r.int64(), r.uint32()

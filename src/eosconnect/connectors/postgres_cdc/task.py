@@ -40,7 +40,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from eosconnect.api.builtin_transforms.base import values_to_string
 from eosconnect.api.data import SchemaBuilder, Struct
@@ -49,7 +49,12 @@ from eosconnect.api.records import Header, Primitive, RecordMetadata, SourcePart
 from eosconnect.api.source import SourceTask
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
-from eosconnect.connectors.postgres_cdc.events import CONNECTOR_NAME, SourceInfo, TableEvents
+from eosconnect.connectors.postgres_cdc.events import (
+    CONNECTOR_NAME,
+    SourceInfo,
+    TableEvents,
+    TransactionSource,
+)
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     Begin,
     Column,
@@ -114,9 +119,9 @@ def context_headers(prefix: str) -> tuple[Header, ...]:
     )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Change:
-    """One row change of the open transaction, before it becomes records at its commit."""
+class _Change(NamedTuple):
+    """One row change of the open transaction, before it becomes records at its commit (a tuple:
+    one is made per change)."""
 
     op: str
     table: TableEvents
@@ -339,7 +344,12 @@ class PostgresCdcTask(SourceTask):
             return
         begin, events = self._txn
         self._txn = None
-        now = dt.datetime.now(dt.UTC)
+        now_micros = time.time_ns() // 1000
+        source = TransactionSource(
+            SourceInfo(
+                self.prefix, self.db, begin.commit_time, "false", begin.xid, None, self._last_commit_lsn
+            )
+        )
         records: list[SourceRecord] = []
         lsns: list[tuple[int, int]] = []  # each record's change LSN, and the how-manieth change at it
         at_lsn, previous_lsn = 0, None
@@ -350,11 +360,9 @@ class PostgresCdcTask(SourceTask):
             previous_lsn = change.lsn
             position = {"lsn_proc": change.lsn, "lsn_events_processed": at_lsn, "messageType": change.message}
             table, before, after = change.table, change.before, change.after
-            source = SourceInfo(
-                self.prefix, self.db, begin.commit_time, "false", begin.xid, change.lsn, self._last_commit_lsn
-            )
             key = table.key(after if after is not None else before)
-            value = table.envelope(change.op, before, after, source, now)
+            source_struct = source.struct(table.schema_name, table.table, change.lsn)
+            value = table.envelope_at(change.op, before, after, source_struct, now_micros)
             records.append(self._record(table, key, value, begin, len(records), change.headers, position))
             lsns.append((change.lsn, at_lsn))
             if change.op == "d" and self.tombstones:  # the tombstone keeps the delete's headers

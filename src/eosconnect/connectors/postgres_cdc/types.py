@@ -118,9 +118,15 @@ def _zoned(digits: int) -> Convert:
     """Debezium's ZonedTimestamp: ISO-8601 in UTC with the column's number of fractional digits."""
 
     def convert(text: str) -> str:
+        if text.endswith("+00") and text[4:5] == "-" and text[10:11] == " " and text[19:20] in ".+":
+            # Already UTC (the session's TimeZone) with a four-digit year: re-punctuated, not parsed.
+            fraction = text[20:-3].ljust(6, "0")[:digits] if text[19] == "." else "0" * digits
+            return text[:10] + "T" + text[11:19] + (f".{fraction}" if digits else "") + "Z"
         value = dt.datetime.fromisoformat(text).astimezone(dt.UTC)
         fraction = f"{value.microsecond:06d}"[:digits]
-        return value.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if digits else "") + "Z"
+        # isoformat, not strftime: a year before 1000 keeps its four digits, as Java's formatter writes it
+        whole = value.replace(tzinfo=None, microsecond=0).isoformat()
+        return whole + (f".{fraction}" if digits else "") + "Z"
 
     return convert
 
