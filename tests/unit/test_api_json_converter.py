@@ -246,7 +246,7 @@ def test_a_structs_fields_written_inline_behave_as_their_own_writers() -> None:
     def write(i: Any, s: Any = None, b: Any = None, d: Any = None) -> bytes:
         return conv.from_connect_data("t", schema, Struct._of(schema, [i, s, b, d]))
 
-    assert write(-(2**31), "a\x01\"é", True) == b'{"i":-2147483648,"s":"a\\u0001\\"\xc3\xa9","b":true,"d":5}'
+    assert write(-(2**31), 'a\x01"é', True) == b'{"i":-2147483648,"s":"a\\u0001\\"\xc3\xa9","b":true,"d":5}'
     assert write(1, None, False, 7) == b'{"i":1,"s":null,"b":false,"d":7}'
     with pytest.raises(DataException, match=r"Invalid value 2147483648 for INT32: out of range"):
         write(2**31)
