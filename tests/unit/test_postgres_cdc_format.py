@@ -262,6 +262,42 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
     assert [r.source_offset["messageType"] for r in records] == ["UPDATE"] * 3 + ["INSERT"] * 2
 
 
+def test_with_connector_boundaries_a_batch_ends_where_a_database_transaction_does() -> None:
+    """max.batch.size 8: transactions of 3 rows; a batch ends at the first transaction end once it
+    holds 2 records (a quarter), so each Kafka commit comes last in its batch; without connector
+    boundaries batches are cut by size alone."""
+    import threading
+    from collections import deque
+
+    from eosconnect.api.records import SourcePartition
+    from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
+
+    table = TableEvents(
+        "srv", "public", "t", [Column("id", 23, -1, True)], [False], ["id"], DecimalHandling.PRECISE,
+        TimePrecision.ADAPTIVE,
+    )  # fmt: skip
+    task = PostgresCdcTask()
+    task.prefix, task.db, task.tombstones, task.context_headers = "srv", "db", True, ()
+    task.partition = SourcePartition({"server": "srv"})
+    task._lock, task._flush_to, task._ready = threading.Lock(), 0, deque()
+    task._last_commit_lsn, task._debezium_resume, task._resume = None, None, None
+    task._relations, task.batch_size = {1: table}, 8
+    now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    for txn in range(4):
+        base = 1000 * (txn + 1)
+        task._handle(Begin(base + 90, now, txn), base)
+        for row in range(3):
+            task._handle(Insert(1, (str(10 * txn + row),)), base + row + 1)
+        task._handle(Commit(base + 90, base + 95, now), base + 90)
+
+    def ids(batch: list) -> list[int]:
+        return [r.key.get("id") for r in batch]
+
+    assert ids(task._take_batch(at_transaction_end=True)) == [0, 1, 2]
+    assert ids(task._take_batch(at_transaction_end=False)) == [10, 11, 12, 20, 21, 22, 30, 31]
+    assert ids(task._take_batch(at_transaction_end=True)) == [32]  # what is left: the end of one
+
+
 def test_debeziums_context_headers() -> None:
     import uuid
 
