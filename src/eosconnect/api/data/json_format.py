@@ -502,18 +502,12 @@ class JsonCodec:
     def _inline_field(self, schema: Schema, var: str, writer: str) -> str:
         """The expression writing `var` in a compiled struct writer: inline where the value is plain,
         else a call of the field's `writer` (which also raises for a wrong value)."""
-        plain: str | None = None
-        if schema.name is None:
-            stype = schema.type
-            if stype in _INT_BITS:
-                bits = _INT_BITS[stype]
-                low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-                plain = f"str({var}) if {var}.__class__ is int and {low} <= {var} <= {high}"
-            elif stype is Type.STRING:
-                plain = f"string_text[{var}] if {var}.__class__ is str"
-            elif stype is Type.BOOLEAN:
-                plain = f"TRUE if {var} is True else FALSE if {var} is False"
-        expression = f"{writer}({var})" if plain is None else f"({plain} else {writer}({var}))"
+        guard = _plain_guard(schema, var)  # the compiled reader's test for a value already plain
+        if guard is None:
+            expression = f"{writer}({var})"
+        else:
+            text = {Type.STRING: f"string_text[{var}]", Type.BOOLEAN: f"(TRUE if {var} is True else FALSE)"}
+            expression = f"({text.get(schema.type, f'str({var})')} if {guard} else {writer}({var}))"
         replaces_null = schema.default_value is not None and self.config.replace_null_with_default
         if schema.optional and not replaces_null:
             return f"NULL if {var} is None else {expression}"
@@ -882,8 +876,9 @@ def _in_field(exc: DataException, name: str) -> DataException:
 
 
 def _plain_guard(schema: Schema, var: str) -> str | None:
-    """A Python condition under which the node `var` is already the value of this schema (its
-    reader would return it as it is), so the generated struct reader skips the call; None if none."""
+    """A Python condition under which `var` is a plain value of this schema (an int in range, a str,
+    a bool): the generated struct reader takes such a node as it is, the generated struct writer
+    writes it inline; None if no value of the schema is plain."""
     if schema.name is not None:
         return None  # logical types convert
     if schema.type in _INT_BITS:

@@ -118,7 +118,7 @@ def _zoned(digits: int) -> Convert:
     """Debezium's ZonedTimestamp: ISO-8601 in UTC with the column's number of fractional digits."""
 
     def convert(text: str) -> str:
-        if text.endswith("+00") and text[4:5] == "-" and text[10:11] == " " and text[19:20] in ".+":
+        if text.endswith("+00") and text[4:5] == "-" and text[10:11] == " " and text[19:20] in (".", "+"):
             # Already UTC (the session's TimeZone) with a four-digit year: re-punctuated, not parsed.
             fraction = text[20:-3].ljust(6, "0")[:digits] if text[19] == "." else "0" * digits
             return text[:10] + "T" + text[11:19] + (f".{fraction}" if digits else "") + "Z"
