@@ -78,6 +78,7 @@ from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.postgres import LocalPostgres, PostgresSetupError
 from eosconnect.tools.verify import verify_sequence_topic
 from eosconnect.tools.worker_process import WorkerProcess
+from support.cdc_soak import CdcFollower, CdcWorkload, cdc_source_config, verify_cdc_topic, wait_for_changes
 from support.chaos import (
     SequenceFollower,
     clock,
@@ -117,6 +118,7 @@ ARTIFACTS = Path(
 pytestmark = [pytest.mark.soak, pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
 
 JDBC = "chaos-jdbc"  # the sources are chaos-<boundary>, their mirrors chaos-mirror-<boundary>
+CDC = "chaos-cdc"
 #: The JDBC sink's tasks (the topic's 4 partitions spread over them by the consumer group).
 JDBC_TASKS = 2
 PARTITIONS = 4
@@ -241,7 +243,9 @@ def mirror_config(topic: str, bootstrap: str) -> dict[str, str]:
 class Connector:
     name: str
     config: dict[str, str]
-    follower: SequenceFollower | SequenceTable  # of the topic or table it writes
+    follower: (
+        SequenceFollower | SequenceTable
+    )  # of the topic or table it writes (CdcFollower: a SequenceFollower)
     #: The source whose records it carries (a mirror, the JDBC sink); None for a source.
     feeds: Connector | None = None
 
@@ -267,9 +271,11 @@ class Chaos:
         timeline: Path,
         spark: StandaloneCluster | None = None,
         jdbc: Connector | None = None,
+        cdc: Connector | None = None,
     ) -> None:
         self.worker = worker
         self.jdbc = jdbc
+        self.cdc = cdc
         self.spark = spark
         self.cluster = cluster
         self.sources = sources
@@ -381,13 +387,15 @@ class Chaos:
 
     @property
     def connectors(self) -> tuple[Connector, ...]:
-        return (*self.sources, *self.mirrors) + ((self.jdbc,) if self.jdbc is not None else ())
+        extra = (self.jdbc, self.cdc)
+        return (*self.sources, *self.mirrors, *(c for c in extra if c is not None))
 
     def committed(self) -> str:
         """Records committed so far, per source."""
-        return ", ".join(
-            f"{s.name} {sum(seq + 1 for seq in s.follower.highest().values())}" for s in self.sources
-        )
+        counts = [f"{s.name} {sum(seq + 1 for seq in s.follower.highest().values())}" for s in self.sources]
+        if self.cdc is not None and isinstance(self.cdc.follower, CdcFollower):
+            counts.append(f"{self.cdc.name} {self.cdc.follower.progress()}")
+        return ", ".join(counts)
 
     def recovered(self, kind: str) -> None:
         """Every task RUNNING, every source task committing again and the mirror copying on."""
@@ -398,7 +406,7 @@ class Chaos:
                 RECOVERY_S,
                 f"{connector.tasks} RUNNING tasks of {connector.name} after {self.current}",
             )
-        source_at = {source.name: source.follower.highest() for source in self.sources}
+        source_at = {c.name: c.follower.highest() for c in self.connectors if c.feeds is None}
         for connector in self.connectors:
             connector.follower.wait_for_progress(
                 range(connector.source.tasks),
@@ -473,10 +481,19 @@ class Chaos:
         self.recovered("kill_task")
 
     def freeze_task(self) -> None:
-        source = self.pick(self.sources)
+        source = self.pick(self.sources + ([self.cdc] if self.cdc is not None else []))
         task = self.rng.randrange(source.tasks)
         freeze_s = self.rng.uniform(8, 30)
-        new_count = self.rng.choice([n for n in TASK_COUNTS if n != source.tasks])
+        if source is self.cdc:
+            # one task reads the slot: a new generation of it, by a setting that changes nothing else
+            poll_ms = "250" if source.config["poll.interval.ms"] == "200" else "200"
+            change, replacement = (
+                {"poll.interval.ms": poll_ms},
+                f"a new generation (poll.interval.ms={poll_ms})",
+            )
+        else:
+            new_count = self.rng.choice([n for n in TASK_COUNTS if n != source.tasks])
+            change, replacement = {"tasks.max": str(new_count)}, f"a generation of {new_count} tasks"
         pid = self.internal_tasks(source)[task]["pid"]
         os.kill(pid, signal.SIGSTOP)
         frozen_at = time.monotonic()
@@ -484,10 +501,10 @@ class Chaos:
             f"{self.current}: SIGSTOPped the Python worker of task {source.name}-{task} (pid {pid}) for "
             f"{freeze_s:.0f}s "
             f"({'beyond' if freeze_s * 1000 > TRANSACTION_TIMEOUT_MS else 'within'} its transaction "
-            f"timeout); replacing it by a generation of {new_count} tasks"
+            f"timeout); replacing it by {replacement}"
         )
         try:
-            self.put_config(source, {**source.config, "tasks.max": str(new_count)})
+            self.put_config(source, {**source.config, **change})
             self.recovered("freeze_task")
             rest = freeze_s - (time.monotonic() - frozen_at)
             if rest > 0:
@@ -622,26 +639,43 @@ def test_exactly_once_through_chaos(
     if soak_postgres is not None:  # into PostgreSQL: the first source's records
         table = SequenceTable(soak_postgres.new_database(), sources[0].config["topic"])
         jdbc = Connector(JDBC, table.config(JDBC_TASKS), table, feeds=sources[0])
+    cdc, workload = None, None
+    if soak_postgres is not None:  # out of PostgreSQL: change data capture of a table written throughout
+        workload = CdcWorkload(soak_postgres.new_database(), seed=rng.randrange(2**31))
+        prefix = topic_name("cdc")
+        cdc_topic = create_replicated_topic(principals.admin, f"{prefix}.public.chaos_cdc", 1)
+        cdc_settings = {
+            **cdc_source_config(workload.url, prefix),
+            "producer.override.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
+        }
+        cdc = Connector(CDC, cdc_settings, CdcFollower(principals.reader, cdc_topic, workload))
     artifacts = ARTIFACTS / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{SEED}"
     artifacts.mkdir(parents=True, exist_ok=True)
-    chaos = Chaos(worker, kafka3, sources, mirrors, rng, artifacts / "timeline.txt", spark_cluster, jdbc)
+    chaos = Chaos(worker, kafka3, sources, mirrors, rng, artifacts / "timeline.txt", spark_cluster, jdbc, cdc)
     chaos.log(
         f"seed {SEED} (replay: EOSCONNECT_SOAK_SEED={SEED} EOSCONNECT_SOAK_SECONDS={SOAK_SECONDS:.0f} "
         f"EOSCONNECT_SOAK_BOUNDARY={BOUNDARY} EOSCONNECT_SOAK_SPARK={SPARK_MODE} "
         f"EOSCONNECT_SOAK_SECURITY={SECURITY} make soak); {SOAK_SECONDS:.0f}s of faults, sources "
         f"{', '.join(s.name for s in sources)} ({RATE} records/s per task), Spark {SPARK_MODE}, brokers "
-        f"{SECURITY}, JDBC sink {'into PostgreSQL' if jdbc else 'left out'}; "
+        f"{SECURITY}, JDBC sink and CDC source {'with PostgreSQL' if jdbc else 'left out'}; "
         f"timeline and worker log in {artifacts}"
     )
     passed = False
     try:
-        for source in sources:
-            source.follower.start()
+        for connector in (*sources, *([cdc] if cdc else [])):
+            connector.follower.start()
         for connector in chaos.connectors:
             created = worker.create_connector(connector.name, connector.config)
             assert created.status_code == 201, created.text
         for mirror in mirrors:
             mirror.follower.start()  # the mirror has created its topic by the time it runs
+        if cdc is not None and workload is not None:  # the snapshot read, then the table written on
+            assert isinstance(cdc.follower, CdcFollower)
+            wait_for_changes(cdc.follower, len(workload.snapshot), RECOVERY_S, chaos.watch)
+            workload.start()
+            chaos.log(
+                f"{CDC}: snapshot of {len(workload.snapshot)} rows read; the table is written from now on"
+            )
         chaos.recovered("start-up")
 
         # Every kind once, in a seeded order, then at random until the time is up.
@@ -653,6 +687,10 @@ def test_exactly_once_through_chaos(
 
         # -- the end: bound the sources, let every task run to the end, verify every topic whole
         chaos.current = "the final run to the end"
+        if cdc is not None and workload is not None:  # it catches up while the sources run to their end
+            assert isinstance(cdc.follower, CdcFollower)
+            workload.stop()
+            chaos.log(f"{CDC}: the workload stopped; {cdc.follower.progress()}")
         offsets = {}
         for source in sources:
             assert chaos.request("PUT", f"/connectors/{source.name}/stop").status_code == 204
@@ -678,6 +716,8 @@ def test_exactly_once_through_chaos(
             chaos.wait(lambda s=source: chaos.all_running(s), RECOVERY_S, f"{source.name}'s final generation")
         end = dict.fromkeys(range(tasks), total - 1)
         for connector in chaos.connectors:
+            if connector is cdc:
+                continue
             connector.follower.wait_for_progress(
                 range(tasks), 0, 300, f"{connector.follower.topic} to the end (seed {SEED})", chaos.watch, end
             )
@@ -706,6 +746,16 @@ def test_exactly_once_through_chaos(
             )
             assert (rows, duplicates, missing) == (tasks * total, 0, 0), (
                 f"exactly-once broken in the JDBC sink's table (seed {SEED}): {jdbc.follower.anomalies}"
+            )
+        if cdc is not None and workload is not None:
+            assert isinstance(cdc.follower, CdcFollower)
+            changes = len(workload.snapshot) + workload.changes
+            took = wait_for_changes(cdc.follower, changes, 300, chaos.watch)
+            chaos.log(f"{CDC}: all {changes} events read {took:.1f}s after the sources' verification")
+            cdc_report = verify_cdc_topic(principals.reader, cdc.follower.topic, workload)
+            chaos.log(f"verified {cdc.follower.topic}: {cdc_report.summary()}")
+            assert cdc_report.ok, (
+                f"exactly-once broken in {cdc.follower.topic} (seed {SEED}): {cdc_report.anomalies()}"
             )
         for connector in chaos.connectors:
             assert not connector.follower.anomalies, (

@@ -18,7 +18,14 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eosconnect.api.records import TopicPartition as OurTopicPartition
@@ -222,7 +229,7 @@ class SequenceFollower:
                         continue
                     self._last_record = time.monotonic()
                     self._next_offsets[message.partition()] = message.offset() + 1
-                    self._note(message.partition(), message.offset(), message.value())
+                    self._note(message)
             self._watch_fetching()
             if time.monotonic() - max(self._last_record, self._recreated) > self.RECREATE_AFTER_S:
                 self._recreate_consumer()
@@ -251,7 +258,9 @@ class SequenceFollower:
                 where = {tp.partition: self._next_offsets[tp.partition] for tp in sought}
                 self.reseeks.append(f"{clock()} after {idle_s:.0f}s without a record: {where}")
 
-    def _note(self, partition: int, offset: int, value: bytes | None) -> None:
+    def _note(self, message: Message) -> None:
+        """Check one committed record (under the lock); a subclass checks another topic's records."""
+        partition, offset, value = message.partition(), message.offset(), message.value()
         self.count += 1
         try:
             task, seq = parse_value(value)
