@@ -5,32 +5,41 @@ per source transaction boundary (below), against three brokers (every topic, int
 with three replicas and min.insync.replicas=2, so losing one broker keeps exactly-once possible); for
 each an exactly-once MirrorSink (transaction.producer=true) that copies its topic to `mirror.<topic>`
 on the same cluster; and an exactly-once JdbcSink that writes the first source's topic into a
-PostgreSQL table (`insert.mode=insert`, no key: a record written twice would be a second row), when
-PostgreSQL's binaries are there (`make postgres`; `make soak` installs them) and the brokers are
-plaintext. For `EOSCONNECT_SOAK_SECONDS` (default 600) the test injects one random fault after
-another, each once the previous one has been recovered from (and at least one of each kind, however
-short the time):
+PostgreSQL table (`insert.mode=insert`, no key: a record written twice would be a second row); and
+a PostgresCdcSource (`chaos-cdc`, transaction.boundary=connector) of a table that a thread writes
+throughout in transactions of 1-4 inserts, updates and deletes (tests/support/cdc_soak.py) - the
+JDBC sink and the CDC source when PostgreSQL's binaries are there (`make postgres`; `make soak`
+installs them) and the brokers are plaintext. For `EOSCONNECT_SOAK_SECONDS` (default 600) the test
+injects one random fault after another, each once the previous one has been recovered from (and at
+least one of each kind, however short the time):
 
-- kill_task:          SIGKILL a task's Python worker, of the source, the mirror or the JDBC sink
-                      (Spark retries it; when that was the task's last Spark attempt it is FAILED
+- kill_task:          SIGKILL a task's Python worker (of a source, a mirror, the JDBC sink or the CDC
+                      source; Spark retries it; when that was the task's last Spark attempt it is FAILED
                       and restarted over REST)
 - freeze_task:        SIGSTOP a source task's Python worker, replace it by a new generation (zombie
                       fencing), SIGCONT it 8-30 s later (its transaction timeout is 20 s): the zombie
-                      must not get anything committed
+                      must not get anything committed. The CDC source's new generation waits for
+                      PostgreSQL to end the frozen task's replication connection (wal_sender_timeout,
+                      60 s)
 - kill_broker:        SIGKILL a broker, start it again 3-20 s later
 - restart_broker:     controlled shutdown of a broker, then start it again
 - reconfigure:        change a source's tasks.max (2, 3, 4): a new generation
-- restart_connector:  POST /connectors/<a source, mirror or the JDBC sink>/restart?includeTasks=true
+- restart_connector:  POST /connectors/<a source, mirror, the JDBC sink or the CDC source>/restart
+                      ?includeTasks=true
 
-After each fault every task of every source's current generation must commit again, and every
-mirror and the JDBC sink must copy on, within a bounded time. Read_committed followers check every
-record as it is committed, on each source topic and each mirror's (each task's sequence must go up by
-exactly one). At the end the sources are bounded (records.per.task), every task runs to its end, the
+After each fault every task of every source's current generation must commit again, and every mirror,
+the JDBC sink and the CDC source must copy on, within a bounded time. Read_committed followers check
+every record as it is committed, on each source topic and each mirror's (each task's sequence must go up
+by exactly one). At the end the sources are bounded (records.per.task), every task runs to its end, the
 mirrors catch up, and `eosconnect.tools.verify` checks every topic whole: every source partition's
 sequence complete, no gap, no duplicate, matching the committed source offsets; the JDBC sink's table
 must hold every (task, seq) of its source once: 0 missing, 0 duplicates (tests/support/jdbc_sink.py's
-`SequenceTable`, which also checks for duplicates after every fault). The worker log must hold no
-error or traceback other than those the injected faults explain.
+`SequenceTable`, which also checks for duplicates after every fault). The CDC topic is checked live (no
+change twice, per key in commit order) and, once the table's writer stopped, whole: every snapshot row
+and committed change exactly once, per key in commit order, the last event per key equal to the row (a
+tombstone for a deleted one), and each database transaction exactly one Kafka transaction holding
+exactly its changes (`verify_cdc_topic`). The worker log must hold no error or traceback other than
+those the injected faults explain.
 
 `EOSCONNECT_SOAK_SPARK=standalone` (`make soak-spark`) runs the worker's tasks on a Spark standalone
 cluster instead of `local[N,F]`: a master and two Spark workers, each in a mount namespace of its
