@@ -244,6 +244,54 @@ def test_update_offsets_advances_idle_partition(
     assert verify(read_committed(data), 1, 200).ok
 
 
+def test_an_unchanged_offset_is_written_once_per_task_instance(
+    run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """A partition whose offset never changes (MirrorHeartbeat's, a heartbeat's) is written by the
+    first transaction of each task instance only, while the busy partition's offset is written by
+    every transaction; the committed offsets stay right across a restart."""
+    data = create_topic(topic_name("data"))
+    worker = worker_props("enabled")
+    offsets_topic = worker["offset.storage.topic"]
+
+    def run(total: int) -> list[dict[str, Any]]:
+        connector = sequence_config(
+            "seq-constant",
+            data,
+            tasks=1,
+            total=total,
+            batch_size="50",
+            connector_class="support.connectors.HeartbeatConnector",
+            heartbeat_constant="true",
+        )
+        job = run_job(connector, worker)
+        wait_until(lambda: len(read_committed(data)) >= total, 60, f"{total} records", job)
+        return job.stop()
+
+    def written() -> dict[str, list[Any]]:
+        values: dict[str, list[Any]] = {}
+        for record in read_committed(offsets_topic):
+            name, partition = json.loads(record.key)
+            if name == "seq-constant":
+                values.setdefault(json.dumps(partition), []).append(json.loads(record.value))
+        return values
+
+    idle, busy = json.dumps({"table": "idle-0"}), json.dumps({"task": 0})
+    (first,) = run(500)
+    assert first["metrics"]["transactions-committed"] == 10
+    assert written()[idle] == [{"heartbeat": 0}], "the unchanged offset once, not in each of 10 transactions"
+    assert [v["seq"] for v in written()[busy]] == list(range(49, 500, 50))
+    (second,) = run(1000)  # a new instance: resumes at seq 500, writes the unchanged offset once more
+    assert second["metrics"]["transactions-committed"] == 10
+    assert written()[idle] == [{"heartbeat": 0}] * 2
+    assert [v["seq"] for v in written()[busy]] == list(range(49, 1000, 50))
+    assert committed_offsets(read_committed, offsets_topic, "seq-constant") == {
+        idle: {"heartbeat": 0},
+        busy: {"seq": 999},
+    }
+    assert verify(read_committed(data), 1, 1000).ok
+
+
 def test_at_least_once_mode_delivers_everything(
     run_job, worker_props, topic_name, create_topic, read_committed
 ):

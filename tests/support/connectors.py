@@ -96,17 +96,21 @@ class ConflictingBoundaryConnector(SequenceSourceConnector):
 
 class HeartbeatTask(SequenceSourceTask):
     """One busy source partition (the sequence) plus an idle one whose offset only moves through
-    `update_offsets` (KIP-910), like a CDC source's heartbeat for a quiet table."""
+    `update_offsets` (KIP-910), like a CDC source's heartbeat for a quiet table. With
+    `heartbeat.constant=true` the idle partition's offset is always `{"heartbeat": 0}`, as
+    MirrorHeartbeat's offset is."""
 
     def start(self, config: dict[str, str]) -> None:
         super().start(config)
         self.idle_partition = {"table": f"idle-{self.task_index}"}
         self.drop_busy = config.get("heartbeat.drop.busy", "false") == "true"
+        self.constant = config.get("heartbeat.constant", "false") == "true"
 
     def update_offsets(
         self, offsets: dict[SourcePartition, SourceOffset]
     ) -> dict[SourcePartition, SourceOffset]:
-        heartbeat = {SourcePartition.of(self.idle_partition): SourceOffset.of({"heartbeat": time.time_ns()})}
+        beat = 0 if self.constant else time.time_ns()
+        heartbeat = {SourcePartition.of(self.idle_partition): SourceOffset.of({"heartbeat": beat})}
         if not self.drop_busy:
             heartbeat.update(offsets)
         return heartbeat

@@ -119,6 +119,8 @@ class _PendingCommit:
     transaction: Transaction
     offsets: Offsets  # as updated by the task (KIP-910) and committed
     commit_started: float
+    #: The offsets topic's records (key -> value) that hold `offsets` once this commits.
+    records: dict[bytes, bytes | None]
 
 
 class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
@@ -167,6 +169,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         #: The stored offsets as this instance knows them (read at start-up, then its commits), and
         #: whether its producer was renewed since it last checked them (`_ensure_not_overtaken`).
         self._stored: Offsets = {}
+        #: The offsets topic's records (key -> value) this instance's own transactions committed:
+        #: an offset whose record would be the same is not written again (`_write_offsets`).
+        self._written: dict[bytes, bytes | None] = {}
         self._renewed = False
         # 1. the leader fences zombies of the previous generation
         coordinator.fence_zombies(name, self.spec.generation)
@@ -496,7 +501,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 self._retry(self.txn.ended(now=False), str(exc))
         txn = self.txn.current
         assert txn is not None
-        self._write_offsets(offsets)
+        records = self._write_offsets(offsets, skip_written=True)
         producer, budget, began = self.producer, self.budget, txn.started
         started = threading.Event()
         transactions = self.txn
@@ -523,7 +528,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         # Hand the GIL over until the commit is under way: left to the interpreter, the helper
         # thread would wait for the task thread's next forced switch (sys.getswitchinterval(), 5 ms).
         started.wait()
-        self._pending = _PendingCommit(future, self.txn.ended(now=False), offsets, time.monotonic())
+        self._pending = _PendingCommit(future, self.txn.ended(now=False), offsets, time.monotonic(), records)
 
     def _retry(self, old: Transaction, why: str) -> None:
         """Abort `old` (already closed in `self.txn`, not committed) before the broker would, say
@@ -840,6 +845,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                     continue
                 break
         self._stored.update(pending.offsets)
+        self._written.update(pending.records)
         self.offsets_committed(pending.offsets)
         self.metrics.record_transaction(txn.sent)
         self.metrics.record_write(txn.sent)
@@ -889,9 +895,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if not offsets:
             return
         self._begin()
-        self._write_offsets(offsets)
+        records = self._write_offsets(offsets)
         self.txn.commit(60)
         self._stored.update(offsets)
+        self._written.update(records)
         self.offsets_committed(offsets)
 
     def _write_participant_records(self, participant: TransactionParticipant) -> None:
@@ -950,12 +957,24 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         resent = self.txn.current or self._begin()  # every record was filtered
         resent.offsets = dict(txn.offsets)
 
-    def _write_offsets(self, offsets: Offsets) -> None:
+    def _write_offsets(self, offsets: Offsets, *, skip_written: bool = False) -> dict[bytes, bytes | None]:
+        """Write `offsets` into the open transaction; the offsets topic's records that hold them.
+
+        With `skip_written`, a record equal to one this instance's own transactions committed is
+        not sent again: a source that repeats its offset (MirrorHeartbeat's is always 0) would
+        otherwise add the offsets topic's partition, a record and a commit marker to every
+        transaction, most of what a fleet of such tasks costs the broker. Records are compared
+        (not offset objects, which a task may change in place), and only this instance's commits
+        count: an offset read at start-up may come from the worker's global topic, not this one."""
+        records = dict(encode_offset_records(self.spec.connector, offsets))
+        written = self._written if skip_written else {}
         try:
-            for key, value in encode_offset_records(self.spec.connector, offsets):
-                self.producer.produce(self.placement.topic, key=key, value=value)
+            for key, value in records.items():
+                if key not in written or written[key] != value:
+                    self.producer.produce(self.placement.topic, key=key, value=value)
         except KafkaException as exc:
             raise self._classify(exc, f"writing offsets to {self.placement.topic!r}") from exc
+        return records
 
     # ----------------------------------------------------------------------------- errors
     def _classify(self, exc: KafkaException, doing: str, txn_started: float | None = None) -> Exception:
