@@ -4,7 +4,8 @@ One broker, one PostgreSQL (wal_level=logical), a Java Connect worker with Debez
 plugin (`eosconnect.devkafka.debezium`) and an eosconnect worker, both with
 `exactly.once.source.support=enabled` and the connectors with `exactly.once.support=required`
 (eosconnect with `transaction.boundary=connector`, its recommended setting: one Kafka transaction
-per database transaction; Debezium with Connect's default, `poll`). Per round and side, on a fresh
+per database transaction, or up to `--eos-group` whole ones together; Debezium with Connect's
+default, `poll`). Per round and side, on a fresh
 database of its own:
 
 * **snapshot**: a table of `--rows` rows; time from creating the connector to the last snapshot
@@ -21,7 +22,8 @@ database of its own:
 Rounds interleave the sides (alternating which goes first); the report gives medians and the
 ratio eos/java (>1: eosconnect faster). Every round also checks each record arrived once. The
 machine may be shared: the load average is printed with every round. Usage:
-`PYTHONPATH=. .venv/bin/python bench/vs_debezium_cdc.py [--rows N --changes N --txn-rows N --rounds R]`.
+`PYTHONPATH=. .venv/bin/python bench/vs_debezium_cdc.py [--rows N --changes N --txn-rows N --rounds R
+--eos-group G]`.
 """
 
 from __future__ import annotations
@@ -287,6 +289,12 @@ def main() -> None:
     parser.add_argument("--txn-rows", type=int, default=1_000, help="inserts per database transaction")
     parser.add_argument("--latency-txns", type=int, default=40, help="single-row commits timed per round")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--eos-group",
+        type=int,
+        default=1,
+        help="eosconnect's database.transactions.per.kafka.transaction (1: one Kafka transaction each)",
+    )
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="eosconnect-bench-cdc-"))
     workdir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
@@ -315,7 +323,14 @@ def main() -> None:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         sides = [
             Side("java", java.url, {}),
-            Side("eos", eos.url, {"transaction.boundary": "connector"}),
+            Side(
+                "eos",
+                eos.url,
+                {
+                    "transaction.boundary": "connector",
+                    "database.transactions.per.kafka.transaction": str(args.eos_group),
+                },
+            ),
         ]
         results: list[Result] = []
         for round_no in range(args.rounds):

@@ -317,6 +317,52 @@ def test_sigkilled_task_resumes_exactly_once(
     assert confirmed is not None and confirmed[0]
 
 
+def test_grouped_database_transactions_stay_whole_through_a_sigkill(
+    db, run_job, worker_props, topic_name, create_topic, read_committed, tmp_path: Path
+):
+    """database.transactions.per.kafka.transaction=20: the transactions a poll returns are committed
+    up to 20 to a Kafka transaction, none split, through a SIGKILL of the task mid-stream."""
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = cdc_config(
+        "cdc-grouped",
+        db,
+        prefix,
+        connector_class="support.cdc_connectors.CrashingPostgresCdcConnector",
+        crash_after_batches="3",
+        crash_marker_dir=str(markers),
+        database_transactions_per_kafka_transaction="20",
+        max_batch_size="64",
+    )
+    job = run_job(config, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    workload = Workload(db, transactions=300, seed=5).start()
+    workload.join()
+
+    def delivered() -> bool:
+        changes = sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+        return changes >= workload.changes
+
+    wait_until(delivered, 120, "every change", job)
+    outcomes = job.stop()
+    assert (markers / "crashed").exists(), "the task's Python worker must have been SIGKILLed"
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    events = read_events(read_committed, topic)
+    check_exactly_once(events, db, workload.changes)
+    held: dict[int, int] = {}  # database transaction -> the Kafka transaction holding it
+    sizes = []
+    for index, group in enumerate(transactions_of(events)[1:]):  # after the snapshot's
+        txids = {v["source"]["txId"] for _, _, v in group if v is not None}
+        sizes.append(len(txids))
+        for txid in txids:
+            assert txid not in held, f"database transaction {txid} split over Kafka transactions"
+            held[txid] = index
+    assert max(sizes) > 1 and max(sizes) <= 20, sizes
+    assert set(workload.multi_statement) <= set(held)
+
+
 def test_validation_names_each_problem_and_its_fix(db) -> None:
     """Up-front checks against the real server: a role without REPLICATION, a missing publication
     with autocreation disabled, a filter matching nothing, a plugin other than pgoutput."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import struct
+from typing import TYPE_CHECKING
 
 from eosconnect.api.data import Struct
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, TableFilter
@@ -22,6 +23,9 @@ from eosconnect.connectors.postgres_cdc.pgoutput import (
 )
 from eosconnect.connectors.postgres_cdc.replication import format_lsn, parse_lsn
 from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision, column_type
+
+if TYPE_CHECKING:
+    from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
 
 
 def _tuple(*values: str | None) -> bytes:
@@ -262,10 +266,9 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
     assert [r.source_offset["messageType"] for r in records] == ["UPDATE"] * 3 + ["INSERT"] * 2
 
 
-def test_with_connector_boundaries_a_batch_ends_where_a_database_transaction_does() -> None:
-    """max.batch.size 8: transactions of 3 rows; a batch ends at the first transaction end once it
-    holds 2 records (a quarter), so each Kafka commit comes last in its batch; without connector
-    boundaries batches are cut by size alone."""
+def _task_holding_transactions(count: int, rows: int) -> PostgresCdcTask:
+    """A PostgresCdcTask (no database) that has read `count` transactions of `rows` inserts each,
+    ids 10 * transaction + row, and holds their events ready; max.batch.size 8."""
     import threading
     from collections import deque
 
@@ -282,17 +285,26 @@ def test_with_connector_boundaries_a_batch_ends_where_a_database_transaction_doe
     task._lock, task._flush_to, task._ready = threading.Lock(), 0, deque()
     task._last_commit_lsn, task._debezium_resume, task._resume = None, None, None
     task._relations, task.batch_size = {1: table}, 8
+    task.group_size = 1
     now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-    for txn in range(4):
+    for txn in range(count):
         base = 1000 * (txn + 1)
         task._handle(Begin(base + 90, now, txn), base)
-        for row in range(3):
+        for row in range(rows):
             task._handle(Insert(1, (str(10 * txn + row),)), base + row + 1)
         task._handle(Commit(base + 90, base + 95, now), base + 90)
+    return task
 
-    def ids(batch: list) -> list[int]:
-        return [r.key.get("id") for r in batch]
 
+def _ids(batch: list) -> list[int]:
+    return [r.key.get("id") for r in batch]
+
+
+def test_with_connector_boundaries_a_batch_ends_where_a_database_transaction_does() -> None:
+    """max.batch.size 8: transactions of 3 rows; a batch ends at the first transaction end once it
+    holds 2 records (a quarter), so each Kafka commit comes last in its batch; without connector
+    boundaries batches are cut by size alone."""
+    task, ids = _task_holding_transactions(4, 3), _ids
     assert ids(task._take_batch(at_transaction_end=True)) == [0, 1, 2]
     assert ids(task._take_batch(at_transaction_end=False)) == [10, 11, 12, 20, 21, 22, 30, 31]
     assert ids(task._take_batch(at_transaction_end=True)) == [32]  # what is left: the end of one
@@ -311,3 +323,18 @@ def test_debeziums_context_headers() -> None:
         "__debezium.context.taskId": "0",
         "__debezium.context.connectorName": "postgresql",
     }
+
+
+def test_kafka_transactions_end_at_every_database_transaction_end_or_every_nth() -> None:
+    """database.transactions.per.kafka.transaction: 1 ends a Kafka transaction at each database
+    transaction's end; 3 at every third and at the batch's last (a poll does not wait to fill a
+    group); a database transaction is never split either way."""
+    task = _task_holding_transactions(8, 1)
+    batch = task._take_batch(at_transaction_end=False)  # all 8 single-row transactions
+    assert _ids(task._kafka_commit_points(batch)) == [0, 10, 20, 30, 40, 50, 60, 70]
+    task.group_size = 3
+    assert _ids(task._kafka_commit_points(batch)) == [20, 50, 70]
+    task = _task_holding_transactions(3, 3)
+    task.group_size = 2
+    batch = task._take_batch(at_transaction_end=False)  # 8 of 9 rows: the third transaction cut
+    assert _ids(task._kafka_commit_points(batch)) == [12]  # the first two together; the third goes on

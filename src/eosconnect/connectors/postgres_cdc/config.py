@@ -112,6 +112,13 @@ CONFIG_DEF = (
     .define("poll.interval.ms", ConfigType.INT, 500, Importance.LOW,
             "Longest wait for WAL in one poll when there is nothing to return.", Range.at_least(1),
             group="Connector")
+    .define("database.transactions.per.kafka.transaction", ConfigType.INT, 1, Importance.LOW,
+            "With transaction.boundary=connector: how many whole database transactions one Kafka "
+            "transaction may hold. 1 (the default): each database transaction is exactly one Kafka "
+            "transaction, one commit each, which bounds a workload of small transactions by the commit "
+            "rate; more: the database transactions a poll returns are committed together, up to this "
+            "many, each still whole (never split, and no waiting for more).", Range.at_least(1),
+            group="Connector")
 )  # fmt: skip
 
 

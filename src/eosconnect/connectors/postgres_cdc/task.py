@@ -154,6 +154,7 @@ class PostgresCdcTask(SourceTask):
         self.context_headers = context_headers(self.prefix) if self.cfg["extended.headers.enabled"] else ()
         self.batch_size: int = self.cfg["max.batch.size"]
         self.poll_s = self.cfg["poll.interval.ms"] / 1000
+        self.group_size: int = self.cfg["database.transactions.per.kafka.transaction"]
         self.heartbeat_s = self.cfg["heartbeat.interval.ms"] / 1000
         self.filter = self.cfg.tables
         self.column_filter = self.cfg.columns
@@ -266,11 +267,18 @@ class PostgresCdcTask(SourceTask):
             batch = self._heartbeat()
         if not batch:
             return None
-        if txn is not None:  # end the Kafka transaction where the database transaction ends
-            for record in batch:
-                if "lsn_end" in record.source_offset:
-                    txn.commit_transaction(record)
+        if txn is not None:  # end Kafka transactions where database transactions end
+            for record in self._kafka_commit_points(batch):
+                txn.commit_transaction(record)
         return batch
+
+    def _kafka_commit_points(self, batch: list[SourceRecord]) -> list[SourceRecord]:
+        """The records a Kafka transaction ends with: every `database.transactions.per.kafka.
+        transaction`-th database transaction end in the batch, and the batch's last one (a poll
+        never waits for more to fill a group)."""
+        ends = [record for record in batch if "lsn_end" in record.source_offset]
+        group = self.group_size
+        return [r for count, r in enumerate(ends, 1) if count % group == 0 or count == len(ends)]
 
     def _take_batch(self, *, at_transaction_end: bool) -> list[SourceRecord]:
         """The next ready records, up to max.batch.size. With connector-defined boundaries the batch
