@@ -390,6 +390,12 @@ RELAUNCH_MIN_ATTEMPT = "eosconnect.relaunch.min.attempt.ms"
 DEFAULT_RELAUNCH_MIN_ATTEMPT_MS = 60_000
 
 
+#: Worker setting: how long a replaced generation's (or a drained slot host's) Spark job may run on
+#: after its tasks were told to stop before the job is cancelled (docs/architecture.md).
+ZOMBIE_CANCEL_TIMEOUT = "eosconnect.zombie.cancel.timeout.ms"
+DEFAULT_ZOMBIE_CANCEL_TIMEOUT_MS = 60_000
+
+
 def _whole_number(worker_props: Mapping[str, str], key: str, default: int, least: int, meaning: str) -> int:
     """Worker setting `key`, a whole number of at least `least`; the error names the setting, the
     bound and what the bound means (`meaning`)."""
@@ -412,6 +418,15 @@ def relaunch_min_attempt_s(worker_props: Mapping[str, str]) -> float:
     )
     return (
         _whole_number(worker_props, RELAUNCH_MIN_ATTEMPT, DEFAULT_RELAUNCH_MIN_ATTEMPT_MS, 0, meaning) / 1000
+    )
+
+
+def zombie_cancel_timeout_s(worker_props: Mapping[str, str]) -> float:
+    """`eosconnect.zombie.cancel.timeout.ms` in seconds."""
+    meaning = f"milliseconds, default {DEFAULT_ZOMBIE_CANCEL_TIMEOUT_MS}"
+    return (
+        _whole_number(worker_props, ZOMBIE_CANCEL_TIMEOUT, DEFAULT_ZOMBIE_CANCEL_TIMEOUT_MS, 0, meaning)
+        / 1000
     )
 
 

@@ -292,6 +292,30 @@ def test_an_unchanged_offset_is_written_once_per_task_instance(
     assert verify(read_committed(data), 1, 1000).ok
 
 
+@pytest.mark.parametrize("mode", ["enabled", "disabled"])
+def test_retriable_exception_from_poll_is_polled_again(
+    mode, run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """A RetriableException from poll() does not fail the task: it polls again, as Kafka Connect's
+    source loop does (here polls 2-150 raise it, about 1.5 s), and every record arrives once."""
+    data = create_topic(topic_name("data"))
+    connector = sequence_config(
+        "seq-flaky",
+        data,
+        tasks=1,
+        total=300,
+        connector_class="support.connectors.FlakySequenceConnector",
+        flaky_from_poll="2",
+        flaky_to_poll="150",
+    )
+    job = run_job(connector, worker_props(mode))
+    wait_until(lambda: len(read_committed(data)) >= 300, 60, "300 records", job)
+    outcomes = job.stop()
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    report = verify(read_committed(data), 1, 300)
+    assert report.ok, report.anomalies
+
+
 def test_at_least_once_mode_delivers_everything(
     run_job, worker_props, topic_name, create_topic, read_committed
 ):

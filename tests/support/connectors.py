@@ -78,6 +78,27 @@ class FailingSequenceConnector(SequenceSourceConnector):
         return FailingSequenceTask
 
 
+class FlakySequenceTask(SequenceSourceTask):
+    """`poll()` raises RetriableException on polls `flaky.from.poll` to `flaky.to.poll` (counted
+    from 1), then polls on as SequenceSource: a source whose system is away for a moment."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._polls = 0
+        self._flaky = range(int(config["flaky.from.poll"]), int(config["flaky.to.poll"]) + 1)
+
+    def poll(self) -> list[SourceRecord] | None:
+        self._polls += 1
+        if self._polls in self._flaky:
+            raise RetriableException(f"the source is away for a moment (poll {self._polls})")
+        return super().poll()
+
+
+class FlakySequenceConnector(SequenceSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return FlakySequenceTask
+
+
 class ConflictingBoundaryTask(SequenceSourceTask):
     """Asks for both a commit and an abort after the same record: the runtime must fail the task."""
 

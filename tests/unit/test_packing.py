@@ -14,7 +14,7 @@ from eosconnect.cluster import packing
 from eosconnect.cluster.packing import SlotHost, SlotHosts, wants_own_slot
 from eosconnect.cluster.task_channel import RestTaskControl
 from eosconnect.runtime.task import TaskSpec
-from eosconnect.worker_config import relaunch_min_attempt_s, tasks_per_slot
+from eosconnect.worker_config import relaunch_min_attempt_s, tasks_per_slot, zombie_cancel_timeout_s
 
 
 @dataclass
@@ -161,3 +161,8 @@ def test_the_settings():
     for bad in ("-1", "soon"):
         with pytest.raises(ValueError, match=r"eosconnect\.relaunch\.min\.attempt\.ms"):
             relaunch_min_attempt_s({"eosconnect.relaunch.min.attempt.ms": bad})
+    assert zombie_cancel_timeout_s({}) == 60.0
+    assert zombie_cancel_timeout_s({"eosconnect.zombie.cancel.timeout.ms": "120000"}) == 120.0
+    for bad in ("-5", "2m"):  # named, with what it means, not a bare int() traceback in the herder
+        with pytest.raises(ValueError, match=r"eosconnect\.zombie\.cancel\.timeout\.ms.*milliseconds"):
+            zombie_cancel_timeout_s({"eosconnect.zombie.cancel.timeout.ms": bad})

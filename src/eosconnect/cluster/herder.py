@@ -51,7 +51,7 @@ from eosconnect.storage.config_store import ConfigStore, LeaderFencedError
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.status_store import ConnectState, StatusStore
 from eosconnect.storage.topics import ensure_topic
-from eosconnect.worker_config import WorkerConfig, relaunch_min_attempt_s
+from eosconnect.worker_config import WorkerConfig, relaunch_min_attempt_s, zombie_cancel_timeout_s
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +83,7 @@ class DistributedHerder(
         self.election = LeaderElection(worker, self.rest_url, self._wake, self._wake)
         self._runs = {}
         self._abandoned = []
-        self._zombie_cancel_s = (
-            int(worker.originals.get("eosconnect.zombie.cancel.timeout.ms", "60000")) / 1000
-        )
+        self._zombie_cancel_s = zombie_cancel_timeout_s(worker.originals)
         self._relaunch_min_attempt_s = relaunch_min_attempt_s(worker.originals)
         self._tasks = {}
         self._hosts = SlotHosts(lambda: self.spark, self.rest_url, worker.originals)

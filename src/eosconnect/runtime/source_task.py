@@ -19,7 +19,7 @@ from confluent_kafka import KafkaException, Producer
 
 from eosconnect.api.batch import SourceBatch, expand
 from eosconnect.api.database_hosts import check_database_host
-from eosconnect.api.errors import ConnectException
+from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
@@ -69,6 +69,7 @@ class SourceTaskRunner(ABC):
         self.connector = connector
         self.task_id = f"{spec.connector}-{spec.task}"
         self.log = TaskLogAdapter(log, {"id": self.task_id})
+        self._retriable_in_a_row = 0  # poll()s in a row that raised RetriableException
         self.metrics = TaskMetrics(spec.connector, spec.task)
         self.placement: OffsetsTopicPlacement = offsets_topic_for(
             spec.connector, connector.originals, worker.originals
@@ -224,7 +225,13 @@ class SourceTaskRunner(ABC):
                 confirm_paused(control)
                 time.sleep(PAUSE_SLEEP_S)
                 continue
-            polled = self.task.poll()
+            try:
+                polled = self.task.poll()
+            except RetriableException as exc:  # as in Kafka Connect: nothing this time, poll again
+                self.retriable_poll_error(exc)
+                polled = None
+            else:
+                self._retriable_in_a_row = 0
             if polled:
                 if type(polled) is list and all(type(r) is SourceRecord for r in polled):
                     self.metrics.record_poll(len(polled))
@@ -237,6 +244,17 @@ class SourceTaskRunner(ABC):
                 self.on_idle()
                 time.sleep(IDLE_SLEEP_S)
         self.on_stop()
+
+    def retriable_poll_error(self, exc: RetriableException) -> None:
+        """`poll()` raised `RetriableException`: logged at WARN (the first of a run of them, then
+        every 100th), and the loop goes on as after an empty poll (None), as Kafka Connect's does."""
+        self._retriable_in_a_row += 1
+        if self._retriable_in_a_row % 100 == 1:
+            self.log.warning(
+                "poll() raised a RetriableException (%d in a row); polling again: %s",
+                self._retriable_in_a_row,
+                exc,
+            )
 
     def updated_offsets(self, offsets: Offsets) -> Offsets:
         return apply_update_offsets(self.task, offsets, self.log)
