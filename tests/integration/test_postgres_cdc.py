@@ -26,6 +26,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from support.cdc_soak import kafka_transactions
 from support.postgres import new_database, postgres  # noqa: F401 - the fixture
 from support.runtime_helpers import wait_until
 
@@ -199,15 +200,35 @@ def check_exactly_once(events: list[tuple[int, Any, Any]], db: Db, workload_chan
     assert set(rows) <= set(per_key)
 
 
-def transactions_of(events: list[tuple[int, Any, Any]]) -> list[list[tuple[int, Any, Any]]]:
-    """The records grouped into Kafka transactions: a gap in the offsets is a commit marker."""
-    groups: list[list[tuple[int, Any, Any]]] = []
-    for event in events:
-        if groups and event[0] == groups[-1][-1][0] + 1:
-            groups[-1].append(event)
-        else:
-            groups.append([event])
-    return groups
+def through_a_crash(
+    config: dict[str, str],
+    db: Db,
+    topic: str,
+    markers: Path,
+    run_job: Any,
+    worker_props: Any,
+    read_committed: Any,
+    **workload: Any,
+) -> tuple[Workload, list[tuple[int, Any, Any]]]:
+    """Run `config` (a CrashingPostgresCdcConnector writing its marker into `markers`) through its
+    snapshot and a `Workload(**workload)`, until every change arrived; the task must have been
+    SIGKILLed once and end STOPPED, and every change must be there exactly once. The events."""
+    job = run_job(config, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    changes = Workload(db, **workload).start()
+    changes.join()
+
+    def delivered() -> bool:
+        seen = sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+        return seen >= changes.changes
+
+    wait_until(delivered, 120, "every change", job)
+    outcomes = job.stop()
+    assert (markers / "crashed").exists(), "the task's Python worker must have been SIGKILLed"
+    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
+    events = read_events(read_committed, topic)
+    check_exactly_once(events, db, changes.changes)
+    return changes, events
 
 
 def test_snapshot_then_changes_exactly_once_one_kafka_transaction_per_db_transaction(
@@ -235,7 +256,7 @@ def test_snapshot_then_changes_exactly_once_one_kafka_transaction_per_db_transac
 
     events = read_events(read_committed, topic)
     check_exactly_once(events, db, expected)
-    groups = transactions_of(events)
+    groups = kafka_transactions(events)
     assert (
         all(v is not None and v["op"] == "r" for _, _, v in groups[0]) and len(groups[0]) == SNAPSHOT_ROWS
     ), "the snapshot is one Kafka transaction"
@@ -295,20 +316,18 @@ def test_sigkilled_task_resumes_exactly_once(
         crash_after_batches="3",
         crash_marker_dir=str(markers),
     )
-    job = run_job(config, worker_props("enabled"))
-    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
-    workload = Workload(db, transactions=80, seed=11, pause_s=0.05).start()
-    workload.join()
-
-    def delivered() -> bool:
-        changes = sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
-        return changes >= workload.changes
-
-    wait_until(delivered, 120, "every change", job)
-    outcomes = job.stop()
-    assert (markers / "crashed").exists(), "the task's Python worker must have been SIGKILLed"
-    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
-    check_exactly_once(read_events(read_committed, topic), db, workload.changes)
+    through_a_crash(
+        config,
+        db,
+        topic,
+        markers,
+        run_job,
+        worker_props,
+        read_committed,
+        transactions=80,
+        seed=11,
+        pause_s=0.05,
+    )
     with db.connect() as conn:  # the slot moved: PostgreSQL does not keep WAL Kafka already has
         confirmed = conn.execute(
             "SELECT confirmed_flush_lsn > '0/0' FROM pg_replication_slots WHERE slot_name = %s",
@@ -336,24 +355,12 @@ def test_grouped_database_transactions_stay_whole_through_a_sigkill(
         database_transactions_per_kafka_transaction="20",
         max_batch_size="64",
     )
-    job = run_job(config, worker_props("enabled"))
-    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
-    workload = Workload(db, transactions=300, seed=5).start()
-    workload.join()
-
-    def delivered() -> bool:
-        changes = sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
-        return changes >= workload.changes
-
-    wait_until(delivered, 120, "every change", job)
-    outcomes = job.stop()
-    assert (markers / "crashed").exists(), "the task's Python worker must have been SIGKILLed"
-    assert [o["state"] for o in outcomes] == ["STOPPED"], outcomes
-    events = read_events(read_committed, topic)
-    check_exactly_once(events, db, workload.changes)
+    workload, events = through_a_crash(
+        config, db, topic, markers, run_job, worker_props, read_committed, transactions=300, seed=5
+    )
     held: dict[int, int] = {}  # database transaction -> the Kafka transaction holding it
     sizes = []
-    for index, group in enumerate(transactions_of(events)[1:]):  # after the snapshot's
+    for index, group in enumerate(kafka_transactions(events)[1:]):  # after the snapshot's
         txids = {v["source"]["txId"] for _, _, v in group if v is not None}
         sizes.append(len(txids))
         for txid in txids:
@@ -649,7 +656,8 @@ def test_broker_restart_mid_stream_exactly_once(
     # next transaction's marker commits them too (seen in CI: two txIds behind one COMMIT marker,
     # the coordinator's log showing both transactions complete, no marker for the first).
     txids_per_group = [
-        [v["source"]["txId"] for _, _, v in group if v is not None] for group in transactions_of(events)[1:]
+        [v["source"]["txId"] for _, _, v in group if v is not None]
+        for group in kafka_transactions(events)[1:]
     ]
     owners = [txid for txids in txids_per_group for txid in dict.fromkeys(txids)]
     assert len(owners) == len(set(owners)), f"a database transaction split: {owners}"
@@ -691,5 +699,5 @@ def test_sigkilled_worker_process_then_restarted_exactly_once(
     second.stop_connector("cdc-worker-kill")
     events = read_events(read_committed, topic)
     check_exactly_once(events, db, workload.changes)
-    for group in transactions_of(events)[1:]:
+    for group in kafka_transactions(events)[1:]:
         assert len({v["source"]["txId"] for _, _, v in group if v is not None}) == 1

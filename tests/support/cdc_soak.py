@@ -38,7 +38,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from support.chaos import Client, SequenceFollower, client_settings, clock
 
-__all__ = ["CdcFollower", "CdcReport", "CdcWorkload", "cdc_source_config", "verify_cdc_topic"]
+__all__ = [
+    "CdcFollower",
+    "CdcReport",
+    "CdcWorkload",
+    "cdc_source_config",
+    "kafka_transactions",
+    "verify_cdc_topic",
+    "wait_for_changes",
+]
 
 TABLE = "chaos_cdc"
 #: Rows in the table before the connector starts: its initial snapshot.
@@ -279,7 +287,7 @@ def read_topic(client: Client, topic: str, timeout: float = 120.0) -> list[tuple
         consumer.close()
 
 
-def _kafka_transactions(events: Iterable[tuple[int, Any, Any]]) -> list[list[tuple[int, Any, Any]]]:
+def kafka_transactions(events: Iterable[tuple[int, Any, Any]]) -> list[list[tuple[int, Any, Any]]]:
     """Committed records grouped into Kafka transactions: a gap in the offsets is a commit marker
     (or an aborted transaction's records), and each commit writes a marker."""
     groups: list[list[tuple[int, Any, Any]]] = []
@@ -334,7 +342,7 @@ def _split_transactions(
     """Each streamed database transaction must be one Kafka transaction holding exactly its changes."""
     problems: list[str] = []
     found: dict[int, int] = {}  # xid -> Kafka transactions holding its events
-    for group in _kafka_transactions(events):
+    for group in kafka_transactions(events):
         streamed = [v for _, _, v in group if v is not None and v["op"] != "r"]
         xids = {int(v["source"]["txId"]) for v in streamed}
         if len(xids) > 1:
