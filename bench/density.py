@@ -227,6 +227,8 @@ def measure_side(
     def busy(tag: str) -> float:
         return statistics.median(busy_once(f"{tag}-{r}") for r in range(busy_rounds))
 
+    paused_cpu: dict[int, tuple[float, float]] = {}  # N -> CPU s/s of the tree and the broker, N paused
+
     def busy_among_and_paused(n: int, names: list[str]) -> tuple[float, float]:
         """Medians of the busy task's rate among the N and with the N paused, in rounds that
         alternate which comes first, so the drift of a warming machine (the broker's JIT still
@@ -238,6 +240,16 @@ def measure_side(
                     among.append(busy_once(f"n{n}-{r}"))
                     continue
                 set_fleet(side.url, names, "pause", "PAUSED", 300 + n)
+                if r == 0:  # what the paused N still cost (they wake to look at their directive)
+                    time.sleep(3)
+                    tree, t0 = process_tree(side.root_pid), time.monotonic()
+                    before = cpu_seconds(tree), cpu_seconds(broker_pids)
+                    time.sleep(10)
+                    spent = time.monotonic() - t0
+                    paused_cpu[n] = (
+                        (cpu_seconds(process_tree(side.root_pid)) - before[0]) / spent,
+                        (cpu_seconds(broker_pids) - before[1]) / spent,
+                    )
                 paused.append(busy_once(f"n{n}-paused-{r}"))
                 set_fleet(side.url, names, "resume", "RUNNING", 300 + n)
                 time.sleep(5)  # resumed tasks settle
@@ -298,7 +310,8 @@ def measure_side(
             f"{side.name} N={n}: all RUNNING in {running_s:.1f} s (POSTs {posted:.1f} s), RSS {rss:.0f} MB "
             f"({figures.per_task_mb:.1f} MB/task), idle CPU {idle_cpu:.2f} s/s (broker {broker_cpu:.2f}), "
             f"busy task {among:,.0f} rec/s ({figures.busy_ratio:.2f} of alone before the N), "
-            f"{paused:,.0f} with the N paused ({figures.busy_ratio_paused:.2f}), load {figures.load:.1f}"
+            f"{paused:,.0f} with the N paused ({figures.busy_ratio_paused:.2f}; CPU paused "
+            f"{paused_cpu[n][0]:.2f} s/s, broker {paused_cpu[n][1]:.2f}), load {figures.load:.1f}"
         )
         out.append(figures)
         for name in names:
