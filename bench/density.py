@@ -127,6 +127,19 @@ def connector_config(
     }
 
 
+def cpu_rates(root_pid: int, broker_pids: list[int], seconds: float) -> tuple[float, float]:
+    """CPU seconds per second over the next `seconds` of the process tree under `root_pid` and of
+    the broker's processes."""
+    tree, started = process_tree(root_pid), time.monotonic()
+    tree_before, broker_before = cpu_seconds(tree), cpu_seconds(broker_pids)
+    time.sleep(seconds)
+    spent = time.monotonic() - started
+    return (
+        (cpu_seconds(process_tree(root_pid)) - tree_before) / spent,
+        (cpu_seconds(broker_pids) - broker_before) / spent,
+    )
+
+
 def all_running(url: str, names: list[str], state: str = "RUNNING") -> int:
     """How many of `names` have every task in `state` (one GET with expand=status); a FAILED
     connector or task ends the bench with its trace."""
@@ -227,33 +240,31 @@ def measure_side(
     def busy(tag: str) -> float:
         return statistics.median(busy_once(f"{tag}-{r}") for r in range(busy_rounds))
 
-    paused_cpu: dict[int, tuple[float, float]] = {}  # N -> CPU s/s of the tree and the broker, N paused
-
-    def busy_among_and_paused(n: int, names: list[str]) -> tuple[float, float]:
+    def busy_among_and_paused(n: int, names: list[str]) -> tuple[float, float, tuple[float, float]]:
         """Medians of the busy task's rate among the N and with the N paused, in rounds that
         alternate which comes first, so the drift of a warming machine (the broker's JIT still
-        compiling minutes in) weighs on both alike."""
-        among, paused = [], []
+        compiling minutes in) weighs on both alike; and the CPU s/s of the tree and the broker with
+        the N paused (they still wake to look at their directive)."""
+        among: list[float] = []
+        paused: list[float] = []
+        paused_cpu: list[tuple[float, float]] = []
+
+        def run_among(r: int) -> None:
+            among.append(busy_once(f"n{n}-{r}"))
+
+        def run_paused(r: int) -> None:
+            set_fleet(side.url, names, "pause", "PAUSED", 300 + n)
+            if not paused_cpu:
+                time.sleep(3)
+                paused_cpu.append(cpu_rates(side.root_pid, broker_pids, 10))
+            paused.append(busy_once(f"n{n}-paused-{r}"))
+            set_fleet(side.url, names, "resume", "RUNNING", 300 + n)
+            time.sleep(5)  # resumed tasks settle
+
         for r in range(busy_rounds):
-            for what in ("among", "paused") if r % 2 == 0 else ("paused", "among"):
-                if what == "among":
-                    among.append(busy_once(f"n{n}-{r}"))
-                    continue
-                set_fleet(side.url, names, "pause", "PAUSED", 300 + n)
-                if r == 0:  # what the paused N still cost (they wake to look at their directive)
-                    time.sleep(3)
-                    tree, t0 = process_tree(side.root_pid), time.monotonic()
-                    before = cpu_seconds(tree), cpu_seconds(broker_pids)
-                    time.sleep(10)
-                    spent = time.monotonic() - t0
-                    paused_cpu[n] = (
-                        (cpu_seconds(process_tree(side.root_pid)) - before[0]) / spent,
-                        (cpu_seconds(broker_pids) - before[1]) / spent,
-                    )
-                paused.append(busy_once(f"n{n}-paused-{r}"))
-                set_fleet(side.url, names, "resume", "RUNNING", 300 + n)
-                time.sleep(5)  # resumed tasks settle
-        return statistics.median(among), statistics.median(paused)
+            for step in (run_among, run_paused) if r % 2 == 0 else (run_paused, run_among):
+                step(r)
+        return statistics.median(among), statistics.median(paused), paused_cpu[0]
 
     # Untimed runs until two in a row agree within 5 % (at most 4): JIT, Spark's Python daemon, the
     # broker's coordinators. One was not enough: "alone" before the N ran 4-20 % below "alone" after.
@@ -285,14 +296,9 @@ def measure_side(
             time.sleep(0.5)
         running_s = time.monotonic() - started
         time.sleep(10)  # settle
-        tree = process_tree(side.root_pid)
-        cpu_before, broker_before, t0 = cpu_seconds(tree), cpu_seconds(broker_pids), time.monotonic()
-        time.sleep(idle_seconds)
-        idle_s = time.monotonic() - t0
-        idle_cpu = (cpu_seconds(process_tree(side.root_pid)) - cpu_before) / idle_s
-        broker_cpu = (cpu_seconds(broker_pids) - broker_before) / idle_s
+        idle_cpu, broker_cpu = cpu_rates(side.root_pid, broker_pids, idle_seconds)
         rss = tree_rss_mb(side.root_pid)
-        among, paused = busy_among_and_paused(n, names)
+        among, paused, paused_cpu = busy_among_and_paused(n, names)
         figures = Figures(
             side.name,
             n,
@@ -311,7 +317,7 @@ def measure_side(
             f"({figures.per_task_mb:.1f} MB/task), idle CPU {idle_cpu:.2f} s/s (broker {broker_cpu:.2f}), "
             f"busy task {among:,.0f} rec/s ({figures.busy_ratio:.2f} of alone before the N), "
             f"{paused:,.0f} with the N paused ({figures.busy_ratio_paused:.2f}; CPU paused "
-            f"{paused_cpu[n][0]:.2f} s/s, broker {paused_cpu[n][1]:.2f}), load {figures.load:.1f}"
+            f"{paused_cpu[0]:.2f} s/s, broker {paused_cpu[1]:.2f}), load {figures.load:.1f}"
         )
         out.append(figures)
         for name in names:

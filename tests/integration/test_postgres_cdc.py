@@ -15,7 +15,6 @@ import os
 import random
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from support.cdc_soak import kafka_transactions
+from support.cdc_soak import cdc_source_config, connect, kafka_transactions
 from support.postgres import new_database, postgres  # noqa: F401 - the fixture
 from support.runtime_helpers import wait_until
 
@@ -38,21 +37,16 @@ SNAPSHOT_ROWS = 40
 @dataclass
 class Db:
     url: str  # SQLAlchemy URL
-    host: str
-    port: int
     name: str
 
     def connect(self) -> psycopg.Connection[Any]:
-        return psycopg.connect(
-            host=self.host, port=self.port, user="postgres", dbname=self.name, autocommit=True
-        )
+        return connect(self.url)
 
 
 @pytest.fixture
 def db(postgres: str) -> Iterator[Db]:  # noqa: F811 - the imported fixture
     url = new_database(postgres)
-    parsed = sa.engine.make_url(url)
-    database = Db(url, parsed.host or "127.0.0.1", parsed.port or 5432, parsed.database or "")
+    database = Db(url, sa.engine.make_url(url).database or "")
     with database.connect() as conn:
         conn.execute(
             "CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL, balance NUMERIC(12,2), "
@@ -70,26 +64,12 @@ def db(postgres: str) -> Iterator[Db]:  # noqa: F811 - the imported fixture
 
 
 def cdc_config(name: str, db: Db, prefix: str, **extra: str) -> dict[str, str]:
+    """The source of `public.accounts` under Debezium's class name, exactly once required."""
     return {
         "name": name,
+        **cdc_source_config(db.url, prefix, table="accounts"),
         "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "tasks.max": "1",
-        "database.hostname": db.host,
-        "database.port": str(db.port),
-        "database.user": "postgres",
-        "database.dbname": db.name,
-        "topic.prefix": prefix,
-        "slot.name": f"slot_{uuid.uuid4().hex[:8]}",
-        "publication.name": "cdc_pub",
-        "publication.autocreate.mode": "filtered",
-        "table.include.list": "public\\.accounts",
-        "poll.interval.ms": "200",
-        "transaction.boundary": "connector",
         "exactly.once.support": "required",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "key.converter.schemas.enable": "true",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "true",
         **{k.replace("_", "."): v for k, v in extra.items()},
     }
 

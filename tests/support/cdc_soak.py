@@ -17,6 +17,8 @@ soak's progress waits work unchanged.
 of the workload (and every snapshot row) exactly once, per key in commit order, the last event per
 key equal to the table's row (a tombstone for a deleted row), and each database transaction one
 Kafka transaction holding exactly its changes.
+
+`connect`, `cdc_source_config` and `kafka_transactions` are shared with test_postgres_cdc.py.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "CdcReport",
     "CdcWorkload",
     "cdc_source_config",
+    "connect",
     "kafka_transactions",
     "verify_cdc_topic",
     "wait_for_changes",
@@ -56,7 +59,8 @@ SNAPSHOT_ROWS = 200
 Change = tuple[str, int, int]
 
 
-def _connect(url: str) -> psycopg.Connection[Any]:
+def connect(url: str) -> psycopg.Connection[Any]:
+    """An autocommit psycopg connection to the database of SQLAlchemy URL `url`."""
     parsed = sa.engine.make_url(url)
     return psycopg.connect(
         host=parsed.host or "127.0.0.1",
@@ -67,9 +71,10 @@ def _connect(url: str) -> psycopg.Connection[Any]:
     )
 
 
-def cdc_source_config(url: str, topic_prefix: str) -> dict[str, str]:
-    """The soak's PostgresCdcSource: Debezium's setting names, JSON with schemas as Debezium's users
-    run it, one Kafka transaction per database transaction."""
+def cdc_source_config(url: str, topic_prefix: str, table: str = TABLE) -> dict[str, str]:
+    """A PostgresCdcSource of `public.<table>` in the database of `url`, on a slot of its own:
+    Debezium's setting names, JSON with schemas as Debezium's users run it, one Kafka transaction
+    per database transaction."""
     parsed = sa.engine.make_url(url)
     return {
         "connector.class": "PostgresCdcSource",
@@ -79,10 +84,10 @@ def cdc_source_config(url: str, topic_prefix: str) -> dict[str, str]:
         "database.user": parsed.username or "postgres",
         "database.dbname": parsed.database or "",
         "topic.prefix": topic_prefix,
-        "slot.name": f"chaos_{uuid.uuid4().hex[:8]}",
-        "publication.name": "chaos_pub",
+        "slot.name": f"slot_{uuid.uuid4().hex[:8]}",
+        "publication.name": "cdc_pub",
         "publication.autocreate.mode": "filtered",
-        "table.include.list": f"public\\.{TABLE}",
+        "table.include.list": f"public\\.{table}",
         "poll.interval.ms": "200",
         "transaction.boundary": "connector",
         "key.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -107,7 +112,7 @@ class CdcWorkload:
         self._next_id = 1
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cdc-workload", daemon=True)
-        with _connect(url) as conn:
+        with connect(url) as conn:
             conn.execute(f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY, version BIGINT NOT NULL, note TEXT)")
             conn.execute(f"ALTER TABLE {TABLE} REPLICA IDENTITY FULL")
             for _ in range(SNAPSHOT_ROWS):
@@ -138,7 +143,7 @@ class CdcWorkload:
 
     def _run(self) -> None:
         try:
-            with _connect(self.url) as conn:
+            with connect(self.url) as conn:
                 conn.autocommit = False
                 while not self._stop.is_set():
                     self._transaction(conn)
@@ -175,7 +180,7 @@ class CdcWorkload:
 
     def table(self) -> dict[int, int]:
         """id -> version of every row, read from the database."""
-        with _connect(self.url) as conn:
+        with connect(self.url) as conn:
             return {int(i): int(v) for i, v in conn.execute(f"SELECT id, version FROM {TABLE}")}
 
 
