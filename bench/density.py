@@ -27,8 +27,12 @@ and measures:
   C2 thread took 0.03 s/s with 100 idle connectors after 3 minutes).
 - `busy_ratio_paused`: among the N over the rate with the N paused, the two measured in rounds
   that alternate which comes first, so drift weighs on both alike. It is not the goal's measure:
-  paused tasks still wake up (a paused source task looks at its directive every 0.1 s), and what
-  they cost lowers the denominator, in the runtime's favour.
+  paused tasks still cost something (their clients, the slot hosts' heartbeats), and what they
+  cost lowers the denominator, in the runtime's favour.
+- `alone_cores` / `among_cores`: how many of the machine's cores were busy (/proc/stat, everything:
+  the runtime, the broker, this bench's reader) during the busy runs alone / among the N. With
+  "alone" near the machine's cores, a fleet's idle CPU plus the broker's bounds the ratio: L cores
+  of it leave at most (cores - L) / alone_cores.
 
 eosconnect runs its default settings plus one packing setting, `eosconnect.tasks.per.slot`
 (`--per-slot`, default 28: the N = 400 fill 15 of the 16 default slots, `local[16,4]`), and the
@@ -51,6 +55,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -140,6 +145,14 @@ def cpu_rates(root_pid: int, broker_pids: list[int], seconds: float) -> tuple[fl
     )
 
 
+def machine_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine so far, in jiffies (/proc/stat's first line)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, sum(fields)
+
+
 def all_running(url: str, names: list[str], state: str = "RUNNING") -> int:
     """How many of `names` have every task in `state` (one GET with expand=status); a FAILED
     connector or task ends the bench with its trace."""
@@ -188,6 +201,9 @@ class Figures:
     #: The busy task's rate with the N paused, measured in rounds alternating with `busy_among`.
     busy_paused: float
     load: float
+    #: Cores the whole machine kept busy during the busy task's runs alone / among the N (median).
+    alone_cores: float = 0.0
+    among_cores: float = 0.0
 
     @property
     def per_task_mb(self) -> float:
@@ -223,6 +239,9 @@ def measure_side(
     idle_file = workdir / f"idle-{side.name}.txt"
     idle_file.write_text("")
 
+    #: machine cores busy during each busy run, by its tag without the round (alone, n<N>, ...)
+    cores: defaultdict[str, list[float]] = defaultdict(list)
+
     def busy_once(tag: str) -> float:
         topic = f"density-busy-{side.name}-{tag}-{uuid.uuid4().hex[:6]}"
         ensure_topic(admin, topic, 1, 1, compacted=False)
@@ -231,7 +250,12 @@ def measure_side(
             "exactly.once.support": "required",
             **busy_settings,
         }
+        busy_before, total_before = machine_jiffies()
         run = run_once(side, "busy", 1, config, topic, 1, records, bootstrap)
+        busy_after, total_after = machine_jiffies()
+        cores[tag.rsplit("-", 1)[0]].append(
+            (busy_after - busy_before) / max(total_after - total_before, 1) * (os.cpu_count() or 1)
+        )
         if not run.ok:
             problem = f"{run.duplicates} duplicates, {run.missing} missing"
             raise SystemExit(f"{side.name} busy task {tag}: {problem}")
@@ -311,13 +335,15 @@ def measure_side(
             among,
             paused,
             os.getloadavg()[0],
+            among_cores=statistics.median(cores[f"n{n}"]),
         )
         console.print(
             f"{side.name} N={n}: all RUNNING in {running_s:.1f} s (POSTs {posted:.1f} s), RSS {rss:.0f} MB "
             f"({figures.per_task_mb:.1f} MB/task), idle CPU {idle_cpu:.2f} s/s (broker {broker_cpu:.2f}), "
             f"busy task {among:,.0f} rec/s ({figures.busy_ratio:.2f} of alone before the N), "
             f"{paused:,.0f} with the N paused ({figures.busy_ratio_paused:.2f}; CPU paused "
-            f"{paused_cpu[0]:.2f} s/s, broker {paused_cpu[1]:.2f}), load {figures.load:.1f}"
+            f"{paused_cpu[0]:.2f} s/s, broker {paused_cpu[1]:.2f}), load {figures.load:.1f}; the machine "
+            f"kept {figures.among_cores:.2f} cores busy during the busy runs among the N"
         )
         out.append(figures)
         for name in names:
@@ -331,11 +357,13 @@ def measure_side(
     # two is the rate alone, so a ratio errs against the runtime, never for it.
     after = busy("alone-after")
     best = max(alone, after)
+    alone_cores = statistics.median(cores["alone"] + cores["alone-after"])
     console.print(
         f"{side.name}: busy task alone again {after:,.0f} rec/s (before {alone:,.0f}); using {best:,.0f} "
-        "for the ratios to 'alone'"
+        f"for the ratios to 'alone'; the machine kept {alone_cores:.2f} of {os.cpu_count()} cores busy "
+        "during the runs alone"
     )
-    return [replace(f, busy_alone=best) for f in out]
+    return [replace(f, busy_alone=best, alone_cores=alone_cores) for f in out]
 
 
 def java_side(bootstrap: str, workdir: Path) -> tuple[KafkaConnectProcess, Callable[[], Side]]:
@@ -444,6 +472,8 @@ def main() -> None:
                 f"{name}_broker_idle_cpu={f.broker_cpu:.2f}",
                 f"{name}_busy_ratio={f.busy_ratio:.2f}",
                 f"{name}_busy_ratio_paused={f.busy_ratio_paused:.2f}",
+                f"{name}_alone_cores={f.alone_cores:.2f}",
+                f"{name}_among_cores={f.among_cores:.2f}",
             ]
         print(" ".join(fields))
     if "java" in results and "eos" in results:

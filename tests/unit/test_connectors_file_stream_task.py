@@ -232,3 +232,33 @@ def test_a_long_line_is_read_over_several_polls_each_bounded(tmp_path: Path) -> 
     assert list(batch.record_offsets)[-1] == {"position": size + 6}
     task.stop()
     assert task.poll() is None
+
+
+class RecordingStop:
+    """Stands for the task's stop event: records each idle wait instead of sleeping it."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def is_set(self) -> bool:
+        return False
+
+    def wait(self, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return False
+
+
+def test_idle_polls_wait_longer_up_to_a_second_and_new_lines_shorten_the_wait(tmp_path: Path) -> None:
+    path = tmp_path / "tail.txt"
+    path.write_text("a\n")
+    task = start_task(path)
+    stop = RecordingStop()
+    task._stopping = stop  # type: ignore[assignment]
+    assert drain(task) == [("a", 2)]
+    for _ in range(4):
+        assert task.poll() is None
+    assert stop.waits == [0.2, 0.4, 0.8, 1.0, 1.0], "doubling from drain's last poll to Kafka's 1 s"
+    with path.open("a") as f:
+        f.write("b\n")
+    assert drain(task) == [("b", 4)]
+    assert stop.waits[-1] == 0.2, "the first empty poll after new lines waits the short time again"

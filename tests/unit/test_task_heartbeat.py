@@ -116,3 +116,18 @@ def test_a_task_reports_paused_only_once_it_acted_on_the_pause(hosted):
     assert control.reported_state() == "RUNNING"
     hear("pause" if hosted else Directive.PAUSE)
     assert control.reported_state() == "RUNNING"
+
+
+def test_a_paused_task_waits_until_its_directive_changes_and_survives_pickling() -> None:
+    import pickle
+
+    control = pickle.loads(pickle.dumps(RestTaskControl("http://127.0.0.1:9", {}, "c", 0, 0)))
+    control._set_directive(Directive.PAUSE)
+    started = time.monotonic()
+    control.wait_while_paused(0.2)
+    assert time.monotonic() - started >= 0.2, "still paused: waits the whole timeout"
+    threading.Timer(0.3, control._set_directive, args=(Directive.RUN,)).start()
+    started = time.monotonic()
+    control.wait_while_paused(30.0)
+    assert control.directive() is Directive.RUN
+    assert time.monotonic() - started < 10.0, "the resume wakes the waiting task"

@@ -37,18 +37,44 @@ from eosconnect.runtime.task_group import HostAnswer, host_memory
 log = logging.getLogger(__name__)
 
 
+#: An idle task's metrics ride along at least this often; changed counters go with the next beat.
+METRICS_REFRESH_S = 5.0
+
+
+def metric_counters(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """The metrics without those that move with the clock alone (running time, rates)."""
+    return {k: v for k, v in metrics.items() if k != "running-seconds" and not k.endswith("-rate")}
+
+
 @dataclass
 class HostedTaskControl(RestTaskControl):
     """A task's control inside a slot host: the host's request carries its heartbeat."""
+
+    #: The counters the last beat carried, and when: a beat leaves unchanged metrics out.
+    _sent_counters: dict[str, Any] | None = field(default=None, repr=False)
+    _metrics_sent_at: float = field(default=0.0, repr=False)
 
     def directive(self) -> Directive:
         self.loop_watch().asked()
         return self._directive
 
     def heartbeat_body(self) -> dict[str, Any]:
+        """The task's part of its host's heartbeat. Metrics whose counters did not move since the
+        last beat are left out (the leader keeps what it has) unless `METRICS_REFRESH_S` passed:
+        encoding, signing and reading every idle task's metrics twice a second was most of what a
+        host of idle tasks, and the leader serving it, spent."""
         self.loop_watch().check()
-        state = self.reported_state()
-        return {"connector": self.connector, "task": self.task, **self.report_body({"state": state})}
+        body = {
+            "connector": self.connector,
+            "task": self.task,
+            **self.report_body({"state": self.reported_state()}),
+        }
+        counters, now = metric_counters(body["metrics"]), time.monotonic()
+        if counters == self._sent_counters and now - self._metrics_sent_at < METRICS_REFRESH_S:
+            del body["metrics"]
+        else:
+            self._sent_counters, self._metrics_sent_at = counters, now
+        return body
 
     def heard(self, directive: str | None) -> None:
         if directive is not None:

@@ -230,11 +230,16 @@ class RestTaskControl:
     _pause_confirmed: bool = field(default=False, repr=False)
     _beat: threading.Thread | None = field(default=None, repr=False)
     _ended: bool = field(default=False, repr=False)
+    #: Notified on every change of `_directive`: a paused task waits on it (`wait_while_paused`).
+    _changed: threading.Condition = field(default_factory=threading.Condition, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_metrics=None, _beat=None, _loop=None)
+        state.update(_metrics=None, _beat=None, _loop=None, _changed=None)
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _changed=threading.Condition())
 
     def attach(self, metrics: TaskMetrics) -> None:
         self._metrics = metrics
@@ -254,7 +259,16 @@ class RestTaskControl:
     def _set_directive(self, directive: Directive) -> None:
         if directive is not Directive.PAUSE:
             self._pause_confirmed = False
-        self._directive = directive
+        if directive is not self._directive:
+            with self._changed:
+                self._directive = directive
+                self._changed.notify_all()
+
+    def wait_while_paused(self, timeout_s: float) -> None:
+        """Return once the directive is no longer PAUSE (a resume or stop heard by the heartbeat
+        thread, or the host's), or after `timeout_s`."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._directive is not Directive.PAUSE, timeout_s)
 
     def reported_state(self) -> str:
         return "PAUSED" if self._directive is Directive.PAUSE and self._pause_confirmed else "RUNNING"
@@ -297,7 +311,7 @@ class RestTaskControl:
                 now - self._last_ok,
                 unreachable_leader(self.worker_url, TimeoutError("no heartbeat answered")),
             )
-            self._directive = Directive.STOP
+            self._set_directive(Directive.STOP)
 
     def report_outcome(self, state: str, trace: str | None) -> None:
         """The task has ended (STOPPED, FAILED or SUPERSEDED): tell the worker, best effort, after
@@ -335,7 +349,7 @@ class RestTaskControl:
         while True:
             answer = self._report({"state": "RUNNING"})
             if answer is Directive.STOP:
-                self._directive = Directive.STOP
+                self._set_directive(Directive.STOP)
             if settled(answer) or time.monotonic() >= deadline:
                 return answer
             time.sleep(HEARTBEAT_INTERVAL_S)

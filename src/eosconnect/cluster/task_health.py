@@ -63,7 +63,8 @@ class TaskHealth(HerderState):
                 runtime.state, runtime.generation = state, generation
                 runtime.trace = report.get("trace")
                 runtime.pid = report.get("pid")
-                runtime.metrics = dict(report.get("metrics") or {})
+                if "metrics" in report:  # a slot host leaves unchanged ones out (host_channel.py)
+                    runtime.metrics = dict(report["metrics"] or {})
                 runtime.last_seen = time.monotonic()
                 runtime.attempt = int(report.get("attempt") or 0)
                 runtime.instance = report.get("instance") or runtime.instance

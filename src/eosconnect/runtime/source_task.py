@@ -24,7 +24,7 @@ from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.runtime.config import SourceConnectorConfig
-from eosconnect.runtime.control import Directive, confirm_paused
+from eosconnect.runtime.control import Directive, confirm_paused, wait_while_paused
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord, RecordPipeline, pipeline_config
@@ -42,9 +42,11 @@ from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
 
-#: How long an idle loop (poll returned nothing) sleeps, so a task without its own wait cannot spin.
+#: The shortest turn of an idle loop (poll returned nothing), so a task without its own wait cannot
+#: spin; a poll that waited this long itself is not slept after (one wake-up per idle poll, not two).
 IDLE_SLEEP_S = 0.01
-PAUSE_SLEEP_S = 0.1
+#: Longest wait of a paused task between two looks at its directive (a change wakes it sooner).
+PAUSE_WAIT_S = 1.0
 
 #: Per source partition, the offset to commit; None deletes the partition's offset (a tombstone).
 Offsets = dict[SourcePartition, SourceOffset | None]
@@ -223,8 +225,9 @@ class SourceTaskRunner(ABC):
             if directive is Directive.PAUSE:
                 self.on_pause()
                 confirm_paused(control)
-                time.sleep(PAUSE_SLEEP_S)
+                wait_while_paused(control, PAUSE_WAIT_S)
                 continue
+            polled_at = time.monotonic()
             try:
                 polled = self.task.poll()
             except RetriableException as exc:  # as in Kafka Connect: nothing this time, poll again
@@ -242,7 +245,9 @@ class SourceTaskRunner(ABC):
                     self.send_columns(polled)
             else:
                 self.on_idle()
-                time.sleep(IDLE_SLEEP_S)
+                rest_s = IDLE_SLEEP_S - (time.monotonic() - polled_at)
+                if rest_s > 0:
+                    time.sleep(rest_s)
         self.on_stop()
 
     def retriable_poll_error(self, exc: RetriableException) -> None:
