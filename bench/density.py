@@ -259,10 +259,10 @@ def measure_side(
     idle_file = workdir / f"idle-{side.name}.txt"
     idle_file.write_text("")
 
-    #: machine cores busy during each busy run, by its tag without the round (alone, n<N>, ...)
+    #: machine cores busy during each busy run, by kind (warmup, alone, alone-after, n<N>, ...)
     cores: defaultdict[str, list[float]] = defaultdict(list)
 
-    def busy_once(tag: str) -> float:
+    def busy_once(tag: str, kind: str) -> float:
         topic = f"density-busy-{side.name}-{tag}-{uuid.uuid4().hex[:6]}"
         ensure_topic(admin, topic, 1, 1, compacted=False)
         config = {
@@ -273,7 +273,7 @@ def measure_side(
         busy_before, total_before = machine_jiffies()
         run = run_once(side, "busy", 1, config, topic, 1, records, bootstrap)
         busy_after, total_after = machine_jiffies()
-        cores[tag.rsplit("-", 1)[0]].append(
+        cores[kind].append(
             (busy_after - busy_before) / max(total_after - total_before, 1) * (os.cpu_count() or 1)
         )
         if not run.ok:
@@ -282,7 +282,7 @@ def measure_side(
         return steady_rate(run)
 
     def busy(tag: str) -> float:
-        return statistics.median(busy_once(f"{tag}-{r}") for r in range(busy_rounds))
+        return statistics.median(busy_once(f"{tag}-{r}", tag) for r in range(busy_rounds))
 
     def busy_alternating(
         n: int, names: list[str], with_stopped: bool
@@ -297,21 +297,21 @@ def measure_side(
         paused_cpu: list[tuple[float, float]] = []
 
         def run_among(r: int) -> None:
-            among.append(busy_once(f"n{n}-{r}"))
+            among.append(busy_once(f"n{n}-{r}", f"n{n}"))
 
         def run_paused(r: int) -> None:
             set_fleet(side.url, names, "pause", "PAUSED", 300 + n)
             if not paused_cpu:
                 time.sleep(3)
                 paused_cpu.append(cpu_rates(side.root_pid, broker_pids, 10))
-            paused.append(busy_once(f"n{n}-paused-{r}"))
+            paused.append(busy_once(f"n{n}-paused-{r}", f"n{n}-paused"))
             set_fleet(side.url, names, "resume", "RUNNING", 300 + n)
             time.sleep(5)  # resumed tasks settle
 
         def run_stopped(r: int) -> None:
             set_fleet(side.url, names, "stop", "STOPPED", 300 + n)
             time.sleep(15)  # as after deleting them: tasks gone, slot hosts end (10 s idle)
-            stopped.append(busy_once(f"n{n}-stopped-{r}"))
+            stopped.append(busy_once(f"n{n}-stopped-{r}", f"n{n}-stopped"))
             set_fleet(side.url, names, "resume", "RUNNING", 600 + 6 * n)
             time.sleep(5)
 
@@ -324,9 +324,9 @@ def measure_side(
 
     # Untimed runs until two in a row agree within 5 % (at most 4): JIT, Spark's Python daemon, the
     # broker's coordinators. One was not enough: "alone" before the N ran 4-20 % below "alone" after.
-    previous = busy_once("warmup-0")
+    previous = busy_once("warmup-0", "warmup")
     for attempt in range(1, WARMUP_RUNS):
-        rate = busy_once(f"warmup-{attempt}")
+        rate = busy_once(f"warmup-{attempt}", "warmup")
         if abs(rate - previous) <= 0.05 * max(rate, previous):
             break
         previous = rate
