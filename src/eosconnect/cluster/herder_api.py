@@ -60,6 +60,17 @@ class ForbiddenError(HerderError):
     status_code = 403
 
 
+#: What a 409 says when the group has no leader to serve a request right now: none elected, the
+#: leader rejoining its group (its coordinator died or its session lapsed on a busy machine), or
+#: leadership moving while the request is forwarded (rest/forwarding.py). Each asks for a retry.
+NO_LEADER_NOW = ("no leader", "not the leader", "rejoining the group", "leadership is changing")
+
+
+def no_leader_now(status_code: int, message: str) -> bool:
+    """Whether an answer is a group's "no leader to serve this right now; retry in a few seconds"."""
+    return status_code == 409 and any(said in message for said in NO_LEADER_NOW)
+
+
 class NotLeaderError(HerderError):
     """Only the leader serves this; the REST layer forwards to `leader_url` (at most two hops)."""
 

@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 import httpx
 
+from eosconnect.cluster.herder_api import no_leader_now
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.loop_watch import LoopWatch
 from eosconnect.runtime.metrics import TaskMetrics
@@ -49,6 +50,10 @@ CONFIRM_WAIT_S = 30.0
 #: A task that cannot reach its worker for this long stops: its worker is gone or partitioned away,
 #: and a successor will fence it anyway.
 ORPHAN_TIMEOUT_S = 60.0
+
+
+#: How often a starting task asks again for fencing while the group has no leader to serve it.
+FENCE_RETRY_S = 1.0
 
 
 class FencingRequestError(RuntimeError):
@@ -175,22 +180,38 @@ class RestStartupCoordinator:
         self.access = _ConfigTopicAccess(self.worker_props)
 
     def fence_zombies(self, connector: str, generation: int | None = None) -> None:
-        try:
-            response = signed_request(
-                self.access,
-                "PUT",
-                self.worker_url,
-                f"/connectors/{quote(connector, safe='')}/fence",
-                {} if generation is None else {"generation": generation},
-                self.request_timeout_s,
-            )
-        except httpx.TransportError as exc:
-            raise FencingRequestError(unreachable_leader(self.worker_url, exc)) from exc
-        if response.status_code >= 300:
+        """Ask the leader to fence; while the group has no leader to serve it (409: none elected,
+        or the leader rejoining its group, as after a membership session lapsed on a loaded
+        machine), ask again every `FENCE_RETRY_S` for up to `request_timeout_s`: that answer says
+        "retry in a few seconds", and failing the task on it failed tasks started in those 0.2 s."""
+        deadline = time.monotonic() + self.request_timeout_s
+        while True:
             try:
-                message = response.json().get("message", response.text)
-            except ValueError:
+                response = signed_request(
+                    self.access,
+                    "PUT",
+                    self.worker_url,
+                    f"/connectors/{quote(connector, safe='')}/fence",
+                    {} if generation is None else {"generation": generation},
+                    self.request_timeout_s,
+                )
+            except httpx.TransportError as exc:
+                raise FencingRequestError(unreachable_leader(self.worker_url, exc)) from exc
+            if response.status_code < 300:
+                return
+            try:
+                message = str(response.json().get("message", response.text))
+            except (ValueError, AttributeError):
                 message = response.text
+            if no_leader_now(response.status_code, message) and time.monotonic() + FENCE_RETRY_S < deadline:
+                log.info(
+                    "connector %r: the leader cannot fence zombies right now (%s); asking again in %.0f s",
+                    connector,
+                    message,
+                    FENCE_RETRY_S,
+                )
+                time.sleep(FENCE_RETRY_S)
+                continue
             raise FencingRequestError(
                 f"the leader could not fence zombies of connector {connector!r} "
                 f"(HTTP {response.status_code}): {message}"

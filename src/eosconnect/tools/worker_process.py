@@ -20,10 +20,8 @@ from urllib.parse import quote
 import httpx
 import javaproperties
 
+from eosconnect.cluster.herder_api import no_leader_now
 from eosconnect.runtime.host import die_with_parent
-
-#: The 409 answers of a group with no leader to serve a request now (rest/forwarding.py): retried.
-_NO_LEADER_NOW = ("no leader", "not the leader", "rejoining the group")
 
 
 def local_worker_settings(bootstrap: str, name: str, **overrides: str) -> dict[str, str]:
@@ -189,8 +187,7 @@ class WorkerProcess:
         deadline = time.monotonic() + timeout
         while True:
             response = self.request(method, path, **kwargs)
-            electing = any(said in response.text for said in _NO_LEADER_NOW)
-            if response.status_code != 409 or not electing or time.monotonic() > deadline:
+            if not no_leader_now(response.status_code, response.text) or time.monotonic() > deadline:
                 return response
             time.sleep(0.5)
 
