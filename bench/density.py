@@ -85,6 +85,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -92,6 +93,7 @@ from bench.vs_kafka_connect import (
     Run,
     Side,
     cpu_seconds,
+    eos_python_worker_pids,
     file_config,
     process_tree,
     run_once,
@@ -145,6 +147,11 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def python_worker_pids(process: WorkerProcess | KafkaConnectProcess) -> set[int]:
+    """The Python workers running a runtime's tasks (none for Apache Kafka Connect)."""
+    return set(eos_python_worker_pids(process).values()) if isinstance(process, WorkerProcess) else set()
+
+
 @dataclass
 class TreeMemory:
     """The runtime's tree without Spark's idle pooled Python workers, and those apart (MB)."""
@@ -172,16 +179,6 @@ def tree_memory(root: int, hosting: set[int]) -> TreeMemory:
         rss_kb += rss
         pss_total_kb += pss
     return TreeMemory(rss_kb / 1024, pss_total_kb / 1024, pooled_kb / 1024, pooled)
-
-
-def eos_hosting_pids(worker: WorkerProcess) -> Callable[[], set[int]]:
-    """The pids of the Python workers running eosconnect's tasks (GET /internal/tasks)."""
-
-    def pids() -> set[int]:
-        tasks = worker.request("GET", "/internal/tasks").json()
-        return {int(t["pid"]) for t in tasks.values() if t.get("pid")}
-
-    return pids
 
 
 def connector_config(
@@ -673,7 +670,7 @@ def main() -> None:
                     {} if name == "java" or args.busy_shares_slot else {OWN_SLOT: "true"},
                     broker_pids,
                     with_floor=name == "eos" and not args.no_floor,
-                    hosting_pids=eos_hosting_pids(process) if isinstance(process, WorkerProcess) else set,
+                    hosting_pids=partial(python_worker_pids, process),
                 )
             finally:
                 process.stop()

@@ -184,13 +184,19 @@ class Side:
         return None
 
 
+def eos_python_worker_pids(worker: WorkerProcess) -> dict[str, int]:
+    """`{"<connector>-<task>": pid}` of the Python workers running eosconnect's tasks (GET
+    /internal/tasks); empty when the worker does not answer."""
+    try:
+        tasks = worker.request("GET", "/internal/tasks").json()
+    except (httpx.HTTPError, ValueError):
+        return {}
+    return {key: int(t["pid"]) for key, t in tasks.items() if t.get("pid")}
+
+
 def eos_task_pids(worker: WorkerProcess) -> Callable[[str], list[int]]:
     def pids(connector: str) -> list[int]:
-        try:
-            tasks = worker.request("GET", "/internal/tasks").json()
-        except (httpx.HTTPError, ValueError):
-            return []
-        return [int(t["pid"]) for key, t in tasks.items() if key.startswith(connector + "-") and t.get("pid")]
+        return [pid for key, pid in eos_python_worker_pids(worker).items() if key.startswith(connector + "-")]
 
     return pids
 
