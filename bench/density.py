@@ -84,7 +84,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -160,6 +160,18 @@ class TreeMemory:
     pss_mb: float
     pooled_rss_mb: float
     pooled: int
+    #: RSS (MB) of each process counted, by role: where a per-task figure comes from.
+    roles: dict[str, list[float]] = field(default_factory=dict)
+
+    def breakdown(self) -> str:
+        """E.g. `root 148, jvm 339, python 54, 15 task processes 85-89 MB (1,290)`."""
+        parts = []
+        for role, sizes in sorted(self.roles.items()):
+            if len(sizes) == 1:
+                parts.append(f"{role} {sizes[0]:.0f}")
+            else:
+                parts.append(f"{len(sizes)} {role} {min(sizes):.0f}-{max(sizes):.0f} ({sum(sizes):,.0f})")
+        return ", ".join(parts) + " MB"
 
 
 def tree_memory(root: int, hosting: set[int]) -> TreeMemory:
@@ -168,6 +180,7 @@ def tree_memory(root: int, hosting: set[int]) -> TreeMemory:
     tree = process_tree(root)
     members = set(tree)
     rss_kb = pss_total_kb = pooled_kb = pooled = 0
+    roles: defaultdict[str, list[float]] = defaultdict(list)
     for pid in tree:
         rss, pss = status_kb(pid, "VmRSS"), pss_kb(pid)
         parent = status_kb(pid, "PPid")
@@ -178,7 +191,18 @@ def tree_memory(root: int, hosting: set[int]) -> TreeMemory:
             continue
         rss_kb += rss
         pss_total_kb += pss
-    return TreeMemory(rss_kb / 1024, pss_total_kb / 1024, pooled_kb / 1024, pooled)
+        command = _cmdline(pid)
+        role = (
+            "root"
+            if pid == root
+            else "task processes"
+            if pid in hosting
+            else "jvm"
+            if "java" in command.split("\0", 1)[0]
+            else "python"
+        )
+        roles[role].append(rss / 1024)
+    return TreeMemory(rss_kb / 1024, pss_total_kb / 1024, pooled_kb / 1024, pooled, dict(roles))
 
 
 def connector_config(
@@ -501,7 +525,8 @@ def measure_side(
     base = tree_memory(side.root_pid, hosting_pids())
     console.print(
         f"{side.name}: no connector: RSS {base.rss_mb:.0f} MB, PSS {base.pss_mb:.0f} MB (and {base.pooled} "
-        f"idle pooled Python workers, {base.pooled_rss_mb:.0f} MB), busy task alone {alone:,.0f} rec/s"
+        f"idle pooled Python workers, {base.pooled_rss_mb:.0f} MB; {base.breakdown()}), busy task alone "
+        f"{alone:,.0f} rec/s"
     )
     out = []
     for n in sizes:
@@ -546,7 +571,8 @@ def measure_side(
             f"{side.name} N={n}: all RUNNING in {running_s:.1f} s (POSTs {posted:.1f} s), "
             f"RSS {memory.rss_mb:.0f} MB "
             f"({figures.per_task_mb:.1f} MB/task; PSS {memory.pss_mb:.0f} MB, {figures.per_task_pss_mb:.1f} "
-            f"MB/task; {memory.pooled} idle pooled Python workers apart, {memory.pooled_rss_mb:.0f} MB), "
+            f"MB/task; {memory.pooled} idle pooled Python workers apart, {memory.pooled_rss_mb:.0f} MB; "
+            f"{memory.breakdown()}), "
             f"idle CPU {idle_cpu:.2f} s/s (broker {broker_cpu:.2f}), "
             f"busy task {rounds.among:,.0f} rec/s ({figures.busy_ratio:.2f} of alone before the N; "
             f"{figures.busy_ratio_stopped:.2f} of {rounds.stopped:,.0f} with the N stopped), "

@@ -188,10 +188,11 @@ def eos_python_worker_pids(worker: WorkerProcess) -> dict[str, int]:
     """`{"<connector>-<task>": pid}` of the Python workers running eosconnect's tasks (GET
     /internal/tasks); empty when the worker does not answer."""
     try:
-        tasks = worker.request("GET", "/internal/tasks").json()
+        response = worker.request("GET", "/internal/tasks")
+        tasks = response.json() if response.status_code == 200 else {}
     except (httpx.HTTPError, ValueError):
         return {}
-    return {key: int(t["pid"]) for key, t in tasks.items() if t.get("pid")}
+    return {key: int(t["pid"]) for key, t in tasks.items() if isinstance(t, dict) and t.get("pid")}
 
 
 def eos_task_pids(worker: WorkerProcess) -> Callable[[str], list[int]]:

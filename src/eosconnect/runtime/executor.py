@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from eosconnect.api.plugins import ConnectorType, connector_type
+from eosconnect.runtime.host import give_back_memory
 from eosconnect.runtime.loop_watch import dump_stacks_on_sigusr1
 from eosconnect.runtime.source_task import parse_configs
 from eosconnect.runtime.task import TaskOutcome, TaskSpec, TaskState, task_class_of
@@ -92,6 +93,7 @@ def spark_task_entry(specs: list[TaskSpec]) -> Any:
         report = getattr(spec.control, "report_outcome", None)
         if report is not None:
             report(outcome.state.value, outcome.trace)
+        give_back_memory()  # the worker goes back to Spark's pool (runtime/host.py)
         yield {**outcome.__dict__, "state": outcome.state.value, "pid": os.getpid()}
 
     return run_partition

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eosconnect.runtime.executor import configure_executor_logging, run_task
+from eosconnect.runtime.host import give_back_memory, resident_bytes
 from eosconnect.runtime.task import TaskOutcome, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,8 @@ HOST_POLL_INTERVAL_S = 0.5
 #: sink job's time. A host stays empty only until a task comes or HOST_IDLE_S (cluster/packing.py)
 #: ends it, and asks slowly again while the leader does not answer.
 EMPTY_HOST_POLL_INTERVAL_S = 0.05
+#: Memory given back when a task ends is logged from this much (runtime/host.py give_back_memory).
+RELEASE_LOG_BYTES = 8 << 20
 
 
 @dataclass
@@ -64,10 +67,8 @@ def host_memory() -> dict[str, int | None]:
     that the leader can tell its tasks, if the worker dies, whether it was running out of memory
     (cluster/host_loss.py). The limit is the address-space limit `spark.executor.pyspark.memory`
     sets, else the cgroup's (the container's), else None."""
-    try:
-        with open("/proc/self/statm") as statm:
-            rss = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
+    rss = resident_bytes()
+    if rss is None:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # peak, in KiB on Linux
     limit: int | None = resource.getrlimit(resource.RLIMIT_AS)[0]
     if limit is None or limit == resource.RLIM_INFINITY:
@@ -111,6 +112,12 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
             outcomes.append(outcome)
             live.pop(key, None)
             finishing.discard(key)
+        released(f"task {spec.connector}-{spec.task} ended")
+
+    def released(why: str) -> None:
+        freed = give_back_memory()
+        if freed >= RELEASE_LOG_BYTES:
+            log.info("slot host %s: %s; %d MB given back to the system", host.host_id, why, freed >> 20)
 
     log.info("slot host %s started (pid %d)", host.host_id, os.getpid())
     while True:
@@ -143,6 +150,7 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
             else poll_interval_s
         )
     log.info("slot host %s ends: %d task(s) ran in it", host.host_id, len(started))
+    released("the host ends and its Python worker goes back to Spark's pool")
     return outcomes
 
 
