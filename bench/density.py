@@ -147,6 +147,10 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _python(pid: int) -> bool:
+    return Path(_cmdline(pid).split("\0", 1)[0]).name.startswith("python")
+
+
 def python_worker_pids(process: WorkerProcess | KafkaConnectProcess) -> set[int]:
     """The Python workers running a runtime's tasks (none for Apache Kafka Connect)."""
     return set(eos_python_worker_pids(process).values()) if isinstance(process, WorkerProcess) else set()
@@ -184,7 +188,8 @@ def tree_memory(root: int, hosting: set[int]) -> TreeMemory:
     for pid in tree:
         rss, pss = status_kb(pid, "VmRSS"), pss_kb(pid)
         parent = status_kb(pid, "PPid")
-        forked = parent in members and "pyspark" in _cmdline(pid) and "pyspark" in _cmdline(parent)
+        # forked by Spark's Python daemon (itself a child of the JVM, whose classpath names pyspark)
+        forked = parent in members and _python(parent) and _python(pid) and "pyspark" in _cmdline(pid)
         if forked and pid not in hosting:
             pooled_kb += rss
             pooled += 1
