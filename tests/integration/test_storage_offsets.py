@@ -245,3 +245,41 @@ def test_reading_a_missing_topic_fails_without_creating_it(bootstrap, admin, top
         read_offsets({"bootstrap.servers": bootstrap}, missing, timeout=10)
     time.sleep(1)
     assert missing not in admin.list_topics(timeout=10).topics
+
+
+def test_views_in_one_process_share_a_reader_that_reads_only_what_is_new(
+    bootstrap, worker, topic_name, admin
+):
+    """Source tasks of one slot host (and the worker's offsets API) read the same offsets topics:
+    one reader per process (`shared_offsets_topic`), so a task starting after others reads only
+    what was appended since, and sees exactly what a fresh full read sees."""
+    separate_topic = topic_name("shared-offsets")
+    placement = offsets_topic_for(CONNECTOR, {"offsets.storage.topic": separate_topic}, worker)
+    ensure_topic(placement.admin(), placement.topic, partitions=2, replication_factor=1)
+    glob = placement.global_producer_config
+    write_offsets(glob, placement.global_topic, "other", {_sub(str(i)): _ts(str(i)) for i in range(200)})
+    write_offsets(glob, placement.global_topic, CONNECTOR, {_sub("a"): _ts("g1"), _sub("b"): _ts("g1")})
+    first = ConnectorOffsetView.create(CONNECTOR, placement)
+    first.refresh()
+    assert first.global_topic.skipped == 0
+
+    write_offsets(placement.client, placement.topic, CONNECTOR, {_sub("a"): _ts("s1")})
+    write_offsets(glob, placement.global_topic, CONNECTOR, {_sub("b"): None, _sub("c"): _ts("g2")})
+    applied: list[int] = []
+    apply = first.global_topic._apply
+    first.global_topic._apply = lambda record: (applied.append(record.offset), apply(record))[1]  # type: ignore[method-assign]
+
+    second = ConnectorOffsetView.create(CONNECTOR, placement)
+    assert second.global_topic is first.global_topic and second.separate_topic is first.separate_topic
+    second.refresh()
+    assert len(applied) == 2, "a later refresh reads only the records appended since"
+
+    fresh = ConnectorOffsetView(
+        CONNECTOR,
+        OffsetsTopic(placement.global_consumer_config, placement.global_topic),
+        OffsetsTopic(placement.client, placement.topic),
+    )
+    expected = {_sub("a"): _ts("s1"), _sub("c"): _ts("g2")}
+    assert second.snapshot() == fresh.snapshot() == expected
+    first.refresh()
+    assert first.snapshot() == expected

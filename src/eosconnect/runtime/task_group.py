@@ -37,6 +37,11 @@ HOST_POLL_INTERVAL_S = 0.5
 EMPTY_HOST_POLL_INTERVAL_S = 0.05
 #: Memory given back when a task ends is logged from this much (runtime/host.py give_back_memory).
 RELEASE_LOG_BYTES = 8 << 20
+#: A running host looks this often whether it grew by `RELEASE_GROWTH_BYTES` since it last gave
+#: memory back, and gives back what is free if so: a task's start-up (reading the offsets topic,
+#: its clients' first buffers) frees most of what it allocated, and glibc kept it.
+RELEASE_CHECK_S = 10.0
+RELEASE_GROWTH_BYTES = 16 << 20
 
 
 @dataclass
@@ -114,10 +119,21 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
             finishing.discard(key)
         released(f"task {spec.connector}-{spec.task} ended")
 
+    #: The resident size after the host last gave memory back, and when it next looks.
+    released_at: list[float] = [float(resident_bytes() or 0), time.monotonic() + RELEASE_CHECK_S]
+
     def released(why: str) -> None:
         freed = give_back_memory()
+        released_at[0] = float(resident_bytes() or 0)
         if freed >= RELEASE_LOG_BYTES:
             log.info("slot host %s: %s; %d MB given back to the system", host.host_id, why, freed >> 20)
+
+    def release_if_grown() -> None:
+        if time.monotonic() < released_at[1]:
+            return
+        released_at[1] = time.monotonic() + RELEASE_CHECK_S
+        if (resident_bytes() or 0) - released_at[0] >= RELEASE_GROWTH_BYTES:
+            released("its resident size grew")
 
     log.info("slot host %s started (pid %d)", host.host_id, os.getpid())
     while True:
@@ -144,6 +160,7 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
             empty = not live
         if answer is not None and answer.stop and empty:
             break
+        release_if_grown()
         time.sleep(
             min(poll_interval_s, EMPTY_HOST_POLL_INTERVAL_S)
             if empty and answer is not None

@@ -35,6 +35,15 @@ from eosconnect.storage.transient import retry_transient
 #: connector's start-up path (issue 22); 5 ms costs more fetches only while a read waits for a
 #: transaction still open (about 200 a second instead of 50, for that read).
 READER_FETCH_WAIT_MS = 5
+#: How far a reader fetches ahead of what it has handed over (librdkafka's local queue, per
+#: partition). librdkafka's defaults (100,000 messages, 64 MB) made every reader of a long topic
+#: hold most of it in memory at once: with 100,000 records in the worker's offsets topic, a slot
+#: host whose 28 tasks each read it at start-up grew to 776 MB (82 MB with an empty topic), 276 MB
+#: with these limits (storage/offsets/reading.py now also shares one reader per process). Readers
+#: hand records over as fast as they come; a few fetches ahead is all they use. An operator's
+#: `consumer.*` setting of either still wins.
+READER_QUEUE_KBYTES = 2048
+READER_QUEUE_MESSAGES = 10_000
 #: One ListOffsets attempt. A request to a leader that just died waits out this timeout, not the
 #: caller's whole one: the next attempt looks the leaders up again.
 LIST_OFFSETS_ATTEMPT_S = 8.0
@@ -203,6 +212,8 @@ class TopicReader:
         if self._consumer is None:
             self._consumer = Consumer(
                 {
+                    "queued.max.messages.kbytes": READER_QUEUE_KBYTES,
+                    "queued.min.messages": READER_QUEUE_MESSAGES,
                     **self._base,
                     "group.id": self._group or f"eosconnect-reader-{uuid.uuid4()}",
                     "isolation.level": "read_committed",
