@@ -11,6 +11,7 @@ attempt again. The pending restart shows in the task's status trace, and restart
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -63,22 +64,32 @@ class RestartPolicy:
 
     @classmethod
     def of(cls, config: Mapping[str, str]) -> RestartPolicy | None:
-        """The connector's policy, or None when it has not opted in (or its settings are invalid)."""
-        try:
-            values = AUTO_RESTART_CONFIG_DEF.parse(config)
-        except Exception:
-            return None
-        if not values["errors.restart.enable"]:
-            return None
-        return cls(
-            values["errors.restart.backoff.initial.ms"] / 1000,
-            values["errors.restart.backoff.max.ms"] / 1000,
-            values["errors.restart.max.attempts"],
-        )
+        """The connector's policy, or None when it has not opted in (or its settings are invalid).
+        Asked for every connector on every leader tick: parsed once per distinct setting (parsing
+        was a sixth of an idle leader's CPU with 400 connectors)."""
+        return _policy(tuple((name, config[name]) for name in _POLICY_SETTINGS if name in config))
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before restart number `attempt` (1-based)."""
         return min(self.initial_s * 2 ** (attempt - 1), self.max_s)
+
+
+_POLICY_SETTINGS = tuple(AUTO_RESTART_CONFIG_DEF.names())
+
+
+@functools.lru_cache(maxsize=1024)
+def _policy(settings: tuple[tuple[str, str], ...]) -> RestartPolicy | None:
+    try:
+        values = AUTO_RESTART_CONFIG_DEF.parse(dict(settings))
+    except Exception:
+        return None
+    if not values["errors.restart.enable"]:
+        return None
+    return RestartPolicy(
+        values["errors.restart.backoff.initial.ms"] / 1000,
+        values["errors.restart.backoff.max.ms"] / 1000,
+        values["errors.restart.max.attempts"],
+    )
 
 
 @dataclass

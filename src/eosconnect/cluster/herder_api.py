@@ -204,6 +204,11 @@ class Herder(Protocol):
         "start": [task...], "stop": bool}` (cluster/packing.py)."""
         ...
 
+    def host_answer(self, host_id: str, report: Mapping[str, Any]) -> dict[str, Any]:
+        """What `host_heartbeat` would answer the same report now, recording nothing (asked again
+        while the host's request is held: cluster/host_channel.py)."""
+        ...
+
     def task_runtimes(self) -> dict[str, dict[str, Any]]:
         """Internal, for operators and tests: `{"<c>-<t>": {"connector", "task", "state", "generation",
         "pid"}}` for every task instance this worker has heard from (pid of its Python worker)."""

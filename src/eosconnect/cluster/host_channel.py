@@ -7,6 +7,19 @@ generation, instance): the host builds their `TaskSpec`s here, with the same con
 coordinators a lone task gets, so nothing pickled crosses HTTP. One round trip per host rather than
 one per task is what keeps a host of idle tasks idle. A task's final report and its "was I
 superseded?" question still go to its own endpoint (`RestTaskControl`), as rare and synchronous.
+
+Held answers: a host whose tasks have been steady for `SETTLE_S` asks the leader to hold its answer
+for up to `HOLD_S` while there is nothing new for it (`hold_s` in the body; each task's beat says
+the directive it holds). The leader records the beats at once, then looks again every
+`HOLD_RECHECK_S` (rest/routes_internal.py) and answers as soon as a directive differs, a task is
+placed on the host or the host must end; so a pause, a stop or a new task reaches the host as fast
+as before, and a host of idle tasks asks about every `HOLD_S` + `HOST_POLL_INTERVAL_S` instead of
+twice a second. Those round trips (HTTP, JSON, signing, on both ends) were most of the CPU a fleet
+of idle tasks cost (bench/density.py). What the host itself learns (a task confirming its pause, a
+task starting) makes it ask without a hold again until it settles; a task's final report waits
+for a held request to come back (the host's channel lock keeps reports in order). The hold stays
+well below `task.heartbeat.timeout.ms` (5 s by default), since a held request refreshes no task's
+last heartbeat.
 """
 
 from __future__ import annotations
@@ -39,6 +52,32 @@ log = logging.getLogger(__name__)
 
 #: An idle task's metrics ride along at least this often; changed counters go with the next beat.
 METRICS_REFRESH_S = 5.0
+#: Longest a leader holds a steady host's request while it has nothing new for it (module doc).
+HOLD_S = 2.0
+#: How often the leader looks again at a held request.
+HOLD_RECHECK_S = 0.25
+#: A host asks without a hold until its answers and its tasks' states have not changed for this long.
+SETTLE_S = 2.0
+
+
+def hold_of(report: Mapping[str, Any]) -> float:
+    """The seconds a host's request may be held (0 for a host that does not ask, or asks wrongly)."""
+    try:
+        return min(max(float(report.get("hold_s") or 0.0), 0.0), HOLD_S)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def answer_is_news(report: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
+    """Whether the leader's answer changes anything for the host that sent `report`: a task to
+    start, the host to end, or a directive other than the one the task holds."""
+    if answer.get("start") or answer.get("stop"):
+        return True
+    directives = answer.get("directives") or {}
+    return any(
+        directives.get(str(beat.get("instance") or "")) != beat.get("directive")
+        for beat in report.get("tasks") or []
+    )
 
 
 def metric_counters(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,6 +106,7 @@ class HostedTaskControl(RestTaskControl):
         body = {
             "connector": self.connector,
             "task": self.task,
+            "directive": self._directive.value,
             **self.report_body({"state": self.reported_state()}),
         }
         counters, now = metric_counters(body["metrics"]), time.monotonic()
@@ -117,20 +157,28 @@ class RestHostChannel:
     worker_props: dict[str, str]
     host_id: str
     _last_ok: float = field(default_factory=time.monotonic, repr=False)
+    #: Since when nothing changed: the answers brought nothing new, the tasks' states stayed put.
+    _steady_since: float = field(default_factory=time.monotonic, repr=False)
+    #: What the last beat said of each task (instance -> state), to see a change.
+    _last_states: dict[str, str] = field(default_factory=dict, repr=False)
 
     def poll(self, running: Sequence[TaskSpec]) -> HostAnswer | None:
         controls = [s.control for s in running if isinstance(s.control, HostedTaskControl)]
-        body = {
-            "attempt": _spark_attempt(),
-            **host_memory(),
-            "tasks": [c.heartbeat_body() for c in controls],
-        }
+        beats = [c.heartbeat_body() for c in controls]
+        states = {str(b["instance"]): str(b["state"]) for b in beats}
+        now = time.monotonic()
+        if states != self._last_states:
+            self._last_states, self._steady_since = states, now
+        hold = HOLD_S if beats and now - self._steady_since >= SETTLE_S else 0.0
+        body = {"attempt": _spark_attempt(), **host_memory(), "hold_s": hold, "tasks": beats}
         path = f"/internal/hosts/{quote(self.host_id, safe='')}/heartbeat"
         try:
             access = _ConfigTopicAccess(self.worker_props)
-            response = signed_request(access, "PUT", self.worker_url, path, body, 10.0)
+            response = signed_request(access, "PUT", self.worker_url, path, body, 10.0 + hold)
             if response.status_code == 200:
                 answer = response.json()
+                if answer_is_news(body, answer):
+                    self._steady_since = time.monotonic()
                 directives = answer.get("directives") or {}
                 for control in controls:
                     control.heard(directives.get(control.instance))

@@ -203,8 +203,18 @@ class SlotHosts:
                 if time.monotonic() - host.idle_since > HOST_IDLE_S:
                     host.stopping = True
                     log.info("slot host %s has had no task for %.0fs; stopping it", host_id, HOST_IDLE_S)
-            start = [spec_to_json(s) for i, s in host.assigned.items() if i not in running]
-            return {"start": start, "stop": host.stopping}
+            return self._answer(host, running)
+
+    def pending(self, host_id: str, running: set[str]) -> dict[str, Any]:
+        """What `heartbeat` would answer now, recording nothing (asked while a host's request is held)."""
+        with self._lock:
+            host = self.hosts.get(host_id)
+            return {"start": [], "stop": True} if host is None else self._answer(host, running)
+
+    @staticmethod
+    def _answer(host: SlotHost, running: set[str]) -> dict[str, Any]:
+        start = [spec_to_json(s) for i, s in host.assigned.items() if i not in running]
+        return {"start": start, "stop": host.stopping}
 
     def ended(self, instance: str | None) -> None:
         """A task reported its end: it leaves its host (a retry of the host will not run it again)."""

@@ -68,14 +68,7 @@ class TaskHealth(HerderState):
                 runtime.last_seen = time.monotonic()
                 runtime.attempt = int(report.get("attempt") or 0)
                 runtime.instance = report.get("instance") or runtime.instance
-            directive = "stop"
-            if run is not None and run.generation == generation and run.stopping_since is None:
-                if task in run.stop_tasks:
-                    directive = "stop"
-                elif self.config_store.snapshot.target_state(name) == TargetState.PAUSED:
-                    directive = "pause"
-                else:
-                    directive = "run"
+            directive = self._directive(run, name, task, generation)
             current = run is not None and run.generation == generation
             # Only the leader publishes task states. A worker that lost leadership (say, a frozen
             # ex-leader that woke up) still hears from its old tasks, which its successor fenced:
@@ -95,6 +88,16 @@ class TaskHealth(HerderState):
                 runtime.trace,
             )
         return directive
+
+    def _directive(self, run: GenerationRun | None, name: str, task: int, generation: int) -> str:
+        """run | pause | stop for an instance of `generation` that is not stale (`_stale_instance`)."""
+        if run is None or run.generation != generation or run.stopping_since is not None:
+            return "stop"
+        if task in run.stop_tasks:
+            return "stop"
+        if self.config_store.snapshot.target_state(name) == TargetState.PAUSED:
+            return "pause"
+        return "run"
 
     @staticmethod
     def _stale_instance(
@@ -131,6 +134,24 @@ class TaskHealth(HerderState):
             return {"start": [], "stop": not self.election.in_doubt, "directives": directives}
         answer = self._hosts.heartbeat(host_id, set(directives), HostMemory.from_report(report))
         return {**answer, "directives": directives}
+
+    def host_answer(self, host_id: str, report: Mapping[str, Any]) -> dict[str, Any]:
+        """What `host_heartbeat` would answer the same report now, recording nothing: asked again
+        while the host's request is held (cluster/host_channel.py, "held answers"). Recording the
+        beats again would be wrong, not just redundant: a task may have sent its final report since
+        the beat was built, and a RUNNING must not overtake it."""
+        directives: dict[str, str] = {}
+        with self._lock:
+            for beat in report.get("tasks") or []:
+                name, task, generation = str(beat["connector"]), int(beat["task"]), int(beat["generation"])
+                run, runtime = self._runs.get(name), self._tasks.get((name, task))
+                stale = runtime is not None and self._stale_instance(run, runtime, task, generation, beat)
+                directives[str(beat.get("instance") or "")] = (
+                    "stop" if stale else self._directive(run, name, task, generation)
+                )
+        if not self.election.is_leader:
+            return {"start": [], "stop": not self.election.in_doubt, "directives": directives}
+        return {**self._hosts.pending(host_id, set(directives)), "directives": directives}
 
     def _host_loss(self, owner: object, task: int, reason: str = "") -> str:
         """For a task of a slot host (`HostedTasks`): the host, the mates that died with it, and
