@@ -430,6 +430,14 @@ def zombie_cancel_timeout_s(worker_props: Mapping[str, str]) -> float:
     )
 
 
+def task_heartbeat_timeout_s(worker_props: Mapping[str, str]) -> float:
+    """`task.heartbeat.timeout.ms` in seconds, as an executor reads it from the worker's settings."""
+    return (
+        _whole_number(worker_props, "task.heartbeat.timeout.ms", 5_000, 0, "milliseconds, default 5000")
+        / 1000
+    )
+
+
 def tasks_per_slot(worker_props: Mapping[str, str]) -> int:
     return _whole_number(
         worker_props, TASKS_PER_SLOT, DEFAULT_TASKS_PER_SLOT, 1, "1: a Spark task slot per task"

@@ -19,6 +19,7 @@ from eosconnect.cluster import host_channel
 from eosconnect.cluster.host_channel import (
     HOLD_RECHECK_S,
     HOLD_S,
+    HOLD_SHARE,
     SETTLE_S,
     RestHostChannel,
     spec_from_json,
@@ -164,6 +165,10 @@ def test_the_host_asks_for_a_hold_once_settled_and_hears_a_pause_at_once(signed_
         assert holds[0] == 0.0, "a host whose tasks just started asks without a hold"
         assert holds[-1] == HOLD_S, f"settled after {SETTLE_S} s: {holds}"
         assert all(b["directive"] == "run" for r in leader.recorded for b in r["tasks"])
+        asked = time.monotonic()
+        answer = channel.poll([spec])
+        assert answer is not None and answer.held, "held to the end with nothing new: ask again at once"
+        assert time.monotonic() - asked >= HOLD_S - HOLD_RECHECK_S
 
         threading.Timer(0.3, lambda: setattr(leader, "directive", "pause")).start()
         asked = time.monotonic()
@@ -174,3 +179,11 @@ def test_the_host_asks_for_a_hold_once_settled_and_hears_a_pause_at_once(signed_
         assert leader.recorded[-1]["hold_s"] == 0.0, (
             "news: the host asks without a hold until it settles again"
         )
+
+
+def test_the_hold_stays_well_inside_the_heartbeat_timeout() -> None:
+    """A held request refreshes no task's last heartbeat: a worker that declares its tasks silent
+    after 3 s gets holds of 1.2 s, not 2."""
+    short = RestHostChannel("http://127.0.0.1:1", {"task.heartbeat.timeout.ms": "3000"}, "h1")
+    assert short.hold_s() == pytest.approx(HOLD_SHARE * 3.0)
+    assert RestHostChannel("http://127.0.0.1:1", {}, "h1").hold_s() == HOLD_S

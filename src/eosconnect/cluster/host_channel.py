@@ -13,13 +13,13 @@ for up to `HOLD_S` while there is nothing new for it (`hold_s` in the body; each
 the directive it holds). The leader records the beats at once, then looks again every
 `HOLD_RECHECK_S` (rest/routes_internal.py) and answers as soon as a directive differs, a task is
 placed on the host or the host must end; so a pause, a stop or a new task reaches the host as fast
-as before, and a host of idle tasks asks about every `HOLD_S` + `HOST_POLL_INTERVAL_S` instead of
-twice a second. Those round trips (HTTP, JSON, signing, on both ends) were most of the CPU a fleet
-of idle tasks cost (bench/density.py). What the host itself learns (a task confirming its pause, a
-task starting) makes it ask without a hold again until it settles; a task's final report waits
-for a held request to come back (the host's channel lock keeps reports in order). The hold stays
-well below `task.heartbeat.timeout.ms` (5 s by default), since a held request refreshes no task's
-last heartbeat.
+as before, and a host of idle tasks asks about every `HOLD_S` (asking again at once after a held
+answer) instead of twice a second. Those round trips (HTTP, JSON, signing, on both ends) were most
+of the CPU a fleet of idle tasks cost (bench/density.py). What the host itself learns (a task
+confirming its pause, a task starting) makes it ask without a hold again until it settles; a
+task's final report waits for a held request to come back (the host's channel lock keeps reports
+in order). A held request refreshes no task's last heartbeat, so the hold is at most `HOLD_SHARE`
+of `task.heartbeat.timeout.ms` (2 s of the default 5 s).
 """
 
 from __future__ import annotations
@@ -46,14 +46,17 @@ from eosconnect.cluster.task_channel import (
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.task import TaskSpec
 from eosconnect.runtime.task_group import HostAnswer, host_memory
+from eosconnect.worker_config import task_heartbeat_timeout_s
 
 log = logging.getLogger(__name__)
 
 
 #: An idle task's metrics ride along at least this often; changed counters go with the next beat.
 METRICS_REFRESH_S = 5.0
-#: Longest a leader holds a steady host's request while it has nothing new for it (module doc).
+#: Longest a leader holds a steady host's request while it has nothing new for it (module doc),
+#: and at most this share of `task.heartbeat.timeout.ms`.
 HOLD_S = 2.0
+HOLD_SHARE = 0.4
 #: How often the leader looks again at a held request.
 HOLD_RECHECK_S = 0.25
 #: A host asks without a hold until its answers and its tasks' states have not changed for this long.
@@ -169,7 +172,7 @@ class RestHostChannel:
         now = time.monotonic()
         if states != self._last_states:
             self._last_states, self._steady_since = states, now
-        hold = HOLD_S if beats and now - self._steady_since >= SETTLE_S else 0.0
+        hold = self.hold_s() if beats and now - self._steady_since >= SETTLE_S else 0.0
         body = {"attempt": _spark_attempt(), **host_memory(), "hold_s": hold, "tasks": beats}
         path = f"/internal/hosts/{quote(self.host_id, safe='')}/heartbeat"
         try:
@@ -177,7 +180,8 @@ class RestHostChannel:
             response = signed_request(access, "PUT", self.worker_url, path, body, 10.0 + hold)
             if response.status_code == 200:
                 answer = response.json()
-                if answer_is_news(body, answer):
+                news = answer_is_news(body, answer)
+                if news:
                     self._steady_since = time.monotonic()
                 directives = answer.get("directives") or {}
                 for control in controls:
@@ -186,7 +190,10 @@ class RestHostChannel:
                 start = [
                     spec_from_json(d, self.worker_url, self.worker_props) for d in answer.get("start") or []
                 ]
-                return HostAnswer(start, bool(answer.get("stop")))
+                # Held for most of the hold: ask again at once. A leader that does not hold
+                # answers at once, and the host keeps its heartbeat interval.
+                held = hold > 0 and not news and self._last_ok - now >= hold / 2
+                return HostAnswer(start, bool(answer.get("stop")), held)
             if response.status_code in (404, 410):
                 return self._stop_all(controls)
             log.warning(
@@ -206,6 +213,14 @@ class RestHostChannel:
             )
             return self._stop_all(controls)
         return None
+
+    def hold_s(self) -> float:
+        """How long this host asks the leader to hold a steady answer (module doc)."""
+        try:
+            timeout_s = task_heartbeat_timeout_s(self.worker_props)
+        except ValueError:  # the worker refused such a setting at start; keep the default's
+            timeout_s = 5.0
+        return min(HOLD_S, HOLD_SHARE * timeout_s)
 
     @staticmethod
     def _stop_all(controls: Sequence[HostedTaskControl]) -> HostAnswer:

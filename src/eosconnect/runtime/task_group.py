@@ -50,6 +50,9 @@ class HostAnswer:
 
     start: list[TaskSpec] = field(default_factory=list)
     stop: bool = False
+    #: The leader held the request for its whole hold and had nothing new: ask again at once
+    #: (the hold was the wait; cluster/host_channel.py, "held answers").
+    held: bool = False
 
 
 class HostChannel(Protocol):
@@ -163,7 +166,7 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
         release_if_grown()
         time.sleep(
             min(poll_interval_s, EMPTY_HOST_POLL_INTERVAL_S)
-            if empty and answer is not None
+            if answer is not None and (empty or answer.held)
             else poll_interval_s
         )
     log.info("slot host %s ends: %d task(s) ran in it", host.host_id, len(started))
