@@ -14,9 +14,11 @@ import ctypes
 import gc
 import os
 import signal
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["cache_root", "die_with_parent", "give_back_memory", "resident_bytes"]
+__all__ = ["MemoryReturn", "cache_root", "die_with_parent", "give_back_memory", "resident_bytes"]
 
 
 def cache_root() -> Path:
@@ -64,3 +66,30 @@ def give_back_memory() -> int:
         return 0
     after = resident_bytes()
     return max(before - after, 0) if before is not None and after is not None else 0
+
+
+@dataclass
+class MemoryReturn:
+    """`give_back_memory` for a long-lived process: on demand (a task ended), and when it grew by
+    `growth_bytes` since it last gave memory back, looked at no more often than every `check_s`."""
+
+    check_s: float
+    growth_bytes: int
+    #: The resident size right after the last give-back, and when to look again.
+    _settled_bytes: int = field(default_factory=lambda: resident_bytes() or 0)
+    _next_check: float = field(default_factory=time.monotonic)
+
+    def now(self) -> int:
+        """Give back now; the bytes the resident size dropped by."""
+        freed = give_back_memory()
+        self._settled_bytes = resident_bytes() or 0
+        return freed
+
+    def if_grown(self) -> int:
+        """Give back if grown (see the class); the bytes given back, 0 if it did not look or grow."""
+        if time.monotonic() < self._next_check:
+            return 0
+        self._next_check = time.monotonic() + self.check_s
+        if (resident_bytes() or 0) - self._settled_bytes < self.growth_bytes:
+            return 0
+        return self.now()

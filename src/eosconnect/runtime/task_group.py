@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eosconnect.runtime.executor import configure_executor_logging, run_task
-from eosconnect.runtime.host import give_back_memory, resident_bytes
+from eosconnect.runtime.host import MemoryReturn, resident_bytes
 from eosconnect.runtime.task import TaskOutcome, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -120,23 +120,13 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
             outcomes.append(outcome)
             live.pop(key, None)
             finishing.discard(key)
-        released(f"task {spec.connector}-{spec.task} ended")
+        released(f"task {spec.connector}-{spec.task} ended", memory.now())
 
-    #: The resident size after the host last gave memory back, and when it next looks.
-    released_at: list[float] = [float(resident_bytes() or 0), time.monotonic() + RELEASE_CHECK_S]
+    memory = MemoryReturn(RELEASE_CHECK_S, RELEASE_GROWTH_BYTES)
 
-    def released(why: str) -> None:
-        freed = give_back_memory()
-        released_at[0] = float(resident_bytes() or 0)
+    def released(why: str, freed: int) -> None:
         if freed >= RELEASE_LOG_BYTES:
             log.info("slot host %s: %s; %d MB given back to the system", host.host_id, why, freed >> 20)
-
-    def release_if_grown() -> None:
-        if time.monotonic() < released_at[1]:
-            return
-        released_at[1] = time.monotonic() + RELEASE_CHECK_S
-        if (resident_bytes() or 0) - released_at[0] >= RELEASE_GROWTH_BYTES:
-            released("its resident size grew")
 
     log.info("slot host %s started (pid %d)", host.host_id, os.getpid())
     while True:
@@ -163,14 +153,14 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
             empty = not live
         if answer is not None and answer.stop and empty:
             break
-        release_if_grown()
+        released("its resident size grew", memory.if_grown())
         time.sleep(
             min(poll_interval_s, EMPTY_HOST_POLL_INTERVAL_S)
             if answer is not None and (empty or answer.held)
             else poll_interval_s
         )
     log.info("slot host %s ends: %d task(s) ran in it", host.host_id, len(started))
-    released("the host ends and its Python worker goes back to Spark's pool")
+    released("the host ends and its Python worker goes back to Spark's pool", memory.now())
     return outcomes
 
 
