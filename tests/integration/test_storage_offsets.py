@@ -283,3 +283,74 @@ def test_views_in_one_process_share_a_reader_that_reads_only_what_is_new(
     assert second.snapshot() == fresh.snapshot() == expected
     first.refresh()
     assert first.snapshot() == expected
+
+
+def test_a_kept_reader_reads_a_re_created_topic_from_its_beginning(bootstrap, admin, topic_name, caplog):
+    """A reader kept for a process's life (`shared_offsets_topic`) remembers where it stopped. If
+    the topic is deleted and created again meanwhile, the new topic ends before that position: the
+    reader must start over, not keep the old topic's offsets and skip the new one's records."""
+    topic = topic_name("recreated-offsets")
+    client = {"bootstrap.servers": bootstrap}
+    ensure_topic(admin, topic, partitions=1, replication_factor=1)
+    write_offsets(client, topic, CONNECTOR, {_sub(str(i)): _ts("old") for i in range(5)})
+    kept = OffsetsTopic(client, topic, timeout=30)
+    kept.refresh()
+    assert len(kept.connector_offsets(CONNECTOR)) == 5
+
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.monotonic() + 60
+    while True:  # the name is free once the deletion has completed
+        try:
+            if ensure_topic(admin, topic, partitions=1, replication_factor=1):
+                break
+        except KafkaException:  # still being deleted
+            pass
+        assert time.monotonic() < deadline, f"{topic} could not be created again within 60 s"
+        time.sleep(0.5)
+    write_offsets(client, topic, CONNECTOR, {_sub("new"): _ts("new")})
+
+    with caplog.at_level(logging.WARNING, logger="eosconnect.storage.offsets.reading"):
+        kept.refresh()
+    assert kept.connector_offsets(CONNECTOR) == {_sub("new"): _ts("new")}
+    assert kept.connector_offsets(CONNECTOR) == read_offsets(client, topic)[CONNECTOR]
+    assert any("re-created" in r.getMessage() and topic in r.getMessage() for r in caplog.records)
+
+
+def test_records_appended_while_a_kept_reader_refreshes_are_not_taken_for_a_re_created_topic(
+    bootstrap, admin, topic_name, caplog
+):
+    """A refresh lists the topic's end offsets, then reads up to them; where the end is a commit
+    marker (read_committed never sees it) the first record past it, appended meanwhile, is applied
+    too: its position may pass the ends it listed. Only where the last refresh had read to may be
+    compared with those ends, or a busy offsets topic is read again from the beginning at refreshes
+    (as happened in a density run: 60 full re-reads as 400 tasks started)."""
+    topic = topic_name("busy-offsets")
+    client = {"bootstrap.servers": bootstrap}
+    ensure_topic(admin, topic, partitions=1, replication_factor=1)
+    write_offsets(client, topic, CONNECTOR, {_sub("first"): _ts("0")})
+    kept = OffsetsTopic(client, topic, timeout=30)
+    kept.refresh()
+    stop = threading.Event()
+
+    def write_on() -> None:  # as source tasks do: each offset in a transaction of its own
+        producer = _txn_producer(bootstrap, topic_name("busy-writer"))
+        i = 0
+        while not stop.is_set():
+            i += 1
+            producer.begin_transaction()
+            for key, value in encode_offset_records(CONNECTOR, {_sub(f"p{i % 50}"): _ts(str(i))}):
+                producer.produce(topic, key=key, value=value)
+            producer.commit_transaction(30)
+
+    writer = threading.Thread(target=write_on, daemon=True)
+    writer.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="eosconnect.storage.offsets.reading"):
+            for _ in range(30):
+                kept.refresh()
+    finally:
+        stop.set()
+        writer.join(30)
+    kept.refresh()
+    assert not [r for r in caplog.records if "re-created" in r.getMessage()]
+    assert kept.connector_offsets(CONNECTOR) == read_offsets(client, topic)[CONNECTOR]

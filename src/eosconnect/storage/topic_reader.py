@@ -207,6 +207,8 @@ class TopicReader:
         self._consumer: Consumer | None = None
         #: The consumer has looked up the topic's leaders (`assign_promptly`).
         self._leaders_known = False
+        #: The end offset of each partition the last read aimed at (partition -> high watermark).
+        self.ends: dict[int, int] = {}
 
     def _clients(self) -> tuple[AdminClient, Consumer]:
         if self._admin is None:
@@ -274,6 +276,7 @@ class TopicReader:
         else:
             wanted = [TopicPartition(topic, p) for p in sorted(set(partitions))]
         targets = end_offsets(admin, wanted, committed=False, timeout=timeout)
+        self.ends = {p: end for (_, p), end in targets.items()}
         records: list[TopicRecord] = []
         assignment = []
         pending: set[int] = set()

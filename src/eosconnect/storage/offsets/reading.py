@@ -22,7 +22,14 @@ from eosconnect.storage.topic_reader import TopicReader, TopicRecord
 if TYPE_CHECKING:
     from eosconnect.storage.offsets.placement import OffsetsTopicPlacement
 
-__all__ = ["ConnectorOffsetView", "OffsetMap", "OffsetsTopic", "read_offsets", "shared_offsets_topic"]
+__all__ = [
+    "ConnectorOffsetView",
+    "OffsetMap",
+    "OffsetsTopic",
+    "read_offsets",
+    "rewound_partitions",
+    "shared_offsets_topic",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +73,40 @@ class OffsetsTopic:
         with self._lock:
             reader = TopicReader(self._client_config, self.topic)
             try:
-                read_to_end_retrying(
-                    reader,
-                    lambda: dict(self._positions),
-                    self._apply,
-                    self.timeout if timeout is None else timeout,
-                )
+                for _ in range(2):  # a second time only from the beginning of a re-created topic
+                    read_before = dict(self._positions)
+                    read_to_end_retrying(
+                        reader,
+                        lambda: dict(self._positions),
+                        self._apply,
+                        self.timeout if timeout is None else timeout,
+                    )
+                    if not self._forgot_a_rewound_topic(read_before, reader.ends):
+                        break
             finally:
                 reader.close()
             self.loaded = True
+
+    def _forgot_a_rewound_topic(self, read_before: Mapping[int, int], ends: Mapping[int, int]) -> bool:
+        """Forget everything read (and say so) if the topic ended, when this refresh began, before
+        where the last refresh had read to (`read_before`), or lost a partition it had read: it was
+        deleted and created again (or lost records to an unclean leader election) since. A reader
+        kept for a process's life (`shared_offsets_topic`) would otherwise keep the old topic's
+        offsets and skip the new topic's records up to its old position. Only positions from before
+        this refresh count: a refresh also applies records appended after it listed the ends."""
+        behind = rewound_partitions(read_before, ends)
+        if not behind:
+            return False
+        log.warning(
+            "Offsets topic %s ends before what was already read from it (partition: (read up to, end) "
+            "%s): it was deleted and re-created, or lost records; reading it again from the beginning",
+            self.topic,
+            behind,
+        )
+        self._entries.clear()
+        self._positions.clear()
+        self.skipped = 0
+        return True
 
     def _apply(self, record: TopicRecord) -> None:
         self._positions[record.partition] = record.offset + 1
@@ -113,6 +145,15 @@ class OffsetsTopic:
             names = list(self._entries)
         result = {name: self.connector_offsets(name, include_deleted=include_deleted) for name in names}
         return {name: offsets for name, offsets in result.items() if offsets}
+
+
+def rewound_partitions(
+    read_to: Mapping[int, int], ends: Mapping[int, int]
+) -> dict[int, tuple[int, int | None]]:
+    """The partitions a reader had read up to `read_to` (next offsets) that now end before that, or
+    are gone (end None), by the high watermarks `ends`: `{partition: (read to, end)}`. A live
+    topic's high watermark never moves back, so any entry means the topic is not the one read."""
+    return {p: (pos, ends.get(p)) for p, pos in read_to.items() if ends.get(p, -1) < pos}
 
 
 _shared: dict[tuple[str, tuple[tuple[str, str], ...]], OffsetsTopic] = {}
