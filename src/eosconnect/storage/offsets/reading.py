@@ -72,17 +72,16 @@ class OffsetsTopic:
         """
         with self._lock:
             reader = TopicReader(self._client_config, self.topic)
+            budget = self.timeout if timeout is None else timeout
+
+            def read_on() -> None:
+                read_to_end_retrying(reader, lambda: dict(self._positions), self._apply, budget)
+
             try:
-                for _ in range(2):  # a second time only from the beginning of a re-created topic
-                    read_before = dict(self._positions)
-                    read_to_end_retrying(
-                        reader,
-                        lambda: dict(self._positions),
-                        self._apply,
-                        self.timeout if timeout is None else timeout,
-                    )
-                    if not self._forgot_a_rewound_topic(read_before, reader.ends):
-                        break
+                read_before = dict(self._positions)
+                read_on()
+                if self._forgot_a_rewound_topic(read_before, reader.ends):
+                    read_on()  # the re-created topic, from its beginning
             finally:
                 reader.close()
             self.loaded = True
