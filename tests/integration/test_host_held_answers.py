@@ -8,14 +8,19 @@ hold lives) over an in-memory herder whose answers the test changes; the host si
 
 from __future__ import annotations
 
+import itertools
+import json
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 import pytest
 
 from eosconnect.cluster import host_channel
+from eosconnect.cluster.herder_api import BadRequestError
 from eosconnect.cluster.host_channel import (
     HOLD_RECHECK_S,
     HOLD_S,
@@ -40,6 +45,8 @@ class HostLeader(FakeHerder):
         self.start: list[dict[str, Any]] = []
         self.recorded: list[dict[str, Any]] = []
         self.looked_again = 0
+        self.looks: list[tuple[float, str]] = []
+        self.failing: set[str] = set()
 
     def host_heartbeat(self, host_id: str, report: Mapping[str, Any]) -> dict[str, Any]:
         self.recorded.append(dict(report))
@@ -47,6 +54,9 @@ class HostLeader(FakeHerder):
 
     def host_answer(self, host_id: str, report: Mapping[str, Any]) -> dict[str, Any]:
         self.looked_again += 1
+        self.looks.append((time.monotonic(), host_id))
+        if host_id in self.failing:
+            raise BadRequestError(f"host {host_id} cannot be answered")
         return self._answer(report)
 
     def _answer(self, report: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,17 +77,18 @@ class _SessionKeyOf:
 
 
 def _put(url: str, key: SessionKey, body: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    import json
+    response, took = _put_as("h1", url, key, body)
+    assert response.status_code == 200, response.text
+    return response.json(), took
 
-    import httpx
 
-    path = "/internal/hosts/h1/heartbeat"
+def _put_as(host: str, url: str, key: SessionKey, body: dict[str, Any]) -> tuple[httpx.Response, float]:
+    path = f"/internal/hosts/{host}/heartbeat"
     payload = json.dumps(body).encode()
     headers = {"Content-Type": "application/json", **sign_request(key, "PUT", path, payload)}
     started = time.monotonic()
     response = httpx.put(url + path, content=payload, headers=headers, timeout=10)
-    assert response.status_code == 200, response.text
-    return response.json(), time.monotonic() - started
+    return response, time.monotonic() - started
 
 
 def _beat(directive: str = "run") -> dict[str, Any]:
@@ -129,6 +140,49 @@ def test_no_hold_unless_asked_and_never_past_the_longest() -> None:
         # a directive other than the one the task holds is news: no hold
         _answer, took = _put(server.url, key, {"hold_s": HOLD_S, "tasks": [_beat("pause")]})
         assert took < HOLD_RECHECK_S
+
+
+def test_held_requests_of_many_hosts_are_looked_at_together() -> None:
+    """Eight hosts held at once, arriving 30 ms apart: the leader looks at all of them in one go
+    per `HOLD_RECHECK_S` (not each on its own clock, which made a look every 30 ms), one host whose
+    answer fails gets its error while the others are held on, and news for one host ends that
+    host's hold only."""
+    key = SessionKey.generate()
+    leader = HostLeader(key)
+    leader.failing.add("h7")
+    hosts = [f"h{i}" for i in range(8)]
+
+    def put(host: str) -> tuple[httpx.Response, float]:
+        body = {"hold_s": HOLD_S, "tasks": [{**_beat(), "instance": f"i-{host}"}]}
+        return _put_as(host, server.url, key, body)
+
+    with served(create_app(leader)) as server, ThreadPoolExecutor(len(hosts)) as pool:
+        futures = {}
+        for host in hosts:
+            futures[host] = pool.submit(put, host)
+            time.sleep(0.03)
+        time.sleep(0.3)
+        original = leader._answer
+        leader._answer = lambda report: {  # type: ignore[method-assign]
+            **original(report),
+            "start": [{"connector": "d"}] if report["tasks"][0]["instance"] == "i-h3" else [],
+        }
+        results = {host: future.result() for host, future in futures.items()}
+
+    failed, failed_took = results["h7"]
+    assert failed.status_code == 400 and "h7 cannot be answered" in failed.text
+    assert failed_took < 3 * HOLD_RECHECK_S + 0.3, "the failing host is told at its first look"
+    news, news_took = results["h3"]
+    assert news.status_code == 200 and news.json()["start"] == [{"connector": "d"}]
+    assert news_took < 0.5 + 2 * HOLD_RECHECK_S + 0.3
+    for host in set(hosts) - {"h3", "h7"}:
+        response, took = results[host]
+        assert response.status_code == 200 and response.json()["start"] == []
+        assert HOLD_S - HOLD_RECHECK_S <= took < HOLD_S + 1.0, host
+    looks = sorted(t for t, _host in leader.looks)
+    rounds = 1 + sum(1 for a, b in itertools.pairwise(looks) if b - a > 0.01)
+    assert len(looks) >= 6 * 4, "every held host is looked at again each round"
+    assert rounds <= HOLD_S / HOLD_RECHECK_S + 3, f"{len(looks)} looks in {rounds} rounds"
 
 
 @pytest.fixture

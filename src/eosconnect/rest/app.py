@@ -32,6 +32,7 @@ from eosconnect.rest.errors import (
     validation_exception_handler,
 )
 from eosconnect.rest.forwarding import DEFAULT_MAX_HOPS, Forwarder
+from eosconnect.rest.held_answers import HeldAnswers
 from eosconnect.rest.loggers import LoggerLevels, parse_level
 from eosconnect.rest.middleware import BasicAuthMiddleware, RequestBufferMiddleware, parse_basic_auth_users
 from eosconnect.storage.session_key import DEFAULT_MAX_AGE_MS, SessionKeyError
@@ -82,6 +83,7 @@ def create_app(
         redirect_slashes=False,
     )
     app.state.herder = herder
+    app.state.held_answers = HeldAnswers(herder)
     app.state.version = version or __version__
     app.state.commit = commit or default_commit()
     app.state.signature_max_age_ms = signature_max_age_ms

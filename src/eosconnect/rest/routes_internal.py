@@ -15,21 +15,18 @@ the allowed age; basic authentication does not apply to them.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from typing import TypeVar
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ValidationError
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
 from eosconnect.cluster.herder_api import BadRequestError
-from eosconnect.cluster.host_channel import HOLD_RECHECK_S, answer_is_news, hold_of
 from eosconnect.rest.deps import HerderDep, SignedDep, error_responses, verify_signature
 from eosconnect.rest.errors import validation_error_message
 from eosconnect.rest.forwarding import request_body
+from eosconnect.rest.held_answers import HeldAnswers
 from eosconnect.rest.models import FenceRequest, HeartbeatRequest, HeartbeatResponse
 
 router = APIRouter(prefix="/connectors", tags=["internal"])
@@ -111,19 +108,15 @@ def task_runtimes(herder: HerderDep) -> JSONResponse:
     dependencies=[SignedDep],
     responses=error_responses(400, 403),
 )
-async def host_heartbeat(host: str, request: Request, herder: HerderDep) -> JSONResponse:
+async def host_heartbeat(host: str, request: Request) -> JSONResponse:
     """Held while there is nothing new for the host, up to the `hold_s` it asks for (see "held
     answers" in cluster/host_channel.py). Async, so a held request holds no thread of the server's
-    pool: the herder is asked in that pool, briefly, every `HOLD_RECHECK_S`."""
+    pool: the app's `HeldAnswers` looks at every held request together (rest/held_answers.py)."""
     try:
         report = json.loads(request_body(request) or b"{}")
     except ValueError as exc:
         raise BadRequestError(f"the host heartbeat is not JSON: {exc}") from None
     if not isinstance(report, dict) or not isinstance(report.get("tasks", []), list):
         raise BadRequestError('the host heartbeat must be an object with a "tasks" list')
-    answer = await run_in_threadpool(herder.host_heartbeat, host, report)
-    deadline = time.monotonic() + hold_of(report)
-    while not answer_is_news(report, answer) and time.monotonic() < deadline:
-        await asyncio.sleep(HOLD_RECHECK_S)
-        answer = await run_in_threadpool(herder.host_answer, host, report)
-    return JSONResponse(answer)
+    held: HeldAnswers = request.app.state.held_answers
+    return JSONResponse(await held.answer(host, report))
