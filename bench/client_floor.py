@@ -1,14 +1,16 @@
 """The Kafka traffic of `bench/density.py`'s N connectors, made by bare clients and nothing else.
 
 Whatever runs N one-task connectors (Apache Kafka Connect, eosconnect) puts at least this on the
-broker and the machine: one transactional producer per low-rate source committing a one-record
-transaction a second (MirrorHeartbeat's), one initialised transactional producer per idle source,
-one consumer per quiet sink, each in its own group, fetching read_committed. Run beside the busy
+broker and the machine: one transactional producer per low-rate source committing a transaction a
+second with its record (MirrorHeartbeat's) and, given `--offsets-topic`, its source offset (KIP-618
+writes the two in one transaction, so each commit writes markers to both partitions), one
+initialised transactional producer per idle source, one consumer per quiet sink, each in its own
+group, fetching read_committed. Run beside the busy
 task instead of the N, it measures what the busy task keeps when nothing but the N's own Kafka
 work competes with it: a bound no runtime built on Kafka's clients exceeds on this machine.
 
     python bench/client_floor.py BOOTSTRAP --heartbeats H --idle-producers I --consumers C \
-        --heartbeat-topic T --quiet-topic Q
+        --heartbeat-topic T --quiet-topic Q [--offsets-topic O]
 
 prints `ready` once every client is up, and runs until SIGTERM or SIGINT.
 """
@@ -29,7 +31,12 @@ INIT_TIMEOUT_S = 120.0
 
 
 def heartbeat(
-    bootstrap: str, topic: str, index: int, ready: threading.Barrier, stop: threading.Event
+    bootstrap: str,
+    topic: str,
+    offsets_topic: str | None,
+    index: int,
+    ready: threading.Barrier,
+    stop: threading.Event,
 ) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"floor-{uuid.uuid4().hex}"})
     producer.init_transactions(INIT_TIMEOUT_S)
@@ -39,6 +46,9 @@ def heartbeat(
         next_at += 1.0
         producer.begin_transaction()
         producer.produce(topic, key=f"floor-{index}".encode(), value=b"\0" * 32)
+        if offsets_topic:  # keyed as Connect keys offsets: connector and source partition
+            key = f'["floor-{index}",{{"sourceClusterAlias":"src{index}","targetClusterAlias":"target"}}]'
+            producer.produce(offsets_topic, key=key.encode(), value=b'{"offset":0}')
         producer.commit_transaction(60)
 
 
@@ -77,12 +87,16 @@ def main() -> None:
     parser.add_argument("--consumers", type=int, default=0)
     parser.add_argument("--heartbeat-topic", default="floor-heartbeats")
     parser.add_argument("--quiet-topic", default="floor-quiet")
+    parser.add_argument("--offsets-topic", help="write each heartbeat's source offset here too")
     args = parser.parse_args()
     stop = threading.Event()
     ready = threading.Barrier(args.heartbeats + args.idle_producers + args.consumers + 1)
     threads = (
         [
-            threading.Thread(target=heartbeat, args=(args.bootstrap, args.heartbeat_topic, i, ready, stop))
+            threading.Thread(
+                target=heartbeat,
+                args=(args.bootstrap, args.heartbeat_topic, args.offsets_topic, i, ready, stop),
+            )
             for i in range(args.heartbeats)
         ]
         + [

@@ -41,13 +41,14 @@ and measures:
   minutes, in rounds that rotate which comes first (with the paused rounds below), so the drift
   weighs on both alike. Stopped connectors are only config records: the busy task is alone in the
   runtime. Measured where the N started within `STOPPED_ROUNDS_MAX_S` (not Java's N = 400).
-- `busy_ratio_floor`: the busy task's rate with the N stopped and `bench/client_floor.py` making
-  the N's Kafka traffic with bare clients instead (a transactional producer committing a one-record
-  transaction a second per heartbeat connector, an idle one per file source, a read_committed
-  consumer in its own group per sink), over its rate with the N stopped, in the same rounds. No
-  runtime on Kafka's clients does less than that, so this is what any runtime could keep on this
-  machine: where it is below 0.9 the goal is out of reach here, and `busy_ratio_stopped` against it
-  is what the runtime itself costs. Measured on eosconnect's side only (it needs the N stopped).
+- `busy_ratio_floor`: the busy task's rate with the N stopped and `bench/client_floor.py` making the
+  N's Kafka traffic with bare clients instead (a transactional producer committing a transaction a
+  second per heartbeat connector with its record and its source offset, as KIP-618 has it, an idle
+  one per file source, a read_committed consumer in its own group per sink), over its rate with the
+  N stopped, in the same rounds. No runtime on Kafka's clients does less than that, so this is what
+  any runtime could keep on this machine: where it is below 0.9 the goal is out of reach here, and
+  `busy_ratio_stopped` against it is what the runtime itself costs. Measured on eosconnect's side
+  only (it needs the N stopped).
 - `busy_ratio_paused`: among the N over the rate with the N paused, measured alike. Not alone:
   paused tasks still cost something (their clients, the slot hosts' heartbeats), and what they
   cost lowers the denominator, in the runtime's favour.
@@ -120,6 +121,8 @@ WARMUP_RUNS = 4
 #: Rounds with the N stopped are run only where the N started within this time: resuming them
 #: three times costs three such starts (Apache Kafka Connect took 378 s for N = 400).
 STOPPED_ROUNDS_MAX_S = 120.0
+#: Partitions of the worker's offsets topic (`offset.storage.partitions`' default), for the floor's.
+OFFSETS_PARTITIONS = 25
 #: Connectors `all_running` restarted after a failure, by (runtime URL, name): once each at most.
 RESTARTED: Counter[tuple[str, str]] = Counter()
 
@@ -328,8 +331,11 @@ class BusyRounds:
 @contextmanager
 def client_floor(bootstrap: str, counts: dict[str, int], quiet_topic: str) -> Iterator[int]:
     """`bench/client_floor.py` making the Kafka traffic of `counts` connectors of each kind, for the
-    duration; yields its pid. Stopped by pid."""
+    duration; yields its pid. Stopped by pid. Its heartbeats' offsets go to a compacted topic of
+    the worker's offsets topic's partitions, as a runtime's offsets do."""
     topic = f"density-floor-{uuid.uuid4().hex[:6]}"
+    offsets_topic = f"{topic}-offsets"
+    ensure_topic(AdminClient({"bootstrap.servers": bootstrap}), offsets_topic, OFFSETS_PARTITIONS, 1)
     command = [
         sys.executable,
         str(Path(__file__).with_name("client_floor.py")),
@@ -339,6 +345,7 @@ def client_floor(bootstrap: str, counts: dict[str, int], quiet_topic: str) -> It
         f"--consumers={counts['quiet_sink']}",
         f"--heartbeat-topic={topic}",
         f"--quiet-topic={quiet_topic}",
+        f"--offsets-topic={offsets_topic}",
     ]
     load = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
@@ -509,6 +516,11 @@ def measure_side(
         for r in range(busy_rounds):
             for step in steps[r % len(steps) :] + steps[: r % len(steps)]:
                 step(r)
+        each = {"among": among, "paused": paused, "stopped": stopped, "bare": floor}
+        console.print(
+            f"{side.name} N={n}: busy task's rounds (rec/s): "
+            + "; ".join(f"{k} {', '.join(f'{v:,.0f}' for v in rates)}" for k, rates in each.items() if rates)
+        )
         return BusyRounds(
             statistics.median(among),
             statistics.median(paused),
