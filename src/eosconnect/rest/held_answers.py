@@ -64,12 +64,23 @@ class HeldAnswers:
             answers = await run_in_threadpool(self._look_again, waiting)
             now = time.monotonic()
             for held, answer in zip(waiting, answers, strict=True):
-                if held.answer.done():  # its request went away meanwhile
-                    continue
-                if isinstance(answer, Exception):
-                    held.answer.set_exception(answer)
-                elif now >= held.deadline or answer_is_news(held.report, answer):
-                    held.answer.set_result(answer)
+                if not held.answer.done():  # else its request went away meanwhile
+                    self._settle(held, answer, now)
+
+    @staticmethod
+    def _settle(held: _Held, answer: Answer | Exception, now: float) -> None:
+        """Answer `held` if its look brought news, an error, or its hold ran out; an error in
+        judging goes to that request alone, never to the loop the other held requests wait on."""
+        if isinstance(answer, Exception):
+            held.answer.set_exception(answer)
+            return
+        try:
+            due = now >= held.deadline or answer_is_news(held.report, answer)
+        except Exception as exc:  # that request answers with the error
+            held.answer.set_exception(exc)
+            return
+        if due:
+            held.answer.set_result(answer)
 
     def _look_again(self, waiting: list[_Held]) -> list[Answer | Exception]:
         """What the herder would answer each held report now (in the thread pool, one hop for all);
