@@ -5,9 +5,9 @@ broker and the machine: one transactional producer per low-rate source committin
 second with its record (MirrorHeartbeat's) and, given `--offsets-topic`, its source offset (KIP-618
 writes the two in one transaction, so each commit writes markers to both partitions), one
 initialised transactional producer per idle source, one consumer per quiet sink, each in its own
-group, fetching read_committed. Run beside the busy
-task instead of the N, it measures what the busy task keeps when nothing but the N's own Kafka
-work competes with it: a bound no runtime built on Kafka's clients exceeds on this machine.
+group, fetching read_committed. Run beside the busy task instead of the N, it measures what the busy
+task keeps when nothing but the N's own Kafka work competes with it: a bound no runtime built on
+Kafka's clients exceeds on this machine.
 
     python bench/client_floor.py BOOTSTRAP --heartbeats H --idle-producers I --consumers C \
         --heartbeat-topic T --quiet-topic Q [--offsets-topic O]
