@@ -121,8 +121,8 @@ WARMUP_RUNS = 4
 #: Rounds with the N stopped are run only where the N started within this time: resuming them
 #: three times costs three such starts (Apache Kafka Connect took 378 s for N = 400).
 STOPPED_ROUNDS_MAX_S = 120.0
-#: Partitions of the worker's offsets topic (`offset.storage.partitions`' default), for the floor's.
-OFFSETS_PARTITIONS = 25
+#: Partitions of eosconnect's offsets topic here, and so of the bare-client floor's.
+OFFSETS_PARTITIONS = 1
 #: Connectors `all_running` restarted after a failure, by (runtime URL, name): once each at most.
 RESTARTED: Counter[tuple[str, str]] = Counter()
 
@@ -329,13 +329,15 @@ class BusyRounds:
 
 
 @contextmanager
-def client_floor(bootstrap: str, counts: dict[str, int], quiet_topic: str) -> Iterator[int]:
+def client_floor(
+    bootstrap: str, admin: AdminClient, counts: dict[str, int], quiet_topic: str
+) -> Iterator[int]:
     """`bench/client_floor.py` making the Kafka traffic of `counts` connectors of each kind, for the
-    duration; yields its pid. Stopped by pid. Its heartbeats' offsets go to a compacted topic of
-    the worker's offsets topic's partitions, as a runtime's offsets do."""
+    duration; yields its pid. Stopped by pid. Its heartbeats' offsets go to a compacted topic laid
+    out as eosconnect's offsets topic (`OFFSETS_PARTITIONS`)."""
     topic = f"density-floor-{uuid.uuid4().hex[:6]}"
     offsets_topic = f"{topic}-offsets"
-    ensure_topic(AdminClient({"bootstrap.servers": bootstrap}), offsets_topic, OFFSETS_PARTITIONS, 1)
+    ensure_topic(admin, offsets_topic, OFFSETS_PARTITIONS, 1)
     command = [
         sys.executable,
         str(Path(__file__).with_name("client_floor.py")),
@@ -490,7 +492,7 @@ def measure_side(
 
         def run_floor(r: int) -> None:
             counts = {kind: sum(1 for name in names if f"-{kind}-" in name) for kind in KINDS}
-            with client_floor(bootstrap, counts, quiet) as load_pid:
+            with client_floor(bootstrap, admin, counts, quiet) as load_pid:
                 if r == 0:
                     load_before = cpu_seconds([load_pid])
                     tree_cpu, broker_cpu = cpu_rates(side.root_pid, broker_pids, 10)
@@ -639,7 +641,7 @@ def eos_side(
     props = {
         **connect_worker_defaults(bootstrap, f"density-eos-{uuid.uuid4().hex[:6]}"),
         "exactly.once.source.support": "enabled",
-        "offset.storage.partitions": "1",
+        "offset.storage.partitions": str(OFFSETS_PARTITIONS),
         "status.storage.partitions": "1",
         "listeners": "http://127.0.0.1:0",
         "eosconnect.tasks.per.slot": str(per_slot),
