@@ -2,8 +2,10 @@
 
 Whatever runs N one-task connectors (Apache Kafka Connect, eosconnect) puts at least this on the
 broker and the machine: one transactional producer per low-rate source committing a transaction a
-second with its record (MirrorHeartbeat's) and, given `--offsets-topic`, its source offset (KIP-618
-writes the two in one transaction, so each commit writes markers to both partitions), one
+second with its record (MirrorHeartbeat's) and, given `--offsets-topic`, its source offset in the
+first transaction (KIP-618 writes records and offsets in one transaction; MirrorHeartbeat's offset
+never changes, and a runtime need not write an offset the topic already holds: eosconnect does not,
+Kafka Connect does it every time, which adds a partition and a commit marker to each), one
 initialised transactional producer per idle source, one consumer per quiet sink, each in its own
 group, fetching read_committed. Run beside the busy task instead of the N, it measures what the busy
 task keeps when nothing but the N's own Kafka work competes with it: a bound no runtime built on
@@ -42,14 +44,16 @@ def heartbeat(
     producer.init_transactions(INIT_TIMEOUT_S)
     ready.wait()
     next_at = time.monotonic() + (index % 100) / 100  # spread over the second, as tasks started apart
+    offset_written = offsets_topic is None
     while not stop.wait(max(0.0, next_at - time.monotonic())):
         next_at += 1.0
         producer.begin_transaction()
         producer.produce(topic, key=f"floor-{index}".encode(), value=b"\0" * 32)
-        if offsets_topic:  # keyed as Connect keys offsets: connector and source partition
+        if not offset_written:  # keyed as Connect keys offsets: connector and source partition
             key = f'["floor-{index}",{{"sourceClusterAlias":"src{index}","targetClusterAlias":"target"}}]'
             producer.produce(offsets_topic, key=key.encode(), value=b'{"offset":0}')
         producer.commit_transaction(60)
+        offset_written = True
 
 
 def idle_producer(bootstrap: str, ready: threading.Barrier, stop: threading.Event) -> None:
@@ -87,7 +91,7 @@ def main() -> None:
     parser.add_argument("--consumers", type=int, default=0)
     parser.add_argument("--heartbeat-topic", default="floor-heartbeats")
     parser.add_argument("--quiet-topic", default="floor-quiet")
-    parser.add_argument("--offsets-topic", help="write each heartbeat's source offset here too")
+    parser.add_argument("--offsets-topic", help="write each heartbeat's source offset here (once)")
     args = parser.parse_args()
     stop = threading.Event()
     ready = threading.Barrier(args.heartbeats + args.idle_producers + args.consumers + 1)
