@@ -28,6 +28,7 @@ The machine's load moves single runs a lot, so every run prints the load average
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import tempfile
 import threading
@@ -118,6 +119,10 @@ def reset_peak_rss(pids: list[int]) -> None:
                 f.write("5")  # resets VmHWM, the peak RSS, to the current RSS
         except OSError:
             pass
+
+
+class TaskFailed(SystemExit):
+    """A benchmarked task went FAILED (its connector deleted): ends the bench unless caught."""
 
 
 class RssSampler:
@@ -303,10 +308,11 @@ def watch(
     expected: int,
     timeout: float,
     number: Callable[[bytes], int] = leading_number,
+    stop: threading.Event | None = None,
 ) -> Iterator[float | None]:
     """Yields once when ready to read (None), then the times the first and the last record were seen,
     then (seen, duplicates, missing). `number(value)` is the record's number (by default the value
-    starts with it, 8 digits)."""
+    starts with it, 8 digits). `stop` set: it stops reading as at the timeout."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -323,7 +329,7 @@ def watch(
     first = None
     deadline = time.monotonic() + timeout
     try:
-        while count < expected and time.monotonic() < deadline:
+        while count < expected and time.monotonic() < deadline and not (stop and stop.is_set()):
             for message in consumer.consume(10_000, 0.05):
                 if message.error() is not None:
                     continue
@@ -359,7 +365,8 @@ def run_once(
     number: Callable[[bytes], int] = leading_number,
 ) -> Run:
     name = f"{job}-{side.name}-{uuid.uuid4().hex[:6]}"
-    watcher = watch(bootstrap, topic, partitions, expected, timeout=600, number=number)
+    stop = threading.Event()
+    watcher = watch(bootstrap, topic, partitions, expected, timeout=600, number=number, stop=stop)
     next(watcher)
     results: list[object] = []
     reader = threading.Thread(target=lambda: results.extend(watcher), daemon=True)
@@ -376,7 +383,9 @@ def run_once(
             for pid in side.task_pids(name):
                 task_rss = max(task_rss, status_kb(pid, "VmHWM"))
             if reader.is_alive() and (trace := side.failed(name)):
-                raise SystemExit(f"{side.name} {job} task FAILED:\n{trace}")
+                stop.set()  # the reader would otherwise poll for up to 600 s beside the next runs
+                side.delete(name)
+                raise TaskFailed(f"{side.name} {job} task FAILED:\n{trace}")
     cpu = cpu_seconds(process_tree(side.root_pid)) - cpu_before
     first, last, (seen, duplicates, missing) = results  # type: ignore[misc]
     side.delete(name)
@@ -592,6 +601,7 @@ def main() -> None:
     finally:
         if cluster is not None:
             cluster.stop()
+        shutil.rmtree(workdir, ignore_errors=True)  # the broker's data and the workers' logs
 
 
 if __name__ == "__main__":
