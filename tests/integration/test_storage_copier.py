@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Producer
 
 from eosconnect.api.records import SourcePartition
-from eosconnect.devkafka.cluster import free_port
+from eosconnect.devkafka.ports import free_port
 from eosconnect.storage.offsets import (
     GlobalOffsetCopier,
     OffsetWriteError,

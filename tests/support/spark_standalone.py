@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eosconnect.devkafka.ports import free_port
 from eosconnect.runtime.host import cache_root, die_with_parent
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -58,12 +58,6 @@ def ensure_executor_spark() -> Path:
     shutil.copytree(Path(py4j.__file__).parent, site / "py4j", ignore=shutil.ignore_patterns("__pycache__"))
     (home / ".complete").write_text(pyspark.__version__)
     return spark_home
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def descendants(pid: int) -> list[int]:
@@ -104,8 +98,8 @@ class SparkWorker:
 class StandaloneCluster:
     workdir: Path
     spark_home: Path = field(default_factory=ensure_executor_spark)
-    master_port: int = field(default_factory=_free_port)
-    ui_port: int = field(default_factory=_free_port)
+    master_port: int = field(default_factory=free_port)
+    ui_port: int = field(default_factory=free_port)
     workers: list[SparkWorker] = field(default_factory=list)
     _master: subprocess.Popen[bytes] | None = None
 

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from eosconnect.devkafka.distribution import KafkaDistribution, ensure_kafka
 from eosconnect.devkafka.java_command import java_command, log4j2_config, spawn_java
+from eosconnect.devkafka.ports import free_port
 from eosconnect.devkafka.security import (
     CLIENT_LISTENER,
     SUPER_USER,
@@ -54,12 +54,6 @@ LOG4J2_CONFIG = log4j2_config(
 
 class ClusterError(RuntimeError):
     """A broker failed to start or to serve; the message points at its log file."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _new_cluster_id() -> str:

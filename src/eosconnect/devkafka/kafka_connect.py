@@ -19,7 +19,6 @@ from pathlib import Path
 
 import httpx
 
-from eosconnect.devkafka.cluster import free_port
 from eosconnect.devkafka.distribution import LOG4J_SLF4J_BINDING, ensure_kafka
 from eosconnect.devkafka.java_command import java_command, log4j2_config, spawn_java
 from eosconnect.devkafka.maven import (
@@ -30,6 +29,7 @@ from eosconnect.devkafka.maven import (
     published_versions,
     version_key,
 )
+from eosconnect.devkafka.ports import free_port
 
 CONNECT_ARTIFACTS = (
     "connect-runtime",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,6 +18,7 @@ import uuid
 from pathlib import Path
 
 from eosconnect.devkafka.java_command import die_with_parent
+from eosconnect.devkafka.ports import free_port
 
 __all__ = ["LocalMariaDB", "MariaDBSetupError", "mariadb_binaries"]
 
@@ -34,12 +34,6 @@ def mariadb_binaries() -> tuple[str, str] | None:
         (p for p in ("/usr/sbin/mariadbd", "/usr/sbin/mysqld") if Path(p).exists()), None
     )
     return (install, server) if install and server else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LocalMariaDB:
@@ -97,7 +91,7 @@ class LocalMariaDB:
             )
             if result.returncode != 0:
                 raise MariaDBSetupError(f"mariadb-install-db failed:\n{result.stdout}\n{result.stderr}")
-            self.port = _free_port()
+            self.port = free_port()
         log = (self.base / "server.out").open("ab")
         self.proc = subprocess.Popen(
             [

@@ -11,11 +11,12 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
 from pathlib import Path
+
+from eosconnect.devkafka.ports import free_port
 
 __all__ = ["LocalPostgres", "PostgresSetupError", "postgres_bindir"]
 
@@ -34,12 +35,6 @@ def postgres_bindir() -> Path | None:
         if candidate and (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
             return Path(candidate)
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LocalPostgres:
@@ -94,7 +89,7 @@ class LocalPostgres:
                         "running as root and there is no `postgres` user to run PostgreSQL as"
                     ) from exc
                 self._prefix = ["runuser", "-u", "postgres", "--"]
-            self.port = _free_port()
+            self.port = free_port()
             initdb = [str(self.bindir / "initdb"), "-D", str(self.data_dir), "-U", "postgres"]
             self._run(*initdb, "--auth=trust", "-E", "UTF8", "--no-sync")
             self._initialised = True
