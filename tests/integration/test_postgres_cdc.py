@@ -522,7 +522,7 @@ def test_sigstopped_zombie_is_replaced_exactly_once(
     check_exactly_once(read_events(read_committed, topic), db, first.changes + 10)
 
 
-def test_postgres_crash_mid_stream_then_restart_exactly_once(
+def test_postgres_crash_mid_stream_the_task_reconnects_by_itself_exactly_once(
     postgres,  # noqa: F811 - the imported fixture
     db,
     run_job,
@@ -531,13 +531,58 @@ def test_postgres_crash_mid_stream_then_restart_exactly_once(
     create_topic,
     read_committed,
 ):
-    """PostgreSQL crashes (pg_ctl -m immediate) while the task streams: the task fails saying the
-    replication connection was lost; restarted after PostgreSQL is back, it resumes from its
+    """PostgreSQL crashes (pg_ctl -m immediate) while the task streams a backlog, stays down for a
+    few tries, and comes back: the task never fails (errors.max.retries=-1, Debezium's default), hands
+    out what it had read, reconnects and streams on after it (the restarted server may send
+    transactions again: its slot position is saved at checkpoints). Every change once."""
+    prefix = topic_name("pg")
+    topic = create_topic(f"{prefix}.public.accounts")
+    config = cdc_config("cdc-pg-crash", db, prefix, retriable_restart_connector_wait_ms="1000")
+    job = run_job(config, worker_props("enabled"))
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    backlog = Workload(db, transactions=1500, seed=21).start()
+    backlog.join()  # one Kafka transaction per database transaction: the task trails by seconds
+
+    def changes() -> int:
+        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+
+    postgres.kill()
+    try:
+        time.sleep(3)  # connections refused: a few failed tries
+        assert job.running(), "a lost replication connection must not fail the task"
+        streamed = changes()
+    finally:
+        postgres.start()
+    assert 0 < streamed < backlog.changes, ("the crash must come mid-stream", streamed, backlog.changes)
+    with db.connect() as conn:
+        start_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
+        for i in range(10):
+            conn.execute(
+                "INSERT INTO accounts VALUES (%s, 'after', 1, NULL, now(), NULL, %s)",
+                (start_id + i, 70000 + i),
+            )
+    wait_until(lambda: changes() >= backlog.changes + 10, 120, "the backlog and the changes after", job)
+    (outcome,) = job.stop()
+    assert outcome["state"] == "STOPPED", outcome
+    check_exactly_once(read_events(read_committed, topic), db, backlog.changes + 10)
+
+
+def test_postgres_crash_with_retries_off_fails_and_a_restart_resumes_exactly_once(
+    postgres,  # noqa: F811 - the imported fixture
+    db,
+    run_job,
+    worker_props,
+    topic_name,
+    create_topic,
+    read_committed,
+):
+    """With errors.max.retries=0 a crash of PostgreSQL fails the task at once, saying the replication
+    connection was lost and how to go on; restarted after PostgreSQL is back, it resumes from its
     committed offset on the same slot. Every change once."""
     prefix = topic_name("pg")
     topic = create_topic(f"{prefix}.public.accounts")
     worker = worker_props("enabled")
-    config = cdc_config("cdc-pg-crash", db, prefix)
+    config = cdc_config("cdc-pg-crash-no-retry", db, prefix, errors_max_retries="0")
     job = run_job(config, worker)
     wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
     first = Workload(db, transactions=15, seed=21).start()
@@ -552,7 +597,9 @@ def test_postgres_crash_mid_stream_then_restart_exactly_once(
         (outcome,) = job.wait(60)
     finally:
         postgres.start()
-    assert outcome["state"] == "FAILED" and "replication connection" in outcome["trace"], outcome
+    assert outcome["state"] == "FAILED", outcome
+    assert "lost the replication connection" in outcome["trace"], outcome
+    assert "errors.max.retries=0" in outcome["trace"], outcome
     with db.connect() as conn:
         start_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
         for i in range(10):

@@ -206,7 +206,7 @@ def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
     assert is_debezium_offset({"lsn_proc": 5, "lsn_commit": 4, "lsn": 5, "txId": 1, "ts_usec": 1})
     assert not is_debezium_offset({"lsn": 5, "txId": 1, "event": 0, "lsn_commit": 4})
     task = PostgresCdcTask()
-    task._lock, task._flush_to = threading.Lock(), 0
+    task._lock, task._flush_to, task._skips, task.prefix = threading.Lock(), 0, (0, 0), "p"
     task._debezium_resume = (200, 260, 1)
     now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     partition = SourcePartition({"server": "p"})

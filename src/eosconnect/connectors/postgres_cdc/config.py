@@ -119,6 +119,14 @@ CONFIG_DEF = (
             "rate; more: the database transactions a poll returns are committed together, up to this "
             "many, each still whole (never split, and no waiting for more).", Range.at_least(1),
             group="Connector")
+    .define("errors.max.retries", ConfigType.INT, -1, Importance.LOW,
+            "How many times a streaming task tries its replication connection again after losing it "
+            "(PostgreSQL restarted or failed over) before the task fails: -1 (the default) without limit, "
+            "0 fails at once. Records read before the loss are kept; the stream resumes after them.",
+            Range.at_least(-1), group="Connector")
+    .define("retriable.restart.connector.wait.ms", ConfigType.INT, 10000, Importance.LOW,
+            "Wait between tries of a lost replication connection (the first is at once).",
+            Range.at_least(0), group="Connector")
 )  # fmt: skip
 
 

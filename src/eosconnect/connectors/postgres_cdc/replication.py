@@ -15,7 +15,7 @@ from typing import Any
 from eosconnect.api.errors import ConnectException
 from eosconnect.connectors.postgres_cdc.config import CdcConfig
 
-__all__ = ["ReplicationStream", "SlotSnapshot", "format_lsn", "parse_lsn"]
+__all__ = ["ReplicationLost", "ReplicationStream", "SlotSnapshot", "format_lsn", "parse_lsn"]
 
 
 def parse_lsn(text: str) -> int:
@@ -25,6 +25,19 @@ def parse_lsn(text: str) -> int:
 
 def format_lsn(lsn: int) -> str:
     return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+class ReplicationLost(ConnectException):
+    """The replication connection could not be opened or was lost; `reason` is the server's or
+    libpq's word for it. A streaming task retries (reconnect.py); starting, it fails."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc).strip() or type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -55,11 +68,12 @@ class ReplicationStream:
                 config.dsn(), connection_factory=psycopg2.extras.LogicalReplicationConnection
             )
         except psycopg2.Error as exc:
-            raise ConnectException(
-                f"cannot open a replication connection to {config.describe()}: {exc}"
+            raise ReplicationLost(
+                f"cannot open a replication connection to {config.describe()}: {exc}", _reason(exc)
             ) from exc
         self.cursor = self.conn.cursor()
         self.started = False
+        self.lost_reason: str | None = None  # the first failure's (later ones say "cursor already closed")
 
     def create_slot(self, *, export_snapshot: bool) -> SlotSnapshot:
         """CREATE_REPLICATION_SLOT <slot> LOGICAL pgoutput, exporting its snapshot if asked."""
@@ -89,12 +103,7 @@ class ReplicationStream:
                 if ready:
                     message = self.cursor.read_message()
         except psycopg2.Error as exc:
-            reason = str(exc).strip() or type(exc).__name__
-            raise ConnectException(
-                f"lost the replication connection reading slot {self.slot!r} ({reason}); "
-                "a restarted task resumes from its committed offset (the server ends a reader that did not "
-                "answer for wal_sender_timeout)"
-            ) from exc
+            raise self._lost("reading", exc) from exc
         if message is None:
             return None
         return WalMessage(bytes(message.payload), message.data_start, message.wal_end)
@@ -107,14 +116,25 @@ class ReplicationStream:
     def confirm(self, flush_lsn: int) -> None:
         """Tell PostgreSQL everything up to `flush_lsn` is safely stored: the slot moves, the WAL
         before it can go."""
-        self.cursor.send_feedback(flush_lsn=flush_lsn, write_lsn=flush_lsn, force=True)
+        import psycopg2
 
-    def keepalive(self) -> None:
-        self.cursor.send_feedback()
+        try:
+            self.cursor.send_feedback(flush_lsn=flush_lsn, write_lsn=flush_lsn, force=True)
+        except psycopg2.Error as exc:
+            raise self._lost("confirming on", exc) from exc
 
     def close(self) -> None:
+        self.started = False
         with contextlib.suppress(Exception):
             self.conn.close()
+
+    def _lost(self, doing: str, exc: Exception) -> ReplicationLost:
+        reason = self.lost_reason = self.lost_reason or _reason(exc)
+        return ReplicationLost(
+            f"lost the replication connection {doing} slot {self.slot!r} ({reason}); the server also ends "
+            "a reader that did not answer for wal_sender_timeout",
+            reason,
+        )
 
 
 def slot_info(conn: Any, slot: str) -> tuple[str, int | None] | None:

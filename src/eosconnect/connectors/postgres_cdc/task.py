@@ -67,10 +67,13 @@ from eosconnect.connectors.postgres_cdc.pgoutput import (
     Update,
     parse,
 )
+from eosconnect.connectors.postgres_cdc.reconnect import Reconnection
 from eosconnect.connectors.postgres_cdc.replication import (
+    ReplicationLost,
     ReplicationStream,
     drop_slot,
     format_lsn,
+    release_timeout_s,
     slot_info,
     wait_released,
 )
@@ -170,6 +173,10 @@ class PostgresCdcTask(SourceTask):
         self._last_activity = time.monotonic()
         self._snapshot: _Snapshot | None = None
         self._done = False
+        self._outage: Reconnection | None = None  # the replication connection is lost, being retried
+        self._assembled: tuple[int, int] | None = None  # (lsn, event) of the last record made ready
+        self._resume_why = "already in Kafka"  # why events before `_resume` are skipped (logged)
+        self._skips = (0, 0)  # transactions and events skipped and not logged yet
         self.catalog = catalog.connect(self.cfg)
         catalog.ensure_publication(self.catalog, self.cfg)
         self.stream = ReplicationStream(self.cfg)
@@ -245,8 +252,30 @@ class PostgresCdcTask(SourceTask):
         self._owner = threading.get_ident()
         if self._snapshot is not None:
             return self._poll_snapshot()
-        self._confirm()
-        deadline = time.monotonic() + self.poll_s
+        if self._outage is None or self._reconnect():
+            try:
+                self._confirm()
+                self._read_stream(time.monotonic() + self.poll_s)
+            except Exception as exc:
+                if not _is_connection_loss(exc):
+                    raise
+                self._lose_stream(exc)
+        elif not self._ready:  # hand out what was read before the loss; otherwise wait for the next try
+            self._stopping.wait(min(self.poll_s, max(self._outage.next_try - time.monotonic(), 0.0)))
+        txn = self.context.transaction_context
+        if self._ready:
+            self._last_activity = time.monotonic()
+            batch = self._take_batch(at_transaction_end=txn is not None)
+        else:
+            batch = self._heartbeat() if self._outage is None else []
+        if not batch:
+            return None
+        if txn is not None:  # end Kafka transactions where database transactions end
+            for record in self._kafka_commit_points(batch):
+                txn.commit_transaction(record)
+        return batch
+
+    def _read_stream(self, deadline: float) -> None:
         while len(self._ready) < self.batch_size and not self._stopping.is_set():
             # Wait for WAL only while there is nothing to hand over (or a transaction is half read).
             waiting = not self._ready or self._txn is not None
@@ -259,18 +288,87 @@ class PostgresCdcTask(SourceTask):
                     break
                 continue
             self._handle(parse(message.payload), message.data_start)
-        txn = self.context.transaction_context
-        if self._ready:
-            self._last_activity = time.monotonic()
-            batch = self._take_batch(at_transaction_end=txn is not None)
-        else:
-            batch = self._heartbeat()
-        if not batch:
-            return None
-        if txn is not None:  # end Kafka transactions where database transactions end
-            for record in self._kafka_commit_points(batch):
-                txn.commit_transaction(record)
-        return batch
+
+    # ------------------------------------------------------------------------------------ outages
+
+    def _lose_stream(self, exc: Exception) -> None:
+        """The replication (or catalog) connection is gone: keep the finished transactions, drop the
+        half-read one (PostgreSQL sends it again, whole) and resume after the last record made ready,
+        as a restarted task resumes after its committed offset."""
+        reason = exc.reason if isinstance(exc, ReplicationLost) else str(exc).strip() or type(exc).__name__
+        self._txn = None
+        if self._assembled is not None:
+            self._resume, self._resume_why = self._assembled, "read before the connection was lost"
+        self.stream.close()
+        log.warning(
+            "PostgresCdcSource %s: lost the replication connection to slot %s (%s); %d record(s) read "
+            "before it are handed out, and the stream resumes after LSN %s once PostgreSQL answers "
+            "(errors.max.retries=%d, a try every %.1f s)",
+            self.prefix,
+            self.stream.slot,
+            reason,
+            len(self._ready),
+            format_lsn(self._resume[0]) if self._resume else "of the stored offset",
+            self.cfg["errors.max.retries"],
+            self.cfg["retriable.restart.connector.wait.ms"] / 1000,
+        )
+        self._outage = Reconnection(
+            self.stream.slot,
+            reason,
+            self.cfg["errors.max.retries"],
+            self.cfg["retriable.restart.connector.wait.ms"] / 1000,
+        )
+
+    def _reconnect(self) -> bool:
+        """One try to stream again (when due): a new catalog and replication connection, the slot
+        still there and free (a reader that holds it past wal_sender_timeout is another instance)."""
+        outage = self._outage
+        assert outage is not None
+        if not outage.due():
+            return False
+        slot = self.stream.slot
+        try:
+            with contextlib.suppress(Exception):
+                self.catalog.close()
+            self.catalog = catalog.connect(self.cfg)
+            if slot_info(self.catalog, slot) is None:
+                raise ConnectException(
+                    f"replication slot {slot!r} is gone after the replication connection was lost, so the "
+                    "changes after the committed offset are lost. Reset the connector's offsets to take a "
+                    "new snapshot (snapshot.mode=initial)."
+                )
+            reader = wait_released(self.catalog, slot, wait_s=0)
+            if reader is not None:
+                if outage.outage_s() > release_timeout_s(self.catalog):
+                    raise ConnectException(
+                        f"lost the replication connection reading slot {slot!r} ({outage.cause}), and the "
+                        f"slot is now read by server process {reader} (another instance of this connector, "
+                        f"or a different client). Stop it (SELECT pg_terminate_backend({reader});) or give "
+                        "this connector its own slot.name, then restart the task."
+                    )
+                outage.failed(f"{outage.cause}; the slot is still read by server process {reader}")
+                return False
+            stream = ReplicationStream(self.cfg)
+            try:
+                stream.start()
+            except Exception:
+                stream.close()
+                raise
+        except Exception as exc:
+            if not _is_connection_loss(exc):
+                raise
+            outage.failed(exc.reason if isinstance(exc, ReplicationLost) else str(exc).strip())
+            return False
+        self.stream, self._outage, self._confirmed = stream, None, 0
+        log.info(
+            "PostgresCdcSource %s: streaming slot %s again after %.1f s and %d failed tr%s",
+            self.prefix,
+            slot,
+            outage.outage_s(),
+            outage.attempts,
+            "y" if outage.attempts == 1 else "ies",
+        )
+        return True
 
     def _kafka_commit_points(self, batch: list[SourceRecord]) -> list[SourceRecord]:
         """The records a Kafka transaction ends with: every `database.transactions.per.kafka.
@@ -411,24 +509,36 @@ class PostgresCdcTask(SourceTask):
                 for r in records
                 if (int(r.source_offset["lsn"]), int(r.source_offset["event"])) > (lsn, event)  # type: ignore[arg-type]
             ]
-            self._skipped(records, kept, begin, commit, "already in Kafka")
+            self._skipped(records, kept, begin, commit, self._resume_why)
             records = kept
+        if records:
+            offset = records[-1].source_offset
+            self._assembled = (int(offset["lsn"]), int(offset["event"]))  # type: ignore[arg-type]
         self._ready.extend(records)
 
     def _skipped(
         self, records: list[SourceRecord], kept: list[SourceRecord], begin: Begin, commit: Commit, why: str
     ) -> None:
-        """After a restart: a transaction delivered whole before lets the slot pass it; logs the skip."""
+        """After a restart or a reconnection: a transaction delivered whole before lets the slot pass
+        it; the skips are logged once, when the first transaction with something new arrives."""
         if not kept:
             with self._lock:
                 self._flush_to = max(self._flush_to, commit.end_lsn)
         if len(kept) < len(records):
+            transactions, events = self._skips
+            self._skips = (transactions + 1, events + len(records) - len(kept))
+        if kept and self._skips[0]:
+            transactions, events = self._skips
             log.info(
-                "PostgresCdcSource: skipped %d event(s) of transaction %d %s",
-                len(records) - len(kept),
-                begin.xid,
+                "PostgresCdcSource %s: skipped %d event(s) of %d transaction(s) %s; new events from "
+                "transaction %d on",
+                self.prefix,
+                events,
+                transactions,
                 why,
+                begin.xid,
             )
+            self._skips = (0, 0)
 
     def _after_debezium(
         self, records: list[SourceRecord], lsns: list[tuple[int, int]], commit: Commit
@@ -545,6 +655,15 @@ class PostgresCdcTask(SourceTask):
             if resource is not None:
                 with contextlib.suppress(Exception):
                     resource.close()
+
+
+def _is_connection_loss(exc: Exception) -> bool:
+    """A lost replication connection, or a catalog query on a connection the server ended."""
+    if isinstance(exc, ReplicationLost):
+        return True
+    import psycopg
+
+    return isinstance(exc, psycopg.OperationalError)
 
 
 def is_debezium_offset(offset: Mapping[str, Any]) -> bool:
