@@ -19,13 +19,11 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
+from bench.workdir import new_workdir
 
 from eosconnect.api.context import SourceTaskContext
 from eosconnect.api.converters import JsonConverter
@@ -218,8 +216,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile the last form")
     parser.add_argument("--runner", action="store_true", help="also the exactly-once runner and a broker")
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-cdc-cpu-"))
-    workdir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
+    workdir = new_workdir("eosconnect-cdc-cpu-")
     pg = LocalPostgres(base=workdir / "postgres")
     cluster = None
     pg.start()
@@ -255,7 +252,6 @@ def main() -> None:
         if cluster is not None:
             cluster.stop()
         pg.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

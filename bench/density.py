@@ -77,11 +77,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -104,6 +102,7 @@ from bench.vs_kafka_connect import (
     status_kb,
     write_lines,
 )
+from bench.workdir import new_workdir
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
 
@@ -696,7 +695,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     ensure_kafka_connect()
-    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-density-"))
+    workdir = new_workdir("eosconnect-density-")
     cluster = None
     bootstrap = args.bootstrap
     if bootstrap is None:
@@ -741,7 +740,6 @@ def main() -> None:
         if cluster is not None:
             cluster.stop()
         # the broker's data, the busy task's files and the workers' logs: 8-12 GB a run at N = 400
-        shutil.rmtree(workdir, ignore_errors=True)
     for i, n in enumerate(sizes):
         fields = [f"density N={n}"]
         for name, figures in results.items():

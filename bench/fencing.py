@@ -13,11 +13,10 @@ Targets: fencing 64 tasks <= 2 s, 16 tasks RUNNING <= 15 s.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
+from bench.workdir import new_workdir
 from confluent_kafka import Producer
 from rich.console import Console
 from rich.table import Table
@@ -74,7 +73,7 @@ def time_start(worker: WorkerProcess, tasks: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.parse_args()
-    run_dir = Path(tempfile.mkdtemp(prefix="eosconnect-bench-fencing-"))
+    run_dir = new_workdir("eosconnect-bench-fencing-")
     cluster = LocalKafkaCluster(run_dir / "kafka", tie_to_parent=True)
     bootstrap = cluster.start()
     worker = None

@@ -19,14 +19,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import shutil
-import tempfile
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from bench.vs_debezium_jdbc_sink import fill_topic, sink_config
+from bench.workdir import new_workdir
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 
@@ -111,8 +109,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile one more upsert run")
     args = parser.parse_args()
     jobs = [j for j in args.jobs.split(",") if j]
-    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-jdbc-sink-cpu-"))
-    workdir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
+    workdir = new_workdir("eosconnect-jdbc-sink-cpu-")
     cluster = LocalKafkaCluster(workdir / "kafka", tie_to_parent=True)
     pg = LocalPostgres(base=workdir / "postgres")
     try:
@@ -152,7 +149,6 @@ def main() -> None:
     finally:
         pg.stop()
         cluster.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -21,13 +21,12 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
+from bench.workdir import new_workdir
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
@@ -183,7 +182,7 @@ def main() -> None:
     cluster = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        cluster = LocalKafkaCluster(Path(tempfile.mkdtemp(prefix="eosconnect-bench-")), tie_to_parent=True)
+        cluster = LocalKafkaCluster(new_workdir("eosconnect-bench-"), tie_to_parent=True)
         bootstrap = cluster.start()
     try:
         warm_up(bootstrap, records)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from bench.workdir import new_workdir
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="eosconnect-bench-spark-"))
+    work = new_workdir("eosconnect-bench-spark-")
     with LocalKafkaCluster(work / "kafka", brokers=1, tie_to_parent=True) as cluster:
         bootstrap = cluster.bootstrap_servers
         spark = create_spark_session(

@@ -31,18 +31,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import psycopg
+from bench.workdir import new_workdir
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
@@ -296,8 +294,7 @@ def main() -> None:
         help="eosconnect's database.transactions.per.kafka.transaction (1: one Kafka transaction each)",
     )
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-bench-cdc-"))
-    workdir.chmod(0o755)  # PostgreSQL runs as the `postgres` user when we are root
+    workdir = new_workdir("eosconnect-bench-cdc-")
     cluster = LocalKafkaCluster(workdir / "kafka", brokers=1, tie_to_parent=True)
     pg = LocalPostgres(base=workdir / "postgres")
     suffix = uuid.uuid4().hex[:6]
@@ -351,7 +348,6 @@ def main() -> None:
         java.stop()
         cluster.stop()
         pg.stop()
-        shutil.rmtree(workdir, ignore_errors=True)  # the broker's data: ~160 MB per run
 
 
 if __name__ == "__main__":

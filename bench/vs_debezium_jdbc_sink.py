@@ -62,6 +62,7 @@ from bench.vs_kafka_connect import (
     start_worker,
     worker_props,
 )
+from bench.workdir import new_workdir
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
@@ -443,7 +444,7 @@ def main() -> None:
     jobs = tuple(j for j in ALL_JOBS if j in args.jobs.split(","))
     ensure_kafka_connect()
     plugins = ensure_debezium_jdbc()
-    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-vs-debezium-jdbc-"))
+    workdir = new_workdir("eosconnect-vs-debezium-jdbc-")
     cluster = LocalKafkaCluster(workdir / "kafka", tie_to_parent=True)
     pg = LocalPostgres()
     try:

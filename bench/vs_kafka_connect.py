@@ -28,9 +28,7 @@ The machine's load moves single runs a lot, so every run prints the load average
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 import uuid
@@ -41,6 +39,7 @@ from pathlib import Path
 
 import httpx
 from bench.interleaved import SIDES, per_round_table, round_arguments, side_order
+from bench.workdir import new_workdir
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
@@ -555,7 +554,7 @@ def main() -> None:
     args = parser.parse_args()
     jobs = tuple(j for j in ALL_JOBS if j in args.jobs.split(","))
     ensure_kafka_connect()
-    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-vs-java-"))
+    workdir = new_workdir("eosconnect-vs-java-")
     cluster = None
     bootstrap = args.bootstrap
     if bootstrap is None:
@@ -601,7 +600,6 @@ def main() -> None:
     finally:
         if cluster is not None:
             cluster.stop()
-        shutil.rmtree(workdir, ignore_errors=True)  # the broker's data and the workers' logs
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -45,6 +44,7 @@ from bench.vs_kafka_connect import (
     runtimes,
     write_lines,
 )
+from bench.workdir import new_workdir
 from confluent_kafka.admin import AdminClient
 
 from eosconnect.devkafka import LocalKafkaCluster
@@ -145,7 +145,7 @@ def main() -> None:
         console.print(f"avro_smt left out: the schema registry needs Java {MIN_JAVA}+ (see `make registry`)")
         jobs = tuple(j for j in jobs if j != "avro_smt")
     ensure_kafka_connect()
-    workdir = Path(tempfile.mkdtemp(prefix="eosconnect-vs-java-schemas-"))
+    workdir = new_workdir("eosconnect-vs-java-schemas-")
     cluster = registry = None
     bootstrap = args.bootstrap
     try:
