@@ -302,13 +302,13 @@ class PostgresCdcTask(SourceTask):
         self.stream.close()
         log.warning(
             "PostgresCdcSource %s: lost the replication connection to slot %s (%s); %d record(s) read "
-            "before it are handed out, and the stream resumes after LSN %s once PostgreSQL answers "
+            "before it are handed out, and the stream resumes after %s once PostgreSQL answers "
             "(errors.max.retries=%d, a try every %.1f s)",
             self.prefix,
             self.stream.slot,
             reason,
             len(self._ready),
-            format_lsn(self._resume[0]) if self._resume else "of the stored offset",
+            f"LSN {format_lsn(self._resume[0])}" if self._resume else "the stored offset",
             self.cfg["errors.max.retries"],
             self.cfg["retriable.restart.connector.wait.ms"] / 1000,
         )
