@@ -22,6 +22,7 @@ class Reconnection:
 
     slot: str
     cause: str
+    lost_reader: int  # the lost connection's server process, which may hold the slot a while longer
     max_retries: int  # -1: no limit; 0: fail at once
     wait_s: float
     lost_at: float = field(default_factory=time.monotonic)

@@ -72,6 +72,9 @@ class ReplicationStream:
                 f"cannot open a replication connection to {config.describe()}: {exc}", _reason(exc)
             ) from exc
         self.cursor = self.conn.cursor()
+        #: The walsender serving this connection: after a loss, the slot's reader while the server has
+        #: not noticed yet; any other reader is another instance.
+        self.backend_pid: int = self.conn.get_backend_pid()
         self.started = False
         self.lost_reason: str | None = None  # the first failure's (later ones say "cursor already closed")
 

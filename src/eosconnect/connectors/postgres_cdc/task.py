@@ -300,6 +300,13 @@ class PostgresCdcTask(SourceTask):
         if self._assembled is not None:
             self._resume, self._resume_why = self._assembled, "read before the connection was lost"
         self.stream.close()
+        self._outage = Reconnection(  # with errors.max.retries=0 this fails the task here
+            self.stream.slot,
+            reason,
+            self.stream.backend_pid,
+            self.cfg["errors.max.retries"],
+            self.cfg["retriable.restart.connector.wait.ms"] / 1000,
+        )
         log.warning(
             "PostgresCdcSource %s: lost the replication connection to slot %s (%s); %d record(s) read "
             "before it are handed out, and the stream resumes after %s once PostgreSQL answers "
@@ -312,16 +319,12 @@ class PostgresCdcTask(SourceTask):
             self.cfg["errors.max.retries"],
             self.cfg["retriable.restart.connector.wait.ms"] / 1000,
         )
-        self._outage = Reconnection(
-            self.stream.slot,
-            reason,
-            self.cfg["errors.max.retries"],
-            self.cfg["retriable.restart.connector.wait.ms"] / 1000,
-        )
 
     def _reconnect(self) -> bool:
         """One try to stream again (when due): a new catalog and replication connection, the slot
-        still there and free (a reader that holds it past wal_sender_timeout is another instance)."""
+        still there and free. The lost connection's server process may hold the slot until the server
+        notices (at most wal_sender_timeout); any other reader is another instance, which took over
+        (a zombie thawed after its successor started): this task then fails at once."""
         outage = self._outage
         assert outage is not None
         if not outage.due():
@@ -339,7 +342,7 @@ class PostgresCdcTask(SourceTask):
                 )
             reader = wait_released(self.catalog, slot, wait_s=0)
             if reader is not None:
-                if outage.outage_s() > release_timeout_s(self.catalog):
+                if reader != outage.lost_reader or outage.outage_s() > release_timeout_s(self.catalog):
                     raise ConnectException(
                         f"lost the replication connection reading slot {slot!r} ({outage.cause}), and the "
                         f"slot is now read by server process {reader} (another instance of this connector, "
