@@ -10,6 +10,7 @@ transaction is exactly one Kafka transaction.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -137,6 +138,22 @@ def read_events(read_committed: Any, topic: str) -> list[tuple[int, Any, Any]]:
         value = json.loads(record.value)["payload"] if record.value else None
         out.append((record.offset, key["id"] if key else None, value))
     return out
+
+
+def count_changes(read_committed: Any, topic: str) -> int:
+    """How many change events (not snapshot reads, not tombstones) are committed in `topic`."""
+    return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+
+
+def insert_rows(db: Db, owner: str, first_version: int, rows: int = 10) -> None:
+    """`rows` new accounts with ids past the largest, one autocommitted transaction each."""
+    with db.connect() as conn:
+        first_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
+        for i in range(rows):
+            conn.execute(
+                "INSERT INTO accounts VALUES (%s, %s, 1, NULL, now(), NULL, %s)",
+                (first_id + i, owner, first_version + i),
+            )
 
 
 def table_rows(db: Db) -> dict[int, dict[str, Any]]:
@@ -493,20 +510,13 @@ def test_sigstopped_zombie_is_replaced_exactly_once(
     first = Workload(db, transactions=15, seed=3).start()
     first.join()
 
-    def changes() -> int:
-        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+    changes = functools.partial(count_changes, read_committed, topic)
 
     wait_until(lambda: changes() >= first.changes, 60, "the first changes", zombie)
     pid = int(pid_file.read_text())
     os.kill(pid, signal.SIGSTOP)
     try:
-        with db.connect() as conn:
-            next_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
-            for i in range(10):
-                conn.execute(
-                    "INSERT INTO accounts VALUES (%s, 'late', 1, NULL, now(), NULL, %s)",
-                    (next_id + i, 50000 + i),
-                )
+        insert_rows(db, owner="late", first_version=50000)
         successor = run_job(config, worker)
         wait_until(lambda: changes() >= first.changes + 10, 90, "the successor to stream the rest", successor)
     finally:
@@ -543,8 +553,7 @@ def test_postgres_crash_mid_stream_the_task_reconnects_by_itself_exactly_once(
     backlog = Workload(db, transactions=1500, seed=21).start()
     backlog.join()  # one Kafka transaction per database transaction: the task trails by seconds
 
-    def changes() -> int:
-        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+    changes = functools.partial(count_changes, read_committed, topic)
 
     postgres.kill()
     try:
@@ -554,13 +563,7 @@ def test_postgres_crash_mid_stream_the_task_reconnects_by_itself_exactly_once(
     finally:
         postgres.start()
     assert 0 < streamed < backlog.changes, ("the crash must come mid-stream", streamed, backlog.changes)
-    with db.connect() as conn:
-        start_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
-        for i in range(10):
-            conn.execute(
-                "INSERT INTO accounts VALUES (%s, 'after', 1, NULL, now(), NULL, %s)",
-                (start_id + i, 70000 + i),
-            )
+    insert_rows(db, owner="after", first_version=70000)
     wait_until(lambda: changes() >= backlog.changes + 10, 120, "the backlog and the changes after", job)
     (outcome,) = job.stop()
     assert outcome["state"] == "STOPPED", outcome
@@ -588,8 +591,7 @@ def test_postgres_crash_with_retries_off_fails_and_a_restart_resumes_exactly_onc
     first = Workload(db, transactions=15, seed=21).start()
     first.join()
 
-    def changes() -> int:
-        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+    changes = functools.partial(count_changes, read_committed, topic)
 
     wait_until(lambda: changes() >= first.changes, 60, "the first changes", job)
     postgres.kill()
@@ -600,13 +602,7 @@ def test_postgres_crash_with_retries_off_fails_and_a_restart_resumes_exactly_onc
     assert outcome["state"] == "FAILED", outcome
     assert "lost the replication connection" in outcome["trace"], outcome
     assert "errors.max.retries=0" in outcome["trace"], outcome
-    with db.connect() as conn:
-        start_id = conn.execute("SELECT coalesce(max(id), 0) + 1000 FROM accounts").fetchone()[0]
-        for i in range(10):
-            conn.execute(
-                "INSERT INTO accounts VALUES (%s, 'after', 1, NULL, now(), NULL, %s)",
-                (start_id + i, 70000 + i),
-            )
+    insert_rows(db, owner="after", first_version=70000)
     job = run_job(config, worker)
     wait_until(lambda: changes() >= first.changes + 10, 90, "the changes after the restart", job)
     job.stop()
@@ -664,8 +660,7 @@ def test_broker_restart_mid_stream_exactly_once(
     kafka.restart_node(kafka.broker_ids()[0])
     workload.join()
 
-    def changes() -> int:
-        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+    changes = functools.partial(count_changes, read_committed, topic)
 
     deadline = time.monotonic() + 120
     while changes() < workload.changes and time.monotonic() < deadline:
@@ -709,8 +704,7 @@ def test_sigkilled_worker_process_then_restarted_exactly_once(
     wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 120, "the snapshot")
     workload = Workload(db, transactions=80, seed=41, pause_s=0.05).start()
 
-    def changes() -> int:
-        return sum(1 for _, _, v in read_events(read_committed, topic) if v and v["op"] != "r")
+    changes = functools.partial(count_changes, read_committed, topic)
 
     wait_until(lambda: changes() >= 10, 60, "the first changes")
     tasks = first.request("GET", "/internal/tasks").json()
