@@ -739,7 +739,6 @@ def main() -> None:
     finally:
         if cluster is not None:
             cluster.stop()
-        # the broker's data, the busy task's files and the workers' logs: 8-12 GB a run at N = 400
     for i, n in enumerate(sizes):
         fields = [f"density N={n}"]
         for name, figures in results.items():

@@ -46,10 +46,14 @@ class Reconnection:
         self.next_try = time.monotonic() + self.wait_s
 
     def exhausted(self) -> ConnectException:
-        tries = f"after {self.attempts} retr{'y' if self.attempts == 1 else 'ies'}" if self.attempts else ""
+        tries = (
+            f"after {self.attempts} retr{'y' if self.attempts == 1 else 'ies'}"
+            if self.attempts
+            else "at once"
+        )
         return ConnectException(
             f"lost the replication connection reading slot {self.slot!r} ({self.cause}) and gave up "
-            f"{tries or 'at once'} (errors.max.retries={self.max_retries}). Once PostgreSQL is reachable, "
+            f"{tries} (errors.max.retries={self.max_retries}). Once PostgreSQL is reachable, "
             "restart the task: it resumes from its committed offset; errors.max.retries=-1 retries "
             "without limit."
         )

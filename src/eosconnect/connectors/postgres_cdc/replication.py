@@ -15,7 +15,7 @@ from typing import Any
 from eosconnect.api.errors import ConnectException
 from eosconnect.connectors.postgres_cdc.config import CdcConfig
 
-__all__ = ["ReplicationLost", "ReplicationStream", "SlotSnapshot", "format_lsn", "parse_lsn"]
+__all__ = ["ReplicationLost", "ReplicationStream", "SlotSnapshot", "format_lsn", "loss_reason", "parse_lsn"]
 
 
 def parse_lsn(text: str) -> int:
@@ -36,7 +36,10 @@ class ReplicationLost(ConnectException):
         self.reason = reason
 
 
-def _reason(exc: Exception) -> str:
+def loss_reason(exc: Exception) -> str:
+    """What ended a connection, in the server's or libpq's words (a `ReplicationLost` keeps the first)."""
+    if isinstance(exc, ReplicationLost):
+        return exc.reason
     return str(exc).strip() or type(exc).__name__
 
 
@@ -69,7 +72,7 @@ class ReplicationStream:
             )
         except psycopg2.Error as exc:
             raise ReplicationLost(
-                f"cannot open a replication connection to {config.describe()}: {exc}", _reason(exc)
+                f"cannot open a replication connection to {config.describe()}: {exc}", loss_reason(exc)
             ) from exc
         self.cursor = self.conn.cursor()
         #: The walsender serving this connection: after a loss, the slot's reader while the server has
@@ -132,7 +135,7 @@ class ReplicationStream:
             self.conn.close()
 
     def _lost(self, doing: str, exc: Exception) -> ReplicationLost:
-        reason = self.lost_reason = self.lost_reason or _reason(exc)
+        reason = self.lost_reason = self.lost_reason or loss_reason(exc)
         return ReplicationLost(
             f"lost the replication connection {doing} slot {self.slot!r} ({reason}); the server also ends "
             "a reader that did not answer for wal_sender_timeout",

@@ -73,6 +73,7 @@ from eosconnect.connectors.postgres_cdc.replication import (
     ReplicationStream,
     drop_slot,
     format_lsn,
+    loss_reason,
     release_timeout_s,
     slot_info,
     wait_released,
@@ -295,7 +296,7 @@ class PostgresCdcTask(SourceTask):
         """The replication (or catalog) connection is gone: keep the finished transactions, drop the
         half-read one (PostgreSQL sends it again, whole) and resume after the last record made ready,
         as a restarted task resumes after its committed offset."""
-        reason = exc.reason if isinstance(exc, ReplicationLost) else str(exc).strip() or type(exc).__name__
+        reason = loss_reason(exc)
         self._txn = None
         if self._assembled is not None:
             self._resume, self._resume_why = self._assembled, "read before the connection was lost"
@@ -360,7 +361,7 @@ class PostgresCdcTask(SourceTask):
         except Exception as exc:
             if not _is_connection_loss(exc):
                 raise
-            outage.failed(exc.reason if isinstance(exc, ReplicationLost) else str(exc).strip())
+            outage.failed(loss_reason(exc))
             return False
         self.stream, self._outage, self._confirmed = stream, None, 0
         log.info(
