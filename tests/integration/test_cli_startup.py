@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from eosconnect.devkafka.ports import free_port
+
 #: Everything here fails before Spark starts: seconds, even on a loaded machine.
 FAST_S = 45.0
 
@@ -63,9 +65,7 @@ def assert_one_line_failure(run: Run, *needles: str) -> str:
 @pytest.fixture
 def closed_port() -> int:
     """A local port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_port()
 
 
 @pytest.fixture

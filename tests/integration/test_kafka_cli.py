@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 from typer.testing import CliRunner
 
 from eosconnect.cli import app
+from eosconnect.devkafka.ports import free_port
 from eosconnect.tools.verify import check_identities
 
 runner = CliRunner()
@@ -104,9 +104,7 @@ def test_user_mistakes_are_one_line(bootstrap: str, tmp_path: Any) -> None:
     missing = cli("topics", "consume", "no-such-topic-here", "-b", bootstrap)
     assert missing.exit_code == 1 and "topic 'no-such-topic-here': Broker: Unknown topic" in missing.output
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    closed = f"127.0.0.1:{free_port()}"
     started = time.monotonic()
     unreachable = cli("groups", "describe", "g", "-b", closed)
     assert unreachable.exit_code == 2 and f"--bootstrap-server={closed}" in unreachable.output

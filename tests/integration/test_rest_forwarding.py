@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from eosconnect.devkafka.ports import free_port
 from eosconnect.rest import create_app
 from eosconnect.rest.forwarding import FORWARDED_HEADER
 from eosconnect.storage.session_key import SessionKey, sign_request
@@ -201,10 +201,7 @@ def test_leader_pointing_at_itself_is_409() -> None:
 
 
 def test_unreachable_leader_is_500() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    herder = FakeHerder(leader=False, leader_url_value=f"http://127.0.0.1:{port}")
+    herder = FakeHerder(leader=False, leader_url_value=f"http://127.0.0.1:{free_port()}")
     client = make_test_client(create_app(herder, forward_timeout=5))
     response = client.post("/connectors", json={"name": "c", "config": source_config()})
     assert response.status_code == 500

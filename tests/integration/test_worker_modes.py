@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import threading
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from eosconnect.connectors.sequence import parse_value
+from eosconnect.devkafka.ports import free_port
 from eosconnect.storage.config_state import ConfigStateBuilder
 from eosconnect.storage.serialization import decode_key, decode_value
 from eosconnect.storage.topic_reader import TopicRecord, end_offsets
@@ -185,12 +185,6 @@ def test_rolling_upgrade_disabled_preparing_enabled(
 # ============================================================================ 2. failed fencing
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_failed_fencing_round_fails_tasks_until_fixed(workers, topic_name, create_topic, read_committed):
     """KIP-618 "Cannot fence out producers during zombie fencing": a reconfiguration 2 -> 1 tasks needs
     the old ids fenced with the connector's producer settings; pointed at an unreachable cluster, the
@@ -204,7 +198,7 @@ def test_failed_fencing_round_fails_tasks_until_fixed(workers, topic_name, creat
     worker.wait_for(lambda: running_on(worker, "ff", 2), 90, "two RUNNING tasks")
     worker.wait_for(lambda: count_of(read_committed, data, 1) > 200, 60, "some records")
 
-    nobody_there = f"127.0.0.1:{closed_port()}"
+    nobody_there = f"127.0.0.1:{free_port()}"  # nothing listens
     unreachable = {**config, "tasks.max": "1", "producer.override.bootstrap.servers": nobody_there}
     assert worker.request("PUT", "/connectors/ff/config", json=unreachable).status_code == 200
     worker.wait_for(lambda: worker.task_states("ff") == ["FAILED"], 120, "the task to FAIL")
