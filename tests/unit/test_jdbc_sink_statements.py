@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from eosconnect.api.context import SinkTaskContext
-from eosconnect.api.data import Date, Decimal, SchemaBuilder, Struct, Timestamp
+from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Timestamp
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
@@ -333,7 +333,11 @@ def test_string_and_bytes_key_columns_get_a_length_on_mysql_only() -> None:
     from sqlalchemy.dialects import mysql, postgresql
     from sqlalchemy.schema import CreateTable
 
-    from eosconnect.connectors.jdbc_sink.dialect import _key_type, sql_type
+    from eosconnect.connectors.jdbc_sink.dialect import _key_type
+    from eosconnect.connectors.jdbc_sink.semantic import column_type
+
+    def sql_type(schema: Schema) -> sa.types.TypeEngine[object]:
+        return column_type(schema, "mysql")
 
     string, raw = SchemaBuilder.string().build(), SchemaBuilder.bytes().build()
     table = sa.Table(

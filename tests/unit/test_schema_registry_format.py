@@ -152,3 +152,22 @@ def test_generated_proto_text_parses_back_to_the_same_message():
     reparsed = message_descriptor(parse_proto(generated.text), [0])
     assert connect_schema(reparsed) == connect_schema(generated.descriptor)
     assert "optional int64 n = 1;" in generated.text and "map<int32, string> m = 3;" in generated.text
+
+
+def test_a_named_struct_used_twice_is_defined_once_and_then_named():
+    """A Debezium envelope's `before` and `after` share one Value struct: Avro defines a named type
+    once and refers to it by its full name afterwards (a reference with properties is not a schema:
+    the registry answers 422 and Avro parsers refuse it)."""
+    import fastavro
+
+    row = SchemaBuilder.struct().name("shop.public.t.Value").field("id", INT32_SCHEMA).optional().build()
+    envelope = SchemaBuilder.struct().name("shop.public.t.Envelope").field("before", row).field("after", row)
+    avro = to_avro_schema(envelope.build())
+    assert isinstance(avro, dict)
+    before, after = (f["type"] for f in avro["fields"])
+    assert before[1]["type"] == "record" and before[1]["connect.name"] == "shop.public.t.Value"
+    assert after == ["null", "shop.public.t.Value"]
+    fastavro.parse_schema(avro)
+    back = from_avro_schema(avro)
+    assert back.field("after").schema == back.field("before").schema
+    assert back.field("after").schema.name == "shop.public.t.Value"

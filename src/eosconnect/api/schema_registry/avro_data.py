@@ -105,6 +105,8 @@ def _to_avro(schema: Schema, names: _Names) -> Any:
     base = _to_avro_base(schema, names)
     if isinstance(base, dict):
         _add_connect_meta(schema, base)
+    elif schema.type is Type.STRUCT:
+        pass  # a record defined before, referred to by its name: its properties are on the definition
     elif _has_connect_meta(schema):
         base = _add_connect_meta(schema, {"type": base})
     if not schema.optional:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from sqlalchemy.engine import make_url
+
 from eosconnect.api.config import ConfigType, Importance
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.sink import SINK_TOPICS_CONFIG_DEF
@@ -37,6 +39,8 @@ class QuoteIdentifiers(StrEnum):
 #: Confluent's column names for pk.mode=kafka (pk.fields renames them, in this order).
 KAFKA_PK_COLUMNS = ("__connect_topic", "__connect_partition", "__connect_offset")
 OFFSETS_TABLE_DEFAULT = "eosconnect_sink_offsets"
+#: Debezium's `unavailable.value.placeholder`: what a CDC source writes for a value it does not have.
+PLACEHOLDER_DEFAULT = "__debezium_unavailable_value"
 #: A healthy flush never idles this long between two statements; a frozen task blocks its successor
 #: at most this long (see `dialect.transactional_engine`).
 IDLE_TRANSACTION_TIMEOUT_MS_DEFAULT = 30_000
@@ -172,6 +176,16 @@ CONFIG_DEF = (
         Range.at_least(0),
         group="Exactly once",
     )
+    .define(
+        "unavailable.value.placeholder",
+        ConfigType.STRING,
+        PLACEHOLDER_DEFAULT,
+        Importance.LOW,
+        "The value a CDC source writes for an unchanged TOASTed column it does not have (the source's "
+        "setting of the same name): a column holding it (as text, as bytes, or as a one-element array) is "
+        "left as it is in the target row, never overwritten with the placeholder. Empty: off.",
+        group="Writes",
+    )
     .merge(SINK_TOPICS_CONFIG_DEF)
 )
 
@@ -194,6 +208,9 @@ class SinkSettings:
     exactly_once: bool
     offsets_table: str
     timezone: str
+    #: The database's SQLAlchemy backend name (postgresql, mysql, mariadb, sqlite, ...).
+    dialect: str
+    placeholder: str
 
     def table_for(self, topic: str) -> str:
         return self.table_format.replace("${topic}", topic)
@@ -222,6 +239,13 @@ def cross_field_errors(values: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
+def _backend(url: str) -> str:
+    try:
+        return make_url(url).get_backend_name()
+    except Exception:  # a bad URL is reported where the engine is made, naming connection.url
+        return ""
+
+
 def parse_settings(config: Mapping[str, str]) -> SinkSettings:
     """Parse and check; one `ConfigException` naming every bad setting."""
     values = CONFIG_DEF.parse(config)
@@ -243,4 +267,6 @@ def parse_settings(config: Mapping[str, str]) -> SinkSettings:
         exactly_once=bool(values["exactly.once"]),
         offsets_table=values["offsets.table.name"],
         timezone=values["db.timezone"],
+        dialect=_backend(values["connection.url"]),
+        placeholder=values["unavailable.value.placeholder"],
     )

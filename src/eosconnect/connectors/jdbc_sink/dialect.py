@@ -7,37 +7,29 @@ needs on top. It knows nothing about Kafka, so it can move to a shared JDBC dial
   `BEGIN IMMEDIATE` (the write lock up front, so two writers serialize instead of failing at commit);
   PostgreSQL and MariaDB sessions end themselves after `idle.transaction.timeout.ms` idle inside a
   transaction, so a frozen task cannot hold the offsets rows' locks for ever.
-* `sql_type`: a Connect schema's column type (logical Decimal/Date/Time/Timestamp as the database's
-  NUMERIC/DATE/TIME/TIMESTAMP).
 * `Tables`: finds, creates (`auto.create`) and extends (`auto.evolve`) the target tables.
 * `write_statement`: the bulk INSERT, upsert (INSERT .. ON CONFLICT / ON DUPLICATE KEY), UPDATE or
-  DELETE for rows of one shape, run with executemany.
+  DELETE for rows of one shape, run with executemany. Into PostgreSQL its parameters are untyped,
+  so the server reads each as its column's type (as COPY does).
+
+A column's type and how its values are written come from its schema: see `semantic`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import sqlalchemy as sa
 from sqlalchemy.sql.elements import quoted_name
 
-from eosconnect.api.data import Schema, Struct, Type
-from eosconnect.api.data.schema import (
-    DATE_LOGICAL_NAME,
-    DECIMAL_LOGICAL_NAME,
-    TIME_LOGICAL_NAME,
-    TIMESTAMP_LOGICAL_NAME,
-)
+from eosconnect.api.data import Schema
 from eosconnect.api.errors import ConnectException
 from eosconnect.connectors.jdbc import create_engine_for
+from eosconnect.connectors.jdbc_sink.semantic import column_type
 
-__all__ = ["Tables", "db_value", "sql_type", "transactional_engine", "write_statement"]
+__all__ = ["Tables", "transactional_engine", "write_statement"]
 
 log = logging.getLogger(__name__)
 
@@ -87,30 +79,6 @@ def transactional_engine(values: Mapping[str, Any]) -> sa.Engine:
     return engine
 
 
-def sql_type(schema: Schema) -> sa.types.TypeEngine[Any]:
-    """The column type for values of this Connect schema."""
-    if schema.name == DECIMAL_LOGICAL_NAME:
-        scale = int((schema.parameters or {}).get("scale", "0"))
-        return sa.Numeric(precision=None if scale == 0 else 38, scale=scale, asdecimal=True)
-    if schema.name == DATE_LOGICAL_NAME:
-        return sa.Date()
-    if schema.name == TIME_LOGICAL_NAME:
-        return sa.Time()
-    if schema.name == TIMESTAMP_LOGICAL_NAME:
-        return sa.DateTime()
-    return {
-        Type.INT8: sa.SmallInteger(),
-        Type.INT16: sa.SmallInteger(),
-        Type.INT32: sa.Integer(),
-        Type.INT64: sa.BigInteger(),
-        Type.FLOAT32: sa.Float(precision=24),
-        Type.FLOAT64: sa.Double(),
-        Type.BOOLEAN: sa.Boolean(),
-        Type.STRING: sa.Text(),
-        Type.BYTES: sa.LargeBinary(),
-    }.get(schema.type, sa.Text())  # ARRAY, MAP, STRUCT: JSON text
-
-
 def _key_type(column_type: sa.types.TypeEngine[Any]) -> sa.types.TypeEngine[Any]:
     """A primary key column's type: MySQL/MariaDB cannot index TEXT or BLOB without a length, so
     there a string key is VARCHAR(256) and a bytes key VARBINARY(256), as Confluent's MySQL dialect."""
@@ -119,44 +87,6 @@ def _key_type(column_type: sa.types.TypeEngine[Any]) -> sa.types.TypeEngine[Any]
     if isinstance(column_type, sa.LargeBinary):
         return column_type.with_variant(sa.VARBINARY(256), "mysql", "mariadb")
     return column_type
-
-
-#: Value types every driver takes as they are.
-_AS_IS = frozenset({int, float, str, bool, bytes, type(None), decimal.Decimal, dt.date})
-
-
-def db_value(value: Any, zone: ZoneInfo) -> Any:
-    """A record value as the driver takes it: instants in `db.timezone` without a zone (the columns
-    are TIMESTAMP without time zone), nested values as JSON text."""
-    if value.__class__ in _AS_IS:  # the common case first: one set lookup per value
-        return value
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(zone).replace(tzinfo=None)
-        return value
-    if isinstance(value, dt.time):
-        return value.replace(tzinfo=None)
-    if isinstance(value, Struct):
-        return json.dumps({f.name: _jsonable(value.get(f.name)) for f in value.schema.fields})
-    if isinstance(value, dict | list):
-        return json.dumps(_jsonable(value))
-    return value
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Struct):
-        return {f.name: _jsonable(value.get(f.name)) for f in value.schema.fields}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dt.date | dt.time):
-        return value.isoformat()
-    if hasattr(value, "is_finite"):  # decimal.Decimal
-        return str(value)
-    return value
 
 
 def _split(name: str) -> tuple[str | None, str]:
@@ -206,13 +136,16 @@ class Tables:
                 "JdbcSink create it from the records' schema."
             )
         schema, table_name = _split(name)
+        dialect = self.engine.dialect.name
         table = sa.Table(
             self.ident(table_name),
             sa.MetaData(),
             *(
                 sa.Column(
                     self.ident(col),
-                    _key_type(sql_type(col_schema)) if col in key else sql_type(col_schema),
+                    _key_type(column_type(col_schema, dialect))
+                    if col in key
+                    else column_type(col_schema, dialect),
                     primary_key=col in key,
                     nullable=col not in key and col_schema.optional,
                     autoincrement=False,
@@ -242,7 +175,9 @@ class Tables:
         preparer = self.engine.dialect.identifier_preparer
         with self.engine.begin() as conn:
             for col, col_schema in missing.items():
-                type_sql = sql_type(col_schema).compile(dialect=self.engine.dialect)
+                type_sql = column_type(col_schema, self.engine.dialect.name).compile(
+                    dialect=self.engine.dialect
+                )
                 conn.exec_driver_sql(
                     f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN "
                     f"{preparer.quote(self.ident(col))} {type_sql} NULL"
@@ -253,42 +188,53 @@ class Tables:
         return reflected
 
 
+class _Untyped(sa.types.TypeDecorator[Any]):
+    """A parameter SQLAlchemy neither casts nor converts: the value goes to the driver as it is.
+    Into PostgreSQL (psycopg sends text as of unknown type) the server then reads it as its target
+    column's type, as COPY does: JSON text stays as written, and a text value reaches an inet, enum,
+    domain or array column without a cast SQLAlchemy would have to know of."""
+
+    impl = sa.types.NullType
+    cache_ok = True
+
+
+def _param(dialect: str, name: str) -> Any:
+    return sa.bindparam(name, type_=_Untyped()) if dialect == "postgresql" else sa.bindparam(name)
+
+
 def write_statement(
     dialect: str, table: sa.Table, operation: str, key: Sequence[str], values: Sequence[str]
 ) -> Any:
     """The statement for executemany over rows of this shape: bind names are `k_<key column>` and
     `v_<other column>`; None when there is nothing to do (an UPDATE without non-key columns)."""
     cols = table.columns
+    keys = [cols[k] == _param(dialect, f"k_{k}") for k in key]
     if operation == "delete":
-        return sa.delete(table).where(*(cols[k] == sa.bindparam(f"k_{k}") for k in key))
+        return sa.delete(table).where(*keys)
     if operation == "update":
         if not values:
             return None
-        return (
-            sa.update(table)
-            .where(*(cols[k] == sa.bindparam(f"k_{k}") for k in key))
-            .values({v: sa.bindparam(f"v_{v}") for v in values})
-        )
-    if operation == "upsert":
-        return upsert_statement(dialect, table, key, values)
-    return sa.insert(table).values(
-        {**{k: sa.bindparam(f"k_{k}") for k in key}, **{v: sa.bindparam(f"v_{v}") for v in values}}
-    )
-
-
-def upsert_statement(dialect: str, table: sa.Table, key: Sequence[str], values: Sequence[str]) -> Any:
-    """INSERT .. ON CONFLICT (key) DO UPDATE (PostgreSQL, SQLite) / ON DUPLICATE KEY UPDATE (MySQL)."""
+        return sa.update(table).where(*keys).values({v: _param(dialect, f"v_{v}") for v in values})
     insert_values = {
-        **{k: sa.bindparam(f"k_{k}") for k in key},
-        **{v: sa.bindparam(f"v_{v}") for v in values},
+        **{k: _param(dialect, f"k_{k}") for k in key},
+        **{v: _param(dialect, f"v_{v}") for v in values},
     }
+    if operation == "upsert":
+        return upsert_statement(dialect, table, key, values, insert_values)
+    return sa.insert(table).values(insert_values)
+
+
+def upsert_statement(
+    dialect: str, table: sa.Table, key: Sequence[str], values: Sequence[str], insert_values: Mapping[str, Any]
+) -> Any:
+    """INSERT .. ON CONFLICT (key) DO UPDATE (PostgreSQL, SQLite) / ON DUPLICATE KEY UPDATE (MySQL)."""
     if dialect in ("postgresql", "sqlite"):
         module: Any
         if dialect == "postgresql":
             from sqlalchemy.dialects import postgresql as module
         else:
             from sqlalchemy.dialects import sqlite as module
-        stmt = module.insert(table).values(insert_values)
+        stmt = module.insert(table).values(dict(insert_values))
         if not values:
             return stmt.on_conflict_do_nothing(index_elements=[table.columns[k] for k in key])
         return stmt.on_conflict_do_update(
@@ -298,7 +244,7 @@ def upsert_statement(dialect: str, table: sa.Table, key: Sequence[str], values: 
     if dialect in ("mysql", "mariadb"):
         from sqlalchemy.dialects import mysql
 
-        stmt = mysql.insert(table).values(insert_values)
+        stmt = mysql.insert(table).values(dict(insert_values))
         return stmt.on_duplicate_key_update({v: stmt.inserted[v] for v in values or key})
     raise ConnectException(
         f"insert.mode=upsert is not supported on {dialect} databases (PostgreSQL, SQLite, MySQL/MariaDB "

@@ -2,7 +2,13 @@
 
 Column types are Connect schemas: the record's own (a `Struct` value, or a primitive key with a
 key schema), or, for schemaless JSON maps, a schema inferred from each Python value (int -> INT64,
-float -> FLOAT64, str -> STRING, ...). Nested values (maps, arrays, structs) are written as JSON text.
+float -> FLOAT64, str -> STRING, ...). Each column's schema also says how its values are written
+(`semantic.writer`: a Debezium date as a day, a VariableScaleDecimal as a number, ...); schemaless
+nested values (maps, lists) are written as JSON text.
+
+A value equal to the CDC source's `unavailable.value.placeholder` (an unchanged TOASTed value the
+source did not have) is not data: the row leaves that column out, so an upsert or update keeps the
+target's value instead of overwriting it with the placeholder.
 """
 
 from __future__ import annotations
@@ -11,16 +17,17 @@ import datetime as dt
 import decimal
 import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
-from eosconnect.api.data.schema import TIME_LOGICAL_NAME, TIMESTAMP_LOGICAL_NAME
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import SinkRecord, TopicPartition
 from eosconnect.connectors.jdbc_sink.config import KAFKA_PK_COLUMNS, InsertMode, PkMode, SinkSettings
+from eosconnect.connectors.jdbc_sink.semantic import Writer, generic, writer
 
 __all__ = ["Operation", "Row", "RowMaker", "Shape"]
 
@@ -42,11 +49,12 @@ class Shape:
     #: The primary key columns' names, then the other columns' names, in the order of a row's values.
     key: tuple[str, ...]
     values: tuple[str, ...]
-    #: Column name -> its Connect schema (key columns first), for CREATE/ALTER TABLE.
+    #: Column name -> its Connect schema (key columns first), for CREATE/ALTER TABLE. It may name
+    #: more columns than `key` and `values` (a row that leaves out a column it does not have).
     columns: dict[str, Schema] = field(compare=False, hash=False)
-    #: Every value of such rows goes to the driver as it is (the schemas say so: no instants, times or
-    #: nested values), so the writer skips `db_value` for them.
-    plain: bool = field(default=False, compare=False, hash=False)
+    #: How each value (key columns', then the others') goes to the driver, None for as it is; None
+    #: for the whole row when every value goes as it is, so the writer skips them.
+    writers: tuple[Writer | None, ...] | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(slots=True)
@@ -72,29 +80,6 @@ class Row:
         """The key columns and the other columns by name."""
         shape = self.shape
         return dict(zip(shape.key, self.key, strict=True)), dict(zip(shape.values, self.values, strict=True))
-
-
-#: Value types that the schemas guarantee go to the driver as they are (see `Shape.plain`).
-_PLAIN_TYPES = frozenset(
-    {
-        Type.INT8,
-        Type.INT16,
-        Type.INT32,
-        Type.INT64,
-        Type.FLOAT32,
-        Type.FLOAT64,
-        Type.BOOLEAN,
-        Type.STRING,
-        Type.BYTES,
-    }
-)
-
-
-def _plain(columns: Mapping[str, Schema]) -> bool:
-    return all(
-        c.type in _PLAIN_TYPES and c.name not in (TIMESTAMP_LOGICAL_NAME, TIME_LOGICAL_NAME)
-        for c in columns.values()
-    )
 
 
 @functools.cache
@@ -197,6 +182,8 @@ class _Plan:
     pick_key: Callable[[Sequence[Any]], tuple[Any, ...]] | None
     #: What the cache key names by id, kept alive with the entry (so no other object takes its id).
     owners: tuple[Any, ...]
+    #: Positions in the picked values of the columns that can hold the placeholder (text, bytes, arrays).
+    may_be_unavailable: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -252,6 +239,15 @@ class RowMaker:
         #: id(key schema) -> its plan (pk.mode=record_key, Struct keys).
         self._key_plans: dict[int, _KeyPlan] = {}
         self._partitions: dict[tuple[str, int], tuple[str, TopicPartition]] = {}
+        self.zone = ZoneInfo(settings.timezone)
+        #: id(schema) -> (the schema, kept alive; how its values are written).
+        self._writer_of: dict[int, tuple[Schema, Writer | None]] = {}
+        self._generic = generic(self.zone)
+        placeholder = settings.placeholder
+        #: The placeholder as each kind of column holds it; empty: no value is taken for one.
+        self._unavailable = (placeholder, placeholder.encode(), [placeholder]) if placeholder else ()
+        #: (id(shape), positions left out) -> (the shape, kept alive; the shape without those columns).
+        self._partial: dict[tuple[int, tuple[int, ...]], tuple[Shape, Shape]] = {}
         #: pk.mode=kafka: the key columns' schemas (pk.fields names three, or Kafka's default names).
         self._kafka_columns: dict[str, Schema] = {}
         if settings.pk_mode is PkMode.KAFKA:
@@ -284,7 +280,14 @@ class RowMaker:
         if value is None:
             if not self.settings.delete_enabled:
                 return None
-            shape = Shape(table, Operation.DELETE, tuple(key_columns), (), dict(key_columns))
+            shape = Shape(
+                table,
+                Operation.DELETE,
+                tuple(key_columns),
+                (),
+                dict(key_columns),
+                self._writers(key_columns, tuple(key_columns)),
+            )
             return Row(shape, key, (), tp, record.offset)
         if key_token is not None and value.__class__ is Struct:
             plan = self._plans.get((table, id(value.schema), id(key_token)))
@@ -293,8 +296,62 @@ class RowMaker:
             slots = plan.fields.slots(value)
             if plan.pick_key is not None:
                 key = plan.pick_key(slots)
-            return Row(plan.shape, key, plan.pick_values(slots), tp, record.offset)
-        return self._row_of_any(record, table, tp, dict(zip(key_columns, key, strict=True)), key_columns)
+            row = Row(plan.shape, key, plan.pick_values(slots), tp, record.offset)
+            if plan.may_be_unavailable and self._unavailable:
+                return self._without_unavailable(row, plan.may_be_unavailable)
+            return row
+        row = self._row_of_any(record, table, tp, dict(zip(key_columns, key, strict=True)), key_columns)
+        if self._unavailable:
+            return self._without_unavailable(row, range(len(row.values)))
+        return row
+
+    def _writers(
+        self, columns: Mapping[str, Schema], names: Sequence[str]
+    ) -> tuple[Writer | None, ...] | None:
+        """How the values of these columns are written (see `Shape.writers`)."""
+        writers = []
+        for name in names:
+            schema = columns[name]
+            known = self._writer_of.get(id(schema))
+            if known is None:
+                if len(self._writer_of) >= _CACHE_LIMIT:
+                    self._writer_of.clear()
+                known = (schema, writer(schema, self.zone, self.settings.dialect))
+                self._writer_of[id(schema)] = known
+            writers.append(known[1])
+        return None if all(w is None for w in writers) else tuple(writers)
+
+    def _without_unavailable(self, row: Row, candidates: Iterable[int]) -> Row:
+        """`row` without the columns whose value is the placeholder (a value the source did not have:
+        the target keeps its own). A delete names only its key, so it is left as it is."""
+        if row.shape.operation is Operation.DELETE:
+            return row
+        values, unavailable = row.values, self._unavailable
+        out = tuple(i for i in candidates if values[i] in unavailable)
+        if not out:
+            return row
+        cached = self._partial.get((id(row.shape), out))
+        if cached is None:
+            shape = row.shape
+            kept = [i for i in range(len(shape.values)) if i not in out]
+            writers = shape.writers
+            if writers is not None:
+                keys = len(shape.key)
+                writers = (*writers[:keys], *(writers[keys + i] for i in kept))
+            partial = Shape(
+                shape.table,
+                shape.operation,
+                shape.key,
+                tuple(shape.values[i] for i in kept),
+                shape.columns,
+                writers,
+            )
+            if len(self._partial) >= _CACHE_LIMIT:
+                self._partial.clear()
+            cached = self._partial[(id(shape), out)] = (shape, partial)
+        partial = cached[1]
+        kept_values = tuple(v for i, v in enumerate(values) if i not in out)
+        return Row(partial, row.key, kept_values, row.topic_partition, row.offset)
 
     def _plan(
         self, table: str, schema: Schema, key_token: Any, key_columns: dict[str, Schema], record: SinkRecord
@@ -318,8 +375,23 @@ class RowMaker:
             if name not in key_columns and (not s.fields_whitelist or name in s.fields_whitelist)
         )
         columns = {**key_columns, **{n: fields.schemas[n] for n in value_names}}
-        shape = Shape(table, self.operation, tuple(key_columns), value_names, columns, _plain(columns))
-        plan = _Plan(shape, fields, fields.picker(value_names), pick_key, (schema, key_token))
+        columns_in_order = (*key_columns, *value_names)
+        shape = Shape(
+            table,
+            self.operation,
+            tuple(key_columns),
+            value_names,
+            columns,
+            self._writers(columns, columns_in_order),
+        )
+        may_be_unavailable = tuple(
+            i
+            for i, name in enumerate(value_names)
+            if columns[name].type in (Type.STRING, Type.BYTES, Type.ARRAY)
+        )
+        plan = _Plan(
+            shape, fields, fields.picker(value_names), pick_key, (schema, key_token), may_be_unavailable
+        )
         if len(self._plans) >= _CACHE_LIMIT:
             self._plans.clear()
         self._plans[(table, id(schema), id(key_token))] = plan
@@ -359,7 +431,12 @@ class RowMaker:
             if name not in key and (not s.fields_whitelist or name in s.fields_whitelist)
         )
         columns = {**key_columns, **{n: schemas[n] for n in value_names}}
-        shape = Shape(table, self.operation, tuple(key), value_names, columns)
+        columns_in_order = (*key, *value_names)
+        if isinstance(value, Struct):
+            writers = self._writers(columns, columns_in_order)
+        else:  # schemaless: what each value is says how it is written (nested values as JSON text)
+            writers = tuple(self._generic for _ in columns_in_order)
+        shape = Shape(table, self.operation, tuple(key), value_names, columns, writers)
         return Row(shape, tuple(key.values()), tuple(fields[n] for n in value_names), tp, record.offset)
 
     def _key(self, record: SinkRecord) -> tuple[tuple[Any, ...], dict[str, Schema], Any]:

@@ -16,14 +16,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import sqlalchemy as sa
 
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 from eosconnect.connectors.jdbc import connection_lost
 from eosconnect.connectors.jdbc_sink.config import SinkSettings
-from eosconnect.connectors.jdbc_sink.dialect import Tables, db_value, transactional_engine, write_statement
+from eosconnect.connectors.jdbc_sink.dialect import Tables, transactional_engine, write_statement
 from eosconnect.connectors.jdbc_sink.offsets_table import OffsetsTable
 from eosconnect.connectors.jdbc_sink.rows import Row, Shape
 from eosconnect.runtime.wall_time import WallTime
@@ -57,7 +56,6 @@ class RowWriter:
             auto_create=settings.auto_create,
             auto_evolve=settings.auto_evolve,
         )
-        self.zone = ZoneInfo(settings.timezone)
         self.offsets: OffsetsTable | None = None
         if settings.exactly_once:
             self.offsets = OffsetsTable(settings.offsets_table, connector)
@@ -242,12 +240,9 @@ class RowWriter:
 
     def _params(self, run: list[Row]) -> list[dict[str, Any]]:
         """The rows as `write_statement`'s bind parameters, for executemany."""
-        zone = self.zone
         shape = run[0].shape
         names = [*(f"k_{k}" for k in shape.key), *(f"v_{v}" for v in shape.values)]
-        return [
-            dict(zip(names, (db_value(v, zone) for v in (*row.key, *row.values)), strict=True)) for row in run
-        ]
+        return [dict(zip(names, _bound(row), strict=True)) for row in run]
 
     def _copy_possible(self, conn: sa.Connection) -> bool:
         """PostgreSQL through psycopg 3, whose cursors have `copy` (psycopg2's have not)."""
@@ -299,13 +294,12 @@ class RowWriter:
         preparer = self.engine.dialect.identifier_preparer
         name = table if isinstance(table, str) else preparer.format_table(table)
         columns = ", ".join(preparer.quote(column) for column in (*first.key, *first.values))
-        zone = self.zone
         statement = f"COPY {name} ({columns}) FROM STDIN"
         dbapi_error = type(raw).__module__.split(".")[0]  # "psycopg"
         try:
             with raw.cursor() as cursor, cursor.copy(statement) as copy:
                 write_row = copy.write_row
-                if first.plain:  # the schemas say every value goes as it is
+                if first.writers is None:  # the schemas say every value goes as it is
                     if not first.key:
                         for row in run:
                             write_row(row.values)
@@ -314,7 +308,7 @@ class RowWriter:
                             write_row(row.key + row.values)
                 else:
                     for row in run:
-                        write_row([db_value(v, zone) for v in (*row.key, *row.values)])
+                        write_row(_bound(row))
         except Exception as exc:
             base = getattr(__import__(dbapi_error), "Error", None)
             if base is None or not isinstance(exc, base):
@@ -328,6 +322,15 @@ class RowWriter:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _bound(row: Row) -> list[Any] | tuple[Any, ...]:
+    """A row's values (key columns', then the others') as the driver takes them."""
+    values = row.key + row.values
+    writers = row.shape.writers
+    if writers is None:
+        return values
+    return [v if w is None or v is None else w(v) for v, w in zip(values, writers, strict=True)]
 
 
 def _split(rows: list[Row], partitions: set[TopicPartition]) -> tuple[list[Row], list[Row]]:

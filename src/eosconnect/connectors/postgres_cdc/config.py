@@ -10,7 +10,8 @@ from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance, Password
 from eosconnect.api.validators import Range, Validator, ValidString
-from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
+from eosconnect.connectors.postgres_cdc.events import UNAVAILABLE
+from eosconnect.connectors.postgres_cdc.types import DecimalHandling, IntervalHandling, TimePrecision
 
 __all__ = ["CONFIG_DEF", "AutoCreate", "CdcConfig", "SnapshotMode", "TableFilter"]
 
@@ -107,6 +108,16 @@ CONFIG_DEF = (
             "adaptive (Debezium's io.debezium.time types by column precision), "
             "adaptive_time_microseconds, or connect (Kafka's Date/Time/Timestamp).",
             ValidString.in_(*(m.value for m in TimePrecision)), group="Connector")
+    .define("interval.handling.mode", ConfigType.STRING, IntervalHandling.NUMERIC.value, Importance.LOW,
+            "interval columns as numeric (io.debezium.time.MicroDuration: microseconds, a month counted as "
+            "30.4375 days, so '1 mon' comes back as '30 days 10:30:00') or string "
+            "(io.debezium.time.Interval: ISO-8601 P1Y2M3DT4H5M6.78S, every component kept).",
+            ValidString.in_(*(m.value for m in IntervalHandling)), group="Connector")
+    .define("unavailable.value.placeholder", ConfigType.STRING, UNAVAILABLE, Importance.LOW,
+            "What stands for an unchanged TOASTed value the WAL does not carry (REPLICA IDENTITY DEFAULT): "
+            "in text columns as it is, in bytea columns as its bytes. With REPLICA IDENTITY FULL the value "
+            "is taken from the old row instead. JdbcSink leaves a column holding it untouched.",
+            group="Connector")
     .define("max.batch.size", ConfigType.INT, 2048, Importance.LOW,
             "Most change events returned by one poll.", Range.at_least(1), group="Connector")
     .define("poll.interval.ms", ConfigType.INT, 500, Importance.LOW,

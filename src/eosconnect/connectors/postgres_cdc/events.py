@@ -19,6 +19,7 @@ from eosconnect.api.data import Schema, SchemaBuilder, Struct, Type
 from eosconnect.connectors.postgres_cdc.pgoutput import UNCHANGED, Column, TupleValue
 from eosconnect.connectors.postgres_cdc.types import (
     DecimalHandling,
+    IntervalHandling,
     TimePrecision,
     column_type,
     type_default,
@@ -31,7 +32,9 @@ __all__ = [
     "SourceInfo",
     "TableEvents",
     "TransactionSource",
+    "fill_unchanged",
     "source_schema",
+    "unavailable",
 ]
 
 #: The Debezium release whose event format this follows, field by field (reported as source.version):
@@ -178,6 +181,8 @@ class TableEvents:
         time_mode: TimePrecision,
         keep_column: Callable[[str, str, str], bool] | None = None,
         type_names: Mapping[int, str] | None = None,
+        interval_mode: IntervalHandling = IntervalHandling.NUMERIC,
+        placeholder: str = UNAVAILABLE,
     ) -> None:
         self.schema_name, self.table = schema_name, table
         self.topic = f"{prefix}.{schema_name}.{table}"
@@ -190,9 +195,12 @@ class TableEvents:
         columns = [columns[i] for i in self._kept]
         nullable = [nullable[i] for i in self._kept]
         self.columns = tuple(columns)
+        self.placeholder = placeholder
         names_of = type_names or {}
         types = [
-            column_type(c.type_oid, c.type_modifier, decimal_mode, time_mode, names_of.get(c.type_oid))
+            column_type(
+                c.type_oid, c.type_modifier, decimal_mode, time_mode, names_of.get(c.type_oid), interval_mode
+            )
             for c in columns
         ]
         self.converters = tuple(t.convert for t in types)
@@ -244,7 +252,11 @@ class TableEvents:
         for i, (position, convert, schema) in enumerate(
             zip(self._kept, self.converters, self._fields, strict=True)
         ):
-            namespace[f"c{i}"], namespace[f"u{i}"], namespace[f"s{i}"] = convert, _unavailable(schema), schema
+            namespace[f"c{i}"], namespace[f"u{i}"], namespace[f"s{i}"] = (
+                convert,
+                unavailable(schema, self.placeholder),
+                schema,
+            )
             converted = f"t{i}" if convert is str else f"c{i}(t{i})"
             if schema.type is Type.STRUCT:
                 converted = f"fix({converted}, s{i})"
@@ -285,7 +297,7 @@ class TableEvents:
             elif text is None:
                 out.append(None)
             elif text is UNCHANGED:
-                out.append(_unavailable(schema))
+                out.append(unavailable(schema, self.placeholder))
             else:
                 out.append(_own_struct(convert(text), schema))  # type: ignore[arg-type]
         return Struct._of(self.value_schema, out)  # built field by field from the schema's own types
@@ -320,9 +332,24 @@ def _own_struct(value: Any, schema: Schema) -> Any:
     return value
 
 
-def _unavailable(schema: Schema) -> Any:
-    if schema.type is Type.STRING and schema.name is None:
-        return UNAVAILABLE
+def unavailable(schema: Schema, placeholder: str = UNAVAILABLE) -> Any:
+    """What stands for an unchanged TOASTed value the WAL does not carry, as Debezium writes it: the
+    placeholder for text of any kind (json, jsonb and xml too), its bytes for bytea, a one-element
+    list for an array of text; null for the rest (no placeholder fits their type). A sink that
+    knows the placeholder leaves such a column as it is (see docs/cdc.md)."""
+    if schema.type is Type.STRING:
+        return placeholder
     if schema.type is Type.BYTES and schema.name is None:
-        return UNAVAILABLE.encode()
+        return placeholder.encode()
+    if schema.type is Type.ARRAY and schema.value_schema is not None:
+        element = unavailable(schema.value_schema, placeholder)
+        return None if element is None else [element]
     return None
+
+
+def fill_unchanged(new: Sequence[TupleValue], old: Sequence[TupleValue]) -> Sequence[TupleValue]:
+    """A new tuple's unchanged TOASTed values taken from the whole old tuple (REPLICA IDENTITY FULL
+    logs the old row in full, so the value is known: the event then carries it, as Debezium's)."""
+    if len(old) != len(new) or UNCHANGED not in new:
+        return new
+    return [o if n is UNCHANGED else n for n, o in zip(new, old, strict=True)]

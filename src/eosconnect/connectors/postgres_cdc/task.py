@@ -55,6 +55,7 @@ from eosconnect.connectors.postgres_cdc.events import (
     SourceInfo,
     TableEvents,
     TransactionSource,
+    fill_unchanged,
 )
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     Begin,
@@ -78,7 +79,7 @@ from eosconnect.connectors.postgres_cdc.replication import (
     slot_info,
     wait_released,
 )
-from eosconnect.connectors.postgres_cdc.types import BPCHAR, DecimalHandling, TimePrecision
+from eosconnect.connectors.postgres_cdc.types import BPCHAR, DecimalHandling, IntervalHandling, TimePrecision
 
 __all__ = ["VERSION", "PostgresCdcTask"]
 
@@ -154,6 +155,8 @@ class PostgresCdcTask(SourceTask):
         self.partition = SourcePartition({"server": self.prefix})
         self.decimal_mode = DecimalHandling(self.cfg["decimal.handling.mode"])
         self.time_mode = TimePrecision(self.cfg["time.precision.mode"])
+        self.interval_mode = IntervalHandling(self.cfg["interval.handling.mode"])
+        self.placeholder = str(self.cfg["unavailable.value.placeholder"])
         self.tombstones: bool = self.cfg["tombstones.on.delete"]
         self.context_headers = context_headers(self.prefix) if self.cfg["extended.headers.enabled"] else ()
         self.batch_size: int = self.cfg["max.batch.size"]
@@ -441,6 +444,8 @@ class PostgresCdcTask(SourceTask):
             self.time_mode,
             self.column_filter,
             catalog.type_names(self.catalog, (c.type_oid for c in relation.columns)),
+            self.interval_mode,
+            self.placeholder,
         )
 
     def _change(self, message: Insert | Update | Delete, lsn: int) -> None:
@@ -451,7 +456,10 @@ class PostgresCdcTask(SourceTask):
         if isinstance(message, Insert):
             events.append(_Change("c", table, None, table.row(message.new), lsn, "INSERT"))
         elif isinstance(message, Update):
-            after = table.row(message.new)
+            new = message.new
+            if message.old is not None and not message.old_is_key:
+                new = fill_unchanged(new, message.old)
+            after = table.row(new)
             before = None if message.old is None else table.row(message.old, key_only=message.old_is_key)
             old_key, new_key = table.key(before), table.key(after)
             if before is not None and old_key != new_key:
@@ -717,6 +725,8 @@ class _Snapshot:
                 self.task.time_mode,
                 self.task.column_filter,
                 catalog.type_names(self.conn, (c.type_oid for c in meta.columns)),
+                self.task.interval_mode,
+                self.task.placeholder,
             )
             columns = ", ".join(_as_text(c) for c in meta.columns)
             with self.conn.cursor(name=f"eosconnect_snapshot_{meta.oid}") as cursor:

@@ -21,7 +21,9 @@ time                        adaptive: io.debezium.time.Time (ms, precision <= 3)
 timestamp                   adaptive: io.debezium.time.Timestamp (ms, precision <= 3) / MicroTimestamp (us)
 timestamptz                 STRING io.debezium.time.ZonedTimestamp (ISO-8601 in UTC, the column's
                             fractional digits: 6 unless declared)
-interval                    INT64 io.debezium.time.MicroDuration (a month counted as 365.25/12 days)
+interval                    `interval.handling.mode`: numeric -> INT64 io.debezium.time.MicroDuration (a
+                            month counted as 365.25/12 days), string -> STRING io.debezium.time.Interval
+                            (ISO-8601 `P1Y2M3DT4H5M6.78S`, exact)
 hstore (extension)          STRING io.debezium.data.Json ({"key":"value"} in Java HashMap order)
 <type>[] (one dimension)    ARRAY of the element type's schema, optional elements
 anything else               STRING (the value's text)
@@ -44,7 +46,14 @@ from typing import Any
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp
 
-__all__ = ["ColumnType", "DecimalHandling", "TimePrecision", "column_type", "type_default"]
+__all__ = [
+    "ColumnType",
+    "DecimalHandling",
+    "IntervalHandling",
+    "TimePrecision",
+    "column_type",
+    "type_default",
+]
 
 Convert = Callable[[str], Any]
 
@@ -68,6 +77,14 @@ DAYS_PER_MONTH = 365.25 / 12.0
 class DecimalHandling(StrEnum):
     PRECISE = "precise"
     DOUBLE = "double"
+    STRING = "string"
+
+
+class IntervalHandling(StrEnum):
+    """Debezium's `interval.handling.mode`: numeric is lossy for months (a month is an average
+    length of time there), string keeps every component."""
+
+    NUMERIC = "numeric"
     STRING = "string"
 
 
@@ -149,6 +166,23 @@ def _interval_micros(text: str) -> int:
         micros = sign * int((clock.group(5) or "0").ljust(6, "0")[:6])
     days = (units["year"] * 12 + units["mon"]) * DAYS_PER_MONTH + units["day"]
     return int(((((days * 24 + hours) * 60) + minutes) * 60 + whole) * 1e6 + micros)
+
+
+def _interval_iso(text: str) -> str:
+    """Debezium's io.debezium.time.Interval of an interval in PostgreSQL's default output style:
+    `P<y>Y<m>M<d>DT<h>H<m>M<s>S`, every component present, the time part's sign on each of its
+    components and the seconds without trailing zeros (Java's stripTrailingZeros().toPlainString())."""
+    units = {"year": 0, "mon": 0, "day": 0}
+    for number, unit in _INTERVAL_PART.findall(text):
+        units[unit] = int(number)
+    hours = minutes = 0
+    seconds = decimal.Decimal(0)
+    if clock := _INTERVAL_TIME.search(text):
+        sign = -1 if clock.group(1) == "-" else 1
+        hours, minutes = sign * int(clock.group(2)), sign * int(clock.group(3))
+        seconds = sign * decimal.Decimal(f"{clock.group(4)}.{clock.group(5) or '0'}")
+    plain = f"{seconds.normalize():f}" if seconds else "0"
+    return f"P{units['year']}Y{units['mon']}M{units['day']}DT{hours}H{minutes}M{plain}S"
 
 
 _HSTORE_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"\s*=>\s*(NULL|"((?:[^"\\]|\\.)*)")')
@@ -261,16 +295,21 @@ def column_type(
     decimal_mode: DecimalHandling,
     time_mode: TimePrecision,
     type_name: str | None = None,
+    interval_mode: IntervalHandling = IntervalHandling.NUMERIC,
 ) -> ColumnType:
     """The Connect representation of a column of type `type_oid` with type modifier `modifier`;
     `type_name` names a type an extension defines (its oid differs per database): hstore."""
     if type_oid in ARRAY_ELEMENTS:
-        element = column_type(ARRAY_ELEMENTS[type_oid], modifier, decimal_mode, time_mode)
+        element = column_type(
+            ARRAY_ELEMENTS[type_oid], modifier, decimal_mode, time_mode, interval_mode=interval_mode
+        )
         return ColumnType(
             lambda: SchemaBuilder.array(element.builder().optional().build()), _array(element.convert)
         )
     if type_name == "hstore":
         return ColumnType(_debezium(SchemaBuilder.string, "io.debezium.data.Json"), _hstore_json)
+    if type_oid == INTERVAL and interval_mode is IntervalHandling.STRING:
+        return ColumnType(_debezium(SchemaBuilder.string, "io.debezium.time.Interval"), _interval_iso)
     if type_oid == INTERVAL:
         return ColumnType(_debezium(SchemaBuilder.int64, "io.debezium.time.MicroDuration"), _interval_micros)
     connect = time_mode is TimePrecision.CONNECT
