@@ -359,7 +359,11 @@ class SourceRecord(_RecordMixin):
 
 @dataclass(frozen=True, slots=True, init=False)
 class SinkRecord(_RecordMixin):
-    """A record consumed from Kafka for a `SinkTask`, with its position and leader epoch (KIP-320)."""
+    """A record consumed from Kafka for a `SinkTask`, with its position and leader epoch (KIP-320).
+
+    `original_topic` and `original_partition` (Kafka's KIP-793) are where it was consumed from,
+    whatever a transformation made of `topic` and `partition` (a RegexRouter routing it to a table,
+    say): a sink that commits positions itself must commit them under the consumed partition."""
 
     topic: str
     partition: int
@@ -371,6 +375,8 @@ class SinkRecord(_RecordMixin):
     leader_epoch: int | None
     key_schema: Schema | None
     value_schema: Schema | None
+    original_topic: str
+    original_partition: int
 
     def __init__(
         self,
@@ -408,6 +414,8 @@ class SinkRecord(_RecordMixin):
         setattr_(self, "leader_epoch", leader_epoch)
         setattr_(self, "key_schema", key_schema)
         setattr_(self, "value_schema", value_schema)
+        setattr_(self, "original_topic", topic)
+        setattr_(self, "original_partition", partition)
 
     @property
     def kafka_partition(self) -> int:
@@ -422,6 +430,11 @@ class SinkRecord(_RecordMixin):
     @property
     def topic_partition(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
+
+    @property
+    def original_topic_partition(self) -> TopicPartition:
+        """The partition it was consumed from (what its offset is a position in)."""
+        return TopicPartition(self.original_topic, self.original_partition)
 
 
 @dataclass(frozen=True, slots=True)

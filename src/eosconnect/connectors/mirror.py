@@ -435,7 +435,7 @@ class MirrorSinkTask(SinkTask):
                     record.value,
                     headers,
                     record.timestamp,
-                    origin=(record.topic, record.partition, record.offset),
+                    origin=(record.original_topic, record.original_partition, record.offset),
                 )
             else:
                 self._produce(topic, record, headers)

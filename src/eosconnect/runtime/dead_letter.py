@@ -194,7 +194,7 @@ class DeadLetterQueue:
         return ErrantRecordReporter(self, task_class)
 
     def report_record(self, record: SinkRecord, exc: BaseException, task_class: str) -> Future[None]:
-        message = self._raw.get((record.topic, record.partition, record.offset))
+        message = self._raw.get((record.original_topic, record.original_partition, record.offset))
         return self._report(message, Stage.TASK_PUT, task_class, exc, record)
 
     # ----------------------------------------------------------------------------- both

@@ -26,7 +26,6 @@ top-level schemas other than STRUCT.
 from __future__ import annotations
 
 import datetime
-import decimal
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -580,7 +579,7 @@ def _get_logical(raw: Any, schema: Schema) -> Any:
     if schema.name == Date.LOGICAL_NAME:
         return datetime.date(raw.year, raw.month, raw.day)
     if schema.name == Decimal.LOGICAL_NAME:  # the message's own scale, as DecimalUtils.toBigDecimal
-        return decimal.Decimal(int.from_bytes(raw.value, "big", signed=True)).scaleb(-raw.scale)
+        return Decimal.from_unscaled(int.from_bytes(raw.value, "big", signed=True), raw.scale)
     millis = ((raw.hours * 60 + raw.minutes) * 60 + raw.seconds) * 1000 + raw.nanos // 1_000_000
     return Time.to_logical(schema, millis)
 

@@ -205,7 +205,7 @@ class JdbcSinkTask(SinkTask):
             if row is not None:
                 add(row)
                 if kept is not None:  # kept for a report at flush time (KIP-610)
-                    kept[(record.topic, record.partition, record.offset)] = record
+                    kept[(record.original_topic, record.original_partition, record.offset)] = record
 
     def pre_commit(
         self, current_offsets: Mapping[TopicPartition, OffsetAndMetadata]

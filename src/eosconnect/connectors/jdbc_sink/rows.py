@@ -238,7 +238,7 @@ class RowMaker:
         self._plans: dict[tuple[str, int, int], _Plan] = {}
         #: id(key schema) -> its plan (pk.mode=record_key, Struct keys).
         self._key_plans: dict[int, _KeyPlan] = {}
-        self._partitions: dict[tuple[str, int], tuple[str, TopicPartition]] = {}
+        self._partitions: dict[tuple[str, str, int], tuple[str, TopicPartition]] = {}
         self.zone = ZoneInfo(settings.timezone)
         #: id(schema) -> (the schema, kept alive; how its values are written).
         self._writer_of: dict[int, tuple[Schema, Writer | None]] = {}
@@ -268,12 +268,15 @@ class RowMaker:
 
     def row(self, record: SinkRecord) -> Row | None:
         """The row `record` writes, or None for a tombstone that deletes nothing (delete.enabled=false)."""
-        place = self._partitions.get((record.topic, record.partition))
+        # The table is named by the topic as transformed (a RegexRouter's), the position is the
+        # consumed partition's: the offsets the flush commits are the consumer's.
+        where = (record.topic, record.original_topic, record.original_partition)
+        place = self._partitions.get(where)
         if place is None:
             if len(self._partitions) >= _CACHE_LIMIT:
                 self._partitions.clear()
-            place = (self.settings.table_for(record.topic), TopicPartition(record.topic, record.partition))
-            self._partitions[(record.topic, record.partition)] = place
+            consumed = TopicPartition(record.original_topic, record.original_partition)
+            place = self._partitions[where] = (self.settings.table_for(record.topic), consumed)
         table, tp = place
         key, key_columns, key_token = self._key(record)
         value = record.value

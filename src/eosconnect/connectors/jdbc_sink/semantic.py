@@ -49,7 +49,7 @@ from zoneinfo import ZoneInfo
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from eosconnect.api.data import Schema, Struct, Type
+from eosconnect.api.data import Decimal, Schema, Struct, Type
 from eosconnect.api.data.schema import (
     DATE_LOGICAL_NAME,
     DECIMAL_LOGICAL_NAME,
@@ -116,9 +116,17 @@ def _day(value: Any) -> dt.date:
     return EPOCH_DATE + dt.timedelta(days=int(value))
 
 
+def _duration(value: Any) -> str:
+    """A MicroDuration as an interval of whole days and the rest (a day being 24 hours, as Debezium
+    counts it): `-00:00:01` comes back as itself, not as `-1 days +23:59:59`."""
+    days, micros = divmod(abs(int(value)), _MICROS_PER_DAY)
+    sign = "-" if int(value) < 0 else ""
+    return f"{sign}{days} days {sign}{micros} microseconds"
+
+
 def _variable_decimal(value: Any) -> decimal.Decimal:
     unscaled = int.from_bytes(value.get("value"), "big", signed=True)
-    return decimal.Decimal(unscaled).scaleb(-int(value.get("scale")))
+    return Decimal.from_unscaled(unscaled, int(value.get("scale")))
 
 
 def _instant_in(zone: ZoneInfo) -> Writer:
@@ -156,7 +164,7 @@ def writer(schema: Schema, zone: ZoneInfo, dialect: str) -> Writer | None:
     if name == ZONED_TIMESTAMP:
         return None if postgres else _instant_in(zone)
     if name == MICRO_DURATION:
-        return (lambda value: dt.timedelta(microseconds=int(value))) if postgres else None
+        return _duration if postgres else None
     if name == VARIABLE_SCALE_DECIMAL:
         return _variable_decimal
     if schema.type is Type.ARRAY:

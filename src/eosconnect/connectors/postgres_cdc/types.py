@@ -70,6 +70,9 @@ ARRAY_ELEMENTS = {
     1015: VARCHAR, 1016: INT8, 1021: FLOAT4, 1022: FLOAT8, 1115: TIMESTAMP, 1182: DATE, 1183: TIME,
     1185: TIMESTAMPTZ, 1187: INTERVAL, 1231: NUMERIC, 199: JSON, 2951: UUID, 3807: JSONB,
 }  # fmt: skip
+#: Arithmetic that never rounds a numeric: PostgreSQL's hold up to 131,072 digits before the point
+#: and 16,383 after (the default context keeps 28 and would round the rest away).
+_EXACT = decimal.Context(prec=150_000)
 #: Debezium's MicroDuration.DAYS_PER_MONTH_AVG.
 DAYS_PER_MONTH = 365.25 / 12.0
 
@@ -239,8 +242,8 @@ def _strip_zeros(number: decimal.Decimal) -> decimal.Decimal:
     """Java's BigDecimal.stripTrailingZeros for a number Debezium reads without a declared scale,
     except that an integer keeps scale 0."""
     if number == number.to_integral_value():
-        return number.quantize(decimal.Decimal(1))
-    return number.normalize()
+        return number.quantize(decimal.Decimal(1), context=_EXACT)
+    return number.normalize(_EXACT)
 
 
 def _numeric(modifier: int, mode: DecimalHandling) -> ColumnType:
@@ -266,7 +269,7 @@ def _numeric(modifier: int, mode: DecimalHandling) -> ColumnType:
             number = _strip_zeros(number)
             exponent = number.as_tuple().exponent
             scale = -exponent if isinstance(exponent, int) else 0
-            unscaled = int(number.scaleb(scale))
+            unscaled = int(number.scaleb(scale, _EXACT))
             raw = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
             return Struct(schema).put("scale", scale).put("value", raw)
 
@@ -282,7 +285,7 @@ def _numeric(modifier: int, mode: DecimalHandling) -> ColumnType:
 
     def exact(text: str) -> decimal.Decimal | None:
         number = decimal.Decimal(text)
-        return number.quantize(exponent) if number.is_finite() else None
+        return number.quantize(exponent, context=_EXACT) if number.is_finite() else None
 
     return ColumnType(
         lambda: Decimal.builder(scale).parameter("connect.decimal.precision", str(precision)), exact
