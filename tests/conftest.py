@@ -84,8 +84,9 @@ def kafka3(
 def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSchemaRegistry]:
     """A real schema registry (Apicurio Registry, Confluent-compatible API) for the whole session,
     started only when a test asks for it (6-16 s, ~300 MB). Its global compatibility is Apicurio's
-    NONE: tests that rely on a rule set it on their own subject. Skipped, saying why, where no Java 21+
-    is installed (`make registry` installs one where Debian has it)."""
+    NONE: tests that rely on a rule set it on their own subject (one sets the global rule for its
+    duration, restoring NONE, to check that a refusal names the rule in force). Skipped, saying
+    why, where no Java 21+ is installed (`make registry` installs one where Debian has it)."""
     if find_java(MIN_JAVA) is None:
         pytest.skip(f"the schema registry needs Java {MIN_JAVA}+, and none was found (see `make registry`)")
     registry = LocalSchemaRegistry(tmp_path_factory.mktemp("registry"), tie_to_parent=True)

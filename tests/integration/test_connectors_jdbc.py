@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -295,3 +296,67 @@ def test_schemad_rows_read_the_same_in_eosconnect_and_kafkas_json_converter(
         assert "error" not in answer, answer
         assert answer["value"] == json.loads(text)
     db.engine.dispose()
+
+
+def test_postgres_columns_added_dropped_and_retyped_while_running(postgres: Any) -> None:
+    """The task alone (no Kafka): each poll after an ALTER TABLE carries the table's new columns,
+    the row of the poll that notices the change included; an int -> text retype reads as text."""
+    from eosconnect.api import InMemoryOffsetStorageReader, SourceTaskContext
+    from eosconnect.connectors.jdbc import JdbcSourceTask
+
+    db = Database(new_database(postgres), "postgresql")
+    run = db.engine.begin
+    with run() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE products (id BIGSERIAL PRIMARY KEY, qty INT NOT NULL, weight NUMERIC(6,2))"
+        )
+        conn.exec_driver_sql("INSERT INTO products (qty, weight) VALUES (5, 2.50)")
+    task = JdbcSourceTask()
+    task.initialize(SourceTaskContext(offset_storage_reader=InMemoryOffsetStorageReader([])))
+    task.start(
+        {
+            "connection.url": db.url,
+            "tables": "products",
+            "mode": "incrementing",
+            "incrementing.column.name": "id",
+            "topic.prefix": "shop-",
+            "poll.interval.ms": "1",
+        }
+    )
+
+    def polled() -> list[dict[str, Any]]:
+        records = task.poll() or []
+        return [
+            {f.name: (f.schema.type.name, r.value.get(f.name)) for f in r.value_schema.fields}
+            for r in records
+        ]
+
+    try:
+        assert polled() == [
+            {"id": ("INT64", 1), "qty": ("INT32", 5), "weight": ("BYTES", decimal.Decimal("2.50"))}
+        ]
+        with run() as conn:
+            conn.exec_driver_sql("ALTER TABLE products ADD COLUMN color TEXT")
+            conn.exec_driver_sql("INSERT INTO products (qty, weight, color) VALUES (6, 3.25, 'red')")
+        assert polled() == [
+            {
+                "id": ("INT64", 2),
+                "qty": ("INT32", 6),
+                "weight": ("BYTES", decimal.Decimal("3.25")),
+                "color": ("STRING", "red"),
+            }
+        ]
+        with run() as conn:
+            conn.exec_driver_sql("ALTER TABLE products DROP COLUMN weight")
+            conn.exec_driver_sql("INSERT INTO products (qty, color) VALUES (7, 'blue')")
+        assert polled() == [{"id": ("INT64", 3), "qty": ("INT32", 7), "color": ("STRING", "blue")}]
+        with run() as conn:
+            conn.exec_driver_sql("ALTER TABLE products ALTER COLUMN qty TYPE TEXT")
+            conn.exec_driver_sql("INSERT INTO products (qty, color) VALUES ('a dozen', NULL), ('8', 'green')")
+        assert polled() == [
+            {"id": ("INT64", 4), "qty": ("STRING", "a dozen"), "color": ("STRING", None)},
+            {"id": ("INT64", 5), "qty": ("STRING", "8"), "color": ("STRING", "green")},
+        ]
+    finally:
+        task.stop()
+        db.engine.dispose()

@@ -690,3 +690,124 @@ def test_jdbc_source_rows_through_avro_exactly_once(
     assert {schema_id(r.key) for r in records} == {key_id}
     back = avro_converter(schema_registry.url).to_connect_data(topic, records[0].value)
     assert back.schema is not None and back.schema.field("qty") is not None
+
+
+def jdbc_task(url: str, table: str) -> Any:
+    """A started JdbcSourceTask on one table, mode=incrementing on `id` (no Kafka: the test
+    converts its records itself)."""
+    from eosconnect.api import InMemoryOffsetStorageReader, SourceTaskContext
+    from eosconnect.connectors.jdbc import JdbcSourceTask
+
+    task = JdbcSourceTask()
+    task.initialize(SourceTaskContext(offset_storage_reader=InMemoryOffsetStorageReader([])))
+    task.start(
+        {
+            "connection.url": url,
+            "tables": table,
+            "mode": "incrementing",
+            "incrementing.column.name": "id",
+            "topic.prefix": unique("shop") + "-",
+            "poll.interval.ms": "1",
+        }
+    )
+    return task
+
+
+def test_jdbc_source_schema_changes_register_new_versions_or_are_refused_by_the_global_rule(
+    schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient, tmp_path: Path
+):
+    """A column added and one dropped while JdbcSource runs: each is a new BACKWARD-compatible
+    version of the subject, the values decode field by field; a retyped column is refused, naming
+    the subject, the rule in force (the registry's global one) and the change."""
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    engine = sa.create_engine(url)
+    run = engine.begin
+    with run() as conn:
+        conn.exec_driver_sql("CREATE TABLE products (id INTEGER PRIMARY KEY, qty INTEGER, weight REAL)")
+        conn.exec_driver_sql("INSERT INTO products VALUES (1, 5, 2.5)")
+    task = jdbc_task(url, "products")
+    converter = avro_converter(schema_registry.url)
+
+    def written() -> list[tuple[int, dict[str, Any]]]:
+        records = task.poll() or []
+        out = []
+        for record in records:
+            data = converter.from_connect_data(record.topic, record.value_schema, record.value)
+            assert data is not None
+            back = converter.to_connect_data(record.topic, data)
+            out.append((schema_id(data), {f.name: back.value.get(f.name) for f in back.schema.fields}))
+        return out
+
+    schema_registry.set_compatibility("BACKWARD")  # the global rule; the subject has none of its own
+    try:
+        ((v1, first),) = written()
+        assert first == {"id": 1, "qty": 5, "weight": 2.5}
+        with run() as conn:
+            conn.exec_driver_sql("ALTER TABLE products ADD COLUMN color TEXT")
+            conn.exec_driver_sql("INSERT INTO products VALUES (2, 6, 3.5, 'red')")
+        ((v2, added),) = written()
+        assert added == {"id": 2, "qty": 6, "weight": 3.5, "color": "red"} and v2 != v1
+        with run() as conn:
+            conn.exec_driver_sql("ALTER TABLE products DROP COLUMN weight")
+            conn.exec_driver_sql("INSERT INTO products VALUES (3, 7, 'blue')")
+        ((v3, dropped),) = written()
+        assert dropped == {"id": 3, "qty": 7, "color": "blue"} and v3 not in (v1, v2)
+        subject = f"{task.tables['products'].topic}-value"
+        assert registry_client.get_versions(subject) == [1, 2, 3]
+
+        with run() as conn:
+            conn.exec_driver_sql("ALTER TABLE products RENAME TO old_products")
+            conn.exec_driver_sql("CREATE TABLE products (id INTEGER PRIMARY KEY, qty TEXT, color TEXT)")
+            conn.exec_driver_sql("INSERT INTO products VALUES (4, 'a dozen', NULL)")
+        with pytest.raises(DataException) as refused:
+            written()
+    finally:
+        schema_registry.set_compatibility("NONE")
+        task.stop()
+        engine.dispose()
+    message = str(refused.value)
+    assert repr(subject) in message
+    assert "compatibility rule BACKWARD" in message
+    assert "field 'qty' changed from optional INT64 to optional STRING" in message
+    assert registry_client.get_versions(subject) == [1, 2, 3]
+
+
+def test_validation_names_an_unreachable_registry_url_and_its_setting(
+    schema_registry: LocalSchemaRegistry, tmp_path: Path
+):
+    from eosconnect.api.errors import RetriableException
+    from eosconnect.cluster.validation import config_errors, validate_connector_config
+    from eosconnect.devkafka.ports import free_port
+    from eosconnect.worker_config import WorkerConfig
+
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE products (id INTEGER PRIMARY KEY)")
+    engine.dispose()
+    nobody = f"http://127.0.0.1:{free_port()}"
+    config = {
+        "name": "products",
+        "connector.class": "JdbcSource",
+        "connection.url": url,
+        "tables": "products",
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "topic.prefix": "shop-",
+        "key.converter": "io.confluent.connect.avro.AvroConverter",
+        "key.converter.schema.registry.url": schema_registry.url,
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": nobody,
+    }
+    worker = WorkerConfig.parse({"bootstrap.servers": "127.0.0.1:9092"})
+    errors = config_errors(validate_connector_config(config, worker))
+    (problem,) = errors.pop("value.converter.schema.registry.url")
+    assert errors == {}, "the reachable key registry passes"
+    assert f"cannot reach the schema registry at {nobody} (value.converter.schema.registry.url)" in problem
+    assert "set value.converter.schema.registry.url to the URL" in problem
+
+    # A task meeting it at run time says the same.
+    record_schema = SchemaBuilder.struct().name("p").field("id", INT64_SCHEMA).build()
+    with pytest.raises(RetriableException) as at_run_time:
+        avro_converter(nobody).from_connect_data("t", record_schema, Struct(record_schema).put("id", 1))
+    assert str(at_run_time.value) == problem

@@ -386,3 +386,28 @@ def test_struct_from_values() -> None:
         Struct.from_values(schema, [1, None, None, None])
     with pytest.raises(DataException, match="3 values for the 4 fields"):
         Struct.from_values(schema, [1, "Ada", None])
+
+
+def test_field_changes_name_each_added_removed_and_retyped_field() -> None:
+    from eosconnect.api.data import Decimal, SchemaBuilder, field_changes
+
+    old = (
+        SchemaBuilder.struct()
+        .field("id", SchemaBuilder.int64().build())
+        .field("weight", SchemaBuilder.float64().optional().build())
+        .field("qty", SchemaBuilder.int32().build())
+        .build()
+    )
+    new = (
+        SchemaBuilder.struct()
+        .field("id", SchemaBuilder.int64().build())
+        .field("qty", SchemaBuilder.string().optional().build())
+        .field("price", Decimal.builder(2).optional().build())
+        .build()
+    )
+    assert field_changes(old, new) == [
+        "field 'price' added (optional BYTES Decimal scale 2)",
+        "field 'weight' removed",
+        "field 'qty' changed from INT32 to optional STRING",
+    ]
+    assert field_changes(new, new) == []

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from eosconnect.api import (
     INT64_SCHEMA,
     ConfigException,
+    ConnectException,
     ConnectorTransactionBoundaries,
     Date,
     Decimal,
@@ -416,3 +417,88 @@ def test_rows_become_structs_with_the_tables_schema() -> None:
     assert struct.get("at") == dt.datetime(2024, 1, 2, 12, 0, tzinfo=dt.UTC)  # read in db.timezone
     assert struct.get("free") == "3.14159" and struct.get("doc") == '{"a":[1]}'
     assert str(struct.get("wide")) == "12345678901234567890123.5000"
+
+
+# ------------------------------------------------------------------------------ schema changes
+
+
+def fields(record: SourceRecord) -> dict[str, Any]:
+    return {f.name: record.value.get(f.name) for f in record.value_schema.fields}
+
+
+def field_types(record: SourceRecord) -> dict[str, str]:
+    return {f.name: f.schema.type.name for f in record.value_schema.fields}
+
+
+def test_added_dropped_and_retyped_columns_are_followed_while_running(db) -> None:
+    url, engine = db
+    insert(engine, "orders", [(1, ts())])
+    task = start(config(url))
+    (first,) = drain(task, polls=2)
+    assert field_types(first) == {"id": "INT64", "updated_at": "INT64", "item": "STRING"}
+
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE orders ADD COLUMN color TEXT")
+        conn.exec_driver_sql("INSERT INTO orders VALUES (2, '2024-01-01 00:00:00', 'item-2', 'red')")
+    (added,) = drain(task, polls=2)
+    assert fields(added) == {
+        "id": 2,
+        "updated_at": dt.datetime(2024, 1, 1, tzinfo=ZoneInfo("UTC")),
+        "item": "item-2",
+        "color": "red",
+    }
+    assert added.value_schema.field("color").schema.optional
+
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE orders DROP COLUMN item")
+        conn.exec_driver_sql("INSERT INTO orders VALUES (3, '2024-01-02 00:00:00', 'blue')")
+    (dropped,) = drain(task, polls=2)
+    assert fields(dropped) == {
+        "id": 3,
+        "updated_at": dt.datetime(2024, 1, 2, tzinfo=ZoneInfo("UTC")),
+        "color": "blue",
+    }
+
+    # SQLite retypes a column by rebuilding its table: the result's shape is the same, the
+    # first value the old type cannot hold makes the task look at the table again.
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE orders RENAME TO old_orders")
+        conn.exec_driver_sql(
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, updated_at TEXT NOT NULL, color TEXT)"
+        )
+        conn.exec_driver_sql("INSERT INTO orders SELECT * FROM old_orders")
+        conn.exec_driver_sql("INSERT INTO orders VALUES (4, 'soon', 'green'), (5, 'later', NULL)")
+    retyped = drain(task, polls=2)
+    assert [fields(r) for r in retyped] == [
+        {"id": 4, "updated_at": "soon", "color": "green"},
+        {"id": 5, "updated_at": "later", "color": None},
+    ]
+    assert field_types(retyped[0])["updated_at"] == "STRING"
+    assert dict(retyped[-1].source_offset) == {"incrementing": 5}
+    task.stop()
+
+
+def test_a_value_its_column_cannot_hold_names_table_column_and_type(db) -> None:
+    url, engine = db
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE products (id INTEGER PRIMARY KEY, weight INTEGER)")
+        conn.exec_driver_sql("INSERT INTO products VALUES (1, 'heavy')")
+    task = start(config(url, tables="products"))
+    with pytest.raises(ConnectException) as failure:
+        task.poll()
+    message = str(failure.value)
+    assert "column 'weight' of table 'products' holds a str value ('heavy')" in message
+    assert "declared type INTEGER" in message and "change the column to a type that holds them" in message
+    task.stop()
+
+
+def test_a_dropped_incrementing_column_is_named(db) -> None:
+    url, engine = db
+    insert(engine, "orders", [(1, ts())])
+    task = start(config(url, mode="timestamp+incrementing", timestamp_delay_interval_ms="0"))
+    drain(task, polls=2)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE orders RENAME COLUMN id TO order_id")
+    with pytest.raises(ConnectException, match="table 'orders' has no column 'id' any more"):
+        drain(task, polls=2)
+    task.stop()

@@ -87,6 +87,11 @@ class Converter(ABC):
         self.is_key = is_key
         self.config = self.config_def().parse(config, prefix=self._prefix())
 
+    def preflight(self) -> dict[str, list[str]]:
+        """Checks of a configured converter that need the world outside the config (a registry
+        that answers), run by connector validation: problems by setting name, {} if none."""
+        return {}
+
     @abstractmethod
     def from_connect(self, topic: str, value: Any) -> bytes | None:
         """Serialise a key/value for `topic`; None stays None (a null key or a tombstone)."""

@@ -240,11 +240,15 @@ def framework_errors(config: Mapping[str, str], kind: ConnectorKind) -> dict[str
     errors: dict[str, list[str]] = {}
     for is_key, setting in ((True, "key.converter"), (False, "value.converter")):
         try:
-            converter_from_config(config, is_key=is_key)
+            converter = converter_from_config(config, is_key=is_key)
         except ConfigException as exc:
             _add(errors, exc, setting)
+            continue
         except Exception as exc:
             errors.setdefault(setting, []).append(f"the converter failed to configure: {exc!r}")
+            continue
+        for name, problems in converter.preflight().items():
+            errors.setdefault(name, []).extend(problems)
     wanted = (config.get("connector.plugin.version") or "").strip()
     if wanted:
         have = plugin_version(config.get("connector.class"))

@@ -34,6 +34,7 @@ from eosconnect.api.data.schema import (
     SchemaBuilderException,
     Type,
     copy_schema_basics,
+    field_changes,
     validate_value,
 )
 from eosconnect.api.data.struct import Struct
@@ -73,5 +74,6 @@ __all__ = [
     "Timestamp",
     "Type",
     "copy_schema_basics",
+    "field_changes",
     "validate_value",
 ]

@@ -54,6 +54,7 @@ __all__ = [
     "SchemaBuilderException",
     "Type",
     "copy_schema_basics",
+    "field_changes",
     "validate_value",
 ]
 
@@ -368,6 +369,35 @@ def _struct_class() -> type:
     from eosconnect.api.data.struct import Struct  # struct.py builds on this module
 
     return Struct
+
+
+def field_changes(old: Schema, new: Schema) -> list[str]:
+    """How the fields of STRUCT schema `new` differ from `old`'s, one phrase each ("field 'color'
+    added (optional STRING)"): what an operator needs to read in a log line or a refused
+    registration to see what moved, without diffing two schema dumps by eye."""
+    before = {f.name: f.schema for f in old.fields} if old.type is Type.STRUCT else {}
+    after = {f.name: f.schema for f in new.fields} if new.type is Type.STRUCT else {}
+    changes = [
+        f"field {name!r} added ({_brief(schema)})" for name, schema in after.items() if name not in before
+    ]
+    changes += [f"field {name!r} removed" for name in before if name not in after]
+    changes += [
+        f"field {name!r} changed from {_brief(schema)} to {_brief(after[name])}"
+        for name, schema in before.items()
+        if name in after and schema != after[name]
+    ]
+    return changes
+
+
+def _brief(schema: Schema) -> str:
+    """`optional INT64 Timestamp`: a field schema's optionality, type and logical type, in short."""
+    words = ["optional"] if schema.optional else []
+    words.append(str(schema.type))
+    if schema.name is not None:
+        words.append(schema.name.rpartition(".")[2])
+    if schema.parameters and "scale" in schema.parameters:
+        words.append(f"scale {schema.parameters['scale']}")
+    return " ".join(words)
 
 
 def validate_value(schema: Schema, value: Any, field_name: str | None = None) -> None:

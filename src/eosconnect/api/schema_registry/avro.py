@@ -74,7 +74,7 @@ class AvroConverter(RegistryConverter):
             found = self._to_avro.put(schema, (text, _record_name(avro), avro_value_converter(schema)))
         text, record_name, convert = found
         subject = self.registry.subject(topic, record_name)
-        registered = self.registry.schema_for_write(subject, RegistrySchema(text, self.FORMAT))
+        registered = self.registry.schema_for_write(subject, RegistrySchema(text, self.FORMAT), schema)
         writer = self._writers.get(registered.schema_id)
         if writer is None:
             writer = self._writers.put(

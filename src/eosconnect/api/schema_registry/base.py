@@ -61,6 +61,11 @@ class RegistryConverter(Converter):
         self.registry = RegistryAccess(self.config, is_key, self._prefix())
         self._start_caches(self.config["schemas.cache.size"])
 
+    def preflight(self) -> dict[str, list[str]]:
+        """Validation asks the registry once: an unreachable URL is refused with the connector's
+        config instead of failing its task at the first record."""
+        return self.registry.reachability_errors()
+
     @abstractmethod
     def _start_caches(self, size: int) -> None:
         """Set up the converter's schema caches (`LruCache`s of `size`)."""

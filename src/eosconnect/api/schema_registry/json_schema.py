@@ -58,7 +58,7 @@ class JsonSchemaConverter(RegistryConverter):
             )
         text, title, decimals, convert = found
         subject = self.registry.subject(topic, title)
-        registered = self.registry.schema_for_write(subject, RegistrySchema(text, self.FORMAT))
+        registered = self.registry.schema_for_write(subject, RegistrySchema(text, self.FORMAT), schema)
         return frame(registered.schema_id, dump_json(convert(value), decimals).encode())
 
     def to_connect_data(self, topic: str, data: bytes | None) -> SchemaAndValue:

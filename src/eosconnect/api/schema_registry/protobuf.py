@@ -61,7 +61,7 @@ class ProtobufConverter(RegistryConverter):
         if proto is None:
             proto = self._files.put(schema, to_proto(schema))
         subject = self.registry.subject(topic, proto.full_name)
-        registered = self.registry.schema_for_write(subject, RegistrySchema(proto.text, self.FORMAT))
+        registered = self.registry.schema_for_write(subject, RegistrySchema(proto.text, self.FORMAT), schema)
         message = to_message(schema, value, proto.message_class())
         return frame(registered.schema_id, message.SerializeToString(), _FIRST_MESSAGE)
 

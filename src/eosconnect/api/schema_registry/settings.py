@@ -11,14 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from confluent_kafka.schema_registry import RegisteredSchema, SchemaRegistryClient
 from confluent_kafka.schema_registry import Schema as RegistrySchema
+
+# The HTTP library the registry client raises its network errors from (httpx2 where installed,
+# else httpx): catching another one's errors would catch nothing.
+from confluent_kafka.schema_registry.common._httpx_compat import httpx
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
-from eosconnect.api.errors import ConfigException, DataException
+from eosconnect.api.data import Schema, field_changes
+from eosconnect.api.errors import ConfigException, DataException, RetriableException
 from eosconnect.api.validators import ValidString
 
 __all__ = [
@@ -34,6 +39,10 @@ SUBJECT_NAME_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicReco
 
 #: Incompatible schema (Confluent's error code 409 for `POST /subjects/<s>/versions`).
 _INCOMPATIBLE = 409
+
+#: Seconds validation waits for the registry to answer: long enough for a busy one, short enough
+#: that a URL nobody answers at does not hold a `PUT .../config/validate` for the read timeout.
+VALIDATION_TIMEOUT_S = 5
 
 
 def _strategy_validator(name: str, value: Any) -> None:
@@ -172,6 +181,7 @@ class RegistryAccess:
         #: For messages: never the credentials a URL may carry.
         self.urls = ",".join(_without_userinfo(url) for url in urls)
         self.is_key = is_key
+        self.prefix = prefix
         self.auto_register: bool = settings["auto.register.schemas"]
         self.use_latest: bool = settings["use.latest.version"]
         self.strategy: str = settings[
@@ -195,18 +205,60 @@ class RegistryAccess:
             # As Confluent's clients do with USER_INFO, credentials in the URL are not used.
             conf["url"] = self.urls
             conf["basic.auth.user.info"] = user_info
+        self._conf = conf
         self.client = SchemaRegistryClient(conf)
         self._written: dict[tuple[str, str], RegistrySchemaId] = {}
+        #: The Connect schema last written under each subject: what a refused one changed.
+        self._last_written: dict[str, Schema] = {}
+
+    def unreachable(self, exc: Exception) -> str:
+        """Why the registry could not be asked, naming the URL, the setting and the fix."""
+        setting = f"{self.prefix}schema.registry.url"
+        return (
+            f"cannot reach the schema registry at {self.urls} ({setting}): {type(exc).__name__}: {exc}. "
+            f"Start the registry, or set {setting} to the URL the worker reaches it at."
+        )
+
+    def reachability_errors(self) -> dict[str, list[str]]:
+        """Whether the registry answers (for validation): {} if so, else the problem on the URL setting.
+
+        One request with no retries and a short timeout: a task would otherwise be started that
+        fails at its first record."""
+        probe = SchemaRegistryClient({**self._conf, "timeout": VALIDATION_TIMEOUT_S, "max.retries": 0})
+        setting = f"{self.prefix}schema.registry.url"
+        try:
+            probe.get_compatibility()
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            return {setting: [self.unreachable(exc)]}
+        except SchemaRegistryError as exc:
+            if exc.http_status_code in (401, 403):
+                return {
+                    setting: [
+                        f"the schema registry at {self.urls} refused the credentials (HTTP "
+                        f"{exc.http_status_code}: {exc.error_message}). Set "
+                        f"{self.prefix}basic.auth.user.info (with basic.auth.credentials.source=USER_INFO) "
+                        "or user:password@ in the URL."
+                    ]
+                }
+        return {}
 
     def subject(self, topic: str, record_name: str | None) -> str:
         return subject_name(self.strategy, topic, self.is_key, record_name)
 
-    def schema_for_write(self, subject: str, schema: RegistrySchema) -> RegistrySchemaId:
-        """The id (and the registered schema) to write a record of `schema` under `subject` with."""
+    def schema_for_write(
+        self, subject: str, schema: RegistrySchema, connect_schema: Schema | None = None
+    ) -> RegistrySchemaId:
+        """The id (and the registered schema) to write a record of `schema` under `subject` with;
+        `connect_schema`, the Connect schema it was made from, lets a refusal name what changed."""
         cache_key = (subject, schema.schema_str)
         found = self._written.get(cache_key)
-        if found is not None:
-            return found
+        if found is None:
+            found = self._written[cache_key] = self._ask(subject, schema, connect_schema)
+        if connect_schema is not None:
+            self._last_written[subject] = connect_schema
+        return found
+
+    def _ask(self, subject: str, schema: RegistrySchema, connect_schema: Schema | None) -> RegistrySchemaId:
         try:
             # Confluent's serializers check in this order: auto.register.schemas wins over
             # use.latest.version, which only applies when registration is off.
@@ -219,13 +271,16 @@ class RegistryAccess:
                 registered = self.client.lookup_schema(subject, schema)
                 found = RegistrySchemaId(registered.schema_id, schema)
         except SchemaRegistryError as exc:
-            raise self._refused(subject, schema, exc) from None
-        self._written[cache_key] = found
+            raise self._refused(subject, schema, exc, connect_schema) from None
+        except httpx.TransportError as exc:
+            raise RetriableException(self.unreachable(exc)) from None
         return found
 
     def schema_by_id(self, schema_id: int, topic: str) -> RegistrySchema:
         try:
             return self.client.get_schema(schema_id)
+        except httpx.TransportError as exc:
+            raise RetriableException(self.unreachable(exc)) from None
         except SchemaRegistryError as exc:
             raise DataException(
                 f"The schema registry at {self.urls} has no schema with id {schema_id}, which a record "
@@ -234,15 +289,18 @@ class RegistryAccess:
                 "Check that schema.registry.url names the registry the topic's producer used."
             ) from None
 
-    def _refused(self, subject: str, schema: RegistrySchema, exc: SchemaRegistryError) -> DataException:
+    def _refused(
+        self, subject: str, schema: RegistrySchema, exc: SchemaRegistryError, connect_schema: Schema | None
+    ) -> DataException:
         what = f"the {schema.schema_type} schema of a record {'key' if self.is_key else 'value'}"
         if exc.http_status_code == _INCOMPATIBLE:
             rule = self._compatibility(subject)
             return DataException(
-                f"The schema registry at {self.urls} refused {what} for subject {subject!r}: it is "
-                f"incompatible with the subject's registered versions under its compatibility rule {rule} "
-                f"(registry: {exc.error_message}). Make the change {rule}-compatible (e.g. give new fields "
-                "defaults), or change the subject's rule, or write to another subject."
+                f"The schema registry at {self.urls} refused {what} for subject {subject!r}: "
+                f"{self._change(subject, connect_schema)} is incompatible with the subject's registered "
+                f"versions under its compatibility rule {rule} (registry: {exc.error_message}). Make the "
+                f"change {rule}-compatible (e.g. give new fields defaults), or change the subject's rule, "
+                "or write to another subject."
             )
         if exc.http_status_code == 404:
             why = (
@@ -260,13 +318,29 @@ class RegistryAccess:
             f"HTTP {exc.http_status_code}, error {exc.error_code}: {exc.error_message}"
         )
 
+    def _change(self, subject: str, connect_schema: Schema | None) -> str:
+        """The change a refused schema makes to the last one written under the subject, in words."""
+        before = self._last_written.get(subject)
+        changes = field_changes(before, connect_schema) if before is not None and connect_schema else []
+        if not changes:
+            return "the schema"
+        return f"the change ({'; '.join(changes)})"
+
     def _compatibility(self, subject: str) -> str:
-        for scope in (subject, None):
-            try:
-                return self.client.get_compatibility(scope)
-            except SchemaRegistryError:
-                continue
-        return "(unknown)"
+        """The rule in force for the subject: its own, else the global one. Asked with
+        `defaultToGlobal=true`: without it Apicurio answers NONE for a subject with no rule of its
+        own (Confluent answers 404), which is not the rule the registry applies."""
+        try:
+            answer = self.client._rest_client.get(
+                f"config/{quote(subject, safe='')}", query={"defaultToGlobal": "true"}
+            )
+            return str(answer["compatibilityLevel"])
+        except (SchemaRegistryError, httpx.HTTPError, KeyError, TypeError):
+            pass
+        try:
+            return self.client.get_compatibility()
+        except (SchemaRegistryError, httpx.HTTPError):
+            return "(unknown)"
 
 
 def registry_settings(config_def: ConfigDef, config: Mapping[str, Any], prefix: str) -> dict[str, Any]:

@@ -36,6 +36,19 @@ Timestamps are stored in offsets as ISO-8601 strings (numbers for numeric column
 milliseconds; SQLite's text timestamps verbatim: write them as `YYYY-MM-DD HH:MM:SS[.ffffff]`,
 which is what SQLite's CURRENT_TIMESTAMP and SQLAlchemy write, because SQLite compares them as text).
 
+**Schema changes.** Rows are read with `SELECT *`, as Confluent's JDBC source reads them, and
+each poll compares its result's columns (the cursor description: names, types) with those the
+table's schema was built for. When they differ (a column added, dropped or retyped while the task
+runs) the table is reflected again and the rows of that poll and every later one carry the new
+schema and values: no row is read with the old schema after the change, none is skipped. Where the
+description says nothing of a type (SQLite), the first value the old type cannot hold makes the
+task look at the table again. A value that its column's declared type truly cannot hold (SQLite
+keeps any value in any column) fails the task naming the table, the column, the value's type and
+the fix. The incrementing and timestamp columns must outlive a change: dropping one fails the task
+naming it, and a retyped timestamp column asks for the table's offsets to be reset. With a
+registry converter each new schema is a new version of the topic's subject, registered when the
+subject's compatibility rule allows it (docs/schema-registry.md).
+
 **Exactly once.** Re-reading from a committed offset returns the same rows, so exactly-once
 support is SUPPORTED. With `transaction.boundary=connector` each table poll is one transaction:
 the task asks for a commit after the last record of every poll. The usual caveat of

@@ -1,5 +1,10 @@
 """JdbcSource's queries: the next rows of a table after its position, per mode (SQLAlchemy Core,
-so every dialect gets its own SQL)."""
+so every dialect gets its own SQL).
+
+Rows are selected with `SELECT *`, as Confluent's JDBC source does, not as the columns reflected
+when the task started: a column added since is read, a dropped one does not fail the query, and
+the cursor description of each result (`Shape`) tells the task that the table changed.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,19 @@ from typing import Any
 from eosconnect.connectors.jdbc.config import Mode
 from eosconnect.connectors.jdbc.values import TsKind
 
-__all__ = ["next_rows", "whole_timestamps"]
+__all__ = ["Shape", "fetch", "next_rows", "whole_timestamps"]
+
+#: A result's columns as the cursor describes them (name, type code, sizes...): it changes when a
+#: column is added, dropped or retyped, and costs nothing to read.
+Shape = tuple[tuple[Any, ...], ...]
+
+
+def fetch(conn: Any, stmt: Any) -> tuple[Shape, list[dict[str, Any]]]:
+    """Run `stmt`: the result's shape and its rows as the driver returned them, by column name."""
+    result = conn.execute(stmt)
+    shape: Shape = tuple(tuple(column) for column in result.cursor.description or ())
+    names = [column[0] for column in shape]
+    return shape, [dict(zip(names, row, strict=True)) for row in result]
 
 
 def next_rows(
@@ -25,17 +42,15 @@ def next_rows(
     """The statement for the rows after the position (`incrementing`, `timestamp`) up to the read
     `bound` (timestamp modes), in offset order, without a limit; and the timestamp column
     expression it compares (None in incrementing mode), for `whole_timestamps`."""
-    from sqlalchemy import String, and_, or_, select, type_coerce
+    from sqlalchemy import String, and_, literal_column, or_, select, type_coerce
 
-    columns: list[Any] = list(table.columns)
     ts: Any = None
     if mode.uses_timestamp:
         ts = table.columns[ts_column]
         if ts_kind is TsKind.TEXT:
-            columns = [type_coerce(c, String).label(c.name) if c is ts else c for c in columns]
             ts = type_coerce(ts, String)
     inc: Any = table.columns[inc_column] if inc_column else None
-    stmt = select(*columns)
+    stmt: Any = select(literal_column("*")).select_from(table)
     if mode is Mode.INCREMENTING:
         if incrementing is not None:
             stmt = stmt.where(inc > incrementing)
@@ -60,4 +75,4 @@ def whole_timestamps(
     kept = [r for r in rows if r[ts_column] != last]
     if kept:
         return kept
-    return [dict(r) for r in conn.execute(stmt.where(ts == last)).mappings()]
+    return fetch(conn, stmt.where(ts == last))[1]

@@ -49,8 +49,9 @@ from eosconnect.api.data import (
     Timestamp,
     Type,
 )
+from eosconnect.api.errors import DataException
 
-__all__ = ["NumericMapping", "RowSchema", "row_schema"]
+__all__ = ["DriverRows", "NumericMapping", "RowSchema", "UnconvertibleValue", "key_schema_for", "row_schema"]
 
 ValueConverter = Callable[[Any], Any]
 
@@ -64,20 +65,68 @@ class NumericMapping(StrEnum):
     BEST_FIT_EAGER_DOUBLE = "best_fit_eager_double"
 
 
+class UnconvertibleValue(DataException):
+    """A column value that its column's Connect type cannot hold (SQLite keeps any value in any
+    column; a type changed under a running task): the message names the table, the column, the
+    value's type and the fix."""
+
+    def __init__(self, table: str, column: str, declared: str, target: Schema, value: Any, why: Exception):
+        self.column = column
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        super().__init__(
+            f"column {column!r} of table {table!r} holds a {type(value).__name__} value ({shown}) that its "
+            f"declared type {declared} (Connect {target.type}) cannot hold: {why}. Store values of the "
+            "declared type in the column, or change the column to a type that holds them (JdbcSource "
+            "follows a changed column type from its next poll)."
+        )
+
+
+@dataclass(frozen=True)
+class DriverRows:
+    """Rows as a driver returns them: its SQLAlchemy `dialect`, and the type code the cursor
+    description gives each column (some result processors depend on it, PostgreSQL's numerics)."""
+
+    dialect: Any
+    type_codes: Mapping[str, Any]
+
+    def processed(self, column: Any, convert: ValueConverter) -> ValueConverter:
+        """`convert` after the column type's SQLAlchemy result processing (if it has one)."""
+        dialect = self.dialect
+        process = column.type.dialect_impl(dialect).result_processor(
+            dialect, self.type_codes.get(column.name)
+        )
+        if process is None:
+            return convert
+        return lambda value: None if (v := process(value)) is None else convert(v)
+
+
 @dataclass(frozen=True)
 class RowSchema:
     """A table's STRUCT schema and, per field, how a driver value becomes its Connect value."""
 
     schema: Schema
     converters: tuple[tuple[str, ValueConverter], ...]
+    #: Per field, the column's declared type as the database names it (for error messages).
+    declared: tuple[str, ...] = ()
 
     def struct(self, row: Mapping[str, Any]) -> Struct:
-        """The row as a Struct of this schema (values converted to their schema's Python types)."""
-        return Struct.from_values(
-            self.schema,
-            [None if (v := row[name]) is None else convert(v) for name, convert in self.converters],
-            validate=False,
-        )
+        """The row as a Struct of this schema (values converted to their schema's Python types);
+        `UnconvertibleValue` for a value its field cannot hold."""
+        values = []
+        for index, (name, convert) in enumerate(self.converters):
+            value = row[name]
+            if value is not None:
+                try:
+                    value = convert(value)
+                except (ValueError, TypeError, ArithmeticError) as exc:
+                    declared = self.declared[index] if self.declared else "?"
+                    table = self.schema.name or "?"
+                    raise UnconvertibleValue(
+                        table, name, declared, self.field_schema(name), value, exc
+                    ) from None
+            values.append(value)
+        return Struct.from_values(self.schema, values, validate=False)
 
     def field_schema(self, name: str) -> Schema:
         field = self.schema.field(name)
@@ -93,10 +142,14 @@ def row_schema(
     numeric_mapping: NumericMapping,
     zone: dt.tzinfo,
     text_columns: frozenset[str] = frozenset(),
+    driver_rows: DriverRows | None = None,
 ) -> RowSchema:
     """The schema of rows selected as `columns` (SQLAlchemy columns) of table `name`.
 
     `text_columns` are read as text whatever their declared type (SQLite timestamps compared as text).
+    With `driver_rows`, rows come as the driver returns them (a `SELECT *`, which SQLAlchemy cannot
+    type), so each column's SQLAlchemy result processing runs first, as it would for a selected
+    column: the values are those of a typed select.
     """
     builder = SchemaBuilder.struct().name(name)
     converters = []
@@ -106,11 +159,13 @@ def row_schema(
             field_builder, convert = SchemaBuilder.string(), str
         else:
             field_builder, convert = _column(column.type, dialect, numeric_mapping, zone)
+            if driver_rows is not None:
+                convert = driver_rows.processed(column, convert)
         if column.nullable:
             field_builder.optional()
         builder.field(column.name, field_builder)
         converters.append((column.name, convert))
-    return RowSchema(builder.build(), tuple(converters))
+    return RowSchema(builder.build(), tuple(converters), tuple(str(c.type) for c in columns))
 
 
 def _column(

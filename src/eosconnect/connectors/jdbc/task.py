@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from eosconnect.api.data import Schema
+from eosconnect.api.data import Schema, field_changes
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Primitive, SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import (
@@ -34,8 +34,15 @@ from eosconnect.connectors.jdbc.config import (
     table_names,
 )
 from eosconnect.connectors.jdbc.database import connection_lost, create_engine_for, reflect_table, safe_url
-from eosconnect.connectors.jdbc.queries import next_rows, whole_timestamps
-from eosconnect.connectors.jdbc.schema import NumericMapping, RowSchema, key_schema_for, row_schema
+from eosconnect.connectors.jdbc.queries import Shape, fetch, next_rows, whole_timestamps
+from eosconnect.connectors.jdbc.schema import (
+    DriverRows,
+    NumericMapping,
+    RowSchema,
+    UnconvertibleValue,
+    key_schema_for,
+    row_schema,
+)
 from eosconnect.connectors.jdbc.values import (
     TsKind,
     after,
@@ -51,6 +58,9 @@ __all__ = ["JdbcSourceTask"]
 #: The longest a `poll()` blocks while no table is due.
 MAX_IDLE_WAIT_S = 0.5
 
+#: Queries in a row a poll runs while a table's columns change between its query and its reflection.
+_FOLLOW_ATTEMPTS = 3
+
 log = logging.getLogger(__name__)
 
 
@@ -62,6 +72,7 @@ class _TableState:
     partition: SourcePartition
     rows: RowSchema | None = None  # the value schema; set once the timestamp kind is known
     key_schema: Schema | None = None
+    shape: Shape | None = None  # the query result's columns `rows` was built for (None: no poll yet)
     ts_kind: TsKind | None = None
     ts_aware: bool = False
     incrementing: Any = None  # last id read (None: nothing read yet)
@@ -111,16 +122,7 @@ class JdbcSourceTask(SourceTask):
                 state.ts_kind, state.ts_aware = timestamp_kind(
                     table.columns[self.ts_column].type, self.engine.dialect.name
                 )
-            state.rows = row_schema(
-                name,
-                list(table.columns),
-                dialect=self.engine.dialect.name,
-                numeric_mapping=self.numeric_mapping,
-                zone=self.zone,
-                text_columns=frozenset({self.ts_column} if state.ts_kind is TsKind.TEXT else ()),
-            )
-            if self.inc_column:
-                state.key_schema = key_schema_for(state.rows.field_schema(self.inc_column))
+            self._build(state, table)
             self._restore(state, stored.get(partition))
             self.tables[name] = state
         log.info(
@@ -128,6 +130,25 @@ class JdbcSourceTask(SourceTask):
             ", ".join(self._describe(s) for s in self.tables.values()) or "no tables",
             self.url,
         )
+
+    def _build(self, state: _TableState, table: Any, shape: Shape | None = None) -> None:
+        """The table's schema, converters and key schema from its reflected columns (and, once
+        polled, from the shape of the query result the rows come in)."""
+        state.table = table
+        state.shape = shape
+        state.rows = row_schema(
+            state.name,
+            list(table.columns),
+            dialect=self.engine.dialect.name,
+            numeric_mapping=self.numeric_mapping,
+            zone=self.zone,
+            text_columns=frozenset({self.ts_column} if state.ts_kind is TsKind.TEXT else ()),
+            driver_rows=None
+            if shape is None
+            else DriverRows(self.engine.dialect, {column[0]: column[1] for column in shape}),
+        )
+        if self.inc_column:
+            state.key_schema = key_schema_for(state.rows.field_schema(self.inc_column))
 
     def _describe(self, state: _TableState) -> str:
         if state.incrementing is None and state.timestamp is None:
@@ -182,17 +203,10 @@ class JdbcSourceTask(SourceTask):
             return None
         try:
             rows, bound, complete = self._query(state)
+            polled_ms = int(time.time() * 1000)
+            records, incrementing, timestamp = self._records(state, rows)
         except _Retry:
             return None
-        polled_ms = int(time.time() * 1000)
-        incrementing, timestamp = state.incrementing, state.timestamp
-        records = []
-        for row in rows:
-            if self.mode.uses_incrementing:
-                incrementing = row[self.inc_column]
-            if self.mode.uses_timestamp:
-                timestamp = row[self.ts_column]
-            records.append(self._record(state, row, self._position(state, incrementing, timestamp)))
         # One step, so that update_offsets (maybe on another thread) never sees a position that is
         # ahead of the records handed to the runtime, nor a half-updated one.
         with self._lock:
@@ -206,6 +220,32 @@ class JdbcSourceTask(SourceTask):
         if txn is not None:
             txn.commit_transaction(records[-1])  # one transaction per table poll
         return records
+
+    def _records(self, state: _TableState, rows: list[dict[str, Any]]) -> tuple[list[SourceRecord], Any, Any]:
+        """The rows as records, and the position after the last. A value its column's type cannot
+        hold is worth one look at the table: a column retyped where the result's shape says
+        nothing of it (SQLite) is followed here; otherwise the task fails naming the value."""
+        try:
+            return self._convert(state, rows)
+        except UnconvertibleValue as exc:
+            assert state.shape is not None
+            if not self._follow(state, state.shape):
+                raise ConnectException(str(exc)) from None
+        try:
+            return self._convert(state, rows)
+        except UnconvertibleValue as exc:
+            raise ConnectException(str(exc)) from None
+
+    def _convert(self, state: _TableState, rows: list[dict[str, Any]]) -> tuple[list[SourceRecord], Any, Any]:
+        incrementing, timestamp = state.incrementing, state.timestamp
+        records = []
+        for row in rows:
+            if self.mode.uses_incrementing:
+                incrementing = row[self.inc_column]
+            if self.mode.uses_timestamp:
+                timestamp = row[self.ts_column]
+            records.append(self._record(state, row, self._position(state, incrementing, timestamp)))
+        return records, incrementing, timestamp
 
     def _record(
         self, state: _TableState, row: Mapping[str, Any], offset: dict[str, Primitive]
@@ -223,7 +263,11 @@ class JdbcSourceTask(SourceTask):
 
     def _query(self, state: _TableState) -> tuple[list[dict[str, Any]], Any, bool]:
         """The next rows of a table, the read bound used, and whether the table is now complete
-        (the query returned fewer than batch.max.rows rows: every row up to the bound is read)."""
+        (the query returned fewer than batch.max.rows rows: every row up to the bound is read).
+
+        A result whose shape differs from the one the table's schema was built for means the
+        table changed: its schema follows before these rows are converted, so the rows of the poll
+        that notices a change already carry the new schema."""
         limit = self.batch_max_rows
         bound = (
             read_bound(state.ts_kind, state.ts_aware, self.delay, self.zone)
@@ -241,16 +285,79 @@ class JdbcSourceTask(SourceTask):
             bound=bound,
         )
 
-        def run() -> tuple[list[dict[str, Any]], bool]:
+        def run() -> tuple[Shape, list[dict[str, Any]], bool]:
             with self.engine.connect() as conn:
-                rows = [dict(r) for r in conn.execute(stmt.limit(limit)).mappings()]
+                shape, rows = fetch(conn, stmt.limit(limit))
                 full = len(rows) >= limit
                 if self.mode is Mode.TIMESTAMP and full:
                     rows = whole_timestamps(conn, stmt, ts, self.ts_column, rows)
-                return rows, full
+                return shape, rows, full
 
-        rows, full = self._call(run, f"polling table {state.name!r}")
-        return rows, bound, not full
+        for _ in range(_FOLLOW_ATTEMPTS):
+            try:
+                shape, rows, full = self._call(run, f"polling table {state.name!r}")
+            except (ConnectException, _Retry):
+                self._explain_failed_query(state)
+                raise
+            if shape == state.shape or self._follow(state, shape) is not None:
+                return rows, bound, not full
+        raise _Retry  # the table keeps changing between a query and its reflection: next poll
+
+    def _follow(self, state: _TableState, shape: Shape) -> list[str] | None:
+        """Rebuild the table's schema from its columns now, for results of `shape`: the changes
+        to its fields, or None when the columns no longer match the shape (changed again since
+        the query: query again)."""
+        table = self._reflect(state)
+        if [column.name for column in table.columns] != [column[0] for column in shape]:
+            return None
+        self._check_mode_columns(state, table)
+        assert state.rows is not None
+        before = state.rows.schema
+        self._build(state, table, shape)
+        changes = field_changes(before, state.rows.schema)
+        if changes:
+            log.info(
+                "table %r changed: %s; its records carry the new schema from this poll on",
+                state.name,
+                ", ".join(changes),
+            )
+        return changes
+
+    def _explain_failed_query(self, state: _TableState) -> None:
+        """A failed query may have lost a column it filters or orders by (SQLite reports that as an
+        OperationalError, which would be retried as if the connection were lost): say so."""
+        try:  # not through _call: it would count this success against the failed query's retries
+            table = reflect_table(self.engine, state.name)
+        except Exception:  # the query's own error says more than this one
+            return
+        self._check_mode_columns(state, table)
+
+    def _reflect(self, state: _TableState) -> Any:
+        return self._call(
+            lambda: reflect_table(self.engine, state.name), f"reading the columns of {state.name!r}"
+        )
+
+    def _check_mode_columns(self, state: _TableState, table: Any) -> None:
+        """The mode's columns must outlive any change: rows are found and ordered by them."""
+        for setting, column in (
+            ("incrementing.column.name", self.inc_column),
+            ("timestamp.column.name", self.ts_column if self.mode.uses_timestamp else ""),
+        ):
+            if column and column not in table.columns:
+                raise ConnectException(
+                    f"table {state.name!r} has no column {column!r} any more (its columns: "
+                    f"{', '.join(c.name for c in table.columns)}), and {setting}={column} finds its new "
+                    f"rows. Restore the column, or set {setting} to another column and reset the "
+                    "connector's offsets for this table."
+                )
+        if self.mode.uses_timestamp:
+            kind = timestamp_kind(table.columns[self.ts_column].type, self.engine.dialect.name)
+            if kind != (state.ts_kind, state.ts_aware):
+                raise ConnectException(
+                    f"the timestamp column {self.ts_column!r} of table {state.name!r} changed type (now "
+                    f"{table.columns[self.ts_column].type}), so the stored position no longer compares "
+                    "with its values. Reset the connector's offsets for this table to read it again."
+                )
 
     def _call(self, fn: Any, doing: str) -> Any:
         """Run a database call. A transient failure (connection lost, database locked) waits
