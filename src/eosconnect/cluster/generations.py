@@ -236,13 +236,22 @@ class Generations(HerderState):
             self._hosts.wait_ended(max(deadline, time.monotonic() + HOST_END_WAIT_S))
             self._hosts.cancel_all()
 
-    def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> None:
+    def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> bool:
+        """Run an ended task again if a restart waits for it; whether it did.
+
+        The leader's record of the task says RESTARTING from here, as its status does: a new instance
+        that fails as the last one did must differ from the record, or its FAILED (the same state,
+        often the same trace) counts as no change and RESTARTING stays for good."""
         if run is None or run.generation != generation or task not in run.restart_pending:
-            return
+            return False
         run.restart_pending.discard(task)
         run.stop_tasks.discard(task)
+        runtime = self._tasks.setdefault((name, task), TaskRuntime())
+        runtime.state, runtime.trace, runtime.pid = "RESTARTING", None, None
+        self._put_task_status(name, task, ConnectState.RESTARTING, generation)
         self._relaunch(name, run, [task], "restart")
         log.info("connector %s: restarted task %d", name, task)
+        return True
 
     def _relaunch(self, name: str, run: GenerationRun, tasks: list[int], why: str) -> None:
         """Run `tasks` of `run`'s generation again, as one more Spark job of that generation."""
