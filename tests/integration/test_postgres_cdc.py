@@ -26,6 +26,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from eosconnect.devkafka.ports import free_port
 from support.cdc_soak import cdc_source_config, connect, kafka_transactions
 from support.postgres import new_database, postgres  # noqa: F401 - the fixture
 from support.runtime_helpers import wait_until
@@ -393,6 +394,47 @@ def test_validation_names_each_problem_and_its_fix(db) -> None:
     errors = {r.name: r.errors for r in PostgresCdcSourceConnector().validate(decoderbufs) if r.errors}
     assert list(errors) == ["plugin.name"]
     assert not [r for r in PostgresCdcSourceConnector().validate(cdc_config("ok", db, "v")) if r.errors]
+
+
+def validation_errors(config: dict[str, str]) -> dict[str, list[str]]:
+    from eosconnect.connectors.postgres_cdc import PostgresCdcSourceConnector
+
+    return {r.name: r.errors for r in PostgresCdcSourceConnector().validate(config) if r.errors}
+
+
+def test_a_refused_login_names_the_setting_at_validation_and_at_run_time(postgres, db) -> None:  # noqa: F811
+    """A wrong password was reported against database.hostname. PostgreSQL's refusals name their own
+    setting (password, user, database), an address that does not answer names the host, and a
+    task that starts with a wrong password fails at once naming database.password."""
+    from eosconnect.connectors.postgres_cdc import PostgresCdcTask
+    from eosconnect.connectors.postgres_cdc.config import CdcConfig
+    from eosconnect.connectors.postgres_cdc.refusal import ConnectionRefused
+    from eosconnect.connectors.postgres_cdc.replication import ReplicationStream
+
+    role = f"login_{db.name}"
+    with db.connect() as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN REPLICATION SUPERUSER PASSWORD 'right'")
+    hba = postgres.server.data_dir / "pg_hba.conf"  # the server trusts everyone else
+    hba.write_text(
+        f"host all {role} 127.0.0.1/32 scram-sha-256\nhost replication {role} 127.0.0.1/32 "
+        f"scram-sha-256\n{hba.read_text()}"
+    )
+    with db.connect() as conn:
+        conn.execute("SELECT pg_reload_conf()")
+    config = {**cdc_config("cdc-login", db, "l"), "database.user": role, "database.password": "wrong"}
+    errors = validation_errors(config)
+    assert list(errors) == ["database.password"], errors
+    assert "refused the password" in errors["database.password"][0]
+    right = {**config, "database.password": "right"}
+    assert validation_errors(right) == {}
+    assert list(validation_errors({**right, "database.dbname": "nosuch"})) == ["database.dbname"]
+    unreachable = {**right, "database.port": str(free_port())}
+    assert list(validation_errors(unreachable)) == ["database.hostname"]
+
+    with pytest.raises(ConnectionRefused, match=r"^database\.password: "):
+        PostgresCdcTask().start(config)
+    with pytest.raises(ConnectionRefused, match=r"^database\.password: "):
+        ReplicationStream(CdcConfig.parse(config))
 
 
 def test_heartbeats_move_offset_and_slot_while_captured_tables_are_idle(

@@ -10,6 +10,7 @@ from typing import Any
 
 from eosconnect.connectors.postgres_cdc.config import AutoCreate, CdcConfig, TableFilter
 from eosconnect.connectors.postgres_cdc.pgoutput import Column
+from eosconnect.connectors.postgres_cdc.refusal import ConnectionRefused, refusal
 
 __all__ = [
     "TableMeta",
@@ -27,10 +28,17 @@ _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 
 
 def connect(config: CdcConfig) -> Any:
-    """An autocommit psycopg (3) connection for catalog queries."""
+    """An autocommit psycopg (3) connection for catalog queries; `ConnectionRefused` (naming the
+    setting) when PostgreSQL answered and refused it, psycopg's error when it did not answer."""
     import psycopg
 
-    return psycopg.connect(config.dsn(), autocommit=True)
+    try:
+        return psycopg.connect(config.dsn(), autocommit=True)
+    except psycopg.OperationalError as exc:
+        found = refusal(exc, config)
+        if found is not None:
+            raise ConnectionRefused(found) from exc
+        raise
 
 
 def _ident(name: str) -> str:
@@ -59,6 +67,8 @@ def check(config: CdcConfig) -> dict[str, list[str]]:
 
     try:
         conn = connect(config)
+    except ConnectionRefused as exc:
+        return {exc.refusal.setting: [exc.refusal.message]}
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"database.hostname": [f"cannot connect to {config.describe()}: {reason}"]}

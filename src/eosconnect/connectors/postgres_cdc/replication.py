@@ -14,6 +14,7 @@ from typing import Any
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.connectors.postgres_cdc.config import CdcConfig
+from eosconnect.connectors.postgres_cdc.refusal import ConnectionRefused, refusal
 
 __all__ = ["ReplicationLost", "ReplicationStream", "SlotSnapshot", "format_lsn", "loss_reason", "parse_lsn"]
 
@@ -71,6 +72,9 @@ class ReplicationStream:
                 config.dsn(), connection_factory=psycopg2.extras.LogicalReplicationConnection
             )
         except psycopg2.Error as exc:
+            found = refusal(exc, config)
+            if found is not None:
+                raise ConnectionRefused(found) from exc
             raise ReplicationLost(
                 f"cannot open a replication connection to {config.describe()}: {exc}", loss_reason(exc)
             ) from exc
