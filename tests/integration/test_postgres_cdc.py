@@ -402,6 +402,43 @@ def validation_errors(config: dict[str, str]) -> dict[str, list[str]]:
     return {r.name: r.errors for r in PostgresCdcSourceConnector().validate(config) if r.errors}
 
 
+def test_filtered_publication_needs_create_on_the_database_and_the_tables_said_at_validation(db) -> None:
+    """A role with REPLICATION could not create the filtered publication (it lacks CREATE on the
+    database, and does not own the table): validation passed and the task failed with a bare
+    InsufficientPrivilege. Validation names the setting, what is missing and the GRANT; once both
+    are given it passes and the task's set-up creates the publication."""
+    from eosconnect.api.errors import ConnectException
+    from eosconnect.connectors.postgres_cdc import catalog
+    from eosconnect.connectors.postgres_cdc.config import CdcConfig
+
+    role = f"filtered_{db.name}"
+    with db.connect() as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN REPLICATION")
+        conn.execute(f"GRANT SELECT ON accounts TO {role}")
+    config = {**cdc_config("cdc-filtered", db, "f"), "database.user": role, "publication.name": "f_pub"}
+    errors = validation_errors(config)
+    assert list(errors) == ["publication.autocreate.mode"], errors
+    create, own = errors["publication.autocreate.mode"]
+    assert f'GRANT CREATE ON DATABASE "{db.name}" TO "{role}"' in create, create
+    assert "publication.autocreate.mode=disabled" in create
+    assert '"public"."accounts"' in own and "OWNER TO" in own, own
+    with (
+        catalog.connect(CdcConfig.parse(config)) as conn,
+        pytest.raises(ConnectException, match="GRANT CREATE ON DATABASE"),  # at run time too
+    ):
+        catalog.ensure_publication(conn, CdcConfig.parse(config))
+
+    with db.connect() as conn:
+        conn.execute(f"GRANT CREATE ON DATABASE {db.name} TO {role}")
+    assert [len(e) for e in validation_errors(config).values()] == [1], "the ownership is still missing"
+    with db.connect() as conn:
+        conn.execute(f"ALTER TABLE accounts OWNER TO {role}")
+    assert validation_errors(config) == {}
+    with catalog.connect(CdcConfig.parse(config)) as conn:
+        catalog.ensure_publication(conn, CdcConfig.parse(config))
+        assert catalog.published_tables(conn, CdcConfig.parse(config)) == [("public", "accounts")]
+
+
 def test_a_refused_login_names_the_setting_at_validation_and_at_run_time(postgres, db) -> None:  # noqa: F811
     """A wrong password was reported against database.hostname. PostgreSQL's refusals name their own
     setting (password, user, database), an address that does not answer names the host, and a

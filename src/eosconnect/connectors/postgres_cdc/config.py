@@ -65,8 +65,8 @@ CONFIG_DEF = (
             "Publication whose tables pgoutput streams.", group="Replication")
     .define("publication.autocreate.mode", ConfigType.STRING, AutoCreate.ALL_TABLES.value, Importance.MEDIUM,
             "all_tables: create the publication FOR ALL TABLES if missing (needs a superuser); filtered: "
-            "create it (or set its tables) for the tables table.include.list/table.exclude.list select; "
-            "disabled: it must exist.",
+            "create it (or set its tables) for the tables table.include.list/table.exclude.list select "
+            "(needs CREATE on the database and ownership of the tables); disabled: it must exist.",
             ValidString.in_(*(m.value for m in AutoCreate)), group="Replication")
     .define("table.include.list", ConfigType.LIST, [], Importance.MEDIUM,
             "Regular expressions matched against <schema>.<table>: only matching tables are captured "
