@@ -21,7 +21,7 @@ import time
 import uuid
 
 from eosconnect.cluster.herder_state import LAUNCHED, GenerationRun, HerderState, TaskRuntime
-from eosconnect.cluster.jobs import SparkTaskJob
+from eosconnect.cluster.jobs import SparkTaskJob, retire_connector
 from eosconnect.cluster.packing import HOST_END_WAIT_S, OWN_SLOT, HostedTasks
 from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import executor_slots
@@ -140,6 +140,23 @@ class Generations(HerderState):
         published = self.statuses.published(name)
         if published is None or published.state != ConnectState.STOPPED:
             self._put_connector_status(name, ConnectState.STOPPED)
+
+    def _retire_ended_connectors(self, snapshot: ConfigSnapshot) -> None:
+        """Connectors deleted or stopped whose tasks have all ended are retired (`Connector.retired`,
+        cluster/retirements.py): never while one of their tasks, abandoned ones too, may still run."""
+        self._retirements.observe(snapshot)
+        with self._lock:
+            due = self._retirements.due(self._has_running_tasks)
+        for retirement in due:
+            log.info(
+                "connector %s: %s and its tasks ended; retiring it",
+                retirement.name,
+                "deleted" if retirement.deleted else "stopped",
+            )
+            retire_connector(retirement.config, self.worker.originals, retirement.deleted)
+
+    def _has_running_tasks(self, name: str) -> bool:
+        return name in self._runs or any(r.connector == name and r.running() for r in self._abandoned)
 
     def _reap_runs(self, snapshot: ConfigSnapshot) -> None:
         with self._lock:
