@@ -801,3 +801,53 @@ def test_sigkilled_worker_process_then_restarted_exactly_once(
     check_exactly_once(events, db, workload.changes)
     for group in kafka_transactions(events)[1:]:
         assert len({v["source"]["txId"] for _, _, v in group if v is not None}) == 1
+
+
+def test_deleting_names_the_slot_left_and_slot_drop_on_stop_drops_it_only_for_good(
+    db, workers, topic_name, create_topic
+):
+    """Deleting a CDC connector left its slot retaining WAL without a word. The worker's log now names
+    the slot, the WAL it retains and how to drop it; with slot.drop.on.stop=true the slot is dropped
+    once the connector is stopped, and kept through a task restart (the next task resumes from it)."""
+
+    def slot_exists(config: dict[str, str]) -> bool:
+        with db.connect() as conn:
+            query = "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s"
+            return conn.execute(query, (config["slot.name"],)).fetchone() is not None
+
+    worker = workers()
+    kept, dropped = topic_name("kept"), topic_name("dropped")
+    configs = {  # a publication each: two tasks creating the same one at once collide
+        "cdc-kept": cdc_config("cdc-kept", db, kept, publication_name="kept"),
+        "cdc-dropped": cdc_config(
+            "cdc-dropped", db, dropped, publication_name="dropped", slot_drop_on_stop="true"
+        ),
+    }
+    for name, config in configs.items():
+        create_topic(f"{config['topic.prefix']}.public.accounts")
+        assert worker.create_connector(name, config).status_code == 201
+    worker.wait_for(
+        lambda: all(worker.task_states(n) == ["RUNNING"] and slot_exists(c) for n, c in configs.items()),
+        120,
+        "both tasks RUNNING on their slots",
+    )
+
+    def instance() -> str:
+        return worker.request("GET", "/internal/tasks").json()["cdc-dropped-0"]["instance"]
+
+    before = instance()
+    assert worker.request("POST", "/connectors/cdc-dropped/tasks/0/restart").status_code in (200, 204)
+    worker.wait_for(
+        lambda: instance() != before and worker.task_states("cdc-dropped") == ["RUNNING"], 90, "a new task"
+    )
+    assert slot_exists(configs["cdc-dropped"]), "a restart keeps the slot"
+    worker.stop_connector("cdc-dropped")
+    worker.wait_for(lambda: not slot_exists(configs["cdc-dropped"]), 30, "the slot dropped once stopped")
+
+    slot = configs["cdc-kept"]["slot.name"]
+    assert worker.request("DELETE", "/connectors/cdc-kept").status_code == 204
+    warning = f"PostgresCdcSource cdc-kept deleted: its replication slot '{slot}'"
+    worker.wait_for(lambda: warning in worker.log_path.read_text(), 30, "the warning about the slot")
+    line = next(line for line in worker.log_path.read_text().splitlines() if warning in line)
+    assert "WARNING" in line and "of WAL" in line and f"SELECT pg_drop_replication_slot('{slot}');" in line
+    assert slot_exists(configs["cdc-kept"]), "deleting without slot.drop.on.stop keeps the slot"

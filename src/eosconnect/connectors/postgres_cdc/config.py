@@ -58,6 +58,13 @@ CONFIG_DEF = (
     .define("slot.name", ConfigType.STRING, "debezium", Importance.MEDIUM,
             "Logical replication slot (pgoutput) the connector reads; created if missing. It keeps "
             "the WAL the connector has not confirmed yet.", group="Replication")
+    .define("slot.drop.on.stop", ConfigType.BOOLEAN, False, Importance.LOW,
+            "Drop the replication slot when the connector is deleted or stopped (STOPPED), once its "
+            "task has ended; never on a task restart, a reconfiguration or a rebalance. For test and "
+            "development set-ups (as in Debezium): the slot's changes go with it, so a connector that "
+            "resumes from its offsets fails (reset them to take a new snapshot). false: deleting the "
+            "connector leaves the slot and logs a WARNING with the WAL it retains and how to drop it.",
+            group="Replication")
     .define("plugin.name", ConfigType.STRING, "pgoutput", Importance.LOW,
             "Logical decoding plugin: pgoutput, the only one supported (Debezium's default).",
             ValidString.in_("pgoutput"), group="Replication")
