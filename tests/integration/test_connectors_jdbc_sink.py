@@ -290,6 +290,42 @@ def test_sigkill_of_the_task_leaves_every_record_exactly_once_in_an_append_only_
     assert worker.request("DELETE", "/connectors/jdbc").status_code == 204
 
 
+def test_a_refused_write_leads_the_trace_and_fails_again_after_each_restart(
+    postgres, workers, topic_name, create_topic, bootstrap
+):
+    """A row PostgreSQL refuses (a CHECK constraint), default errors.tolerance: the task is FAILED
+    with the database's message first (it led with SQLAlchemy's background link), and a restart, by
+    task or of the failed tasks (onlyFailed), ends FAILED again with that trace (it stayed RESTARTING)."""
+    url = new_database(postgres)
+    topic = create_topic(topic_name("refused"), partitions=1)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE events (k BIGINT PRIMARY KEY, note TEXT CHECK (note <> 'n'), price NUMERIC(38, 2))"
+        )
+    engine.dispose()
+    produce(bootstrap, topic, [(None, value(1))], 1)
+    worker = workers()
+    assert worker.create_connector("refused", sink_config(url, topic)).status_code == 201
+
+    def failed_with_the_database_message(what: str) -> str:
+        worker.wait_for(lambda: worker.task_states("refused") == ["FAILED"], 90, what)
+        trace = worker.status("refused")["tasks"][0]["trace"]
+        assert trace.startswith(
+            'psycopg.errors.CheckViolation: new row for relation "events" violates check'
+        ), trace
+        assert "[SQL: INSERT INTO" in trace.split("\n\n")[0] and "sqlalche.me" not in trace.split("\n\n")[0]
+        return trace
+
+    failed_with_the_database_message("the task FAILED on the refused row")
+    assert worker.request("POST", "/connectors/refused/tasks/0/restart").status_code in (200, 204)
+    failed_with_the_database_message("FAILED again after the task's restart")
+    answer = worker.request("POST", "/connectors/refused/restart?includeTasks=true&onlyFailed=true")
+    assert answer.status_code == 202 and answer.json()["tasks"][0]["state"] == "RESTARTING", answer.text
+    failed_with_the_database_message("FAILED again after restarting the failed tasks")
+    assert scalar(url, "SELECT COUNT(*) FROM events") == 0
+
+
 def test_poison_records_go_to_the_dead_letter_queue_with_kafkas_headers(
     postgres, run_job, worker_props, topic_name, create_topic, bootstrap, read_committed
 ):

@@ -26,6 +26,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from eosconnect.devkafka.ports import free_port
 from support.cdc_soak import cdc_source_config, connect, kafka_transactions
 from support.postgres import new_database, postgres  # noqa: F401 - the fixture
 from support.runtime_helpers import wait_until
@@ -395,6 +396,84 @@ def test_validation_names_each_problem_and_its_fix(db) -> None:
     assert not [r for r in PostgresCdcSourceConnector().validate(cdc_config("ok", db, "v")) if r.errors]
 
 
+def validation_errors(config: dict[str, str]) -> dict[str, list[str]]:
+    from eosconnect.connectors.postgres_cdc import PostgresCdcSourceConnector
+
+    return {r.name: r.errors for r in PostgresCdcSourceConnector().validate(config) if r.errors}
+
+
+def test_filtered_publication_needs_create_on_the_database_and_the_tables_said_at_validation(db) -> None:
+    """A role with REPLICATION could not create the filtered publication (it lacks CREATE on the
+    database, and does not own the table): validation passed and the task failed with a bare
+    InsufficientPrivilege. Validation names the setting, what is missing and the GRANT; once both
+    are given it passes and the task's set-up creates the publication."""
+    from eosconnect.api.errors import ConnectException
+    from eosconnect.connectors.postgres_cdc import catalog
+    from eosconnect.connectors.postgres_cdc.config import CdcConfig
+
+    role = f"filtered_{db.name}"
+    with db.connect() as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN REPLICATION")
+        conn.execute(f"GRANT SELECT ON accounts TO {role}")
+    config = {**cdc_config("cdc-filtered", db, "f"), "database.user": role, "publication.name": "f_pub"}
+    errors = validation_errors(config)
+    assert list(errors) == ["publication.autocreate.mode"], errors
+    create, own = errors["publication.autocreate.mode"]
+    assert f'GRANT CREATE ON DATABASE "{db.name}" TO "{role}"' in create, create
+    assert "publication.autocreate.mode=disabled" in create
+    assert '"public"."accounts"' in own and "OWNER TO" in own, own
+    with (
+        catalog.connect(CdcConfig.parse(config)) as conn,
+        pytest.raises(ConnectException, match="GRANT CREATE ON DATABASE"),  # at run time too
+    ):
+        catalog.ensure_publication(conn, CdcConfig.parse(config))
+
+    with db.connect() as conn:
+        conn.execute(f"GRANT CREATE ON DATABASE {db.name} TO {role}")
+    assert [len(e) for e in validation_errors(config).values()] == [1], "the ownership is still missing"
+    with db.connect() as conn:
+        conn.execute(f"ALTER TABLE accounts OWNER TO {role}")
+    assert validation_errors(config) == {}
+    with catalog.connect(CdcConfig.parse(config)) as conn:
+        catalog.ensure_publication(conn, CdcConfig.parse(config))
+        assert catalog.published_tables(conn, CdcConfig.parse(config)) == [("public", "accounts")]
+
+
+def test_a_refused_login_names_the_setting_at_validation_and_at_run_time(postgres, db) -> None:  # noqa: F811
+    """A wrong password was reported against database.hostname. PostgreSQL's refusals name their own
+    setting (password, user, database), an address that does not answer names the host, and a
+    task that starts with a wrong password fails at once naming database.password."""
+    from eosconnect.connectors.postgres_cdc import PostgresCdcTask
+    from eosconnect.connectors.postgres_cdc.config import CdcConfig
+    from eosconnect.connectors.postgres_cdc.refusal import ConnectionRefused
+    from eosconnect.connectors.postgres_cdc.replication import ReplicationStream
+
+    role = f"login_{db.name}"
+    with db.connect() as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN REPLICATION SUPERUSER PASSWORD 'right'")
+    hba = postgres.server.data_dir / "pg_hba.conf"  # the server trusts everyone else
+    hba.write_text(
+        f"host all {role} 127.0.0.1/32 scram-sha-256\nhost replication {role} 127.0.0.1/32 "
+        f"scram-sha-256\n{hba.read_text()}"
+    )
+    with db.connect() as conn:
+        conn.execute("SELECT pg_reload_conf()")
+    config = {**cdc_config("cdc-login", db, "l"), "database.user": role, "database.password": "wrong"}
+    errors = validation_errors(config)
+    assert list(errors) == ["database.password"], errors
+    assert "refused the password" in errors["database.password"][0]
+    right = {**config, "database.password": "right"}
+    assert validation_errors(right) == {}
+    assert list(validation_errors({**right, "database.dbname": "nosuch"})) == ["database.dbname"]
+    unreachable = {**right, "database.port": str(free_port())}
+    assert list(validation_errors(unreachable)) == ["database.hostname"]
+
+    with pytest.raises(ConnectionRefused, match=r"^database\.password: "):
+        PostgresCdcTask().start(config)
+    with pytest.raises(ConnectionRefused, match=r"^database\.password: "):
+        ReplicationStream(CdcConfig.parse(config))
+
+
 def test_heartbeats_move_offset_and_slot_while_captured_tables_are_idle(
     db, run_job, worker_props, topic_name, create_topic, read_committed
 ):
@@ -722,3 +801,53 @@ def test_sigkilled_worker_process_then_restarted_exactly_once(
     check_exactly_once(events, db, workload.changes)
     for group in kafka_transactions(events)[1:]:
         assert len({v["source"]["txId"] for _, _, v in group if v is not None}) == 1
+
+
+def test_deleting_names_the_slot_left_and_slot_drop_on_stop_drops_it_only_for_good(
+    db, workers, topic_name, create_topic
+):
+    """Deleting a CDC connector left its slot retaining WAL without a word. The worker's log now names
+    the slot, the WAL it retains and how to drop it; with slot.drop.on.stop=true the slot is dropped
+    once the connector is stopped, and kept through a task restart (the next task resumes from it)."""
+
+    def slot_exists(config: dict[str, str]) -> bool:
+        with db.connect() as conn:
+            query = "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s"
+            return conn.execute(query, (config["slot.name"],)).fetchone() is not None
+
+    worker = workers()
+    kept, dropped = topic_name("kept"), topic_name("dropped")
+    configs = {  # a publication each: two tasks creating the same one at once collide
+        "cdc-kept": cdc_config("cdc-kept", db, kept, publication_name="kept"),
+        "cdc-dropped": cdc_config(
+            "cdc-dropped", db, dropped, publication_name="dropped", slot_drop_on_stop="true"
+        ),
+    }
+    for name, config in configs.items():
+        create_topic(f"{config['topic.prefix']}.public.accounts")
+        assert worker.create_connector(name, config).status_code == 201
+    worker.wait_for(
+        lambda: all(worker.task_states(n) == ["RUNNING"] and slot_exists(c) for n, c in configs.items()),
+        120,
+        "both tasks RUNNING on their slots",
+    )
+
+    def instance() -> str:
+        return worker.request("GET", "/internal/tasks").json()["cdc-dropped-0"]["instance"]
+
+    before = instance()
+    assert worker.request("POST", "/connectors/cdc-dropped/tasks/0/restart").status_code in (200, 204)
+    worker.wait_for(
+        lambda: instance() != before and worker.task_states("cdc-dropped") == ["RUNNING"], 90, "a new task"
+    )
+    assert slot_exists(configs["cdc-dropped"]), "a restart keeps the slot"
+    worker.stop_connector("cdc-dropped")
+    worker.wait_for(lambda: not slot_exists(configs["cdc-dropped"]), 30, "the slot dropped once stopped")
+
+    slot = configs["cdc-kept"]["slot.name"]
+    assert worker.request("DELETE", "/connectors/cdc-kept").status_code == 204
+    warning = f"PostgresCdcSource cdc-kept deleted: its replication slot '{slot}'"
+    worker.wait_for(lambda: warning in worker.log_path.read_text(), 30, "the warning about the slot")
+    line = next(line for line in worker.log_path.read_text().splitlines() if warning in line)
+    assert "WARNING" in line and "of WAL" in line and f"SELECT pg_drop_replication_slot('{slot}');" in line
+    assert slot_exists(configs["cdc-kept"]), "deleting without slot.drop.on.stop keeps the slot"

@@ -55,7 +55,20 @@ class Connector(ABC):
         """Begin with this configuration; runs on the worker, once per connector (re)start."""
 
     def stop(self) -> None:  # noqa: B027 - an optional hook, deliberately not abstract
-        """Release what `start` acquired. The default does nothing."""
+        """Release what `start` acquired. The default does nothing.
+
+        Called whenever the connector stops: a restart, a reconfiguration, a worker shutting down or
+        losing the leadership too, so nothing the connector will need again may be given up here
+        (see `retired`)."""
+
+    def retired(self, config: dict[str, str], deleted: bool) -> None:  # noqa: B027 - optional hook
+        """The connector was deleted (`deleted`), or stopped (KIP-875 STOPPED), and none of its tasks
+        runs any more: release what outlives its tasks outside Kafka, or say what is left behind (a
+        replication slot, say). Never called for a restart, a reconfiguration or a rebalance.
+
+        Runs on the leader, once, on a new instance that was not started (`config` has its config
+        provider variables resolved), in a thread of its own. Best effort: a worker that dies in
+        between does not call it. The default does nothing."""
 
     @abstractmethod
     def task_class(self) -> type[Task]:

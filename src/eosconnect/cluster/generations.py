@@ -21,7 +21,7 @@ import time
 import uuid
 
 from eosconnect.cluster.herder_state import LAUNCHED, GenerationRun, HerderState, TaskRuntime
-from eosconnect.cluster.jobs import SparkTaskJob
+from eosconnect.cluster.jobs import SparkTaskJob, retire_connector
 from eosconnect.cluster.packing import HOST_END_WAIT_S, OWN_SLOT, HostedTasks
 from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import executor_slots
@@ -141,6 +141,23 @@ class Generations(HerderState):
         if published is None or published.state != ConnectState.STOPPED:
             self._put_connector_status(name, ConnectState.STOPPED)
 
+    def _retire_ended_connectors(self, snapshot: ConfigSnapshot) -> None:
+        """Connectors deleted or stopped whose tasks have all ended are retired (`Connector.retired`,
+        cluster/retirements.py): never while one of their tasks, abandoned ones too, may still run."""
+        self._retirements.observe(snapshot)
+        with self._lock:
+            due = self._retirements.due(self._has_running_tasks)
+        for retirement in due:
+            log.info(
+                "connector %s: %s and its tasks ended; retiring it",
+                retirement.name,
+                "deleted" if retirement.deleted else "stopped",
+            )
+            retire_connector(retirement.config, self.worker.originals, retirement.deleted)
+
+    def _has_running_tasks(self, name: str) -> bool:
+        return name in self._runs or any(r.connector == name and r.running() for r in self._abandoned)
+
     def _reap_runs(self, snapshot: ConfigSnapshot) -> None:
         with self._lock:
             for name, run in list(self._runs.items()):
@@ -236,13 +253,22 @@ class Generations(HerderState):
             self._hosts.wait_ended(max(deadline, time.monotonic() + HOST_END_WAIT_S))
             self._hosts.cancel_all()
 
-    def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> None:
+    def _task_finished(self, name: str, task: int, generation: int, run: GenerationRun | None) -> bool:
+        """Run an ended task again if a restart waits for it; whether it did.
+
+        The leader's record of the task says RESTARTING from here, as its status does: a new instance
+        that fails as the last one did must differ from the record, or its FAILED (the same state,
+        often the same trace) counts as no change and RESTARTING stays for good."""
         if run is None or run.generation != generation or task not in run.restart_pending:
-            return
+            return False
         run.restart_pending.discard(task)
         run.stop_tasks.discard(task)
+        runtime = self._tasks.setdefault((name, task), TaskRuntime())
+        runtime.state, runtime.trace, runtime.pid = "RESTARTING", None, None
+        self._put_task_status(name, task, ConnectState.RESTARTING, generation)
         self._relaunch(name, run, [task], "restart")
         log.info("connector %s: restarted task %d", name, task)
+        return True
 
     def _relaunch(self, name: str, run: GenerationRun, tasks: list[int], why: str) -> None:
         """Run `tasks` of `run`'s generation again, as one more Spark job of that generation."""

@@ -40,6 +40,7 @@ from eosconnect.cluster.host_evacuation import HostEvacuation
 from eosconnect.cluster.live_connectors import LiveConnectors
 from eosconnect.cluster.offsets_admin import OffsetsAdmin
 from eosconnect.cluster.packing import SlotHosts
+from eosconnect.cluster.retirements import Retirements
 from eosconnect.cluster.shipping import plugin_fingerprint
 from eosconnect.cluster.spark import SparkProvider
 from eosconnect.cluster.status_board import StatusBoard
@@ -102,6 +103,7 @@ class DistributedHerder(
         self._plugins_warned = self._plugins_at_start
         self._last_tick = None
         self._auto_restarts = AutoRestarts()
+        self._retirements = Retirements()
         #: Set by the REST app: applies a cluster-wide logger level (KIP-976) on this worker.
         self.on_cluster_logger_level: Any = None
         self._applied_logger_levels: dict[str, int] = {}
@@ -170,6 +172,7 @@ class DistributedHerder(
                 self.config_store.relinquish_write_privileges()
             self._live.stop_all()
             self._generated_from.clear()  # a later leadership starts the connectors afresh
+            self._retirements.forget()
             if any(run.stopping_since is None for run in self._runs.values()):  # once, not every tick
                 log.warning("worker %s lost leadership; stopping its tasks", self.worker_id)
                 self._stop_all_runs(wait=False)
@@ -206,6 +209,7 @@ class DistributedHerder(
         # launched as the one it replaces (its tasks would only find themselves superseded).
         snapshot = self.config_store.read_to_end() if any(wrote) else self.config_store.snapshot
         self._reconcile_runs(snapshot)
+        self._retire_ended_connectors(snapshot)
         self._evacuate_silent_hosts()
         self._check_heartbeats()
 

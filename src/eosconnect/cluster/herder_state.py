@@ -33,6 +33,7 @@ from eosconnect.cluster.herder_api import NotFoundError, NotLeaderError
 from eosconnect.cluster.jobs import SparkTaskJob
 from eosconnect.cluster.live_connectors import LiveConnectors
 from eosconnect.cluster.packing import HostedTasks, SlotHosts
+from eosconnect.cluster.retirements import Retirements
 from eosconnect.cluster.spark import SparkProvider
 from eosconnect.cluster.status_board import StatusBoard
 from eosconnect.storage.config_state import ConfigSnapshot
@@ -119,7 +120,7 @@ class HerderParts(Protocol):
 
     def _task_finished(  # generations.py
         self, name: str, task: int, generation: int, run: GenerationRun | None
-    ) -> None: ...
+    ) -> bool: ...
 
     # generations.py
     def _relaunch(self, name: str, run: GenerationRun, tasks: list[int], why: str) -> None: ...
@@ -172,6 +173,8 @@ class HerderState(_PartsBase):
     _unassigned: dict[str, str]
     _live: LiveConnectors
     _auto_restarts: AutoRestarts
+    #: Connectors deleted or stopped, retired once their tasks ended (cluster/retirements.py).
+    _retirements: Retirements
     _lock: threading.RLock
     _fence_locks: dict[str, threading.Lock]
     _wakeup: threading.Event

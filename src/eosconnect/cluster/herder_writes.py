@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.cluster.herder_api import BadRequestError, ConflictError, NotFoundError
-from eosconnect.cluster.herder_state import HerderState
+from eosconnect.cluster.herder_state import FINAL_STATES, HerderState
 from eosconnect.cluster.names import connector_name_errors, max_placeable_tasks, tasks_max_errors
 from eosconnect.cluster.validation import config_errors, config_size_problem, validate_connector_config
 from eosconnect.storage.config_state import TargetState
@@ -155,8 +155,8 @@ class HerderWrites(HerderState):
                 raise ConflictError(f"Cannot complete request: connector {name} has no running generation")
             runtime = self._tasks.get((name, task))
             run.restart_pending.add(task)
-            self._put_task_status(name, task, ConnectState.RESTARTING, run.generation)
-            if runtime is not None and runtime.state in ("FAILED", "STOPPED", "SUPERSEDED"):
+            if runtime is not None and runtime.state in FINAL_STATES:
                 self._task_finished(name, task, run.generation, run)
-            else:
+            else:  # RESTARTING while it stops; it runs again once its final report is in
+                self._put_task_status(name, task, ConnectState.RESTARTING, run.generation)
                 run.stop_tasks.add(task)

@@ -40,6 +40,24 @@ class NotEnoughSlotsError(RuntimeError):
     """The connector's tasks do not fit into Spark's free task slots."""
 
 
+def retire_connector(
+    connector_props: Mapping[str, str], worker_props: Mapping[str, str], deleted: bool
+) -> None:
+    """Tell a deleted or stopped connector, all of whose tasks ended, that it is retired
+    (`Connector.retired`), on a new instance, in a thread of its own: the hook may wait for a
+    database, and the herder's loop must not."""
+    name = str(connector_props.get("name", "?"))
+
+    def run() -> None:
+        try:
+            cls = resolve_connector_class(str(connector_props.get("connector.class", "")))
+            cls().retired(resolve_config(connector_props, worker_props), deleted)
+        except Exception:
+            log.exception("connector %s: retired() raised", name)
+
+    threading.Thread(target=run, name=f"retire-{name}", daemon=True).start()
+
+
 def start_connector(
     connector_props: Mapping[str, str],
     worker_props: Mapping[str, str] | None = None,

@@ -77,8 +77,10 @@ class TaskHealth(HerderState):
             publish = (changed or runtime.unpublished) and current and state != "SUPERSEDED"
             if publish:
                 runtime.unpublished = in_doubt and not leader
-            if report.get("final"):
-                self._task_finished(name, task, generation, run)
+            if report.get("final") and self._task_finished(name, task, generation, run):
+                # Restarted: the relaunch published RESTARTING, which stands until the new instance
+                # reports; the old instance's end, written after it, would replace it.
+                publish = False
         if publish and leader:
             self._put_task_status(
                 name,
@@ -411,10 +413,7 @@ class TaskHealth(HerderState):
                 self._put_task_status(name, t, ConnectState.FAILED, run.generation, f"{note}\n\n{cause}")
             elif kind == "restart":
                 log.info("connector %s: restarting failed task %d (attempt %d%s)", name, t, attempt, limit)
-                assert runtime is not None
-                runtime.state = "RESTARTING"
                 run.restart_pending.add(t)
-                self._put_task_status(name, t, ConnectState.RESTARTING, run.generation)
                 self._task_finished(name, t, run.generation, run)
             else:
                 note = f"gave up after {policy.max_attempts} automatic restarts (errors.restart.max.attempts)"

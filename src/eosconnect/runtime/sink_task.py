@@ -59,6 +59,7 @@ from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_par
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
 from eosconnect.runtime.control import Directive, confirm_paused
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
+from eosconnect.runtime.failure import failure_message, failure_trace
 from eosconnect.runtime.fetch_stall import FetchStallWatch
 from eosconnect.runtime.frozen_heap import frozen_heap
 from eosconnect.runtime.metrics import SinkTaskMetrics
@@ -281,7 +282,7 @@ class SinkTaskRunner:
                 state = TaskState.SUPERSEDED
                 self.log.info("ending: a newer instance of this task took over and fenced this one (%s)", exc)
             else:
-                state, trace = TaskState.FAILED, traceback.format_exc()
+                state, trace = TaskState.FAILED, failure_trace(exc)
                 from eosconnect.storage.acls import sink_task_authorization_hint
 
                 hint = sink_task_authorization_hint(
@@ -289,7 +290,7 @@ class SinkTaskRunner:
                 )
                 if hint:
                     trace = f"{hint}\n\n{trace}"
-                self.log.error("failed: %s%s", exc, f" ({hint})" if hint else "")
+                self.log.error("failed: %s%s", failure_message(exc), f" ({hint})" if hint else "")
         finally:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())

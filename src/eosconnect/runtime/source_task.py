@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from eosconnect.api.source import SourceTask
 from eosconnect.runtime.config import SourceConnectorConfig
 from eosconnect.runtime.control import Directive, confirm_paused, wait_while_paused
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
+from eosconnect.runtime.failure import failure_message, failure_trace
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord, RecordPipeline, pipeline_config
 from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings
@@ -117,7 +117,7 @@ class SourceTaskRunner(ABC):
                 state = TaskState.SUPERSEDED
                 self.log.info("ending: a newer instance of this task took over and fenced this one (%s)", exc)
             else:
-                state, trace = TaskState.FAILED, traceback.format_exc()
+                state, trace = TaskState.FAILED, failure_trace(exc)
                 from eosconnect.storage.acls import task_authorization_hint
 
                 hint = task_authorization_hint(
@@ -129,7 +129,7 @@ class SourceTaskRunner(ABC):
                 )
                 if hint:
                     trace = f"{hint}\n\n{trace}"
-                self.log.error("failed: %s%s", exc, f" ({hint})" if hint else "")
+                self.log.error("failed: %s%s", failure_message(exc), f" ({hint})" if hint else "")
                 self.on_failure()
         finally:
             self._shutdown()

@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from eosconnect.api.errors import ConnectException
 from eosconnect.connectors.postgres_cdc.config import AutoCreate, CdcConfig, TableFilter
 from eosconnect.connectors.postgres_cdc.pgoutput import Column
+from eosconnect.connectors.postgres_cdc.refusal import ConnectionRefused, refusal
 
 __all__ = [
     "TableMeta",
@@ -27,10 +29,17 @@ _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "pg_toast")
 
 
 def connect(config: CdcConfig) -> Any:
-    """An autocommit psycopg (3) connection for catalog queries."""
+    """An autocommit psycopg (3) connection for catalog queries; `ConnectionRefused` (naming the
+    setting) when PostgreSQL answered and refused it, psycopg's error when it did not answer."""
     import psycopg
 
-    return psycopg.connect(config.dsn(), autocommit=True)
+    try:
+        return psycopg.connect(config.dsn(), autocommit=True)
+    except psycopg.OperationalError as exc:
+        found = refusal(exc, config)
+        if found is not None:
+            raise ConnectionRefused(found) from exc
+        raise
 
 
 def _ident(name: str) -> str:
@@ -59,6 +68,8 @@ def check(config: CdcConfig) -> dict[str, list[str]]:
 
     try:
         conn = connect(config)
+    except ConnectionRefused as exc:
+        return {exc.refusal.setting: [exc.refusal.message]}
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"database.hostname": [f"cannot connect to {config.describe()}: {reason}"]}
@@ -92,30 +103,102 @@ def check(config: CdcConfig) -> dict[str, list[str]]:
             errors.setdefault("publication.autocreate.mode", []).append(
                 f"creating publication {name!r} FOR ALL TABLES needs a superuser; role {user!r} is not one. "
                 "Create the publication yourself, or set publication.autocreate.mode=filtered (the role "
-                "must own the tables)."
+                "must then own the tables and have CREATE on the database)."
             )
-        if mode is AutoCreate.FILTERED and not user_tables(conn, config.tables):
+        tables = user_tables(conn, config.tables)
+        if mode is AutoCreate.FILTERED and not tables:
             errors.setdefault("table.include.list", []).append(
                 "no table matches table.include.list/table.exclude.list, so the publication would be "
                 "empty. Give <schema>.<table> patterns such as public\\.orders."
             )
+        if mode is AutoCreate.FILTERED and not superuser:
+            problems = filtered_privilege_problems(conn, config, tables, exists)
+            if problems:
+                errors.setdefault("publication.autocreate.mode", []).extend(problems)
     return errors
 
 
+def filtered_privilege_problems(
+    conn: Any, config: CdcConfig, tables: list[tuple[str, str]], exists: bool
+) -> list[str]:
+    """What the role lacks to create the publication, or set its tables, for
+    publication.autocreate.mode=filtered: PostgreSQL wants the CREATE privilege on the database to
+    create one, ownership of the publication to change it, and ownership of every table put in it."""
+    name, user = config["publication.name"], config["database.user"]
+    instead = (
+        f"or create the publication yourself as a role that may (CREATE PUBLICATION {_ident(name)} FOR "
+        "TABLE ...;) and set publication.autocreate.mode=disabled."
+    )
+    problems: list[str] = []
+    if not exists and not _one(conn, "SELECT has_database_privilege(current_database(), 'CREATE')"):
+        database = _one(conn, "SELECT current_database()")
+        problems.append(
+            f"publication.autocreate.mode=filtered creates publication {name!r}, which needs the CREATE "
+            f"privilege on database {database!r}; role {user!r} lacks it. Run GRANT CREATE ON DATABASE "
+            f"{_ident(database)} TO {_ident(user)}; {instead}"
+        )
+    if exists and not _one(
+        conn, "SELECT pg_has_role(pubowner, 'USAGE') FROM pg_publication WHERE pubname = %s", name
+    ):
+        problems.append(
+            f"publication.autocreate.mode=filtered sets the tables of publication {name!r}, which needs "
+            f"role {user!r} to own it; it does not. Run ALTER PUBLICATION {_ident(name)} OWNER TO "
+            f"{_ident(user)}; or set publication.autocreate.mode=disabled and keep its tables yourself."
+        )
+    wanted = set(tables)
+    foreign = [
+        qualified(s, t)
+        for s, t, owns in conn.execute(_OWNERSHIP, (list(_SYSTEM_SCHEMAS),)).fetchall()
+        if (s, t) in wanted and not owns
+    ]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        problems.append(
+            f"publication.autocreate.mode=filtered puts the captured tables in publication {name!r}, which "
+            f"needs role {user!r} to own them; it does not own {shown}. Run ALTER TABLE ... OWNER TO "
+            f"{_ident(user)}; for them, narrow table.include.list, {instead}"
+        )
+    return problems
+
+
+#: Each table, and whether the role has its owner's privileges (owns it, or is a member of its owner).
+_OWNERSHIP = (
+    "SELECT schemaname, tablename, pg_has_role(tableowner, 'USAGE') FROM pg_tables "
+    "WHERE schemaname <> ALL(%s) ORDER BY 1, 2"
+)
+
+
+def _one(conn: Any, query: str, *params: Any) -> Any:
+    return conn.execute(query, params or None).fetchone()[0]
+
+
 def ensure_publication(conn: Any, config: CdcConfig) -> None:
-    """Create the publication (or set its tables, for `filtered`) as publication.autocreate.mode says."""
+    """Create the publication (or set its tables, for `filtered`) as publication.autocreate.mode says.
+
+    Validation checks the privileges this needs, but they can be revoked (or tables added) in
+    between: a refusal then fails the task with what validation would have said."""
+    import psycopg
+
     name, mode = config["publication.name"], AutoCreate(config["publication.autocreate.mode"])
     exists = publication_exists(conn, name)
-    if mode is AutoCreate.ALL_TABLES and not exists:
-        conn.execute(f"CREATE PUBLICATION {_ident(name)} FOR ALL TABLES")
-    elif mode is AutoCreate.FILTERED:
-        listed = ", ".join(qualified(s, t) for s, t in user_tables(conn, config.tables))
-        verb = (
-            f"ALTER PUBLICATION {_ident(name)} SET TABLE"
-            if exists
-            else f"CREATE PUBLICATION {_ident(name)} FOR TABLE"
-        )
-        conn.execute(f"{verb} {listed}")
+    tables = user_tables(conn, config.tables) if mode is AutoCreate.FILTERED else []
+    try:
+        if mode is AutoCreate.ALL_TABLES and not exists:
+            conn.execute(f"CREATE PUBLICATION {_ident(name)} FOR ALL TABLES")
+        elif mode is AutoCreate.FILTERED:
+            listed = ", ".join(qualified(s, t) for s, t in tables)
+            verb = (
+                f"ALTER PUBLICATION {_ident(name)} SET TABLE"
+                if exists
+                else f"CREATE PUBLICATION {_ident(name)} FOR TABLE"
+            )
+            conn.execute(f"{verb} {listed}")
+    except psycopg.errors.InsufficientPrivilege as exc:
+        problems = filtered_privilege_problems(conn, config, tables, exists) if tables else []
+        raise ConnectException(
+            f"publication.autocreate.mode={mode.value}: PostgreSQL refused to set up publication {name!r} "
+            f"({str(exc).strip()}). {' '.join(problems)}".strip()
+        ) from exc
 
 
 def published_tables(conn: Any, config: CdcConfig) -> list[tuple[str, str]]:

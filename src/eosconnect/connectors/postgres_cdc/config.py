@@ -59,6 +59,13 @@ CONFIG_DEF = (
     .define("slot.name", ConfigType.STRING, "debezium", Importance.MEDIUM,
             "Logical replication slot (pgoutput) the connector reads; created if missing. It keeps "
             "the WAL the connector has not confirmed yet.", group="Replication")
+    .define("slot.drop.on.stop", ConfigType.BOOLEAN, False, Importance.LOW,
+            "Drop the replication slot when the connector is deleted or stopped (STOPPED), once its "
+            "task has ended; never on a task restart, a reconfiguration or a rebalance. For test and "
+            "development set-ups (as in Debezium): the slot's changes go with it, so a connector that "
+            "resumes from its offsets fails (reset them to take a new snapshot). false: deleting the "
+            "connector leaves the slot and logs a WARNING with the WAL it retains and how to drop it.",
+            group="Replication")
     .define("plugin.name", ConfigType.STRING, "pgoutput", Importance.LOW,
             "Logical decoding plugin: pgoutput, the only one supported (Debezium's default).",
             ValidString.in_("pgoutput"), group="Replication")
@@ -66,8 +73,8 @@ CONFIG_DEF = (
             "Publication whose tables pgoutput streams.", group="Replication")
     .define("publication.autocreate.mode", ConfigType.STRING, AutoCreate.ALL_TABLES.value, Importance.MEDIUM,
             "all_tables: create the publication FOR ALL TABLES if missing (needs a superuser); filtered: "
-            "create it (or set its tables) for the tables table.include.list/table.exclude.list select; "
-            "disabled: it must exist.",
+            "create it (or set its tables) for the tables table.include.list/table.exclude.list select "
+            "(needs CREATE on the database and ownership of the tables); disabled: it must exist.",
             ValidString.in_(*(m.value for m in AutoCreate)), group="Replication")
     .define("table.include.list", ConfigType.LIST, [], Importance.MEDIUM,
             "Regular expressions matched against <schema>.<table>: only matching tables are captured "

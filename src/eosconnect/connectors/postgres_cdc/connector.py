@@ -28,6 +28,7 @@ from eosconnect.api.source import (
 )
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CONFIG_DEF, CdcConfig
+from eosconnect.connectors.postgres_cdc.replication import drop_slot, retained_wal
 from eosconnect.connectors.postgres_cdc.task import VERSION, PostgresCdcTask
 
 __all__ = ["PostgresCdcSourceConnector"]
@@ -55,6 +56,26 @@ class PostgresCdcSourceConnector(SourceConnector):
         self._config = dict(config)
         log.info("PostgresCdcSource: %s, slot %s", cfg.describe(), cfg["slot.name"])
 
+    def retired(self, config: dict[str, str], deleted: bool) -> None:
+        """The slot outlives the connector: dropped with slot.drop.on.stop=true, else a deletion says
+        what it keeps (WAL piles up on the server until the slot is read or dropped). Not in stop(),
+        which a restart or rebalance calls too: the slot is what the next task resumes from."""
+        cfg = CdcConfig.parse(config)
+        if not (cfg["slot.drop.on.stop"] or deleted):
+            return  # a stopped connector resumes on its slot
+        what = f"PostgresCdcSource {config.get('name', '?')} {'deleted' if deleted else 'stopped'}"
+        try:
+            said = _retire_slot(cfg)
+        except Exception as exc:
+            log.warning(
+                "%s: could not look at its replication slot %r on %s (%s); it may still retain WAL. If no "
+                "connector will read it again, drop it: %s",
+                what, cfg["slot.name"], cfg.describe(), exc, _drop_statement(cfg),
+            )  # fmt: skip
+            return
+        if said:
+            log.warning("%s: %s", what, said)
+
     def task_class(self) -> type[SourceTask]:
         return PostgresCdcTask
 
@@ -66,3 +87,28 @@ class PostgresCdcSourceConnector(SourceConnector):
 
     def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.SUPPORTED
+
+
+def _retire_slot(cfg: CdcConfig) -> str | None:
+    """Drop the slot (slot.drop.on.stop=true) or say what it keeps; None when there is no slot."""
+    slot = cfg["slot.name"]
+    with catalog.connect(cfg) as conn:
+        retained = retained_wal(conn, slot)
+        if retained is None:
+            return None
+        if cfg["slot.drop.on.stop"]:
+            drop_slot(conn, slot, doing="as slot.drop.on.stop=true asks")
+            return (
+                f"dropped its replication slot {slot!r} on {cfg.describe()} (slot.drop.on.stop=true), with "
+                f"the {retained} of WAL it retained"
+            )
+    return (
+        f"its replication slot {slot!r} on {cfg.describe()} stays and retains {retained} of WAL, more as the "
+        "database changes (PostgreSQL keeps it until the slot is read or dropped). If no connector will "
+        f"read the slot again, drop it: {_drop_statement(cfg)} (slot.drop.on.stop=true drops it when the "
+        "connector is deleted or stopped)"
+    )
+
+
+def _drop_statement(cfg: CdcConfig) -> str:
+    return f"SELECT pg_drop_replication_slot('{cfg['slot.name']}');"

@@ -14,8 +14,17 @@ from typing import Any
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.connectors.postgres_cdc.config import CdcConfig
+from eosconnect.connectors.postgres_cdc.refusal import ConnectionRefused, refusal
 
-__all__ = ["ReplicationLost", "ReplicationStream", "SlotSnapshot", "format_lsn", "loss_reason", "parse_lsn"]
+__all__ = [
+    "ReplicationLost",
+    "ReplicationStream",
+    "SlotSnapshot",
+    "format_lsn",
+    "loss_reason",
+    "parse_lsn",
+    "retained_wal",
+]
 
 
 def parse_lsn(text: str) -> int:
@@ -71,6 +80,9 @@ class ReplicationStream:
                 config.dsn(), connection_factory=psycopg2.extras.LogicalReplicationConnection
             )
         except psycopg2.Error as exc:
+            found = refusal(exc, config)
+            if found is not None:
+                raise ConnectionRefused(found) from exc
             raise ReplicationLost(
                 f"cannot open a replication connection to {config.describe()}: {exc}", loss_reason(exc)
             ) from exc
@@ -153,6 +165,16 @@ def slot_info(conn: Any, slot: str) -> tuple[str, int | None] | None:
     return row[0], None if row[1] is None else parse_lsn(row[1])
 
 
+def retained_wal(conn: Any, slot: str) -> str | None:
+    """How much WAL a slot keeps the server from removing ("12 MB"), or None if there is no slot."""
+    row = conn.execute(
+        "SELECT pg_size_pretty(COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)) "
+        "FROM pg_replication_slots WHERE slot_name = %s",
+        (slot,),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def release_timeout_s(conn: Any) -> float:
     """How long a slot's previous reader may hold on to it: the server ends a walsender that has
     not answered for wal_sender_timeout (a frozen, e.g. SIGSTOPped, instance), plus a margin."""
@@ -179,13 +201,15 @@ def wait_released(conn: Any, slot: str, wait_s: float | None = None) -> int | No
         time.sleep(0.2)
 
 
-def drop_slot(conn: Any, slot: str, wait_s: float | None = None) -> None:
-    """Drop a slot once its previous reader let go of it."""
+def drop_slot(
+    conn: Any, slot: str, wait_s: float | None = None, doing: str = "to take a new snapshot"
+) -> None:
+    """Drop a slot once its previous reader let go of it; `doing` says why, should it fail."""
     reader = wait_released(conn, slot, wait_s)
     try:
         conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
     except Exception as exc:
         raise ConnectException(
-            f"cannot drop replication slot {slot!r} to take a new snapshot: {exc}. Stop whatever reads it "
+            f"cannot drop replication slot {slot!r} {doing}: {exc}. Stop whatever reads it "
             f"(pg_replication_slots.active_pid {reader}) and restart the connector."
         ) from exc

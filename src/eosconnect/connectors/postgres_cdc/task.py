@@ -670,7 +670,8 @@ class PostgresCdcTask(SourceTask):
 
 
 def _is_connection_loss(exc: Exception) -> bool:
-    """A lost replication connection, or a catalog query on a connection the server ended."""
+    """A lost replication connection, or a catalog query on a connection the server ended. A login
+    PostgreSQL refused (`ConnectionRefused`: a changed password, say) is neither: no retry mends it."""
     if isinstance(exc, ReplicationLost):
         return True
     import psycopg
