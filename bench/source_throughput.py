@@ -81,6 +81,9 @@ def run_runtime(bootstrap: str, mode: str, boundary: str, tasks: int, size: int,
         "payload.bytes": str(size),
         "transaction.boundary": boundary,
         "transaction.boundary.interval.ms": "1000",
+        # Plain JSON, the values the ceiling's bare producer writes (no schema envelope).
+        "key.converter.schemas.enable": "false",
+        "value.converter.schemas.enable": "false",
     }
     from eosconnect.connectors.sequence import SequenceSourceTask
 

@@ -256,8 +256,8 @@ WORKER_SETTING_PREFIXES = (
 )
 #: Kafka Connect worker settings eosconnect has no use for, with why where it matters.
 KAFKA_CONNECT_ONLY: dict[str, str] = {
-    "key.converter": "set key.converter on each connector (default JsonConverter)",
-    "value.converter": "set value.converter on each connector (default JsonConverter)",
+    "key.converter": "set key.converter on each connector (default JsonConverter, schemas.enable=true)",
+    "value.converter": "set value.converter on each connector (default JsonConverter, schemas.enable=true)",
     "header.converter": "header values pass through as bytes",
     "rest.extension.classes": "Java REST extensions do not exist here",
     "metric.reporters": "metrics are served at GET /metrics (Prometheus)",

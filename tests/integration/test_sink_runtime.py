@@ -40,12 +40,14 @@ def committed(bootstrap: str, group: str) -> dict[int, int]:
 
 
 def sink_config(name: str, topic: str, calls: Path, **extra: str) -> dict[str, str]:
+    """The recording sink on `topic`, whose values are plain JSON from a plain producer."""
     return {
         "name": name,
         "connector.class": RECORDING,
         "tasks.max": "1",
         "topics": topic,
         "record.file": str(calls),
+        "value.converter.schemas.enable": "false",
         "consumer.override.session.timeout.ms": "6000",
         **extra,
     }

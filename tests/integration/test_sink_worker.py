@@ -54,6 +54,7 @@ def sink(worker: WorkerProcess, tmp_path: Path) -> Iterator[Callable[..., tuple[
             "tasks.max": str(tasks_max),
             "collect.dir": str(out),
             "consumer.override.session.timeout.ms": "6000",
+            "value.converter.schemas.enable": "false",  # produce() writes plain JSON
             **{k.replace("_", "."): v for k, v in config.items()},
         }
         response = worker.create_connector(name, full)

@@ -43,7 +43,10 @@ class UpperConverter(Converter):
 
 
 def json_converter() -> Converter:
-    return converter_from_config({"value.converter": "json"}, is_key=False)
+    """A JsonConverter for plain JSON (no envelope), the shape the schemaless cases here are about."""
+    return converter_from_config(
+        {"value.converter": "json", "value.converter.schemas.enable": "false"}, is_key=False
+    )
 
 
 @pytest.mark.parametrize(

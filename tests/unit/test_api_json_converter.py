@@ -188,9 +188,45 @@ def test_schema_content_reads_plain_json() -> None:
     assert read.value.get("id") == 3 and read.value.get("name") == "x"
 
 
+@pytest.mark.parametrize("configured", [None, {}, {"decimal.format": "NUMERIC"}])
+def test_schemas_are_enabled_unless_set_otherwise_as_in_kafka(configured: dict[str, str] | None) -> None:
+    conv = JsonConverter()
+    if configured is not None:
+        conv.configure(configured, False)
+    assert conv.schemas_enabled
+    assert (
+        conv.from_connect_data("t", INT32_SCHEMA, 7)
+        == b'{"schema":{"type":"int32","optional":false},"payload":7}'
+    )
+    # Kafka writes a value without a schema in the envelope too, with a null schema.
+    assert conv.from_connect("t", {"a": 1}) == b'{"schema":null,"payload":{"a":1}}'
+    assert conv.to_connect_data("t", b'{"schema":null,"payload":{"a":1}}') == SchemaAndValue(None, {"a": 1})
+
+
+@pytest.mark.parametrize("setting", [False, "false", "FALSE"])
+def test_schemas_enable_false_writes_and_reads_plain_json(setting: Any) -> None:
+    conv = JsonConverter()
+    conv.configure({"schemas.enable": setting}, True)
+    assert not conv.schemas_enabled
+    assert conv.from_connect("t", {"a": 1, "b": [True, None]}) == b'{"a":1,"b":[true,null]}'
+    assert conv.from_connect_data("t", INT32_SCHEMA, 7) == b"7"
+    assert conv.to_connect_data("t", b'{"a":1}') == SchemaAndValue(None, {"a": 1})
+
+
+def test_plain_json_read_with_schemas_names_the_full_setting() -> None:
+    for is_key, setting in (
+        (False, "value.converter.schemas.enable"),
+        (True, "key.converter.schemas.enable"),
+    ):
+        conv = JsonConverter()
+        conv.configure({}, is_key)
+        with pytest.raises(DataException, match=rf"topic 'old'.*{setting.replace('.', '[.]')}=false"):
+            conv.to_connect_data("old", b'{"id":1}')
+
+
 def test_schemas_disabled_writes_a_structs_payload_only() -> None:
     conv = JsonConverter()
-    conv.configure({}, False)
+    conv.configure({"schemas.enable": "false"}, False)
     wire = conv.from_connect_data("t", order_schema(), order())
     assert wire.startswith(b'{"id":7,"amount":"BNI="')
     assert conv.to_connect_data("t", wire).schema is None

@@ -92,12 +92,28 @@ def test_sink_records_carry_what_the_converters_read() -> None:
 
 
 def test_schemaless_pipelines_are_unchanged() -> None:
-    config = {"value.converter": "json", "key.converter": "string"}
+    config = {"value.converter": "json", "value.converter.schemas.enable": "false", "key.converter": "string"}
     out = RecordPipeline(config).convert(SourceRecord({"p": 1}, {"o": 1}, "t", {"a": 1}))
     assert out is not None and out.value == b'{"a":1}'
     record = SinkRecordPipeline(config).convert(ConsumedMessage(b"k", b'{"a":1}'))
     assert record is not None and record.value == {"a": 1} and record.value_schema is None
     assert record.key_schema == OPTIONAL_STRING_SCHEMA  # StringConverter's, as in Kafka
+
+
+def test_converters_left_unset_are_kafkas_json_converter_with_schemas() -> None:
+    """A connector that sets no converter gets JsonConverter with schemas.enable=true for keys and
+    values, what Kafka Connect's JsonConverter does without sub-settings: the schema travels with
+    each record, so a schema-aware sink downstream has one."""
+    record = SourceRecord({"p": 1}, {"o": 1}, "t", row(1, "a"), key=5, value_schema=SCHEMA)
+    out = RecordPipeline({}).convert(record)
+    assert out is not None and out.value == ENVELOPE and out.key == b'{"schema":null,"payload":5}'
+    read = SinkRecordPipeline({}).convert(ConsumedMessage(None, ENVELOPE))
+    assert read is not None and read.value == row(1, "a") and read.value_schema == SCHEMA
+
+
+def test_plain_json_under_the_default_converter_names_the_setting_that_reads_it() -> None:
+    with pytest.raises(DataException, match=r"value\.converter\.schemas\.enable=false"):
+        SinkRecordPipeline({}).convert(ConsumedMessage(None, b'{"id":1,"name":"a"}'))
 
 
 SMT_CHAIN = {

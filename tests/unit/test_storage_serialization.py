@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from eosconnect.api import JsonConverter
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import SourceOffset, SourcePartition
+from eosconnect.storage.config_state import encode_commit, encode_connector_config, encode_target_state
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.serialization import (
     OffsetRecordError,
@@ -14,6 +16,7 @@ from eosconnect.storage.serialization import (
     encode_key,
     encode_value,
 )
+from eosconnect.storage.status_store import ConnectState, Status
 
 
 def test_key_and_value_match_kafka_connect_bytes():
@@ -22,6 +25,35 @@ def test_key_and_value_match_kafka_connect_bytes():
     assert encode_value({"timestamp": "4761"}) == b'{"timestamp":"4761"}'
     assert encode_key("reddit", {"subreddit": "apachekafka"}) == b'["reddit",{"subreddit":"apachekafka"}]'
     assert encode_value({"n": 1.5, "ok": True, "none": None}) == b'{"n":1.5,"none":null,"ok":true}'
+
+
+def test_internal_topics_keep_kafkas_plain_json_whatever_the_record_converters_default():
+    """Kafka Connect writes its offsets, configs and status topics through an internal JsonConverter
+    with schemas.enable=false, whatever key.converter/value.converter say; records' converters
+    default to schemas.enable=true, and none of that reaches these bytes."""
+    # An offsets record of Kafka's FileStreamSourceConnector, as its worker writes it.
+    key = encode_key("local-file-source", {"filename": "/tmp/test.txt"})
+    value = encode_value({"position": 1234})
+    assert key == b'["local-file-source",{"filename":"/tmp/test.txt"}]'
+    assert value == b'{"position":1234}'
+    assert encode_offset_records(
+        "local-file-source",
+        {SourcePartition({"filename": "/tmp/test.txt"}): SourceOffset({"position": 1234})},
+    ) == [(key, value)]
+    assert decode_key(key) == ("local-file-source", {"filename": "/tmp/test.txt"})
+    assert decode_value(value) == {"position": 1234}
+    assert encode_connector_config({"name": "c"}) == b'{"properties":{"name":"c"}}'
+    assert encode_commit(2) == b'{"tasks":2}'
+    assert encode_target_state("STARTED") == b'{"state":"STARTED","state.v2":"STARTED"}'
+    status = Status(ConnectState.RUNNING, "w:8083", 1).to_value()
+    assert status == b'{"state":"RUNNING","trace":null,"worker_id":"w:8083","generation":1}'
+
+    record_converter = JsonConverter()  # what a connector that sets no value.converter gets
+    record_converter.configure({}, False)
+    assert (
+        record_converter.from_connect("t", {"position": 1234})
+        == b'{"schema":null,"payload":{"position":1234}}'
+    )
 
 
 def test_none_offset_is_a_tombstone():

@@ -141,10 +141,12 @@ class JsonConverter(Converter):
     With `schemas.enable=true` every key/value is written as Kafka's envelope
     `{"schema":{...},"payload":...}` and read back into a schema and a value (Structs, logical
     types), byte for byte as Java Connect does; `schema.content` (KIP-1054) gives the schema of
-    plain JSON messages instead. With `schemas.enable=false` (eosconnect's default, Kafka's is true)
-    values are compact JSON with no envelope; a value that has a schema is still written following
-    it (a Struct as an object, a Date as its day number), as Kafka does. Non-ASCII is written as
-    UTF-8, bytes as base64, maps with non-string keys as arrays of `[key, value]` pairs.
+    plain JSON messages instead. `schemas.enable` defaults to true, as in Kafka, so that a topic
+    written with the defaults carries what a schema-aware sink (JdbcSink, Debezium's JDBC sink)
+    needs. With `schemas.enable=false` values are compact JSON with no envelope; a value that has
+    a schema is still written following it (a Struct as an object, a Date as its day number), as
+    Kafka does. Non-ASCII is written as UTF-8, bytes as base64, maps with non-string keys as arrays
+    of `[key, value]` pairs.
     """
 
     def config_def(self) -> ConfigDef:
@@ -153,10 +155,11 @@ class JsonConverter(Converter):
             .define(
                 "schemas.enable",
                 ConfigType.BOOLEAN,
-                False,
+                True,
                 Importance.HIGH,
                 'Write (and expect) the schema with each key/value in a {"schema":...,"payload":...} '
-                "envelope, as Kafka's JsonConverter does. eosconnect's default is false (Kafka's is true).",
+                "envelope, as Kafka's JsonConverter does (same default). Set false to write and read plain "
+                "JSON without an envelope.",
             )
             .define(
                 "schemas.cache.size",
@@ -361,10 +364,16 @@ class JsonConverter(Converter):
                     return _SCHEMA_AND_VALUE(SchemaAndValue, (schema, read(payload)))
         envelope = json.loads(raw, parse_float=decimal.Decimal)
         if not isinstance(envelope, dict) or envelope.keys() != {"schema", "payload"}:
+            # Kafka's wording first (it is what users search for), then the setting by its full name:
+            # plain JSON on a topic is usually the work of a writer with schemas.enable=false,
+            # eosconnect's own default in earlier versions among them.
+            setting = self._prefix() + "schemas.enable"
             raise DataException(
                 'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
                 "contain additional fields. If you are trying to deserialize plain JSON data, set "
-                "schemas.enable=false in your converter configuration."
+                f"schemas.enable=false in your converter configuration: {setting}=false on the "
+                "connector (plain JSON is what a JsonConverter with schemas.enable=false writes, as "
+                "eosconnect's did by default in earlier versions)."
             )
         node = envelope["schema"]
         key = None if node is None else json.dumps(node, separators=(",", ":"), default=str)

@@ -115,9 +115,10 @@ class FileStreamSourceConnector(SourceConnector):
     is not emitted until the newline arrives: a writer may still be in the middle of it, and emitting
     it early would commit a position inside the line. The value is the line as a string (key null),
     with Kafka's STRING value schema and the time it was read as the record timestamp, as Kafka's
-    task gives them; with the default JSON converter it is written as a JSON string (with
-    `schemas.enable=true` in the envelope Kafka's file source writes), with
-    `value.converter=org.apache.kafka.connect.storage.StringConverter` as plain text.
+    task gives them; the default JSON converter writes it in the envelope Kafka's file source writes
+    (`{"schema":{"type":"string","optional":false},"payload":"..."}`), as a bare JSON string with
+    `value.converter.schemas.enable=false`, and
+    `value.converter=org.apache.kafka.connect.storage.StringConverter` writes it as plain text.
 
     Re-reading a file from a committed byte position yields the same lines, so exactly-once delivery
     is SUPPORTED, provided the file is only appended to. A file that shrinks below the committed

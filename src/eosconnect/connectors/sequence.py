@@ -192,6 +192,9 @@ class SequenceSourceTask(SourceTask):
 
 
 def parse_value(raw: bytes | None) -> tuple[int, int]:
-    """(task, seq) of a record value written by this connector with the JSON converter."""
+    """(task, seq) of a record value written by this connector with the JSON converter: in the
+    envelope of the default `schemas.enable=true` (`{"schema":null,"payload":{...}}`) or plain."""
     data = json.loads(raw or b"{}")
+    if isinstance(data, dict) and data.keys() == {"schema", "payload"}:
+        data = data["payload"]
     return int(data["task"]), int(data["seq"])

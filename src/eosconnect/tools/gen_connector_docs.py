@@ -188,7 +188,7 @@ def render_transforms_doc() -> str:
 CONVERTERS_HEADER = """\
 # Converters
 
-`key.converter` and `value.converter` (worker or connector settings) turn keys and values, with their
+`key.converter` and `value.converter` (connector settings) turn keys and values, with their
 schemas, into the bytes stored in Kafka and back, exactly as the Java converters of the same name do,
 so topics are shared with Java Connect both ways (tests/integration/test_json_converter_differential.py
 checks JsonConverter against Kafka's own; the Schema Registry converters write Confluent's wire format,
@@ -196,6 +196,16 @@ read back by Confluent's deserializers against a real registry in tests/integrat
 Set a short name, the Java class name or a Python class path; a converter's own settings take the
 `key.converter.`/`value.converter.` prefix (`value.converter.schemas.enable=true`,
 `value.converter.schema.registry.url=http://...`). "Schema read" is the schema a sink record gets.
+
+Unset, both are `JsonConverter` with `schemas.enable=true`: Kafka's own JsonConverter default, and
+what the worker configurations Kafka ships (`config/connect-distributed.properties`) set (Kafka's
+worker requires `key.converter`/`value.converter`; eosconnect takes them per connector). Each key
+and value is then written in the `{"schema":...,"payload":...}` envelope and read as one. A topic of
+plain JSON (written with `schemas.enable=false`, as eosconnect's JsonConverter did by default in
+earlier versions, or by a plain producer) is read with `value.converter.schemas.enable=false` (and
+`key.converter.schemas.enable=false` for its keys); without it a sink task fails on the first such
+record with Kafka's `JsonConverter with schemas.enable requires "schema" and "payload" fields ...`,
+which names that setting (docs/kafka-connect-compatibility.md, "Upgrading").
 """
 
 

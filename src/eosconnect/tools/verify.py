@@ -20,6 +20,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from eosconnect.connectors.sequence import parse_value
 from eosconnect.storage.topic_reader import TopicRecord, read_to_end
 
 __all__ = [
@@ -206,8 +207,7 @@ class SequenceCollector:
     def __call__(self, record: TopicRecord) -> None:
         self.count += 1
         try:
-            data = json.loads(record.value or b"{}")
-            self.observed.append((int(data["task"]), int(data["seq"])))
+            self.observed.append(parse_value(record.value))
         except (ValueError, KeyError, TypeError) as exc:
             self.malformed.append(
                 f"partition {record.partition} offset {record.offset}: not a SequenceSource value ({exc!r})"
@@ -442,7 +442,7 @@ def record_identity(record: TopicRecord, field: str | None) -> Hashable | None:
         if record.key is None:
             return None
         try:
-            key = json.loads(record.key)
+            key = _payload(json.loads(record.key))
         except ValueError:
             return record.key.decode("utf-8", errors="replace")
         return json.dumps(key, sort_keys=True) if isinstance(key, dict | list) else key

@@ -22,7 +22,7 @@ __all__ = ["RecordDecoder", "record_decoder"]
 
 def _plain_json() -> JsonConverter:
     converter = JsonConverter()
-    converter.configure({"decimal.format": "NUMERIC"}, False)
+    converter.configure({"schemas.enable": "false", "decimal.format": "NUMERIC"}, False)
     return converter
 
 

@@ -11,9 +11,10 @@ its tables in turn, each at most every `poll.interval.ms`, or again at once whil
 full `batch.max.rows` batch. Records have the incrementing id as key (null without an incrementing
 column) and the row as a `Struct` as value, with a schema from the table (column types mapped as
 Confluent's JDBC source maps them, `numeric.mapping` included; see `jdbc/schema.py`). With
-`JsonConverter schemas.enable=true` the topic carries the schema for any schema-aware sink; without
-it the value is a JSON object whose dates and timestamps are Kafka's numbers and whose decimals
-are Kafka's base64 bytes (`numeric.mapping=best_fit` gives plain numbers).
+`JsonConverter` (`schemas.enable=true` by default) the topic carries the schema for any schema-aware
+sink; with `value.converter.schemas.enable=false` the value is a JSON object whose dates and
+timestamps are Kafka's numbers and whose decimals are Kafka's base64 bytes
+(`numeric.mapping=best_fit` gives plain numbers).
 
 **Modes and offsets.**
 

@@ -2,7 +2,7 @@
 
 Each table gets one STRUCT schema named after the table, a field per column (optional where the
 column is nullable), so a topic filled by `JdbcSource` carries the table's types to any schema-aware
-sink (with `JsonConverter schemas.enable=true`, or a Schema Registry converter):
+sink (with `JsonConverter`, `schemas.enable=true` by default, or a Schema Registry converter):
 
 ==============================  ==============================================================
 Column type (SQLAlchemy)        Connect schema

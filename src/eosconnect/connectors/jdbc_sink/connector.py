@@ -5,7 +5,7 @@ MariaDB through PyMySQL, e.g. mysql+pymysql://app@db:3306/shop, and SQLite are t
 SQLAlchemy dialects should work, upserts need PostgreSQL, SQLite or MySQL/MariaDB; on MySQL/MariaDB a
 string or bytes key column is created as VARCHAR/VARBINARY(256)). Each record becomes a row of the
 table `table.name.format` names: a `Struct` value
-(a converter with schemas, e.g. `JsonConverter` with `schemas.enable=true`) gives columns and types
+(a converter with schemas, e.g. the default `JsonConverter`, `schemas.enable=true`) gives columns and types
 from its schema (INT8/16 SMALLINT, INT32 INTEGER, INT64 BIGINT, FLOAT32 REAL, FLOAT64 DOUBLE, BOOLEAN,
 STRING TEXT, BYTES binary, logical Decimal NUMERIC(38, scale), Date DATE, Time TIME, Timestamp
 TIMESTAMP written in `db.timezone`; nested values as JSON text); a schemaless JSON object gives
