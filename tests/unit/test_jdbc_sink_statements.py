@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
@@ -352,3 +353,85 @@ def test_string_and_bytes_key_columns_get_a_length_on_mysql_only() -> None:
     assert "note TEXT" in on_mysql
     on_postgres = str(CreateTable(table).compile(dialect=postgresql.dialect()))
     assert "name TEXT NOT NULL" in on_postgres and "raw BYTEA NOT NULL" in on_postgres
+
+
+def test_a_placeholder_leaves_the_column_as_it_is(url: str) -> None:
+    """An unchanged TOASTed value the CDC source did not have arrives as its placeholder: the upsert
+    leaves that column out, so the row keeps the value written before."""
+    task = start_task(url, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id"})
+    task.open([TP])
+    task.put([record(1, value=order(1, "the long text"))])
+    task.put(
+        [
+            record(
+                1,
+                value=order(1, "__debezium_unavailable_value").put("price", decimal.Decimal("9.99")),
+                offset=1,
+            )
+        ]
+    )
+    task.pre_commit(positions(2))
+    assert rows(url, "SELECT id, item, CAST(price AS TEXT) FROM orders") == [(1, "the long text", "9.99")]
+    task.stop()
+
+
+def test_a_routed_record_is_written_to_its_new_table_at_its_consumed_position(url: str) -> None:
+    """A transformation (a RegexRouter) renamed the topic: the table follows the new name, the
+    position committed is the consumed partition's."""
+    task = start_task(url, **{"table.name.format": "${topic}"})
+    task.open([TP])
+    task.put([record(i).new_record(topic="routed") for i in range(3)])
+    committed = task.pre_commit(positions(3))
+    assert rows(url, "SELECT id FROM routed ORDER BY id") == [(0,), (1,), (2,)]
+    assert committed[TP].offset == 3
+    task.stop()
+
+
+def test_debeziums_semantic_types_are_written_as_what_they_mean(url: str) -> None:
+    """Days, micros, a variable-scale decimal and a zoned timestamp as the values they stand for."""
+    from eosconnect.connectors.jdbc_sink.semantic import writer
+
+    def debezium(builder: SchemaBuilder, name: str) -> Schema:
+        return builder.name(name).optional().build()
+
+    variable = (
+        SchemaBuilder.struct()
+        .name("io.debezium.data.VariableScaleDecimal")
+        .field("scale", SchemaBuilder.int32().build())
+        .field("value", SchemaBuilder.bytes().build())
+        .optional()
+        .build()
+    )
+    schema = (
+        SchemaBuilder.struct()
+        .field("id", SchemaBuilder.int64().build())
+        .field("day", debezium(SchemaBuilder.int32(), "io.debezium.time.Date"))
+        .field("at", debezium(SchemaBuilder.int64(), "io.debezium.time.MicroTimestamp"))
+        .field("amount", variable)
+        .field("seen", debezium(SchemaBuilder.string(), "io.debezium.time.ZonedTimestamp"))
+        .build()
+    )
+    digits = 31415926535897932384626433832795028841
+    amount = Struct(variable).put("scale", 37).put("value", digits.to_bytes(17, "big", signed=True))
+    value = (
+        Struct(schema)
+        .put("id", 1)
+        .put("day", (dt.date(1900, 2, 28) - dt.date(1970, 1, 1)).days)
+        .put("at", -1)  # a microsecond before the epoch
+        .put("amount", amount)
+        .put("seen", "2024-06-01T10:00:00.123456Z")
+    )
+    task = start_task(url, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id"})
+    task.open([TP])
+    task.put([SinkRecord("orders", 0, 0, None, value, value_schema=schema)])
+    task.pre_commit(positions(1))
+    task.stop()
+    ((day, at),) = rows(url, "SELECT day, at FROM orders")
+    assert (str(day), str(at)) == ("1900-02-28", "1969-12-31 23:59:59.999999")
+    # SQLite keeps numerics as floats: the exact values are the writers'
+    zone = ZoneInfo("UTC")
+    as_written = {f.name: writer(f.schema, zone, "postgresql") for f in schema.fields}
+    assert as_written["amount"] is not None and as_written["seen"] is None  # PostgreSQL parses the ISO text
+    assert str(as_written["amount"](amount)) == "3.1415926535897932384626433832795028841"
+    on_sqlite = writer(schema.field("seen").schema, zone, "sqlite")  # type: ignore[union-attr]
+    assert on_sqlite is not None and on_sqlite(value.get("seen")) == dt.datetime(2024, 6, 1, 10, 0, 0, 123456)
