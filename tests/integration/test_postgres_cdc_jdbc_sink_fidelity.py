@@ -2,16 +2,18 @@
 JdbcSink -> PostgreSQL, compared cell by cell.
 
 The pipeline is the one Debezium users run: the CDC source with its default settings (and, in the
-Avro run, its other interval and time modes), `ExtractNewRecordState` and a `RegexRouter` on the
-sink, `insert.mode=upsert`, `pk.mode=record_key`, `delete.enabled`, `auto.create` and `auto.evolve`.
-Two sinks read each topic: one into tables pre-created with the source's own DDL, one into an empty
-database whose tables the sink creates. Once both caught up, each target cell is read back cast to
-the source column's type and compared as text with the source cell: a type matrix (integers to
-int64 beyond 2^53, numerics with and without scale, floats, text with unicode and control
-characters, bytea, dates and timestamps before the epoch and far in the future, intervals, uuid,
-json as written and jsonb, arrays, network types, an enum, xml, a range; NULLs and empty values),
-through a snapshot, streamed inserts and updates, a delete and an ADD COLUMN while streaming, and
-TOASTed values left unchanged by an update under REPLICA IDENTITY FULL and DEFAULT.
+registry runs, its other interval and time modes), `ExtractNewRecordState` and a `RegexRouter` on
+the sink, `insert.mode=upsert`, `pk.mode=record_key`, `delete.enabled`, `auto.create` and
+`auto.evolve`; once with the JsonConverter (schemas on), once each with the Avro and JSON Schema
+converters and the real registry. Two sinks read each topic: one into tables pre-created with the
+source's own DDL, one into an empty database whose tables the sink creates. Once both caught up,
+each target cell is read back cast to the source column's type and compared as text with the
+source cell: a type matrix (integers to int64 beyond 2^53, numerics with and without scale, floats,
+text with unicode and control characters, bytea, dates and timestamps before the epoch and far in
+the future, intervals, uuid, json as written and jsonb, arrays, network types, an enum, xml, a
+range; NULLs and empty values), through a snapshot, streamed inserts and updates, a delete and an
+ADD COLUMN while streaming, and TOASTed values left unchanged by an update under REPLICA IDENTITY
+FULL and DEFAULT.
 """
 
 from __future__ import annotations
@@ -308,12 +310,17 @@ def _json() -> dict[str, str]:
     }
 
 
-def _avro(registry_url: str) -> dict[str, str]:
-    avro = "io.confluent.connect.avro.AvroConverter"
+REGISTRY_CONVERTERS = {
+    "avro": "io.confluent.connect.avro.AvroConverter",
+    "json_schema": "io.confluent.connect.json.JsonSchemaConverter",
+}
+
+
+def _registry(converter: str, registry_url: str) -> dict[str, str]:
     return {
-        "key.converter": avro,
+        "key.converter": REGISTRY_CONVERTERS[converter],
         "key.converter.schema.registry.url": registry_url,
-        "value.converter": avro,
+        "value.converter": REGISTRY_CONVERTERS[converter],
         "value.converter.schema.registry.url": registry_url,
     }
 
@@ -333,7 +340,7 @@ def settle(pipeline: Pipeline, jobs: list[Any], what: str, timeout: float = 180)
     )
 
 
-@pytest.mark.parametrize("converter", ["json", "avro"])
+@pytest.mark.parametrize("converter", ["json", "avro", "json_schema"])
 def test_every_cell_arrives_as_it_left(
     converter: str,
     request: pytest.FixtureRequest,
@@ -343,8 +350,8 @@ def test_every_cell_arrives_as_it_left(
     create_topic: Callable[..., str],
     read_committed: Callable[..., list[Any]],
 ) -> None:
-    if converter == "avro":
-        converters = _avro(request.getfixturevalue("schema_registry").url)
+    if converter != "json":
+        converters = _registry(converter, request.getfixturevalue("schema_registry").url)
         # The source's other modes: intervals exact, times in microseconds whatever their precision
         modes = {"interval.handling.mode": "string", "time.precision.mode": "adaptive_time_microseconds"}
     else:
