@@ -41,6 +41,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import psycopg
 from bench.vs_debezium_jdbc_sink import ensure_debezium_jdbc
 from bench.vs_kafka_connect import Side, runtimes
@@ -130,7 +131,26 @@ class Target:
             self.last, self.changed_at = now, time.monotonic()
         self.cells, self.extra_rows = cells, extra
         if self.failed is None:
-            self.failed = self.side.failed(self.connector)
+            self.failed = task_trace(self.side, self.connector)
+
+
+def task_trace(side: Side, connector: str) -> str | None:
+    """The whole trace of the connector's FAILED task (`Side.failed` keeps only its head, and a
+    Java sink's cause is at the end), or None."""
+    try:
+        status = httpx.get(f"{side.url}/connectors/{connector}/status", timeout=10).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    for task in status.get("tasks", []):
+        if task.get("state") == "FAILED":
+            return str(task.get("trace", ""))
+    return None
+
+
+def causes(trace: str) -> str:
+    """A trace's first line and its "Caused by" lines: what failed, without the stack."""
+    lines = trace.splitlines()
+    return "\n".join(lines[:1] + [line for line in lines if line.startswith("Caused by")])
 
 
 def settle(source_url: str, targets: list[Target], what: str, timeout: float, quiet: float) -> None:
@@ -226,7 +246,8 @@ def report(targets: list[Target]) -> tuple[int, int, int, int]:
             if target.extra_rows:
                 console.print(f"{NAMES[sink]} {kind}: {target.extra_rows} rows the source does not have")
             if target.failed:
-                console.print(f"[red]{NAMES[sink]} {kind}: task FAILED[/]\n{target.failed[:1500]}")
+                console.print(f"[red]{NAMES[sink]} {kind}: task FAILED[/]")
+                console.print(causes(target.failed), markup=False, highlight=False)
     return totals["cells"], totals["eos"], totals["dbz"], totals["worse"]
 
 
