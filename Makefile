@@ -99,6 +99,7 @@ bench: kafka postgres
 	PYTHONPATH=. $(BIN)/python bench/vs_debezium_cdc.py
 	PYTHONPATH=. $(BIN)/python bench/vs_debezium_jdbc_sink.py
 	PYTHONPATH=. $(BIN)/python bench/vs_debezium_jdbc_sink.py --crash
+	PYTHONPATH=.:tests $(BIN)/python bench/fidelity_vs_debezium_jdbc_sink.py
 	PYTHONPATH=. $(BIN)/python bench/density.py
 
 clean:
