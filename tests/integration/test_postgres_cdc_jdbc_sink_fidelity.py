@@ -11,9 +11,9 @@ each target cell is read back cast to the source column's type and compared as t
 source cell: a type matrix (integers to int64 beyond 2^53, numerics with and without scale, floats,
 text with unicode and control characters, bytea, dates and timestamps before the epoch and far in
 the future, intervals, uuid, json as written and jsonb, arrays, network types, an enum, xml, a
-range; NULLs and empty values), through a snapshot, streamed inserts and updates, a delete and an
-ADD COLUMN while streaming, and TOASTed values left unchanged by an update under REPLICA IDENTITY
-FULL and DEFAULT.
+range; NULLs and empty values), through a snapshot, streamed inserts and updates, a delete, an
+ADD COLUMN and a DROP COLUMN while streaming, and TOASTed values left unchanged by an update
+under REPLICA IDENTITY FULL and DEFAULT.
 """
 
 from __future__ import annotations

@@ -129,6 +129,8 @@ COLUMNS = (
 #: Months in an interval: exact with interval.handling.mode=string; with the default (numeric,
 #: Debezium's MicroDuration) a month is 30.4375 days, checked by `_months_as_debezium`.
 MONTHS = Column("c_interval_ym", "interval", ("'1 year 2 mons 3 days 04:05:06.789'", "'-1 mons'"))
+#: Dropped while streaming (the target keeps it; only the source's columns are compared).
+DROPPED = "c_range"
 #: Added while streaming.
 ADDED = (
     Column("c_added", "numeric(8,2)", ("12.50", "-0.01")),
@@ -200,7 +202,8 @@ def prepare_target(url: str, pre_created: bool) -> None:
 
 
 def stream_changes(url: str) -> None:
-    """Inserts, updates, a delete, an ADD COLUMN, and updates leaving TOASTed values unchanged."""
+    """Inserts, updates, a delete, an ADD COLUMN and a DROP COLUMN, and updates leaving TOASTed
+    values unchanged."""
     rng = random.Random(4848)
     with connect(url) as conn:
         for row in range(SNAPSHOT_ROWS, SNAPSHOT_ROWS + STREAMED_ROWS):
@@ -216,6 +219,13 @@ def stream_changes(url: str) -> None:
         names = ", ".join(c.name for c in (*COLUMNS, *ADDED))
         values = ", ".join(_literal(c, 1) for c in (*COLUMNS, *ADDED))
         conn.execute(f"INSERT INTO matrix (id, {names}) VALUES (100, {values})")
+        # A DROP COLUMN while streaming: the changes after it carry the schema without the column
+        conn.execute(f"ALTER TABLE matrix DROP COLUMN {DROPPED}")
+        kept = [c for c in (*COLUMNS, *ADDED) if c.name != DROPPED]
+        names = ", ".join(c.name for c in kept)
+        values = ", ".join(_literal(c, 2) for c in kept)
+        conn.execute(f"INSERT INTO matrix (id, {names}) VALUES (101, {values})")
+        conn.execute("UPDATE matrix SET c_added_text = 'after the drop' WHERE id = 100")
         for table in ("toast_full", "toast_default"):
             _insert_toasted(conn, table, 2, rng)
             conn.execute(f"UPDATE {table} SET name = 'renamed' WHERE id IN (1, 2)")
