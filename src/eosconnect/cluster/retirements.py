@@ -62,6 +62,7 @@ class Retirements:
         return ready
 
     def forget(self) -> None:
-        """This worker no longer leads: its successor watches from its own first snapshot."""
+        """Called when this worker stops leading: the next leader watches from its own first
+        snapshot, so nothing pending is kept here."""
         self._seen = None
         self._pending.clear()

@@ -305,8 +305,8 @@ class JdbcSourceTask(SourceTask):
 
     def _follow(self, state: _TableState, shape: Shape) -> list[str] | None:
         """Rebuild the table's schema from its columns now, for results of `shape`: the changes
-        to its fields, or None when the columns no longer match the shape (changed again since
-        the query: query again)."""
+        to its fields, or None when the table's columns differ from the shape (the table changed again
+        after the query: query again)."""
         table = self._reflect(state)
         if [column.name for column in table.columns] != [column[0] for column in shape]:
             return None
@@ -355,7 +355,7 @@ class JdbcSourceTask(SourceTask):
             if kind != (state.ts_kind, state.ts_aware):
                 raise ConnectException(
                     f"the timestamp column {self.ts_column!r} of table {state.name!r} changed type (now "
-                    f"{table.columns[self.ts_column].type}), so the stored position no longer compares "
+                    f"{table.columns[self.ts_column].type}), so the stored position cannot be compared "
                     "with its values. Reset the connector's offsets for this table to read it again."
                 )
 

@@ -215,6 +215,13 @@ def _fields(
     )
 
 
+def _may_be_unavailable(schema: Schema) -> bool:
+    """Whether a column of this schema can hold the placeholder: text, bytes, an array of text."""
+    if schema.type is Type.ARRAY:
+        return schema.value_schema is not None and schema.value_schema.type is Type.STRING
+    return schema.type in (Type.STRING, Type.BYTES)
+
+
 #: The key token of pk.mode none, kafka and record_value (the key columns do not depend on the record).
 _FIXED_KEY = ()
 
@@ -246,6 +253,8 @@ class RowMaker:
         placeholder = settings.placeholder
         #: The placeholder as each kind of column holds it; empty: no value is taken for one.
         self._unavailable = (placeholder, placeholder.encode(), [placeholder]) if placeholder else ()
+        #: (table, id(key token)) -> (the token, kept alive; the shape of a tombstone's delete).
+        self._deletes: dict[tuple[str, int], tuple[Any, Shape]] = {}
         #: (id(shape), positions left out) -> (the shape, kept alive; the shape without those columns).
         self._partial: dict[tuple[int, tuple[int, ...]], tuple[Shape, Shape]] = {}
         #: pk.mode=kafka: the key columns' schemas (pk.fields names three, or Kafka's default names).
@@ -283,15 +292,7 @@ class RowMaker:
         if value is None:
             if not self.settings.delete_enabled:
                 return None
-            shape = Shape(
-                table,
-                Operation.DELETE,
-                tuple(key_columns),
-                (),
-                dict(key_columns),
-                self._writers(key_columns, tuple(key_columns)),
-            )
-            return Row(shape, key, (), tp, record.offset)
+            return Row(self._delete_shape(table, key_columns, key_token), key, (), tp, record.offset)
         if key_token is not None and value.__class__ is Struct:
             plan = self._plans.get((table, id(value.schema), id(key_token)))
             if plan is None:
@@ -307,6 +308,23 @@ class RowMaker:
         if self._unavailable:
             return self._without_unavailable(row, range(len(row.values)))
         return row
+
+    def _delete_shape(self, table: str, key_columns: dict[str, Schema], key_token: Any) -> Shape:
+        """The shape of a tombstone's delete, made once per table and kind of key (a key whose
+        columns are not cacheable, `key_token` None, gets its own)."""
+        if key_token is None:
+            return self._new_delete_shape(table, key_columns)
+        cached = self._deletes.get((table, id(key_token)))
+        if cached is None:
+            if len(self._deletes) >= _CACHE_LIMIT:
+                self._deletes.clear()
+            shape = self._new_delete_shape(table, key_columns)
+            cached = self._deletes[(table, id(key_token))] = (key_token, shape)
+        return cached[1]
+
+    def _new_delete_shape(self, table: str, key_columns: dict[str, Schema]) -> Shape:
+        names = tuple(key_columns)
+        return Shape(table, Operation.DELETE, names, (), dict(key_columns), self._writers(key_columns, names))
 
     def _writers(
         self, columns: Mapping[str, Schema], names: Sequence[str]
@@ -388,9 +406,7 @@ class RowMaker:
             self._writers(columns, columns_in_order),
         )
         may_be_unavailable = tuple(
-            i
-            for i, name in enumerate(value_names)
-            if columns[name].type in (Type.STRING, Type.BYTES, Type.ARRAY)
+            i for i, name in enumerate(value_names) if _may_be_unavailable(columns[name])
         )
         plan = _Plan(
             shape, fields, fields.picker(value_names), pick_key, (schema, key_token), may_be_unavailable

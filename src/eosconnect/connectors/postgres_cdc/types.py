@@ -155,37 +155,47 @@ _INTERVAL_PART = re.compile(r"([+-]?\d+) (year|mon|day)s?")
 _INTERVAL_TIME = re.compile(r"([+-])?(\d+):(\d+):(\d+)(?:\.(\d+))?")
 
 
+@dataclass(frozen=True)
+class _Interval:
+    """An interval's components as PostgreSQL's default output style writes them
+    (`1 year 2 mons -3 days +04:05:06.789`); the time part's sign is on each of its components."""
+
+    years: int
+    months: int
+    days: int
+    hours: int
+    minutes: int
+    seconds: int
+    micros: int
+
+    @classmethod
+    def parse(cls, text: str) -> _Interval:
+        units = {"year": 0, "mon": 0, "day": 0}
+        for number, unit in _INTERVAL_PART.findall(text):
+            units[unit] = int(number)
+        hours = minutes = seconds = micros = 0
+        if clock := _INTERVAL_TIME.search(text):
+            sign = -1 if clock.group(1) == "-" else 1
+            hours, minutes, seconds = (sign * int(clock.group(i)) for i in (2, 3, 4))
+            micros = sign * int((clock.group(5) or "0").ljust(6, "0")[:6])
+        return cls(units["year"], units["mon"], units["day"], hours, minutes, seconds, micros)
+
+
 def _interval_micros(text: str) -> int:
-    """Debezium's MicroDuration of an interval in PostgreSQL's default output style
-    (`1 year 2 mons -3 days +04:05:06.789`): the same double arithmetic as Debezium's
-    MicroDuration.durationMicros (whole seconds, then the microseconds), a month being 365.25/12 days."""
-    units = {"year": 0, "mon": 0, "day": 0}
-    for number, unit in _INTERVAL_PART.findall(text):
-        units[unit] = int(number)
-    hours = minutes = whole = micros = 0
-    if clock := _INTERVAL_TIME.search(text):
-        sign = -1 if clock.group(1) == "-" else 1
-        hours, minutes, whole = (sign * int(clock.group(i)) for i in (2, 3, 4))
-        micros = sign * int((clock.group(5) or "0").ljust(6, "0")[:6])
-    days = (units["year"] * 12 + units["mon"]) * DAYS_PER_MONTH + units["day"]
-    return int(((((days * 24 + hours) * 60) + minutes) * 60 + whole) * 1e6 + micros)
+    """Debezium's MicroDuration: the same double arithmetic as its MicroDuration.durationMicros
+    (whole seconds, then the microseconds), a month being 365.25/12 days."""
+    i = _Interval.parse(text)
+    days = (i.years * 12 + i.months) * DAYS_PER_MONTH + i.days
+    return int(((((days * 24 + i.hours) * 60) + i.minutes) * 60 + i.seconds) * 1e6 + i.micros)
 
 
 def _interval_iso(text: str) -> str:
-    """Debezium's io.debezium.time.Interval of an interval in PostgreSQL's default output style:
-    `P<y>Y<m>M<d>DT<h>H<m>M<s>S`, every component present, the time part's sign on each of its
-    components and the seconds without trailing zeros (Java's stripTrailingZeros().toPlainString())."""
-    units = {"year": 0, "mon": 0, "day": 0}
-    for number, unit in _INTERVAL_PART.findall(text):
-        units[unit] = int(number)
-    hours = minutes = 0
-    seconds = decimal.Decimal(0)
-    if clock := _INTERVAL_TIME.search(text):
-        sign = -1 if clock.group(1) == "-" else 1
-        hours, minutes = sign * int(clock.group(2)), sign * int(clock.group(3))
-        seconds = sign * decimal.Decimal(f"{clock.group(4)}.{clock.group(5) or '0'}")
+    """Debezium's io.debezium.time.Interval: `P<y>Y<m>M<d>DT<h>H<m>M<s>S`, every component present
+    and the seconds without trailing zeros (Java's stripTrailingZeros().toPlainString())."""
+    i = _Interval.parse(text)
+    seconds = decimal.Decimal(i.seconds) + decimal.Decimal(i.micros).scaleb(-6)
     plain = f"{seconds.normalize():f}" if seconds else "0"
-    return f"P{units['year']}Y{units['mon']}M{units['day']}DT{hours}H{minutes}M{plain}S"
+    return f"P{i.years}Y{i.months}M{i.days}DT{i.hours}H{i.minutes}M{plain}S"
 
 
 _HSTORE_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"\s*=>\s*(NULL|"((?:[^"\\]|\\.)*)")')
