@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from eosconnect.api.data import INT32_SCHEMA, STRING_SCHEMA, Decimal, SchemaBuilder, Timestamp
+from eosconnect.api.data import INT32_SCHEMA, STRING_SCHEMA, Decimal, SchemaBuilder, Struct, Timestamp
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.schema_registry.avro_data import from_avro_schema, to_avro_schema
 from eosconnect.api.schema_registry.protobuf_data import (
     connect_schema,
     message_descriptor,
     parse_proto,
+    to_message,
     to_proto,
 )
 from eosconnect.api.schema_registry.settings import registry_config_def, subject_name
@@ -171,3 +172,53 @@ def test_a_named_struct_used_twice_is_defined_once_and_then_named():
     back = from_avro_schema(avro)
     assert back.field("after").schema == back.field("before").schema
     assert back.field("after").schema.name == "shop.public.t.Value"
+
+
+def test_protobuf_keeps_the_names_small_ints_and_parameters_proto3_has_no_place_for():
+    """Debezium's semantic types are named primitives (`io.debezium.time.Date` is an int32 of days):
+    without their names a sink writes a date as a number. They travel as `(confluent.field_meta)`
+    params, which Confluent's reader ignores, so the topic stays readable by it."""
+    days = SchemaBuilder.int32().name("io.debezium.time.Date").version(1).optional().build()
+    variable = (
+        SchemaBuilder.struct()
+        .name("io.debezium.data.VariableScaleDecimal")
+        .field("scale", INT32_SCHEMA)
+        .field("value", SchemaBuilder.bytes().build())
+        .optional()
+        .build()
+    )
+    mood = SchemaBuilder.string().name("io.debezium.data.Enum").parameter("allowed", "happy,sad").build()
+    schema = (
+        SchemaBuilder.struct()
+        .name("shop.public.t.Value")
+        .field("born", days)
+        .field("amount", variable)
+        .field("mood", mood)
+        .field("tiny", SchemaBuilder.int8().build())
+        .field("small", SchemaBuilder.int16().optional().build())
+        .field(
+            "days", SchemaBuilder.array(SchemaBuilder.int32().name("io.debezium.time.Date").build()).build()
+        )
+        .build()
+    )
+    back = connect_schema(message_descriptor(parse_proto(to_proto(schema).text), [0]))
+    fields = {f.name: f.schema for f in back.fields}
+    assert (fields["born"].name, fields["born"].version, fields["born"].type.name) == (
+        "io.debezium.time.Date",
+        1,
+        "INT32",
+    )
+    assert fields["amount"].name == "io.debezium.data.VariableScaleDecimal"
+    assert fields["mood"].parameters == {"allowed": "happy,sad"}
+    assert fields["tiny"].type.name == "INT8" and fields["small"].type.name == "INT16"
+    assert fields["days"].value_schema.name == "io.debezium.time.Date"
+
+
+OPTIONAL_INT32 = SchemaBuilder.int32().optional().build()
+
+
+def test_protobuf_refuses_a_null_array_element_naming_the_field():
+    schema = SchemaBuilder.struct().field("xs", SchemaBuilder.array(OPTIONAL_INT32).build()).build()
+    generated = to_proto(schema)
+    with pytest.raises(DataException, match=r"field 'xs': element 1 is null.*Avro or JSON Schema"):
+        to_message(schema, Struct(schema).put("xs", [1, None]), generated.message_class())

@@ -155,7 +155,60 @@ def is_union(schema: Schema) -> bool:
     return schema.type is Type.STRUCT and (schema.name or "").startswith(UNION_PREFIX)
 
 
+#: `(confluent.field_meta)` param keys that carry what proto3 has no place for: Confluent's
+#: `connect.type` (INT8/INT16, both written as int32) and, ours beside it, a schema's name, version and
+#: parameters. Confluent's ProtobufData reads only the keys it knows and ignores the rest, so a topic
+#: stays readable by it; without them a named primitive (Debezium's `io.debezium.time.Date` on an
+#: int32) reaches a sink as a bare number.
+CONNECT_TYPE_PARAM = "connect.type"
+CONNECT_NAME_PARAM = "connect.name"
+CONNECT_VERSION_PARAM = "connect.version"
+CONNECT_PARAMETER_PREFIX = "connect.parameters."
+_SMALL_INTS = {Type.INT8: "int8", Type.INT16: "int16"}
+
+
+def _write_schema_meta(field: Any, schema: Schema, file: Any) -> None:
+    """The params that let the read side rebuild `schema` exactly (see `CONNECT_NAME_PARAM`)."""
+    meta: dict[str, str] = {}
+    if schema.type in _SMALL_INTS:
+        meta[CONNECT_TYPE_PARAM] = _SMALL_INTS[schema.type]
+    if schema.name is not None and schema.name not in _LOGICAL_MESSAGES and not is_union(schema):
+        meta[CONNECT_NAME_PARAM] = schema.name
+        if schema.version is not None:
+            meta[CONNECT_VERSION_PARAM] = str(schema.version)
+        for key, value in (schema.parameters or {}).items():
+            meta[CONNECT_PARAMETER_PREFIX + key] = value
+    if not meta:
+        return
+    field.options.Extensions[meta_pb2.field_meta].params.update(meta)
+    if META_IMPORT not in file.dependency:
+        file.dependency.append(META_IMPORT)
+
+
+def _read_schema_meta(field: FieldDescriptor, builder: SchemaBuilder, name: bool = True) -> SchemaBuilder:
+    """`builder` with the name (unless already given), version and parameters `_write_schema_meta`
+    stored on `field`."""
+    params = _field_meta(field)
+    if name and CONNECT_NAME_PARAM in params:
+        builder.name(params[CONNECT_NAME_PARAM])
+    if CONNECT_VERSION_PARAM in params:
+        builder.version(int(params[CONNECT_VERSION_PARAM]))
+    for key, value in params.items():
+        if key.startswith(CONNECT_PARAMETER_PREFIX):
+            builder.parameter(key[len(CONNECT_PARAMETER_PREFIX) :], value)
+    return builder
+
+
+def _field_meta(field: FieldDescriptor) -> dict[str, str]:
+    options = field.GetOptions()
+    if not options.HasExtension(meta_pb2.field_meta):
+        return {}
+    return dict(options.Extensions[meta_pb2.field_meta].params)
+
+
 def _set_field_type(field: Any, schema: Schema, message: Any, file: Any, name: str) -> None:
+    if schema.type is not Type.ARRAY:
+        _write_schema_meta(field, schema, file)
     if schema.name == Decimal.LOGICAL_NAME:
         # Confluent's: the message, the precision (if the schema has one) and scale as field_meta params.
         params = field.options.Extensions[meta_pb2.field_meta].params
@@ -595,7 +648,13 @@ def _set(message: Message, name: str, schema: Schema, value: Any) -> None:
         element = schema.value_schema
         assert element is not None
         container = getattr(message, name)
-        for item in value:
+        for index, item in enumerate(value):
+            if item is None:
+                raise DataException(
+                    f"field {name!r}: element {index} is null, and a Protobuf repeated field cannot hold "
+                    "null (nor can it with Confluent's ProtobufConverter): write this topic with Avro or "
+                    "JSON Schema, or keep NULLs out of the array"
+                )
             if element.type is Type.STRUCT:
                 to_message(element, item, container.add())
             elif element.name in _LOGICAL_MESSAGES:
@@ -620,10 +679,11 @@ def connect_schema(descriptor: Descriptor) -> Schema:
     return _struct_builder(descriptor).build()
 
 
-def _struct_builder(descriptor: Descriptor) -> SchemaBuilder:
+def _struct_builder(descriptor: Descriptor, name: str | None = None) -> SchemaBuilder:
     """A message's fields; each `oneof` group first, as Confluent's ProtobufData orders them: a
-    field `<group>_<index>` holding a union STRUCT of its members (optional, one set)."""
-    builder = SchemaBuilder.struct().name(descriptor.full_name)
+    field `<group>_<index>` holding a union STRUCT of its members (optional, one set). The STRUCT is
+    named `name` when the writer stored one, else after the message."""
+    builder = SchemaBuilder.struct().name(name or descriptor.full_name)
     for oneof in _real_oneofs(descriptor):
         union = SchemaBuilder.struct().name(UNION_PREFIX + oneof.name).optional()
         for member in oneof.fields:
@@ -654,10 +714,7 @@ _LOGICAL_BUILDERS = {TIMESTAMP_TYPE: Timestamp.builder, DATE_TYPE: Date.builder,
 
 def _decimal_builder(field: FieldDescriptor) -> SchemaBuilder:
     """Confluent's: the scale (else 0) and precision from the field's `(confluent.field_meta)` params."""
-    options = field.GetOptions()
-    params: Any = {}
-    if options.HasExtension(meta_pb2.field_meta):
-        params = options.Extensions[meta_pb2.field_meta].params
+    params = _field_meta(field)
     builder = Decimal.builder(int(params.get("scale", "0")))
     if "precision" in params:
         builder.parameter(PRECISION_PARAMETER, params["precision"])
@@ -685,11 +742,18 @@ def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
         logical = _LOGICAL_BUILDERS.get(field.message_type.full_name)
         if field.message_type.full_name == DECIMAL_TYPE:
             builder = _decimal_builder(field)
+        elif logical is not None:
+            builder = logical()
         else:
-            builder = logical() if logical is not None else _struct_builder(field.message_type)
+            stored_name = _field_meta(field).get(CONNECT_NAME_PARAM)
+            builder = _read_schema_meta(field, _struct_builder(field.message_type, stored_name), False)
         return builder.build() if element else builder.optional().build()
+    small = _field_meta(field).get(CONNECT_TYPE_PARAM)
     if field.type == FieldDescriptor.TYPE_ENUM:
         builder = SchemaBuilder.string()
+    elif small in ("int8", "int16") and field.type == FieldDescriptor.TYPE_INT32:
+        builder = SchemaBuilder.int8() if small == "int8" else SchemaBuilder.int16()
+        _read_schema_meta(field, builder)
     else:
         factory = {
             FieldDescriptor.TYPE_INT32: SchemaBuilder.int32,
@@ -708,7 +772,7 @@ def _field_schema(field: FieldDescriptor, element: bool = False) -> Schema:
             FieldDescriptor.TYPE_STRING: SchemaBuilder.string,
             FieldDescriptor.TYPE_BYTES: SchemaBuilder.bytes,
         }[field.type]
-        builder = factory()
+        builder = _read_schema_meta(field, factory())
     if not element and field.has_presence:
         builder.optional()
     return builder.build()
