@@ -26,10 +26,10 @@ import psycopg
 from bench.workdir import new_workdir
 
 from eosconnect.api.context import SourceTaskContext
-from eosconnect.api.converters import JsonConverter
 from eosconnect.connectors.postgres_cdc.config import CdcConfig
 from eosconnect.connectors.postgres_cdc.replication import ReplicationStream
 from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
+from eosconnect.converters.json import JsonConverter
 from eosconnect.devkafka.postgres import LocalPostgres
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.executor import run_source_task

@@ -27,8 +27,8 @@ from urllib.parse import urlparse
 
 import javaproperties
 
-from eosconnect.api.plugins import configure_plugin_path
 from eosconnect.cli_errors import UserError
+from eosconnect.plugins.loading import configure_plugin_path
 from eosconnect.preflight import bind_listener, check_brokers, check_worker_acls, check_worker_settings
 from eosconnect.runtime.loop_watch import dump_stacks_on_sigusr1
 

@@ -25,7 +25,6 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from eosconnect.api.converters import converter_from_config
 from eosconnect.api.data import (
     INT64_SCHEMA,
     OPTIONAL_STRING_SCHEMA,
@@ -39,8 +38,9 @@ from eosconnect.api.data import (
     Timestamp,
 )
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.avro import AvroConverter
-from eosconnect.api.schema_registry.avro_data import to_avro_schema
+from eosconnect.converters.resolution import converter_from_config
+from eosconnect.converters.schema_registry.avro import AvroConverter
+from eosconnect.converters.schema_registry.avro_data import to_avro_schema
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 from support.runtime_helpers import committed_offsets, wait_until
 from support.schema_connectors import SCHEMA_NAME, SEQUENCE_V1

@@ -22,7 +22,6 @@ from eosconnect.api import (
     DataException,
     Date,
     Decimal,
-    JsonConverter,
     Schema,
     SchemaAndValue,
     SchemaBuilder,
@@ -30,6 +29,7 @@ from eosconnect.api import (
     Time,
     Timestamp,
 )
+from eosconnect.converters import JsonConverter
 
 UTC = datetime.UTC
 

@@ -17,12 +17,16 @@ from eosconnect.api import (
     SourceConnector,
     SourceRecord,
     SourceTask,
+)
+from eosconnect.plugins import (
     available_connectors,
     import_class,
-    plugins,
     register_connector,
     resolve_connector_class,
     unregister_connector,
+)
+from eosconnect.plugins import (
+    loading as plugins,
 )
 
 MODULE = """
@@ -206,6 +210,25 @@ def test_import_class_forms() -> None:
     assert import_class("eosconnect.api.config:ConfigDef").__name__ == "ConfigDef"
     with pytest.raises(ImportError, match=r"package.module.ClassName"):
         import_class("JustAName")
+
+
+@pytest.mark.parametrize(
+    ("path", "defined_in"),
+    [
+        ("api.builtin_transforms.InsertField", "eosconnect.transforms.fields"),
+        ("api.builtin_transforms.routing:Filter", "eosconnect.transforms.routing"),
+        ("api.converters.JsonConverter", "eosconnect.converters.json"),
+        ("api.converters.StringConverter", "eosconnect.converters.primitives"),
+        ("api.schema_registry.avro.AvroConverter", "eosconnect.converters.schema_registry.avro"),
+        ("api.JsonConverter", "eosconnect.converters.json"),
+        ("api:TopicNameMatches", "eosconnect.transforms.predicates"),
+        ("connectors.postgres_cdc.unwrap.ExtractNewRecordState", "eosconnect.transforms.unwrap"),
+    ],
+)
+def test_class_paths_of_the_former_package_layout_load_the_same_classes(path: str, defined_in: str) -> None:
+    """A config stored in the config topic keeps naming the classes by where they were defined."""
+    cls = import_class(f"eosconnect.{path}")
+    assert cls.__module__ == defined_in and cls.__name__ == path.replace(":", ".").rsplit(".", 1)[1]
 
 
 def test_modules_outside_the_plugin_locations_are_refused_before_import(

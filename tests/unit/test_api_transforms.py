@@ -12,13 +12,13 @@ from eosconnect.api import (
     ConfigException,
     ConfigType,
     DataException,
-    Filter,
-    InsertField,
     Predicate,
-    ReplaceField,
     SinkRecord,
     SourceRecord,
     Transformation,
+)
+from eosconnect.transforms import Filter, InsertField, ReplaceField
+from eosconnect.transforms.chain import (
     TransformationChain,
     resolve_predicate_class,
     resolve_transformation_class,

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from eosconnect.api import SourceRecord, TransformationChain
-from eosconnect.api.builtin_transforms import InsertField
-from eosconnect.api.builtin_transforms.base import SchemaUpdateCache, java_double_str, java_float_str
-from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
+from eosconnect.api import SourceRecord
 from eosconnect.api.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, SchemaBuilder, Struct
 from eosconnect.api.errors import DataException
-from eosconnect.api.transforms import (
+from eosconnect.transforms import InsertField
+from eosconnect.transforms.base import SchemaUpdateCache, java_double_str, java_float_str
+from eosconnect.transforms.chain import (
     BUILTIN_PREDICATES,
     BUILTIN_TRANSFORMATIONS,
+    TransformationChain,
     resolve_predicate_class,
     resolve_transformation_class,
 )
+from eosconnect.transforms.javadate import JavaDateFormat
 
 KAFKA_TRANSFORMS = [
     "Cast",

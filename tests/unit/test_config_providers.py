@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from eosconnect.api.config_providers import resolve_config, unresolvable_variables
 from eosconnect.api.errors import ConfigException
+from eosconnect.plugins.config_providers import resolve_config, unresolvable_variables
 from eosconnect.storage.clients import client_config
 
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from eosconnect.api.database_hosts import database_host_errors
 from eosconnect.cluster.validation import config_errors, validate_connector_config
+from eosconnect.policies.database_hosts import database_host_errors
 from eosconnect.worker_config import WorkerConfig
 
 

@@ -11,11 +11,11 @@ import pytest
 from eosconnect.api.data import Struct
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import SinkRecord
-from eosconnect.api.transforms import resolve_transformation_class
 from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
 from eosconnect.connectors.postgres_cdc.pgoutput import Column
 from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
-from eosconnect.connectors.postgres_cdc.unwrap import SCHEMA_CACHE_SIZE, ExtractNewRecordState
+from eosconnect.transforms.chain import resolve_transformation_class
+from eosconnect.transforms.unwrap import SCHEMA_CACHE_SIZE, ExtractNewRecordState
 
 TABLE = TableEvents(
     "srv",

@@ -6,16 +6,16 @@ import pytest
 
 from eosconnect.api.data import INT32_SCHEMA, STRING_SCHEMA, Decimal, SchemaBuilder, Struct, Timestamp
 from eosconnect.api.errors import ConfigException, DataException
-from eosconnect.api.schema_registry.avro_data import from_avro_schema, to_avro_schema
-from eosconnect.api.schema_registry.protobuf_data import (
+from eosconnect.converters.schema_registry.avro_data import from_avro_schema, to_avro_schema
+from eosconnect.converters.schema_registry.protobuf_data import (
     connect_schema,
     message_descriptor,
     parse_proto,
     to_message,
     to_proto,
 )
-from eosconnect.api.schema_registry.settings import registry_config_def, subject_name
-from eosconnect.api.schema_registry.wire import (
+from eosconnect.converters.schema_registry.settings import registry_config_def, subject_name
+from eosconnect.converters.schema_registry.wire import (
     frame,
     read_message_indexes,
     unframe,

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from eosconnect.api import (
-    ByteArrayConverter,
-    ColumnOffsets,
-    DataException,
-    JsonConverter,
-    SourceBatch,
-    SourceRecord,
-    StringConverter,
-)
+from eosconnect.api import ColumnOffsets, DataException, SourceBatch, SourceRecord
 from eosconnect.api.batch import expand
+from eosconnect.converters import ByteArrayConverter, JsonConverter, StringConverter
 
 
 def test_batch_is_a_sequence_of_records_with_their_own_offsets() -> None:

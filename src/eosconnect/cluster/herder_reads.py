@@ -13,23 +13,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect import __version__
-from eosconnect.api.converters import CONVERTER_ALIASES, CONVERTER_PATHS
-from eosconnect.api.plugins import (
+from eosconnect.cluster.connector_kinds import kind_of_config
+from eosconnect.cluster.herder_api import HerderError, MetricsView, NotFoundError
+from eosconnect.cluster.herder_state import HerderState
+from eosconnect.cluster.validation import plugin_config_infos, validate_connector_config
+from eosconnect.converters.resolution import CONVERTER_ALIASES, CONVERTER_PATHS
+from eosconnect.plugins.loading import (
     available_connectors,
     connector_type,
     plugin_path_connectors,
     plugin_version,
     resolve_connector_class,
 )
-from eosconnect.api.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
-from eosconnect.cluster.connector_kinds import kind_of_config
-from eosconnect.cluster.herder_api import HerderError, MetricsView, NotFoundError
-from eosconnect.cluster.herder_state import HerderState
-from eosconnect.cluster.validation import plugin_config_infos, validate_connector_config
 from eosconnect.runtime.task import TASK_CLASS_KEY
 from eosconnect.storage.acls import connector_acls, kafka_acls_command, worker_acls
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState, Status
+from eosconnect.transforms.chain import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 
 #: /health answers 500 when the herder's loop has not completed a tick for this long.
 HEALTH_STALL_S = 60.0

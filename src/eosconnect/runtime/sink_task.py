@@ -51,11 +51,11 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from eosconnect.api.context import SinkTaskContext
-from eosconnect.api.database_hosts import check_database_host
 from eosconnect.api.errors import ConnectException, RetriableException
-from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
+from eosconnect.policies.database_hosts import check_database_host
+from eosconnect.policies.file_access import FILE_ALLOWED_DIRS
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
 from eosconnect.runtime.control import Directive, confirm_paused
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task

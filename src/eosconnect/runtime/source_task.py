@@ -17,11 +17,11 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from eosconnect.api.batch import SourceBatch, expand
-from eosconnect.api.database_hosts import check_database_host
 from eosconnect.api.errors import ConnectException, RetriableException
-from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
+from eosconnect.policies.database_hosts import check_database_host
+from eosconnect.policies.file_access import FILE_ALLOWED_DIRS
 from eosconnect.runtime.config import SourceConnectorConfig
 from eosconnect.runtime.control import Directive, confirm_paused, wait_while_paused
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message

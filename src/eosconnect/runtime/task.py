@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from eosconnect.api.connector import Task
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.plugins import import_class
+from eosconnect.plugins.loading import import_class
 from eosconnect.runtime.control import TaskControl
 from eosconnect.runtime.startup import StartupCoordinator
 

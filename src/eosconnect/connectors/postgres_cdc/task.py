@@ -43,7 +43,6 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
-from eosconnect.api.builtin_transforms.base import values_to_string
 from eosconnect.api.data import SchemaBuilder, Struct
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Header, Primitive, RecordMetadata, SourcePartition, SourceRecord
@@ -80,6 +79,7 @@ from eosconnect.connectors.postgres_cdc.replication import (
     wait_released,
 )
 from eosconnect.connectors.postgres_cdc.types import BPCHAR, DecimalHandling, IntervalHandling, TimePrecision
+from eosconnect.transforms.base import values_to_string
 
 __all__ = ["VERSION", "PostgresCdcTask"]
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp, Type
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.value_walk import value_converter
+from eosconnect.converters.schema_registry.value_walk import value_converter
 
 __all__ = [
     "AVRO_NAMESPACE",

@@ -22,8 +22,8 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Any
 
-from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.plugins.config_providers import resolve_config
 
 __all__ = ["DATABASE_ALLOWED_HOSTS", "check_database_host", "database_host_errors"]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from eosconnect.api.builtin_transforms.java_regex import ValidJavaRegex, compile_java, java_replacement
-from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import R
-from eosconnect.api.transforms import Transformation
+from eosconnect.transforms.chain import Transformation
+from eosconnect.transforms.java_regex import ValidJavaRegex, compile_java, java_replacement
+from eosconnect.transforms.javadate import JavaDateFormat
 
 if TYPE_CHECKING:
     from eosconnect.api.batch import SourceBatch

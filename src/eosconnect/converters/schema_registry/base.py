@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.config import ConfigDef
-from eosconnect.api.converters import Converter
+from eosconnect.api.converter import Converter
 from eosconnect.api.data import (
     BOOLEAN_SCHEMA,
     BYTES_SCHEMA,
@@ -20,7 +20,11 @@ from eosconnect.api.data import (
     Struct,
 )
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.settings import RegistryAccess, registry_config_def, registry_settings
+from eosconnect.converters.schema_registry.settings import (
+    RegistryAccess,
+    registry_config_def,
+    registry_settings,
+)
 
 __all__ = ["LruCache", "RegistryConverter"]
 

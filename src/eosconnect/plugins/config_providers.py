@@ -26,12 +26,12 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from eosconnect.api.config_provider import ConfigProvider
 from eosconnect.api.errors import ConfigException
 
 __all__ = [
-    "ConfigProvider",
     "DirectoryConfigProvider",
     "EnvVarConfigProvider",
     "FileConfigProvider",
@@ -43,14 +43,6 @@ __all__ = [
 #: Kafka's ConfigTransformer pattern: ${provider:[path:]key}.
 VARIABLE = re.compile(r"\$\{([^}]*?):(([^}]*?):)?([^}]*?)\}")
 PROVIDERS_KEY = "config.providers"
-
-
-class ConfigProvider(Protocol):
-    def configure(self, params: Mapping[str, str]) -> None: ...
-
-    def get(self, path: str, keys: Iterable[str]) -> dict[str, str]:
-        """The values of `keys` found at `path`; keys it does not have are left out."""
-        ...
 
 
 class _PathConfined:

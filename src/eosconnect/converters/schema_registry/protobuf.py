@@ -15,8 +15,8 @@ from google.protobuf.message import DecodeError
 
 from eosconnect.api.data import Schema, SchemaAndValue
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.base import LruCache, RegistryConverter
-from eosconnect.api.schema_registry.protobuf_data import (
+from eosconnect.converters.schema_registry.base import LruCache, RegistryConverter
+from eosconnect.converters.schema_registry.protobuf_data import (
     ProtoFile,
     connect_schema,
     from_message,
@@ -25,7 +25,7 @@ from eosconnect.api.schema_registry.protobuf_data import (
     to_message,
     to_proto,
 )
-from eosconnect.api.schema_registry.wire import (
+from eosconnect.converters.schema_registry.wire import (
     frame,
     read_message_indexes,
     unframe,

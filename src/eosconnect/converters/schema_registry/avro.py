@@ -18,14 +18,14 @@ from confluent_kafka.schema_registry import Schema as RegistrySchema
 
 from eosconnect.api.data import Schema, SchemaAndValue
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.avro_data import (
+from eosconnect.converters.schema_registry.avro_data import (
     avro_value_converter,
     from_avro_schema,
     from_avro_value,
     to_avro_schema,
 )
-from eosconnect.api.schema_registry.base import LruCache, RegistryConverter
-from eosconnect.api.schema_registry.wire import frame, unframe
+from eosconnect.converters.schema_registry.base import LruCache, RegistryConverter
+from eosconnect.converters.schema_registry.wire import frame, unframe
 
 __all__ = ["AvroConverter"]
 

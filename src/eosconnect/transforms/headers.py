@@ -15,7 +15,12 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from eosconnect.api.builtin_transforms.base import (
+from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.data import Schema, SchemaBuilder, Struct, copy_schema_basics
+from eosconnect.api.errors import ConfigException, DataException
+from eosconnect.api.records import R
+from eosconnect.api.validators import ValidString
+from eosconnect.transforms.base import (
     KeyOrValueTransformation,
     define_replace_null_with_default,
     java_double_str,
@@ -25,12 +30,7 @@ from eosconnect.api.builtin_transforms.base import (
     require_struct,
     values_to_string,
 )
-from eosconnect.api.config import ConfigDef, ConfigType, Importance
-from eosconnect.api.data import Schema, SchemaBuilder, Struct, copy_schema_basics
-from eosconnect.api.errors import ConfigException, DataException
-from eosconnect.api.records import R
-from eosconnect.api.transforms import Transformation
-from eosconnect.api.validators import ValidString
+from eosconnect.transforms.chain import Transformation
 
 
 class DropHeaders(Transformation[R]):

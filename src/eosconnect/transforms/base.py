@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import Date, Schema, SchemaBuilder, Struct, Time, Timestamp, Type, copy_schema_basics
-from eosconnect.api.data.json_format import java_double_text, java_float_text
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import R, SinkRecord
-from eosconnect.api.transforms import Transformation
+from eosconnect.converters.json_text import java_double_text, java_float_text
+from eosconnect.transforms.chain import Transformation
+from eosconnect.transforms.javadate import JavaDateFormat
 
 if TYPE_CHECKING:
     from eosconnect.api.batch import SourceBatch

@@ -129,6 +129,44 @@ def connector_type(cls: type) -> ConnectorType:
     raise TypeError(f"{cls.__module__}.{cls.__qualname__} is neither a source nor a sink connector or task")
 
 
+#: Modules (under `eosconnect.`) whose classes configs may name by Python path from before the
+#: converters, transforms and plugin loading became packages of their own, and the module that
+#: holds each class now: a connector config in the config topic outlives the package layout it was
+#: written against, and must load the same class after an upgrade.
+_RELOCATED_MODULES = {
+    "api.builtin_transforms": "transforms",
+    "api.schema_registry": "converters.schema_registry",
+    "api.converters": "converters",
+    "connectors.postgres_cdc.unwrap": "transforms.unwrap",
+}
+_RELOCATED_API_NAMES = {
+    **dict.fromkeys(
+        ("BooleanConverter", "ByteArrayConverter", "DoubleConverter", "FloatConverter", "IntegerConverter",
+         "JsonConverter", "LongConverter", "ShortConverter", "StringConverter"),
+        "converters",
+    ),
+    **dict.fromkeys(
+        ("Filter", "HasHeaderKey", "InsertField", "InsertFieldKey", "RecordIsTombstone", "ReplaceField",
+         "ReplaceFieldKey", "TopicNameMatches"),
+        "transforms",
+    ),
+}  # fmt: skip
+
+
+def _relocated(path: str) -> str:
+    """`path` with a module of `_RELOCATED_MODULES` (or a class `eosconnect.api` no longer exports)
+    replaced by the module that defines the class."""
+    for old, new in _RELOCATED_MODULES.items():
+        for separator in (".", ":"):
+            if path.startswith(f"eosconnect.{old}{separator}"):
+                return f"eosconnect.{new}{separator}{path[len(old) + 12 :]}"
+    for separator in (".", ":"):
+        name = path.removeprefix(f"eosconnect.api{separator}")
+        if name != path and name in _RELOCATED_API_NAMES:
+            return f"eosconnect.{_RELOCATED_API_NAMES[name]}{separator}{name}"
+    return path
+
+
 def import_class(path: str) -> type:
     """Import a class from `package.module.ClassName`, `package.module:ClassName`, or a nested
     `package.module.Outer.Inner`.
@@ -137,7 +175,7 @@ def import_class(path: str) -> type:
     missing dependency of *it*, a syntax error) is reported as such, not as "not found", since
     that is the one thing the operator needs to know.
     """
-    path = path.strip()
+    path = _relocated(path.strip())
     if ":" in path:
         module_name, _, qualname = path.partition(":")
         candidates = [(module_name, qualname)]

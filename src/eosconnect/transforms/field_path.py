@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eosconnect.api.builtin_transforms.base import require_map_or_null, require_struct
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import Field, Schema, Struct
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.validators import ValidString
+from eosconnect.transforms.base import require_map_or_null, require_struct
 
 SYNTAX_SETTING = "field.syntax.version"
 

@@ -14,8 +14,8 @@ from confluent_kafka.schema_registry import Schema as RegistrySchema
 
 from eosconnect.api.data import Schema, SchemaAndValue
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.base import LruCache, RegistryConverter
-from eosconnect.api.schema_registry.json_schema_data import (
+from eosconnect.converters.schema_registry.base import LruCache, RegistryConverter
+from eosconnect.converters.schema_registry.json_schema_data import (
     dump_json,
     from_json_schema,
     from_json_value,
@@ -23,7 +23,7 @@ from eosconnect.api.schema_registry.json_schema_data import (
     json_value_converter,
     to_json_schema,
 )
-from eosconnect.api.schema_registry.wire import frame, unframe
+from eosconnect.converters.schema_registry.wire import frame, unframe
 
 __all__ = ["JsonSchemaConverter"]
 

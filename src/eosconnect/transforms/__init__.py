@@ -2,20 +2,16 @@
 
 One module per family: `fields` (InsertField, ReplaceField, ExtractField, HoistField, MaskField,
 ValueToKey, Flatten), `conversions` (Cast, TimestampConverter), `headers` (DropHeaders, HeaderFrom,
-InsertHeader), `routing` (Filter, RegexRouter, TimestampRouter) and `predicates`. Each class works on
-the record value; its `...Key` sibling is Kafka's `$Key` variant. `KAFKA_NAMES` maps Kafka's class
-names (and the short names) to these classes; `eosconnect.api.transforms` resolves names through it.
+InsertHeader), `routing` (Filter, RegexRouter, TimestampRouter) and `predicates`, and Debezium's
+`ExtractNewRecordState` in `unwrap`. Each class works on the record value; its `...Key` sibling is
+Kafka's `$Key` variant. `chain` maps Kafka's class names (and the short names) to these classes
+(`BUILTIN_TRANSFORMATIONS`, `BUILTIN_PREDICATES`) and runs a connector's `transforms=...` chain.
 """
 
 from __future__ import annotations
 
-from eosconnect.api.builtin_transforms.conversions import (
-    Cast,
-    CastKey,
-    TimestampConverter,
-    TimestampConverterKey,
-)
-from eosconnect.api.builtin_transforms.fields import (
+from eosconnect.transforms.conversions import Cast, CastKey, TimestampConverter, TimestampConverterKey
+from eosconnect.transforms.fields import (
     ExtractField,
     ExtractFieldKey,
     Flatten,
@@ -32,9 +28,9 @@ from eosconnect.api.builtin_transforms.fields import (
     SetSchemaMetadataKey,
     ValueToKey,
 )
-from eosconnect.api.builtin_transforms.headers import DropHeaders, HeaderFrom, HeaderFromKey, InsertHeader
-from eosconnect.api.builtin_transforms.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
-from eosconnect.api.builtin_transforms.routing import Filter, RegexRouter, TimestampRouter
+from eosconnect.transforms.headers import DropHeaders, HeaderFrom, HeaderFromKey, InsertHeader
+from eosconnect.transforms.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
+from eosconnect.transforms.routing import Filter, RegexRouter, TimestampRouter
 
 __all__ = [
     "Cast",

@@ -15,20 +15,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from eosconnect.api.builtin_transforms.base import (
-    KeyOrValueTransformation,
-    builder_like,
-    define_replace_null_with_default,
-    java_class_name,
-    java_double_to_long,
-    non_empty_list,
-    require_map,
-    require_map_or_null,
-    require_sink_record,
-    require_struct,
-    schema_type_of,
-)
-from eosconnect.api.builtin_transforms.field_path import SYNTAX_SETTING, FieldPath, define_field_syntax
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import (
     OPTIONAL_INT32_SCHEMA,
@@ -48,6 +34,20 @@ from eosconnect.api.data.schema import INT32_SCHEMA, INT64_SCHEMA, STRING_SCHEMA
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import R
 from eosconnect.api.validators import NonEmptyString
+from eosconnect.transforms.base import (
+    KeyOrValueTransformation,
+    builder_like,
+    define_replace_null_with_default,
+    java_class_name,
+    java_double_to_long,
+    non_empty_list,
+    require_map,
+    require_map_or_null,
+    require_sink_record,
+    require_struct,
+    schema_type_of,
+)
+from eosconnect.transforms.field_path import SYNTAX_SETTING, FieldPath, define_field_syntax
 
 if TYPE_CHECKING:
     from eosconnect.api.batch import SourceBatch

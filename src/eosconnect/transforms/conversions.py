@@ -15,7 +15,12 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from eosconnect.api.builtin_transforms.base import (
+from eosconnect.api.config import ConfigDef, ConfigType, Importance
+from eosconnect.api.data import Date, Schema, SchemaBuilder, Struct, Time, Timestamp, Type, copy_schema_basics
+from eosconnect.api.errors import ConfigException, DataException
+from eosconnect.api.records import R
+from eosconnect.api.validators import ValidString
+from eosconnect.transforms.base import (
     LOGICAL_TYPES,
     KeyOrValueTransformation,
     define_replace_null_with_default,
@@ -31,12 +36,7 @@ from eosconnect.api.builtin_transforms.base import (
     schema_type_of,
     wrap_int,
 )
-from eosconnect.api.builtin_transforms.javadate import JavaDateFormat
-from eosconnect.api.config import ConfigDef, ConfigType, Importance
-from eosconnect.api.data import Date, Schema, SchemaBuilder, Struct, Time, Timestamp, Type, copy_schema_basics
-from eosconnect.api.errors import ConfigException, DataException
-from eosconnect.api.records import R
-from eosconnect.api.validators import ValidString
+from eosconnect.transforms.javadate import JavaDateFormat
 
 _INPUT_TYPES = ["INT8", "INT16", "INT32", "INT64", "FLOAT32", "FLOAT64", "BOOLEAN", "STRING", "BYTES"]
 _OUTPUT_TYPES = _INPUT_TYPES[:-1]
