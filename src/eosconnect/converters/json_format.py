@@ -407,13 +407,16 @@ class JsonCodec:
                 return '"' + base64.b64encode(Decimal.from_logical(schema, value)).decode("ascii") + '"'
 
             return write_decimal
-        logical = {DATE_LOGICAL_NAME: Date, TIME_LOGICAL_NAME: Time, TIMESTAMP_LOGICAL_NAME: Timestamp}.get(
-            name
-        )
+        logicals: dict[str, type[Date] | type[Time] | type[Timestamp]] = {
+            DATE_LOGICAL_NAME: Date,
+            TIME_LOGICAL_NAME: Time,
+            TIMESTAMP_LOGICAL_NAME: Timestamp,
+        }
+        logical = logicals.get(name) if name is not None else None
         if logical is None:
             return None
         expected = {Date: "date", Time: "time", Timestamp: "datetime"}[logical]
-        from_logical = logical.from_logical
+        from_logical: Callable[[Schema, Any], int] = logical.from_logical
 
         cls = {"date": datetime.date, "time": datetime.time, "datetime": datetime.datetime}[expected]
 

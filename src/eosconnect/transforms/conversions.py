@@ -125,20 +125,20 @@ def cast_value(value: Any, target: str, schema: Schema | None = None) -> Any:
             return java_to_string(float(value))
         if isinstance(value, bytes | bytearray) and target != "STRING":
             raise DataException(f"Unexpected type in Cast transformation: {java_class_name(value)}")
-    kind = schema_type_of(value)
-    if kind is None:
+    value_kind = schema_type_of(value)
+    if value_kind is None:
         raise DataException(
             f"Cast transformation was passed a value of type {java_class_name(value)} which is not supported "
             "by Connect's data API"
         )
-    if kind not in _INPUT_TYPES:
+    if value_kind not in _INPUT_TYPES:
         raise DataException(
-            f"Cast transformation does not support casting from {kind}; supported types are "
-            f"{_supported(kind, _INPUT_TYPES)}"
+            f"Cast transformation does not support casting from {value_kind}; supported types are "
+            f"{_supported(value_kind, _INPUT_TYPES)}"
         )
     if target == "STRING":
         return java_to_string(value)
-    if kind == "BYTES":
+    if value_kind == "BYTES":
         raise DataException(f"Unexpected type in Cast transformation: {java_class_name(value)}")
     if target in _INT_BITS:
         bits = _INT_BITS[target]

@@ -197,17 +197,15 @@ class InsertField(KeyOrValueTransformation[R]):
                     validate_value(field.schema, value, field.name)  # as `put` does, once per batch
                 constants.append(value)
         rows = copied_rows(self, structs, in_schema, out_schema, range(len(in_schema.fields)))
-        times = batch.timestamps
-        if timestamp_at is not None and times is None:
-            times = [None] * len(rows)
+        batch_times = batch.timestamps
         of = Struct._of
-        updated = []
-        for i, row in enumerate(rows):
-            row.extend(constants)
-            if timestamp_at is not None and (millis := times[i]) is not None:  # type: ignore[index]
-                row[timestamp_at] = millis_to_datetime(millis)
-            updated.append(of(out_schema, row))
-        return self.with_operand_column(batch, out_schema, updated)
+        structs_out = []
+        for i, values in enumerate(rows):
+            values.extend(constants)
+            if timestamp_at is not None and batch_times is not None and (at := batch_times[i]) is not None:
+                values[timestamp_at] = millis_to_datetime(at)
+            structs_out.append(of(out_schema, values))
+        return self.with_operand_column(batch, out_schema, structs_out)
 
     def _updated_schema(self, schema: Schema) -> Schema:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())

@@ -17,15 +17,19 @@ expected. Logical types (see `logical.py`) take their Python types: `decimal.Dec
 
 from __future__ import annotations
 
+import builtins
 import datetime
 import decimal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from eosconnect.api.errors import DataException
+
+if TYPE_CHECKING:
+    from eosconnect.api.data.struct import Struct
 
 __all__ = [
     "BOOLEAN_SCHEMA",
@@ -137,6 +141,11 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+#: `Type` under a second name, for annotations inside `Schema`, whose `Schema.Type` (Kafka's spelling)
+#: hides the enum there.
+_SchemaType = Type
+
+
 class Schema:
     """An immutable schema, Kafka's `ConnectSchema`; build one with `SchemaBuilder`.
 
@@ -181,17 +190,22 @@ class Schema:
     OPTIONAL_STRING_SCHEMA: ClassVar[Schema]
     OPTIONAL_BYTES_SCHEMA: ClassVar[Schema]
 
-    type: Type
+    type: _SchemaType
     optional: bool
     default_value: Any
     name: str | None
     version: int | None
     doc: str | None
     parameters: Mapping[str, str] | None
+    _fields: tuple[Field, ...] | None
+    _fields_by_name: dict[str, Field] | None
+    _key_schema: Schema | None
+    _value_schema: Schema | None
+    _hash: int | None
 
     def __init__(
         self,
-        type: Type,
+        type: _SchemaType,
         optional: bool = False,
         default_value: Any = None,
         name: str | None = None,
@@ -365,7 +379,7 @@ SchemaAndValue.NULL = SchemaAndValue(None, None)  # type: ignore[attr-defined]
 # --- validation ---------------------------------------------------------------------------------
 
 
-def _struct_class() -> type:
+def _struct_class() -> type[Struct]:
     from eosconnect.api.data.struct import Struct  # struct.py builds on this module
 
     return Struct
@@ -614,8 +628,8 @@ class SchemaBuilder:
         return list(self._fields.values())
 
     @property
-    def is_optional(self) -> bool:
-        return bool(self._optional)
+    def is_optional(self) -> builtins.bool:
+        return builtins.bool(self._optional)
 
     # Setters.
     def optional(self) -> SchemaBuilder:

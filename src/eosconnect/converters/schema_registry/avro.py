@@ -25,6 +25,7 @@ from eosconnect.converters.schema_registry.avro_data import (
     to_avro_schema,
 )
 from eosconnect.converters.schema_registry.base import LruCache, RegistryConverter
+from eosconnect.converters.schema_registry.settings import schema_text
 from eosconnect.converters.schema_registry.wire import frame, unframe
 
 __all__ = ["AvroConverter"]
@@ -78,7 +79,7 @@ class AvroConverter(RegistryConverter):
         writer = self._writers.get(registered.schema_id)
         if writer is None:
             writer = self._writers.put(
-                registered.schema_id, fastavro.parse_schema(json.loads(registered.schema.schema_str))
+                registered.schema_id, fastavro.parse_schema(json.loads(schema_text(registered.schema)))
             )
         header = frame(registered.schema_id, b"")
         keep_null = schema.default_value is None
@@ -115,7 +116,7 @@ class AvroConverter(RegistryConverter):
         if reader is None:
             registered = self.registry.schema_by_id(schema_id, topic)
             self._check_format(registered.schema_type, schema_id, topic)
-            avro = json.loads(registered.schema_str)
+            avro = json.loads(schema_text(registered))
             reader = self._readers.put(schema_id, (fastavro.parse_schema(avro), from_avro_schema(avro)))
         parsed, connect_schema = reader
         try:

@@ -303,7 +303,9 @@ def from_avro_value(schema: Schema, value: Any) -> Any:
     if name in _LOGICAL_RAW:
         logical, raw_type = _LOGICAL_RAW[name]
         if isinstance(value, raw_type) and not isinstance(value, bool):
-            return logical.to_logical(schema, bytes(value) if raw_type is not int else value)
+            return logical.to_logical(
+                schema, bytes(value) if isinstance(value, bytes | bytearray | memoryview) else value
+            )
         return logical.to_logical(schema, logical.from_logical(schema, value))
     t = schema.type
     if t is Type.STRUCT and name == UNION_NAME:

@@ -23,6 +23,7 @@ from eosconnect.converters.schema_registry.json_schema_data import (
     json_value_converter,
     to_json_schema,
 )
+from eosconnect.converters.schema_registry.settings import schema_text
 from eosconnect.converters.schema_registry.wire import frame, unframe
 
 __all__ = ["JsonSchemaConverter"]
@@ -69,7 +70,9 @@ class JsonSchemaConverter(RegistryConverter):
         if connect_schema is None:
             registered = self.registry.schema_by_id(schema_id, topic)
             self._check_format(registered.schema_type, schema_id, topic)
-            connect_schema = self._readers.put(schema_id, from_json_schema(json.loads(registered.schema_str)))
+            connect_schema = self._readers.put(
+                schema_id, from_json_schema(json.loads(schema_text(registered)))
+            )
         try:
             parsed = json.loads(bytes(payload), parse_float=decimal.Decimal)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

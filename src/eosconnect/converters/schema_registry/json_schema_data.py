@@ -43,7 +43,11 @@ _CONNECT_TYPES = {
     Type.FLOAT32: ("number", "float32"),
     Type.FLOAT64: ("number", "float64"),
 }
-_LOGICAL = {Date.LOGICAL_NAME: Date, Time.LOGICAL_NAME: Time, Timestamp.LOGICAL_NAME: Timestamp}
+_LOGICAL: dict[str, type[Date] | type[Time] | type[Timestamp]] = {
+    Date.LOGICAL_NAME: Date,
+    Time.LOGICAL_NAME: Time,
+    Timestamp.LOGICAL_NAME: Timestamp,
+}
 
 
 def to_json_schema(schema: Schema) -> dict[str, Any]:

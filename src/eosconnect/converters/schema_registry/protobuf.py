@@ -25,6 +25,7 @@ from eosconnect.converters.schema_registry.protobuf_data import (
     to_message,
     to_proto,
 )
+from eosconnect.converters.schema_registry.settings import schema_text
 from eosconnect.converters.schema_registry.wire import (
     frame,
     read_message_indexes,
@@ -75,7 +76,7 @@ class ProtobufConverter(RegistryConverter):
         if reader is None:
             registered = self.registry.schema_by_id(schema_id, topic)
             self._check_format(registered.schema_type, schema_id, topic)
-            descriptor = message_descriptor(parse_proto(registered.schema_str), indexes)
+            descriptor = message_descriptor(parse_proto(schema_text(registered)), indexes)
             reader = self._readers.put(
                 key, (message_factory.GetMessageClass(descriptor), connect_schema(descriptor))
             )

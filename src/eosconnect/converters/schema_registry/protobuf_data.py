@@ -114,7 +114,14 @@ class ProtoFile:
         return self.descriptor.full_name
 
 
+#: The `(confluent.field_meta)` option: the generated module adds its extensions at run time, so its
+#: type stub does not declare them.
+_FIELD_META: Any = meta_pb2.field_meta  # type: ignore[attr-defined]
+
+
 # ---------------------------------------------------------------------------------------- Connect -> proto
+
+
 def to_proto(schema: Schema) -> ProtoFile:
     if schema.type is not Type.STRUCT:
         raise DataException(
@@ -180,7 +187,7 @@ def _write_schema_meta(field: Any, schema: Schema, file: Any) -> None:
             meta[CONNECT_PARAMETER_PREFIX + key] = value
     if not meta:
         return
-    field.options.Extensions[meta_pb2.field_meta].params.update(meta)
+    field.options.Extensions[_FIELD_META].params.update(meta)
     if META_IMPORT not in file.dependency:
         file.dependency.append(META_IMPORT)
 
@@ -201,9 +208,9 @@ def _read_schema_meta(field: FieldDescriptor, builder: SchemaBuilder, name: bool
 
 def _field_meta(field: FieldDescriptor) -> dict[str, str]:
     options = field.GetOptions()
-    if not options.HasExtension(meta_pb2.field_meta):
+    if not options.HasExtension(_FIELD_META):
         return {}
-    return dict(options.Extensions[meta_pb2.field_meta].params)
+    return dict(options.Extensions[_FIELD_META].params)
 
 
 def _set_field_type(field: Any, schema: Schema, message: Any, file: Any, name: str) -> None:
@@ -211,7 +218,7 @@ def _set_field_type(field: Any, schema: Schema, message: Any, file: Any, name: s
         _write_schema_meta(field, schema, file)
     if schema.name == Decimal.LOGICAL_NAME:
         # Confluent's: the message, the precision (if the schema has one) and scale as field_meta params.
-        params = field.options.Extensions[meta_pb2.field_meta].params
+        params = field.options.Extensions[_FIELD_META].params
         precision = (schema.parameters or {}).get(PRECISION_PARAMETER)
         if precision is not None:
             params["precision"] = precision
@@ -340,9 +347,9 @@ def _render_message(message: descriptor_pb2.DescriptorProto, indent: str) -> lis
 
 def _options_text(field: Any) -> str:
     """A field's `(confluent.field_meta)` params as Confluent writes them, else nothing."""
-    if not field.options.HasExtension(meta_pb2.field_meta):
+    if not field.options.HasExtension(_FIELD_META):
         return ""
-    params = field.options.Extensions[meta_pb2.field_meta].params
+    params = field.options.Extensions[_FIELD_META].params
     entries = ", ".join(f'{{ key: "{k}", value: "{v}" }}' for k, v in params.items())
     return f" [(confluent.field_meta) = {{ params: [{entries}] }}]"
 
@@ -505,7 +512,7 @@ def _parse_message(p: _Parser, message: descriptor_pb2.DescriptorProto) -> None:
                 member = _add_field(message, name, number, member_type, FDP.LABEL_OPTIONAL)
                 member.oneof_index = oneof_index
                 for key, value in params.items():
-                    member.options.Extensions[meta_pb2.field_meta].params[key] = value
+                    member.options.Extensions[_FIELD_META].params[key] = value
         elif token == ";":
             continue
         elif token == "map":
@@ -537,7 +544,7 @@ def _parse_message(p: _Parser, message: descriptor_pb2.DescriptorProto) -> None:
             p.expect(";")
             field = _add_field(message, name, number, token, label)
             for key, value in params.items():
-                field.options.Extensions[meta_pb2.field_meta].params[key] = value
+                field.options.Extensions[_FIELD_META].params[key] = value
             if optional:
                 field.proto3_optional = True
                 field.oneof_index = len(message.oneof_decl)
@@ -610,20 +617,20 @@ def to_message(schema: Schema, value: Any, message: Message) -> Message:
 def _set_logical(target: Message, schema: Schema, value: Any) -> None:
     """A Timestamp, Date or Time into its well-known message, as Confluent's ProtobufData writes it."""
     if schema.name == Timestamp.LOGICAL_NAME:
-        target.FromDatetime(value.astimezone(datetime.UTC).replace(tzinfo=None))  # type: ignore[attr-defined]
+        target.FromDatetime(value.astimezone(datetime.UTC).replace(tzinfo=None))
     elif schema.name == Date.LOGICAL_NAME:
-        target.year, target.month, target.day = value.year, value.month, value.day  # type: ignore[attr-defined]
+        target.year, target.month, target.day = value.year, value.month, value.day
     elif schema.name == Decimal.LOGICAL_NAME:  # Confluent's DecimalUtils.fromBigDecimal
         unscaled = Decimal.from_logical(schema, value)  # two's complement, as BigInteger.toByteArray
-        target.value = unscaled  # type: ignore[attr-defined]
-        target.precision = max(len(str(abs(int.from_bytes(unscaled, "big", signed=True)))), 1)  # type: ignore[attr-defined]
-        target.scale = Decimal.scale(schema)  # type: ignore[attr-defined]
+        target.value = unscaled
+        target.precision = max(len(str(abs(int.from_bytes(unscaled, "big", signed=True)))), 1)
+        target.scale = Decimal.scale(schema)
     else:  # Time: Connect's are milliseconds of the (UTC) day
         millis = Time.from_logical(schema, value)
-        seconds, target.nanos = divmod(millis, 1000)  # type: ignore[attr-defined]
-        target.nanos *= 1_000_000  # type: ignore[attr-defined]
-        minutes, target.seconds = divmod(seconds, 60)  # type: ignore[attr-defined]
-        target.hours, target.minutes = divmod(minutes, 60)  # type: ignore[attr-defined]
+        seconds, target.nanos = divmod(millis, 1000)
+        target.nanos *= 1_000_000
+        minutes, target.seconds = divmod(seconds, 60)
+        target.hours, target.minutes = divmod(minutes, 60)
 
 
 def _get_logical(raw: Any, schema: Schema) -> Any:

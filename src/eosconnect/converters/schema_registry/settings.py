@@ -168,6 +168,19 @@ class RegistrySchemaId:
     schema: RegistrySchema
 
 
+def schema_text(schema: RegistrySchema) -> str:
+    """The text of a schema the registry holds (always there, though the client types it optional)."""
+    if schema.schema_str is None:
+        raise DataException(f"the schema registry returned a {schema.schema_type} schema without its text")
+    return schema.schema_str
+
+
+def _registered_id(schema_id: int | None, subject: str) -> int:
+    if schema_id is None:
+        raise DataException(f"the schema registry answered for subject {subject!r} without a schema id")
+    return schema_id
+
+
 class RegistryAccess:
     """The registry client for one converter, with Confluent's write-side rules applied.
 
@@ -250,7 +263,7 @@ class RegistryAccess:
     ) -> RegistrySchemaId:
         """The id (and the registered schema) to write a record of `schema` under `subject` with;
         `connect_schema`, the Connect schema it was made from, lets a refusal name what changed."""
-        cache_key = (subject, schema.schema_str)
+        cache_key = (subject, schema_text(schema))
         found = self._written.get(cache_key)
         if found is None:
             found = self._written[cache_key] = self._ask(subject, schema, connect_schema)
@@ -266,10 +279,10 @@ class RegistryAccess:
                 found = RegistrySchemaId(self.client.register_schema(subject, schema), schema)
             elif self.use_latest:
                 latest: RegisteredSchema = self.client.get_latest_version(subject)
-                found = RegistrySchemaId(latest.schema_id, latest.schema)
+                found = RegistrySchemaId(_registered_id(latest.schema_id, subject), latest.schema)
             else:
                 registered = self.client.lookup_schema(subject, schema)
-                found = RegistrySchemaId(registered.schema_id, schema)
+                found = RegistrySchemaId(_registered_id(registered.schema_id, subject), schema)
         except SchemaRegistryError as exc:
             raise self._refused(subject, schema, exc, connect_schema) from None
         except httpx.TransportError as exc:
