@@ -28,7 +28,8 @@ from eosconnect.api.data import (
 from eosconnect.api.errors import DataException
 from eosconnect.converters.resolution import converter_from_config
 from eosconnect.converters.schema_registry.protobuf import ProtobufConverter
-from eosconnect.converters.schema_registry.protobuf_data import message_descriptor, parse_proto, to_proto
+from eosconnect.converters.schema_registry.protobuf_data import message_descriptor, to_proto
+from eosconnect.converters.schema_registry.protobuf_text import parse_proto
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 
 ITEM = SchemaBuilder.struct().name("com.example.Item").field("sku", STRING_SCHEMA).build()

@@ -217,6 +217,7 @@ def test_import_class_forms() -> None:
     [
         ("api.builtin_transforms.InsertField", "eosconnect.transforms.fields"),
         ("api.builtin_transforms.routing:Filter", "eosconnect.transforms.routing"),
+        ("api.builtin_transforms.fields.MaskField", "eosconnect.transforms.reshape"),
         ("api.converters.JsonConverter", "eosconnect.converters.json"),
         ("api.converters.StringConverter", "eosconnect.converters.primitives"),
         ("api.schema_registry.avro.AvroConverter", "eosconnect.converters.schema_registry.avro"),

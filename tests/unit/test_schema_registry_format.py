@@ -10,10 +10,10 @@ from eosconnect.converters.schema_registry.avro_data import from_avro_schema, to
 from eosconnect.converters.schema_registry.protobuf_data import (
     connect_schema,
     message_descriptor,
-    parse_proto,
     to_message,
     to_proto,
 )
+from eosconnect.converters.schema_registry.protobuf_text import parse_proto
 from eosconnect.converters.schema_registry.settings import registry_config_def, subject_name
 from eosconnect.converters.schema_registry.wire import (
     frame,

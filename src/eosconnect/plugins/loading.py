@@ -129,16 +129,17 @@ def connector_type(cls: type) -> ConnectorType:
     raise TypeError(f"{cls.__module__}.{cls.__qualname__} is neither a source nor a sink connector or task")
 
 
-#: Modules (under `eosconnect.`) whose classes configs may name by Python path from before the
-#: converters, transforms and plugin loading became packages of their own, and the module that
-#: holds each class now: a connector config in the config topic outlives the package layout it was
-#: written against, and must load the same class after an upgrade.
+#: Where classes that configs may name by Python path from before the converters, transforms and
+#: plugin loading became packages of their own are now: a connector config in the config topic
+#: outlives the package layout it was written against, and must load the same class after an
+#: upgrade. Modules under `eosconnect.`, the old one -> the one defining its classes now; a built-in
+#: transform (`_OLD_TRANSFORMS`) by its class name at `eosconnect.transforms`, which exports them all.
 _RELOCATED_MODULES = {
-    "api.builtin_transforms": "transforms",
     "api.schema_registry": "converters.schema_registry",
     "api.converters": "converters",
     "connectors.postgres_cdc.unwrap": "transforms.unwrap",
 }
+_OLD_TRANSFORMS = "api.builtin_transforms"
 _RELOCATED_API_NAMES = {
     **dict.fromkeys(
         ("BooleanConverter", "ByteArrayConverter", "DoubleConverter", "FloatConverter", "IntegerConverter",
@@ -154,13 +155,14 @@ _RELOCATED_API_NAMES = {
 
 
 def _relocated(path: str) -> str:
-    """`path` with a module of `_RELOCATED_MODULES` (or a class `eosconnect.api` no longer exports)
-    replaced by the module that defines the class."""
-    for old, new in _RELOCATED_MODULES.items():
-        for separator in (".", ":"):
+    """`path` with a module of `_RELOCATED_MODULES`, `_OLD_TRANSFORMS` or a class `eosconnect.api` no
+    longer exports replaced by where the class is defined now."""
+    for separator in (".", ":"):
+        if path.startswith(f"eosconnect.{_OLD_TRANSFORMS}{separator}"):
+            return f"eosconnect.transforms.{path.replace(':', '.').rsplit('.', 1)[1]}"
+        for old, new in _RELOCATED_MODULES.items():
             if path.startswith(f"eosconnect.{old}{separator}"):
                 return f"eosconnect.{new}{separator}{path[len(old) + 12 :]}"
-    for separator in (".", ":"):
         name = path.removeprefix(f"eosconnect.api{separator}")
         if name != path and name in _RELOCATED_API_NAMES:
             return f"eosconnect.{_RELOCATED_API_NAMES[name]}{separator}{name}"

@@ -1,11 +1,12 @@
 """The built-in transformations and predicates: Kafka's own, with the same names, settings and behaviour.
 
-One module per family: `fields` (InsertField, ReplaceField, ExtractField, HoistField, MaskField,
-ValueToKey, Flatten), `conversions` (Cast, TimestampConverter), `headers` (DropHeaders, HeaderFrom,
-InsertHeader), `routing` (Filter, RegexRouter, TimestampRouter) and `predicates`, and Debezium's
-`ExtractNewRecordState` in `unwrap`. Each class works on the record value; its `...Key` sibling is
-Kafka's `$Key` variant. `chain` maps Kafka's class names (and the short names) to these classes
-(`BUILTIN_TRANSFORMATIONS`, `BUILTIN_PREDICATES`) and runs a connector's `transforms=...` chain.
+One module per family: `fields` (InsertField, ReplaceField, ExtractField, HoistField), `reshape`
+(MaskField, ValueToKey, Flatten, SetSchemaMetadata), `conversions` (Cast, TimestampConverter),
+`headers` (DropHeaders, HeaderFrom, InsertHeader), `routing` (Filter, RegexRouter, TimestampRouter)
+and `predicates`, and Debezium's `ExtractNewRecordState` in `unwrap`. Each class works on the record
+value; its `...Key` sibling is Kafka's `$Key` variant. `chain` maps Kafka's class names (and the
+short names) to these classes (`BUILTIN_TRANSFORMATIONS`, `BUILTIN_PREDICATES`) and runs a
+connector's `transforms=...` chain.
 """
 
 from __future__ import annotations
@@ -14,22 +15,24 @@ from eosconnect.transforms.conversions import Cast, CastKey, TimestampConverter,
 from eosconnect.transforms.fields import (
     ExtractField,
     ExtractFieldKey,
-    Flatten,
-    FlattenKey,
     HoistField,
     HoistFieldKey,
     InsertField,
     InsertFieldKey,
-    MaskField,
-    MaskFieldKey,
     ReplaceField,
     ReplaceFieldKey,
+)
+from eosconnect.transforms.headers import DropHeaders, HeaderFrom, HeaderFromKey, InsertHeader
+from eosconnect.transforms.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
+from eosconnect.transforms.reshape import (
+    Flatten,
+    FlattenKey,
+    MaskField,
+    MaskFieldKey,
     SetSchemaMetadata,
     SetSchemaMetadataKey,
     ValueToKey,
 )
-from eosconnect.transforms.headers import DropHeaders, HeaderFrom, HeaderFromKey, InsertHeader
-from eosconnect.transforms.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
 from eosconnect.transforms.routing import Filter, RegexRouter, TimestampRouter
 
 __all__ = [

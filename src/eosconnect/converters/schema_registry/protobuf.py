@@ -21,10 +21,10 @@ from eosconnect.converters.schema_registry.protobuf_data import (
     connect_schema,
     from_message,
     message_descriptor,
-    parse_proto,
     to_message,
     to_proto,
 )
+from eosconnect.converters.schema_registry.protobuf_text import parse_proto
 from eosconnect.converters.schema_registry.settings import schema_text
 from eosconnect.converters.schema_registry.wire import (
     frame,
