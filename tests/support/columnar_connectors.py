@@ -11,8 +11,8 @@ from pathlib import Path
 from eosconnect.api.batch import ColumnOffsets, SourceBatch
 from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import SourceTask
+from eosconnect.api.transforms import Transformation
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
-from eosconnect.transforms.chain import Transformation
 
 
 class ColumnarSequenceTask(SequenceSourceTask):

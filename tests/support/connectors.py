@@ -25,12 +25,12 @@ from eosconnect.api.records import (
 )
 from eosconnect.api.sink import SinkConnector, SinkTask
 from eosconnect.api.source import SourceTask
+from eosconnect.api.transforms import Transformation
 from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
 from eosconnect.connectors.mirror import MirrorSinkConnector, MirrorSinkTask
 from eosconnect.connectors.mirror_source import MirrorSourceConnector, MirrorSourceTask
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
 from eosconnect.storage.transactional_ids import fence_transactional_ids
-from eosconnect.transforms.chain import Transformation
 
 
 class CrashingSequenceTask(SequenceSourceTask):

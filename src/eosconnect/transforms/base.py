@@ -19,8 +19,8 @@ from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import Date, Schema, SchemaBuilder, Struct, Time, Timestamp, Type, copy_schema_basics
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import R, SinkRecord
+from eosconnect.api.transforms import Transformation
 from eosconnect.converters.json_text import java_double_text, java_float_text
-from eosconnect.transforms.chain import Transformation
 from eosconnect.transforms.javadate import JavaDateFormat
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import Schema, SchemaBuilder, Struct, copy_schema_basics
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import R
+from eosconnect.api.transforms import Transformation
 from eosconnect.api.validators import ValidString
 from eosconnect.transforms.base import (
     KeyOrValueTransformation,
@@ -30,7 +31,6 @@ from eosconnect.transforms.base import (
     require_struct,
     values_to_string,
 )
-from eosconnect.transforms.chain import Transformation
 
 
 class DropHeaders(Transformation[R]):

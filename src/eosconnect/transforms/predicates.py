@@ -8,8 +8,8 @@ from typing import Any
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import R
+from eosconnect.api.transforms import Predicate
 from eosconnect.api.validators import NonEmptyString
-from eosconnect.transforms.chain import Predicate
 from eosconnect.transforms.java_regex import ValidJavaRegex, compile_java
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.records import R
-from eosconnect.transforms.chain import Transformation
+from eosconnect.api.transforms import Transformation
 from eosconnect.transforms.java_regex import ValidJavaRegex, compile_java, java_replacement
 from eosconnect.transforms.javadate import JavaDateFormat
 

@@ -40,10 +40,10 @@ from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import Schema, SchemaBuilder, Struct, copy_schema_basics
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import R
+from eosconnect.api.transforms import Transformation
 from eosconnect.api.validators import ValidString
 from eosconnect.transforms import ExtractField, InsertField
 from eosconnect.transforms.base import SchemaUpdateCache, require_struct, values_to_string
-from eosconnect.transforms.chain import Transformation
 
 __all__ = ["DeleteTombstoneHandling", "ExtractNewRecordState"]
 
