@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from eosconnect.api.data.builder import SchemaBuilder
 from eosconnect.api.data.logical import Date, Decimal, Time, Timestamp
 from eosconnect.api.data.schema import (
     DATE_LOGICAL_NAME,
@@ -31,7 +32,6 @@ from eosconnect.api.data.schema import (
     TIME_LOGICAL_NAME,
     TIMESTAMP_LOGICAL_NAME,
     Schema,
-    SchemaBuilder,
     Type,
 )
 from eosconnect.api.data.struct import Struct
