@@ -238,7 +238,7 @@ def test_schema_cache_size_is_honoured() -> None:
         conv.to_connect_data(
             "t", conv.from_connect_data("t", schema, 1 if schema is not STRING_SCHEMA else "x")
         )
-    assert len(conv._codec._from_connect_cache) == 1 and len(conv._codec._to_connect_cache) == 1
+    assert len(conv._writing._from_connect_cache) == 1 and len(conv._reading._to_connect_cache) == 1
 
 
 def test_batch_and_single_values_give_the_same_bytes() -> None:

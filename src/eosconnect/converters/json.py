@@ -22,8 +22,10 @@ from eosconnect.api.data.schema import (
 from eosconnect.api.data.struct import Struct
 from eosconnect.api.errors import ConfigException, DataException
 from eosconnect.api.validators import Range, ValidString
-from eosconnect.converters.json_format import JsonCodec, JsonCodecConfig
+from eosconnect.converters.json_format import JsonCodecConfig
+from eosconnect.converters.json_reader import JsonReader
 from eosconnect.converters.json_text import jackson_escapes
+from eosconnect.converters.json_writer import JsonWriter
 from eosconnect.converters.primitives import as_bytes
 
 __all__ = [
@@ -104,13 +106,13 @@ class JsonConverter(Converter):
     def _setup(self) -> None:
         cfg = self.config
         self.schemas_enabled = bool(cfg["schemas.enable"])
-        self._codec = JsonCodec(
-            JsonCodecConfig(
-                decimal_numeric=str(cfg["decimal.format"]).upper() == "NUMERIC",
-                replace_null_with_default=bool(cfg["replace.null.with.default"]),
-                cache_size=int(cfg["schemas.cache.size"]),
-            )
+        codec_config = JsonCodecConfig(
+            decimal_numeric=str(cfg["decimal.format"]).upper() == "NUMERIC",
+            replace_null_with_default=bool(cfg["replace.null.with.default"]),
+            cache_size=int(cfg["schemas.cache.size"]),
         )
+        self._writing = JsonWriter(codec_config)
+        self._reading = JsonReader(codec_config)
         self._prefixes: dict[Schema | None, str] = {}
         self._content_schema: Schema | None = None
         self._content_reader: Any = None
@@ -121,7 +123,7 @@ class JsonConverter(Converter):
             setting = self._prefix() + "schema.content"
             try:
                 node = json.loads(content, parse_float=decimal.Decimal)
-                self._content_schema, self._content_reader = self._codec.schema_from_json(node)
+                self._content_schema, self._content_reader = self._reading.schema_from_json(node)
             except (ValueError, DataException) as exc:
                 raise ConfigException(
                     errors={
@@ -156,8 +158,8 @@ class JsonConverter(Converter):
                 schema = value.schema  # a Struct knows its schema (Java would refuse it without one)
         try:
             if not self.schemas_enabled:
-                return self._codec.writer(schema)(value).encode()
-            return (self._envelope_prefix(schema) + self._codec.writer(schema)(value) + "}").encode()
+                return self._writing.writer(schema)(value).encode()
+            return (self._envelope_prefix(schema) + self._writing.writer(schema)(value) + "}").encode()
         except DataException as exc:
             raise DataException(
                 f"JsonConverter cannot serialise the record {self._what()} for topic {topic!r}: {exc}"
@@ -169,7 +171,7 @@ class JsonConverter(Converter):
         if schema is None:
             convert = self.from_connect_data
             return [convert(topic, None, value) for value in values]
-        write = self._codec.writer(schema)
+        write = self._writing.writer(schema)
         try:
             if not self.schemas_enabled:
                 return [write(value).encode() for value in values]
@@ -181,7 +183,7 @@ class JsonConverter(Converter):
     def _envelope_prefix(self, schema: Schema | None) -> str:
         prefix = self._prefixes.get(schema)
         if prefix is None:
-            prefix = '{"schema":' + self._codec.schema_text(schema) + ',"payload":'
+            prefix = '{"schema":' + self._writing.schema_text(schema) + ',"payload":'
             if len(self._prefixes) >= 1000:
                 self._prefixes.clear()
             self._prefixes[schema] = prefix
@@ -247,11 +249,11 @@ class JsonConverter(Converter):
                 if last is not None and last[0] == schema_text:
                     cached = last[1]
                 else:
-                    cached = self._codec._to_connect_cache.get(schema_text)
+                    cached = self._reading.cached(schema_text)
                 try:
                     if cached is None:
                         node = _DECIMAL_JSON(schema_text.decode())
-                        cached = self._codec.schema_from_json(node, schema_text)
+                        cached = self._reading.schema_from_json(node, schema_text)
                     payload = _decimal_json(raw[split + 11 : -1].decode())
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     pass  # not the plain layout (or not UTF-8): parse it whole below
@@ -274,7 +276,7 @@ class JsonConverter(Converter):
             )
         node = envelope["schema"]
         key = None if node is None else json.dumps(node, separators=(",", ":"), default=str)
-        schema, read = self._codec.schema_from_json(node, key)
+        schema, read = self._reading.schema_from_json(node, key)
         return SchemaAndValue(schema, read(envelope["payload"]))
 
 
