@@ -5,15 +5,13 @@ integration test's."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from eosconnect.api.records import TopicPartition
-from eosconnect.runtime.exactly_once import ExactlyOnceSourceTaskRunner
-from eosconnect.runtime.metrics import TaskMetrics
-from eosconnect.runtime.sink_transactions import TransactionalSinkProducer, TransactionRetry
-from eosconnect.runtime.transactions import Transaction, TransactionalProducer, TransactionBudget
+from eosconnect.api.transactions import TransactionRetry
+from eosconnect.runtime.transactions.replay import ReplayRecovery, SourceTransaction
+from eosconnect.runtime.transactions.sink_writer import TransactionalSinkWriter
+from support.sessions import unconnected_session
 from support.sink_writers import unconnected_sink_writer
 
 
@@ -38,22 +36,19 @@ class _HoldingProducer:
         self.held = 0  # librdkafka purged them
 
 
-def _source_runner(producer: _HoldingProducer, events: list[str]) -> ExactlyOnceSourceTaskRunner:
-    runner = ExactlyOnceSourceTaskRunner.__new__(ExactlyOnceSourceTaskRunner)  # no Spark, no broker
-    runner.producer = producer  # type: ignore[assignment]
-    runner.txn = TransactionalProducer(producer, lambda exc, doing, started: exc)  # type: ignore[arg-type]
-    runner.budget = TransactionBudget(20_000)
-    runner.metrics = TaskMetrics("c", 0)
-    runner._renew = lambda why: events.append(f"renew: {why}")  # type: ignore[method-assign]
-    runner._resend = lambda old, why: events.append("resend")  # type: ignore[method-assign]
-    return runner
+def _source_recovery(producer: _HoldingProducer, events: list[str]) -> ReplayRecovery:
+    session = unconnected_session(producer)
+    session.renew = lambda why: events.append(f"renew: {why}")  # type: ignore[method-assign]
+    recovery = ReplayRecovery(None, session)  # type: ignore[arg-type]  # no runner: nothing is sent
+    recovery._resend = lambda old, why: events.append("resend")  # type: ignore[method-assign]
+    return recovery
 
 
 @pytest.mark.parametrize("held", [0, 3])
 def test_a_source_task_renews_its_producer_before_resending_only_when_the_abort_purged_records(held: int):
     events: list[str] = []
-    runner = _source_runner(_HoldingProducer(held), events)
-    runner._retry(Transaction(sent=3), "3 of its records were still undelivered")
+    recovery = _source_recovery(_HoldingProducer(held), events)
+    recovery.retry(SourceTransaction(sent=3), "3 of its records were still undelivered")
     if held:
         assert len(events) == 2 and events[1] == "resend", events
         assert events[0].startswith("renew: 3 of its records were still undelivered; the abort purged 3")
@@ -61,27 +56,28 @@ def test_a_source_task_renews_its_producer_before_resending_only_when_the_abort_
         assert events == ["resend"]
 
 
-def _sink_writer(producer: _HoldingProducer, renewals: list[None]) -> TransactionalSinkProducer:
+def _sink_writer(producer: _HoldingProducer, renewals: list[str]) -> TransactionalSinkWriter:
     writer = unconnected_sink_writer()
-    writer.producer = producer  # type: ignore[assignment]
-    writer._bounded_call = lambda step, call, timeout, raw=False: call()  # type: ignore[method-assign]
+    session = writer.session
+    session.producer = producer  # type: ignore[assignment]
+    session.bounded = lambda step, call, timeout=0: call()  # type: ignore[method-assign]
 
-    def renew(err: Any) -> None:
-        renewals.append(err)
-        writer.producer = _HoldingProducer(0)  # type: ignore[assignment]
+    def renew(why: str) -> None:
+        renewals.append(why)
+        session.producer = _HoldingProducer(0)  # type: ignore[assignment]
 
-    writer._renew_producer = renew  # type: ignore[method-assign]
+    session.renew = renew  # type: ignore[method-assign]
     writer._first_offsets[TopicPartition("orders", 0)] = 41
     return writer
 
 
 @pytest.mark.parametrize("held", [0, 2])
 def test_a_sink_task_renews_its_producer_before_rewinding_only_when_the_abort_purged_records(held: int):
-    renewals: list[None] = []
+    renewals: list[str] = []
     producer = _HoldingProducer(held)
     writer = _sink_writer(producer, renewals)
     with pytest.raises(TransactionRetry) as retry:
         writer._abort_and_rewind("it could not be committed in time")
     assert producer.calls == ["abort"]
-    assert renewals == ([None] if held else [])
+    assert renewals == (["the abort purged 2 records it still held"] if held else [])
     assert retry.value.rewind == {TopicPartition("orders", 0): 41}
