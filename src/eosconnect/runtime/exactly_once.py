@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,10 +47,10 @@ from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
 from eosconnect.runtime.task import TaskSpec
 from eosconnect.runtime.transactions.boundaries import Boundary, boundary_for
-from eosconnect.runtime.transactions.errors import Step, failure_cause
+from eosconnect.runtime.transactions.errors import Step
 from eosconnect.runtime.transactions.offsets import OffsetRecords, SourceOffsetsInTransaction
 from eosconnect.runtime.transactions.replay import ReplayRecovery, SourceTransaction
-from eosconnect.runtime.transactions.session import TransactionSession
+from eosconnect.runtime.transactions.session import DeliveryFailed, TransactionSession, Undelivered
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.topics import ensure_topic
 from eosconnect.storage.transactional_ids import task_transactional_id
@@ -72,16 +71,8 @@ NEXT_TRANSACTION_GAP_S = 0.001
 #: and 6.5-8 ms after 5 ms. Without a flush the shorter gap is better (bench/source_throughput.py:
 #: eos poll 32k records/s with 1 ms, 21k with 5 ms).
 FLUSHING_TRANSACTION_GAP_S = 0.005
+
 log = logging.getLogger(__name__)
-
-
-class _Undelivered(Exception):
-    """The transaction's records were not delivered within its budget: abort it and retry."""
-
-
-class _DeliveryFailed(Exception):
-    """The producer failed while the transaction's records were still being delivered, before its
-    commit was asked for (the cause says how): nothing of the transaction can be committed."""
 
 
 @dataclass
@@ -114,8 +105,6 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self.stored_offsets: Offsets = {}
         #: Delivery reports kept for commit_record(), by id() of the record.
         self._metadata: dict[int, RecordMetadata] = {}
-        # One long-lived thread: the commits of a task are strictly sequential anyway.
-        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"commit-{self.task_id}")
         self._pending: _PendingCommit | None = None
         self._last_commit = time.monotonic()
         self.boundary = self._new_boundary()
@@ -404,7 +393,6 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def close_clients(self) -> None:
         self._abandon_pending_commit()
-        self._committer.shutdown(wait=True)
         if self._session is not None:
             # A failed task may leave a transaction open (a commit refused for an ACL, say): the
             # session aborts it rather than leave read_committed readers stalled until
@@ -480,7 +468,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _submit_commit(self, offsets: Offsets) -> None:
         """Add the participant's records and `offsets` to the open transaction and hand its commit
         to the helper thread, which first waits for the records' delivery within the transaction's
-        budget (`_Undelivered` past it: `await_commit` aborts and sends the transaction again)."""
+        budget (`Undelivered` past it: `await_commit` aborts and sends the transaction again)."""
         while self._participant is not None:
             txn = self.session.current
             assert txn is not None
@@ -489,40 +477,13 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             try:
                 self._write_participant_records(self._participant)
                 break
-            except _Undelivered as exc:  # (a resend per record may have replaced `txn`)
+            except Undelivered as exc:  # (a resend per record may have replaced `txn`)
                 self.recovery.retry(self.session.ended(now=False), str(exc))
         txn = self.session.current
         assert txn is not None
         records = self.offsets.write(offsets, skip_written=True)
-        producer, budget, began = self.producer, self.session.budget, txn.started
-        started = threading.Event()
-        transactions = self.session
-
-        # Once the records are in, the commit gets max(60 s, the timeout), not the budget's 0.85: a
-        # commit cannot be aborted, and one whose coordinator died completes once the coordinator
-        # moved, which a short timeout's 0.85 does not always leave time for.
-        commit_timeout_s = max(60, self.session.timeout_ms / 1000)
-
-        def commit() -> None:
-            started.set()
-            # The records must be in while an abort is still allowed and in time (librdkafka
-            # allows none once the commit began); flush() releases the GIL while it waits.
-            try:
-                remaining = producer.flush(budget.deliver_within_s(began))
-            except (KafkaException, SystemError) as exc:
-                raise _DeliveryFailed from exc
-            if remaining:
-                raise _Undelivered(f"{remaining} of its records were still undelivered")
-            producer.commit_transaction(commit_timeout_s)
-            transactions.ended_at = time.monotonic()  # read by the task thread after joining the future
-
-        future = self._committer.submit(commit)
-        # Hand the GIL over until the commit is under way: left to the interpreter, the helper
-        # thread would wait for the task thread's next forced switch (sys.getswitchinterval(), 5 ms).
-        started.wait()
-        self._pending = _PendingCommit(
-            future, self.session.ended(now=False), offsets, time.monotonic(), records
-        )
+        txn, future = self.session.commit_pipelined()
+        self._pending = _PendingCommit(future, txn, offsets, time.monotonic(), records)
 
     def await_commit(self) -> None:
         """Join the pipelined commit, if any: raise its error here, else run what follows a commit."""
@@ -534,39 +495,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             try:
                 pending.future.result()
                 break
-            except _Undelivered as exc:
-                self.recovery.retry(txn, str(exc))
-                self._submit_commit(pending.offsets)  # the retried transaction's commit is awaited next
-            except _DeliveryFailed as exc:
-                failed = exc.__cause__
-                assert failed is not None
-                cause = failure_cause(self.producer, failed)
-                if cause is None:
-                    raise failed from None
-                if self.recovery.resent_after_fatal_delivery(
-                    txn, cause
-                ) or self.recovery.resent_after_abortable(txn, cause, commit_asked=False):
-                    self._submit_commit(pending.offsets)
-                    continue
-                raise self.session.classify(cause, Step.COMMIT, txn.started) from failed
-            except (KafkaException, SystemError) as exc:
-                # flush() may report a producer's fatal error (a zombie fenced by its successor)
-                # through confluent-kafka's callback machinery, as a SystemError: its cause counts.
-                cause = failure_cause(self.producer, exc)
-                if cause is None:
-                    raise
-                if self.recovery.resent_after_abortable(txn, cause, commit_asked=True):
-                    self._submit_commit(pending.offsets)
-                    continue
-                committed = self.recovery.settled_after_fence_at_commit(txn, pending.offsets, cause)
-                if committed is None:
-                    committed = self.recovery.settled_after_commit_timeout(txn, pending.offsets, cause)
-                if committed is None:
-                    raise self.session.classify(cause, Step.COMMIT, txn.started) from exc
-                if not committed:
-                    self._submit_commit(pending.offsets)  # sent again by `_settled_by_new_producer`
-                    continue
-                break
+            except (Undelivered, DeliveryFailed, KafkaException, SystemError) as exc:
+                if self.recovery.recovered_commit(txn, pending.offsets, exc):
+                    break  # it committed after all
+                self._submit_commit(pending.offsets)  # sent again: that transaction's commit is next
         self.stored_offsets.update(pending.offsets)
         self.offsets.committed(pending.records)
         self.offsets_committed(pending.offsets)
@@ -645,7 +577,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         assert txn is not None
         remaining = self.producer.flush(self.session.budget.deliver_within_s(txn.started))
         if remaining:
-            raise _Undelivered(f"{remaining} of its records were still undelivered")
+            raise Undelivered(f"{remaining} of its records were still undelivered")
         return landed_records(txn.sequence, self._metadata)
 
     def _resend_per_record(self) -> None:

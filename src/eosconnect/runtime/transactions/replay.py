@@ -25,8 +25,13 @@ from eosconnect.api.records import SourceRecord
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.source_task import Offsets, RestartFromStoredOffsets
 from eosconnect.runtime.transactions.budget import abort_in_time, held_records, warn_aborted
-from eosconnect.runtime.transactions.errors import FENCED_CODES, Step, TaskFencedError
-from eosconnect.runtime.transactions.session import Transaction, TransactionSession
+from eosconnect.runtime.transactions.errors import FENCED_CODES, Step, TaskFencedError, failure_cause
+from eosconnect.runtime.transactions.session import (
+    DeliveryFailed,
+    Transaction,
+    TransactionSession,
+    Undelivered,
+)
 from eosconnect.storage.offsets import ConnectorOffsetView
 
 __all__ = ["REPLAY_LIMIT", "ReplayRecovery", "ReplayingRunner", "SourceTransaction"]
@@ -103,6 +108,39 @@ class ReplayRecovery:
     def __init__(self, runner: ReplayingRunner, session: TransactionSession[SourceTransaction]) -> None:
         self.runner = runner
         self.session = session
+
+    def recovered_commit(self, txn: SourceTransaction, offsets: Offsets, exc: Exception) -> bool:
+        """The pipelined commit of `txn` (with `offsets`) failed with `exc`: write it again where that
+        is safe. True: it committed after all (a new producer settled it); False: it was sent again
+        into a new open transaction, whose commit the runner asks for next. Anything else raises the
+        error that fails the task."""
+        if isinstance(exc, Undelivered):
+            self.retry(txn, str(exc))
+            return False
+        if isinstance(exc, DeliveryFailed):
+            failed = exc.__cause__
+            assert failed is not None
+            cause = failure_cause(self.session.producer, failed)
+            if cause is None:
+                raise failed from None
+            if self.resent_after_fatal_delivery(txn, cause) or self.resent_after_abortable(
+                txn, cause, commit_asked=False
+            ):
+                return False
+            raise self.session.classify(cause, Step.COMMIT, txn.started) from failed
+        # flush() may report a producer's fatal error (a zombie fenced by its successor) through
+        # confluent-kafka's callback machinery, as a SystemError: its cause counts.
+        cause = failure_cause(self.session.producer, exc)
+        if cause is None:
+            raise exc
+        if self.resent_after_abortable(txn, cause, commit_asked=True):
+            return False
+        committed = self.settled_after_fence_at_commit(txn, offsets, cause)
+        if committed is None:
+            committed = self.settled_after_commit_timeout(txn, offsets, cause)
+        if committed is None:
+            raise self.session.classify(cause, Step.COMMIT, txn.started) from exc
+        return committed
 
     def retry(self, old: SourceTransaction, why: str) -> None:
         """Abort `old` (already closed in the session, not committed) before the broker would, say

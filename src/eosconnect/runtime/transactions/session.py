@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -39,7 +39,7 @@ from eosconnect.runtime.transactions.errors import (
 )
 from eosconnect.storage.client_login import LoginWatch
 
-__all__ = ["HUNG_CALL_GRACE_S", "Transaction", "TransactionSession"]
+__all__ = ["HUNG_CALL_GRACE_S", "DeliveryFailed", "Transaction", "TransactionSession", "Undelivered"]
 
 T = TypeVar("T")
 
@@ -56,6 +56,15 @@ DEFAULT_TIMEOUT_REMEDIES = (
     "producer.override.transaction.timeout.ms (up to the broker's transaction.max.timeout.ms), lower "
     "transaction.boundary.interval.ms, or use transaction.boundary=poll"
 )
+
+
+class Undelivered(Exception):
+    """The transaction's records were not delivered within its budget: abort it and retry."""
+
+
+class DeliveryFailed(Exception):
+    """The producer failed while the transaction's records were still being delivered, before its
+    commit was asked for (the cause says how): nothing of the transaction can be committed."""
 
 
 @dataclass(eq=False)
@@ -131,6 +140,8 @@ class TransactionSession(Generic[TxnT]):
         self.hung: str | None = None
         #: Producers a call hung in: kept, never destroyed under the thread still blocked in them.
         self._abandoned: list[Producer] = []
+        # One long-lived thread for pipelined commits: a task's commits are strictly sequential.
+        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"commit-{task_id}")
         self._closed = False
 
     # ----------------------------------------------------------------------------- calls
@@ -212,6 +223,38 @@ class TransactionSession(Generic[TxnT]):
         """Abort the open transaction and close it."""
         self.call(Step.ABORT, lambda: self.producer.abort_transaction(timeout_s))
         return self.ended()
+
+    def commit_pipelined(self) -> tuple[TxnT, Future[None]]:
+        """Close the open transaction and hand its commit to the session's commit thread, so that
+        the task thread converts the next batch meanwhile (librdkafka allows one transaction at a
+        time: the next may begin only once the future is done). The thread first waits for the
+        records' delivery while an abort is still allowed, within the budget (`Undelivered` past it,
+        `DeliveryFailed` if the producer failed meanwhile); the commit then gets `max(60 s,
+        transaction.timeout.ms)`, not the budget's 0.85: a commit cannot be aborted, and one whose
+        coordinator died completes once the coordinator moved, which a short timeout's 0.85 does not
+        always leave time for."""
+        txn = self.current
+        assert txn is not None, "no transaction is open"
+        producer, budget, began = self.producer, self.budget, txn.started
+        commit_timeout_s = max(CALL_TIMEOUT_S, self.timeout_ms / 1000)
+        started = threading.Event()
+
+        def commit() -> None:
+            started.set()
+            try:  # flush() releases the GIL while it waits
+                remaining = producer.flush(budget.deliver_within_s(began))
+            except (KafkaException, SystemError) as exc:
+                raise DeliveryFailed from exc
+            if remaining:
+                raise Undelivered(f"{remaining} of its records were still undelivered")
+            producer.commit_transaction(commit_timeout_s)
+            self.ended_at = time.monotonic()  # read by the task thread after joining the future
+
+        future = self._committer.submit(commit)
+        # Hand the GIL over until the commit is under way: left to the interpreter, the helper
+        # thread would wait for the task thread's next forced switch (sys.getswitchinterval(), 5 ms).
+        started.wait()
+        return self.ended(now=False), future
 
     def ended(self, now: bool = True) -> TxnT:
         """Close the open transaction (committed or aborted, `now`; or handed to a pipelined commit,
@@ -296,6 +339,7 @@ class TransactionSession(Generic[TxnT]):
         if self._closed:
             return
         self._closed = True
+        self._committer.shutdown(wait=self.hung is None)
         if self.hung is not None:
             self.log.warning("abandoning the producer: %s never returned", self.hung)
             self._abandoned.append(self.producer)
