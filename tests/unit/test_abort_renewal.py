@@ -1,14 +1,20 @@
 """Both transactional runners renew their producer after an abort that purged records, and only then
-(`held_records`; why: tests/integration/test_abort_sequence_reuse.py, on real brokers). These tests
-check the runners' decision with stand-in producers; what librdkafka and the broker do is the
-integration test's."""
+(`held_records`; why: tests/integration/test_abort_sequence_reuse.py, on real brokers), and after an
+abort that hangs inside librdkafka only on the leader's word. These tests check the runners'
+decision with stand-in producers; what librdkafka and the broker do is the integration test's."""
 
 from __future__ import annotations
+
+import threading
+import time
+from typing import Any
 
 import pytest
 
 from eosconnect.api.records import TopicPartition
 from eosconnect.api.transactions import TransactionRetry
+from eosconnect.runtime.transactions import session as session_module
+from eosconnect.runtime.transactions.errors import TransactionCallHung
 from eosconnect.runtime.transactions.replay import ReplayRecovery, SourceTransaction
 from eosconnect.runtime.transactions.sink_writer import TransactionalSinkWriter
 from support.sessions import unconnected_session
@@ -36,8 +42,8 @@ class _HoldingProducer:
         self.held = 0  # librdkafka purged them
 
 
-def _source_recovery(producer: _HoldingProducer, events: list[str]) -> ReplayRecovery:
-    session = unconnected_session(producer)
+def _source_recovery(producer: _HoldingProducer, events: list[str], leader: Any = None) -> ReplayRecovery:
+    session = unconnected_session(producer, leader)
     session.renew = lambda why: events.append(f"renew: {why}")  # type: ignore[method-assign]
     recovery = ReplayRecovery(None, session)  # type: ignore[arg-type]  # no runner: nothing is sent
     recovery._resend = lambda old, why: events.append("resend")  # type: ignore[method-assign]
@@ -54,6 +60,47 @@ def test_a_source_task_renews_its_producer_before_resending_only_when_the_abort_
         assert events[0].startswith("renew: 3 of its records were still undelivered; the abort purged 3")
     else:
         assert events == ["resend"]
+
+
+class _HangingProducer(_HoldingProducer):
+    """A producer whose abort never returns (librdkafka issues 5456 and 5511) until released."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.release = threading.Event()
+
+    def abort_transaction(self, _timeout: float) -> None:
+        self.release.wait(30)
+
+
+class _Current:
+    def confirmed_current(self) -> bool:
+        return True
+
+    def superseded(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("leader", [_Current(), None], ids=["confirmed current", "no leader"])
+def test_a_source_abort_that_hangs_renews_the_producer_only_on_the_leaders_word(
+    leader: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "HUNG_CALL_GRACE_S", 0.2)
+    events: list[str] = []
+    producer = _HangingProducer()
+    recovery = _source_recovery(producer, events, leader)
+    # began long ago: the abort is given what is left, 1 s, and counts as hung 0.2 s after that
+    old = SourceTransaction(started=time.monotonic() - 59.5, sent=3)
+    try:
+        if leader is None:
+            with pytest.raises(TransactionCallHung):
+                recovery.retry(old, "3 of its records were still undelivered")
+            assert events == []
+        else:
+            recovery.retry(old, "3 of its records were still undelivered")
+            assert events == ["renew: aborting hung; the leader confirms this instance current", "resend"]
+    finally:
+        producer.release.set()
 
 
 def _sink_writer(producer: _HoldingProducer, renewals: list[str]) -> TransactionalSinkWriter:

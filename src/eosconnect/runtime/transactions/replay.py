@@ -25,7 +25,13 @@ from eosconnect.api.records import SourceRecord
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.source_task import Offsets, RestartFromStoredOffsets
 from eosconnect.runtime.transactions.budget import abort_in_time, held_records, warn_aborted
-from eosconnect.runtime.transactions.errors import FENCED_CODES, Step, TaskFencedError, failure_cause
+from eosconnect.runtime.transactions.errors import (
+    FENCED_CODES,
+    Step,
+    TaskFencedError,
+    TransactionCallHung,
+    failure_cause,
+)
 from eosconnect.runtime.transactions.session import (
     DeliveryFailed,
     Transaction,
@@ -144,8 +150,10 @@ class ReplayRecovery:
 
     def retry(self, old: SourceTransaction, why: str) -> None:
         """Abort `old` (already closed in the session, not committed) before the broker would, say
-        so once at WARN, and send what it held again in a new open transaction (`SourceTransaction.replay`),
-        with the same source offsets and records for `commit_record()`."""
+        so once at WARN, and send what it held again in a new open transaction
+        (`SourceTransaction.replay`), with the same source offsets and records for `commit_record()`.
+        An abort that fails, or hangs inside librdkafka (a bounded call, as the sink's), renews the
+        producer on the leader's word, else fails the task."""
         if old.replay is None:
             raise ConnectException(
                 f"{self.runner.task_id}: a transaction of {old.sent} records could not be committed in time "
@@ -153,9 +161,18 @@ class ReplayRecovery:
                 "task restarts from its committed offsets. Lower transaction.boundary.interval.ms, or "
                 "use transaction.boundary=poll"
             )
-        held = held_records(self.session.producer)
+        session = self.session
+        producer = session.producer
+        held = held_records(producer)
+
+        def abort(timeout: float) -> None:
+            session.bounded(Step.ABORT, lambda: producer.abort_transaction(timeout), timeout)
+
         try:
-            abort_in_time(self.session.producer.abort_transaction, self.session.budget, old.started)
+            abort_in_time(abort, session.budget, old.started)
+        except TransactionCallHung:
+            if not session.renewed_in_place("aborting hung"):
+                raise
         except KafkaException as exc:
             err: KafkaError = exc.args[0]
             why = f"the abort failed ({err.str()})"
@@ -165,7 +182,7 @@ class ReplayRecovery:
                 if not self.session.renewed_after_fence(why):
                     raise self.session.classify(exc, Step.ABORT, old.started) from exc
             elif err.fatal():
-                self.session.renew(why)  # the answer proves the epoch current, as for the sink (`_renew`)
+                self.session.renew(why)  # the answer proves the epoch current (`TransactionSession.renew`)
             elif not self.session.renewed_in_place(why):
                 raise self.session.classify(exc, Step.ABORT, old.started) from exc
         else:
