@@ -76,9 +76,10 @@ LAYERS: dict[str, Layer] = {
     ),
     "runtime": _layer(
         "what runs inside a Spark task: exactly-once and at-least-once source loops, sink loops, Kafka "
-        "transactions and their boundaries (`transactions.py`), the records a connector adds to its "
-        "transactions (`api.transactions.TransactionParticipant`), the connectors' framework settings, "
-        "metrics; the host's cache directory",
+        "transactions (`transactions/`: one `TransactionSession` under the exactly-once source runner "
+        "and the KIP-656 sink writer, the offsets that commit with a transaction, recovery, boundaries), "
+        "the records a connector adds to its transactions (`api.transactions.TransactionParticipant`), "
+        "the connectors' framework settings, metrics; the host's cache directory",
         "api",
         "converters",
         "plugins",

@@ -90,9 +90,7 @@ def spark_task_entry(specs: list[TaskSpec]) -> Any:
         configure_executor_logging()
         spec = specs[index]
         outcome = run_task(spec)
-        report = getattr(spec.control, "report_outcome", None)
-        if report is not None:
-            report(outcome.state.value, outcome.trace)
+        spec.control.report_outcome(outcome.state.value, outcome.trace)
         give_back_memory()  # the worker goes back to Spark's pool (runtime/host.py)
         yield {**outcome.__dict__, "state": outcome.state.value, "pid": os.getpid()}
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import threading
 
-from eosconnect.runtime.control import Directive
+from eosconnect.runtime.control import Directive, TaskControl
 from eosconnect.runtime.executor import run_source_task
 from eosconnect.runtime.startup import LocalStartupCoordinator
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 
-__all__ = ["CurrentInstance", "source_task_thread"]
+__all__ = ["ScriptedLeader", "source_task_thread"]
 
 
-class CurrentInstance:
+class ScriptedLeader(TaskControl):
     """The leader's answers to the task's current instance: run until told to stop, never
     superseded, always confirmed current. With `current_for`, the leader's word turns after that
     many questions (superseded, confirmed current): from then on it answers as to a replaced
@@ -34,6 +34,10 @@ class CurrentInstance:
     def directive(self) -> Directive:
         return Directive.STOP if self.stop.is_set() else Directive.RUN
 
+    @property
+    def leader(self) -> ScriptedLeader:
+        return self
+
     def superseded(self, wait_s: float = 0.0) -> bool:
         self.asked_superseded += 1
         return not self._still_current()
@@ -52,9 +56,9 @@ def source_task_thread(
     total: int,
     current_for: int | None = None,
     **settings: str,
-) -> tuple[threading.Thread, CurrentInstance, dict[str, object]]:
+) -> tuple[threading.Thread, ScriptedLeader, dict[str, object]]:
     """Task 0 of a SequenceSource connector writing `total` records to `data`, run in this process
-    (not started), with a `CurrentInstance(current_for)` control; its `TaskOutcome` lands in the
+    (not started), with a `ScriptedLeader(current_for)` control; its `TaskOutcome` lands in the
     dict's "result"."""
     connector = {
         "name": name,
@@ -65,7 +69,7 @@ def source_task_thread(
         **settings,
     }
     task_config = {**connector, "task.index": "0", TASK_CLASS_KEY: task_class}
-    control = CurrentInstance(current_for)
+    control = ScriptedLeader(current_for)
     coordinator = LocalStartupCoordinator(
         worker["group.id"], {"bootstrap.servers": bootstrap}, 1, generation=0
     )
