@@ -1,0 +1,203 @@
+"""`eosconnect standalone`, as a newcomer runs it: Kafka's own quickstart files, a real broker, the
+command started as a process and stopped by its PID.
+
+tests/support/kafka_quickstart holds Apache Kafka's config/connect-standalone.properties and
+config/connect-file-source.properties, verbatim; a test changes only what must point at its own
+broker and directory (`bootstrap.servers`, `offset.storage.file.filename`) and adds a free REST port
+(Kafka's default 8083 may be taken on a shared machine). `file=test.txt` is relative, as in the
+quickstart: the worker runs in the test's directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+import eosconnect
+from eosconnect.devkafka.ports import free_port
+from eosconnect.storage.topic_reader import TopicRecord
+
+#: Apache Kafka's config/connect-standalone.properties and config/connect-file-source.properties.
+QUICKSTART = Path(__file__).parent.parent / "support" / "kafka_quickstart"
+KAFKA_CONNECT_STANDALONE_PROPERTIES = (QUICKSTART / "connect-standalone.properties").read_text()
+KAFKA_CONNECT_FILE_SOURCE_PROPERTIES = (QUICKSTART / "connect-file-source.properties").read_text()
+
+#: Where this eosconnect is imported from, for a process that runs in another directory.
+IMPORT_PATH = os.pathsep.join(
+    [str(Path(eosconnect.__file__).parents[1]), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+)
+#: The topic and the connector Kafka's connect-file-source.properties name.
+TOPIC = "connect-test"
+CONNECTOR = "local-file-source"
+
+
+def worker_file(tmp_path: Path, bootstrap: str, **extra: str) -> Path:
+    """Kafka's connect-standalone.properties with the test's broker, offsets file and REST port."""
+    text = KAFKA_CONNECT_STANDALONE_PROPERTIES.replace(
+        "bootstrap.servers=localhost:9092", f"bootstrap.servers={bootstrap}"
+    )
+    text = text.replace("/tmp/connect.offsets", str(tmp_path / "connect.offsets"))
+    text += f"listeners=http://127.0.0.1:{free_port()}\n"
+    text += "".join(f"{k}={v}\n" for k, v in extra.items())
+    path = tmp_path / "connect-standalone.properties"
+    path.write_text(text)
+    return path
+
+
+class Standalone:
+    """One `eosconnect standalone` process, with its log in `workdir`."""
+
+    def __init__(self, workdir: Path, *args: Path) -> None:
+        self.workdir = workdir
+        self.ready = workdir / "ready"
+        self.ready.unlink(missing_ok=True)
+        self.log = workdir / "standalone.log"
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "eosconnect.cli",
+                    "standalone",
+                    *map(str, args),
+                    "--ready-file",
+                    str(self.ready),
+                ],
+                cwd=workdir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONPATH": IMPORT_PATH, "COLUMNS": "200"},
+            )
+        self.url = ""
+
+    def wait_ready(self, timeout: float = 90.0) -> Standalone:
+        deadline = time.monotonic() + timeout
+        while not (self.ready.exists() and self.ready.read_text().endswith("\n")):
+            assert self.proc.poll() is None, f"exited with {self.proc.returncode}:\n{self.log.read_text()}"
+            assert time.monotonic() < deadline, f"not ready in {timeout:.0f} s:\n{self.log.read_text()}"
+            time.sleep(0.2)
+        self.url = self.ready.read_text().splitlines()[0]
+        return self
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.url + path, timeout=30)
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """SIGTERM to its PID, as an operator's Ctrl-C; the exit status."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def standalone() -> Iterator[Callable[..., Standalone]]:
+    started: list[Standalone] = []
+
+    def _start(workdir: Path, *args: Path) -> Standalone:
+        process = Standalone(workdir, *args)
+        started.append(process)
+        return process.wait_ready()
+
+    yield _start
+    for process in started:
+        process.stop()
+
+
+def payloads(records: list[TopicRecord]) -> list[str]:
+    """The lines of JsonConverter envelopes (`schemas.enable=true`, as the quickstart sets)."""
+    return [json.loads(r.value or b"null")["payload"] for r in records]
+
+
+def wait_for_records(
+    read: Callable[[str], list[TopicRecord]], count: int, timeout: float = 60.0
+) -> list[TopicRecord]:
+    deadline = time.monotonic() + timeout
+    records: list[TopicRecord] = []
+    while time.monotonic() < deadline:
+        try:
+            records = read(TOPIC)
+        except Exception:
+            records = []  # the topic is created by the first record
+        if len(records) >= count:
+            return records
+        time.sleep(0.5)
+    raise AssertionError(f"{len(records)} of {count} records in {TOPIC} after {timeout:.0f} s")
+
+
+def wait_status(process: Standalone, state: str, timeout: float = 60.0) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    body: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        response = process.get(f"/connectors/{CONNECTOR}/status")
+        body = response.json() if response.status_code == 200 else {}
+        tasks = body.get("tasks") or []
+        if tasks and all(t["state"] == state for t in tasks):  # type: ignore[index]
+            return body
+        time.sleep(0.3)
+    raise AssertionError(f"tasks not {state} within {timeout:.0f} s: {body}")
+
+
+def test_quickstart_file_source_writes_every_line_once_and_resumes_from_the_offsets_file(
+    tmp_path: Path,
+    bootstrap: str,
+    read_committed: Callable[[str], list[TopicRecord]],
+    standalone: Callable[..., Standalone],
+) -> None:
+    lines = [f"line {i}" for i in range(50)]
+    (tmp_path / "test.txt").write_text("".join(f"{line}\n" for line in lines))
+    worker = worker_file(tmp_path, bootstrap)
+    connector = tmp_path / "connect-file-source.properties"
+    connector.write_text(KAFKA_CONNECT_FILE_SOURCE_PROPERTIES)
+
+    first = standalone(tmp_path, worker, connector)
+    assert first.get("/connectors").json() == [CONNECTOR]
+    status = wait_status(first, "RUNNING")
+    assert status["connector"]["state"] == "RUNNING" and status["type"] == "source"  # type: ignore[index]
+    assert payloads(wait_for_records(read_committed, len(lines))) == lines
+    assert first.get(f"/connectors/{CONNECTOR}/config").json()["file"] == "test.txt"
+    log = first.log.read_text()
+    assert f"connector {CONNECTOR} from {connector}: at least once, source offsets in" in log
+    assert first.stop() == 0
+    stored = json.loads((tmp_path / "connect.offsets").read_text())
+    assert [value for _key, value in stored] == [{"position": len("".join(f"{x}\n" for x in lines))}]
+
+    more = [f"more {i}" for i in range(20)]
+    with (tmp_path / "test.txt").open("a") as f:
+        f.write("".join(f"{line}\n" for line in more))
+    second = standalone(tmp_path, worker, connector)
+    wait_status(second, "RUNNING")
+    wait_for_records(read_committed, len(lines) + len(more))
+    time.sleep(2)  # anything sent twice would have arrived by now
+    assert payloads(read_committed(TOPIC)) == lines + more
+    assert second.stop() == 0
+
+
+def test_a_bad_connector_file_is_one_error_naming_the_file_and_the_field(
+    tmp_path: Path, bootstrap: str
+) -> None:
+    worker = worker_file(tmp_path, bootstrap)
+    bad = tmp_path / "bad-source.json"
+    bad.write_text(
+        json.dumps({"name": "bad", "config": {"connector.class": "FileStreamSource", "tasks.max": "zero"}})
+    )
+    process = Standalone(tmp_path, worker, bad)
+    process.proc.wait(60)
+    output = process.log.read_text()
+    errors = [line for line in output.splitlines() if line.startswith("Error:")]
+    assert process.proc.returncode == 2, output
+    assert len(errors) == 1 and "Traceback" not in output, output
+    assert str(bad) in errors[0] and "tasks.max" in errors[0], errors[0]
