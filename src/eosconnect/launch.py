@@ -3,7 +3,9 @@
 `load_properties` reads a worker's settings (Kafka Connect's distributed-worker format) and
 `run_worker` starts it and blocks until SIGTERM/SIGINT, then stops its tasks gracefully and leaves
 the group. Both `eosconnect worker` (distributed.py) and MirrorMaker's dedicated mode
-(mirrormaker/driver.py) launch their workers through it.
+(mirrormaker/driver.py) launch their workers through it. `run_standalone_worker` is Kafka's
+`ConnectStandalone` for `eosconnect standalone` (standalone.py): the same checks, signals and REST
+server around the standalone herder (cluster/standalone.py), with no Spark application.
 
 Like Kafka Connect's `ConnectDistributed`, `run_worker` wires the layers together (the herder of
 cluster/, the REST server of rest/, the Spark application), so that none of them imports the

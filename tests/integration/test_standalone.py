@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -201,3 +202,113 @@ def test_a_bad_connector_file_is_one_error_naming_the_file_and_the_field(
     assert process.proc.returncode == 2, output
     assert len(errors) == 1 and "Traceback" not in output, output
     assert str(bad) in errors[0] and "tasks.max" in errors[0], errors[0]
+
+
+def wait_states(process: Standalone, name: str, connector: str, tasks: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    body: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        response = process.get(f"/connectors/{name}/status")
+        body = response.json() if response.status_code == 200 else {}
+        if body.get("connector", {}).get("state") == connector and [t["state"] for t in body["tasks"]] == [
+            tasks
+        ]:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{name} not {connector}/{tasks} within {timeout:.0f} s: {body}")
+
+
+def test_rest_changes_connectors_as_kafkas_standalone_worker_does(
+    tmp_path: Path,
+    bootstrap: str,
+    create_topic: Callable[..., str],
+    read_committed: Callable[[str], list[TopicRecord]],
+    standalone: Callable[..., Standalone],
+) -> None:
+    """A second connector from a JSON file, then PUT config, pause, resume, restart, stop and
+    delete over REST; every line of its file reaches its topic once through all of it."""
+    topic = create_topic("standalone-rest")
+    source = tmp_path / "rest.txt"
+    source.write_text("".join(f"r{i}\n" for i in range(10)))
+    connector = tmp_path / "rest-source.json"
+    config = {"connector.class": "FileStreamSource", "tasks.max": "1", "file": str(source), "topic": topic}
+    connector.write_text(json.dumps({"name": "rest-source", "config": config}))
+    process = standalone(
+        tmp_path, worker_file(tmp_path, bootstrap, **{"offset.flush.interval.ms": "500"}), connector
+    )
+    client = httpx.Client(base_url=process.url, timeout=30)
+    wait_states(process, "rest-source", "RUNNING", "RUNNING")
+    assert client.put("/connectors/rest-source/config", json={**config, "batch.size": "5"}).status_code == 200
+    assert client.get("/connectors/rest-source/config").json()["batch.size"] == "5"
+    assert client.put("/connectors/rest-source/pause").status_code == 202
+    wait_states(process, "rest-source", "PAUSED", "PAUSED")
+    with source.open("a") as f:
+        f.write("".join(f"p{i}\n" for i in range(5)))
+    assert client.put("/connectors/rest-source/resume").status_code == 202
+    wait_states(process, "rest-source", "RUNNING", "RUNNING")
+    restarted = client.post("/connectors/rest-source/restart?includeTasks=true")
+    assert restarted.status_code == 202, restarted.text
+    wait_states(process, "rest-source", "RUNNING", "RUNNING")
+    deadline = time.monotonic() + 60
+    while len(read_committed(topic)) < 15 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert [json.loads(r.value or b"null")["payload"] for r in read_committed(topic)] == [
+        *(f"r{i}" for i in range(10)),
+        *(f"p{i}" for i in range(5)),
+    ]
+    assert client.put("/connectors/rest-source/stop").status_code == 204
+    offsets = client.get("/connectors/rest-source/offsets").json()["offsets"]
+    assert offsets == [
+        {"partition": {"filename": str(source)}, "offset": {"position": source.stat().st_size}}
+    ]
+    assert (
+        client.put("/connectors/other/config", json={"connector.class": "FileStreamSource"}).status_code
+        == 400
+    )
+    assert client.delete("/connectors/rest-source").status_code == 204
+    assert client.get("/connectors").json() == []
+    assert client.get("/connectors/rest-source/status").status_code == 404
+    client.close()
+
+
+def test_exactly_once_when_the_worker_enables_it(
+    tmp_path: Path,
+    bootstrap: str,
+    create_topic: Callable[..., str],
+    read_committed: Callable[[str], list[TopicRecord]],
+    standalone: Callable[..., Standalone],
+) -> None:
+    """`exactly.once.source.support=enabled`: the start-up says so, the offsets go to the offsets
+    topic inside the transactions, and a restart resumes from them (no offsets file is written)."""
+    topic = create_topic("standalone-eos")
+    source = tmp_path / "eos.txt"
+    source.write_text("".join(f"e{i}\n" for i in range(10)))
+    connector = tmp_path / "eos-source.properties"
+    connector.write_text(f"name=eos-source\nconnector.class=FileStreamSource\nfile={source}\ntopic={topic}\n")
+    offsets_topic = f"{topic}-offsets"
+    worker = worker_file(
+        tmp_path,
+        bootstrap,
+        **{
+            "exactly.once.source.support": "enabled",
+            "offset.storage.topic": offsets_topic,
+            "offset.storage.replication.factor": "1",
+            "offset.storage.partitions": "1",
+        },
+    )
+    for round_, expected in enumerate((10, 15)):
+        process = standalone(tmp_path, worker, connector)
+        assert f"exactly once, source offsets in topic {offsets_topic}" in process.log.read_text()
+        wait_states(process, "eos-source", "RUNNING", "RUNNING")
+        deadline = time.monotonic() + 60
+        while len(read_committed(topic)) < expected and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert process.stop() == 0
+        if round_ == 0:
+            with source.open("a") as f:
+                f.write("".join(f"f{i}\n" for i in range(5)))
+    assert [json.loads(r.value or b"null")["payload"] for r in read_committed(topic)] == [
+        *(f"e{i}" for i in range(10)),
+        *(f"f{i}" for i in range(5)),
+    ]
+    assert read_committed(offsets_topic) and not (tmp_path / "connect.offsets").exists()

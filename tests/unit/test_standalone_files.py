@@ -13,7 +13,7 @@ from eosconnect.api.records import SourceOffset, SourcePartition
 from eosconnect.cli_errors import UserError
 from eosconnect.launch import load_properties, run_standalone_worker
 from eosconnect.standalone import load_connector_file
-from eosconnect.storage.offsets.file import FileOffsetStore
+from eosconnect.storage.offsets import FileOffsetStore
 from eosconnect.worker_config import unknown_worker_settings
 
 QUICKSTART = Path(__file__).parent.parent / "support" / "kafka_quickstart"

@@ -42,8 +42,12 @@ from eosconnect.runtime.task import TASK_CLASS_KEY, TaskOutcome, TaskSpec, TaskS
 from eosconnect.storage.acls import connector_acls, kafka_acls_command, worker_acls
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import TargetState
-from eosconnect.storage.offsets import ConnectorOffsetView, offsets_topic_for
-from eosconnect.storage.offsets.file import OFFSETS_FILE_SETTING, FileOffsetStore
+from eosconnect.storage.offsets import (
+    OFFSETS_FILE_SETTING,
+    ConnectorOffsetView,
+    FileOffsetStore,
+    offsets_topic_for,
+)
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.topics import ensure_topic
 from eosconnect.worker_config import WorkerConfig

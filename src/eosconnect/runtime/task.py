@@ -13,7 +13,7 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.plugins import import_class
 from eosconnect.runtime.control import TaskControl
 from eosconnect.runtime.startup import StartupCoordinator
-from eosconnect.storage.offsets.file import FileOffsetStore
+from eosconnect.storage.offsets import FileOffsetStore
 
 #: The task config entry naming the task class; the worker sets it from the connector's task_class().
 TASK_CLASS_KEY = "task.class"
