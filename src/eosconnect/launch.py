@@ -225,6 +225,20 @@ def run_standalone_worker(
             "source offsets, such as /tmp/connect.offsets), or set exactly.once.source.support=enabled to "
             f"keep them in the offsets topic (offset.storage.topic={worker.offset_storage_topic})"
         )
+    if worker.exactly_once_enabled and offsets_file is not None:
+        log.warning(
+            "%s is not used: with exactly.once.source.support=enabled the source offsets are kept in the "
+            "offsets topic %s, inside each transaction",
+            OFFSETS_FILE_SETTING,
+            worker.offset_storage_topic,
+        )
+    elif not worker.exactly_once_enabled and "offset.storage.topic" in props:
+        log.warning(
+            "offset.storage.topic is not used: the source offsets are kept in %s=%s (at least once); set "
+            "exactly.once.source.support=enabled to keep them in the topic, exactly once",
+            OFFSETS_FILE_SETTING,
+            offsets_file,
+        )
     rest_config, listen = _checked_listener(props, source)
     check_brokers(worker.originals, worker.bootstrap_servers)
     configure_plugin_path(worker.plugin_path)
