@@ -261,10 +261,12 @@ def test_rest_changes_connectors_as_kafkas_standalone_worker_does(
     assert offsets == [
         {"partition": {"filename": str(source)}, "offset": {"position": source.stat().st_size}}
     ]
-    assert (
-        client.put("/connectors/other/config", json={"connector.class": "FileStreamSource"}).status_code
-        == 400
-    )
+    assert client.put("/connectors/rest-source/resume").status_code == 202
+    wait_states(process, "rest-source", "RUNNING", "RUNNING")
+    time.sleep(1)  # anything read again would have been sent by now
+    assert len(read_committed(topic)) == 15  # resumed from the offsets it stopped at
+    refused = client.put("/connectors/other/config", json={"connector.class": "FileStreamSource"})
+    assert refused.status_code == 400 and "file" in refused.json()["message"]
     assert client.delete("/connectors/rest-source").status_code == 204
     assert client.get("/connectors").json() == []
     assert client.get("/connectors/rest-source/status").status_code == 404

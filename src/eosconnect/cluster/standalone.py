@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,14 +62,23 @@ TICK_S = 0.5
 NO_TASK_CHANNEL = "a standalone worker runs its tasks in its own process: it takes no task or host heartbeats"
 
 
-@dataclass
 class _LocalTask:
-    """One task instance running in a thread of this process."""
+    """One task instance, running in a thread of this process from its creation; `on_end` is
+    called from that thread once the task has ended (its `outcome` set)."""
 
-    spec: TaskSpec
-    control: LocalTaskControl
-    thread: threading.Thread
-    outcome: TaskOutcome | None = None
+    def __init__(self, spec: TaskSpec, control: LocalTaskControl, on_end: Callable[[], None]) -> None:
+        self.spec = spec
+        self.control = control
+        self.outcome: TaskOutcome | None = None
+        self._on_end = on_end
+        self.thread = threading.Thread(
+            target=self._run, name=f"task-{spec.connector}-{spec.task}", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.outcome = run_task(self.spec)
+        self._on_end()
 
     def state(self) -> tuple[str, str | None]:
         if self.outcome is not None:
@@ -158,6 +167,7 @@ class StandaloneHerder:
         if connector.target is TargetState.STOPPED:
             self._stop_tasks(name, connector)
             self._live.stop(name)
+            connector.generated_from = None  # resumed, it starts afresh
             return
         live = self._live.get(name)
         if live is not None and live.error is not None and live.instance is not None:
@@ -212,15 +222,7 @@ class StandaloneHerder:
             generation=connector.generation,
             offset_store=self.offsets,
         )
-        local = _LocalTask(spec, control, threading.Thread(name=f"task-{name}-{task}", daemon=True))
-
-        def run() -> None:
-            local.outcome = run_task(spec)
-            self._wakeup.set()
-
-        local.thread = threading.Thread(target=run, name=f"task-{name}-{task}", daemon=True)
-        connector.tasks[task] = local
-        local.thread.start()
+        connector.tasks[task] = _LocalTask(spec, control, self._wakeup.set)
 
     def _stop_tasks(self, name: str, connector: _Connector) -> None:
         """Tell every task to stop, then wait for each within `task.shutdown.graceful.timeout.ms`
