@@ -1,11 +1,12 @@
 """`eosconnect standalone`, as a newcomer runs it: Kafka's own quickstart files, a real broker, the
 command started as a process and stopped by its PID.
 
-tests/support/kafka_quickstart holds Apache Kafka's config/connect-standalone.properties and
-config/connect-file-source.properties, verbatim; a test changes only what must point at its own
-broker and directory (`bootstrap.servers`, `offset.storage.file.filename`) and adds a free REST port
-(Kafka's default 8083 may be taken on a shared machine). `file=test.txt` is relative, as in the
-quickstart: the worker runs in the test's directory.
+tests/support/kafka_quickstart holds Apache Kafka's config/connect-standalone.properties,
+config/connect-file-source.properties and config/connect-file-sink.properties, verbatim; a test
+changes only what must point at its own broker and directory (`bootstrap.servers`,
+`offset.storage.file.filename`) and adds a free REST port (Kafka's default 8083 may be taken on a
+shared machine). `file=test.txt` and `file=test.sink.txt` are relative, as in the quickstart: the
+worker runs in the test's directory.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from eosconnect.storage.topic_reader import TopicRecord
 QUICKSTART = Path(__file__).parent.parent / "support" / "kafka_quickstart"
 KAFKA_CONNECT_STANDALONE_PROPERTIES = (QUICKSTART / "connect-standalone.properties").read_text()
 KAFKA_CONNECT_FILE_SOURCE_PROPERTIES = (QUICKSTART / "connect-file-source.properties").read_text()
+KAFKA_CONNECT_FILE_SINK_PROPERTIES = (QUICKSTART / "connect-file-sink.properties").read_text()
 
 #: Where this eosconnect is imported from, for a process that runs in another directory.
 IMPORT_PATH = os.pathsep.join(
@@ -152,7 +154,7 @@ def wait_status(process: Standalone, state: str, timeout: float = 60.0) -> dict[
     raise AssertionError(f"tasks not {state} within {timeout:.0f} s: {body}")
 
 
-def test_quickstart_file_source_writes_every_line_once_and_resumes_from_the_offsets_file(
+def test_quickstart_file_source_and_sink_copy_every_line_once_through_a_restart(
     tmp_path: Path,
     bootstrap: str,
     read_committed: Callable[[str], list[TopicRecord]],
@@ -163,9 +165,11 @@ def test_quickstart_file_source_writes_every_line_once_and_resumes_from_the_offs
     worker = worker_file(tmp_path, bootstrap)
     connector = tmp_path / "connect-file-source.properties"
     connector.write_text(KAFKA_CONNECT_FILE_SOURCE_PROPERTIES)
+    sink = tmp_path / "connect-file-sink.properties"
+    sink.write_text(KAFKA_CONNECT_FILE_SINK_PROPERTIES)
 
-    first = standalone(tmp_path, worker, connector)
-    assert first.get("/connectors").json() == [CONNECTOR]
+    first = standalone(tmp_path, worker, connector, sink)
+    assert first.get("/connectors").json() == ["local-file-sink", CONNECTOR]
     status = wait_status(first, "RUNNING")
     assert status["connector"]["state"] == "RUNNING" and status["type"] == "source"  # type: ignore[index]
     assert payloads(wait_for_records(read_committed, len(lines))) == lines
@@ -179,12 +183,17 @@ def test_quickstart_file_source_writes_every_line_once_and_resumes_from_the_offs
     more = [f"more {i}" for i in range(20)]
     with (tmp_path / "test.txt").open("a") as f:
         f.write("".join(f"{line}\n" for line in more))
-    second = standalone(tmp_path, worker, connector)
+    second = standalone(tmp_path, worker, connector, sink)
     wait_status(second, "RUNNING")
     wait_for_records(read_committed, len(lines) + len(more))
-    time.sleep(2)  # anything sent twice would have arrived by now
+    copied = tmp_path / "test.sink.txt"  # the sink's file=test.sink.txt, in the worker's directory
+    deadline = time.monotonic() + 60
+    while len(copied.read_text().splitlines()) < len(lines) + len(more) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(2)  # anything sent or written twice would have arrived by now
     assert payloads(read_committed(TOPIC)) == lines + more
     assert second.stop() == 0
+    assert copied.read_text().splitlines() == lines + more
 
 
 def test_a_bad_connector_file_is_one_error_naming_the_file_and_the_field(
