@@ -145,6 +145,9 @@ class StandaloneHerder:
         self._wakeup.set()
         self._thread.join(30)
         with self._lock:
+            for connector in self._connectors.values():  # all at once: each task's final commit in parallel
+                for local in connector.tasks.values():
+                    local.control.set(Directive.STOP)
             for name, connector in self._connectors.items():
                 self._stop_tasks(name, connector)
             self._live.stop_all()
