@@ -136,8 +136,9 @@ LAYERS: dict[str, Layer] = {
         "worker_config",
     ),
     "launch": _layer(
-        "the worker-launch API: `load_properties` and `run_worker`, which wires the herder, the REST "
-        "server and the Spark application (used by `eosconnect worker` and MirrorMaker's dedicated mode)",
+        "the worker-launch API: `load_properties`, `run_worker`, which wires the herder, the REST "
+        "server and the Spark application (used by `eosconnect worker` and MirrorMaker's dedicated mode), "
+        "and `run_standalone_worker` (the standalone herder and the REST server, no Spark)",
         "api",
         "cli_errors",
         "cluster",
@@ -148,6 +149,12 @@ LAYERS: dict[str, Layer] = {
     ),
     "distributed": _layer(
         "the `eosconnect worker` command (`run_distributed`), on the launch API",
+        "launch",
+    ),
+    "standalone": _layer(
+        "the `eosconnect standalone` command (`run_standalone`): connector files read as Kafka's "
+        "standalone worker reads them, on the launch API",
+        "cli_errors",
         "launch",
     ),
     "mirrormaker": _layer(
@@ -193,6 +200,7 @@ LAYERS: dict[str, Layer] = {
         "distributed",
         "mirrormaker",
         "runtime",
+        "standalone",
         "tools",
     ),
 }

@@ -190,33 +190,7 @@ class HerderReads(HerderState):
         )
 
     def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
-        plugins = []
-        seen: set[str] = set()
-        # Short names first (built-ins, entry points, registered), then plugin.path's classes.
-        for short, path in [*sorted(available_connectors().items()), *plugin_path_connectors().items()]:
-            if str(path) in seen:  # one class may have several names (e.g. Kafka's class name)
-                continue
-            seen.add(str(path))
-            try:
-                cls = resolve_connector_class(short)
-                kind, version = connector_type(cls).value, cls().version()
-            except Exception:
-                kind, version = "source", "unknown"
-            plugins.append({"class": str(path), "type": kind, "version": version})
-        if not connectors_only:
-            # As Kafka Connect lists them: every transformation, predicate and converter under its Java
-            # class name (Kafka's, and Confluent's for the Schema Registry converters).
-            for kind, names in (
-                ("transformation", BUILTIN_TRANSFORMATIONS),
-                ("predicate", BUILTIN_PREDICATES),
-                ("converter", [*CONVERTER_ALIASES, *CONVERTER_PATHS]),
-            ):
-                plugins.extend(
-                    {"class": name, "type": kind, "version": __version__}
-                    for name in sorted(names)
-                    if name.startswith(("org.", "io."))
-                )
-        return plugins
+        return installed_plugins(connectors_only)
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
         return plugin_config_infos(plugin)
@@ -235,3 +209,35 @@ class HerderReads(HerderState):
         with self._lock:
             restarts = dict(self._auto_restarts.total)
         return MetricsView(self.task_metrics(), statuses, restarts)
+
+
+def installed_plugins(connectors_only: bool) -> list[dict[str, str]]:
+    """`GET /connector-plugins`: every connector, then (unless `connectors_only`) the transformations,
+    predicates and converters, as Kafka Connect lists them."""
+    plugins = []
+    seen: set[str] = set()
+    # Short names first (built-ins, entry points, registered), then plugin.path's classes.
+    for short, path in [*sorted(available_connectors().items()), *plugin_path_connectors().items()]:
+        if str(path) in seen:  # one class may have several names (e.g. Kafka's class name)
+            continue
+        seen.add(str(path))
+        try:
+            cls = resolve_connector_class(short)
+            kind, version = connector_type(cls).value, cls().version()
+        except Exception:
+            kind, version = "source", "unknown"
+        plugins.append({"class": str(path), "type": kind, "version": version})
+    if not connectors_only:
+        # As Kafka Connect lists them: every transformation, predicate and converter under its Java
+        # class name (Kafka's, and Confluent's for the Schema Registry converters).
+        for kind, names in (
+            ("transformation", BUILTIN_TRANSFORMATIONS),
+            ("predicate", BUILTIN_PREDICATES),
+            ("converter", [*CONVERTER_ALIASES, *CONVERTER_PATHS]),
+        ):
+            plugins.extend(
+                {"class": name, "type": kind, "version": __version__}
+                for name in sorted(names)
+                if name.startswith(("org.", "io."))
+            )
+    return plugins

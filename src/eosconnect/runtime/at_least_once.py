@@ -257,7 +257,11 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         started = time.monotonic()
         offsets, done = self._committable()
         offsets = self.updated_offsets(offsets)
-        if offsets:
+        if offsets and self.spec.offset_store is not None:
+            self.spec.offset_store.write(self.spec.connector, offsets)
+            self.metrics.record_offset_commit(time.monotonic() - started)
+            self.offsets_committed(offsets)
+        elif offsets:
             errors: list[str] = []
             for key, value in encode_offset_records(self.spec.connector, offsets):
                 self.offset_producer.produce(

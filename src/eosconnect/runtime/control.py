@@ -8,6 +8,7 @@ control is also the `CurrentInstance` a transactional task asks whether it may r
 
 from __future__ import annotations
 
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -105,3 +106,32 @@ class FileTaskControl(TaskControl):
     def set(self, directive: Directive) -> None:
         """Driver side: tell every task sharing this file what to do."""
         Path(self.path).write_text(directive.value)
+
+
+class LocalTaskControl(TaskControl):
+    """The directive of a task run in the worker's own process (the standalone worker): set by the
+    herder's thread, read by the task's, with no channel in between. A paused task waits on the
+    change rather than polling, and `paused` says when it has acted on the pause."""
+
+    def __init__(self) -> None:
+        self._directive = Directive.RUN
+        self._changed = threading.Condition()
+        self.paused = threading.Event()
+
+    def directive(self) -> Directive:
+        return self._directive
+
+    def set(self, directive: Directive) -> None:
+        with self._changed:
+            if directive is not Directive.PAUSE:
+                self.paused.clear()
+            self._directive = directive
+            self._changed.notify_all()
+
+    def wait_while_paused(self, timeout_s: float) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: self._directive is not Directive.PAUSE, timeout_s)
+
+    def confirm_paused(self) -> None:
+        if self._directive is Directive.PAUSE:
+            self.paused.set()

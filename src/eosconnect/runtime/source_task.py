@@ -203,7 +203,12 @@ class SourceTaskRunner(ABC):
         self.start_task()
 
     def read_offsets(self) -> ConnectorOffsetView:
-        """The connector's committed offsets, read to the end of its offsets topic(s)."""
+        """The connector's committed offsets: read to the end of its offsets topic(s), or from the
+        standalone worker's offsets file."""
+        if self.spec.offset_store is not None:
+            file_view = self.spec.offset_store.view(self.spec.connector)
+            file_view.refresh()
+            return file_view
         view = ConnectorOffsetView.create(self.spec.connector, self.placement, self.worker.originals)
         view.refresh(self.offsets_read_timeout_s())
         return view
