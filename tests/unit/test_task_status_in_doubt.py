@@ -52,6 +52,20 @@ def test_a_worker_that_is_no_leader_keeps_nothing_to_publish_later() -> None:
     assert leader.published(0) is ConnectState.UNASSIGNED
 
 
+def test_a_worker_that_no_longer_leads_tells_its_tasks_to_stop_before_its_herder_stops_them() -> None:
+    """Demoted while its herder's tick waits in a Kafka call (the brokers cut off): the run is still
+    there, but a task asking is told "stop" at once; in doubt it is still told "run"."""
+    leader = Leader()
+    leader.election.doubt = True
+    assert leader.beat(0) == "run"
+    leader.election.leader, leader.election.doubt = False, False
+    assert leader._runs["c"].stopping_since is None  # the herder has not stopped the run yet
+    assert leader.beat(0) == "stop"
+    assert leader.host_answer("h1", {"tasks": [{"connector": "c", "task": 1, "generation": 3}]})[
+        "directives"
+    ] == {"": "stop"}
+
+
 class HostsStandIn:
     """The leader's slot hosts (cluster/packing.py), reduced to the answer for a host's question."""
 
