@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from eosconnect.cluster.herder_api import ConflictError, no_leader_now
 from eosconnect.storage.status_store import ConnectState
 from support.leader_state import Leader
 
@@ -64,6 +67,22 @@ def test_a_worker_that_no_longer_leads_tells_its_tasks_to_stop_before_its_herder
     assert leader.host_answer("h1", {"tasks": [{"connector": "c", "task": 1, "generation": 3}]})[
         "directives"
     ] == {"": "stop"}
+
+
+def test_a_leader_in_doubt_does_not_confirm_a_task_current() -> None:
+    """Asked whether a task may renew its producer (which fences every other instance of it), a
+    leader in doubt answers 409 "rejoining the group": another worker may run the task's successor
+    already. Its heartbeats are still answered "run", and a leader confirms."""
+    leader = Leader()
+    leader.election.doubt = True
+    with pytest.raises(ConflictError) as refused:
+        leader.beat(0, confirm=True)
+    assert no_leader_now(refused.value.status_code, str(refused.value))
+    assert leader.beat(0) == "run"
+    leader.election.doubt = False
+    assert leader.beat(0, confirm=True) == "run"
+    leader.election.leader = False
+    assert leader.beat(0, confirm=True) == "stop"
 
 
 class HostsStandIn:

@@ -25,6 +25,7 @@ from typing import Any
 
 from eosconnect.cluster.auto_restart import RestartPolicy
 from eosconnect.cluster.connector_kinds import fencing_producer_config
+from eosconnect.cluster.herder_api import ConflictError
 from eosconnect.cluster.herder_state import FINAL_STATES, LAUNCHED, GenerationRun, HerderState, TaskRuntime
 from eosconnect.cluster.host_evacuation import EVACUATE_AFTER
 from eosconnect.cluster.host_loss import HostMemory, host_loss_detail
@@ -49,6 +50,14 @@ class TaskHealth(HerderState):
     def task_heartbeat(self, name: str, task: int, generation: int, report: Mapping[str, Any]) -> str:
         state = str(report.get("state", "RUNNING"))
         leader, in_doubt = self.election.is_leader, self.election.in_doubt
+        if report.get("confirm") and in_doubt:
+            # A task asks whether it may renew its producer, which fences every other instance of
+            # it (`RestTaskControl.confirmed_current`). In doubt, another worker may lead already
+            # and run the task's successor: only the end of the doubt can tell.
+            raise ConflictError(
+                f"worker {self.worker_id} is rejoining the group: whether {name}-{task} is the task's "
+                "current instance is known once it leads again or another worker does"
+            )
         with self._lock:
             run = self._runs.get(name)
             runtime = self._tasks.setdefault((name, task), TaskRuntime())
