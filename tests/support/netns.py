@@ -25,7 +25,9 @@ namespaces (started by the test: a host's namespace holds nothing else) are kill
 namespaces and the test process's veth are deleted by name. Namespace names carry the pid of the
 process that made them, so a later `Network` deletes what a killed test run left behind.
 
-Latency, jitter and loss (`tc netem`) are not offered: this machine's kernel has no netem qdisc.
+Latency, jitter and loss are not offered: this machine's kernel has no `netem` qdisc (of those tried,
+only tbf, htb and pfifo exist, which shape bandwidth but add no delay or loss), so they need a
+userspace proxy between hosts.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Cut", "Host", "Network", "NetworkError", "netns_available"]
+__all__ = ["Cut", "Host", "Network", "NetworkError", "netns_available", "remove_stale"]
 
 #: Every namespace a `Network` makes is named `<NAME_PREFIX><creator pid>x<tag>-<host>`.
 NAME_PREFIX = "eosnp"
