@@ -452,6 +452,17 @@ def zombie_cancel_timeout_s(worker_props: Mapping[str, str]) -> float:
     )
 
 
+def doubt_grace_s(worker_props: Mapping[str, str]) -> float:
+    """`scheduled.rebalance.max.delay.ms` in seconds: how long a leader that lost its group
+    membership stays in doubt (cluster/election.py), as an executor reads it from the worker's settings."""
+    return (
+        _whole_number(
+            worker_props, "scheduled.rebalance.max.delay.ms", 60_000, 0, "milliseconds, default 60000"
+        )
+        / 1000
+    )
+
+
 def task_heartbeat_timeout_s(worker_props: Mapping[str, str]) -> float:
     """`task.heartbeat.timeout.ms` in seconds, as an executor reads it from the worker's settings."""
     return (

@@ -34,6 +34,7 @@ from support.chaos import (
     data_leaders,
     endless_sequence,
     group_coordinator,
+    holds_exactly_the_committed,
     replicated_worker_settings,
     wait_fully_replicated,
 )
@@ -52,23 +53,6 @@ COMMIT_TIMEOUT_S = 60
 def bootstrap(kafka3: LocalKafkaCluster) -> str:
     """Everything in this module (worker_props, ...) talks to the three brokers."""
     return kafka3.bootstrap_servers
-
-
-def holds_exactly_the_committed(
-    bootstrap: str, topic: str, follower: SequenceFollower, committed: dict[int, int]
-) -> int:
-    """After the source stopped: the topic (read_committed, from the start) holds every sequence
-    number from 0 to each task's committed source offset once, and nothing more; the follower, read
-    all along, ends at the same place (it may lag the stop by a moment). Returns the records seen."""
-    report = verify_sequence_topic({"bootstrap.servers": bootstrap}, topic)  # no gap, no duplicate
-    assert report.ok, report.anomalies
-    assert report.seen == sum(seq + 1 for seq in committed.values()), (
-        f"the topic holds {report.seen} records, the committed source offsets {committed} say otherwise"
-    )
-    follower.wait_for_progress(committed, 0, 60, "to the committed source offsets", since=committed)
-    assert follower.highest() == committed, "the follower read past the committed source offsets"
-    assert not follower.anomalies, follower.anomalies
-    return report.seen
 
 
 def test_sigkilled_leader_broker_keeps_exactly_once(kafka3: LocalKafkaCluster, workers, topic_name):

@@ -91,6 +91,7 @@ from support.cdc_soak import CdcFollower, CdcWorkload, cdc_source_config, verify
 from support.chaos import (
     SequenceFollower,
     clock,
+    committed_offsets,
     create_replicated_topic,
     endless_sequence,
     log_problems,
@@ -592,13 +593,6 @@ class Chaos:
         self.log(f"{self.current}: POST {path} -> {response.status_code}")
         assert response.status_code == 202, f"{self.current}: {response.text}"
         self.recovered("restart_connector")
-
-
-def committed_offsets(worker: WorkerProcess, source: str) -> dict[int, int]:
-    """A source connector's committed source offsets: task -> last sequence number."""
-    response = worker.request("GET", f"/connectors/{source}/offsets")
-    assert response.status_code == 200, response.text
-    return {e["partition"]["task"]: e["offset"]["seq"] for e in response.json()["offsets"]}
 
 
 @pytest.mark.timeout(SOAK_SECONDS + 1200)

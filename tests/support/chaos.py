@@ -33,16 +33,20 @@ from eosconnect.connectors.sequence import parse_value
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.runtime.fetch_stall import FetchStallWatch
 from eosconnect.runtime.task import TaskLogAdapter
+from eosconnect.tools.verify import verify_sequence_topic
+from eosconnect.tools.worker_process import WorkerProcess
 
 __all__ = [
     "Client",
     "SequenceFollower",
     "client_settings",
     "clock",
+    "committed_offsets",
     "create_replicated_topic",
     "data_leaders",
     "endless_sequence",
     "group_coordinator",
+    "holds_exactly_the_committed",
     "log_problems",
     "replicated_worker_settings",
     "tracebacks",
@@ -302,6 +306,30 @@ class SequenceFollower:
             since,
             lambda: f"follower errors: {self.errors[-3:]}, sought again: {self.reseeks[-3:]}",
         )
+
+
+def committed_offsets(worker: WorkerProcess, source: str) -> dict[int, int]:
+    """A source connector's committed source offsets: task -> last sequence number."""
+    response = worker.request("GET", f"/connectors/{source}/offsets")
+    assert response.status_code == 200, response.text
+    return {e["partition"]["task"]: e["offset"]["seq"] for e in response.json()["offsets"]}
+
+
+def holds_exactly_the_committed(
+    client: Client, topic: str, follower: SequenceFollower, committed: dict[int, int]
+) -> int:
+    """After the source stopped: the topic (read_committed, from the start) holds every sequence
+    number from 0 to each task's committed source offset once, and nothing more; the follower, read
+    all along, ends at the same place (it may lag the stop by a moment). Returns the records seen."""
+    report = verify_sequence_topic(client_settings(client), topic)  # no gap, no duplicate
+    assert report.ok, report.anomalies
+    assert report.seen == sum(seq + 1 for seq in committed.values()), (
+        f"the topic holds {report.seen} records, the committed source offsets {committed} say otherwise"
+    )
+    follower.wait_for_progress(committed, 0, 60, "to the committed source offsets", since=committed)
+    assert follower.highest() == committed, "the follower read past the committed source offsets"
+    assert not follower.anomalies, follower.anomalies
+    return report.seen
 
 
 def wait_for_progress(

@@ -102,6 +102,15 @@ def test_a_leader_that_missed_a_question_is_asked_again_before_a_renewal() -> No
     assert len(stopped.asked) == 2
 
 
+def test_only_the_renewal_question_is_marked_for_a_leader_in_doubt_to_refuse() -> None:
+    leader = Leader([Directive.RUN])
+    assert leader.confirmed_current(wait_s=1.0)
+    assert leader.asked[0]["confirm"] is True
+    asked = Leader([Directive.STOP])
+    assert asked.superseded(wait_s=1.0)
+    assert "confirm" not in asked.asked[0]
+
+
 def test_a_leader_that_never_answers_confirms_nothing() -> None:
     silent = Leader([None] * 100)
     assert not silent.confirmed_current(wait_s=0.6)

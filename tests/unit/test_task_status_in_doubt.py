@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from eosconnect.cluster.herder_api import ConflictError, no_leader_now
 from eosconnect.storage.status_store import ConnectState
 from support.leader_state import Leader
 
@@ -50,6 +53,36 @@ def test_a_worker_that_is_no_leader_keeps_nothing_to_publish_later() -> None:
     leader.election.leader = True
     leader._publish_held_states()
     assert leader.published(0) is ConnectState.UNASSIGNED
+
+
+def test_a_worker_that_no_longer_leads_tells_its_tasks_to_stop_before_its_herder_stops_them() -> None:
+    """Demoted while its herder's tick waits in a Kafka call (the brokers cut off): the run is still
+    there, but a task asking is told "stop" at once; in doubt it is still told "run"."""
+    leader = Leader()
+    leader.election.doubt = True
+    assert leader.beat(0) == "run"
+    leader.election.leader, leader.election.doubt = False, False
+    assert leader._runs["c"].stopping_since is None  # the herder has not stopped the run yet
+    assert leader.beat(0) == "stop"
+    assert leader.host_answer("h1", {"tasks": [{"connector": "c", "task": 1, "generation": 3}]})[
+        "directives"
+    ] == {"": "stop"}
+
+
+def test_a_leader_in_doubt_does_not_confirm_a_task_current() -> None:
+    """Asked whether a task may renew its producer (which fences every other instance of it), a
+    leader in doubt answers 409 "rejoining the group": another worker may run the task's successor
+    already. Its heartbeats are still answered "run", and a leader confirms."""
+    leader = Leader()
+    leader.election.doubt = True
+    with pytest.raises(ConflictError) as refused:
+        leader.beat(0, confirm=True)
+    assert no_leader_now(refused.value.status_code, str(refused.value))
+    assert leader.beat(0) == "run"
+    leader.election.doubt = False
+    assert leader.beat(0, confirm=True) == "run"
+    leader.election.leader = False
+    assert leader.beat(0, confirm=True) == "stop"
 
 
 class HostsStandIn:

@@ -19,7 +19,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -33,7 +33,7 @@ from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.storage.config_store import ConfigStore
 from eosconnect.storage.session_key import SessionKey, sign_request
-from eosconnect.worker_config import WorkerConfig
+from eosconnect.worker_config import WorkerConfig, doubt_grace_s
 
 log = logging.getLogger(__name__)
 
@@ -357,23 +357,35 @@ class RestTaskControl(TaskControl):
         task's current one and its failure is real."""
         return self._ask_leader(wait_s, lambda answer: answer is Directive.STOP) is Directive.STOP
 
-    def confirmed_current(self, wait_s: float = CONFIRM_WAIT_S) -> bool:
+    def confirmed_current(self, wait_s: float | None = None) -> bool:
         """Whether the leader answers that this instance is still the task's current one (it is
         told "run" or "pause", not "stop"). Asked before a task renews its transactional producer
         in place (`init_transactions()` again, which fences every other instance of the task): only
         a confirmed current instance may, since a replaced one would fence its successor. No answer
         is no confirmation, but it is asked again for up to `wait_s`: the renewals follow a broker's
         death, when the leader itself can be slow for a few seconds, and a task that gave up at the
-        first timeout failed and waited for a restart over REST (the chaos soak's kill_broker)."""
-        answer = self._ask_leader(wait_s, lambda answer: answer is not None)
+        first timeout failed and waited for a restart over REST (the chaos soak's kill_broker).
+
+        The question is marked (`confirm`): a leader in doubt does not answer it (409), since
+        another worker may lead already and run this task's successor, which a renewal here would
+        fence. So the default `wait_s` waits out the doubt too: `CONFIRM_WAIT_S` plus the doubt
+        grace (`scheduled.rebalance.max.delay.ms`), after which the worker leads again or not."""
+        wait = CONFIRM_WAIT_S + doubt_grace_s(self.worker_props) if wait_s is None else wait_s
+        answer = self._ask_leader(wait, lambda answer: answer is not None, {"confirm": True})
         return answer in (Directive.RUN, Directive.PAUSE)
 
-    def _ask_leader(self, wait_s: float, settled: Callable[[Directive | None], bool]) -> Directive | None:
-        """Report RUNNING every heartbeat interval until the answer is `settled` or `wait_s` is over;
-        the last answer (None: no answer). A "stop" is kept as the task's directive."""
+    def _ask_leader(
+        self,
+        wait_s: float,
+        settled: Callable[[Directive | None], bool],
+        question: Mapping[str, Any] | None = None,
+    ) -> Directive | None:
+        """Report RUNNING (with `question`'s fields) every heartbeat interval until the answer is
+        `settled` or `wait_s` is over; the last answer (None: no answer). A "stop" is kept as the
+        task's directive."""
         deadline = time.monotonic() + wait_s
         while True:
-            answer = self._report({"state": "RUNNING"})
+            answer = self._report({"state": "RUNNING", **(question or {})})
             if answer is Directive.STOP:
                 self._set_directive(Directive.STOP)
             if settled(answer) or time.monotonic() >= deadline:
@@ -401,6 +413,9 @@ class RestTaskControl(TaskControl):
                 return Directive(response.json().get("directive", "run"))
             if response.status_code in (404, 410):
                 return Directive.STOP
+            if no_leader_now(response.status_code, response.text):  # asked again: said at DEBUG
+                log.debug("[%s-%s] heartbeat answered %s", self.connector, self.task, response.text[:200])
+                return None
             log.warning(
                 "[%s-%s] heartbeat answered %s: %s",
                 self.connector,

@@ -25,6 +25,7 @@ from typing import Any
 
 from eosconnect.cluster.auto_restart import RestartPolicy
 from eosconnect.cluster.connector_kinds import fencing_producer_config
+from eosconnect.cluster.herder_api import ConflictError
 from eosconnect.cluster.herder_state import FINAL_STATES, LAUNCHED, GenerationRun, HerderState, TaskRuntime
 from eosconnect.cluster.host_evacuation import EVACUATE_AFTER
 from eosconnect.cluster.host_loss import HostMemory, host_loss_detail
@@ -49,6 +50,14 @@ class TaskHealth(HerderState):
     def task_heartbeat(self, name: str, task: int, generation: int, report: Mapping[str, Any]) -> str:
         state = str(report.get("state", "RUNNING"))
         leader, in_doubt = self.election.is_leader, self.election.in_doubt
+        if report.get("confirm") and in_doubt:
+            # A task asks whether it may renew its producer, which fences every other instance of
+            # it (`RestTaskControl.confirmed_current`). In doubt, another worker may lead already
+            # and run the task's successor: only the end of the doubt can tell.
+            raise ConflictError(
+                f"worker {self.worker_id} is rejoining the group: whether {name}-{task} is the task's "
+                "current instance is known once it leads again or another worker does"
+            )
         with self._lock:
             run = self._runs.get(name)
             runtime = self._tasks.setdefault((name, task), TaskRuntime())
@@ -92,7 +101,14 @@ class TaskHealth(HerderState):
         return directive
 
     def _directive(self, run: GenerationRun | None, name: str, task: int, generation: int) -> str:
-        """run | pause | stop for an instance of `generation` that is not stale (`_stale_instance`)."""
+        """run | pause | stop for an instance of `generation` that is not stale (`_stale_instance`).
+
+        A worker that no longer leads (neither leader nor in doubt) answers "stop" whatever its runs
+        say: its herder stops them at its next tick, but a tick can wait a minute in a Kafka call
+        while the brokers are cut off, and a task asking meanwhile whether it was replaced
+        (`RestTaskControl.superseded`) must not be told "run" by a worker another one replaced."""
+        if not self.election.is_leader and not self.election.in_doubt:
+            return "stop"
         if run is None or run.generation != generation or run.stopping_since is not None:
             return "stop"
         if task in run.stop_tasks:

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -110,6 +110,8 @@ class ClusterState:
     nodes: list[Node] = field(default_factory=list)
     extra_config: dict[str, str] = field(default_factory=dict)
     security: SecurityState = field(default_factory=SecurityState)
+    #: The address every node listens on and advertises.
+    host: str = "127.0.0.1"
 
     @classmethod
     def load(cls, run_dir: Path) -> ClusterState:
@@ -132,6 +134,10 @@ class LocalKafkaCluster:
 
     `tie_to_parent=True` (used by test fixtures) makes the JVMs die with the Python process that
     started them, so a crashed or interrupted test session cannot leave brokers behind.
+
+    `host` is the address every node listens on and advertises (loopback by default) and `launcher`
+    a command prefix the nodes run under: a test puts the cluster on a host of a network it can
+    partition (`ip netns exec <namespace>` and that namespace's address, tests/support/netns.py).
     """
 
     def __init__(
@@ -142,6 +148,8 @@ class LocalKafkaCluster:
         tie_to_parent: bool = False,
         distribution: KafkaDistribution | None = None,
         security: SecurityMode = "plaintext",
+        host: str = "127.0.0.1",
+        launcher: Sequence[str] = (),
     ) -> None:
         if brokers not in (1, 3):
             raise ValueError(f"brokers must be 1 or 3, got {brokers}")
@@ -150,6 +158,8 @@ class LocalKafkaCluster:
         self.extra_config = dict(extra_config or {})
         self.tie_to_parent = tie_to_parent
         self.security_mode: SecurityMode = security
+        self.host = host
+        self.launcher = tuple(launcher)
         self._distribution = distribution
         self.state: ClusterState | None = None
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -165,7 +175,13 @@ class LocalKafkaCluster:
             )
         state = ClusterState.load(run_dir)
         brokers = sum(1 for n in state.nodes if n.is_broker)
-        cluster = cls(run_dir, brokers=brokers, extra_config=state.extra_config, security=state.security.mode)
+        cluster = cls(
+            run_dir,
+            brokers=brokers,
+            extra_config=state.extra_config,
+            security=state.security.mode,
+            host=state.host,
+        )
         cluster.state = state
         return cluster
 
@@ -183,6 +199,7 @@ class LocalKafkaCluster:
             nodes=self._plan_nodes(),
             extra_config=self.extra_config,
             security=SecurityState.generate(self.security_mode, self.run_dir),
+            host=self.host,
         )
         (self.run_dir / "log4j2.xml").write_text(LOG4J2_CONFIG)
         for node in self.state.nodes:
@@ -227,7 +244,7 @@ class LocalKafkaCluster:
     @property
     def bootstrap_servers(self) -> str:
         assert self.state is not None, "cluster not started"
-        return ",".join(f"127.0.0.1:{n.port}" for n in self.state.nodes if n.is_broker)
+        return ",".join(f"{self.state.host}:{n.port}" for n in self.state.nodes if n.is_broker)
 
     @property
     def version(self) -> str:
@@ -438,15 +455,16 @@ class LocalKafkaCluster:
         min_isr = "1" if self.brokers == 1 else "2"
         listeners, advertised = [], []
         client = CLIENT_LISTENER if self.state.security.enabled else "PLAINTEXT"
+        host = self.state.host
         if node.is_broker:
-            listeners.append(f"{client}://127.0.0.1:{node.port}")
-            advertised.append(f"{client}://127.0.0.1:{node.port}")
+            listeners.append(f"{client}://{host}:{node.port}")
+            advertised.append(f"{client}://{host}:{node.port}")
         if node.controller_port:
-            listeners.append(f"CONTROLLER://127.0.0.1:{node.controller_port}")
+            listeners.append(f"CONTROLLER://{host}:{node.controller_port}")
         props = {
             "process.roles": node.roles,
             "node.id": str(node.node_id),
-            "controller.quorum.voters": f"{controller.node_id}@127.0.0.1:{controller.controller_port}",
+            "controller.quorum.voters": f"{controller.node_id}@{host}:{controller.controller_port}",
             "controller.listener.names": "CONTROLLER",
             "listeners": ",".join(listeners),
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -513,7 +531,9 @@ class LocalKafkaCluster:
 
     def _launch(self, node: Node) -> None:
         cmd = self._java_cmd(node, ["kafka.Kafka", str(self._node_dir(node) / "server.properties")])
-        proc = spawn_java(cmd, self._node_dir(node) / "logs" / "stdout.log", self.tie_to_parent)
+        proc = spawn_java(
+            [*self.launcher, *cmd], self._node_dir(node) / "logs" / "stdout.log", self.tie_to_parent
+        )
         self._procs[node.node_id] = proc
         node.pid = proc.pid
         self._save()

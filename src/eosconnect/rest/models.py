@@ -150,6 +150,11 @@ class HeartbeatRequest(BaseModel):
     instance: str | None = Field(
         default=None, description="The task's launch; an instance replaced by a newer one is told to stop"
     )
+    confirm: bool = Field(
+        default=False,
+        description="Asks whether this instance is the task's current one, before it renews its producer; "
+        "a leader in doubt answers 409",
+    )
 
 
 # ---------------------------------------------------------------- responses (documentation)

@@ -77,6 +77,9 @@ class WorkerProcess:
     tie_to_parent: bool = True
     #: Extra environment variables for the worker (and the Spark Python workers it starts).
     env: dict[str, str] = field(default_factory=dict)
+    #: A command prefix the worker runs under, which must exec it (keeping its pid): a test puts the
+    #: worker on a host of a network it can partition (`ip netns exec <namespace>`).
+    launcher: tuple[str, ...] = ()
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -90,7 +93,16 @@ class WorkerProcess:
         ready.unlink(missing_ok=True)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "eosconnect.cli", "worker", str(props_file), "--ready-file", str(ready)],
+            [
+                *self.launcher,
+                sys.executable,
+                "-m",
+                "eosconnect.cli",
+                "worker",
+                str(props_file),
+                "--ready-file",
+                str(ready),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
