@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
-from eosconnect.api.records import SourceRecord
+from eosconnect.api.errors import DataException
+from eosconnect.api.records import Primitive, SourceRecord
 from eosconnect.api.source import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
@@ -145,7 +146,7 @@ class SequenceSourceTask(SourceTask):
         self.partition = {"task": self.task_index}
         self.key = record_key(self.task_index)
         stored = self.context.offset_storage_reader.offset(self.partition)
-        self.next_seq = int(stored["seq"]) + 1 if stored else 0
+        self.next_seq = _last_seq(stored) + 1 if stored else 0
         self._started = time.monotonic()
         self._first_seq = self.next_seq
 
@@ -162,13 +163,12 @@ class SequenceSourceTask(SourceTask):
             if count <= 0:
                 time.sleep(min(0.05, 1 / self.rate))
                 return None
-        records = [self._record(seq) for seq in range(self.next_seq, self.next_seq + count)]
+        seqs = range(self.next_seq, self.next_seq + count)
+        records = [self._record(seq) for seq in seqs]
         self.next_seq += count
         txn = self.context.transaction_context
         if txn is not None:
-            for record in records:
-                seq = record.source_offset["seq"]
-                assert isinstance(seq, int)
+            for seq, record in zip(seqs, records, strict=True):
                 if (seq + 1) % self.commit_every == 0:
                     number = seq // self.commit_every + 1
                     if self.abort_every and number % self.abort_every == 0:
@@ -189,6 +189,14 @@ class SequenceSourceTask(SourceTask):
 
     def stop(self) -> None:
         pass
+
+
+def _last_seq(stored: Mapping[str, Primitive]) -> int:
+    """The sequence number of a stored offset, which this task always writes as an int."""
+    seq = stored.get("seq")
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise DataException(f"SequenceSource offset {dict(stored)!r} has no integer 'seq'")
+    return seq
 
 
 def parse_value(raw: bytes | None) -> tuple[int, int]:
