@@ -359,7 +359,7 @@ class RestTaskControl:
         a confirmed current instance may, since a replaced one would fence its successor. No answer
         is no confirmation, but it is asked again for up to `wait_s`: the renewals follow a broker's
         death, when the leader itself can be slow for a few seconds, and a task that gave up at the
-        first timeout failed and waited for a restart over REST (the chaos soak's kill_broker)."""
+        first timeout would fail and wait for a restart over REST."""
         answer = self._ask_leader(wait_s, lambda answer: answer is not None)
         return answer in (Directive.RUN, Directive.PAUSE)
 

@@ -129,8 +129,8 @@ class TaskHealth(HerderState):
         if not self.election.is_leader:
             # In doubt (cluster/election.py) the leader starts nothing, but a host it launched must
             # not end: a Spark retry of a host whose Python worker died asks now for the tasks it
-            # must run again, and a host that ended then (its Spark task done) was never run again,
-            # its tasks left UNASSIGNED for good (the chaos soak, seed 662436141). It asks again
+            # must run again, and a host that ended then (its Spark task done) would never run
+            # again, its tasks left UNASSIGNED for good. It asks again
             # every half second and gets them once the doubt ends; a worker that lost the
             # leadership for good tells it to stop (and cancels its Spark job with its tasks).
             return {"start": [], "stop": not self.election.in_doubt, "directives": directives}
