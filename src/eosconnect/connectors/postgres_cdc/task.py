@@ -191,8 +191,14 @@ class PostgresCdcTask(SourceTask):
         self.catalog = catalog.connect(self.cfg)
         catalog.ensure_publication(self.catalog, self.cfg)
         self.stream = ReplicationStream(self.cfg)
-        stored = self.context.offset_storage_reader.offset(self.partition)
         self._resume: tuple[int, int] | None = None
+        self._debezium_resume: tuple[int, int | None, int] | None = None
+        self._open_slot()
+
+    def _open_slot(self) -> None:
+        """Where reading starts: the stream after a stored offset whose snapshot completed, else a
+        (new) snapshot in a fresh slot's exported snapshot, else the stream from the slot's position."""
+        stored = self.context.offset_storage_reader.offset(self.partition)
         mode = SnapshotMode(self.cfg["snapshot.mode"])
         slot = slot_info(self.catalog, self.stream.slot)
         if slot is not None and slot[0] != "pgoutput":
@@ -200,7 +206,6 @@ class PostgresCdcTask(SourceTask):
                 f"replication slot {self.stream.slot!r} uses the {slot[0]!r} plugin, not pgoutput. Drop it "
                 f"(SELECT pg_drop_replication_slot('{self.stream.slot}');) or set slot.name to another slot."
             )
-        self._debezium_resume: tuple[int, int | None, int] | None = None
         position = None if stored is None else StoredPosition.of(stored)
         if stored is not None and position is not None and position.snapshot_done:
             if slot is None:
