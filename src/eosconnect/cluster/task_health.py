@@ -300,25 +300,7 @@ class TaskHealth(HerderState):
                 gave_up_on = set(lost)
             self._fence_lost_tasks(name, sorted(gave_up_on & set(lost)))
             for t in sorted(gave_up_on & set(lost)):
-                detail = (
-                    f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
-                    "per attempt. A long-running task gets spark.task.maxFailures attempts (the F of the "
-                    f"master local[N,F]) over its whole life; {self._why_not_relaunched()}. "
-                    if exhausted
-                    else "its Spark job ended with an error. "
-                )
-                if shared:
-                    detail += self._host_loss(job, t, reason)
-                missing = MISSING_MODULE.search(str(job.error))
-                if missing:
-                    detail = (
-                        f"the executors' Python ({self.spark.sparkContext.pythonExec}) cannot import module "
-                        f"{missing.group(1)!r}. Let the worker ship its environment (leave "
-                        "spark.archives and spark.pyspark.python unset), or install eosconnect and the "
-                        "connector into the executors' environment (spark.archives, spark.pyspark.python, "
-                        "the container image); "
-                        "connector code can also ship from the worker's plugin.path. "
-                    )
+                detail = self._loss_detail(job, t, exhausted, shared, reason)
                 trace = (
                     f"task {name}-{t} was lost: {detail}Restart it with "
                     f"POST /connectors/{name}/tasks/{t}/restart.\n\n{reason}"
@@ -339,6 +321,33 @@ class TaskHealth(HerderState):
                     self._mark_ended(name, run, t, "RESTARTING", None)
                 why = "lost after spread-out attempts" if spread_out else "lost with a failed Spark job"
                 self._relaunch(name, run, others, why)
+
+    def _loss_detail(
+        self, job: Any, task: int, exhausted: re.Match[str] | None, shared: bool, reason: str
+    ) -> str:
+        """Why a lost task that Spark gave up on is FAILED, and what to do about it: a missing module
+        in the executors' Python, else the attempts Spark used up or the job's error (and, for a task
+        sharing its slot, what ended the slot host)."""
+        missing = MISSING_MODULE.search(str(job.error))
+        if missing:
+            return (
+                f"the executors' Python ({self.spark.sparkContext.pythonExec}) cannot import module "
+                f"{missing.group(1)!r}. Let the worker ship its environment (leave "
+                "spark.archives and spark.pyspark.python unset), or install eosconnect and the "
+                "connector into the executors' environment (spark.archives, spark.pyspark.python, "
+                "the container image); "
+                "connector code can also ship from the worker's plugin.path. "
+            )
+        detail = (
+            f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
+            "per attempt. A long-running task gets spark.task.maxFailures attempts (the F of the "
+            f"master local[N,F]) over its whole life; {self._why_not_relaunched()}. "
+            if exhausted
+            else "its Spark job ended with an error. "
+        )
+        if shared:
+            detail += self._host_loss(job, task, reason)
+        return detail
 
     def _relaunch_setting(self) -> str:
         return f"{RELAUNCH_MIN_ATTEMPT}={round(self._relaunch_min_attempt_s * 1000)}"
