@@ -10,7 +10,7 @@ The older instance then ends quietly at INFO (SUPERSEDED: no FAILED status, no E
 Only the leader can tell a replaced instance from one fenced for a reason of its own (its
 transaction outlived `transaction.timeout.ms` and the broker aborted it while it was still the
 task's current instance): the task asks it (`RestTaskControl.superseded`); a task without such a
-control (single-process runs) fails, since nothing can tell it that it was replaced.
+control (single-process runs) keeps failing as before.
 """
 
 from __future__ import annotations
