@@ -36,7 +36,6 @@ from eosconnect.api.batch import ColumnOffsets, SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import (
-    Primitive,
     SourcePartition,
     TopicPartition,
 )
@@ -73,6 +72,7 @@ from eosconnect.connectors.mirror_topics import (
     prefixed_client_errors,
     source_topic_configs,
 )
+from eosconnect.connectors.stored_offsets import offset_int
 from eosconnect.storage.clients import ClientKind, forced, prefixed_client_config
 from eosconnect.storage.topic_reader import assign_promptly
 
@@ -138,14 +138,6 @@ def consumer_group(config: Mapping[str, str]) -> str:
     return str(
         config.get(f"{SOURCE_PREFIX}group.id") or f"eosconnect-mirror-source-{config.get('name', 'mirror')}"
     )
-
-
-def _copied_offset(offset: Mapping[str, Primitive]) -> int:
-    """The last copied source offset of a stored MM2 source offset (`{"offset": n, ...}`)."""
-    copied = offset.get("offset")
-    if isinstance(copied, bool) or not isinstance(copied, int):
-        raise ConnectException(f"stored mirror source offset {dict(offset)!r} has no integer 'offset'")
-    return copied
 
 
 def wrap_partition(alias: str, tp: TopicPartition) -> dict[str, str | int]:
@@ -318,7 +310,7 @@ class MirrorSourceTask(SourceTask):
                 if fresh_start == OFFSET_BEGINNING:
                     self.offset_syncs.resumes_at(tp.topic, tp.partition, 0)  # all there is, copied
             else:
-                resume_at = _copied_offset(offset) + 1
+                resume_at = offset_int(offset, "offset", "MirrorSource") + 1
                 self.offset_syncs.resumes_at(tp.topic, tp.partition, resume_at)
                 epoch = offset.get("leader.epoch")
                 assignment.append(

@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
-from eosconnect.api.errors import DataException
-from eosconnect.api.records import Primitive, SourceRecord
+from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
@@ -27,6 +26,7 @@ from eosconnect.api.source import (
     SourceTask,
 )
 from eosconnect.api.validators import NonEmptyString, Range
+from eosconnect.connectors.stored_offsets import offset_int
 
 VERSION = "1.0.0"
 
@@ -146,7 +146,7 @@ class SequenceSourceTask(SourceTask):
         self.partition = {"task": self.task_index}
         self.key = record_key(self.task_index)
         stored = self.context.offset_storage_reader.offset(self.partition)
-        self.next_seq = _last_seq(stored) + 1 if stored else 0
+        self.next_seq = offset_int(stored, "seq", "SequenceSource") + 1 if stored else 0
         self._started = time.monotonic()
         self._first_seq = self.next_seq
 
@@ -189,14 +189,6 @@ class SequenceSourceTask(SourceTask):
 
     def stop(self) -> None:
         pass
-
-
-def _last_seq(stored: Mapping[str, Primitive]) -> int:
-    """The sequence number of a stored offset, which this task always writes as an int."""
-    seq = stored.get("seq")
-    if isinstance(seq, bool) or not isinstance(seq, int):
-        raise DataException(f"SequenceSource offset {dict(stored)!r} has no integer 'seq'")
-    return seq
 
 
 def parse_value(raw: bytes | None) -> tuple[int, int]:

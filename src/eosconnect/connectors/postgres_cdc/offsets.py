@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Primitive
+from eosconnect.connectors.stored_offsets import offset_int
 
-__all__ = ["StoredPosition", "event_position", "is_debezium_offset", "offset_int"]
+__all__ = ["StoredPosition", "event_position", "is_debezium_offset"]
 
 
 def is_debezium_offset(offset: Mapping[str, Primitive]) -> bool:
@@ -24,22 +25,15 @@ def is_debezium_offset(offset: Mapping[str, Primitive]) -> bool:
     )
 
 
-def offset_int(offset: Mapping[str, Primitive], key: str) -> int:
-    """`offset[key]` as an int; LSNs and counters are stored as JSON numbers (or digit strings)."""
-    value = offset.get(key)
-    if isinstance(value, int | str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise ConnectException(f"stored PostgresCdcSource offset {dict(offset)!r} has no integer {key!r}")
+def _int(offset: Mapping[str, Primitive], key: str) -> int:
+    return offset_int(offset, key, "PostgresCdcSource")
 
 
 def event_position(offset: Mapping[str, Primitive] | None) -> tuple[int, int]:
     """(commit LSN, event index) of one of the task's own records: the order records are delivered in."""
     if offset is None:
         raise ConnectException("a PostgresCdcSource change record has no source offset")
-    return offset_int(offset, "lsn"), offset_int(offset, "event")
+    return _int(offset, "lsn"), _int(offset, "event")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,19 +70,19 @@ class StoredPosition:
         if "heartbeat" not in stored:
             for key in ("lsn_end", "lsn_commit"):
                 if key in stored:
-                    last_commit_lsn = None if stored[key] is None else offset_int(stored, key)
+                    last_commit_lsn = None if stored[key] is None else _int(stored, key)
                     break
         if debezium:
             resume = (
-                offset_int(stored, "lsn_commit") if stored.get("lsn_commit") else 0,
-                None if stored.get("lsn_proc") is None else offset_int(stored, "lsn_proc"),
-                offset_int(stored, "lsn_events_processed") if stored.get("lsn_events_processed") else 0,
+                _int(stored, "lsn_commit") if stored.get("lsn_commit") else 0,
+                None if stored.get("lsn_proc") is None else _int(stored, "lsn_proc"),
+                _int(stored, "lsn_events_processed") if stored.get("lsn_events_processed") else 0,
             )
             return cls(stored, True, last_commit_lsn, None, resume)
-        event = offset_int(stored, "event") if "event" in stored else -1
-        return cls(stored, True, last_commit_lsn, (offset_int(stored, "lsn"), event), None)
+        event = _int(stored, "event") if "event" in stored else -1
+        return cls(stored, True, last_commit_lsn, (_int(stored, "lsn"), event), None)
 
     @property
     def lsn(self) -> int:
         """The stored offset's own LSN (the commit LSN of its transaction, or the snapshot's point)."""
-        return offset_int(self.offset, "lsn")
+        return _int(self.offset, "lsn")
