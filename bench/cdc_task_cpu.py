@@ -26,12 +26,12 @@ import psycopg
 from bench.workdir import new_workdir
 
 from eosconnect.api.context import SourceTaskContext
-from eosconnect.api.converters import JsonConverter
 from eosconnect.connectors.postgres_cdc.config import CdcConfig
 from eosconnect.connectors.postgres_cdc.replication import ReplicationStream
 from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
+from eosconnect.converters.json import JsonConverter
 from eosconnect.devkafka.postgres import LocalPostgres
-from eosconnect.runtime.control import Directive
+from eosconnect.runtime.control import Directive, TaskControl
 from eosconnect.runtime.executor import run_source_task
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.startup import LocalStartupCoordinator
@@ -129,7 +129,7 @@ def task_loop(
     return wall, cpu
 
 
-class UntilWritten:
+class UntilWritten(TaskControl):
     """The runner's control: RUN until `changes` records were committed, then STOP. Times the CPU
     from the first directive (the task started: after fencing, init_transactions and the offsets
     read) to the stop; with `profiler`, profiles the task thread over the same span."""

@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eosconnect.devkafka import LocalKafkaCluster
-from eosconnect.runtime.control import Directive
+from eosconnect.runtime.control import Directive, TaskControl
 from eosconnect.runtime.executor import run_source_task
 from eosconnect.runtime.startup import LocalStartupCoordinator
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
@@ -44,7 +44,7 @@ BATCH = 500
 
 
 @dataclass
-class PollCountControl:
+class PollCountControl(TaskControl):
     """STOP after the task has had `polls` polls that returned data (plus one to notice the end)."""
 
     polls: int

@@ -74,6 +74,36 @@ def worker(
 
 
 @app.command()
+def standalone(
+    properties: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="worker.properties file.")],
+    connectors: Annotated[
+        list[Path],
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            help="Connector files: .properties, or .json ({name, config} or flat).",
+        ),
+    ],
+    ready_file: Annotated[Path | None, typer.Option(help="Write the URL and pid here when ready.")] = None,
+    log_level: Annotated[str, typer.Option(help="Python log level.")] = "INFO",
+) -> None:
+    """Run a standalone worker, as Kafka's connect-standalone.sh: the connectors of the files and
+    their tasks in this process (no Spark, no config or status topic), with the REST API.
+
+    Source offsets are kept in offset.storage.file.filename (at least once), or in the offsets
+    topic inside each transaction with exactly.once.source.support=enabled. The settings, the
+    brokers, the REST port and every connector file are checked first: a mistake is one line, exit 2."""
+    import logging
+
+    from eosconnect.runtime.log_repeats import install_repeat_filter
+    from eosconnect.standalone import run_standalone
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    install_repeat_filter()
+    run_standalone(properties, connectors, ready_file)
+
+
+@app.command()
 def demo(
     seconds: Annotated[float, typer.Option(help="Seconds of streaming between the demo's steps.")] = 8.0,
 ) -> None:

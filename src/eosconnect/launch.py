@@ -3,7 +3,9 @@
 `load_properties` reads a worker's settings (Kafka Connect's distributed-worker format) and
 `run_worker` starts it and blocks until SIGTERM/SIGINT, then stops its tasks gracefully and leaves
 the group. Both `eosconnect worker` (distributed.py) and MirrorMaker's dedicated mode
-(mirrormaker/driver.py) launch their workers through it.
+(mirrormaker/driver.py) launch their workers through it. `run_standalone_worker` is Kafka's
+`ConnectStandalone` for `eosconnect standalone` (standalone.py): the same checks, signals and REST
+server around the standalone herder (cluster/standalone.py), with no Spark application.
 
 Like Kafka Connect's `ConnectDistributed`, `run_worker` wires the layers together (the herder of
 cluster/, the REST server of rest/, the Spark application), so that none of them imports the
@@ -23,16 +25,21 @@ import sys
 import threading
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import javaproperties
 
-from eosconnect.api.plugins import configure_plugin_path
+from eosconnect.api.errors import ConfigException
 from eosconnect.cli_errors import UserError
+from eosconnect.plugins.loading import configure_plugin_path
 from eosconnect.preflight import bind_listener, check_brokers, check_worker_acls, check_worker_settings
 from eosconnect.runtime.loop_watch import dump_stacks_on_sigusr1
 
-__all__ = ["arm_exit_watchdog", "load_properties", "run_worker"]
+if TYPE_CHECKING:
+    from eosconnect.rest.server import RestServer, RestServerConfig
+
+__all__ = ["arm_exit_watchdog", "load_properties", "run_standalone_worker", "run_worker"]
 
 log = logging.getLogger(__name__)
 
@@ -131,20 +138,13 @@ def run_worker(
     from eosconnect.cluster.herder import DistributedHerder
     from eosconnect.cluster.spark import SparkProvider
     from eosconnect.rest.app import create_app
-    from eosconnect.rest.server import RestServer, RestServerConfig
+    from eosconnect.rest.server import RestServer
 
     worker = check_worker_settings(props, source, warn_unknown=warn_unknown)
-    try:
-        rest_config = RestServerConfig.from_properties(props)
-    except ValueError as exc:  # a bad listener URL or TLS setting; say which when the text does not
-        named = any(name in str(exc) for name in ("listeners", "rest."))
-        raise UserError(
-            f"{source}: {exc}" if named else f"{source}: listeners={listener_text(props)}: {exc}"
-        ) from exc
-    scheme, host, port = listener_of(props)
-    listen = bind_listener(host, port, listener_text(props))
+    rest_config, listen = _checked_listener(props, source)
     check_brokers(worker.originals, worker.bootstrap_servers)
     check_worker_acls(worker.originals, worker.bootstrap_servers)
+    scheme, host, _ = listener_of(props)
     port = listen.getsockname()[1]
     # Importable here (the driver starts connectors from plugin.path too) and, before Spark starts,
     # in its Python workers, which inherit the environment.
@@ -169,6 +169,112 @@ def run_worker(
     rest_config.host, rest_config.port, rest_config.advertised_url = host, port, url
     app = create_app(herder, basic_auth=rest_config.basic_auth_users or None, own_url=url)
     server = RestServer.from_config(app, rest_config, bound_socket=listen)
+    _progress(
+        f"reading the internal topics on {worker.bootstrap_servers} and joining group {worker.group_id} ..."
+    )
+    stop = _stop_on_signals(exit_within_s)
+    herder.start()
+    _serve(server, herder.worker_id, url, ready_file)
+    stop.wait()
+    herder.stop()  # first: tasks learn "stop" through their heartbeats to the REST server
+    server.stop()
+    spark.release()
+    quiet_interpreter_exit()
+
+
+def _checked_listener(props: dict[str, str], source: str) -> tuple[RestServerConfig, socket.socket]:
+    """The REST server's settings and its listener's socket, bound; `UserError` for a bad listener
+    URL or TLS setting (naming it) or a port that cannot be bound."""
+    from eosconnect.rest.server import RestServerConfig
+
+    try:
+        rest_config = RestServerConfig.from_properties(props)
+    except ValueError as exc:  # say which setting when the text does not
+        named = any(name in str(exc) for name in ("listeners", "rest."))
+        raise UserError(
+            f"{source}: {exc}" if named else f"{source}: listeners={listener_text(props)}: {exc}"
+        ) from exc
+    _, host, port = listener_of(props)
+    return rest_config, bind_listener(host, port, listener_text(props))
+
+
+def run_standalone_worker(
+    props: dict[str, str],
+    connectors: list[tuple[str, dict[str, str], str]],
+    ready_file: Path | None = None,
+    *,
+    source: str = "worker.properties",
+    exit_within_s: float | None = None,
+) -> None:
+    """Kafka Connect's `ConnectStandalone`: the `connectors` (name, config, the file it came from)
+    run in this process (cluster/standalone.py), until a termination signal.
+
+    The same checks as `run_worker` come first, each one `UserError` line: the settings, the offsets
+    mode (`offset.storage.file.filename`, or `exactly.once.source.support=enabled` and the offsets
+    topic), the REST listener's port, the brokers, then each connector's config, validated as a
+    REST create is and failing naming its file. The internal topics' ACLs are not checked: a
+    standalone worker has no config or status topic.
+    """
+    from eosconnect.cluster.herder_api import BadRequestError
+    from eosconnect.cluster.standalone import OFFSETS_FILE_SETTING, StandaloneHerder
+    from eosconnect.rest.app import create_app
+    from eosconnect.rest.server import RestServer
+
+    worker = check_worker_settings({k: v for k, v in props.items() if k != OFFSETS_FILE_SETTING}, source)
+    offsets_file = props.get(OFFSETS_FILE_SETTING, "").strip() or None
+    if not worker.exactly_once_enabled and offsets_file is None:
+        raise UserError(
+            f"{source}: {OFFSETS_FILE_SETTING} is required in standalone mode (the file that keeps the "
+            "source offsets, such as /tmp/connect.offsets), or set exactly.once.source.support=enabled to "
+            f"keep them in the offsets topic (offset.storage.topic={worker.offset_storage_topic})"
+        )
+    if worker.exactly_once_enabled and offsets_file is not None:
+        log.warning(
+            "%s is not used: with exactly.once.source.support=enabled the source offsets are kept in the "
+            "offsets topic %s, inside each transaction",
+            OFFSETS_FILE_SETTING,
+            worker.offset_storage_topic,
+        )
+    elif not worker.exactly_once_enabled and "offset.storage.topic" in props:
+        log.warning(
+            "offset.storage.topic is not used: the source offsets are kept in %s=%s (at least once); set "
+            "exactly.once.source.support=enabled to keep them in the topic, exactly once",
+            OFFSETS_FILE_SETTING,
+            offsets_file,
+        )
+    rest_config, listen = _checked_listener(props, source)
+    check_brokers(worker.originals, worker.bootstrap_servers)
+    configure_plugin_path(worker.plugin_path)
+    scheme, host, _ = listener_of(props)
+    port = listen.getsockname()[1]
+    url = advertised_url(props, scheme, host, port)
+    try:
+        herder = StandaloneHerder(worker, url, offsets_file)
+    except ConfigException as exc:
+        raise UserError(f"{source}: {exc}") from None
+    for name, config, path in connectors:
+        try:
+            herder.add_connector(name, config)
+        except BadRequestError as exc:
+            raise UserError(f"{path}: {exc}") from None
+        mode = herder.delivery(name)
+        log.info("standalone connector %s (from %s): %s", name, path, mode)
+        _progress(f"connector {name} from {path}: {mode}")
+    rest_config.host, rest_config.port, rest_config.advertised_url = host, port, url
+    app = create_app(herder, basic_auth=rest_config.basic_auth_users or None, own_url=url)
+    server = RestServer.from_config(app, rest_config, bound_socket=listen)
+    stop = _stop_on_signals(exit_within_s)
+    herder.start()
+    _serve(server, herder.worker_id, url, ready_file)
+    stop.wait()
+    herder.stop()
+    server.stop()
+    quiet_interpreter_exit()
+
+
+def _stop_on_signals(exit_within_s: float | None) -> threading.Event:
+    """An event set by SIGTERM, SIGINT or SIGHUP (a closed terminal: stop as cleanly as Kafka Connect
+    does); with `exit_within_s`, the process ends at the latest that long after the signal."""
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -179,23 +285,19 @@ def run_worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)  # a closed terminal: stop as cleanly as Kafka Connect does
+    signal.signal(signal.SIGHUP, on_signal)
     dump_stacks_on_sigusr1()
-    _progress(
-        f"reading the internal topics on {worker.bootstrap_servers} and joining group {worker.group_id} ..."
-    )
-    herder.start()
+    return stop
+
+
+def _serve(server: RestServer, worker_id: str, url: str, ready_file: Path | None) -> None:
+    """Start the REST server, then say so: in the log, in `ready_file` (URL and pid) and on stdout."""
     _progress(f"starting the REST API on {url} ...")
     server.start()
-    log.info("worker %s is serving the REST API at %s", herder.worker_id, url)
+    log.info("worker %s is serving the REST API at %s", worker_id, url)
     if ready_file is not None:
         ready_file.write_text(f"{url}\n{os.getpid()}\n")
     print(f"eosconnect worker listening on {url}", flush=True)
-    stop.wait()
-    herder.stop()  # first: tasks learn "stop" through their heartbeats to the REST server
-    server.stop()
-    spark.release()
-    quiet_interpreter_exit()
 
 
 def quiet_interpreter_exit() -> None:

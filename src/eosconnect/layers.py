@@ -35,7 +35,32 @@ LAYERS: dict[str, Layer] = {
     "__init__": _layer("the package's version"),
     "layers": _layer("this table"),
     "api": _layer(
-        "what connector authors import: connectors, tasks, records, `ConfigDef`, converters, transforms"
+        "the connector author's contract, as Kafka's `connect-api`: connectors, tasks, records, the data "
+        "model, `ConfigDef`, and the `Converter`, `Transformation`, `Predicate` and `ConfigProvider` "
+        "interfaces"
+    ),
+    "plugins": _layer(
+        "finding plugins by name: `connector.class` (the built-in connectors' short names, entry points, "
+        "Python paths), `plugin.path`, which modules may load; the worker's config providers (KIP-297)",
+        "api",
+    ),
+    "policies": _layer(
+        "the worker's limits on what connectors reach: `file.allowed.dirs`, `database.allowed.hosts`",
+        "api",
+        "plugins",
+    ),
+    "converters": _layer(
+        "the built-in converters: Kafka's JSON, string, bytes and number converters, the Schema Registry "
+        "formats (Avro, JSON Schema, Protobuf) and their registry client; converters by name",
+        "api",
+        "plugins",
+    ),
+    "transforms": _layer(
+        "the built-in transformations and predicates (Kafka's SMTs, Debezium's `ExtractNewRecordState`) "
+        "and the chain that runs them (`transforms/chain.py`)",
+        "api",
+        "converters",
+        "plugins",
     ),
     "worker_config": _layer("the worker's settings (`WorkerConfig`, `worker.properties`)", "api"),
     "cli_errors": _layer(
@@ -46,15 +71,21 @@ LAYERS: dict[str, Layer] = {
         "Kafka-backed state and Kafka client primitives: read-to-end, config / offsets / status stores, "
         "client settings, topics, transactional ids and fencing them",
         "api",
+        "plugins",
         "worker_config",
     ),
     "runtime": _layer(
         "what runs inside a Spark task: exactly-once and at-least-once source loops, sink loops, Kafka "
-        "transactions and their boundaries (`transactions.py`), the records a connector adds to its "
-        "transactions (`api.transactions.TransactionParticipant`), the connectors' framework settings, "
-        "metrics; the host's cache directory",
+        "transactions (`transactions/`: one `TransactionSession` under the exactly-once source runner "
+        "and the KIP-656 sink writer, the offsets that commit with a transaction, recovery, boundaries), "
+        "the records a connector adds to its transactions (`api.transactions.TransactionParticipant`), "
+        "the connectors' framework settings, metrics; the host's cache directory",
         "api",
+        "converters",
+        "plugins",
+        "policies",
         "storage",
+        "transforms",
         "worker_config",
     ),
     "connectors": _layer(
@@ -62,8 +93,10 @@ LAYERS: dict[str, Layer] = {
         "record formats and exact offset translation in `mirror*.py`)",
         "__init__",
         "api",
+        "policies",
         "runtime",
         "storage",
+        "transforms",
     ),
     "cluster": _layer(
         "the worker's control plane: the herder and its leader, election, fencing rounds, Spark jobs "
@@ -71,14 +104,19 @@ LAYERS: dict[str, Layer] = {
         "__init__",
         "api",
         "connectors",
+        "converters",
+        "plugins",
+        "policies",
         "runtime",
         "storage",
+        "transforms",
         "worker_config",
     ),
     "spark": _layer(
         "connectors as Spark data sources and sinks (the Python Data Source API)",
         "api",
         "cluster",
+        "plugins",
         "runtime",
         "storage",
     ),
@@ -87,6 +125,7 @@ LAYERS: dict[str, Layer] = {
         "__init__",
         "api",
         "cluster",
+        "plugins",
         "storage",
     ),
     "preflight": _layer(
@@ -97,11 +136,13 @@ LAYERS: dict[str, Layer] = {
         "worker_config",
     ),
     "launch": _layer(
-        "the worker-launch API: `load_properties` and `run_worker`, which wires the herder, the REST "
-        "server and the Spark application (used by `eosconnect worker` and MirrorMaker's dedicated mode)",
+        "the worker-launch API: `load_properties`, `run_worker`, which wires the herder, the REST "
+        "server and the Spark application (used by `eosconnect worker` and MirrorMaker's dedicated mode), "
+        "and `run_standalone_worker` (the standalone herder and the REST server, no Spark)",
         "api",
         "cli_errors",
         "cluster",
+        "plugins",
         "preflight",
         "rest",
         "runtime",
@@ -110,12 +151,19 @@ LAYERS: dict[str, Layer] = {
         "the `eosconnect worker` command (`run_distributed`), on the launch API",
         "launch",
     ),
+    "standalone": _layer(
+        "the `eosconnect standalone` command (`run_standalone`): connector files read as Kafka's "
+        "standalone worker reads them, on the launch API",
+        "cli_errors",
+        "launch",
+    ),
     "mirrormaker": _layer(
         "MirrorMaker 2's dedicated mode: its config, driver and command line, on the launch API",
         "api",
         "cli_errors",
         "connectors",
         "launch",
+        "plugins",
         "runtime",
         "storage",
         "worker_config",
@@ -133,12 +181,15 @@ LAYERS: dict[str, Layer] = {
         "cli_errors",
         "cluster",
         "connectors",
+        "converters",
         "devkafka",
         "launch",
+        "plugins",
         "preflight",
         "runtime",
         "spark",
         "storage",
+        "transforms",
     ),
     "cli": _layer(
         "the `eosconnect` command",
@@ -149,6 +200,7 @@ LAYERS: dict[str, Layer] = {
         "distributed",
         "mirrormaker",
         "runtime",
+        "standalone",
         "tools",
     ),
 }

@@ -264,6 +264,15 @@ KAFKA_CONNECT_ONLY: dict[str, str] = {
     "plugin.discovery": "plugins are found on plugin.path and through entry points",
 }
 KAFKA_CONNECT_ONLY_PREFIXES = ("key.converter.", "value.converter.", "header.converter.")
+#: Kafka Connect's worker-wide converter settings that say what a connector without its own gets
+#: here anyway (Kafka's quickstart config/connect-standalone.properties sets exactly these): no
+#: warning, since they have their effect.
+KAFKA_CONNECT_DEFAULT_CONVERTERS = {
+    "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "key.converter.schemas.enable": "true",
+    "value.converter.schemas.enable": "true",
+}
 KAFKA_CONNECT_IGNORED = frozenset(
     {
         "client.dns.lookup",
@@ -345,13 +354,26 @@ def _kafka_connect_reason(name: str) -> str | None:
     return "" if name in KAFKA_CONNECT_IGNORED else None
 
 
+def _default_converter(name: str, props: Mapping[str, str]) -> bool:
+    """Whether `name` is one of `KAFKA_CONNECT_DEFAULT_CONVERTERS`, set as there, with its converter
+    (for `*.schemas.enable`) the default one too."""
+    if str(props.get(name, "")).strip().lower() != KAFKA_CONNECT_DEFAULT_CONVERTERS.get(name, "").lower():
+        return False
+    converter = name.split(".", 2)[0] + ".converter"
+    return (
+        name == converter
+        or str(props.get(converter, KAFKA_CONNECT_DEFAULT_CONVERTERS[converter])).strip()
+        == (KAFKA_CONNECT_DEFAULT_CONVERTERS[converter])
+    )
+
+
 def unknown_worker_settings(props: Mapping[str, str]) -> list[SettingNote]:
     """The settings of a worker.properties that will have no effect, in file order (Kafka Connect
     logs "was supplied but isn't a known config" for the same)."""
     known = set(known_worker_settings())
     notes = []
     for name in props:
-        if name in known:
+        if name in known or _default_converter(name, props):
             continue
         reason = _kafka_connect_reason(name)  # first: Kafka Connect's admin.listeners is no client setting
         if reason is not None:

@@ -12,9 +12,9 @@ producer epoch and sequence numbers: the broker answers that they are duplicates
 batch's offsets, and the commit succeeds without them.
 
 A new producer after such an abort (its `init_transactions()` bumps the epoch) writes them. The
-runners do exactly that (runtime/exactly_once.py `_retry`, runtime/sink_transactions.py
-`_abort_and_rewind`) whenever `held_records()` says the abort will purge something, which is asserted
-here for the case that loses data.
+runners do exactly that (runtime/transactions/replay.py `ReplayRecovery.retry`,
+runtime/transactions/sink_writer.py `_abort_and_rewind`) whenever `held_records()` says the abort
+will purge something, which is asserted here for the case that loses data.
 
 Three brokers with single-replica internal topics, so that the transaction coordinator lives on a
 broker other than the frozen leader and freezing the leader stalls nothing else.

@@ -38,8 +38,8 @@ from support.chaos import (
     wait_fully_replicated,
 )
 from support.coordinators import coordinator_partition
-from support.current_instance import source_task_thread
 from support.runtime_helpers import wait_until
+from support.scripted_leader import source_task_thread
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.cluster3]
 

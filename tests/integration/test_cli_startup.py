@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import eosconnect as eosconnect_package
 from eosconnect.devkafka.ports import free_port
+
+#: Where the eosconnect under test is imported from (a git worktree's is not the installed one).
+IMPORT_PATH = str(Path(eosconnect_package.__file__).parents[1])
 
 #: Everything here fails before Spark starts: seconds, even on a loaded machine.
 FAST_S = 45.0
@@ -40,7 +44,7 @@ def eosconnect(*args: str, cwd: Path) -> Run:
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "PYTHONPATH": IMPORT_PATH},
     )
     return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
 
@@ -126,6 +130,39 @@ def test_unknown_settings_are_warned_by_name_with_a_near_miss(
         "did you mean 'offset.flush.interval.ms'?"
     ) in warnings[0]
     assert "'key.converter' is a Kafka Connect setting eosconnect does not use" in warnings[1]
+
+
+def test_standalone_checks_as_the_worker_does(tmp_path: Path, closed_port: int, used_port: int) -> None:
+    """`eosconnect standalone`: the worker's checks, plus its own offsets setting, one line each."""
+    connector = write(
+        tmp_path / "source.properties",
+        name="s",
+        connector__class="FileStreamSource",
+        file="in.txt",
+        topic="t",
+    )
+    address = f"127.0.0.1:{closed_port}"
+    no_file = write(tmp_path / "no-file.properties", bootstrap__servers=address)
+    run = eosconnect("standalone", str(no_file), str(connector), cwd=tmp_path)
+    assert_one_line_failure(run, "no-file.properties", "offset.storage.file.filename is required")
+    offsets = str(tmp_path / "connect.offsets")
+    listener = f"http://127.0.0.1:{used_port}"
+    used = write(
+        tmp_path / "used.properties",
+        bootstrap__servers=address,
+        listeners=listener,
+        offset__storage__file__filename=offsets,
+    )
+    run = eosconnect("standalone", str(used), str(connector), cwd=tmp_path)
+    assert_one_line_failure(run, f"listeners={listener}", "Address already in use")
+    down = write(
+        tmp_path / "down.properties",
+        bootstrap__servers=address,
+        listeners="http://127.0.0.1:0",
+        offset__storage__file__filename=offsets,
+    )
+    run = eosconnect("standalone", str(down), str(connector), cwd=tmp_path)
+    assert_one_line_failure(run, f"bootstrap.servers={address}", "Connection refused")
 
 
 def test_mirror_maker_with_unreachable_brokers(tmp_path: Path, closed_port: int) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from eosconnect.api import JsonConverter
+from eosconnect.converters import JsonConverter
 from eosconnect.tools.verify import verify_jdbc_topic
 from support.postgres import new_database
 from support.runtime_helpers import committed_offsets, offset_history, wait_until

@@ -38,14 +38,14 @@ from eosconnect.api import (
     STRING_SCHEMA,
     Date,
     Decimal,
-    JsonConverter,
     Schema,
     SchemaBuilder,
     Struct,
     Time,
     Timestamp,
 )
-from eosconnect.api.data.json_format import json_string
+from eosconnect.converters import JsonConverter
+from eosconnect.converters.json_text import json_string
 from support.connect_harness import ConnectHarness
 
 UTC = datetime.UTC

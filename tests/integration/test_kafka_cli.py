@@ -110,3 +110,39 @@ def test_user_mistakes_are_one_line(bootstrap: str, tmp_path: Any) -> None:
     assert unreachable.exit_code == 2 and f"--bootstrap-server={closed}" in unreachable.output
     assert len(unreachable.output.strip().splitlines()) == 1, unreachable.output
     assert time.monotonic() - started < 15, "found in seconds, not after a 30 s client timeout"
+
+
+def test_describe_tells_a_transaction_marker_from_a_record_left(
+    bootstrap: str, create_topic: Callable[..., str]
+) -> None:
+    """A group that read everything a transactional producer committed lags by 1 (the commit
+    marker's offset): describe says 0 records are left, and why the lag is not 0."""
+    from confluent_kafka import Producer
+
+    topic = create_topic("txn-lag", partitions=1)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-txn"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, value=f"v{i}".encode())
+    producer.commit_transaction(30)
+    del producer  # closed now, not at the broker's stop
+    group = f"{topic}-app"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)  # after the 3 records
+    finally:
+        consumer.close()
+    described = cli("groups", "describe", group, "-b", bootstrap, "--json")
+    assert described.exit_code == 0, described.output
+    (row,) = json.loads(described.output)["offsets"]
+    assert (row["committed"], row["end"], row["lag"], row["records_left"]) == (3, 4, 1, 0)
+    table = cli("groups", "describe", group, "-b", bootstrap).output
+    assert "Records left" in table and "by transaction markers" in " ".join(table.split())

@@ -29,12 +29,12 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from eosconnect.api.converters import JsonConverter
 from eosconnect.api.records import SinkRecord
 from eosconnect.connectors.postgres_cdc.replication import drop_slot, slot_info
-from eosconnect.connectors.postgres_cdc.unwrap import ExtractNewRecordState
+from eosconnect.converters.json import JsonConverter
 from eosconnect.devkafka.debezium import debezium_connect
 from eosconnect.devkafka.kafka_connect import KafkaConnectProcess
+from eosconnect.transforms.unwrap import ExtractNewRecordState
 from support.java_connect import java_failure, post_connector
 from support.postgres import new_database, postgres  # noqa: F401 - the fixture
 from support.runtime_helpers import wait_until

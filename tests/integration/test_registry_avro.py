@@ -25,7 +25,6 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from eosconnect.api.converters import converter_from_config
 from eosconnect.api.data import (
     INT64_SCHEMA,
     OPTIONAL_STRING_SCHEMA,
@@ -39,8 +38,9 @@ from eosconnect.api.data import (
     Timestamp,
 )
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.avro import AvroConverter
-from eosconnect.api.schema_registry.avro_data import to_avro_schema
+from eosconnect.converters.resolution import converter_from_config
+from eosconnect.converters.schema_registry.avro import AvroConverter
+from eosconnect.converters.schema_registry.avro_data import to_avro_schema
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 from support.runtime_helpers import committed_offsets, wait_until
 from support.schema_connectors import SCHEMA_NAME, SEQUENCE_V1
@@ -713,12 +713,31 @@ def jdbc_task(url: str, table: str) -> Any:
     return task
 
 
+#: What each format's compatibility check makes of a column added, then one dropped, under the
+#: registry's BACKWARD rule (None: a new version; else the words the refusal names the change with).
+#: Protobuf numbers fields by position, as Confluent's ProtobufData does, so a dropped column gives
+#: its number to the next one with another type; JSON Schema's objects are open (Confluent's
+#: `object.additional.properties=true`), and a property added to an open object is not backward
+#: compatible (so the schema without `weight` is refused too: it still adds `color` to the last
+#: registered version).
+SCHEMA_CHANGES: dict[str, tuple[str | None, str | None]] = {
+    "io.confluent.connect.avro.AvroConverter": (None, None),
+    "io.confluent.connect.protobuf.ProtobufConverter": (None, "refused"),
+    "io.confluent.connect.json.JsonSchemaConverter": ("refused", "refused"),
+}
+
+
+@pytest.mark.parametrize("converter_class", list(SCHEMA_CHANGES), ids=["avro", "protobuf", "json_schema"])
 def test_jdbc_source_schema_changes_register_new_versions_or_are_refused_by_the_global_rule(
-    schema_registry: LocalSchemaRegistry, registry_client: SchemaRegistryClient, tmp_path: Path
+    converter_class: str,
+    schema_registry: LocalSchemaRegistry,
+    registry_client: SchemaRegistryClient,
+    tmp_path: Path,
 ):
     """A column added and one dropped while JdbcSource runs: each is a new BACKWARD-compatible
-    version of the subject, the values decode field by field; a retyped column is refused, naming
-    the subject, the rule in force (the registry's global one) and the change."""
+    version of the subject whose values decode field by field, or is refused naming the subject,
+    the rule in force (the registry's global one) and the change, as the format's rules say; a
+    retyped column is refused by every format."""
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     engine = sa.create_engine(url)
     run = engine.begin
@@ -726,7 +745,12 @@ def test_jdbc_source_schema_changes_register_new_versions_or_are_refused_by_the_
         conn.exec_driver_sql("CREATE TABLE products (id INTEGER PRIMARY KEY, qty INTEGER, weight REAL)")
         conn.exec_driver_sql("INSERT INTO products VALUES (1, 5, 2.5)")
     task = jdbc_task(url, "products")
-    converter = avro_converter(schema_registry.url)
+    converter = converter_from_config(
+        {"value.converter": converter_class, "value.converter.schema.registry.url": schema_registry.url},
+        is_key=False,
+    )
+    subject = f"{task.tables['products'].topic}-value"
+    added_rule, dropped_rule = SCHEMA_CHANGES[converter_class]
 
     def written() -> list[tuple[int, dict[str, Any]]]:
         records = task.poll() or []
@@ -738,38 +762,48 @@ def test_jdbc_source_schema_changes_register_new_versions_or_are_refused_by_the_
             out.append((schema_id(data), {f.name: back.value.get(f.name) for f in back.schema.fields}))
         return out
 
+    def refused_by_the_rule(change: str) -> None:
+        with pytest.raises(DataException) as refused:
+            written()
+        message = str(refused.value)
+        assert repr(subject) in message and "compatibility rule BACKWARD" in message, message
+        assert change in message, message
+
     schema_registry.set_compatibility("BACKWARD")  # the global rule; the subject has none of its own
     try:
         ((v1, first),) = written()
         assert first == {"id": 1, "qty": 5, "weight": 2.5}
+        versions = [v1]
         with run() as conn:
             conn.exec_driver_sql("ALTER TABLE products ADD COLUMN color TEXT")
             conn.exec_driver_sql("INSERT INTO products VALUES (2, 6, 3.5, 'red')")
-        ((v2, added),) = written()
-        assert added == {"id": 2, "qty": 6, "weight": 3.5, "color": "red"} and v2 != v1
+        if added_rule is None:
+            ((v2, added),) = written()
+            assert added == {"id": 2, "qty": 6, "weight": 3.5, "color": "red"} and v2 not in versions
+            versions.append(v2)
+        else:
+            refused_by_the_rule("color")
         with run() as conn:
             conn.exec_driver_sql("ALTER TABLE products DROP COLUMN weight")
             conn.exec_driver_sql("INSERT INTO products VALUES (3, 7, 'blue')")
-        ((v3, dropped),) = written()
-        assert dropped == {"id": 3, "qty": 7, "color": "blue"} and v3 not in (v1, v2)
-        subject = f"{task.tables['products'].topic}-value"
-        assert registry_client.get_versions(subject) == [1, 2, 3]
+        if dropped_rule is None:
+            ((v3, dropped),) = written()
+            assert dropped == {"id": 3, "qty": 7, "color": "blue"} and v3 not in versions
+            versions.append(v3)
+        else:
+            refused_by_the_rule("weight")
+        assert registry_client.get_versions(subject) == list(range(1, len(versions) + 1))
 
         with run() as conn:
             conn.exec_driver_sql("ALTER TABLE products RENAME TO old_products")
             conn.exec_driver_sql("CREATE TABLE products (id INTEGER PRIMARY KEY, qty TEXT, color TEXT)")
             conn.exec_driver_sql("INSERT INTO products VALUES (4, 'a dozen', NULL)")
-        with pytest.raises(DataException) as refused:
-            written()
+        refused_by_the_rule("qty")
     finally:
         schema_registry.set_compatibility("NONE")
         task.stop()
         engine.dispose()
-    message = str(refused.value)
-    assert repr(subject) in message
-    assert "compatibility rule BACKWARD" in message
-    assert "field 'qty' changed from optional INT64 to optional STRING" in message
-    assert registry_client.get_versions(subject) == [1, 2, 3]
+    assert registry_client.get_versions(subject) == list(range(1, len(versions) + 1))
 
 
 def test_validation_names_an_unreachable_registry_url_and_its_setting(

@@ -14,7 +14,6 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from eosconnect.api.converters import converter_from_config
 from eosconnect.api.data import (
     INT64_SCHEMA,
     OPTIONAL_STRING_SCHEMA,
@@ -26,7 +25,8 @@ from eosconnect.api.data import (
     Timestamp,
 )
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.json_schema import JsonSchemaConverter
+from eosconnect.converters.resolution import converter_from_config
+from eosconnect.converters.schema_registry.json_schema import JsonSchemaConverter
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 
 ORDER = (

@@ -15,7 +15,6 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import message_factory
 
-from eosconnect.api.converters import converter_from_config
 from eosconnect.api.data import (
     INT64_SCHEMA,
     STRING_SCHEMA,
@@ -27,8 +26,10 @@ from eosconnect.api.data import (
     Timestamp,
 )
 from eosconnect.api.errors import DataException
-from eosconnect.api.schema_registry.protobuf import ProtobufConverter
-from eosconnect.api.schema_registry.protobuf_data import message_descriptor, parse_proto, to_proto
+from eosconnect.converters.resolution import converter_from_config
+from eosconnect.converters.schema_registry.protobuf import ProtobufConverter
+from eosconnect.converters.schema_registry.protobuf_data import message_descriptor, to_proto
+from eosconnect.converters.schema_registry.protobuf_text import parse_proto
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 
 ITEM = SchemaBuilder.struct().name("com.example.Item").field("sku", STRING_SCHEMA).build()

@@ -28,7 +28,7 @@ from eosconnect.storage.offsets import read_offsets
 from eosconnect.storage.transactional_ids import task_transactional_id
 from eosconnect.tools.verify import check_sequences
 from support import fence_at_commit
-from support.current_instance import CurrentInstance, source_task_thread
+from support.scripted_leader import ScriptedLeader, source_task_thread
 
 pytestmark = pytest.mark.kafka
 
@@ -244,7 +244,7 @@ def test_a_current_instance_overtaken_by_a_zombie_starts_again_from_the_stored_o
 
 def _run_to_the_end_and_check(
     task: threading.Thread,
-    control: CurrentInstance,
+    control: ScriptedLeader,
     data: str,
     read_committed: Callable[..., list[Any]],
     bootstrap: str,
@@ -269,7 +269,7 @@ def _run_to_the_end_and_check(
 
 def _held_on_an_old_word(
     bootstrap: str, worker: dict[str, str], name: str, data: str, settings: dict[str, str]
-) -> tuple[threading.Thread, CurrentInstance, dict[str, object]]:
+) -> tuple[threading.Thread, ScriptedLeader, dict[str, object]]:
     """An instance whose commit `fence_at_commit.HOLD` can hold, and whose leader answers "not
     superseded" and "current" to the two questions before it renews, "replaced" after."""
     return source_task_thread(

@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from eosconnect.connectors.sequence import parse_value
-from eosconnect.runtime.control import Directive
+from eosconnect.runtime.control import Directive, TaskControl
 from eosconnect.runtime.executor import run_source_task
 from eosconnect.runtime.startup import LocalStartupCoordinator
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec, TaskState
@@ -45,7 +45,7 @@ class LaggingCoordinator(LocalStartupCoordinator):
             self.generation = self.generation_box[0]
 
 
-class StopAfter:
+class StopAfter(TaskControl):
     def __init__(self, polls: int) -> None:
         self.polls, self.calls = polls, 0
 

@@ -321,7 +321,7 @@ OUR_EXTRA_SETTINGS = {"ReplaceField": {"blacklist", "whitelist"}}
 
 
 def _kafka_classes() -> list[str]:
-    from eosconnect.api.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
+    from eosconnect.transforms.chain import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 
     return sorted(n for n in [*BUILTIN_TRANSFORMATIONS, *BUILTIN_PREDICATES] if n.startswith("org."))
 
@@ -329,7 +329,7 @@ def _kafka_classes() -> list[str]:
 @pytest.mark.parametrize("kafka_class", _kafka_classes())
 def test_same_settings_as_kafka(kafka_class: str, connect_harness: ConnectHarness) -> None:
     """Same setting names, types, defaults and importance as Kafka's ConfigDef for the class."""
-    from eosconnect.api.transforms import resolve_predicate_class, resolve_transformation_class
+    from eosconnect.transforms.chain import resolve_predicate_class, resolve_transformation_class
 
     is_predicate = ".predicates." in kafka_class
     cls = (resolve_predicate_class if is_predicate else resolve_transformation_class)(kafka_class)

@@ -34,9 +34,9 @@ SINK_CLASS = "tests.support.fake.FakeSinkConnector"
 PLUGINS = [
     {"class": SOURCE_CLASS, "type": "source", "version": "0.1.0"},
     {"class": SINK_CLASS, "type": "sink", "version": "1.2.3"},
-    {"class": "eosconnect.api.builtin_transforms.InsertField", "type": "transformation", "version": "0.1.0"},
-    {"class": "eosconnect.api.builtin_transforms.HasTopic", "type": "predicate", "version": "0.1.0"},
-    {"class": "eosconnect.api.converters.JsonConverter", "type": "converter", "version": "0.1.0"},
+    {"class": "eosconnect.transforms.InsertField", "type": "transformation", "version": "0.1.0"},
+    {"class": "eosconnect.transforms.HasTopic", "type": "predicate", "version": "0.1.0"},
+    {"class": "eosconnect.converters.json.JsonConverter", "type": "converter", "version": "0.1.0"},
 ]
 
 CONFIG_DEFS = [

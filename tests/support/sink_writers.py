@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from eosconnect.runtime.sink_transactions import TransactionalSinkProducer
+from eosconnect.runtime.transactions.sink_writer import TransactionalSinkWriter
 
 
-def unconnected_sink_writer() -> TransactionalSinkProducer:
-    """A `TransactionalSinkProducer` whose clients are configured for a port nothing listens on and
-    never started: a test sets `producer` (and `group_consumer`) to its stand-ins."""
-    return TransactionalSinkProducer(
+def unconnected_sink_writer() -> TransactionalSinkWriter:
+    """A `TransactionalSinkWriter` whose clients are configured for a port nothing listens on and
+    never started: a test sets `session.producer` (and `offsets.consumer`) to its stand-ins."""
+    return TransactionalSinkWriter(
         {"bootstrap.servers": "127.0.0.1:9999"},
         {"bootstrap.servers": "127.0.0.1:9999"},
         transactional_id="g-mm-0",

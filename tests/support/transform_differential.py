@@ -17,8 +17,9 @@ import json
 import math
 from typing import Any
 
-from eosconnect.api import ConfigException, Schema, SinkRecord, SourceRecord, TransformationChain
+from eosconnect.api import ConfigException, Schema, SinkRecord, SourceRecord
 from eosconnect.api.batch import SourceBatch
+from eosconnect.transforms.chain import TransformationChain
 from support.connect_harness import ConnectHarness
 
 #: Kafka exception classes and the eosconnect ones that mean the same.
@@ -165,7 +166,7 @@ def both(harness: ConnectHarness, case: dict[str, Any]) -> tuple[dict[str, Any],
 def run_python_with_schemas(case: dict[str, Any]) -> dict[str, Any]:
     """eosconnect's answer to a case whose key and value are JsonConverter envelopes (schemas.enable=true):
     read with eosconnect's JsonConverter, transformed, written back with it, as the harness does in Java."""
-    from eosconnect.api.converters import JsonConverter
+    from eosconnect.converters.json import JsonConverter
 
     settings = {"schemas.enable": "true", **case.get("converter", {})}
     key_converter, value_converter = JsonConverter(), JsonConverter()

@@ -1,19 +1,23 @@
 """Both transactional runners renew their producer after an abort that purged records, and only then
-(`held_records`; why: tests/integration/test_abort_sequence_reuse.py, on real brokers). These tests
-check the runners' decision with stand-in producers; what librdkafka and the broker do is the
-integration test's."""
+(`held_records`; why: tests/integration/test_abort_sequence_reuse.py, on real brokers), and after an
+abort that hangs inside librdkafka only on the leader's word. These tests check the runners'
+decision with stand-in producers; what librdkafka and the broker do is the integration test's."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
 
 from eosconnect.api.records import TopicPartition
-from eosconnect.runtime.exactly_once import ExactlyOnceSourceTaskRunner
-from eosconnect.runtime.metrics import TaskMetrics
-from eosconnect.runtime.sink_transactions import TransactionalSinkProducer, TransactionRetry
-from eosconnect.runtime.transactions import Transaction, TransactionalProducer, TransactionBudget
+from eosconnect.api.transactions import TransactionRetry
+from eosconnect.runtime.transactions import session as session_module
+from eosconnect.runtime.transactions.errors import TransactionCallHung
+from eosconnect.runtime.transactions.replay import ReplayRecovery, SourceTransaction
+from eosconnect.runtime.transactions.sink_writer import TransactionalSinkWriter
+from support.sessions import unconnected_session
 from support.sink_writers import unconnected_sink_writer
 
 
@@ -38,22 +42,19 @@ class _HoldingProducer:
         self.held = 0  # librdkafka purged them
 
 
-def _source_runner(producer: _HoldingProducer, events: list[str]) -> ExactlyOnceSourceTaskRunner:
-    runner = ExactlyOnceSourceTaskRunner.__new__(ExactlyOnceSourceTaskRunner)  # no Spark, no broker
-    runner.producer = producer  # type: ignore[assignment]
-    runner.txn = TransactionalProducer(producer, lambda exc, doing, started: exc)  # type: ignore[arg-type]
-    runner.budget = TransactionBudget(20_000)
-    runner.metrics = TaskMetrics("c", 0)
-    runner._renew = lambda why: events.append(f"renew: {why}")  # type: ignore[method-assign]
-    runner._resend = lambda old, why: events.append("resend")  # type: ignore[method-assign]
-    return runner
+def _source_recovery(producer: _HoldingProducer, events: list[str], leader: Any = None) -> ReplayRecovery:
+    session = unconnected_session(producer, leader)
+    session.renew = lambda why: events.append(f"renew: {why}")  # type: ignore[method-assign]
+    recovery = ReplayRecovery(None, session)  # type: ignore[arg-type]  # no runner: nothing is sent
+    recovery._resend = lambda old, why: events.append("resend")  # type: ignore[method-assign]
+    return recovery
 
 
 @pytest.mark.parametrize("held", [0, 3])
 def test_a_source_task_renews_its_producer_before_resending_only_when_the_abort_purged_records(held: int):
     events: list[str] = []
-    runner = _source_runner(_HoldingProducer(held), events)
-    runner._retry(Transaction(sent=3), "3 of its records were still undelivered")
+    recovery = _source_recovery(_HoldingProducer(held), events)
+    recovery.retry(SourceTransaction(sent=3), "3 of its records were still undelivered")
     if held:
         assert len(events) == 2 and events[1] == "resend", events
         assert events[0].startswith("renew: 3 of its records were still undelivered; the abort purged 3")
@@ -61,27 +62,69 @@ def test_a_source_task_renews_its_producer_before_resending_only_when_the_abort_
         assert events == ["resend"]
 
 
-def _sink_writer(producer: _HoldingProducer, renewals: list[None]) -> TransactionalSinkProducer:
+class _HangingProducer(_HoldingProducer):
+    """A producer whose abort never returns (librdkafka issues 5456 and 5511) until released."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.release = threading.Event()
+
+    def abort_transaction(self, _timeout: float) -> None:
+        self.release.wait(30)
+
+
+class _Current:
+    def confirmed_current(self) -> bool:
+        return True
+
+    def superseded(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("leader", [_Current(), None], ids=["confirmed current", "no leader"])
+def test_a_source_abort_that_hangs_renews_the_producer_only_on_the_leaders_word(
+    leader: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "HUNG_CALL_GRACE_S", 0.2)
+    events: list[str] = []
+    producer = _HangingProducer()
+    recovery = _source_recovery(producer, events, leader)
+    # began long ago: the abort is given what is left, 1 s, and counts as hung 0.2 s after that
+    old = SourceTransaction(started=time.monotonic() - 59.5, sent=3)
+    try:
+        if leader is None:
+            with pytest.raises(TransactionCallHung):
+                recovery.retry(old, "3 of its records were still undelivered")
+            assert events == []
+        else:
+            recovery.retry(old, "3 of its records were still undelivered")
+            assert events == ["renew: aborting hung; the leader confirms this instance current", "resend"]
+    finally:
+        producer.release.set()
+
+
+def _sink_writer(producer: _HoldingProducer, renewals: list[str]) -> TransactionalSinkWriter:
     writer = unconnected_sink_writer()
-    writer.producer = producer  # type: ignore[assignment]
-    writer._bounded_call = lambda step, call, timeout, raw=False: call()  # type: ignore[method-assign]
+    session = writer.session
+    session.producer = producer  # type: ignore[assignment]
+    session.bounded = lambda step, call, timeout=0: call()  # type: ignore[method-assign]
 
-    def renew(err: Any) -> None:
-        renewals.append(err)
-        writer.producer = _HoldingProducer(0)  # type: ignore[assignment]
+    def renew(why: str) -> None:
+        renewals.append(why)
+        session.producer = _HoldingProducer(0)  # type: ignore[assignment]
 
-    writer._renew_producer = renew  # type: ignore[method-assign]
+    session.renew = renew  # type: ignore[method-assign]
     writer._first_offsets[TopicPartition("orders", 0)] = 41
     return writer
 
 
 @pytest.mark.parametrize("held", [0, 2])
 def test_a_sink_task_renews_its_producer_before_rewinding_only_when_the_abort_purged_records(held: int):
-    renewals: list[None] = []
+    renewals: list[str] = []
     producer = _HoldingProducer(held)
     writer = _sink_writer(producer, renewals)
     with pytest.raises(TransactionRetry) as retry:
         writer._abort_and_rewind("it could not be committed in time")
     assert producer.calls == ["abort"]
-    assert renewals == ([None] if held else [])
+    assert renewals == (["the abort purged 2 records it still held"] if held else [])
     assert retry.value.rewind == {TopicPartition("orders", 0): 41}

@@ -23,8 +23,8 @@ from eosconnect.api import (
     SourceTask,
     SourceTaskContext,
     TopicPartition,
-    converter_from_config,
 )
+from eosconnect.converters import converter_from_config
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "connector-guide.md"
 

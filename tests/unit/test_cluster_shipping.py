@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from eosconnect.api.plugins import PLUGIN_PATH_ENV, check_plugin_location
 from eosconnect.cluster.shipping import (
     ARCHIVE_ALIAS,
     ShippingError,
@@ -23,6 +22,7 @@ from eosconnect.cluster.shipping import (
 )
 from eosconnect.cluster.spark import session_settings
 from eosconnect.launch import advertised_url, driver_address_settings
+from eosconnect.plugins.loading import PLUGIN_PATH_ENV, check_plugin_location
 from eosconnect.runtime.host import cache_root
 from eosconnect.worker_config import WorkerConfig
 

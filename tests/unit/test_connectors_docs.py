@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eosconnect.api.plugins import BUILTIN_CONNECTORS
+from eosconnect.plugins.loading import BUILTIN_CONNECTORS
 from eosconnect.tools.gen_connector_docs import DEFAULT_OUTPUT, main, render_connectors_doc
 
 
@@ -55,7 +55,7 @@ def test_every_transformation_and_predicate_is_documented() -> None:
 
 
 def test_every_converter_and_its_kafka_name_is_documented() -> None:
-    from eosconnect.api.converters import CONVERTER_ALIASES
+    from eosconnect.converters.resolution import CONVERTER_ALIASES
 
     text = render_connectors_doc()
     assert "# Converters\n" in text
@@ -66,7 +66,7 @@ def test_every_converter_and_its_kafka_name_is_documented() -> None:
 
 
 def test_the_schema_registry_converters_and_their_settings_are_documented() -> None:
-    from eosconnect.api.converters import CONVERTER_PATHS
+    from eosconnect.converters.resolution import CONVERTER_PATHS
 
     text = render_connectors_doc()
     for name in CONVERTER_PATHS:

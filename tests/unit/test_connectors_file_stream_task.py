@@ -14,7 +14,6 @@ from eosconnect.api import (
     InMemoryOffsetStorageReader,
     SinkTaskContext,
     SourceTaskContext,
-    resolve_connector_class,
 )
 from eosconnect.api.data import STRING_SCHEMA
 from eosconnect.connectors.file_stream import (
@@ -22,6 +21,7 @@ from eosconnect.connectors.file_stream import (
     FileStreamSourceConnector,
     FileStreamSourceTask,
 )
+from eosconnect.plugins import resolve_connector_class
 
 
 def start_task(path: Path, position: int | None = None, **settings: str) -> FileStreamSourceTask:

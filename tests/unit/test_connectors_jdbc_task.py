@@ -27,7 +27,6 @@ from eosconnect.api import (
     SourceTaskContext,
     Time,
     Timestamp,
-    resolve_connector_class,
 )
 from eosconnect.connectors.jdbc import (
     JdbcSourceConnector,
@@ -35,6 +34,7 @@ from eosconnect.connectors.jdbc import (
     assign_tables,
 )
 from eosconnect.connectors.jdbc.schema import NumericMapping, row_schema
+from eosconnect.plugins import resolve_connector_class
 
 
 @pytest.fixture

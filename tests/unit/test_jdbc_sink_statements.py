@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from eosconnect.api.context import SinkTaskContext
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Timestamp
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.connectors.jdbc_sink.connector import JdbcSinkConnector, JdbcSinkTask
+from eosconnect.plugins.loading import resolve_connector_class
 
 TP = TopicPartition("orders", 0)
 

@@ -14,10 +14,10 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from eosconnect.api import ConfigException, OffsetAndMetadata, SinkTaskContext, TopicPartition
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG
+from eosconnect.api.transactions import TransactionRetry
 from eosconnect.connectors.mirror import MirrorSinkTask
 from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig
 from eosconnect.runtime.sink_task import SinkTaskRunner, sink_consumer_settings
-from eosconnect.runtime.sink_transactions import TransactionRetry
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.truncation import (
     OffsetReset,
@@ -179,7 +179,7 @@ MIRROR = {
 
 
 class _RecordingWriter:
-    """Stands in for the mirror's TransactionalSinkProducer: what it was asked to commit."""
+    """Stands in for the mirror's TransactionalWriter: what it was asked to commit."""
 
     def __init__(self, committed: dict[TopicPartition, OffsetAndMetadata] | None = None) -> None:
         self.commits: list[dict[TopicPartition, OffsetAndMetadata]] = []
@@ -264,7 +264,7 @@ def test_offsets_sent_to_the_transaction_keep_their_leader_epoch() -> None:
     """librdkafka's TxnOffsetCommit carries the epoch (checked on Kafka 4.3: committed() returns it)."""
     writer = unconnected_sink_writer()
     producer = _FakeTransactionalProducer()
-    writer.producer, writer.group_consumer = producer, _FakeGroupConsumer()  # type: ignore[assignment]
+    writer.session.producer, writer.offsets.consumer = producer, _FakeGroupConsumer()  # type: ignore[assignment]
     writer.commit({TopicPartition("source.orders", 1): OffsetAndMetadata(15, leader_epoch=4)})
     [sent] = producer.sent
     assert (sent.topic, sent.partition, sent.offset, sent.leader_epoch) == ("source.orders", 1, 15, 4)

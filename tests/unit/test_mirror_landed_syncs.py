@@ -17,7 +17,7 @@ from eosconnect.connectors.mirror_source import wrap_partition
 from eosconnect.connectors.mirror_syncs import OffsetSyncs
 from eosconnect.connectors.mirror_translation import OffsetSyncWriter, offset_syncs
 from eosconnect.runtime.landing import Landing
-from eosconnect.runtime.sink_transactions import landed_runs
+from eosconnect.runtime.transactions.sink_writer import landed_runs
 
 SOURCE = wrap_partition("east", SimpleNamespace(topic="orders", partition=2))
 

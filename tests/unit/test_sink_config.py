@@ -6,18 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from eosconnect.api import (
-    ConfigException,
-    ConnectorType,
-    OffsetAndMetadata,
-    SinkRecord,
-    SinkTaskContext,
-    TopicPartition,
-    connector_type,
-)
+from eosconnect.api import ConfigException, OffsetAndMetadata, SinkRecord, SinkTaskContext, TopicPartition
 from eosconnect.cluster.connector_kinds import SINK, kind_of_config
 from eosconnect.cluster.validation import config_errors, validate_connector_config
 from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSinkTask
+from eosconnect.plugins import ConnectorType, connector_type
 from eosconnect.runtime.config import SinkConnectorConfig
 from eosconnect.worker_config import WorkerConfig
 

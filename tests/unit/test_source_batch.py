@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from eosconnect.api import (
-    ByteArrayConverter,
-    ColumnOffsets,
-    DataException,
-    JsonConverter,
-    SourceBatch,
-    SourceRecord,
-    StringConverter,
-)
+from eosconnect.api import ColumnOffsets, DataException, SourceBatch, SourceRecord
 from eosconnect.api.batch import expand
+from eosconnect.converters import ByteArrayConverter, JsonConverter, StringConverter
 
 
 def test_batch_is_a_sequence_of_records_with_their_own_offsets() -> None:
@@ -98,16 +91,15 @@ def test_a_transaction_counts_the_records_of_a_batch_it_sent_not_those_skipped()
     from eosconnect.runtime.exactly_once import ExactlyOnceSourceTaskRunner
     from eosconnect.runtime.metrics import TaskMetrics
     from eosconnect.runtime.pipeline import OutgoingColumns
-    from eosconnect.runtime.transactions import TransactionalProducer
+    from support.sessions import unconnected_session
 
     producer = _CountingProducer()
     runner = ExactlyOnceSourceTaskRunner.__new__(ExactlyOnceSourceTaskRunner)  # no Spark, no broker
-    runner.producer = producer  # type: ignore[assignment]
-    runner.txn = TransactionalProducer(producer, lambda exc, doing, started: exc)  # type: ignore[arg-type]
+    runner._session = unconnected_session(producer)
     runner.metrics = TaskMetrics("c", 0)
     runner._pending, runner._participant = None, None
     batch = SourceBatch(
         source_partition={"p": 0}, source_offset={"seq": 3}, topic="t", values=["a", "b", "c"]
     )
     runner._send_batch(batch, OutgoingColumns("t", -1, None, [b"a", b"c"], None, None))  # "b" skipped
-    assert runner.txn.current is not None and runner.txn.current.sent == producer.produced == 2
+    assert runner.session.current is not None and runner.session.current.sent == producer.produced == 2

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from eosconnect.api import JsonConverter
 from eosconnect.api.errors import DataException
 from eosconnect.api.records import SourceOffset, SourcePartition
+from eosconnect.converters import JsonConverter
 from eosconnect.storage.config_state import encode_commit, encode_connector_config, encode_target_state
 from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.serialization import (

@@ -99,7 +99,6 @@ def test_a_task_reports_paused_only_once_it_acted_on_the_pause(hosted):
     visible: the control reports PAUSED only after the task thread confirmed it (its loop committed
     what was open), and a resume clears the confirmation."""
     from eosconnect.cluster.host_channel import HostedTaskControl
-    from eosconnect.runtime.control import confirm_paused
 
     if hosted:
         control: RestTaskControl = HostedTaskControl("http://127.0.0.1:9", {}, "c", 0, 0)
@@ -109,10 +108,10 @@ def test_a_task_reports_paused_only_once_it_acted_on_the_pause(hosted):
         hear = control._set_directive
     hear("pause" if hosted else Directive.PAUSE)
     assert control.reported_state() == "RUNNING", "the task thread has not seen the pause yet"
-    confirm_paused(control)
+    control.confirm_paused()
     assert control.reported_state() == "PAUSED"
     hear("run" if hosted else Directive.RUN)
-    confirm_paused(control)  # a late confirmation of the earlier pause
+    control.confirm_paused()  # a late confirmation of the earlier pause
     assert control.reported_state() == "RUNNING"
     hear("pause" if hosted else Directive.PAUSE)
     assert control.reported_state() == "RUNNING"

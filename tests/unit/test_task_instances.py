@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError, KafkaException
 from eosconnect.cluster.herder_state import GenerationRun, TaskRuntime
 from eosconnect.cluster.task_channel import RestTaskControl
 from eosconnect.cluster.task_health import TaskHealth
-from eosconnect.runtime.control import Directive
+from eosconnect.runtime.control import Directive, TaskControl
 from eosconnect.runtime.supersession import replaced_by_design
 from eosconnect.runtime.task import TaskSpec
 from eosconnect.runtime.transactions import (
@@ -109,7 +109,7 @@ def test_a_leader_that_never_answers_confirms_nothing() -> None:
 
 
 def test_without_a_leader_to_ask_a_fenced_task_fails_as_before() -> None:
-    class FileLike:
+    class FileLike(TaskControl):
         def directive(self) -> Directive:
             return Directive.RUN
 

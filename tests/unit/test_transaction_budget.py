@@ -1,6 +1,7 @@
-"""The bounded-transaction budget shared by source and sink tasks (runtime/transactions.py): every
-retried call gets what is left of the transaction's budget, never a fresh full timeout; and a new
-producer's `init_transactions()` waits for the coordinator within its own bound (`init_in_time`)."""
+"""The bounded-transaction budget shared by source and sink tasks (runtime/transactions/budget.py):
+every retried call gets what is left of the transaction's budget, never a fresh full timeout; and a
+new producer's `init_transactions()` waits for the coordinator within its own bound
+(`init_in_time`)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from eosconnect.api import INT64_SCHEMA, Decimal, SchemaBuilder, Struct
-from eosconnect.api.converters import converter_from_config
 from eosconnect.api.errors import ConfigException
+from eosconnect.converters.resolution import converter_from_config
 from eosconnect.storage.topic_reader import TopicRecord
 from eosconnect.tools.verify import check_ids, record_id, record_identity
 from eosconnect.tools.verify_cli import verify_app

@@ -1,25 +1,18 @@
 """The public API for connector authors: import everything from `eosconnect.api`.
 
-Modules, one job each: `records` (records, partitions/offsets, headers), `source`/`sink`
-(connector and task base classes), `context` (what the runtime hands them), `offsets` (reading
-committed offsets), `transactions` (connector-defined transaction boundaries), `config` and
-`validators` (setting definitions), `converters`, `transforms` (the SMT chain) with
-`builtin_transforms`, `plugins` (finding classes by name), `errors`, and the `data` package
-(Kafka Connect's data model: `Schema`, `SchemaBuilder`, `Struct`, logical types, `SchemaProjector`).
+The contract only, as Kafka's `connect-api`. Modules, one job each: `records` (records,
+partitions/offsets, headers), `source`/`sink` (connector and task base classes), `context` (what the
+runtime hands them), `offsets` (reading committed offsets), `transactions` (connector-defined
+transaction boundaries), `config` and `validators` (setting definitions), `errors`, the `data`
+package (Kafka Connect's data model: `Schema`, `SchemaBuilder`, `Struct`, logical types,
+`SchemaProjector`), and the plugin interfaces `converter` (`Converter`), `transforms`
+(`Transformation`, `Predicate`) and `config_provider` (`ConfigProvider`). The built-in converters are
+in `eosconnect.converters`, the built-in transforms in `eosconnect.transforms`, and finding plugins
+by name in `eosconnect.plugins`.
 """
 
 from eosconnect.api import data
 from eosconnect.api.batch import ColumnOffsets, SourceBatch
-from eosconnect.api.builtin_transforms import (
-    Filter,
-    HasHeaderKey,
-    InsertField,
-    InsertFieldKey,
-    RecordIsTombstone,
-    ReplaceField,
-    ReplaceFieldKey,
-    TopicNameMatches,
-)
 from eosconnect.api.config import (
     NO_DEFAULT,
     ConfigDef,
@@ -30,23 +23,10 @@ from eosconnect.api.config import (
     Importance,
     Password,
 )
+from eosconnect.api.config_provider import ConfigProvider
 from eosconnect.api.connector import Connector, Task
 from eosconnect.api.context import ConnectorContext, SinkTaskContext, SourceTaskContext
-from eosconnect.api.converters import (
-    CONVERTER_ALIASES,
-    BooleanConverter,
-    ByteArrayConverter,
-    Converter,
-    DoubleConverter,
-    FloatConverter,
-    IntegerConverter,
-    JsonConverter,
-    LongConverter,
-    ShortConverter,
-    StringConverter,
-    converter_from_config,
-    resolve_converter_class,
-)
+from eosconnect.api.converter import Converter
 from eosconnect.api.data import *  # noqa: F403 - exported under data.__all__, the one list of them
 from eosconnect.api.errors import (
     ConfigException,
@@ -57,17 +37,6 @@ from eosconnect.api.errors import (
     TransactionRequestConflict,
 )
 from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageReader
-from eosconnect.api.plugins import (
-    BUILTIN_CONNECTORS,
-    ENTRY_POINT_GROUP,
-    ConnectorType,
-    available_connectors,
-    connector_type,
-    import_class,
-    register_connector,
-    resolve_connector_class,
-    unregister_connector,
-)
 from eosconnect.api.records import (
     ConnectRecord,
     Header,
@@ -100,16 +69,7 @@ from eosconnect.api.source import (
     SourceTask,
 )
 from eosconnect.api.transactions import RequestedTransactionContext, TransactionContext
-from eosconnect.api.transforms import (
-    BUILTIN_PREDICATES,
-    BUILTIN_TRANSFORMATIONS,
-    Predicate,
-    Transformation,
-    TransformationChain,
-    TransformationStage,
-    resolve_predicate_class,
-    resolve_transformation_class,
-)
+from eosconnect.api.transforms import Predicate, Transformation
 from eosconnect.api.validators import (
     CallableValidator,
     NonEmptyString,
@@ -122,23 +82,17 @@ from eosconnect.api.validators import (
 )
 
 __all__ = [
-    "BUILTIN_CONNECTORS",
-    "BUILTIN_PREDICATES",
-    "BUILTIN_TRANSFORMATIONS",
-    "CONVERTER_ALIASES",
-    "ENTRY_POINT_GROUP",
     "NO_DEFAULT",
     "SINK_TOPICS_CONFIG_DEF",
     "TOPICS_CONFIG",
     "TOPICS_REGEX_CONFIG",
-    "BooleanConverter",
-    "ByteArrayConverter",
     "CallableValidator",
     "ColumnOffsets",
     "ConfigDef",
     "ConfigException",
     "ConfigKey",
     "ConfigKeyInfo",
+    "ConfigProvider",
     "ConfigType",
     "ConfigValue",
     "ConnectException",
@@ -147,25 +101,15 @@ __all__ = [
     "ConnectorClassNotFound",
     "ConnectorContext",
     "ConnectorTransactionBoundaries",
-    "ConnectorType",
     "Converter",
     "DataException",
-    "DoubleConverter",
     "ExactlyOnceSupport",
-    "Filter",
-    "FloatConverter",
-    "HasHeaderKey",
     "Header",
     "HeaderValue",
     "Headers",
     "HeadersLike",
     "Importance",
     "InMemoryOffsetStorageReader",
-    "InsertField",
-    "InsertFieldKey",
-    "IntegerConverter",
-    "JsonConverter",
-    "LongConverter",
     "NonEmptyString",
     "OffsetAndMetadata",
     "OffsetStorageReader",
@@ -173,14 +117,10 @@ __all__ = [
     "Predicate",
     "Primitive",
     "Range",
-    "RecordIsTombstone",
     "RecordMetadata",
-    "ReplaceField",
-    "ReplaceFieldKey",
     "ReplaySupport",
     "RequestedTransactionContext",
     "RetriableException",
-    "ShortConverter",
     "SinkConnector",
     "SinkRecord",
     "SinkTask",
@@ -192,31 +132,17 @@ __all__ = [
     "SourceRecord",
     "SourceTask",
     "SourceTaskContext",
-    "StringConverter",
     "Task",
-    "TopicNameMatches",
     "TopicPartition",
     "TransactionContext",
     "TransactionRequestConflict",
     "Transformation",
-    "TransformationChain",
-    "TransformationStage",
     "ValidList",
     "ValidRegex",
     "ValidString",
     "Validator",
     "ValidatorLike",
-    "available_connectors",
-    "connector_type",
-    "converter_from_config",
-    "import_class",
-    "register_connector",
-    "resolve_connector_class",
-    "resolve_converter_class",
-    "resolve_predicate_class",
-    "resolve_transformation_class",
     "sink_topics",
     "sink_topics_errors",
-    "unregister_connector",
 ]
 __all__ += data.__all__  # the data model: its own package keeps the list

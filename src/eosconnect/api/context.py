@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from eosconnect.api.errors import ConnectException
 from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageReader
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
-from eosconnect.api.transactions import TransactionContext
+from eosconnect.api.transactions import TransactionalWriter, TransactionContext, TransactionParticipant
 
-__all__ = ["ConnectorContext", "SinkTaskContext", "SourceTaskContext"]
+__all__ = ["ConnectorContext", "SinkTaskContext", "SourceTaskContext", "WriterFactory"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,19 @@ class SourceTaskContext:
     file_allowed_dirs: str | None = None
 
 
+class WriterFactory(Protocol):
+    """What the runtime sets as `SinkTaskContext.writer_factory`."""
+
+    def __call__(
+        self,
+        producer_config: Mapping[str, Any],
+        consumer_config: Mapping[str, Any],
+        *,
+        timeout_remedies: str,
+        participant: TransactionParticipant | None,
+    ) -> TransactionalWriter: ...
+
+
 @dataclass
 class SinkTaskContext:
     """Given to `SinkTask.initialize`: the task's assignment and its requests to the runtime.
@@ -93,14 +107,34 @@ class SinkTaskContext:
     file_allowed_dirs: str | None = None
     #: Set by the runtime when `errors.tolerance=all` (see `errant_record_reporter`).
     errant_reporter: Any = None
-    #: Set by the runtime when a leader runs the task: asks it whether this instance is still the
-    #: task's current one (see `RestTaskControl.confirmed_current`). An exactly-once task asks it
-    #: before it renews its transactional producer in place; None: it never may.
-    confirmed_current: Callable[[], bool] | None = None
-    #: Set with `confirmed_current`: asks the leader whether this instance was replaced, waiting a
-    #: while for a newer one to report (see `RestTaskControl.superseded`). A fenced exactly-once
-    #: task asks it before it renews its producer; None: it never may.
-    superseded: Callable[[], bool] | None = None
+    #: Set by the runtime with `transactional_id`: makes the task's `TransactionalWriter` (see
+    #: `transactional_writer`).
+    writer_factory: WriterFactory | None = None
+
+    def transactional_writer(
+        self,
+        producer_config: Mapping[str, Any],
+        consumer_config: Mapping[str, Any],
+        *,
+        timeout_remedies: str,
+        participant: TransactionParticipant | None = None,
+    ) -> TransactionalWriter:
+        """KIP-656: the task's writer into Kafka, its transactions carrying the consumed positions
+        for the connector's consumer group on the cluster written to, ready to write (its
+        `init_transactions()` fenced any predecessor). `producer_config`/`consumer_config` are the
+        clients' settings for that cluster; `timeout_remedies` names the connector's settings that
+        help when a transaction outlives its timeout; `participant` adds records of the task's own to
+        every transaction. Only for a connector that delivers exactly once
+        (`SinkConnector.exactly_once_delivery`), on a worker with exactly-once support."""
+        if self.writer_factory is None:
+            raise ConnectException(
+                "a transactional writer needs exactly-once support on the worker "
+                "(exactly.once.source.support=enabled) and a connector whose exactly_once_delivery() "
+                "is true"
+            )
+        return self.writer_factory(
+            producer_config, consumer_config, timeout_remedies=timeout_remedies, participant=participant
+        )
 
     def errant_record_reporter(self) -> Any:
         """KIP-610: the reporter for records this task cannot write (e.g. a constraint violation), or

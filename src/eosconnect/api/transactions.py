@@ -2,8 +2,12 @@
 
 `TransactionParticipant`: a task that adds records of its own to each of its transactions, derived
 from where the transaction's records landed (the mirrors' offset syncs), supplies one: a source task
-from `SourceTask.transaction_participant()`, a sink that writes through the runtime's
-`TransactionalSinkProducer` by passing it there.
+from `SourceTask.transaction_participant()`, a sink by passing it to its `TransactionalWriter`.
+
+`TransactionalWriter` (KIP-656): a sink task that delivers exactly once into Kafka asks its context
+for one (`SinkTaskContext.transactional_writer`), writes its records through it, and commits them
+with its consumed positions in `pre_commit`; `TransactionRetry` says to consume again from where
+the aborted transaction began.
 
 Connector-defined transaction boundaries (KIP-618, `transaction.boundary=connector`): a task asks
 for a commit or an abort; the runtime decides when to act on it. Requests are
@@ -17,18 +21,20 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from eosconnect.api.batch import LandedRecords
-from eosconnect.api.errors import TransactionRequestConflict
-from eosconnect.api.records import SourceRecord
+from eosconnect.api.errors import ConnectException, TransactionRequestConflict
+from eosconnect.api.records import OffsetAndMetadata, SourceRecord, TopicPartition
 
 __all__ = [
     "RequestedTransactionContext",
     "TransactionContext",
     "TransactionParticipant",
     "TransactionRecord",
+    "TransactionRetry",
+    "TransactionalWriter",
 ]
 
 
@@ -55,6 +61,59 @@ class TransactionParticipant(Protocol):
     """
 
     def transaction_records(self, landed: Sequence[LandedRecords]) -> Iterable[TransactionRecord]: ...
+
+
+class TransactionRetry(ConnectException):
+    """The writer aborted its open transaction (it could not be committed in time, a record of it
+    failed, or a new producer ended it): consume again from `rewind`, per partition where the task
+    goes on (the first source offset of the transaction's records, or the group's committed offset
+    keyed by the partition written to). Nothing of it was committed, its records nor its offsets."""
+
+    def __init__(self, message: str, rewind: dict[TopicPartition, int]) -> None:
+        super().__init__(message)
+        self.rewind = rewind
+
+
+class TransactionalWriter(Protocol):
+    """A sink task's writer into Kafka whose transactions carry the task's consumed positions for
+    its consumer group on the cluster written to (KIP-656): either both become visible or neither,
+    so after any crash the task resumes from the group's committed offsets there (`committed`) and
+    writes nothing twice. The runtime makes it with the task's transactional id, fences zombies of
+    it, bounds every transaction by the producer's `transaction.timeout.ms` and renews its producer
+    when the leader allows. One task thread uses it."""
+
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets for these partitions (of the cluster written to), with the
+        leader epochs committed with them; partitions with none are left out."""
+        ...
+
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        timestamp: int | None,
+        origin: tuple[str, int, int] | None = None,
+    ) -> None:
+        """Write a record into the open transaction (begun if none is); `origin` (source topic,
+        partition, offset) tells the writer's `TransactionParticipant` where it came from."""
+        ...
+
+    def must_commit(self, interval_s: float) -> bool:
+        """Whether the task should ask for a commit now: the transaction has been open `interval_s`,
+        or it must be aborted (the next `commit` does it and raises `TransactionRetry`)."""
+        ...
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Send `offsets` (next offset to read, keyed by partitions of the cluster written to) into
+        the open transaction and commit it; `TransactionRetry` when it was aborted instead."""
+        ...
+
+    def close(self) -> None:
+        """Abort what is open (best effort) and release the writer's clients."""
+        ...
 
 
 class TransactionContext(ABC):

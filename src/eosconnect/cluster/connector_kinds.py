@@ -15,9 +15,9 @@ from typing import Any, cast
 
 from eosconnect.api.config import ConfigDef
 from eosconnect.api.errors import ConfigException
-from eosconnect.api.plugins import ConnectorType, connector_type, resolve_connector_class
 from eosconnect.api.records import TopicPartition
 from eosconnect.api.sink import SinkConnector
+from eosconnect.plugins.loading import ConnectorType, connector_type, resolve_connector_class
 from eosconnect.runtime.config import (
     SINK_CONNECTOR_CONFIG_DEF,
     SOURCE_CONNECTOR_CONFIG_DEF,

@@ -17,13 +17,13 @@ import re
 from collections.abc import Mapping
 
 from eosconnect.api.config import ConfigDef, ConfigKey, ConfigType, Importance
-from eosconnect.api.converters import converter_from_config, resolve_converter_class
 from eosconnect.api.errors import ConfigException
-from eosconnect.api.plugins import plugin_version
-from eosconnect.api.transforms import TransformationChain
 from eosconnect.api.validators import Range, ValidString
 from eosconnect.cluster.auto_restart import AUTO_RESTART_CONFIG_DEF
 from eosconnect.cluster.connector_kinds import ConnectorKind
+from eosconnect.converters.resolution import converter_from_config, resolve_converter_class
+from eosconnect.plugins.loading import plugin_version
+from eosconnect.transforms.chain import TransformationChain
 
 __all__ = [
     "GROUPS",

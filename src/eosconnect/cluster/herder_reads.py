@@ -13,23 +13,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect import __version__
-from eosconnect.api.converters import CONVERTER_ALIASES, CONVERTER_PATHS
-from eosconnect.api.plugins import (
+from eosconnect.cluster.connector_kinds import kind_of_config
+from eosconnect.cluster.herder_api import HerderError, MetricsView, NotFoundError
+from eosconnect.cluster.herder_state import HerderState
+from eosconnect.cluster.validation import plugin_config_infos, validate_connector_config
+from eosconnect.converters.resolution import CONVERTER_ALIASES, CONVERTER_PATHS
+from eosconnect.plugins.loading import (
     available_connectors,
     connector_type,
     plugin_path_connectors,
     plugin_version,
     resolve_connector_class,
 )
-from eosconnect.api.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
-from eosconnect.cluster.connector_kinds import kind_of_config
-from eosconnect.cluster.herder_api import HerderError, MetricsView, NotFoundError
-from eosconnect.cluster.herder_state import HerderState
-from eosconnect.cluster.validation import plugin_config_infos, validate_connector_config
 from eosconnect.runtime.task import TASK_CLASS_KEY
 from eosconnect.storage.acls import connector_acls, kafka_acls_command, worker_acls
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState, Status
+from eosconnect.transforms.chain import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 
 #: /health answers 500 when the herder's loop has not completed a tick for this long.
 HEALTH_STALL_S = 60.0
@@ -190,33 +190,7 @@ class HerderReads(HerderState):
         )
 
     def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
-        plugins = []
-        seen: set[str] = set()
-        # Short names first (built-ins, entry points, registered), then plugin.path's classes.
-        for short, path in [*sorted(available_connectors().items()), *plugin_path_connectors().items()]:
-            if str(path) in seen:  # one class may have several names (e.g. Kafka's class name)
-                continue
-            seen.add(str(path))
-            try:
-                cls = resolve_connector_class(short)
-                kind, version = connector_type(cls).value, cls().version()
-            except Exception:
-                kind, version = "source", "unknown"
-            plugins.append({"class": str(path), "type": kind, "version": version})
-        if not connectors_only:
-            # As Kafka Connect lists them: every transformation, predicate and converter under its Java
-            # class name (Kafka's, and Confluent's for the Schema Registry converters).
-            for kind, names in (
-                ("transformation", BUILTIN_TRANSFORMATIONS),
-                ("predicate", BUILTIN_PREDICATES),
-                ("converter", [*CONVERTER_ALIASES, *CONVERTER_PATHS]),
-            ):
-                plugins.extend(
-                    {"class": name, "type": kind, "version": __version__}
-                    for name in sorted(names)
-                    if name.startswith(("org.", "io."))
-                )
-        return plugins
+        return installed_plugins(connectors_only)
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
         return plugin_config_infos(plugin)
@@ -235,3 +209,35 @@ class HerderReads(HerderState):
         with self._lock:
             restarts = dict(self._auto_restarts.total)
         return MetricsView(self.task_metrics(), statuses, restarts)
+
+
+def installed_plugins(connectors_only: bool) -> list[dict[str, str]]:
+    """`GET /connector-plugins`: every connector, then (unless `connectors_only`) the transformations,
+    predicates and converters, as Kafka Connect lists them."""
+    plugins = []
+    seen: set[str] = set()
+    # Short names first (built-ins, entry points, registered), then plugin.path's classes.
+    for short, path in [*sorted(available_connectors().items()), *plugin_path_connectors().items()]:
+        if str(path) in seen:  # one class may have several names (e.g. Kafka's class name)
+            continue
+        seen.add(str(path))
+        try:
+            cls = resolve_connector_class(short)
+            kind, version = connector_type(cls).value, cls().version()
+        except Exception:
+            kind, version = "source", "unknown"
+        plugins.append({"class": str(path), "type": kind, "version": version})
+    if not connectors_only:
+        # As Kafka Connect lists them: every transformation, predicate and converter under its Java
+        # class name (Kafka's, and Confluent's for the Schema Registry converters).
+        for kind, names in (
+            ("transformation", BUILTIN_TRANSFORMATIONS),
+            ("predicate", BUILTIN_PREDICATES),
+            ("converter", [*CONVERTER_ALIASES, *CONVERTER_PATHS]),
+        ):
+            plugins.extend(
+                {"class": name, "type": kind, "version": __version__}
+                for name in sorted(names)
+                if name.startswith(("org.", "io."))
+            )
+    return plugins

@@ -20,39 +20,15 @@ from eosconnect.cluster.names import connector_name_errors, max_placeable_tasks,
 from eosconnect.cluster.validation import config_errors, config_size_problem, validate_connector_config
 from eosconnect.storage.config_state import TargetState
 from eosconnect.storage.status_store import ConnectState
+from eosconnect.worker_config import WorkerConfig
 
 
 class HerderWrites(HerderState):
     """The write side of the `Herder` protocol (leader only)."""
 
     def _validated(self, name: str, config: Mapping[str, str]) -> dict[str, str]:
-        config = {str(k): str(v) for k, v in config.items()}
-        if config.get("name", name) != name:
-            raise BadRequestError(
-                f"Connector name configuration ({config['name']}) doesn't match connector name in the URL "
-                f"({name})"
-            )
-        config["name"] = name
-        too_large = config_size_problem(config)
-        if too_large:
-            raise BadRequestError(too_large)
-        name_problems = connector_name_errors(name)
-        if name_problems:
-            raise BadRequestError(f"Connector name {name!r} is invalid: {'; '.join(name_problems)}")
         per_slot = self._hosts.capacity if self._hosts.packs(config) else 1
-        too_many = tasks_max_errors(config, self.worker.originals, self._spark_slots(), per_slot)
-        if too_many:
-            raise BadRequestError(too_many[0], {"tasks.max": too_many})
-        infos = validate_connector_config(config, self.worker)
-        if infos["error_count"]:
-            errors = config_errors(infos)
-            detail = "; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items())
-            raise BadRequestError(
-                f"Connector configuration is invalid and contains the following {infos['error_count']} "
-                f"error(s): {detail}",
-                errors,
-            )
-        return config
+        return validated_config(name, config, self.worker, self._spark_slots(), per_slot)
 
     def _spark_slots(self) -> int | None:
         """The most Spark task slots this worker can ever have (None: no known bound); a connector
@@ -160,3 +136,38 @@ class HerderWrites(HerderState):
             else:  # RESTARTING while it stops; it runs again once its final report is in
                 self._put_task_status(name, task, ConnectState.RESTARTING, run.generation)
                 run.stop_tasks.add(task)
+
+
+def validated_config(
+    name: str, config: Mapping[str, str], worker: WorkerConfig, slots: int | None, per_slot: int = 1
+) -> dict[str, str]:
+    """`config` as stored for connector `name` (its values as strings, `name` set), or
+    `BadRequestError` with Kafka Connect's message and the per-field errors: the name, the size,
+    `tasks.max` against the `slots` the worker can ever have (None: no bound) and the connector's
+    own validation."""
+    config = {str(k): str(v) for k, v in config.items()}
+    if config.get("name", name) != name:
+        raise BadRequestError(
+            f"Connector name configuration ({config['name']}) doesn't match connector name in the URL "
+            f"({name})"
+        )
+    config["name"] = name
+    too_large = config_size_problem(config)
+    if too_large:
+        raise BadRequestError(too_large)
+    name_problems = connector_name_errors(name)
+    if name_problems:
+        raise BadRequestError(f"Connector name {name!r} is invalid: {'; '.join(name_problems)}")
+    too_many = tasks_max_errors(config, worker.originals, slots, per_slot)
+    if too_many:
+        raise BadRequestError(too_many[0], {"tasks.max": too_many})
+    infos = validate_connector_config(config, worker)
+    if infos["error_count"]:
+        errors = config_errors(infos)
+        detail = "; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items())
+        raise BadRequestError(
+            f"Connector configuration is invalid and contains the following {infos['error_count']} "
+            f"error(s): {detail}",
+            errors,
+        )
+    return config

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.connector import Connector
 from eosconnect.api.context import ConnectorContext
-from eosconnect.api.database_hosts import check_database_host
-from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.sink import SinkConnector
+from eosconnect.plugins.config_providers import resolve_config
+from eosconnect.plugins.loading import resolve_connector_class
+from eosconnect.policies.database_hosts import check_database_host
 from eosconnect.runtime.control import Directive, FileTaskControl
 from eosconnect.runtime.executor import spark_task_entry
 from eosconnect.runtime.startup import LocalStartupCoordinator, StartupCoordinator

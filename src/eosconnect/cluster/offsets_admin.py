@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.records import SourceOffset, SourcePartition, TopicPartition
 from eosconnect.api.source import SourceConnector
 from eosconnect.cluster.connector_kinds import (
@@ -25,6 +24,7 @@ from eosconnect.cluster.connector_kinds import (
 )
 from eosconnect.cluster.herder_api import BadRequestError
 from eosconnect.cluster.herder_state import TICK_S, HerderState
+from eosconnect.plugins.loading import resolve_connector_class
 from eosconnect.runtime.config import sink_consumer_group
 from eosconnect.storage import sink_offsets
 from eosconnect.storage.clients import client_config

@@ -42,7 +42,7 @@ from importlib import metadata
 from importlib.util import cache_from_source
 from pathlib import Path
 
-from eosconnect.api.plugins import PLUGIN_PATH_ENV
+from eosconnect.plugins.loading import PLUGIN_PATH_ENV
 
 log = logging.getLogger(__name__)
 
@@ -389,7 +389,7 @@ def plan_shipping(
 def executor_plugin_path(plugins: Sequence[Path], conf: Mapping[str, str]) -> dict[str, str]:
     """The executors' plugin.path: the files added with addPyFile (ours and `spark.submit.pyFiles`),
     by name, as Spark puts them in each executor's working directory, the Python workers' current
-    directory. Without it the class-loading rule (api/plugins.py) refuses the shipped plugins there."""
+    directory. Without it the class-loading rule (plugins/loading.py) refuses the shipped plugins there."""
     user_files = [Path(p).name for p in conf.get("spark.submit.pyFiles", "").split(",") if p]
     names = [*user_files, *(p.name for p in plugins)]
     if not names:

@@ -27,7 +27,7 @@ from urllib.parse import quote
 import httpx
 
 from eosconnect.cluster.herder_api import no_leader_now
-from eosconnect.runtime.control import Directive
+from eosconnect.runtime.control import CurrentInstance, Directive, TaskControl
 from eosconnect.runtime.loop_watch import LoopWatch
 from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.runtime.startup import GenerationSuperseded
@@ -233,7 +233,7 @@ class RestStartupCoordinator:
 
 
 @dataclass
-class RestTaskControl:
+class RestTaskControl(TaskControl):
     worker_url: str
     worker_props: dict[str, str]
     connector: str
@@ -261,6 +261,11 @@ class RestTaskControl:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state, _changed=threading.Condition())
+
+    @property
+    def leader(self) -> CurrentInstance:
+        """The leader answers this control's heartbeats, so it is asked through them."""
+        return self
 
     def attach(self, metrics: TaskMetrics) -> None:
         self._metrics = metrics

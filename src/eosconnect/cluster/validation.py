@@ -16,16 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
-from eosconnect.api.config_providers import resolve_config, unresolvable_variables
 from eosconnect.api.connector import Connector
-from eosconnect.api.converters import resolve_converter_class
-from eosconnect.api.database_hosts import database_host_errors
 from eosconnect.api.errors import ConfigException
-from eosconnect.api.file_access import FILE_ALLOWED_DIRS, AllowedDirs
-from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.sink import TRANSACTION_PRODUCER_CONFIG, SinkConnector, sink_topics_errors
 from eosconnect.api.source import ConnectorTransactionBoundaries, ExactlyOnceSupport, SourceConnector
-from eosconnect.api.transforms import resolve_predicate_class, resolve_transformation_class
 from eosconnect.cluster.connector_kinds import SOURCE, ConnectorKind, kind_of
 from eosconnect.cluster.framework_settings import (
     framework_config_def,
@@ -34,7 +28,13 @@ from eosconnect.cluster.framework_settings import (
 )
 from eosconnect.cluster.herder_api import BadRequestError, NotFoundError
 from eosconnect.cluster.names import tasks_max_errors
+from eosconnect.converters.resolution import resolve_converter_class
+from eosconnect.plugins.config_providers import resolve_config, unresolvable_variables
+from eosconnect.plugins.loading import resolve_connector_class
+from eosconnect.policies.database_hosts import database_host_errors
+from eosconnect.policies.file_access import FILE_ALLOWED_DIRS, AllowedDirs
 from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS
+from eosconnect.transforms.chain import resolve_predicate_class, resolve_transformation_class
 from eosconnect.worker_config import WorkerConfig
 
 
@@ -115,7 +115,7 @@ def file_confinement_errors(
     """FileStream connectors read and write any file the worker can (Kafka removed them from the
     default plugin path in 3.2 for that reason). With the worker's `file.allowed.dirs` set, their
     `file` must lie inside one of those directories (after resolving `..` and symbolic links).
-    Their tasks check again when they open the file (api/file_access.py)."""
+    Their tasks check again when they open the file (policies/file_access.py)."""
     from eosconnect.connectors.file_stream import FileStreamSinkConnector, FileStreamSourceConnector
 
     # A JdbcSource was loaded with its package (and SQLAlchemy) by the plugin loader; importing the

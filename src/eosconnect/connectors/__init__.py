@@ -1,1 +1,1 @@
-"""Built-in connectors, registered by short name in eosconnect.api.plugins.BUILTIN_CONNECTORS."""
+"""Built-in connectors, registered by short name in eosconnect.plugins.loading.BUILTIN_CONNECTORS."""

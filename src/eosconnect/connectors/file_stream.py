@@ -16,7 +16,6 @@ from eosconnect.api.batch import SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.data import STRING_SCHEMA
 from eosconnect.api.errors import ConfigException, ConnectException
-from eosconnect.api.file_access import AllowedDirs
 from eosconnect.api.records import (
     OffsetAndMetadata,
     SinkRecord,
@@ -27,6 +26,7 @@ from eosconnect.api.records import (
 from eosconnect.api.sink import SINK_TOPICS_CONFIG_DEF, SinkConnector, SinkTask, sink_topics_errors
 from eosconnect.api.source import ExactlyOnceSupport, ReplaySupport, SourceConnector, SourceTask
 from eosconnect.api.validators import NonEmptyString, Range, Validator
+from eosconnect.policies.file_access import AllowedDirs
 
 __all__ = [
     "CONFIG_DEF",

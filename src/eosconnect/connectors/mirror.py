@@ -50,6 +50,7 @@ from eosconnect.api.sink import (
     SinkTask,
     encode_partitions,
 )
+from eosconnect.api.transactions import TransactionalWriter, TransactionRetry
 from eosconnect.api.validators import Range
 from eosconnect.connectors.mirror_formats import offset_syncs_topic
 from eosconnect.connectors.mirror_policy import (
@@ -78,7 +79,6 @@ from eosconnect.connectors.mirror_topics import (
     source_topic_configs,
 )
 from eosconnect.runtime.config import sink_consumer_group
-from eosconnect.runtime.sink_transactions import TransactionalSinkProducer, TransactionRetry
 from eosconnect.storage.clients import (
     KINDS,
     ClientConfig,
@@ -321,7 +321,7 @@ class MirrorSinkTask(SinkTask):
         self.admin = AdminClient(dict(target_client_config("admin", config).validate()))
         #: Target topic -> partitions known to exist there.
         self._target_partitions: dict[str, int] = {}
-        self.writer: TransactionalSinkProducer | None = None
+        self.writer: TransactionalWriter | None = None
         self.producer: Producer | None = None
         #: The offset syncs written into every transaction (None: none).
         self.offset_syncs: OffsetSyncs | None = None
@@ -338,22 +338,16 @@ class MirrorSinkTask(SinkTask):
             if emits_offset_syncs(config):
                 ensure_syncs_topic(self.admin, self.policy.source_alias, config)
                 self.offset_syncs = OffsetSyncs(self.policy.source_alias)
-            self.writer = TransactionalSinkProducer(
+            self.writer = self.context.transactional_writer(
                 target_client_config("producer", config).validate(),
                 target_client_config("consumer", config).validate(),
-                transactional_id=transactional_id,
-                group_id=self.context.consumer_group,
-                task_id=transactional_id,
                 timeout_remedies=(
                     "tune the target producer for throughput (target.cluster.linger.ms, batch.size), "
                     "raise target.cluster.transaction.timeout.ms (up to the broker's "
                     "transaction.max.timeout.ms), or lower transaction.commit.interval.ms"
                 ),
                 participant=self.offset_syncs,
-                confirmed_current=self.context.confirmed_current,
-                superseded=self.context.superseded,
             )
-            self.writer.start()
         else:
             producer_config = target_client_config("producer", config).validate()
             forced(producer_config, "enable.idempotence", True, "the mirror never reorders or duplicates")
@@ -476,7 +470,7 @@ class MirrorSinkTask(SinkTask):
         if self.writer is not None:
             try:
                 self.writer.commit(
-                    {  # the source leader epoch goes along: see TransactionalSinkProducer.commit
+                    {  # the source leader epoch goes along: see TransactionalWriter.commit
                         self.policy.target_partition(tp): OffsetAndMetadata(
                             om.offset, leader_epoch=om.leader_epoch
                         )

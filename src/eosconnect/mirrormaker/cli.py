@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.errors import ConfigException
 from eosconnect.cli_errors import CliGroup, UserError
+from eosconnect.plugins.config_providers import resolve_config
 
 if TYPE_CHECKING:
     from eosconnect.mirrormaker.config import MirrorMakerPlan

@@ -20,8 +20,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from eosconnect.api.config_providers import resolve_config, unresolvable_variables
 from eosconnect.api.errors import ConfigException
+from eosconnect.plugins.config_providers import resolve_config, unresolvable_variables
 from eosconnect.storage.clients import ClientConfigError, ClientKind, validate_client_config
 from eosconnect.worker_config import WORKER_CONFIG_DEF, close_match
 

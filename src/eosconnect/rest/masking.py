@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eosconnect.api.config import ConfigType, Password
-from eosconnect.api.config_providers import VARIABLE
+from eosconnect.plugins.config_providers import VARIABLE
 
 __all__ = [
     "CLIENT_PASSWORDS",
@@ -52,7 +52,7 @@ CLIENT_PASSWORDS = frozenset(
 
 
 def _connector_passwords(config: Mapping[str, Any]) -> set[str]:
-    from eosconnect.api.plugins import resolve_connector_class
+    from eosconnect.plugins.loading import resolve_connector_class
 
     try:
         definition = resolve_connector_class(str(config.get("connector.class") or ""))().config_def()

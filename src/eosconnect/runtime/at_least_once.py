@@ -23,11 +23,14 @@ from eosconnect.api.batch import SourceBatch, expand
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import RecordMetadata, SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
+from eosconnect.runtime.config import SourceConnectorConfig
 from eosconnect.runtime.errors import send_error_message
 from eosconnect.runtime.pipeline import OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner, offset_of
+from eosconnect.runtime.task import TaskSpec
 from eosconnect.storage.clients import client_config, forced
 from eosconnect.storage.offsets import encode_offset_records
+from eosconnect.worker_config import WorkerConfig
 
 
 @dataclass
@@ -63,15 +66,14 @@ class _SubmittedBatch:
 
 
 class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
-    def prepare(self) -> None:
-        config = client_config("producer", self.worker.originals, self.connector.originals).validate()
-        if "transactional.id" in config:
-            config = forced(config, "transactional.id", None, "at-least-once tasks do not use transactions")
-        config = forced(config, "enable.idempotence", True, "source tasks write with an idempotent producer")
-        self.producer = Producer(config)
-        offsets_config = client_config("producer", self.worker.originals, None)
-        offsets_config.pop("transactional.id", None)
-        self.offset_producer = Producer({**offsets_config, "enable.idempotence": True})
+    """Runs a `SourceTask` at least once: records go through an idempotent producer, and their
+    offsets are committed by a flusher thread once the producer acknowledged them. The producers
+    are made in `prepare()` (None before); the flusher runs from then until the task stops."""
+
+    def __init__(self, spec: TaskSpec, worker: WorkerConfig, connector: SourceConnectorConfig) -> None:
+        super().__init__(spec, worker, connector)
+        self._producer: Producer | None = None
+        self._offset_producer: Producer | None = None
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._submitted: dict[SourcePartition, deque[_Submitted]] = {}
@@ -85,6 +87,26 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         self._flusher = threading.Thread(
             target=self._flush_loop, name=f"offset-flush-{self.task_id}", daemon=True
         )
+
+    @property
+    def producer(self) -> Producer:
+        assert self._producer is not None, "prepare() makes it"
+        return self._producer
+
+    @property
+    def offset_producer(self) -> Producer:
+        assert self._offset_producer is not None, "prepare() makes it"
+        return self._offset_producer
+
+    def prepare(self) -> None:
+        config = client_config("producer", self.worker.originals, self.connector.originals).validate()
+        if "transactional.id" in config:
+            config = forced(config, "transactional.id", None, "at-least-once tasks do not use transactions")
+        config = forced(config, "enable.idempotence", True, "source tasks write with an idempotent producer")
+        self._producer = Producer(config)
+        offsets_config = client_config("producer", self.worker.originals, None)
+        offsets_config.pop("transactional.id", None)
+        self._offset_producer = Producer({**offsets_config, "enable.idempotence": True})
         self._flusher.start()
 
     def send_batch(self, batch: list[SourceRecord]) -> None:
@@ -155,8 +177,8 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
     def on_failure(self) -> None:
         """Acknowledged records are in Kafka whatever failed after them: commit their offsets, so
         that a restarted task does not send them again (Kafka Connect commits in `finally` too)."""
-        if getattr(self, "_flusher", None) is None:
-            return  # failed before it could send anything
+        if self._flusher.ident is None:
+            return  # failed before it could send anything (prepare() starts the flusher last)
         try:
             self._final_commit()
         except Exception as exc:
@@ -181,11 +203,8 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         self._flush_offsets(max(1.0, deadline - time.monotonic()))
 
     def close_clients(self) -> None:
-        stop = getattr(self, "_stop_flusher", None)
-        if stop is not None:
-            stop.set()
-        for name in ("producer", "offset_producer"):
-            producer = getattr(self, name, None)
+        self._stop_flusher.set()
+        for producer in (self._producer, self._offset_producer):
             if producer is not None:
                 producer.flush(5)
 
@@ -238,7 +257,11 @@ class AtLeastOnceSourceTaskRunner(SourceTaskRunner):
         started = time.monotonic()
         offsets, done = self._committable()
         offsets = self.updated_offsets(offsets)
-        if offsets:
+        if offsets and self.spec.offset_store is not None:
+            self.spec.offset_store.write(self.spec.connector, offsets)
+            self.metrics.record_offset_commit(time.monotonic() - started)
+            self.offsets_committed(offsets)
+        elif offsets:
             errors: list[str] = []
             for key, value in encode_offset_records(self.spec.connector, offsets):
                 self.offset_producer.produce(

@@ -13,22 +13,21 @@ returned (`await_commit`, which also re-raises the commit's error on the task th
 the callbacks and metrics of the committed transaction, in order).
 
 Every transaction is bounded (docs/architecture.md, "Bounded transactions"), by the same mechanism
-as the KIP-656 sink's (`TransactionBudget` in runtime/transactions.py): its records must be
-delivered within half of what is left of `transaction.timeout.ms` when its commit begins (the
-commit then gets as long as before: it cannot be aborted any more). A transaction whose records a
-stalled broker does not take in time is aborted by the task itself, before the broker would abort
-it, with one WARN; its records are then sent again in a new transaction, from memory. A
-`SourceTask` cannot be rewound in process (it has no seek, only the offsets it is started from),
-but it already handed those records over: the transaction keeps what it sent
-(`Transaction.replay`) until it committed, and sends exactly that again, with the same source
-offsets. Nothing is lost or doubled: the aborted records and offsets never became visible.
+as the KIP-656 sink's (`TransactionBudget` in runtime/transactions/budget.py): its records must be
+delivered within half of what is left of `transaction.timeout.ms` when its commit begins (the commit
+then gets `max(60 s, transaction.timeout.ms)`: it cannot be aborted any more). A transaction whose
+records a stalled broker does not take in time is aborted by the task itself, before the broker
+would abort it, with one WARN; its records are then sent again in a new transaction, from memory
+(`ReplayRecovery`, runtime/transactions/replay.py).
+
+The producer and its transaction are a `TransactionSession` (runtime/transactions/session.py), the
+same as the KIP-656 sink writer's; the offsets go in through `SourceOffsetsInTransaction`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -42,31 +41,20 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import RecordMetadata, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import TransactionParticipant
+from eosconnect.runtime.config import SourceConnectorConfig
 from eosconnect.runtime.landing import Landing, landed_records
 from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord
-from eosconnect.runtime.source_task import Offsets, RestartFromStoredOffsets, SourceTaskRunner
-from eosconnect.runtime.transactions import (
-    FENCED_CODES,
-    PURGED,
-    Step,
-    TaskFencedError,
-    Transaction,
-    TransactionalProducer,
-    TransactionBudget,
-    abort_in_time,
-    boundary_for,
-    classify_transaction_error,
-    failure_cause,
-    fatal_cause,
-    held_records,
-    transactional_producer_config,
-    warn_aborted,
-)
-from eosconnect.storage.client_login import LoginWatch
+from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
+from eosconnect.runtime.task import TaskSpec
+from eosconnect.runtime.transactions.boundaries import Boundary, boundary_for
+from eosconnect.runtime.transactions.errors import Step
+from eosconnect.runtime.transactions.offsets import OffsetRecords, SourceOffsetsInTransaction
+from eosconnect.runtime.transactions.replay import ReplayRecovery, SourceTransaction
+from eosconnect.runtime.transactions.session import DeliveryFailed, TransactionSession, Undelivered
 from eosconnect.storage.clients import client_config
-from eosconnect.storage.offsets import encode_offset_records
 from eosconnect.storage.topics import ensure_topic
 from eosconnect.storage.transactional_ids import task_transactional_id
+from eosconnect.worker_config import WorkerConfig
 
 #: The pause between the end of one transaction and the first record of the next. The broker
 #: writes a finished transaction's markers just *after* answering EndTxn; an AddPartitionsToTxn of
@@ -83,32 +71,8 @@ NEXT_TRANSACTION_GAP_S = 0.001
 #: and 6.5-8 ms after 5 ms. Without a flush the shorter gap is better (bench/source_throughput.py:
 #: eos poll 32k records/s with 1 ms, 21k with 5 ms).
 FLUSHING_TRANSACTION_GAP_S = 0.005
-#: The most records a transaction keeps to send again should it have to be aborted and retried (a
-#: reference to each converted record, which the producer's queue holds anyway until delivered).
-#: A larger one (a long `transaction.boundary.interval.ms` at a high rate) that stalls fails the
-#: task as before: it restarts from its committed offsets.
-REPLAY_LIMIT = 200_000
 
 log = logging.getLogger(__name__)
-
-
-class _Undelivered(Exception):
-    """The transaction's records were not delivered within its budget: abort it and retry."""
-
-
-#: Delivery errors of the idempotent producer's sequence bookkeeping (a broker lost or refused its
-#: state): the transaction is aborted and sent again (`_resent_after_abortable`).
-SEQUENCE_ERRORS = frozenset({KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, KafkaError.UNKNOWN_PRODUCER_ID})
-
-
-#: produce() refusing a record because the open transaction already failed: abortably (`_STATE`),
-#: fatally (`_FATAL`), or fenced (`_resent_after_refused_send`).
-REFUSED_SEND_CODES = frozenset({KafkaError._STATE, KafkaError._FATAL, *FENCED_CODES})
-
-
-class _DeliveryFailed(Exception):
-    """The producer failed while the transaction's records were still being delivered, before its
-    commit was asked for (the cause says how): nothing of the transaction can be committed."""
 
 
 @dataclass
@@ -116,108 +80,34 @@ class _PendingCommit:
     """A transaction whose `commit_transaction()` runs on the helper thread."""
 
     future: Future[None]
-    transaction: Transaction
+    transaction: SourceTransaction
     offsets: Offsets  # as updated by the task (KIP-910) and committed
     commit_started: float
     #: The offsets topic's records (key -> value) that hold `offsets` once this commits.
-    records: dict[bytes, bytes | None]
+    records: OffsetRecords
 
 
 class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
-    producer: Producer
+    """Runs a `SourceTask` exactly once (KIP-618): its records and their source offsets commit in one
+    transaction of its `TransactionSession`, made in `prepare()` (start-up steps 1-5 of
+    docs/architecture.md), committed on a helper thread while the next batch is converted."""
 
-    def offsets_read_timeout_s(self) -> float:
-        """A sibling task killed mid-transaction (Spark gave up on it, so no successor fences it)
-        holds the shared offsets topic's last stable offset back until the broker aborts its
-        transaction: `transaction.timeout.ms` after it began, found by a check that runs every 10 s.
-        The read waits that long, not a fixed 60 s that a 60 s transaction timeout can outlast."""
-        return max(super().offsets_read_timeout_s(), self.transaction_timeout_ms / 1000 + 20)
-
-    def prepare(self) -> None:
-        """Start-up steps 1-5 of docs/architecture.md, with the waits that need no order overlapped.
-
-        The producer is created first (creating one sends nothing that fences: librdkafka asks for
-        a producer id only in `init_transactions()`), so its connections are made while the fencing
-        request is in flight. The offsets are read (a step of `start_task`) while step 5 checks the
-        generation again: they must be read *after* `init_transactions()`, which fences the previous
-        instance of this very task (a Spark retry needs no fencing round), so that no zombie can
-        commit offsets after the read began; `start_task` then uses the view read here.
-        """
-        name, coordinator = self.spec.connector, self.spec.coordinator
-        if coordinator is None:
-            raise ConnectException(f"{self.task_id}: exactly-once tasks need a start-up coordinator")
-        began = time.monotonic()
-        config, self.transaction_timeout_ms = transactional_producer_config(
-            client_config("producer", self.worker.originals, self.connector.originals).validate(),
-            task_transactional_id(self.worker.group_id, name, self.spec.task),
-        )
-        # Records without a callback of their own (the source offsets) report failures here: a
-        # commit only says "N message(s) failed delivery", and the reason (an offsets topic the
-        # principal may not write, say) must reach the task's error.
-        self._delivery_failures: list[str] = []
-        config["on_delivery"] = self._note_delivery_failure
-        # A refused login fails step 4 at once, naming the principal and its settings (see
-        # storage/client_login.py), instead of timing out after 60 s.
-        login = LoginWatch(config, client="transactional producer")
-        config["error_cb"] = login
-        self.producer = Producer(config)
-        self._producer_config, self._login = config, login  # for a renewal in place (`_renewed_in_place`)
-        self.txn = TransactionalProducer(self.producer, self._classify)
-        self.budget = TransactionBudget(self.transaction_timeout_ms)
+    def __init__(self, spec: TaskSpec, worker: WorkerConfig, connector: SourceConnectorConfig) -> None:
+        super().__init__(spec, worker, connector)
+        #: The producer and its open transaction; made in `prepare()`, after the checks that may
+        #: refuse to start the task (None before).
+        self._session: TransactionSession[SourceTransaction] | None = None
+        self._offsets: SourceOffsetsInTransaction | None = None
+        self._recovery: ReplayRecovery | None = None
         #: Transactions aborted because they could not be committed in time, and sent again.
         self.retried_transactions = 0
-        #: The stored offsets as this instance knows them (read at start-up, then its commits), and
-        #: whether its producer was renewed since it last checked them (`_ensure_not_overtaken`).
-        self._stored: Offsets = {}
-        #: The offsets topic's records (key -> value) this instance's own transactions committed:
-        #: an offset whose record would be the same is not written again (`_write_offsets`).
-        self._written: dict[bytes, bytes | None] = {}
-        self._renewed = False
-        # 1. the leader fences zombies of the previous generation
-        coordinator.fence_zombies(name, self.spec.generation)
-        fenced = time.monotonic()
-        # 2. our generation must still be the latest
-        coordinator.ensure_latest_generation(name, self.spec.generation)
-        # 3. a separate offsets topic is created if missing
-        if self.placement.separate:
-            ensure_topic(
-                self.placement.admin(),
-                self.placement.topic,
-                partitions=int(self.worker.values["offset.storage.partitions"]),
-                replication_factor=int(self.worker.values["offset.storage.replication.factor"]),
-                replication_setting="offset.storage.replication.factor",
-            )
-        checked = time.monotonic()
-        # 4. init_transactions() fences our own predecessor
-        self._init_producer()
-        initialized = time.monotonic()
-        # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
-        # are read meanwhile (see above)
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"offsets-{self.task_id}")
-        try:
-            view = pool.submit(self.read_offsets)
-            coordinator.ensure_latest_generation(name, self.spec.generation)
-            self.offset_view = view.result()
-        finally:
-            pool.shutdown(wait=False)  # superseded: nobody needs the read any more
-        self._stored = dict(self.offset_view.snapshot())
-        self.log.info(
-            "start-up took %.2f s: fencing %.2f s, generation check %.2f s, init_transactions %.2f s, "
-            "offsets read with the second check %.2f s",
-            time.monotonic() - began,
-            fenced - began,
-            checked - fenced,
-            initialized - checked,
-            time.monotonic() - initialized,
-        )
+        #: The stored offsets as this instance knows them (read at start-up, then its commits).
+        self.stored_offsets: Offsets = {}
+        #: Delivery reports kept for commit_record(), by id() of the record.
         self._metadata: dict[int, RecordMetadata] = {}
-        # One long-lived thread: the commits of a task are strictly sequential anyway.
-        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"commit-{self.task_id}")
         self._pending: _PendingCommit | None = None
         self._last_commit = time.monotonic()
-        self.boundary = boundary_for(
-            self.connector.transaction_boundary, self, self.connector.interval_ms(self.worker) / 1000
-        )
+        self.boundary = self._new_boundary()
         # Per-record delivery callbacks cost a Python call each: only pay for them when the task
         # overrides commit_record() and reads its metadata (`SourceTask.commit_record_metadata`).
         self._wants_metadata = type(self.task).commit_record is not SourceTask.commit_record
@@ -234,6 +124,105 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         #: With a participant: batches may take the columnar path, their offsets derived from the
         #: first and last record's delivery reports. Off for good once a batch was not contiguous.
         self._columnar_landing = True
+
+    @property
+    def session(self) -> TransactionSession[SourceTransaction]:
+        assert self._session is not None, "prepare() makes the session"
+        return self._session
+
+    @property
+    def producer(self) -> Producer:
+        return self.session.producer
+
+    @property
+    def offsets(self) -> SourceOffsetsInTransaction:
+        assert self._offsets is not None, "prepare() makes it"
+        return self._offsets
+
+    @property
+    def recovery(self) -> ReplayRecovery:
+        assert self._recovery is not None, "prepare() makes it"
+        return self._recovery
+
+    def _new_boundary(self) -> Boundary:
+        return boundary_for(
+            self.connector.transaction_boundary, self, self.connector.interval_ms(self.worker) / 1000
+        )
+
+    def offsets_read_timeout_s(self) -> float:
+        """A sibling task killed mid-transaction (Spark gave up on it, so no successor fences it)
+        holds the shared offsets topic's last stable offset back until the broker aborts its
+        transaction: `transaction.timeout.ms` after it began, found by a check that runs every 10 s.
+        The read waits that long, not a fixed 60 s that a 60 s transaction timeout can outlast."""
+        return max(super().offsets_read_timeout_s(), self.session.timeout_ms / 1000 + 20)
+
+    def prepare(self) -> None:
+        """Start-up steps 1-5 of docs/architecture.md, with the waits that need no order overlapped.
+
+        The producer is created first (creating one sends nothing that fences: librdkafka asks for
+        a producer id only in `init_transactions()`), so its connections are made while the fencing
+        request is in flight. The offsets are read (a step of `start_task`) while step 5 checks the
+        generation again: they must be read *after* `init_transactions()`, which fences the previous
+        instance of this very task (a Spark retry needs no fencing round), so that no zombie can
+        commit offsets after the read began; `start_task` then uses the view read here.
+        """
+        name, coordinator = self.spec.connector, self.spec.coordinator
+        if coordinator is None:
+            raise ConnectException(f"{self.task_id}: exactly-once tasks need a start-up coordinator")
+        began = time.monotonic()
+        config = client_config("producer", self.worker.originals, self.connector.originals).validate()
+        session: TransactionSession[SourceTransaction] = TransactionSession(
+            config,
+            transactional_id=task_transactional_id(self.worker.group_id, name, self.spec.task),
+            task_id=self.task_id,
+            make=SourceTransaction,
+            leader=self.spec.control.leader,
+            logger=self.log,
+            timeout_setting=config.origin.get(
+                "transaction.timeout.ms", "producer.override.transaction.timeout.ms"
+            ),
+        )
+        self._session = session
+        self._offsets = SourceOffsetsInTransaction(session, name, self.placement.topic)
+        self._recovery = ReplayRecovery(self, session)
+        # 1. the leader fences zombies of the previous generation
+        coordinator.fence_zombies(name, self.spec.generation)
+        fenced = time.monotonic()
+        # 2. our generation must still be the latest
+        coordinator.ensure_latest_generation(name, self.spec.generation)
+        # 3. a separate offsets topic is created if missing
+        if self.placement.separate:
+            ensure_topic(
+                self.placement.admin(),
+                self.placement.topic,
+                partitions=int(self.worker.values["offset.storage.partitions"]),
+                replication_factor=int(self.worker.values["offset.storage.replication.factor"]),
+                replication_setting="offset.storage.replication.factor",
+            )
+        checked = time.monotonic()
+        # 4. init_transactions() fences our own predecessor
+        session.init()
+        initialized = time.monotonic()
+        # 5. still the latest generation after the (possibly slow) producer set-up; the offsets
+        # are read meanwhile (see above)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"offsets-{self.task_id}")
+        try:
+            view = pool.submit(self.read_offsets)
+            coordinator.ensure_latest_generation(name, self.spec.generation)
+            self.offset_view = view.result()
+        finally:
+            pool.shutdown(wait=False)  # superseded: nobody needs the read any more
+        self.stored_offsets = dict(self.offset_view.snapshot())
+        self.log.info(
+            "start-up took %.2f s: fencing %.2f s, generation check %.2f s, init_transactions %.2f s, "
+            "offsets read with the second check %.2f s",
+            time.monotonic() - began,
+            fenced - began,
+            checked - fenced,
+            initialized - checked,
+            time.monotonic() - initialized,
+        )
+        self._last_commit = time.monotonic()  # the first interval counts from here
 
     def transaction_context(self) -> Any:
         return self.boundary.context
@@ -307,7 +296,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def _send_batch(self, item: SourceBatch, outgoing: OutgoingColumns) -> None:
         """Send one converted `SourceBatch` into the open transaction (one offset for all of it)."""
-        txn = self.txn.current or self._begin()
+        txn = self.session.current or self.open_transaction()
         txn.offsets[item.source_partition] = item.source_offset
         try:
             if self._participant is None:
@@ -318,9 +307,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 ends = (landing.on_first, landing.on_last)
                 self.produce_columns(self.producer, outgoing, ends=ends)
         except KafkaException as exc:
-            raise self._classify(exc, f"sending records to {item.topic!r}") from exc
+            raise self.session.classify(exc, f"sending records to {item.topic!r}") from exc
         txn.sent += len(outgoing.values)  # records errors.tolerance=all skipped were not sent
-        self._keep(txn, item, outgoing)
+        txn.keep(item, outgoing)
 
     def on_idle(self) -> None:
         self.await_commit()  # nothing to overlap it with
@@ -337,7 +326,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     # ----------------------------------------------------------------------------- for the boundary
     @property
     def transaction_open(self) -> bool:
-        return self.txn.open
+        return self.session.open
 
     @property
     def last_commit(self) -> float:
@@ -348,7 +337,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         try:
             self.producer.poll(0)
         except KafkaException as exc:  # a fatal error (fenced) surfaces here first
-            raise self._classify(exc, "sending records") from exc
+            raise self.session.classify(exc, "sending records") from exc
 
     def commit_offsets_heartbeat(self) -> None:
         """KIP-910 heartbeat: an interval with no records may still move idle partitions' offsets."""
@@ -358,10 +347,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         self._last_commit = time.monotonic()
 
     def end_transaction(self, abort: bool) -> None:
-        if not self.txn.open:
+        if not self.session.open:
             if abort:
                 return
-            self._begin()
+            self.open_transaction()
         if abort:
             self._abort()
         else:
@@ -372,56 +361,47 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         a partition registration of the transaction is still under way, and the coordinator then
         refuses it (INVALID_TXN_STATE, fatal for the producer; seen in the chaos soak with
         transaction.boundary=connector). Nothing of the transaction was committed and the next
-        instance's `init_transactions()` ends it, so the stop goes on; anything else fails as before."""
+        instance's `init_transactions()` ends it, so the stop goes on; anything else fails the task."""
         self.log.info("stopping with an open transaction the connector did not commit; aborting it")
         try:
             self.producer.abort_transaction(30)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.INVALID_TXN_STATE:
-                raise self._classify(exc, Step.ABORT) from exc
+                raise self.session.classify(exc, Step.ABORT) from exc
             self.log.info(
                 "the broker refused the abort (%s); nothing of the transaction was committed, and the "
                 "next instance's init_transactions() ends it",
                 exc.args[0].str(),
             )
-        self.txn.ended(now=False)
+        self.session.ended(now=False)
 
     def forget_sent(self) -> None:
         """Nothing of the dropped transaction stays (its producer was renewed, which ended it): the
         boundary and participant are made afresh for the new `SourceTask`, and the offsets just
-        read (`_ensure_not_overtaken`) are this instance's from now on."""
+        read (`ReplayRecovery`) are this instance's from now on."""
         assert self.offset_view is not None
-        if self.txn.open:  # not expected: the renewal ended the producer's transaction
+        if self.session.open:  # not expected: the renewal ended the producer's transaction
             with contextlib.suppress(KafkaException):
                 self.producer.abort_transaction(30)
-            self.txn.ended(now=True)
+            self.session.ended(now=True)
         self._metadata.clear()
-        self._delivery_failures.clear()
-        self._stored = dict(self.offset_view.snapshot())
-        self._renewed = False
-        self.boundary = boundary_for(
-            self.connector.transaction_boundary, self, self.connector.interval_ms(self.worker) / 1000
-        )
+        self.session.delivery_failures.clear()
+        self.stored_offsets = dict(self.offset_view.snapshot())
+        self.session.renewed = False
+        self.boundary = self._new_boundary()
         self._participant, self._participant_asked, self._columnar_landing = None, False, True
 
     def close_clients(self) -> None:
         self._abandon_pending_commit()
-        committer = getattr(self, "_committer", None)
-        if committer is not None:
-            committer.shutdown(wait=True)
-        producer = getattr(self, "producer", None)
-        if producer is not None:
-            # A failed task may leave a transaction open (a commit refused for an ACL, say): abort
-            # it now rather than leave read_committed readers stalled until transaction.timeout.ms.
-            # Without a transaction in progress (or on a fenced producer) this raises at once.
-            with contextlib.suppress(KafkaException):
-                producer.abort_transaction(10)
-            with contextlib.suppress(KafkaException):  # a fenced producer raises its fatal error
-                producer.flush(0)
+        if self._session is not None:
+            # A failed task may leave a transaction open (a commit refused for an ACL, say): the
+            # session aborts it rather than leave read_committed readers stalled until
+            # transaction.timeout.ms.
+            self._session.close()
 
     # ----------------------------------------------------------------------------- transactions
     def _send(self, record: SourceRecord, outgoing: OutgoingRecord | None) -> None:
-        txn = self.txn.current or self._begin()
+        txn = self.session.current or self.open_transaction()
         if self._record_metadata:  # kept for commit_record() and participants; keeps id(record) unique
             txn.records.append(record)
             if self._participant is not None:
@@ -435,29 +415,29 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         try:
             self.produce(self.producer, outgoing, record, on_delivery)
         except KafkaException as exc:
-            if not self._resent_after_refused_send(exc):
-                raise self._classify(exc, f"sending a record to {outgoing.topic!r}") from exc
+            if not self.recovery.resent_after_refused_send(exc):
+                raise self.session.classify(exc, f"sending a record to {outgoing.topic!r}") from exc
             # the records before this one are in a new transaction (this one's bookkeeping too)
-            txn = self.txn.current
-            assert txn is not None
+            resent = self.session.current
+            assert resent is not None
+            txn = resent
             try:
                 self.produce(self.producer, outgoing, record, on_delivery)
             except KafkaException as again:
-                raise self._classify(again, f"sending a record to {outgoing.topic!r}") from again
+                raise self.session.classify(again, f"sending a record to {outgoing.topic!r}") from again
         txn.sent += 1
-        replay = txn.replay
-        if replay is not None:
-            replay.append((record, outgoing))
-            if txn.sent > REPLAY_LIMIT:
-                txn.replay = None
+        txn.keep(record, outgoing)
 
-    @staticmethod
-    def _keep(txn: Transaction, item: SourceBatch, outgoing: OutgoingColumns) -> None:
-        """Keep a sent batch for a retry of its transaction (see `Transaction.replay`)."""
-        if txn.replay is not None:
-            txn.replay.append((item, outgoing))
-            if txn.sent > REPLAY_LIMIT:
-                txn.replay = None
+    def send_again(self, item: Any, outgoing: Any) -> None:
+        """Send a record or batch of an aborted transaction again (`ReplayRecovery`)."""
+        if isinstance(item, SourceBatch):
+            self._send_batch(item, outgoing)
+        else:
+            self._send(item, outgoing)
+
+    def forget_metadata(self) -> None:
+        """Drop the delivery reports of an aborted transaction's records."""
+        self._metadata.clear()
 
     def _metadata_callback(self, record: SourceRecord) -> Any:
         key = id(record)
@@ -470,336 +450,40 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
         return on_delivery
 
-    def _begin(self) -> Transaction:
+    def open_transaction(self) -> SourceTransaction:
         """Open a transaction; a pipelined commit must have returned first (one at a time)."""
         self.await_commit()
         pause = NEXT_TRANSACTION_GAP_S if self._participant is None else FLUSHING_TRANSACTION_GAP_S
-        gap = self.txn.ended_at + pause - time.monotonic()
+        gap = self.session.ended_at + pause - time.monotonic()
         if gap > 0:
             time.sleep(gap)
-        return self.txn.begin()
+        return self.session.begin()
 
     def _start_commit(self) -> None:
         """Write the offsets into the open transaction and hand its commit to the helper thread."""
-        txn = self.txn.current
+        txn = self.session.current
         assert txn is not None
         self._submit_commit(self.updated_offsets(txn.offsets))
 
     def _submit_commit(self, offsets: Offsets) -> None:
         """Add the participant's records and `offsets` to the open transaction and hand its commit
         to the helper thread, which first waits for the records' delivery within the transaction's
-        budget (`_Undelivered` past it: `await_commit` aborts and sends the transaction again)."""
+        budget (`Undelivered` past it: `await_commit` aborts and sends the transaction again)."""
         while self._participant is not None:
-            txn = self.txn.current
+            txn = self.session.current
             assert txn is not None
             if not txn.sequence:
                 break
             try:
                 self._write_participant_records(self._participant)
                 break
-            except _Undelivered as exc:  # (a resend per record may have replaced `txn`)
-                self._retry(self.txn.ended(now=False), str(exc))
-        txn = self.txn.current
+            except Undelivered as exc:  # (a resend per record may have replaced `txn`)
+                self.recovery.retry(self.session.ended(now=False), str(exc))
+        txn = self.session.current
         assert txn is not None
-        records = self._write_offsets(offsets, skip_written=True)
-        producer, budget, began = self.producer, self.budget, txn.started
-        started = threading.Event()
-        transactions = self.txn
-
-        # Once the records are in, the commit gets as long as before (not the budget's 0.85: a commit
-        # cannot be aborted, and one whose coordinator died completes once the coordinator moved;
-        # failing it at 0.85 of a short timeout failed tasks in the chaos soak's broker kills).
-        commit_timeout_s = max(60, self.transaction_timeout_ms / 1000)
-
-        def commit() -> None:
-            started.set()
-            # The records must be in while an abort is still allowed and in time (librdkafka
-            # allows none once the commit began); flush() releases the GIL while it waits.
-            try:
-                remaining = producer.flush(budget.deliver_within_s(began))
-            except (KafkaException, SystemError) as exc:
-                raise _DeliveryFailed from exc
-            if remaining:
-                raise _Undelivered(f"{remaining} of its records were still undelivered")
-            producer.commit_transaction(commit_timeout_s)
-            transactions.ended_at = time.monotonic()  # read by the task thread after joining the future
-
-        future = self._committer.submit(commit)
-        # Hand the GIL over until the commit is under way: left to the interpreter, the helper
-        # thread would wait for the task thread's next forced switch (sys.getswitchinterval(), 5 ms).
-        started.wait()
-        self._pending = _PendingCommit(future, self.txn.ended(now=False), offsets, time.monotonic(), records)
-
-    def _retry(self, old: Transaction, why: str) -> None:
-        """Abort `old` (already closed in `self.txn`, not committed) before the broker would, say
-        so once at WARN, and send what it held again in a new open transaction (`Transaction.replay`),
-        with the same source offsets and records for `commit_record()`."""
-        if old.replay is None:
-            raise ConnectException(
-                f"{self.task_id}: a transaction of {old.sent} records could not be committed in time "
-                f"({why}), and it holds more records than are kept to send again ({REPLAY_LIMIT}); the "
-                "task restarts from its committed offsets. Lower transaction.boundary.interval.ms, or "
-                "use transaction.boundary=poll"
-            )
-        held = held_records(self.producer)
-        try:
-            abort_in_time(self.producer.abort_transaction, self.budget, old.started)
-        except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            why = f"the abort failed ({err.str()})"
-            if err.code() in FENCED_CODES:
-                # `old` was not committed; fenced while the leader says current: a zombie's epoch
-                # bump (`_resent_after_fatal_delivery`), which a new producer fences in turn
-                if not self._renewed_after_fence(why):
-                    raise self._classify(exc, Step.ABORT, old.started) from exc
-            elif err.fatal():
-                self._renew(why)  # the answer proves the epoch current, as for the sink (`_renew`)
-            elif not self._renewed_in_place(why):
-                raise self._classify(exc, Step.ABORT, old.started) from exc
-        else:
-            if held:
-                self._renew_after_purge(why, held)
-        self._resend(old, why)
-
-    def _renew_after_purge(self, why: str, held: int) -> None:
-        """The abort purged records the producer still held, one of which may be in the log already
-        (`held_records`): a new producer before anything is sent again, or the records sent next
-        could be taken for duplicates of the aborted ones and lost."""
-        self._renew(f"{why}; the abort purged {held} records its producer still held")
-
-    def _resent_after_fatal_delivery(self, old: Transaction, cause: KafkaException) -> bool:
-        """The producer failed fatally while delivering `old`'s records, before its commit was asked
-        for (so nothing of `old` was committed): e.g. librdkafka's OUT_OF_ORDER_SEQUENCE_NUMBER after
-        a broker died with a produce request in flight (seen in the chaos soak's broker kills), or
-        fenced although this instance is the task's current one. The latter is a zombie's doing: a
-        replaced instance whose producer woke up with a transaction to abort asks the coordinator
-        for an epoch bump (KIP-360) with its producer id and old epoch, and while the current
-        instance's transaction is open the coordinator aborts that transaction and bumps the epoch
-        before it checks the zombie's epoch (which it then refuses; the chaos soak found a frozen
-        and thawed source task doing this to its successor). A fatal producer cannot abort; if the
-        leader confirms this instance current, a new producer aborts the transaction (its
-        `init_transactions()`, which fences the zombie again) and its records are sent again from
-        memory. A replaced instance gets no confirmation: False, and the task ends as before
-        (quietly, as superseded)."""
-        err: KafkaError = cause.args[0]
-        if not err.fatal() or old.replay is None:
-            return False
-        why = f"its producer failed while delivering its records ({err.name()}: {err.str()})"
-        renewed = (
-            self._renewed_after_fence(why) if err.code() in FENCED_CODES else self._renewed_in_place(why)
-        )
-        if not renewed:
-            return False
-        self._resend(old, why)
-        return True
-
-    def _settled_after_fence_at_commit(
-        self, old: Transaction, offsets: Offsets, cause: KafkaException
-    ) -> bool | None:
-        """`old` was fenced at its commit although this instance may be the task's current one: a
-        zombie's epoch bump (`_resent_after_fatal_delivery`) that arrived after the commit was
-        asked for (the chaos soak, seed 1412404671: two source tasks FAILED so 21 s after renewing
-        their producers in a broker kill; test_source_fenced_while_current.py meets it now and
-        then). The answer does not say whether the transaction committed: a commit the coordinator
-        completed, whose answer was lost and whose retry met the fence, looks the same. Once the
-        leader confirms this instance current, `_settled_by_new_producer` tells which. None when
-        this does not apply (not fenced, too large to send again, or not confirmed current): the
-        task fails as before, quietly if it was replaced."""
-        err: KafkaError = cause.args[0]
-        if err.code() not in FENCED_CODES or old.replay is None:
-            return None
-        why = f"fenced while committing ({err.str()})"
-        if not self._renewed_after_fence(why):
-            return None
-        return self._settled_by_new_producer(old, offsets, why)
-
-    def _settled_after_commit_timeout(
-        self, old: Transaction, offsets: Offsets, cause: KafkaException
-    ) -> bool | None:
-        """`old`'s commit did not return within its time (librdkafka's `_TIMED_OUT`, "retry call to
-        resume"): whether it committed is unknown. The chaos soak (seed 1350680724) saw a commit's
-        EndTxn wait 60 s in librdkafka's queue for a coordinator connection that never came up,
-        while the coordinator had moved to a live broker, and the task FAILED. A new producer looks
-        the coordinator up afresh; once the leader confirms this instance current,
-        `_settled_by_new_producer` tells whether `old` committed. None when this does not apply
-        (another error, too large to send again, or not confirmed current): the task fails as
-        before."""
-        err: KafkaError = cause.args[0]
-        if err.fatal() or err.code() != KafkaError._TIMED_OUT or old.replay is None:
-            return None
-        why = f"its commit did not return in time ({err.str()})"
-        if not self._renewed_in_place(why):
-            return None
-        return self._settled_by_new_producer(old, offsets, why)
-
-    def _settled_by_new_producer(self, old: Transaction, offsets: Offsets, why: str) -> bool:
-        """After a new producer ended whatever the coordinator began of `old` (its
-        `init_transactions()` completes a prepared commit and aborts an open transaction), the
-        connector's offsets, read to the end of their topic (read_committed), tell which: holding
-        this transaction's offsets, it committed (True); else nothing of it is visible, and its
-        records are sent again from memory into a new open transaction (False)."""
-        view = self.offset_view  # read at start-up (`start_task`), before any commit
-        assert view is not None
-        view.refresh(self.offsets_read_timeout_s())
-        found = view.offsets(offsets)
-        self._renewed = False  # checked here, on the offsets just read
-        if all(found.get(partition) == offset for partition, offset in offsets.items()):
-            self.log.info(
-                "the transaction whose commit was in doubt (%s) had committed: its offsets are stored", why
-            )
-            return True
-        self._ensure_not_overtaken(old, why, refresh=False)
-        self._resend(old, f"{why}; its offsets are not stored, so it did not commit")
-        return False
-
-    def _resent_after_abortable(self, old: Transaction, cause: KafkaException, *, commit_asked: bool) -> bool:
-        """`old` failed with an abortable error: librdkafka marks the transaction as one to abort
-        (`txn_requires_abort()`), e.g. OUT_OF_ORDER_SEQUENCE_NUMBER "requires epoch bump" after a
-        broker restart with produce requests in flight (seen in the chaos soak); it was not
-        committed, and the abort bumps the producer's epoch. Abort it and send its records again
-        (`_retry`). Before the commit was asked for, a delivery error of the idempotent producer's
-        sequence bookkeeping counts too. False for anything else (the task fails, as before)."""
-        err: KafkaError = cause.args[0]
-        if err.fatal() or err.code() in FENCED_CODES or old.replay is None:
-            return False
-        resendable = err.txn_requires_abort() or (not commit_asked and err.code() in SEQUENCE_ERRORS)
-        if not resendable:
-            return False
-        self._retry(old, f"its {'commit' if commit_asked else 'delivery'} failed ({err.name()}: {err.str()})")
-        return True
-
-    def _resent_after_refused_send(self, exc: KafkaException) -> bool:
-        """produce() refused a record (`REFUSED_SEND_CODES`): the open transaction had already failed (an
-        abortable error, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER "requires epoch bump" after a broker
-        restart, reported by librdkafka between two sends of a long connector-defined transaction),
-        or as fenced (a zombie's epoch bump, see `_resent_after_fatal_delivery`; `_retry` renews the
-        producer if the leader confirms this instance current).
-        If the leader confirms this instance current, abort that transaction and send what it held
-        again (`_retry`); the caller then sends the refused record into the new one. False when
-        that cannot be done (the task fails, as before)."""
-        old = self.txn.current
-        if exc.args[0].code() not in REFUSED_SEND_CODES or old is None or old.replay is None:
-            return False
-        confirmed_current = getattr(self.spec.control, "confirmed_current", None)
-        if confirmed_current is None or not confirmed_current():
-            return False
-        self.txn.ended(now=False)
-        self._retry(old, f"its producer refused a record ({exc.args[0].str()}): the transaction had failed")
-        return True
-
-    def _resend(self, old: Transaction, why: str) -> None:
-        """After `old` was aborted (or ended by a new producer): say so once at WARN and send what it
-        held again in a new open transaction (after a renewal only if `_ensure_not_overtaken`)."""
-        assert old.replay is not None
-        if self._renewed:
-            self._renewed = False
-            self._ensure_not_overtaken(old, why)
-        open_for = time.monotonic() - old.started
-        self.txn.ended_at = time.monotonic()
-        self.retried_transactions += 1
-        self.metrics.record_abort()
-        with contextlib.suppress(KafkaException):
-            self.producer.poll(0)  # the purged records' delivery reports
-        self._metadata.clear()
-        self._delivery_failures.clear()
-        then = "sending them again from memory in a new transaction"
-        warn_aborted(log, self.task_id, old.sent, open_for, self.transaction_timeout_ms, why, then)
-        txn = self._begin()
-        for item, outgoing in old.replay:
-            if isinstance(item, SourceBatch):
-                self._send_batch(item, outgoing)
-            else:
-                self._send(item, outgoing)
-        txn = self.txn.current or txn
-        txn.offsets = old.offsets
-        txn.records = old.records  # filtered records too, for commit_record()
-
-    def _ensure_not_overtaken(self, old: Transaction, why: str, refresh: bool = True) -> None:
-        """Before a renewed producer sends `old` again: the stored offsets of its source partitions
-        must still be those this instance last committed (or read at start-up). A new producer
-        fences every other instance, but the leader's word that allowed it may be old: the chaos soak
-        (seed 1350680724) froze a slot host while one of its tasks renewed its producer, ran the
-        task elsewhere meanwhile, and on SIGCONT the frozen renewal completed, fenced the new
-        instance and committed its transaction from memory again, 20 records the new instance had
-        committed already. Offsets moved past this instance's mean another instance committed. If
-        the leader says this one was replaced: `TaskFencedError` (it ends quietly). Else the other
-        was a zombie that renewed on an old word and committed before this instance fenced it in
-        turn: what this instance holds follows offsets that are no longer the stored ones, so its
-        `SourceTask` starts again from them (`RestartFromStoredOffsets`), and nothing is lost or
-        sent twice."""
-        view = self.offset_view
-        assert view is not None
-        if refresh:  # else just read by the caller
-            view.refresh(self.offsets_read_timeout_s())
-        found = view.offsets(old.offsets)
-        moved = [p for p in old.offsets if found.get(p) != self._stored.get(p)]
-        if moved:
-            detail = "; ".join(
-                f"{dict(p)}: stored {found.get(p)}, this instance's {self._stored.get(p)}" for p in moved
-            )
-            found_why = (
-                f"{self.task_id}: after a new producer ({why}), the stored offsets are not this "
-                f"instance's ({detail}): another instance of this task committed meanwhile"
-            )
-            superseded = getattr(self.spec.control, "superseded", None)
-            if superseded is None or superseded():
-                raise TaskFencedError(f"{found_why}, so this one must not send its transaction again")
-            raise RestartFromStoredOffsets(
-                f"{found_why}, and the leader says this one is the task's current instance: the other "
-                f"was a zombie; the {old.sent} records of this instance's transaction are dropped"
-            )
-
-    def _renewed_in_place(self, why: str) -> bool:
-        """The producer cannot end its transaction (the abort failed or ran out of time): renew it
-        in place if the leader confirms this instance is still the task's current one. The new
-        producer's `init_transactions()` aborts the open transaction and fences the old producer's
-        epoch. A replaced instance must not (it would fence its successor): False, and the task ends
-        as before (quietly, if it was replaced)."""
-        confirmed_current = getattr(self.spec.control, "confirmed_current", None)
-        if confirmed_current is None or not confirmed_current():
-            return False
-        self._renew(f"{why}; the leader confirms this instance current")
-        return True
-
-    def _renewed_after_fence(self, why: str) -> bool:
-        """`_renewed_in_place` for a producer that was fenced: the fence may come from a newer
-        instance that has not reported to the leader yet, so the leader's word is awaited as by a
-        replaced instance (`superseded`, which waits for a "stop" for a while) before this
-        instance is confirmed current and fences whoever fenced it."""
-        superseded = getattr(self.spec.control, "superseded", None)
-        if superseded is None or superseded():
-            return False
-        return self._renewed_in_place(why)
-
-    def _renew(self, why: str) -> None:
-        """A new producer with the same transactional id: its `init_transactions()` aborts the open
-        transaction and fences the old producer's epoch. Without the leader's word only after the
-        coordinator answered the old producer fatally but not as a zombie (librdkafka 2.16 can end
-        up so when the abort races a partition registration: INVALID_TXN_STATE, which the
-        coordinator checks only after the producer's epoch; seen in test_source_stall after a
-        broker freeze). The KIP-656 sink does the same (`TransactionalSinkProducer._renew_producer`)."""
-        self.log.info("%s: a new producer (a new epoch) takes over", why)
-        old, self.producer = self.producer, Producer(self._producer_config)
-        with contextlib.suppress(KafkaException):
-            old.flush(0)
-        self.txn.producer = self.producer
-        self._init_producer()
-        self._renewed = True  # what it sends again is checked first (`_ensure_not_overtaken`)
-
-    def _init_producer(self) -> None:
-        """`init_transactions()` of the task's producer, at start-up or renewed in place (it fences
-        the previous epoch, and waits while the coordinator still ends that epoch's transaction)."""
-        config = self._producer_config
-        self.txn.init(
-            self._login,
-            self.task_id,
-            transaction_timeout_ms=self.transaction_timeout_ms,
-            setting=getattr(config, "origin", {}).get(
-                "transaction.timeout.ms", "producer.override.transaction.timeout.ms"
-            ),
-            transactional_id=self.producer_transactional_id,
-            logger=self.log,
-        )
+        records = self.offsets.write(offsets, skip_written=True)
+        txn, future = self.session.commit_pipelined()
+        self._pending = _PendingCommit(future, txn, offsets, time.monotonic(), records)
 
     def await_commit(self) -> None:
         """Join the pipelined commit, if any: raise its error here, else run what follows a commit."""
@@ -811,41 +495,12 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             try:
                 pending.future.result()
                 break
-            except _Undelivered as exc:
-                self._retry(txn, str(exc))
-                self._submit_commit(pending.offsets)  # the retried transaction's commit is awaited next
-            except _DeliveryFailed as exc:
-                failed = exc.__cause__
-                assert failed is not None
-                cause = failure_cause(self.producer, failed)
-                if cause is None:
-                    raise failed from None
-                if self._resent_after_fatal_delivery(txn, cause) or self._resent_after_abortable(
-                    txn, cause, commit_asked=False
-                ):
-                    self._submit_commit(pending.offsets)
-                    continue
-                raise self._classify(cause, Step.COMMIT, txn.started) from failed
-            except (KafkaException, SystemError) as exc:
-                # flush() may report a producer's fatal error (a zombie fenced by its successor)
-                # through confluent-kafka's callback machinery, as a SystemError: its cause counts.
-                cause = failure_cause(self.producer, exc)
-                if cause is None:
-                    raise
-                if self._resent_after_abortable(txn, cause, commit_asked=True):
-                    self._submit_commit(pending.offsets)
-                    continue
-                committed = self._settled_after_fence_at_commit(txn, pending.offsets, cause)
-                if committed is None:
-                    committed = self._settled_after_commit_timeout(txn, pending.offsets, cause)
-                if committed is None:
-                    raise self._classify(cause, Step.COMMIT, txn.started) from exc
-                if not committed:
-                    self._submit_commit(pending.offsets)  # sent again by `_settled_by_new_producer`
-                    continue
-                break
-        self._stored.update(pending.offsets)
-        self._written.update(pending.records)
+            except (Undelivered, DeliveryFailed, KafkaException, SystemError) as exc:
+                if self.recovery.recovered_commit(txn, pending.offsets, exc):
+                    break  # it committed after all
+                self._submit_commit(pending.offsets)  # sent again: that transaction's commit is next
+        self.stored_offsets.update(pending.offsets)
+        self.offsets.committed(pending.records)
         self.offsets_committed(pending.offsets)
         self.metrics.record_transaction(txn.sent)
         self.metrics.record_write(txn.sent)
@@ -853,15 +508,15 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
 
     def _abort(self) -> None:
         started = time.monotonic()
-        txn = self.txn.current
+        txn = self.session.current
         assert txn is not None
         offsets = self.updated_offsets(txn.offsets)
         # Let in-flight sends settle first: an EndTxn(abort) racing the transaction's first
         # AddPartitions/Produce requests is rejected by Kafka 4 with INVALID_TXN_STATE (fatal).
         held = self.producer.flush(60)
-        self.txn.abort(60)
+        self.session.abort(60)
         if held:  # the abort purged records (`held_records`)
-            self._renew_after_purge("the connector aborted its transaction", held)
+            self.recovery.renew_after_purge("the connector aborted its transaction", held)
         self.metrics.record_abort()
         self.log.info("aborted a transaction of %d records; committing their offsets", txn.sent)
         self._commit_offsets_only(offsets)
@@ -882,7 +537,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         Its outcome no longer matters to exactly-once (the broker either committed the records with
         their offsets or neither), and the callbacks are skipped: the task is failing.
         """
-        pending, self._pending = getattr(self, "_pending", None), None
+        pending, self._pending = self._pending, None
         if pending is None:
             return
         try:
@@ -894,11 +549,11 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _commit_offsets_only(self, offsets: Offsets) -> None:
         if not offsets:
             return
-        self._begin()
-        records = self._write_offsets(offsets)
-        self.txn.commit(60)
-        self._stored.update(offsets)
-        self._written.update(records)
+        self.open_transaction()
+        records = self.offsets.write(offsets)
+        self.session.commit(60)
+        self.stored_offsets.update(offsets)
+        self.offsets.committed(records)
         self.offsets_committed(offsets)
 
     def _write_participant_records(self, participant: TransactionParticipant) -> None:
@@ -915,25 +570,20 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             self._resend_per_record()
             landed = self._landed()
             assert landed is not None
-        try:
-            for record in participant.transaction_records(landed):
-                extra = {"headers": record.headers} if record.headers else {}
-                self.producer.produce(record.topic, record.value, record.key, record.partition, **extra)
-        except KafkaException as exc:
-            raise self._classify(exc, "writing the task's transaction records") from exc
+        self.session.write_records(participant.transaction_records(landed))
 
     def _landed(self) -> list[LandedRecords] | None:
-        txn = self.txn.current
+        txn = self.session.current
         assert txn is not None
-        remaining = self.producer.flush(self.budget.deliver_within_s(txn.started))
+        remaining = self.producer.flush(self.session.budget.deliver_within_s(txn.started))
         if remaining:
-            raise _Undelivered(f"{remaining} of its records were still undelivered")
+            raise Undelivered(f"{remaining} of its records were still undelivered")
         return landed_records(txn.sequence, self._metadata)
 
     def _resend_per_record(self) -> None:
         """Abort the open transaction (not a connector's abort: no offsets commit) and send its
         records again, each with its delivery report; later batches take the per-record path too."""
-        txn = self.txn.current
+        txn = self.session.current
         assert txn is not None
         where = sorted(
             {f"{item.topic}-{item.batch.partition}" for item in txn.sequence if isinstance(item, Landing)}
@@ -949,64 +599,10 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
                 items.extend(item.batch)
             else:
                 items.append(item)
-        self.txn.abort(60)
+        self.session.abort(60)
         self._metadata.clear()
         self._columnar_landing = False
         for record in items:
             self._send(record, self.pipeline.convert(record))
-        resent = self.txn.current or self._begin()  # every record was filtered
+        resent = self.session.current or self.open_transaction()  # every record was filtered
         resent.offsets = dict(txn.offsets)
-
-    def _write_offsets(self, offsets: Offsets, *, skip_written: bool = False) -> dict[bytes, bytes | None]:
-        """Write `offsets` into the open transaction; the offsets topic's records that hold them.
-
-        With `skip_written`, a record equal to one this instance's own transactions committed is
-        not sent again: a source that repeats its offset (MirrorHeartbeat's is always 0) would
-        otherwise add the offsets topic's partition, a record and a commit marker to every
-        transaction, most of what a fleet of such tasks costs the broker. Records are compared
-        (not offset objects, which a task may change in place), and only this instance's commits
-        count: an offset read at start-up may come from the worker's global topic, not this one."""
-        records = dict(encode_offset_records(self.spec.connector, offsets))
-        written = self._written if skip_written else {}
-        try:
-            for key, value in records.items():
-                if key not in written or written[key] != value:
-                    self.producer.produce(self.placement.topic, key=key, value=value)
-        except KafkaException as exc:
-            raise self._classify(exc, f"writing offsets to {self.placement.topic!r}") from exc
-        return records
-
-    # ----------------------------------------------------------------------------- errors
-    def _classify(self, exc: KafkaException, doing: str, txn_started: float | None = None) -> Exception:
-        """A task-failing error for `exc`; `txn_started` is when the failed transaction began
-        (default: the open one, if any)."""
-        current = self.txn.current if txn_started is None else None
-        if current is not None:
-            txn_started = current.started
-        classified = classify_transaction_error(
-            self._fatal_cause(exc),
-            doing,
-            task_id=self.task_id,
-            transactional_id=self.producer_transactional_id,
-            transaction_timeout_ms=self.transaction_timeout_ms,
-            txn_started=txn_started,
-        )
-        failures = getattr(self, "_delivery_failures", None)
-        if failures and type(classified) is ConnectException:
-            return ConnectException(f"{classified}; {'; '.join(failures)}")
-        return classified
-
-    def _note_delivery_failure(self, err: KafkaError | None, msg: Any) -> None:
-        failures = getattr(self, "_delivery_failures", None)
-        if err is None or failures is None or len(failures) >= 3 or err.code() in PURGED:
-            return
-        text = f"a record to {msg.topic()!r} failed: {err.name()}: {err.str()}"
-        if text not in failures:
-            failures.append(text)
-
-    def _fatal_cause(self, exc: KafkaException) -> KafkaException:
-        return fatal_cause(self.producer, exc)
-
-    @property
-    def producer_transactional_id(self) -> str:
-        return task_transactional_id(self.worker.group_id, self.spec.connector, self.spec.task)

@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
-from eosconnect.api.plugins import ConnectorType, connector_type
+from eosconnect.plugins.loading import ConnectorType, connector_type
 from eosconnect.runtime.host import give_back_memory
 from eosconnect.runtime.loop_watch import dump_stacks_on_sigusr1
 from eosconnect.runtime.source_task import parse_configs
@@ -46,7 +46,7 @@ def resolved_spec(spec: TaskSpec) -> TaskSpec:
     here on the executor (KIP-297): the config topic and the REST API keep the placeholders."""
     import dataclasses
 
-    from eosconnect.api.config_providers import resolve_config
+    from eosconnect.plugins.config_providers import resolve_config
 
     return dataclasses.replace(
         spec,
@@ -90,9 +90,7 @@ def spark_task_entry(specs: list[TaskSpec]) -> Any:
         configure_executor_logging()
         spec = specs[index]
         outcome = run_task(spec)
-        report = getattr(spec.control, "report_outcome", None)
-        if report is not None:
-            report(outcome.state.value, outcome.trace)
+        spec.control.report_outcome(outcome.state.value, outcome.trace)
         give_back_memory()  # the worker goes back to Spark's pool (runtime/host.py)
         yield {**outcome.__dict__, "state": outcome.state.value, "pid": os.getpid()}
 

@@ -10,6 +10,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+#: One metric's value in a snapshot (`topics` is a list of names).
+Metric = float | int | str | list[str] | None
+
 
 @dataclass
 class TaskMetrics:
@@ -89,7 +92,7 @@ class TaskMetrics:
             return None
         return self._transaction_size_total / self.transactions_committed
 
-    def snapshot(self) -> dict[str, float | int | str | None]:
+    def snapshot(self) -> dict[str, Metric]:
         with self._lock:
             common, elapsed = self._common(), self._elapsed()
             return {
@@ -109,7 +112,7 @@ class TaskMetrics:
     def _elapsed(self) -> float:
         return max(time.monotonic() - self.started_at, 1e-9)
 
-    def _common(self) -> dict[str, float | int | str | None]:
+    def _common(self) -> dict[str, Metric]:
         """What source and sink tasks report alike (call with the lock held)."""
         commits = self.offset_commits
         total_s, max_s = self.offset_commit_seconds_total, self.offset_commit_seconds_max
@@ -144,7 +147,7 @@ class SinkTaskMetrics(TaskMetrics):
         with self._lock:
             self.log_truncations += 1
 
-    def snapshot(self) -> dict[str, float | int | str | None]:
+    def snapshot(self) -> dict[str, Metric]:
         with self._lock:
             common, elapsed = self._common(), self._elapsed()
             return {

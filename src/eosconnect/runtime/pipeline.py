@@ -23,11 +23,12 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Task
-from eosconnect.api.converters import Converter, converter_from_config
+from eosconnect.api.converter import Converter
 from eosconnect.api.errors import ConnectException, RetriableException
 from eosconnect.api.records import SinkRecord, SourceRecord, known_or_none
-from eosconnect.api.transforms import TransformationChain
+from eosconnect.converters.resolution import converter_from_config
 from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings, log_failed_record
+from eosconnect.transforms.chain import TransformationChain
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,9 @@ the positions after everything `put` so far and commits exactly what it returns,
 
 Why at least once: offsets are committed only after `pre_commit` (by default `flush`) made the
 data durable, so nothing acknowledged is lost; records `put` after the last commit are delivered
-again after a crash. Committing is a strategy object (`OffsetCommitter`) so that KIP-656's
-exactly-once sink can reuse this loop and commit the offsets inside a producer transaction.
+again after a crash. Committing is a strategy object (`OffsetCommitter`). A KIP-656 sink commits
+its positions inside its own transactions instead, from `pre_commit`, through the
+`TransactionalWriter` its context makes it (`SinkTaskContext.transactional_writer`).
 
 Two opt-ins serve sinks that deliver exactly once into Kafka (KIP-656, see api/sink.py): a task
 config with `task.assigned.partitions` gets those partitions by `assign` (no group rebalances, still
@@ -50,14 +51,15 @@ from typing import Any, Protocol
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from eosconnect.api.context import SinkTaskContext
-from eosconnect.api.database_hosts import check_database_host
+from eosconnect.api.context import SinkTaskContext, WriterFactory
 from eosconnect.api.errors import ConnectException, RetriableException
-from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
+from eosconnect.api.transactions import TransactionalWriter, TransactionParticipant
+from eosconnect.policies.database_hosts import check_database_host
+from eosconnect.policies.file_access import FILE_ALLOWED_DIRS
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
-from eosconnect.runtime.control import Directive, confirm_paused
+from eosconnect.runtime.control import Directive
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
 from eosconnect.runtime.failure import failure_message, failure_trace
 from eosconnect.runtime.fetch_stall import FetchStallWatch
@@ -294,20 +296,46 @@ class SinkTaskRunner:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
 
+    def _writer_factory(self, transactional_id: str) -> WriterFactory:
+        """Makes the task's KIP-656 writer (`SinkTaskContext.transactional_writer`): a
+        `TransactionalSinkWriter` with the runtime's transactional id, for the connector's group,
+        renewing its producer only on the word of the task's leader (`TaskControl.leader`)."""
+        from eosconnect.runtime.transactions.sink_writer import TransactionalSinkWriter
+
+        def make(
+            producer_config: Mapping[str, Any],
+            consumer_config: Mapping[str, Any],
+            *,
+            timeout_remedies: str,
+            participant: TransactionParticipant | None,
+        ) -> TransactionalWriter:
+            writer = TransactionalSinkWriter(
+                producer_config,
+                consumer_config,
+                transactional_id=transactional_id,
+                group_id=self.context.consumer_group,
+                task_id=transactional_id,
+                timeout_remedies=timeout_remedies,
+                participant=participant,
+                leader=self.spec.control.leader,
+            )
+            writer.start()
+            return writer
+
+        return make
+
     def start(self) -> None:
-        attach = getattr(self.spec.control, "attach", None)
-        if attach is not None:
-            attach(self.metrics)  # the heartbeat carries the metrics to the worker
+        self.spec.control.attach(self.metrics)  # the heartbeat carries the metrics to the worker
         coordinator = self.spec.coordinator
         if coordinator is not None:
             # KIP-618 start-up, steps 1 and 2: zombies of older generations fenced, ours the latest.
             coordinator.fence_zombies(self.spec.connector, self.spec.generation)
             coordinator.ensure_latest_generation(self.spec.connector, self.spec.generation)
-            self.context.transactional_id = task_transactional_id(
+            transactional_id = task_transactional_id(
                 self.worker.group_id, self.spec.connector, self.spec.task
             )
-            self.context.confirmed_current = getattr(self.spec.control, "confirmed_current", None)
-            self.context.superseded = getattr(self.spec.control, "superseded", None)
+            self.context.transactional_id = transactional_id
+            self.context.writer_factory = self._writer_factory(transactional_id)
         self.consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
         self.consumer = Consumer(self.consumer_config)
         self.dead_letters = for_sink_task(  # KIP-298/610, see runtime/dead_letter.py
@@ -357,7 +385,7 @@ class SinkTaskRunner:
                 self._watch_fetching()
             else:
                 self._poll_nothing()
-                confirm_paused(self.spec.control)
+                self.spec.control.confirm_paused()
             if self._restarts:
                 self._restart_partitions()
             self._apply_context_requests()

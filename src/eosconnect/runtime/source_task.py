@@ -12,18 +12,18 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import KafkaException, Producer
 
 from eosconnect.api.batch import SourceBatch, expand
-from eosconnect.api.database_hosts import check_database_host
 from eosconnect.api.errors import ConnectException, RetriableException
-from eosconnect.api.file_access import FILE_ALLOWED_DIRS
 from eosconnect.api.records import SourceOffset, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
+from eosconnect.policies.database_hosts import check_database_host
+from eosconnect.policies.file_access import FILE_ALLOWED_DIRS
 from eosconnect.runtime.config import SourceConnectorConfig
-from eosconnect.runtime.control import Directive, confirm_paused, wait_while_paused
+from eosconnect.runtime.control import Directive
 from eosconnect.runtime.errors import OVERSIZED_CODES, send_error_message
 from eosconnect.runtime.failure import failure_message, failure_trace
 from eosconnect.runtime.metrics import TaskMetrics
@@ -55,8 +55,9 @@ Offsets = dict[SourcePartition, SourceOffset | None]
 class RestartFromStoredOffsets(Exception):
     """The runner's `SourceTask` must start again from the stored offsets: what it handed over is
     no longer what comes next (another instance of the task committed meanwhile, see
-    `ExactlyOnceSourceTaskRunner._ensure_not_overtaken`). A `SourceTask` has no seek, so `run`
-    stops it and starts a new instance of its class; the runner, its producer and fencing stay."""
+    `ReplayRecovery.ensure_not_overtaken` in runtime/transactions/replay.py). A `SourceTask` has no
+    seek, so `run` stops it and starts a new instance of its class; the runner, its producer and
+    fencing stay."""
 
 
 def offset_of(record: SourceRecord) -> tuple[SourcePartition, SourceOffset | None]:
@@ -76,7 +77,7 @@ class SourceTaskRunner(ABC):
         self.placement: OffsetsTopicPlacement = offsets_topic_for(
             spec.connector, connector.originals, worker.originals
         )
-        self.task: SourceTask = instantiate_task(spec, SourceTask)
+        self.task: SourceTask = instantiate_task(spec, SourceTask)  # type: ignore[type-abstract]
         # errors.retry.* and errors.tolerance for the transformation and converter stages.
         tolerance = RetryWithTolerance(
             ToleranceSettings.parse(connector.originals),
@@ -183,9 +184,7 @@ class SourceTaskRunner(ABC):
             transaction_context=self.transaction_context(),
             file_allowed_dirs=self.worker.originals.get(FILE_ALLOWED_DIRS),
         )
-        attach = getattr(self.spec.control, "attach", None)
-        if attach is not None:
-            attach(self.metrics)  # the control's heartbeat carries the metrics to the worker
+        self.spec.control.attach(self.metrics)  # the control's heartbeat carries them to the worker
         self.task.initialize(context)
         # the worker's database.allowed.hosts of now, not of when the config was stored
         check_database_host({**self.connector.originals, **self.spec.task_config}, self.worker.originals)
@@ -200,11 +199,16 @@ class SourceTaskRunner(ABC):
         self.log.warning("%s; restarting %s from the stored offsets", why, type(self.task).__name__)
         self._stop_task()
         self.forget_sent()
-        self.task = instantiate_task(self.spec, SourceTask)
+        self.task = instantiate_task(self.spec, SourceTask)  # type: ignore[type-abstract]
         self.start_task()
 
     def read_offsets(self) -> ConnectorOffsetView:
-        """The connector's committed offsets, read to the end of its offsets topic(s)."""
+        """The connector's committed offsets: read to the end of its offsets topic(s), or from the
+        standalone worker's offsets file."""
+        if self.spec.offset_store is not None:
+            file_view = self.spec.offset_store.view(self.spec.connector)
+            file_view.refresh()
+            return file_view
         view = ConnectorOffsetView.create(self.spec.connector, self.placement, self.worker.originals)
         view.refresh(self.offsets_read_timeout_s())
         return view
@@ -224,8 +228,8 @@ class SourceTaskRunner(ABC):
                 break
             if directive is Directive.PAUSE:
                 self.on_pause()
-                confirm_paused(control)
-                wait_while_paused(control, PAUSE_WAIT_S)
+                control.confirm_paused()
+                control.wait_while_paused(PAUSE_WAIT_S)
                 continue
             polled_at = time.monotonic()
             try:
@@ -237,12 +241,13 @@ class SourceTaskRunner(ABC):
                 self._retriable_in_a_row = 0
             if polled:
                 if type(polled) is list and all(type(r) is SourceRecord for r in polled):
-                    self.metrics.record_poll(len(polled))
-                    self.send_batch(polled)
+                    records = cast(list[SourceRecord], polled)
+                    self.metrics.record_poll(len(records))
+                    self.send_batch(records)
                 else:  # a SourceBatch, a list holding some, or something poll() must not return
-                    polled = checked_poll_result(self.task, polled)
-                    self.metrics.record_poll(polled_count(polled))
-                    self.send_columns(polled)
+                    items = checked_poll_result(self.task, polled)
+                    self.metrics.record_poll(polled_count(items))
+                    self.send_columns(items)
             else:
                 self.on_idle()
                 rest_s = IDLE_SLEEP_S - (time.monotonic() - polled_at)
@@ -407,7 +412,7 @@ def _preview(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def apply_update_offsets(task: SourceTask, offsets: Offsets, task_log: logging.LoggerAdapter) -> Offsets:  # type: ignore[type-arg]
+def apply_update_offsets(task: SourceTask, offsets: Offsets, task_log: logging.LoggerAdapter[Any]) -> Offsets:
     """KIP-910: let the task add or change offsets just before they are committed.
 
     Returned partitions override or add to `offsets`; partitions the task left out are still

@@ -9,14 +9,18 @@ The older instance then ends quietly at INFO (SUPERSEDED: no FAILED status, no E
 
 Only the leader can tell a replaced instance from one fenced for a reason of its own (its
 transaction outlived `transaction.timeout.ms` and the broker aborted it while it was still the
-task's current instance): the task asks it (`RestTaskControl.superseded`); a task without such a
-control (single-process runs) keeps failing as before.
+task's current instance): the task asks it (`CurrentInstance.superseded`, through
+`TaskControl.leader`); a task without a leader to ask (single-process runs) fails.
 """
 
 from __future__ import annotations
 
 from eosconnect.runtime.task import TaskSpec
-from eosconnect.runtime.transactions import TaskFencedError, TransactionCallHung, TransactionTimedOutError
+from eosconnect.runtime.transactions.errors import (
+    TaskFencedError,
+    TransactionCallHung,
+    TransactionTimedOutError,
+)
 
 #: Failures a replaced instance meets once its successor fenced it (a librdkafka call can also hang
 #: then, when the broker that coordinated its group died meanwhile).
@@ -30,5 +34,5 @@ def replaced_by_design(spec: TaskSpec, exc: BaseException) -> bool:
     while a newer instance of the task had taken over, as the leader confirms."""
     if not isinstance(exc, _REPLACED_SYMPTOMS):
         return False
-    superseded = getattr(spec.control, "superseded", None)
-    return bool(superseded is not None and superseded())
+    leader = spec.control.leader
+    return leader is not None and leader.superseded()

@@ -10,9 +10,10 @@ from typing import Any, TypeVar
 
 from eosconnect.api.connector import Task
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.plugins import import_class
+from eosconnect.plugins.loading import import_class
 from eosconnect.runtime.control import TaskControl
 from eosconnect.runtime.startup import StartupCoordinator
+from eosconnect.storage.offsets import FileOffsetStore
 
 #: The task config entry naming the task class; the worker sets it from the connector's task_class().
 TASK_CLASS_KEY = "task.class"
@@ -32,6 +33,9 @@ class TaskSpec:
 
     `coordinator` drives the exactly-once start-up protocol (KIP-618) of source tasks, and of sink
     tasks whose connector delivers exactly once (KIP-656); other sink tasks have none.
+    `offset_store` is the standalone worker's offsets file (`offset.storage.file.filename`): its
+    at-least-once source tasks read and commit their offsets there instead of in an offsets topic.
+    It is only set for tasks run in the worker's own process, never pickled to an executor.
     """
 
     connector: str
@@ -42,6 +46,7 @@ class TaskSpec:
     control: TaskControl
     coordinator: StartupCoordinator | None = None
     generation: int = 0
+    offset_store: FileOffsetStore | None = None
 
 
 @dataclass

@@ -91,7 +91,7 @@ def host_memory() -> dict[str, int | None]:
 
 
 def instance_of(spec: TaskSpec) -> str:
-    return str(getattr(spec.control, "instance", "")) or f"{spec.connector}-{spec.task}-{spec.generation}"
+    return spec.control.instance or f"{spec.connector}-{spec.task}-{spec.generation}"
 
 
 def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) -> list[TaskOutcome]:
@@ -110,12 +110,10 @@ def run_host(host: SlotHostSpec, poll_interval_s: float = HOST_POLL_INTERVAL_S) 
         outcome = run_task(spec)
         with channel_lock, lock:
             finishing.add(key)
-        report = getattr(spec.control, "report_outcome", None)
-        if report is not None:
-            try:
-                report(outcome.state.value, outcome.trace)
-            except Exception:  # best effort, as a lone task's final report
-                log.exception("[%s-%s] could not report how it ended", spec.connector, spec.task)
+        try:
+            spec.control.report_outcome(outcome.state.value, outcome.trace)
+        except Exception:  # best effort, as a lone task's final report
+            log.exception("[%s-%s] could not report how it ended", spec.connector, spec.task)
         with lock:
             outcomes.append(outcome)
             live.pop(key, None)

@@ -32,9 +32,9 @@ from eosconnect.api.context import SourceTaskContext
 from eosconnect.api.data import Struct
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.offsets import InMemoryOffsetStorageReader
-from eosconnect.api.plugins import resolve_connector_class
 from eosconnect.api.records import SourceOffset, SourceRecord
 from eosconnect.api.source import ReplaySupport, SourceConnector, SourceTask
+from eosconnect.plugins.loading import resolve_connector_class
 
 __all__ = ["SCHEMA", "ConnectorSource"]
 

@@ -132,7 +132,7 @@ def connector_acls(
 
 def _declared(name: str, connector: Mapping[str, Any], worker: Mapping[str, Any]) -> list[Acl] | None:
     """The rows the connector class declares (`required_acls`); None: the default rows apply."""
-    from eosconnect.api.plugins import resolve_connector_class
+    from eosconnect.plugins.loading import resolve_connector_class
 
     try:
         cls = resolve_connector_class(str(connector.get("connector.class") or ""))
@@ -199,7 +199,7 @@ def sink_connector_acls(worker: Mapping[str, Any], name: str, connector: Mapping
 
 
 def _is_sink(connector: Mapping[str, Any]) -> bool:
-    from eosconnect.api.plugins import ConnectorType, connector_type, resolve_connector_class
+    from eosconnect.plugins.loading import ConnectorType, connector_type, resolve_connector_class
 
     try:
         cls = resolve_connector_class(str(connector.get("connector.class") or ""))

@@ -21,8 +21,8 @@ from typing import Any, Literal, TypeVar
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from eosconnect.api.config_providers import resolve_config
 from eosconnect.api.errors import ConfigException
+from eosconnect.plugins.config_providers import resolve_config
 
 __all__ = [
     "ClientConfig",

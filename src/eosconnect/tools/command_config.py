@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from eosconnect.api.config_providers import PROVIDERS_KEY, resolve_config
 from eosconnect.api.errors import ConfigException
 from eosconnect.cli_errors import UserError
+from eosconnect.plugins.config_providers import PROVIDERS_KEY, resolve_config
 
 __all__ = ["load_command_config"]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from eosconnect.api.config import ConfigDef, ConfigKeyInfo
 from eosconnect.api.connector import Connector
-from eosconnect.api.plugins import BUILTIN_CONNECTORS, import_class
 from eosconnect.api.source import SourceConnector
-from eosconnect.api.transforms import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
+from eosconnect.plugins.loading import BUILTIN_CONNECTORS, import_class
+from eosconnect.transforms.chain import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
 
 __all__ = ["DEFAULT_OUTPUT", "main", "render_connectors_doc", "render_converters_doc"]
 
@@ -210,10 +210,10 @@ which names that setting (docs/kafka-connect-compatibility.md, "Upgrading").
 
 
 def render_converters_doc() -> str:
-    from eosconnect.api.converters import CONVERTER_ALIASES, CONVERTER_PATHS
     from eosconnect.api.data import schema as schemas
-    from eosconnect.api.plugins import import_class
-    from eosconnect.api.schema_registry.base import RegistryConverter
+    from eosconnect.converters.resolution import CONVERTER_ALIASES, CONVERTER_PATHS
+    from eosconnect.converters.schema_registry.base import RegistryConverter
+    from eosconnect.plugins.loading import import_class
 
     predefined = {getattr(schemas, n): n for n in schemas.__all__ if n.endswith("_SCHEMA")}
     by_class: dict[type, list[str]] = {}
@@ -245,7 +245,7 @@ def render_converters_doc() -> str:
             details.append(f"## {cls.__name__}\n")
             details.append("\n".join(_settings_table(config_def)) + "\n")
     if registry_converters:
-        from eosconnect.api.schema_registry.settings import registry_config_def
+        from eosconnect.converters.schema_registry.settings import registry_config_def
 
         details.append(f"## Schema Registry converters ({', '.join(registry_converters)})\n")
         details.append("The same settings as Confluent's converters, for all three.\n")

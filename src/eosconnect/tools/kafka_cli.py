@@ -12,7 +12,10 @@ client settings (librdkafka's, e.g. `-X security.protocol=SSL`), as `eosconnect 
 - `topics produce T` sends each line of standard input (or of `--file`) as one record's value,
   `--key-separator SEP` splitting `key SEP value`, with acks=all, and says how many were written.
 - `groups describe G` shows the group's state and members and, per partition, the committed
-  offset, the end offset and the lag.
+  offset, the end offset, the lag and the records really left to read: the lag counts offsets, and
+  each transaction's commit or abort marker takes one, so a consumer that read everything a
+  transactional producer wrote lags by 1 per marker after its position (`records_left` tells them
+  apart, read with read_committed, for partitions lagging by at most `COUNTED_LAG`).
 """
 
 from __future__ import annotations
@@ -202,6 +205,36 @@ def produce(
     Console(stderr=True).print(f"Produced {sent} record(s) to {topic}.", highlight=False)
 
 
+#: `groups describe` reads a partition lagging by at most this many offsets to count the records
+#: left (what a read_committed consumer would still get); a larger lag is not read ("?").
+COUNTED_LAG = 10_000
+
+
+def _records_left(client: dict[str, Any], row: dict[str, Any]) -> int | None:
+    """The committed records after the group's position in the row's partition (None: not read)."""
+    from eosconnect.storage.topic_reader import read_to_end
+
+    lag = row["lag"]
+    if lag is None or lag > COUNTED_LAG:
+        return None
+    if lag == 0:
+        return 0
+    seen = [0]
+
+    def count(_record: object) -> None:
+        seen[0] += 1
+
+    read_to_end(
+        client,
+        row["topic"],
+        start_offsets={row["partition"]: row["committed"]},
+        partitions=[row["partition"]],
+        timeout=30,
+        on_record=count,
+    )
+    return seen[0]
+
+
 @groups_app.command("describe", cls=PlainHelpCommand)
 def describe_group(
     group: Annotated[str, typer.Argument(help="The consumer group.")],
@@ -216,7 +249,8 @@ def describe_group(
 
     from eosconnect.storage.topic_reader import end_offsets
 
-    admin = AdminClient(client_settings(bootstrap_servers, settings, command_config=command_config))
+    client = client_settings(bootstrap_servers, settings, command_config=command_config)
+    admin = AdminClient(client)
     description = admin.describe_consumer_groups([group], request_timeout=30)[group].result()
     committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=30)
     partitions = [tp for tp in committed[group].result().topic_partitions if tp.offset >= 0]
@@ -233,6 +267,8 @@ def describe_group(
         }
         for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition))
     ]
+    for row in rows:
+        row["records_left"] = _records_left(client, row)
     members = [
         {
             "member": m.member_id,
@@ -259,11 +295,23 @@ def describe_group(
         for m in members:
             table.add_row(m["member"], m["client"], m["host"], ", ".join(m["partitions"]))
         console.print(table)
-    offsets = Table(Column("Topic", no_wrap=True, overflow="fold"), "Partition", "Committed", "End", "Lag")
+    offsets = Table(
+        Column("Topic", no_wrap=True, overflow="fold"), "Partition", "Committed", "End", "Lag", "Records left"
+    )
     for row in rows:
+        left = "?" if row["records_left"] is None else str(row["records_left"])
         offsets.add_row(
-            row["topic"], str(row["partition"]), str(row["committed"]), str(row["end"]), str(row["lag"])
+            row["topic"], str(row["partition"]), str(row["committed"]), str(row["end"]), str(row["lag"]), left
         )
     console.print(offsets)
+    markers = [r for r in rows if r["records_left"] is not None and r["lag"] and r["records_left"] < r["lag"]]
+    if markers:
+        console.print(
+            f"Lag counts offsets, not records: {len(markers)} partition(s) lag by more than the records left "
+            "to read, by transaction markers (a commit or abort takes one offset, so a consumer that read "
+            "everything a transactional producer wrote lags by 1 per marker after its position) or by "
+            "aborted records, which a read_committed consumer skips.",
+            highlight=False,
+        )
     if not rows:
         console.print(f"Group {group} has no committed offsets.", highlight=False)

@@ -13,8 +13,10 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from eosconnect.api.converters import Converter, JsonConverter, converter_from_config
+from eosconnect.api.converter import Converter
 from eosconnect.api.errors import DataException
+from eosconnect.converters.json import JsonConverter
+from eosconnect.converters.resolution import converter_from_config
 from eosconnect.storage.topic_reader import TopicRecord
 
 __all__ = ["RecordDecoder", "record_decoder"]

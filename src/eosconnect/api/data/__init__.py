@@ -1,10 +1,11 @@
 """Kafka Connect's data model (`org.apache.kafka.connect.data`): schemas, structs, logical types.
 
-Modules: `schema` (`Schema`, `Field`, `SchemaBuilder`, the predefined schemas, validation),
+Modules: `schema` (`Schema`, `Field`, the predefined schemas, validation), `builder` (`SchemaBuilder`),
 `struct` (`Struct`), `logical` (`Decimal`, `Date`, `Time`, `Timestamp`) and `projector`
 (`SchemaProjector`). Everything is re-exported by `eosconnect.api`.
 """
 
+from eosconnect.api.data.builder import SchemaBuilder, copy_schema_basics
 from eosconnect.api.data.logical import LOGICAL_NAMES, Date, Decimal, Time, Timestamp
 from eosconnect.api.data.projector import SchemaProjector, SchemaProjectorException
 from eosconnect.api.data.schema import (
@@ -30,10 +31,8 @@ from eosconnect.api.data.schema import (
     Field,
     Schema,
     SchemaAndValue,
-    SchemaBuilder,
     SchemaBuilderException,
     Type,
-    copy_schema_basics,
     field_changes,
     validate_value,
 )

@@ -24,13 +24,13 @@ from __future__ import annotations
 import datetime
 import decimal
 
+from eosconnect.api.data.builder import SchemaBuilder
 from eosconnect.api.data.schema import (
     DATE_LOGICAL_NAME,
     DECIMAL_LOGICAL_NAME,
     TIME_LOGICAL_NAME,
     TIMESTAMP_LOGICAL_NAME,
     Schema,
-    SchemaBuilder,
 )
 from eosconnect.api.errors import DataException
 

@@ -69,18 +69,28 @@ def _check_maybe_compatible(source: Schema, target: Schema) -> None:
         )
 
 
+def _inner(schema: Schema | None) -> Schema:
+    """The key or value schema of an ARRAY or MAP, which a built schema always has."""
+    if schema is None:
+        raise SchemaProjectorException("an ARRAY or MAP schema without its key or value schema")
+    return schema
+
+
 def _project_required(source: Schema, record: Any, target: Schema) -> Any:
     ttype = target.type
     if ttype is Type.STRUCT:
         return _project_struct(source, record, target)
     if ttype is Type.ARRAY:
-        return [SchemaProjector.project(source.value_schema, v, target.value_schema) for v in record]
+        source_values, target_values = _inner(source.value_schema), _inner(target.value_schema)
+        return [SchemaProjector.project(source_values, v, target_values) for v in record]
     if ttype is Type.MAP:
+        source_keys, target_keys = _inner(source.key_schema), _inner(target.key_schema)
+        source_values, target_values = _inner(source.value_schema), _inner(target.value_schema)
         return {
-            SchemaProjector.project(source.key_schema, k, target.key_schema): SchemaProjector.project(
-                source.value_schema,
+            SchemaProjector.project(source_keys, k, target_keys): SchemaProjector.project(
+                source_values,
                 v,
-                target.value_schema,
+                target_values,
             )
             for k, v in record.items()
         }

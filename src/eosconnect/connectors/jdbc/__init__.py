@@ -10,7 +10,7 @@ numbers in offsets), `task` and `connector`. What the connector does is describe
 from __future__ import annotations
 
 # SQLAlchemy whole, now: the package is imported under the plugin loader's lock
-# (eosconnect.api.plugins), while the modules below import SQLAlchemy's parts lazily, from threads
+# (eosconnect.plugins.loading), while the modules below import SQLAlchemy's parts lazily, from threads
 # that may run at once (REST validations, packed tasks); a first import of a package with import
 # cycles from two threads at once can fail with a partially initialized module.
 import sqlalchemy  # noqa: F401

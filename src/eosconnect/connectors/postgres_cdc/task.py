@@ -42,7 +42,6 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from eosconnect.api.builtin_transforms.base import values_to_string
 from eosconnect.api.data import SchemaBuilder, Struct
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import (
@@ -87,6 +86,7 @@ from eosconnect.connectors.postgres_cdc.replication import (
 )
 from eosconnect.connectors.postgres_cdc.snapshot import Snapshot
 from eosconnect.connectors.postgres_cdc.types import DecimalHandling, IntervalHandling, TimePrecision
+from eosconnect.transforms.base import values_to_string
 
 __all__ = ["VERSION", "PostgresCdcTask"]
 

@@ -8,13 +8,15 @@ later downgrade or a switch back to the global topic loses nothing.
 
 One module per job: `reading` (a topic's contents, a connector's combined view), `placement` (which
 topic, on which cluster, with which client settings), `writing` (outside transactions, waiting for
-the acks) and `copier` (the background copy to the global topic). The names below are the package's
+the acks), `copier` (the background copy to the global topic) and `file` (the standalone worker's
+`offset.storage.file.filename`, instead of a topic). The names below are the package's
 interface; import them from here.
 """
 
 from __future__ import annotations
 
 from eosconnect.storage.offsets.copier import GlobalOffsetCopier
+from eosconnect.storage.offsets.file import OFFSETS_FILE_SETTING, FileOffsetStore, FileOffsetView
 from eosconnect.storage.offsets.placement import (
     DEFAULT_OFFSETS_TOPIC,
     OffsetsTopicPlacement,
@@ -32,7 +34,10 @@ from eosconnect.storage.offsets.writing import (
 
 __all__ = [
     "DEFAULT_OFFSETS_TOPIC",
+    "OFFSETS_FILE_SETTING",
     "ConnectorOffsetView",
+    "FileOffsetStore",
+    "FileOffsetView",
     "GlobalOffsetCopier",
     "OffsetMap",
     "OffsetWriteError",
