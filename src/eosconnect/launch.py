@@ -131,6 +131,9 @@ def run_worker(
     `warn_unknown=False` when a caller such as `mirror-maker` checked them already), the brokers
     must answer, the worker's principals must hold the ACLs the broker can tell about, and the REST
     listener's port is bound, each failing as one `UserError` line.
+
+    Long because it is the worker's whole life in order (checks, Spark, herder, REST server, the
+    wait for a signal, the shutdown): each step is a call, and the order is what this reads as.
     """
     from eosconnect.cluster.herder import DistributedHerder
     from eosconnect.cluster.spark import SparkProvider

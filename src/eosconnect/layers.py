@@ -1,7 +1,7 @@
 """The package's layering as one table: what each part of eosconnect is for and which parts it may import.
 
 A part is a package or a top-level module under `src/eosconnect`. Imports go down the table only,
-never up, not even lazily inside a function. tests/unit/test_layering.py checks every module's
+never up, not even lazily inside a function. A unit test checks every module's
 imports against `LAYERS` (scanned with `ast`), that every part has a row and that the table has no
 cycle; docs/architecture.md shows the same table, rendered by `markdown_table()` (run
 `python -m eosconnect.layers` after changing it; the test fails while the page differs).

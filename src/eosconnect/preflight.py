@@ -2,7 +2,7 @@
 setting and the fix (a `UserError`: exit status 2, see cli_errors.py).
 
 Starting Spark takes tens of seconds and prints a lot; a wrong address or a port in use found
-after that, deep inside the herder, used to end in a long traceback naming neither. So, in order:
+after that, deep inside the herder, would end in a long traceback naming neither. So, in order:
 
 1. `check_worker_settings`: the properties parse (a misspelt required setting names its near
    miss), settings that will have no effect are warned by name, as Kafka Connect does
@@ -11,7 +11,7 @@ after that, deep inside the herder, used to end in a long traceback naming neith
 2. `check_brokers`: the brokers of `bootstrap.servers` answer within a few seconds;
 3. `check_worker_acls`: on a cluster with an authorizer, the worker's principals may read and
    write its internal topics and read its group (storage/acl_check.py); a missing ACL is named with
-   the `kafka-acls.sh` command that grants it, where the worker used to hang or fail later;
+   the `kafka-acls.sh` command that grants it, where the worker would hang or fail later;
 4. `bind_listener`: the REST listener's socket is bound (and handed to the REST server later), so
    a port in use is found before Spark starts, not after the worker joined its group.
 """

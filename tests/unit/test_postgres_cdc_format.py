@@ -201,7 +201,8 @@ def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
     import threading
 
     from eosconnect.api.records import SourcePartition, SourceRecord
-    from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask, is_debezium_offset
+    from eosconnect.connectors.postgres_cdc.offsets import is_debezium_offset
+    from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
 
     assert is_debezium_offset({"lsn_proc": 5, "lsn_commit": 4, "lsn": 5, "txId": 1, "ts_usec": 1})
     assert not is_debezium_offset({"lsn": 5, "txId": 1, "event": 0, "lsn_commit": 4})

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import time
 from collections.abc import Iterator
 from enum import StrEnum
@@ -23,11 +22,21 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
 from eosconnect.cli_errors import CliGroup, UserError
+from eosconnect.clients.cli_render import (
+    class_column_width,
+    dotted,
+    first_line,
+    make_console,
+    print_config,
+    print_info,
+    print_json,
+    print_status,
+    state_text,
+)
 from eosconnect.clients.rest import ConnectClient, ConnectError
 
 __all__ = ["connectors_app", "plugins_app"]
@@ -63,10 +72,6 @@ DEFAULT_URL = "http://localhost:8083"
 CREATE_WAIT_S = 5.0
 
 
-def _console() -> Console:
-    return Console(soft_wrap=False)
-
-
 def _fail(message: str) -> NoReturn:
     """A mistake in the command's input: one line, exit 2 (cli_errors.CliGroup prints it)."""
     raise UserError(message)
@@ -81,10 +86,6 @@ def _client(url: str, auth: str | None, insecure: bool, cacert: Path | None) -> 
         credentials = (user, password)
     verify: bool | str = False if insecure else (str(cacert) if cacert else True)
     return ConnectClient(url, auth=credentials, verify=verify)
-
-
-def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, sort_keys=False) + "\n")
 
 
 def _read_file(path: Path) -> Any:
@@ -107,120 +108,11 @@ def _read_file(path: Path) -> Any:
         _fail(f"{path} is not valid JSON: {exc}")
 
 
-def _cause(trace: str | None, width: int = 120) -> str:
-    """What went wrong, from a status trace: a Python traceback's last line ("ValueError: boom"),
-    not its first ("Traceback (most recent call last):"); other traces' first line."""
-    if not trace or not trace.strip():
-        return ""
-    lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
-    if lines[0].startswith("Traceback (most recent call last)"):
-        exception_lines = [line for line in lines if not line.startswith(("File ", "Traceback", "^", "~"))]
-        cause = exception_lines[-1] if exception_lines else lines[-1]
-    else:
-        cause = lines[0]
-    return cause if len(cause) <= width else cause[: width - 1] + "…"
-
-
-def _first_line(text: str | None, width: int = 80) -> str:
-    if not text:
-        return ""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def _class_column_width(console: Console, others: list[list[str]]) -> int:
-    """What a table's last column (class names) gets of the terminal: its width minus the other
-    columns (each as wide as its widest cell) and the borders and padding (3 per column, plus 1)."""
-    used = sum(max(len(cell) for cell in column) for column in others)
-    return max(20, console.width - used - 3 * (len(others) + 1) - 1)
-
-
-def _dotted(name: str, width: int) -> Text:
-    """A dotted class name that breaks after its dots, not mid-word, when it is wider than `width`
-    (a single part that is wider still is folded by the table)."""
-    lines: list[str] = []
-    line = ""
-    for part in name.split("."):
-        piece = part if not line else "." + part
-        if line and len(line) + len(piece) > width:
-            lines.append(line + ".")
-            line = part
-        else:
-            line += piece
-    lines.append(line)
-    return Text("\n".join(lines))
-
-
-_STATE_STYLE = {
-    "RUNNING": "green",
-    "PAUSED": "yellow",
-    "STOPPED": "yellow",
-    "FAILED": "bold red",
-    "UNASSIGNED": "magenta",
-    "RESTARTING": "cyan",
-}
-
-
-def _state(state: str | None) -> Text:
-    state = state or "?"
-    return Text(state, style=_STATE_STYLE.get(state, ""))
-
-
-def _print_info(info: dict[str, Any]) -> None:
-    console = _console()
-    tasks = info.get("tasks") or []
-    console.print(
-        f"[bold]{info.get('name')}[/bold]  type: {info.get('type') or '?'}  tasks: {len(tasks)}",
-        highlight=False,
-    )
-    _print_config(info.get("config") or {})
-
-
-def _print_config(config: dict[str, Any]) -> None:
-    table = Table(
-        Column("Key", no_wrap=True),
-        Column("Value", overflow="fold"),
-        title="Configuration",
-        title_justify="left",
-    )
-    for key in sorted(config):
-        table.add_row(key, Text(str(config[key])))
-    _console().print(table)
-
-
-def _print_status(status: dict[str, Any]) -> None:
-    console = _console()
-    conn = status.get("connector") or {}
-    line = Text.assemble(
-        (str(status.get("name")), "bold"),
-        f"  type: {status.get('type') or '?'}  connector: ",
-        _state(conn.get("state")),
-        f"  worker: {conn.get('worker_id') or '-'}",
-    )
-    console.print(line)
-    if conn.get("trace"):
-        console.print(Text(f"  {_cause(conn['trace'], 200)}", style="red"))
-    table = Table(
-        Column("Task", no_wrap=True),
-        Column("State", no_wrap=True),
-        Column("Worker", overflow="fold"),
-        "Trace",
-    )
-    for task in status.get("tasks") or []:
-        table.add_row(
-            str(task.get("id")),
-            _state(task.get("state")),
-            task.get("worker_id") or "-",
-            Text(_cause(task.get("trace")), style="red"),
-        )
-    console.print(table)
-
-
 def _done(output: Output, message: str, **fields: Any) -> None:
     if output is Output.json:
-        _print_json({"message": message, **fields})
+        print_json({"message": message, **fields})
     else:
-        _console().print(message, highlight=False)
+        make_console().print(message, highlight=False)
 
 
 # ---------------------------------------------------------------------- connectors
@@ -238,7 +130,7 @@ def list_connectors(
     with _client(url, auth, insecure, cacert) as client:
         expanded = client.list_connectors(["status", "info"])
     if output is Output.json:
-        _print_json(expanded)
+        print_json(expanded)
         return
     rows = []
     for name in sorted(expanded):
@@ -261,11 +153,11 @@ def list_connectors(
     # The short columns never wrap; class names break after a dot when the terminal is narrow
     # (never mid-word, never cut with an ellipsis).
     headers = ("Name", "Type", "State", "Tasks running")
-    width = _class_column_width(_console(), [[h, *(r[i] for r in rows)] for i, h in enumerate(headers)])
+    width = class_column_width(make_console(), [[h, *(r[i] for r in rows)] for i, h in enumerate(headers)])
     table = Table(*(Column(h, no_wrap=True) for h in headers), Column("Class", overflow="fold"))
     for name, kind, state, tasks_running, cls in rows:
-        table.add_row(name, kind, _state(state), tasks_running, _dotted(cls, width))
-    console = _console()
+        table.add_row(name, kind, state_text(state), tasks_running, dotted(cls, width))
+    console = make_console()
     console.print(table)
     if not expanded:
         console.print("No connectors.")
@@ -303,17 +195,17 @@ def create_connector(
     with _client(url, auth, insecure, cacert) as client:
         info = client.create_connector(str(name), config, initial_state)
         if output is Output.json:
-            _print_json(info)
+            print_json(info)
             return
         # The answer lists no tasks yet (the leader makes them next); show what is true a moment later.
         status = _first_status(client, str(name), wait=(initial_state or "RUNNING").upper() == "RUNNING")
-    console = _console()
+    console = make_console()
     console.print(
         f"Created connector [bold]{info.get('name')}[/bold] (type: {info.get('type') or '?'}).",
         highlight=False,
     )
     if status is not None and status.get("tasks"):
-        _print_status(status)
+        print_status(status)
     else:
         state = ((status or {}).get("connector") or {}).get("state") or "starting"
         console.print(
@@ -321,7 +213,7 @@ def create_connector(
             f"Follow them with: eosconnect connectors status {name}",
             highlight=False,
         )
-    _print_config(info.get("config") or {})
+    print_config(info.get("config") or {})
 
 
 def _first_status(client: ConnectClient, name: str, wait: bool, seconds: float = CREATE_WAIT_S) -> Any:
@@ -352,9 +244,9 @@ def get_connector(
     with _client(url, auth, insecure, cacert) as client:
         info = client.get_connector(name)
     if output is Output.json:
-        _print_json(info)
+        print_json(info)
     else:
-        _print_info(info)
+        print_info(info)
 
 
 @connectors_app.command("config")
@@ -370,9 +262,9 @@ def connector_config(
     with _client(url, auth, insecure, cacert) as client:
         config = client.get_config(name)
     if output is Output.json:
-        _print_json(config)
+        print_json(config)
     else:
-        _print_config(config)
+        print_config(config)
 
 
 @connectors_app.command("acls")
@@ -388,7 +280,7 @@ def connector_acls(
     with _client(url, auth, insecure, cacert) as client:
         answer = client.get_acls(name)
     if output is Output.json:
-        _print_json(answer)
+        print_json(answer)
         return
     table = Table("Principal", "Operation", "Resource type", Column("Resource name", overflow="fold"), "For")
     for row in answer.get("acls", []):
@@ -399,7 +291,7 @@ def connector_acls(
             row["resource_name"],
             row.get("role", ""),
         )
-    console = _console()
+    console = make_console()
     console.print(table)
     console.print("Grant them with:")
     for command in answer.get("commands", []):
@@ -419,9 +311,9 @@ def connector_status(
     with _client(url, auth, insecure, cacert) as client:
         status = client.status(name)
     if output is Output.json:
-        _print_json(status)
+        print_json(status)
     else:
-        _print_status(status)
+        print_status(status)
 
 
 def _action(verb: str, past: str) -> Any:
@@ -475,10 +367,10 @@ def restart_connector(
     if status is None:
         _done(output, f"Restarted connector {name}.", name=name)
     elif output is Output.json:
-        _print_json(status)
+        print_json(status)
     else:
-        _console().print(f"Restart of connector {name} accepted.", highlight=False)
-        _print_status(status)
+        make_console().print(f"Restart of connector {name} accepted.", highlight=False)
+        print_status(status)
 
 
 @connectors_app.command("offsets")
@@ -517,7 +409,7 @@ def connector_offsets(
             return
         offsets = client.offsets(name)
     if output is Output.json:
-        _print_json(offsets)
+        print_json(offsets)
         return
     table = Table("Partition", "Offset", title=f"Offsets of {name}", title_justify="left")
     for entry in offsets.get("offsets") or []:
@@ -525,7 +417,7 @@ def connector_offsets(
             Text(json.dumps(entry.get("partition"), sort_keys=True)),
             Text(json.dumps(entry.get("offset"), sort_keys=True)),
         )
-    _console().print(table)
+    make_console().print(table)
 
 
 @contextlib.contextmanager
@@ -562,18 +454,16 @@ def list_plugins(
     with _client(url, auth, insecure, cacert) as client:
         plugins = client.plugins(not all_plugins)
     if output is Output.json:
-        _print_json(plugins)
+        print_json(plugins)
         return
-    console = _console()
+    console = make_console()
     rows = [(str(p.get("type")), str(p.get("version") or ""), str(p.get("class"))) for p in plugins]
-    width = _class_column_width(
-        console, [["Type", *(r[0] for r in rows)], ["Version", *(r[1] for r in rows)]]
-    )
+    width = class_column_width(console, [["Type", *(r[0] for r in rows)], ["Version", *(r[1] for r in rows)]])
     table = Table(
         Column("Type", no_wrap=True), Column("Version", no_wrap=True), Column("Class", overflow="fold")
     )
     for kind, version, name in rows:
-        table.add_row(kind, version, _dotted(name, width))
+        table.add_row(kind, version, dotted(name, width))
     console.print(table)
 
 
@@ -590,7 +480,7 @@ def plugin_config(
     with _client(url, auth, insecure, cacert) as client:
         definitions = client.plugin_config(plugin)
     if output is Output.json:
-        _print_json(definitions)
+        print_json(definitions)
         return
     table = Table(
         Column("Name", no_wrap=True, overflow="fold"),
@@ -607,9 +497,9 @@ def plugin_config(
             "yes" if d.get("required") else "",
             Text(str(d.get("default_value") if d.get("default_value") is not None else "")),
             str(d.get("importance") or ""),
-            Text(_first_line(d.get("documentation"), 60)),
+            Text(first_line(d.get("documentation"), 60)),
         )
-    _console().print(table)
+    make_console().print(table)
 
 
 @plugins_app.command("validate")
@@ -642,7 +532,7 @@ def validate_config(
         result = client.validate(plugin, config)
     errors = int(result.get("error_count") or 0)
     if output is Output.json:
-        _print_json(result)
+        print_json(result)
     else:
         table = Table(
             Column("Name", no_wrap=True, overflow="fold"), Column("Value", overflow="fold"), "Errors"
@@ -656,7 +546,7 @@ def validate_config(
                     Text(str(value.get("value") if value.get("value") is not None else "")),
                     Text("\n".join(problems), style="red"),
                 )
-        console = _console()
+        console = make_console()
         console.print(table)
         if errors:
             console.print(

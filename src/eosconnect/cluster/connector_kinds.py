@@ -57,8 +57,8 @@ def kind_of(cls: type) -> ConnectorKind:
 
 
 def kind_of_config(config: Mapping[str, str] | None) -> ConnectorKind:
-    """The kind of a stored connector config. A class that cannot be loaded any more counts as a
-    source (what every connector was before sinks existed); its start then fails visibly."""
+    """The kind of a stored connector config. A class that cannot be loaded counts as a source
+    (the kind a config without any other sign is taken for); its start then fails visibly."""
     try:
         return kind_of(resolve_connector_class(str((config or {}).get("connector.class", ""))))
     except (ConfigException, TypeError):

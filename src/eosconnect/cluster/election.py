@@ -17,7 +17,7 @@ A leader whose membership is *lost* (its group coordinator died, or could not be
 `scheduled.rebalance.max.delay.ms`. It takes no leader action then (REST writes are forwarded, no
 task is started or restarted, no status is published) but keeps its tasks running while it rejoins.
 If the group gives it the partition back, it leads on without having stopped a task: a broker
-restart under a lone worker no longer restarts every task. If another worker is elected instead,
+restart under a lone worker restarts no task. If another worker is elected instead,
 that worker fences these tasks before starting its own (KIP-618), so they can commit nothing, and
 they are stopped when the grace ends. A partition *revoked* in an orderly rebalance, or a
 `step_down()`, demotes at once.

@@ -2,9 +2,9 @@
 
 Kafka Connect refuses a config whose converters, header converter, transformations or predicates
 cannot be loaded and configured, and lists those settings (with `errors.*`, `topic.creation.*`,
-...) in every ConfigInfos it answers. eosconnect used to store such a config (201) and fail at
-run time on an executor; `framework_errors` makes the same objects the task would make, on the
-worker, at validation time, and names each bad setting with the fix.
+...) in every ConfigInfos it answers. Stored unchecked, such a config would be accepted (201) and
+fail at run time on an executor; `framework_errors` makes the same objects the task would make, on
+the worker, at validation time, and names each bad setting with the fix.
 
 `framework_definitions(kind)` is the full list of framework settings for ConfigInfos, in Kafka's
 groups ("Common", "Transforms", "Predicates", "Error Handling", "Topic Creation", "Exactly Once

@@ -38,87 +38,103 @@ class Generations(HerderState):
     """The leader's Spark jobs, one `GenerationRun` per connector (`_runs`), and the abandoned ones."""
 
     def _reconcile_runs(self, snapshot: ConfigSnapshot) -> None:
-        graceful_s = self.worker.task_shutdown_graceful_timeout_ms / 1000
+        """Bring the running generations in line with `snapshot`, under the lock: stop the obsolete,
+        cancel abandoned ones once they can do no harm, reap what ended, launch what is missing."""
         with self._lock:
-            for name, run in list(self._runs.items()):
-                latest = snapshot.generation(name)
-                target = snapshot.target_state(name)
-                obsolete = (
-                    not snapshot.contains(name) or target == TargetState.STOPPED or latest != run.generation
-                )
-                if obsolete and run.stopping_since is None:
-                    run.stopping_since = time.monotonic()
-                    log.info("connector %s: stopping generation %s", name, run.generation)
-                overdue = (
-                    run.stopping_since is not None and time.monotonic() - run.stopping_since > graceful_s
-                )
-                if run.stopping_since is None:
-                    self._recover_lost_tasks(name, run)
-                    self._auto_restart(name, run, snapshot)
-                if overdue and run.running():
-                    # KIP-618: tasks that do not stop in time are abandoned, not waited for; the
-                    # next generation's fencing round disables them. Their Spark job is
-                    # cancelled later, once they can no longer do harm or hold slots for long.
-                    log.warning(
-                        "connector %s: %d task(s) of generation %s did not stop within %.0fs; abandoning",
-                        name,
-                        run.task_count,
-                        run.generation,
-                        graceful_s,
-                    )
-                    del self._runs[name]
-                    self._abandoned.append(run)
-                    for job in (run.job, *run.extra_jobs):
-                        if isinstance(job, HostedTasks):
-                            self._hosts.close(job)
-            for run in list(self._abandoned):
-                if not run.running():
-                    self._abandoned.remove(run)
-                elif (
-                    run.stopping_since is not None
-                    and time.monotonic() - run.stopping_since > self._zombie_cancel_s
-                ):
-                    for job in (run.job, *run.extra_jobs):
-                        if job.running():
-                            job.cancel()
+            self._stop_obsolete(snapshot)
+            self._cancel_abandoned()
             self._reap_runs(snapshot)
             self._hosts.cancel_drained(self._zombie_cancel_s)
             self._hosts.reap()
-            busy = self._busy_slots()
-            slots = executor_slots(self.spark)
-            for name in snapshot.connectors():
-                if name in self._runs:
-                    continue
-                if snapshot.target_state(name) == TargetState.STOPPED:
-                    self._publish_stopped(name)
-                    continue
-                generation = snapshot.generation(name)
-                count = snapshot.task_count(name)
-                if generation is None or count == 0 or name in self._connector_failures:
-                    continue
-                packed = self._hosts.packs(snapshot.connector_config(name))
-                needed = self._hosts.new_slots_needed(count) if packed else count
-                if needed > slots - busy and not self._spark.on_demand_executors:
-                    none_yet = " (no Spark executor has registered yet)" if slots == 0 else ""
-                    reason = (
-                        f"not enough free Spark task slots: connector {name!r} needs {needed} for its "
-                        f"{count} task(s), {max(0, slots - busy)} of {slots} are free{none_yet}; waiting "
-                        f"for executors, or lower tasks.max, give Spark more cores/executors, or "
-                        f"{self._packing_hint(packed)}"
-                    )
-                    if self._unassigned.get(name) != reason:
-                        self._unassigned[name] = reason
-                        log.warning(reason)
-                        for t in range(count):
-                            self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, reason)
-                    continue
-                self._unassigned.pop(name, None)
-                run = self._isolated(
-                    name, "launching its tasks", self._launch, name, snapshot, generation, list(range(count))
+            self._launch_missing(snapshot)
+
+    def _stop_obsolete(self, snapshot: ConfigSnapshot) -> None:
+        """Runs of a removed, stopped or superseded generation begin stopping; the others have lost
+        tasks recovered and failed ones restarted; a run that outlives the graceful timeout is
+        abandoned (caller holds the lock)."""
+        graceful_s = self.worker.task_shutdown_graceful_timeout_ms / 1000
+        for name, run in list(self._runs.items()):
+            latest = snapshot.generation(name)
+            target = snapshot.target_state(name)
+            obsolete = (
+                not snapshot.contains(name) or target == TargetState.STOPPED or latest != run.generation
+            )
+            if obsolete and run.stopping_since is None:
+                run.stopping_since = time.monotonic()
+                log.info("connector %s: stopping generation %s", name, run.generation)
+            overdue = run.stopping_since is not None and time.monotonic() - run.stopping_since > graceful_s
+            if run.stopping_since is None:
+                self._recover_lost_tasks(name, run)
+                self._auto_restart(name, run, snapshot)
+            if overdue and run.running():
+                # KIP-618: tasks that do not stop in time are abandoned, not waited for; the
+                # next generation's fencing round disables them. Their Spark job is
+                # cancelled later, once they can no longer do harm or hold slots for long.
+                log.warning(
+                    "connector %s: %d task(s) of generation %s did not stop within %.0fs; abandoning",
+                    name,
+                    run.task_count,
+                    run.generation,
+                    graceful_s,
                 )
-                if run is not None:
-                    self._runs[name] = run
-                    busy += needed
+                del self._runs[name]
+                self._abandoned.append(run)
+                for job in (run.job, *run.extra_jobs):
+                    if isinstance(job, HostedTasks):
+                        self._hosts.close(job)
+
+    def _cancel_abandoned(self) -> None:
+        """Forget abandoned runs that ended; cancel the Spark jobs of those still running after
+        the zombie grace (caller holds the lock)."""
+        for run in list(self._abandoned):
+            if not run.running():
+                self._abandoned.remove(run)
+            elif (
+                run.stopping_since is not None
+                and time.monotonic() - run.stopping_since > self._zombie_cancel_s
+            ):
+                for job in (run.job, *run.extra_jobs):
+                    if job.running():
+                        job.cancel()
+
+    def _launch_missing(self, snapshot: ConfigSnapshot) -> None:
+        """Launch every connector of `snapshot` with no run yet, as far as free task slots allow;
+        the others are reported UNASSIGNED with the reason (caller holds the lock)."""
+        busy = self._busy_slots()
+        slots = executor_slots(self.spark)
+        for name in snapshot.connectors():
+            if name in self._runs:
+                continue
+            if snapshot.target_state(name) == TargetState.STOPPED:
+                self._publish_stopped(name)
+                continue
+            generation = snapshot.generation(name)
+            count = snapshot.task_count(name)
+            if generation is None or count == 0 or name in self._connector_failures:
+                continue
+            packed = self._hosts.packs(snapshot.connector_config(name))
+            needed = self._hosts.new_slots_needed(count) if packed else count
+            if needed > slots - busy and not self._spark.on_demand_executors:
+                none_yet = " (no Spark executor has registered yet)" if slots == 0 else ""
+                reason = (
+                    f"not enough free Spark task slots: connector {name!r} needs {needed} for its "
+                    f"{count} task(s), {max(0, slots - busy)} of {slots} are free{none_yet}; waiting "
+                    f"for executors, or lower tasks.max, give Spark more cores/executors, or "
+                    f"{self._packing_hint(packed)}"
+                )
+                if self._unassigned.get(name) != reason:
+                    self._unassigned[name] = reason
+                    log.warning(reason)
+                    for t in range(count):
+                        self._put_task_status(name, t, ConnectState.UNASSIGNED, generation, reason)
+                continue
+            self._unassigned.pop(name, None)
+            run = self._isolated(
+                name, "launching its tasks", self._launch, name, snapshot, generation, list(range(count))
+            )
+            if run is not None:
+                self._runs[name] = run
+                busy += needed
 
     def _busy_slots(self) -> int:
         """Spark task slots held: a slot per task of unpacked runs (live or abandoned), a slot per

@@ -13,10 +13,10 @@ for up to `HOLD_S` while there is nothing new for it (`hold_s` in the body; each
 the directive it holds). The leader records the beats at once, then looks again every
 `HOLD_RECHECK_S` (rest/held_answers.py: at every held request in one look) and answers as soon as a
 directive differs, a task is placed on the host or the host must end; so a pause, a stop or a new
-task reaches the host as fast as before, and a host of idle tasks asks about every `HOLD_S` (asking
-again at once after a held answer) instead of twice a second. (py-spy's GIL samples put most of an
-idle host's Python time in those round trips, but with the holds a host of 28 idle tasks took about
-the same CPU as before: fewer requests, not a cheaper fleet; docs/benchmarks.md.) What the host
+task reaches the host as fast as without a hold, and a host of idle tasks asks about every `HOLD_S`
+(asking again at once after a held answer) instead of twice a second. (py-spy's GIL samples put most
+of an idle host's Python time in those round trips, but a host of 28 idle tasks takes about the same
+CPU with the holds as without: fewer requests, not a cheaper fleet; docs/benchmarks.md.) What the host
 itself learns (a task confirming its pause, a task starting) makes it ask without a hold again until
 it settles; a task's final report waits for a held request to come back (the host's channel lock
 keeps reports in order). A held request refreshes no task's last heartbeat, so the hold is at most

@@ -233,7 +233,7 @@ def startup_sources() -> set[Path]:
         listed = subprocess.run(
             [sys.executable, "-c", program], capture_output=True, text=True, check=True, env=env, timeout=120
         ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:  # the executors compile on import, as before
+    except (OSError, subprocess.SubprocessError) as exc:  # the executors then compile on import
         log.warning("shipping no byte code: importing %s failed here: %s", DAEMON_MODULE, exc)
         return set()
     return {Path(line).resolve() for line in listed.splitlines() if line.endswith(".py")}
@@ -261,7 +261,7 @@ class _ArchiveWriter:
                 doraise=True,
                 invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
             )
-        except py_compile.PyCompileError as exc:  # the executors compile it themselves, as before
+        except py_compile.PyCompileError as exc:  # the executors then compile it themselves
             log.warning("not shipping byte code for %s: %s", file, exc.msg)
             return
         self.tar.add(byte_code, cache_from_source(name), recursive=False)

@@ -364,7 +364,7 @@ class RestTaskControl(TaskControl):
         a confirmed current instance may, since a replaced one would fence its successor. No answer
         is no confirmation, but it is asked again for up to `wait_s`: the renewals follow a broker's
         death, when the leader itself can be slow for a few seconds, and a task that gave up at the
-        first timeout failed and waited for a restart over REST (the chaos soak's kill_broker).
+        first timeout would fail and wait for a restart over REST.
 
         The question is marked (`confirm`): a leader in doubt does not answer it (409), since
         another worker may lead already and run this task's successor, which a renewal here would

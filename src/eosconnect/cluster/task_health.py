@@ -145,8 +145,8 @@ class TaskHealth(HerderState):
         if not self.election.is_leader:
             # In doubt (cluster/election.py) the leader starts nothing, but a host it launched must
             # not end: a Spark retry of a host whose Python worker died asks now for the tasks it
-            # must run again, and a host that ended then (its Spark task done) was never run again,
-            # its tasks left UNASSIGNED for good (the chaos soak, seed 662436141). It asks again
+            # must run again, and a host that ended then (its Spark task done) would never run
+            # again, its tasks left UNASSIGNED for good. It asks again
             # every half second and gets them once the doubt ends; a worker that lost the
             # leadership for good tells it to stop (and cancels its Spark job with its tasks).
             return {"start": [], "stop": not self.election.in_doubt, "directives": directives}
@@ -316,25 +316,7 @@ class TaskHealth(HerderState):
                 gave_up_on = set(lost)
             self._fence_lost_tasks(name, sorted(gave_up_on & set(lost)))
             for t in sorted(gave_up_on & set(lost)):
-                detail = (
-                    f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
-                    "per attempt. A long-running task gets spark.task.maxFailures attempts (the F of the "
-                    f"master local[N,F]) over its whole life; {self._why_not_relaunched()}. "
-                    if exhausted
-                    else "its Spark job ended with an error. "
-                )
-                if shared:
-                    detail += self._host_loss(job, t, reason)
-                missing = MISSING_MODULE.search(str(job.error))
-                if missing:
-                    detail = (
-                        f"the executors' Python ({self.spark.sparkContext.pythonExec}) cannot import module "
-                        f"{missing.group(1)!r}. Let the worker ship its environment (leave "
-                        "spark.archives and spark.pyspark.python unset), or install eosconnect and the "
-                        "connector into the executors' environment (spark.archives, spark.pyspark.python, "
-                        "the container image); "
-                        "connector code can also ship from the worker's plugin.path. "
-                    )
+                detail = self._loss_detail(job, t, exhausted, shared, reason)
                 trace = (
                     f"task {name}-{t} was lost: {detail}Restart it with "
                     f"POST /connectors/{name}/tasks/{t}/restart.\n\n{reason}"
@@ -355,6 +337,33 @@ class TaskHealth(HerderState):
                     self._mark_ended(name, run, t, "RESTARTING", None)
                 why = "lost after spread-out attempts" if spread_out else "lost with a failed Spark job"
                 self._relaunch(name, run, others, why)
+
+    def _loss_detail(
+        self, job: Any, task: int, exhausted: re.Match[str] | None, shared: bool, reason: str
+    ) -> str:
+        """Why a lost task that Spark gave up on is FAILED, and what to do about it: a missing module
+        in the executors' Python, else the attempts Spark used up or the job's error (and, for a task
+        sharing its slot, what ended the slot host)."""
+        missing = MISSING_MODULE.search(str(job.error))
+        if missing:
+            return (
+                f"the executors' Python ({self.spark.sparkContext.pythonExec}) cannot import module "
+                f"{missing.group(1)!r}. Let the worker ship its environment (leave "
+                "spark.archives and spark.pyspark.python unset), or install eosconnect and the "
+                "connector into the executors' environment (spark.archives, spark.pyspark.python, "
+                "the container image); "
+                "connector code can also ship from the worker's plugin.path. "
+            )
+        detail = (
+            f"Spark gave up on it ({exhausted.group(0).rstrip(',')}): its Python worker died once "
+            "per attempt. A long-running task gets spark.task.maxFailures attempts (the F of the "
+            f"master local[N,F]) over its whole life; {self._why_not_relaunched()}. "
+            if exhausted
+            else "its Spark job ended with an error. "
+        )
+        if shared:
+            detail += self._host_loss(job, task, reason)
+        return detail
 
     def _relaunch_setting(self) -> str:
         return f"{RELAUNCH_MIN_ATTEMPT}={round(self._relaunch_min_attempt_s * 1000)}"

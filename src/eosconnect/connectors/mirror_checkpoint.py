@@ -40,7 +40,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
-from eosconnect.api.errors import ConfigException
+from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import ExactlyOnceSupport, SourceConnector, SourceTask
 from eosconnect.api.validators import Range
@@ -230,6 +230,10 @@ class MirrorCheckpointTask(SourceTask):
 
     raw_bytes = True
 
+    def __init__(self) -> None:
+        #: The target cluster's reader of the offset-syncs topic, from `start()` until `stop()`.
+        self.syncs_consumer: Consumer | None = None
+
     def version(self) -> str:
         return __version__
 
@@ -248,7 +252,7 @@ class MirrorCheckpointTask(SourceTask):
         self.source_admin = AdminClient(source_client_config("admin", config))
         target = json.loads(config.get(TARGET_CLIENT_KEY) or "{}")
         self.target_admin = AdminClient(dict(target))
-        self.syncs_consumer = Consumer(
+        self.syncs_consumer = syncs_consumer = Consumer(
             {
                 **target,
                 "group.id": f"eosconnect-mirror-checkpoint-{self.alias}",
@@ -258,7 +262,7 @@ class MirrorCheckpointTask(SourceTask):
             }
         )
         assign_promptly(
-            self.syncs_consumer, [KafkaTopicPartition(offset_syncs_topic(self.alias), 0, OFFSET_BEGINNING)]
+            syncs_consumer, [KafkaTopicPartition(offset_syncs_topic(self.alias), 0, OFFSET_BEGINNING)]
         )
         self.index = OffsetSyncIndex()
         self.groups: list[str] = []
@@ -296,6 +300,8 @@ class MirrorCheckpointTask(SourceTask):
 
     def _read_syncs(self) -> None:
         """Everything committed to the offset-syncs topic so far."""
+        if self.syncs_consumer is None:
+            raise ConnectException("MirrorCheckpointTask.poll() before start() or after stop()")
         while True:
             messages = self.syncs_consumer.consume(10_000, 0.5)
             for message in messages:
@@ -304,9 +310,16 @@ class MirrorCheckpointTask(SourceTask):
                     if error.code() not in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
                         log.warning("reading offset syncs: %s", error.str())
                     continue
-                self.index.add(
-                    OffsetSync.decode(message.key(), message.value()), covered_from(message.headers())
-                )
+                key, value = message.key(), message.value()
+                if key is None or value is None:
+                    raise ConnectException(
+                        f"offset sync at {offset_syncs_topic(self.alias)}@{message.offset()} "
+                        "has no key or value"
+                    )
+                # confluent-kafka's stub also allows a dict and str values: a consumed message's
+                # headers are a list of (str, bytes) pairs.
+                headers = message.headers()
+                self.index.add(OffsetSync.decode(key, value), covered_from(headers))  # type: ignore[arg-type]
             if not messages:
                 return
 
@@ -332,7 +345,7 @@ class MirrorCheckpointTask(SourceTask):
             log.warning("could not list the source cluster's groups: %s", exc)
             return []
         mirrored = self.index.partitions()
-        self._target_topics: set[str] | None = None  # listed at most once per round, if needed
+        self._target_topics = None  # listed at most once per round, if needed
         records = []
         for group in groups:
             try:
@@ -477,7 +490,6 @@ class MirrorCheckpointTask(SourceTask):
                 log.info("did not sync group %s on the target: %s", group, exc)
 
     def stop(self) -> None:
-        consumer = getattr(self, "syncs_consumer", None)
+        consumer, self.syncs_consumer = self.syncs_consumer, None
         if consumer is not None:
             consumer.close()
-            self.syncs_consumer = None

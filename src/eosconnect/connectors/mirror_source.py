@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from itertools import pairwise
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -72,7 +72,8 @@ from eosconnect.connectors.mirror_topics import (
     prefixed_client_errors,
     source_topic_configs,
 )
-from eosconnect.storage.clients import forced, prefixed_client_config
+from eosconnect.connectors.stored_offsets import offset_int
+from eosconnect.storage.clients import ClientKind, forced, prefixed_client_config
 from eosconnect.storage.topic_reader import assign_promptly
 
 __all__ = ["MirrorSourceConnector", "MirrorSourceTask"]
@@ -158,7 +159,7 @@ class MirrorSourceConnector(SourceConnector):
         values = super().validate(config)
         for name, problems in sink_topics_errors(config).items():
             values.append(ConfigValue(name, config.get(name), errors=problems))
-        kinds = ("consumer", "admin")
+        kinds: tuple[ClientKind, ...] = ("consumer", "admin")
         for name, problems in prefixed_client_errors(config, SOURCE_PREFIX, kinds, NOT_CLIENT).items():
             values.append(ConfigValue(name, config.get(name), errors=problems))
         return values
@@ -264,6 +265,10 @@ class MirrorSourceTask(SourceTask):
 
     raw_bytes = True
 
+    def __init__(self) -> None:
+        #: The source cluster's consumer, from `start()` until `stop()`.
+        self.consumer: Consumer | None = None
+
     def version(self) -> str:
         return __version__
 
@@ -305,18 +310,19 @@ class MirrorSourceTask(SourceTask):
                 if fresh_start == OFFSET_BEGINNING:
                     self.offset_syncs.resumes_at(tp.topic, tp.partition, 0)  # all there is, copied
             else:
-                self.offset_syncs.resumes_at(tp.topic, tp.partition, int(offset["offset"]) + 1)  # type: ignore[arg-type]
+                resume_at = offset_int(offset, "offset", "MirrorSource") + 1
+                self.offset_syncs.resumes_at(tp.topic, tp.partition, resume_at)
                 epoch = offset.get("leader.epoch")
                 assignment.append(
                     KafkaTopicPartition(
                         tp.topic,
                         tp.partition,
-                        int(offset["offset"]) + 1,  # type: ignore[arg-type]
+                        resume_at,
                         leader_epoch=int(epoch) if isinstance(epoch, int) else None,
                     )
                 )
-        self.consumer = Consumer(consumer_config)
-        assign_promptly(self.consumer, assignment)
+        self.consumer = consumer = Consumer(consumer_config)
+        assign_promptly(consumer, assignment)
         log.info(
             "mirror source task reads %s from %s",
             ", ".join(f"{p.topic}-{p.partition}@{p.offset}" for p in assignment) or "nothing",
@@ -327,11 +333,14 @@ class MirrorSourceTask(SourceTask):
         """One `SourceBatch` (columns, no object per record) per run of messages from one source
         partition. A consume() mostly returns long runs from one partition, so each column is built
         by one comprehension over the run rather than by per-message appends."""
+        if self.consumer is None:
+            raise ConnectException("MirrorSourceTask.poll() before start() or after stop()")
         messages = self.consumer.consume(self.batch, self.poll_timeout_s)
-        failed = [m for m in messages if m.error() is not None]
-        if failed:
-            for message in failed:
-                self._raise(message, message.error())  # a retriable error is logged and skipped
+        if any(m.error() is not None for m in messages):
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    self._raise(message, error)  # a retriable error is logged and skipped
             messages = [m for m in messages if m.error() is None]
         if not messages:
             return None
@@ -349,14 +358,23 @@ class MirrorSourceTask(SourceTask):
             for start, end in pairwise(starts)
         ]
 
-    def _batch(self, topic: str, partition: int, run: list[Any]) -> SourceBatch:
+    def _batch(self, topic: str | None, partition: int | None, run: list[Message]) -> SourceBatch:
+        if topic is None or partition is None:  # set on every fetched message
+            raise ConnectException(
+                f"the source consumer returned a message without its partition: {run[0]!r}"
+            )
         source_partition, target_topic = self._routes[(topic, partition)]
         offsets = [m.offset() for m in run]
         epochs = [
             epoch if epoch is not None and epoch >= 0 else None for epoch in [m.leader_epoch() for m in run]
         ]
         stamps = [m.timestamp() for m in run]
-        end: dict[str, int] = {"offset": offsets[-1]}
+        last = offsets[-1]
+        if last is None:  # set on every fetched message
+            raise ConnectException(
+                f"the source consumer returned a message of {topic}-{partition} without an offset"
+            )
+        end: dict[str, int] = {"offset": last}
         if epochs[-1] is not None:
             end["leader.epoch"] = epochs[-1]
         return SourceBatch(
@@ -367,7 +385,8 @@ class MirrorSourceTask(SourceTask):
             values=[m.value() for m in run],
             keys=[m.key() for m in run],
             timestamps=[stamp if kind and stamp >= 0 else None for kind, stamp in stamps],
-            headers=[m.headers() for m in run],
+            # confluent-kafka's stub also allows a dict: a consumed message's headers are a list of pairs.
+            headers=[m.headers() for m in run],  # type: ignore[misc]
             record_offsets=ColumnOffsets({"offset": offsets, "leader.epoch": epochs}),
         )
 
@@ -376,7 +395,7 @@ class MirrorSourceTask(SourceTask):
         turned off by `emit.offset-syncs.enabled=false`."""
         return self.offset_syncs if self._emits_syncs else None
 
-    def _raise(self, message: Any, error: KafkaError) -> None:
+    def _raise(self, message: Message, error: KafkaError) -> None:
         where = f"source partition {message.topic()}-{message.partition()}"
         if error.code() == KafkaError._AUTO_OFFSET_RESET:
             raise ConnectException(
@@ -391,8 +410,7 @@ class MirrorSourceTask(SourceTask):
         log.warning("%s: %s (retrying)", where, error.str())
 
     def stop(self) -> None:
-        consumer = getattr(self, "consumer", None)
+        consumer, self.consumer = self.consumer, None
         if consumer is not None:
             with contextlib.suppress(KafkaException):
                 consumer.close()
-            self.consumer = None

@@ -26,6 +26,7 @@ from eosconnect.api.source import (
     SourceTask,
 )
 from eosconnect.api.validators import NonEmptyString, Range
+from eosconnect.connectors.stored_offsets import offset_int
 
 VERSION = "1.0.0"
 
@@ -145,7 +146,7 @@ class SequenceSourceTask(SourceTask):
         self.partition = {"task": self.task_index}
         self.key = record_key(self.task_index)
         stored = self.context.offset_storage_reader.offset(self.partition)
-        self.next_seq = int(stored["seq"]) + 1 if stored else 0
+        self.next_seq = offset_int(stored, "seq", "SequenceSource") + 1 if stored else 0
         self._started = time.monotonic()
         self._first_seq = self.next_seq
 
@@ -162,13 +163,12 @@ class SequenceSourceTask(SourceTask):
             if count <= 0:
                 time.sleep(min(0.05, 1 / self.rate))
                 return None
-        records = [self._record(seq) for seq in range(self.next_seq, self.next_seq + count)]
+        seqs = range(self.next_seq, self.next_seq + count)
+        records = [self._record(seq) for seq in seqs]
         self.next_seq += count
         txn = self.context.transaction_context
         if txn is not None:
-            for record in records:
-                seq = record.source_offset["seq"]
-                assert isinstance(seq, int)
+            for seq, record in zip(seqs, records, strict=True):
                 if (seq + 1) % self.commit_every == 0:
                     number = seq // self.commit_every + 1
                     if self.abort_every and number % self.abort_every == 0:

@@ -313,6 +313,9 @@ def _is_worker_setting(key: str) -> bool:
     return key in WORKER_SETTINGS or key.startswith(WORKER_PREFIXES) or key in TOP_LEVEL_OWN
 
 
+_CLIENT_KINDS = ("consumer.", "producer.", "admin.")
+
+
 def _target_plan(
     alias: str,
     flows: list[Flow],
@@ -321,169 +324,39 @@ def _target_plan(
     per_flow: Mapping[Flow, Mapping[str, str]],
     report: Report,
 ) -> TargetPlan:
+    """The embedded worker of target cluster `alias` and the connectors of every flow into it."""
     cluster = per_cluster[alias]
-    worker: dict[str, str] = {
-        "group.id": f"eosconnect-mm2-{alias}",
-        "config.storage.topic": f"eosconnect-mm2-configs.{alias}.internal",
-        "offset.storage.topic": f"eosconnect-mm2-offsets.{alias}.internal",
-        "status.storage.topic": f"eosconnect-mm2-status.{alias}.internal",
-        "listeners": "http://127.0.0.1:0",  # loopback only, for the tasks' heartbeats, unless set
-    }
-    for key, value in top.items():  # top-level worker settings, then the cluster's own
-        if _is_worker_setting(key) or key.startswith(("security.", "ssl.", "sasl.")):
-            worker[key] = value
-    for key, value in cluster.items():
-        if key.startswith(("consumer.", "producer.", "admin.")) or _is_worker_setting(key):
-            worker[key] = value
-        else:
-            worker[key] = value  # bootstrap.servers, security and other common client settings
+    worker = _target_worker(alias, top, cluster)
     plan = TargetPlan(alias, worker)
     needs_eos = False
     syncs_checks: list[tuple[Flow, str, dict[str, str]]] = []
     for flow in flows:
         settings = {
-            **{
-                k: v
-                for k, v in top.items()
-                if k in CONNECTOR_SETTINGS or k.startswith(tuple(CLIENT_PREFIXES))
-            }
+            k: v for k, v in top.items() if k in CONNECTOR_SETTINGS or k.startswith(tuple(CLIENT_PREFIXES))
         }
         settings.update(per_flow.get(flow, {}))
         kind = settings.get("connector.type", "source")
-        source_cluster = per_cluster[flow.source]
-        separator = settings.get("replication.policy.separator", ".")
         common = {
             "source.cluster.alias": flow.source,
             "replication.policy.class": settings.get("replication.policy.class", "default"),
-            "replication.policy.separator": separator,
+            "replication.policy.separator": settings.get("replication.policy.separator", "."),
         }
-        topics = topics_regex(
-            settings.get("topics", ".*"),
-            settings.get("topics.exclude", DEFAULT_TOPICS_EXCLUDE),
-            flow.target,
-            separator,
-        )
-        mirror: dict[str, str] = {
-            **common,
-            "topics.regex": topics,
-            "tasks.max": settings.get("tasks.max", "1"),
-        }
-        for ours, theirs in (
-            ("target.topic.replication.factor", "replication.factor"),
-            ("refresh.topics.enabled", "refresh.topics.enabled"),
-            ("refresh.topics.interval.seconds", "refresh.topics.interval.seconds"),
-            ("sync.topic.configs.enabled", "sync.topic.configs.enabled"),
-            ("config.properties.exclude", "config.properties.exclude"),
-            ("emit.offset-syncs.enabled", "emit.offset-syncs.enabled"),
-            ("offset-syncs.topic.replication.factor", "offset-syncs.topic.replication.factor"),
-            ("log.truncation.policy", "log.truncation.policy"),
-        ):
-            if theirs in settings:
-                mirror[ours] = settings[theirs]
-        source_client = {k: v for k, v in source_cluster.items() if not _is_worker_setting(k)}
-        consumer_settings = {
-            **{
-                k: v
-                for k, v in source_client.items()
-                if not k.startswith(("consumer.", "producer.", "admin."))
-            },
-            **{k[len("consumer.") :]: v for k, v in source_client.items() if k.startswith("consumer.")},
-            **{
-                k[len("source.consumer.") :]: v
-                for k, v in settings.items()
-                if k.startswith("source.consumer.")
-            },
-        }
+        source_client = {k: v for k, v in per_cluster[flow.source].items() if not _is_worker_setting(k)}
+        mirror = _mirror_connector(flow, settings, common)
+        consumer_settings = _source_consumer(settings, source_client)
         if kind == "sink":
             transactional = _true(settings.get("transaction.producer"), default=False)
             needs_eos = needs_eos or transactional
-            isolation = consumer_settings.get("isolation.level", "read_committed")
-            if isolation != "read_committed":
-                report(
-                    f"{flow}.source.consumer.isolation.level",
-                    "the sink type reads the source with read_committed only (records of aborted "
-                    "transactions must not be copied); remove the setting or use connector.type=source",
-                )
-            mirror.update(
-                {
-                    "connector.class": "MirrorSink",
-                    "transaction.producer": "true" if transactional else "false",
-                    **{
-                        f"consumer.override.{k}": v
-                        for k, v in consumer_settings.items()
-                        if k != "isolation.level"
-                    },
-                }
-            )
-            target_client = {k: v for k, v in cluster.items() if not _is_worker_setting(k)}
-            for key, value in target_client.items():
-                if not key.startswith(("consumer.", "producer.", "admin.")):
-                    mirror[f"target.cluster.{key}"] = value
-            for key, value in cluster.items():
-                if key.startswith("producer."):
-                    mirror[f"target.cluster.{key[len('producer.') :]}"] = value
-            for key, value in settings.items():
-                if key.startswith("target.producer."):
-                    mirror[f"target.cluster.{key[len('target.producer.') :]}"] = value
-            if "transaction.commit.interval.ms" in settings:
-                mirror["transaction.commit.interval.ms"] = settings["transaction.commit.interval.ms"]
+            _as_mirror_sink(mirror, flow, settings, consumer_settings, cluster, transactional, report)
         else:
-            if "transaction.producer" in settings:
-                report(
-                    f"{flow}.transaction.producer",
-                    "transaction.producer belongs to connector.type=sink; the source type is exactly "
-                    "once with exactly.once.source.support=enabled",
-                )
-            mirror.update(
-                {
-                    "connector.class": "MirrorSource",
-                    **{f"source.cluster.{k}": v for k, v in consumer_settings.items()},
-                }
-            )
-            if "consumer.poll.timeout.ms" in settings:
-                mirror["poll.timeout.ms"] = settings["consumer.poll.timeout.ms"]
-            for key in ("transaction.boundary", "transaction.boundary.interval.ms"):
-                if key in settings:
-                    mirror[key] = settings[key]
-            for key, value in settings.items():
-                if key.startswith("target.producer."):
-                    mirror[f"producer.override.{key[len('target.producer.') :]}"] = value
-        plan.connectors[
-            f"MirrorSourceConnector-{flow.source}-{flow.target}"
-            if kind == "source"
-            else f"MirrorSinkConnector-{flow.source}-{flow.target}"
-        ] = mirror
-        admin_settings = {
-            **{
-                k: v
-                for k, v in source_client.items()
-                if not k.startswith(("consumer.", "producer.", "admin."))
-            },
-            **{k[len("admin.") :]: v for k, v in source_client.items() if k.startswith("admin.")},
-            **{k[len("source.admin.") :]: v for k, v in settings.items() if k.startswith("source.admin.")},
-        }
+            _as_mirror_source(mirror, flow, settings, consumer_settings, report)
+        # A connector.type other than source or sink is reported by the caller's checks.
+        connector_kind = "MirrorSourceConnector" if kind == "source" else "MirrorSinkConnector"
+        plan.connectors[f"{connector_kind}-{flow.source}-{flow.target}"] = mirror
         if _true(settings.get("emit.checkpoints.enabled"), True) or _true(
             settings.get("sync.group.offsets.enabled"), False
         ):
-            checkpoint = {
-                **common,
-                "connector.class": "MirrorCheckpoint",
-                "target.cluster.alias": flow.target,
-                **{f"source.cluster.{k}": v for k, v in admin_settings.items()},
-            }
-            for key in (
-                "groups",
-                "groups.exclude",
-                "emit.checkpoints.enabled",
-                "emit.checkpoints.interval.seconds",
-                "sync.group.offsets.enabled",
-                "sync.group.offsets.interval.seconds",
-                "refresh.groups.enabled",
-                "refresh.groups.interval.seconds",
-                "checkpoints.topic.replication.factor",
-            ):
-                if key in settings:
-                    checkpoint[key] = settings[key]
+            checkpoint = _checkpoint_connector(flow, settings, common, source_client)
             plan.connectors[f"MirrorCheckpointConnector-{flow.source}-{flow.target}"] = checkpoint
         syncs_checks.append((flow, kind, settings))
         if _true(settings.get("emit.heartbeats.enabled"), True):
@@ -496,9 +369,9 @@ def _target_plan(
                 if key in settings:
                     heartbeat[key] = settings[key]
             plan.connectors[f"MirrorHeartbeatConnector-{flow.source}-{flow.target}"] = heartbeat
-        source_eos = worker.get("exactly.once.source.support", "disabled") == "enabled"
+    if worker.get("exactly.once.source.support", "disabled") == "enabled":
         for name, config in plan.connectors.items():
-            if source_eos and config["connector.class"] != "MirrorSink":
+            if config["connector.class"] != "MirrorSink":
                 config.setdefault(
                     "exactly.once.support", "required" if name.startswith("MirrorSource") else "requested"
                 )
@@ -513,6 +386,159 @@ def _target_plan(
     for flow, kind, settings in syncs_checks:
         _check_offset_syncs(flow, kind, settings, per_flow.get(flow, {}), worker, plan, report)
     return plan
+
+
+def _target_worker(alias: str, top: Mapping[str, str], cluster: Mapping[str, str]) -> dict[str, str]:
+    """The embedded worker's properties: its own internal topics and group, the top-level worker
+    and security settings, then every setting of the target cluster."""
+    worker: dict[str, str] = {
+        "group.id": f"eosconnect-mm2-{alias}",
+        "config.storage.topic": f"eosconnect-mm2-configs.{alias}.internal",
+        "offset.storage.topic": f"eosconnect-mm2-offsets.{alias}.internal",
+        "status.storage.topic": f"eosconnect-mm2-status.{alias}.internal",
+        "listeners": "http://127.0.0.1:0",  # loopback only, for the tasks' heartbeats, unless set
+    }
+    for key, value in top.items():  # top-level worker settings, then the cluster's own
+        if _is_worker_setting(key) or key.startswith(("security.", "ssl.", "sasl.")):
+            worker[key] = value
+    # The cluster's client settings (bootstrap.servers, security, client-kind prefixes) as they are.
+    worker.update(cluster)
+    return worker
+
+
+def _mirror_connector(flow: Flow, settings: Mapping[str, str], common: Mapping[str, str]) -> dict[str, str]:
+    """What the mirror connector of `flow` has whichever its type: the topics and MM2's settings
+    under their names here."""
+    topics = topics_regex(
+        settings.get("topics", ".*"),
+        settings.get("topics.exclude", DEFAULT_TOPICS_EXCLUDE),
+        flow.target,
+        common["replication.policy.separator"],
+    )
+    mirror: dict[str, str] = {**common, "topics.regex": topics, "tasks.max": settings.get("tasks.max", "1")}
+    for ours, theirs in (
+        ("target.topic.replication.factor", "replication.factor"),
+        ("refresh.topics.enabled", "refresh.topics.enabled"),
+        ("refresh.topics.interval.seconds", "refresh.topics.interval.seconds"),
+        ("sync.topic.configs.enabled", "sync.topic.configs.enabled"),
+        ("config.properties.exclude", "config.properties.exclude"),
+        ("emit.offset-syncs.enabled", "emit.offset-syncs.enabled"),
+        ("offset-syncs.topic.replication.factor", "offset-syncs.topic.replication.factor"),
+        ("log.truncation.policy", "log.truncation.policy"),
+    ):
+        if theirs in settings:
+            mirror[ours] = settings[theirs]
+    return mirror
+
+
+def _source_consumer(settings: Mapping[str, str], source_client: Mapping[str, str]) -> dict[str, str]:
+    """The source cluster's consumer settings of a flow: the cluster's common and `consumer.`
+    settings, then the flow's `source.consumer.` ones."""
+    return {
+        **{k: v for k, v in source_client.items() if not k.startswith(_CLIENT_KINDS)},
+        **{k[len("consumer.") :]: v for k, v in source_client.items() if k.startswith("consumer.")},
+        **{k[len("source.consumer.") :]: v for k, v in settings.items() if k.startswith("source.consumer.")},
+    }
+
+
+def _as_mirror_sink(
+    mirror: dict[str, str],
+    flow: Flow,
+    settings: Mapping[str, str],
+    consumer_settings: Mapping[str, str],
+    cluster: Mapping[str, str],
+    transactional: bool,
+    report: Report,
+) -> None:
+    """`mirror` as a MirrorSink: read_committed source consumer overrides, the target cluster's
+    producer settings, and its own transactions if `transaction.producer=true`."""
+    isolation = consumer_settings.get("isolation.level", "read_committed")
+    if isolation != "read_committed":
+        report(
+            f"{flow}.source.consumer.isolation.level",
+            "the sink type reads the source with read_committed only (records of aborted "
+            "transactions must not be copied); remove the setting or use connector.type=source",
+        )
+    mirror.update(
+        {
+            "connector.class": "MirrorSink",
+            "transaction.producer": "true" if transactional else "false",
+            **{f"consumer.override.{k}": v for k, v in consumer_settings.items() if k != "isolation.level"},
+        }
+    )
+    for key, value in cluster.items():
+        if not _is_worker_setting(key) and not key.startswith(_CLIENT_KINDS):
+            mirror[f"target.cluster.{key}"] = value
+    for key, value in cluster.items():
+        if key.startswith("producer."):
+            mirror[f"target.cluster.{key[len('producer.') :]}"] = value
+    for key, value in settings.items():
+        if key.startswith("target.producer."):
+            mirror[f"target.cluster.{key[len('target.producer.') :]}"] = value
+    if "transaction.commit.interval.ms" in settings:
+        mirror["transaction.commit.interval.ms"] = settings["transaction.commit.interval.ms"]
+
+
+def _as_mirror_source(
+    mirror: dict[str, str],
+    flow: Flow,
+    settings: Mapping[str, str],
+    consumer_settings: Mapping[str, str],
+    report: Report,
+) -> None:
+    """`mirror` as a MirrorSource: the source consumer's settings, its poll timeout and
+    transaction boundary, and the target producer's settings as overrides."""
+    if "transaction.producer" in settings:
+        report(
+            f"{flow}.transaction.producer",
+            "transaction.producer belongs to connector.type=sink; the source type is exactly "
+            "once with exactly.once.source.support=enabled",
+        )
+    mirror.update(
+        {
+            "connector.class": "MirrorSource",
+            **{f"source.cluster.{k}": v for k, v in consumer_settings.items()},
+        }
+    )
+    if "consumer.poll.timeout.ms" in settings:
+        mirror["poll.timeout.ms"] = settings["consumer.poll.timeout.ms"]
+    for key in ("transaction.boundary", "transaction.boundary.interval.ms"):
+        if key in settings:
+            mirror[key] = settings[key]
+    for key, value in settings.items():
+        if key.startswith("target.producer."):
+            mirror[f"producer.override.{key[len('target.producer.') :]}"] = value
+
+
+def _checkpoint_connector(
+    flow: Flow, settings: Mapping[str, str], common: Mapping[str, str], source_client: Mapping[str, str]
+) -> dict[str, str]:
+    """The MirrorCheckpoint of `flow`, reading the source cluster's groups with its admin settings."""
+    admin_settings = {
+        **{k: v for k, v in source_client.items() if not k.startswith(_CLIENT_KINDS)},
+        **{k[len("admin.") :]: v for k, v in source_client.items() if k.startswith("admin.")},
+        **{k[len("source.admin.") :]: v for k, v in settings.items() if k.startswith("source.admin.")},
+    }
+    checkpoint = {
+        **common,
+        "connector.class": "MirrorCheckpoint",
+        "target.cluster.alias": flow.target,
+        **{f"source.cluster.{k}": v for k, v in admin_settings.items()},
+    }
+    for key in (
+        "groups",
+        "groups.exclude",
+        "emit.checkpoints.enabled",
+        "emit.checkpoints.interval.seconds",
+        "sync.group.offsets.enabled",
+        "sync.group.offsets.interval.seconds",
+        "refresh.groups.enabled",
+        "refresh.groups.interval.seconds",
+        "checkpoints.topic.replication.factor",
+    ):
+        if key in settings:
+            checkpoint[key] = settings[key]
+    return checkpoint
 
 
 def _check_offset_syncs(

@@ -75,6 +75,9 @@ def create_app(
     - `forward_timeout`, `forward_verify`: httpx timeout (s) and TLS verification (bool or CA file)
       for requests forwarded to the leader; `max_forward_hops`: how often a request may be forwarded.
     - `signature_max_age_ms`: how old a signed internal request may be.
+
+    Long because it registers the app's middleware, exception handlers and routers, each a few
+    lines that share the settings above; the routes themselves live in their own modules.
     """
     app = FastAPI(
         title="eosconnect REST API",

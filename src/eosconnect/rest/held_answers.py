@@ -2,9 +2,10 @@
 
 A steady host's heartbeat request is held while there is nothing new for it. One loop looks at
 every held request together, in one hop to the server's thread pool per `HOLD_RECHECK_S`, and
-answers each that has news or whose hold ran out. Each held request used to look again on its own:
-with 15 slot hosts (400 idle tasks) that was 60 thread-pool hops and event-loop wake-ups a second,
-about 0.03 s/s of an idle leader's 0.07 (docs/benchmarks.md), for the same answers.
+answers each that has news or whose hold ran out. One loop rather than one per held request: with
+15 slot hosts (400 idle tasks) a look of each request on its own would be 60 thread-pool hops and
+event-loop wake-ups a second, about 0.03 s/s of an idle leader's 0.07 (docs/benchmarks.md), for the
+same answers.
 """
 
 from __future__ import annotations

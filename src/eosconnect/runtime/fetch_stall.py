@@ -13,8 +13,8 @@ before it ever fetched there (a rewind's seek into offset validation, a new assi
 end, or an old one. When the cache shows nothing past the position, the watch asks the partition's
 leader (`PROBE_EVERY_S` apart at most, `PROBE_TIMEOUT_S` each: the task's loop waits meanwhile).
 When the leader does not answer either, the watch seeks the partition all the same and says why: a
-consumer that stopped fetching may well be the one that cannot ask (the chaos soak's own reader of a
-mirror topic stayed silent for five minutes that way, its stall never reported), and seeking a
+consumer that stopped fetching may well be the one that cannot ask (a reader of a mirror topic can
+stay silent for minutes that way, its stall otherwise never reported), and seeking a
 partition at the position the task expects next costs one fetch and skips nothing.
 
 Only time spent polling counts: a task whose process was stopped (a SIGSTOPped zombie, a machine

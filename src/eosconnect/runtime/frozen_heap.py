@@ -8,7 +8,7 @@ path (`bench/jdbc_sink_cpu.py`) that was about 4 of 14 CPU microseconds per row.
 
 `gc.freeze()` moves every object tracked at that moment into a permanent generation that
 collections skip (as CPython's docs suggest for long-running servers); the records created
-afterwards are collected as before, and reference counting frees everything as ever. What is
+afterwards are collected as usual, and reference counting frees everything. What is
 frozen is given back to the collector (`gc.unfreeze()`) when the last task running in the
 process leaves its loop, so cyclic garbage made of start-up objects is collected then.
 """

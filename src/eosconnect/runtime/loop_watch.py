@@ -3,8 +3,8 @@
 Every task loop asks for its directive on each turn (`TaskControl.directive`). A thread that stops
 asking is inside a call that does not return, and nothing else says so: a lone task's heartbeats
 keep it RUNNING for the leader for `BLOCKED_BEAT_S` (cluster/task_channel.py), a packed task's for
-as long as its slot host beats, and the only sign left is a connector whose output stopped (the long
-chaos soaks saw mirrors stop copying for minutes with no line in the log). The heartbeat side checks
+as long as its slot host beats, and the only sign left is a connector whose output stopped (a
+mirror can stop copying for minutes with no line in the log). The heartbeat side checks
 the watch and names the call the thread is in; the next turn of the loop says it came back.
 
 For what the watch cannot see (a loop that turns but does nothing, a process whose every thread

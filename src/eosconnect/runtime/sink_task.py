@@ -127,9 +127,8 @@ class InformationalGroupCommitter:
     duplicates (a partition without target offsets starts from them). Being information only, a
     failure to write them is logged and never fails the task, and they are committed asynchronously
     (librdkafka sends them on the task's next polls; closing the consumer waits for them): a
-    synchronous commit has no time limit, and the chaos soak saw one wait over three minutes for a
-    source coordinator that kept loading, the task away from its loop and its REST restart stuck
-    in RESTARTING.
+    synchronous commit has no time limit, and can wait minutes for a source coordinator that keeps
+    loading, the task away from its loop and a REST restart of it stuck in RESTARTING.
     """
 
     consumer: Consumer

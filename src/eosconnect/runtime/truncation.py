@@ -6,7 +6,7 @@ offsets. A consumer that simply resumes at its committed offset skips the new re
 log is now shorter, resets per `auto.offset.reset`), and nobody learns that anything was lost.
 KIP-320 has consumers check a position against the leader's log (OffsetsForLeaderEpoch) using the
 leader epoch stored with it. What librdkafka 2.16 actually does, observed on Kafka 4.3 brokers
-(tests/integration/test_sink_truncation.py, docs/truncation.md):
+(docs/truncation.md):
 
 - A subscribed group member that starts from its committed offset is *not* validated, even though
   the commit carries the epoch; neither is a position given to `assign` inside the rebalance

@@ -27,11 +27,12 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from eosconnect.api.batch import expand
 from eosconnect.api.context import SourceTaskContext
 from eosconnect.api.data import Struct
 from eosconnect.api.errors import ConfigException, ConnectException
 from eosconnect.api.offsets import InMemoryOffsetStorageReader
-from eosconnect.api.records import SourceRecord
+from eosconnect.api.records import SourceOffset, SourceRecord
 from eosconnect.api.source import ReplaySupport, SourceConnector, SourceTask
 from eosconnect.plugins.loading import resolve_connector_class
 
@@ -75,6 +76,24 @@ def _json_friendly(value: Any) -> Any:
     return str(value)
 
 
+def _source_connector_class(name: str) -> type[SourceConnector]:
+    cls = resolve_connector_class(name)
+    if not issubclass(cls, SourceConnector):
+        raise ConfigException.for_field("connector.class", f"{name} is not a source connector")
+    return cls
+
+
+def _offset(record: SourceRecord) -> SourceOffset:
+    """The record's source offset: a replayable source's records each carry one (a tombstone would
+    leave Spark's checkpoint no position to replay from)."""
+    if record.source_offset is None:
+        raise ConnectException(
+            f"a record for {dict(record.source_partition)} has source_offset=None: a Spark streaming source "
+            "needs an offset on every record to replay from"
+        )
+    return record.source_offset
+
+
 def _connector_settings(
     options: Mapping[str, str],
 ) -> tuple[type[SourceConnector], dict[str, str], int, int, int]:
@@ -84,9 +103,7 @@ def _connector_settings(
         raise ConfigException.for_field(
             "connector.class", "is required, e.g. .option('connector.class', 'JdbcSource')"
         )
-    cls = resolve_connector_class(name)
-    if not issubclass(cls, SourceConnector):
-        raise ConfigException.for_field("connector.class", f"{name} is not a source connector")
+    cls = _source_connector_class(name)
     numbers = {}
     for key, default in (("tasks.max", 1), ("max.records.per.batch", 10_000), ("replay.timeout.ms", 120_000)):
         try:
@@ -124,11 +141,11 @@ class _Planner:
     def advance(self, limit: int) -> dict[str, Any]:
         polled, deadline = 0, time.monotonic() + PLAN_BUDGET_S
         while polled < limit and time.monotonic() < deadline:
-            records = self.task.poll()
+            records = expand(self.task.poll() or [])
             if not records:
                 break
             for record in records:
-                self.position[_canonical(record.source_partition)] = record.source_offset.to_dict()
+                self.position[_canonical(record.source_partition)] = _offset(record).to_dict()
             polled += len(records)
         return dict(self.position)
 
@@ -182,7 +199,7 @@ class _Reader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         cls_path, config, start, end, timeout_ms = partition.value
-        return read_range(resolve_connector_class(cls_path), config, start, end, timeout_ms / 1000)
+        return read_range(_source_connector_class(cls_path), config, start, end, timeout_ms / 1000)
 
     def commit(self, end: Offsets) -> None:
         """Nothing to do: the offsets are in Spark's checkpoint, and nothing is acknowledged upstream."""
@@ -210,7 +227,7 @@ def read_range(
     try:
         last_progress = time.monotonic()
         while wanted:
-            records: list[SourceRecord] = task.poll() or []
+            records = expand(task.poll() or [])
             if not records:
                 if time.monotonic() - last_progress > timeout_s:
                     raise ConnectException(
@@ -225,7 +242,7 @@ def read_range(
                 part = _canonical(record.source_partition)
                 if part not in wanted:
                     continue
-                offset = _canonical(record.source_offset)
+                offset = _canonical(_offset(record))
                 if part in reached and offset != wanted[part]:
                     continue  # past the end offset in the same poll: the next micro-batch's records
                 yield (_text(record.key), _text(record.value), record.topic, part, offset)

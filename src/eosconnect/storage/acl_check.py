@@ -1,6 +1,6 @@
 """Whether the worker's principals hold the ACLs `worker_acls` lists, asked before the worker starts.
 
-Without them a worker used to hang (a consumer of its config topic that may not read retries for
+Without them a worker would hang (a consumer of its config topic that may not read retries for
 ever) or fail deep inside with a traceback. The broker can say what a principal may do on a topic
 or a group without any side effect: KIP-430's authorized operations, in the answer to
 DescribeTopics and DescribeGroups. So for each internal topic and the group, the operations the

@@ -31,15 +31,15 @@ from eosconnect.storage.transient import retry_transient
 #: How long the broker holds a reader's empty fetch. A read whose end is a transaction's commit
 #: marker (every read right after a transactional write: the config topic's, the offsets topic's)
 #: pays it once: librdkafka never delivers the marker, so the end is known only from an empty fetch
-#: at it (`_PARTITION_EOF`). 20 ms put ~20 ms into each of the two config-topic reads on a new
-#: connector's start-up path (issue 22); 5 ms costs more fetches only while a read waits for a
+#: at it (`_PARTITION_EOF`). 20 ms would put ~20 ms into each of the two config-topic reads on a
+#: new connector's start-up path; 5 ms costs more fetches only while a read waits for a
 #: transaction still open (about 200 a second instead of 50, for that read).
 READER_FETCH_WAIT_MS = 5
 #: How far a reader fetches ahead of what it has handed over (librdkafka's local queue, per
-#: partition). librdkafka's defaults (100,000 messages, 64 MB) made every reader of a long topic
+#: partition). librdkafka's defaults (100,000 messages, 64 MB) make every reader of a long topic
 #: hold most of it in memory at once: with 100,000 records in the worker's offsets topic, a slot
 #: host whose 28 tasks each read it at start-up grew to 776 MB (82 MB with an empty topic), 276 MB
-#: with these limits (storage/offsets/reading.py now also shares one reader per process). Readers
+#: with these limits (storage/offsets/reading.py also shares one reader per process). Readers
 #: hand records over as fast as they come; a few fetches ahead is all they use, provided librdkafka
 #: fetches again as soon as they have (`fetch.queue.backoff.ms`, default 1 s after a full queue:
 #: reading 100,000 records of 1.5 kB took 30.5 s with these limits and that back-off, 0.5 s with
@@ -51,10 +51,10 @@ READER_QUEUE_BACKOFF_MS = 5
 #: caller's whole one: the next attempt looks the leaders up again.
 LIST_OFFSETS_ATTEMPT_S = 8.0
 #: ListOffsets answers that say the admin client's idea of a partition's leader is out of date.
-#: After a broker restart librdkafka's admin client kept answering _NOENT ("No leaders found") for
-#: a partition that broker led again, for over a minute (its periodic metadata refresh is every 5
-#: minutes), and the leader's herder ticks failed meanwhile; asking for the topic's metadata ends it
-#: at once (test_broker_restart.py).
+#: After a broker restart librdkafka's admin client can keep answering _NOENT ("No leaders found")
+#: for a partition that broker leads again, for over a minute (its periodic metadata refresh is
+#: every 5 minutes), and the leader's herder ticks fail meanwhile; asking for the topic's metadata
+#: ends it at once.
 STALE_LEADER_CODES = frozenset(
     {
         KafkaError._NOENT,
@@ -181,7 +181,7 @@ class TopicReader:
     loopback) before the first fetch; the stores read their topic after every write, so on a
     connector's start-up path those costs added up to most of a second. Not thread-safe: callers
     serialize reads (the stores read under their read lock) and `close()`. A read that fails drops
-    both clients, so the next one (a retry) starts from fresh ones as before; `close()` does the
+    both clients, so the next one (a retry) starts from fresh ones; `close()` does the
     same, and a later read simply creates new clients.
     """
 

@@ -27,9 +27,9 @@ T = TypeVar("T")
 #: librdkafka's admin answer for partitions without a leader ("No leaders found"), as a single
 #: broker's are for a moment after a freeze (its controller fences it, then unfences it).
 #: OFFSET_NOT_AVAILABLE is ListOffsets' answer from a new leader whose high watermark has not caught
-#: up yet (retriable in Kafka's Java client, not flagged so by librdkafka): the chaos soak (seed
-#: 1307402681) failed two source tasks so when a broker kill moved their offsets topic's leader
-#: while they read it right after renewing their producers.
+#: up yet (retriable in Kafka's Java client, not flagged so by librdkafka): a broker kill that moves
+#: the offsets topic's leader while source tasks read it, right after renewing their producers,
+#: would otherwise fail those tasks.
 TRANSIENT_CODES = frozenset(
     {
         KafkaError.OFFSET_NOT_AVAILABLE,

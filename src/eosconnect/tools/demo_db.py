@@ -114,6 +114,10 @@ def _summary(comparison: TableComparison, killed_at: int, elapsed: float) -> Tab
 
 
 def run_db_demo(run_dir: Path | None = None, seconds: float = 6.0) -> bool:
+    """Run the demo of the module's docstring, step by step; True if every order is in PostgreSQL once.
+
+    One function on purpose: the demo is a script a reader follows top to bottom, each step
+    narrated as it runs, and everything it starts is stopped in its one `finally`."""
     started = time.monotonic()
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="eosconnect-demo-db-"))
     suffix = uuid.uuid4().hex[:6]

@@ -288,6 +288,9 @@ def verify(
     converter (Avro, Protobuf, JSON Schema) are read with --value-converter/--key-converter.
 
     Exit codes: 0 exactly once, 1 anomalies, 2 bad usage, 3 topic or table unreadable.
+
+    Long by its signature (one Typer option per parameter); the checks themselves are in
+    tools/verify.py.
     """
     chosen = [
         name

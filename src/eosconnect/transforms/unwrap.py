@@ -137,6 +137,8 @@ class ExtractNewRecordState(Transformation[R]):
     (`after`); deletes and tombstones as `delete.tombstone.handling.mode` says (docs/cdc.md)."""
 
     def config_def(self) -> ConfigDef:
+        """Debezium's settings of the transformation, one `define` each: a long declaration, kept in
+        one expression so it reads as the table of settings it is."""
         return (
             ConfigDef()
             .define(

@@ -168,7 +168,8 @@ class RowWriter:
                         tp
                         for tp, om in positions.items()
                         if tp not in result.fenced
-                        and (current[tp].offset is not None and current[tp].offset >= om.offset)
+                        and (stored_offset := current[tp].offset) is not None
+                        and stored_offset >= om.offset
                     }
                 if result.fenced or done:
                     rows = _split(rows, set(result.fenced) | done)[1]

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: The Debezium release whose event format this follows, field by field (reported as source.version):
-#: tests/integration/test_postgres_cdc_debezium.py compares our events with that release's.
+#: the differential test against real Debezium compares our events with that release's.
 DEBEZIUM_VERSION = "3.7.0.Final"
 CONNECTOR_NAME = "postgresql"
 #: Debezium's `unavailable.value.placeholder`: an unchanged TOASTed value the WAL does not carry.

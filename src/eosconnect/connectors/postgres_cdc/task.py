@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
 import itertools
 import logging
 import secrets
@@ -40,12 +39,19 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from eosconnect.api.data import SchemaBuilder, Struct
 from eosconnect.api.errors import ConnectException
-from eosconnect.api.records import Header, Primitive, RecordMetadata, SourcePartition, SourceRecord
+from eosconnect.api.records import (
+    Header,
+    Primitive,
+    RecordMetadata,
+    SourceOffset,
+    SourcePartition,
+    SourceRecord,
+)
 from eosconnect.api.source import SourceTask
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
@@ -56,9 +62,9 @@ from eosconnect.connectors.postgres_cdc.events import (
     TransactionSource,
     fill_unchanged,
 )
+from eosconnect.connectors.postgres_cdc.offsets import StoredPosition, event_position
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     Begin,
-    Column,
     Commit,
     Delete,
     Insert,
@@ -78,7 +84,8 @@ from eosconnect.connectors.postgres_cdc.replication import (
     slot_info,
     wait_released,
 )
-from eosconnect.connectors.postgres_cdc.types import BPCHAR, DecimalHandling, IntervalHandling, TimePrecision
+from eosconnect.connectors.postgres_cdc.snapshot import Snapshot
+from eosconnect.connectors.postgres_cdc.types import DecimalHandling, IntervalHandling, TimePrecision
 from eosconnect.transforms.base import values_to_string
 
 __all__ = ["VERSION", "PostgresCdcTask"]
@@ -175,7 +182,7 @@ class PostgresCdcTask(SourceTask):
         self._confirmed = 0
         self._owner = threading.get_ident()  # the polling thread: the only one to use the stream
         self._last_activity = time.monotonic()
-        self._snapshot: _Snapshot | None = None
+        self._snapshot: Snapshot | None = None
         self._done = False
         self._outage: Reconnection | None = None  # the replication connection is lost, being retried
         self._assembled: tuple[int, int] | None = None  # (lsn, event) of the last record made ready
@@ -184,8 +191,14 @@ class PostgresCdcTask(SourceTask):
         self.catalog = catalog.connect(self.cfg)
         catalog.ensure_publication(self.catalog, self.cfg)
         self.stream = ReplicationStream(self.cfg)
-        stored = self.context.offset_storage_reader.offset(self.partition)
         self._resume: tuple[int, int] | None = None
+        self._debezium_resume: tuple[int, int | None, int] | None = None
+        self._open_slot()
+
+    def _open_slot(self) -> None:
+        """Where reading starts: the stream after a stored offset whose snapshot completed, else a
+        (new) snapshot in a fresh slot's exported snapshot, else the stream from the slot's position."""
+        stored = self.context.offset_storage_reader.offset(self.partition)
         mode = SnapshotMode(self.cfg["snapshot.mode"])
         slot = slot_info(self.catalog, self.stream.slot)
         if slot is not None and slot[0] != "pgoutput":
@@ -193,37 +206,19 @@ class PostgresCdcTask(SourceTask):
                 f"replication slot {self.stream.slot!r} uses the {slot[0]!r} plugin, not pgoutput. Drop it "
                 f"(SELECT pg_drop_replication_slot('{self.stream.slot}');) or set slot.name to another slot."
             )
-        self._debezium_resume: tuple[int, int | None, int] | None = None
-        debezium = stored is not None and is_debezium_offset(stored)
-        if stored is not None and debezium:  # Debezium's own offset (a connector switched over)
-            snapshot_done = (
-                not stored.get("snapshot")
-                or stored.get("last_snapshot_record") is True
-                or stored.get("snapshot_completed") is True
-            )
-        else:
-            snapshot_done = stored is not None and (
-                stored.get("snapshot") in (None, "last") or stored.get("snapshot_completed") is True
-            )
-        if stored is not None and snapshot_done:
+        position = None if stored is None else StoredPosition.of(stored)
+        if stored is not None and position is not None and position.snapshot_done:
             if slot is None:
                 raise ConnectException(
                     f"replication slot {self.stream.slot!r} is gone, so the changes since the stored offset "
-                    f"(LSN {format_lsn(int(stored['lsn']))}) are lost. Reset the connector's offsets to take "
+                    f"(LSN {format_lsn(position.lsn)}) are lost. Reset the connector's offsets to take "
                     "a new snapshot (snapshot.mode=initial)."
                 )
-            previous = None if "heartbeat" in stored else stored.get("lsn_end", stored.get("lsn_commit"))
-            self._last_commit_lsn = None if previous is None else int(previous)  # type: ignore[arg-type]
-            if debezium:
-                processed = stored.get("lsn_proc")
-                self._debezium_resume = (
-                    int(stored.get("lsn_commit") or 0),  # type: ignore[arg-type]
-                    None if processed is None else int(processed),  # type: ignore[arg-type]
-                    int(stored.get("lsn_events_processed") or 0),  # type: ignore[arg-type]
-                )
+            self._last_commit_lsn = position.last_commit_lsn
+            self._resume = position.resume
+            self._debezium_resume = position.debezium_resume
+            if position.debezium_resume is not None:  # Debezium's own offset (a connector switched over)
                 log.info("PostgresCdcSource: resuming after Debezium's stored offset %s", dict(stored))
-            else:
-                self._resume = (int(stored["lsn"]), int(stored.get("event", -1)))
             if mode is SnapshotMode.INITIAL_ONLY:
                 self._done = True
                 return
@@ -241,7 +236,7 @@ class PostgresCdcTask(SourceTask):
                 log.info("PostgresCdcSource: dropping slot %s to take a (new) snapshot", self.stream.slot)
                 drop_slot(self.catalog, self.stream.slot)
             created = self.stream.create_slot(export_snapshot=True)
-            self._snapshot = _Snapshot(self, created.consistent_lsn, created.snapshot_name or "")
+            self._snapshot = Snapshot(self, created.consistent_lsn, created.snapshot_name or "")
         else:
             if slot is None:
                 self.stream.create_slot(export_snapshot=False)
@@ -381,7 +376,7 @@ class PostgresCdcTask(SourceTask):
         """The records a Kafka transaction ends with: every `database.transactions.per.kafka.
         transaction`-th database transaction end in the batch, and the batch's last one (a poll
         never waits for more to fill a group)."""
-        ends = [record for record in batch if "lsn_end" in record.source_offset]
+        ends = [record for record in batch if "lsn_end" in (record.source_offset or ())]
         group = self.group_size
         return [r for count, r in enumerate(ends, 1) if count % group == 0 or count == len(ends)]
 
@@ -396,7 +391,7 @@ class PostgresCdcTask(SourceTask):
         if at_transaction_end:
             enough = max(1, self.batch_size // 4)
             for position, record in enumerate(itertools.islice(ready, count), 1):
-                if position >= enough and "lsn_end" in record.source_offset:
+                if position >= enough and "lsn_end" in (record.source_offset or ()):
                     count = position
                     break
         return [ready.popleft() for _ in range(count)]
@@ -456,7 +451,7 @@ class PostgresCdcTask(SourceTask):
         if isinstance(message, Insert):
             events.append(_Change("c", table, None, table.row(message.new), lsn, "INSERT"))
         elif isinstance(message, Update):
-            new = message.new
+            new: Sequence[TupleValue] = message.new
             if message.old is not None and not message.old_is_key:
                 new = fill_unchanged(new, message.old)
             after = table.row(new)
@@ -493,7 +488,11 @@ class PostgresCdcTask(SourceTask):
             if not change.continues:
                 at_lsn = at_lsn + 1 if change.lsn == previous_lsn else 1
             previous_lsn = change.lsn
-            position = {"lsn_proc": change.lsn, "lsn_events_processed": at_lsn, "messageType": change.message}
+            position: dict[str, Primitive] = {
+                "lsn_proc": change.lsn,
+                "lsn_events_processed": at_lsn,
+                "messageType": change.message,
+            }
             table, before, after = change.table, change.before, change.after
             key = table.key(after if after is not None else before)
             source_struct = source.struct(table.schema_name, table.table, change.lsn)
@@ -508,24 +507,23 @@ class PostgresCdcTask(SourceTask):
             return
         last = records[-1]
         records[-1] = dataclasses.replace(
-            last, source_offset={**last.source_offset, "lsn_end": commit.end_lsn}
+            last, source_offset=SourceOffset({**(last.source_offset or {}), "lsn_end": commit.end_lsn})
         )
         if self._debezium_resume is not None:
             kept = self._after_debezium(records, lsns, commit)
             self._skipped(records, kept, begin, commit, "Debezium delivered")
             records = kept
         elif self._resume is not None:
+            # The records after the resume point: each record's offset is (begin.final_lsn, its index).
             lsn, event = self._resume
-            kept = [
-                r
-                for r in records
-                if (int(r.source_offset["lsn"]), int(r.source_offset["event"])) > (lsn, event)  # type: ignore[arg-type]
-            ]
+            if begin.final_lsn != lsn:
+                kept = records if begin.final_lsn > lsn else []
+            else:
+                kept = records[event + 1 :]
             self._skipped(records, kept, begin, commit, self._resume_why)
             records = kept
         if records:
-            offset = records[-1].source_offset
-            self._assembled = (int(offset["lsn"]), int(offset["event"]))  # type: ignore[arg-type]
+            self._assembled = event_position(records[-1].source_offset)
         self._ready.extend(records)
 
     def _skipped(
@@ -627,7 +625,7 @@ class PostgresCdcTask(SourceTask):
     # ------------------------------------------------------------------------------------ commits
 
     def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
-        end = record.source_offset.get("lsn_end")
+        end = None if record.source_offset is None else record.source_offset.get("lsn_end")
         if isinstance(end, int) and record.source_partition == self.partition:
             with self._lock:
                 self._flush_to = max(self._flush_to, end)
@@ -677,127 +675,3 @@ def _is_connection_loss(exc: Exception) -> bool:
     import psycopg
 
     return isinstance(exc, psycopg.OperationalError)
-
-
-def is_debezium_offset(offset: Mapping[str, Any]) -> bool:
-    """Whether a stored offset is Debezium's (`lsn_proc`, `lsn_commit`, `ts_usec`, ...): ours has `event`."""
-    return "event" not in offset and any(
-        k in offset for k in ("lsn_proc", "lsn_commit", "ts_usec", "last_snapshot_record")
-    )
-
-
-class _Snapshot:
-    """Reads the captured tables in the slot's exported snapshot (REPEATABLE READ, SET TRANSACTION
-    SNAPSHOT), snapshot.fetch.size rows per poll, one row ahead so each event's `source.snapshot`
-    says what Debezium's does: first, first_in_data_collection, true, last_in_data_collection, last."""
-
-    def __init__(self, task: PostgresCdcTask, lsn: int, snapshot_name: str) -> None:
-        import psycopg
-
-        self.task, self.lsn = task, lsn
-        self.fetch = int(task.cfg["snapshot.fetch.size"])
-        self.conn = psycopg.connect(task.cfg.dsn())
-        # psycopg opens the transaction (BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY) before the
-        # first statement, which must be SET TRANSACTION SNAPSHOT.
-        self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        self.conn.read_only = True
-        self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
-        self.tx_id = int(self.conn.execute("SELECT txid_current()").fetchone()[0])  # source.txId
-        self.ts = dt.datetime.now(dt.UTC)
-        self.ts_usec = int(self.ts.timestamp() * 1_000_000)
-        self.tables = [
-            catalog.table_meta(self.conn, s, t) for s, t in catalog.published_tables(self.conn, task.cfg)
-        ]
-        log.info("PostgresCdcSource: snapshot of %d table(s) at LSN %s", len(self.tables), format_lsn(lsn))
-        self._source = self._rows()
-        self._ahead = next(self._source, None)
-        self._previous: int | None = None  # the table index of the last row handed out
-
-    def _rows(self) -> Iterator[tuple[int, TableEvents, tuple[TupleValue, ...]]]:
-        for index, meta in enumerate(self.tables):
-            events = TableEvents(
-                self.task.prefix,
-                meta.schema,
-                meta.table,
-                meta.columns,
-                [meta.nullable[c.name] for c in meta.columns],
-                meta.primary_key,
-                self.task.decimal_mode,
-                self.task.time_mode,
-                self.task.column_filter,
-                catalog.type_names(self.conn, (c.type_oid for c in meta.columns)),
-                self.task.interval_mode,
-                self.task.placeholder,
-            )
-            columns = ", ".join(_as_text(c) for c in meta.columns)
-            with self.conn.cursor(name=f"eosconnect_snapshot_{meta.oid}") as cursor:
-                cursor.execute(f"SELECT {columns} FROM {catalog.qualified(meta.schema, meta.table)}")
-                while rows := cursor.fetchmany(self.fetch):
-                    for row in rows:
-                        yield index, events, row
-
-    def next_batch(self) -> tuple[list[SourceRecord], bool]:
-        """The next records and whether the snapshot is complete (the last one's offset then says so)."""
-        out: list[SourceRecord] = []
-        last_table = len(self.tables) - 1
-        while self._ahead is not None and len(out) < self.fetch:
-            index, events, row = self._ahead
-            self._ahead = next(self._source, None)
-            first_in_table = self._previous != index
-            last_in_table = self._ahead is None or self._ahead[0] != index
-            self._previous = index
-            # Debezium's order of precedence (a one-row snapshot is "last")
-            if last_in_table and index == last_table:
-                marker = "last"
-            elif first_in_table and index == 0:
-                marker = "first"
-            elif last_in_table:
-                marker = "last_in_data_collection"
-            elif first_in_table:
-                marker = "first_in_data_collection"
-            else:
-                marker = "true"
-            out.append(self._row(events, row, marker, final=self._ahead is None))
-        return out, self._ahead is None
-
-    def _row(
-        self, events: TableEvents, row: tuple[TupleValue, ...], marker: str, final: bool
-    ) -> SourceRecord:
-        after = events.row(row)
-        source = SourceInfo(self.task.prefix, self.task.db, self.ts, marker, self.tx_id, self.lsn)
-        value = events.envelope("r", None, after, source, dt.datetime.now(dt.UTC))
-        return SourceRecord(
-            source_partition=self.task.partition,
-            source_offset={
-                "lsn": self.lsn,
-                "event": -1,
-                # Debezium's snapshot keys, so Debezium can take over from this offset (docs/cdc.md)
-                "txId": self.tx_id,
-                "ts_usec": self.ts_usec,
-                "snapshot": "INITIAL",
-                "snapshot_completed": final,
-                "last_snapshot_record": final,
-            },
-            topic=events.topic,
-            key=events.key(after),
-            value=value,
-            key_schema=events.key_schema,
-            value_schema=events.envelope_schema,
-            headers=self.task.context_headers,
-        )
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._source.close()
-        with contextlib.suppress(Exception):
-            self.conn.rollback()
-            self.conn.close()
-
-
-def _as_text(column: Column) -> str:
-    """A snapshot column as the text pgoutput would send: `::text`, except that char(n) keeps its
-    padding (the cast to text trims it; pgoutput and Debezium keep it)."""
-    name = catalog._ident(column.name)
-    if column.type_oid == BPCHAR and column.type_modifier >= 4:
-        return f"rpad({name}::text, {column.type_modifier - 4})"
-    return f"{name}::text"

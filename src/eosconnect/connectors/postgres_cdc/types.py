@@ -29,8 +29,8 @@ hstore (extension)          STRING io.debezium.data.Json ({"key":"value"} in Jav
 anything else               STRING (the value's text)
 ==========================  =====================================================================
 
-tests/integration/test_postgres_cdc_debezium.py holds every row of this table to the events of real
-Debezium. `time.precision.mode=connect` maps date/time/timestamp to Kafka's Date/Time/Timestamp instead.
+Every row of this table is held to the events of real Debezium by a differential test (docs/cdc.md).
+`time.precision.mode=connect` maps date/time/timestamp to Kafka's Date/Time/Timestamp instead.
 """
 
 from __future__ import annotations
