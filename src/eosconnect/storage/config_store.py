@@ -16,12 +16,13 @@ With `disabled`, an idempotent producer with acks=all writes, as in Kafka Connec
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -46,6 +47,7 @@ from eosconnect.storage.config_state import (
     task_count_key,
     task_key,
 )
+from eosconnect.storage.hang_safe import HUNG_CALL_GRACE_S, CallHung, call_within, close_in_background
 from eosconnect.storage.retrying_read import read_to_end_retrying
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.topic_reader import TopicReader, TopicRecord, topic_partitions
@@ -196,6 +198,12 @@ class LeaderConfigWriter:
 
     `start()` calls `init_transactions()`, which fences every earlier holder of the id (and aborts
     a transaction it left open). After `LeaderFencedError` the writer is dead: close it.
+
+    A write returns or fails within `timeout_s` (plus `HUNG_CALL_GRACE_S` should librdkafka hang):
+    a commit that has not completed by then is not aborted (an abort waits for the same unreachable
+    coordinator); the writer is dead instead (`ConfigWriteError`, fatal), and the transaction it
+    left is aborted by the coordinator (`transaction.timeout.ms`) or by the next `init_transactions()`
+    of this id, whichever comes first. `close()` never waits for the broker.
     """
 
     transactional = True
@@ -216,9 +224,16 @@ class LeaderConfigWriter:
     def start(self) -> None:
         with self._lock:
             try:
-                self._producer.init_transactions(self.timeout_s)
+                call_within(
+                    lambda: self._producer.init_transactions(self.timeout_s),
+                    self.timeout_s + HUNG_CALL_GRACE_S,
+                    name=f"init-{self.transactional_id}",
+                )
             except KafkaException as exc:
                 raise self._failure(exc, "initializing transactions", in_transaction=False) from exc
+            except CallHung as exc:
+                self._dead = ConfigWriteError(f"initializing transactions: {exc}", fatal=True)
+                raise self._dead from None
             self._started = True
             log.info("claimed write privileges on config topic %r as %s", self.topic, self.transactional_id)
 
@@ -241,39 +256,74 @@ class LeaderConfigWriter:
                     )
                 self._commit(deadline)
             except KafkaException as exc:
+                doing = f"writing {[k for k, _ in records][:5]}"
+                left = deadline - time.monotonic()
                 raise self._failure(
-                    exc, f"writing {[k for k, _ in records][:5]}", in_transaction=True
+                    exc, doing, in_transaction=left > 0, out_of_time=left <= 0, abort_s=left
                 ) from exc
+            except CallHung as exc:
+                self._dead = ConfigWriteError(
+                    f"the commit of a config topic transaction did not return within {self.timeout_s:.0f}s "
+                    f"(librdkafka hangs there while the transaction coordinator is unreachable): {exc}",
+                    fatal=True,
+                )
+                raise self._dead from None
             except BufferError as exc:  # local queue full: nothing was committed
-                self._abort_quietly()
+                self._abort_quietly(deadline - time.monotonic())
                 raise ConfigWriteError(f"config topic producer queue is full: {exc}") from exc
             if deliveries.errors:  # commit succeeded, so this should not happen; never hide it
                 raise ConfigWriteError(f"config topic write reported errors: {deliveries.errors[:3]}")
             return max(deliveries.offsets, default=-1)
 
     def _commit(self, deadline: float) -> None:
-        while True:
-            try:
-                self._producer.commit_transaction(max(1.0, deadline - time.monotonic()))
-                return
-            except KafkaException as exc:
-                err: KafkaError = exc.args[0]
-                # librdkafka allows retrying a commit that timed out or failed retriably.
-                if err.retriable() and not err.txn_requires_abort() and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                    continue
-                raise
+        """Commit by `deadline`; `CallHung` if librdkafka does not return by then (plus the grace)."""
 
-    def _abort_quietly(self) -> None:
+        def commit() -> None:
+            while True:
+                try:
+                    self._producer.commit_transaction(max(0.1, deadline - time.monotonic()))
+                    return
+                except KafkaException as exc:
+                    err: KafkaError = exc.args[0]
+                    # librdkafka allows retrying a commit that timed out or failed retriably.
+                    if err.retriable() and not err.txn_requires_abort() and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                        continue
+                    raise
+
+        limit = max(0.1, deadline - time.monotonic()) + HUNG_CALL_GRACE_S
+        call_within(commit, limit, name=f"commit-{self.transactional_id}")
+
+    def _abort_quietly(self, timeout_s: float) -> None:
         try:
-            self._producer.abort_transaction(self.timeout_s)
-        except KafkaException as exc:
+            self._abort(timeout_s)
+        except (KafkaException, CallHung) as exc:
             self._dead = ConfigWriteError(
                 f"could not abort a config topic transaction: {_error_text(exc)}", fatal=True
             )
 
-    def _failure(self, exc: KafkaException, doing: str, *, in_transaction: bool) -> ConfigWriteError:
-        """Classify an error; the writer stays usable only if nothing of a transaction is left open."""
+    def _abort(self, timeout_s: float) -> None:
+        """`abort_transaction()` within what is left of the write's time (at least a second), bounded
+        as a commit is."""
+        timeout_s = max(1.0, timeout_s)
+        call_within(
+            lambda: self._producer.abort_transaction(timeout_s),
+            timeout_s + HUNG_CALL_GRACE_S,
+            name=f"abort-{self.transactional_id}",
+        )
+
+    def _failure(
+        self,
+        exc: KafkaException,
+        doing: str,
+        *,
+        in_transaction: bool,
+        out_of_time: bool = False,
+        abort_s: float = 0.0,
+    ) -> ConfigWriteError:
+        """Classify an error; the writer stays usable only if nothing of a transaction is left open.
+        `in_transaction`: a transaction is open, to abort within `abort_s`; `out_of_time`: a write
+        failed at its deadline, leaving its transaction to the coordinator and the writer dead."""
         err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         text = _error_text(exc)
         if err is not None and err.code() in FENCED_CODES:
@@ -286,11 +336,23 @@ class LeaderConfigWriter:
         if err is not None and err.fatal():
             self._dead = ConfigWriteError(f"fatal producer error while {doing}: {text}", fatal=True)
             return self._dead
+        if out_of_time:
+            # Its transaction stays open until the coordinator, or the next init_transactions() of
+            # this id, aborts it: an abort would wait for the coordinator that did not answer.
+            self._dead = ConfigWriteError(
+                f"could not complete {doing} on config topic {self.topic!r} within {self.timeout_s:.0f}s: "
+                f"{text}",
+                fatal=True,
+            )
+            return self._dead
         if in_transaction:
-            # Abortable errors, and a commit that kept failing retriably until the deadline: abort,
-            # so the next write starts clean; if even that fails, the writer cannot be trusted.
+            # Abortable errors: abort, so the next write starts clean; if even that fails, the writer
+            # cannot be trusted.
             try:
-                self._producer.abort_transaction(self.timeout_s)
+                self._abort(abort_s)
+            except CallHung as abort_exc:
+                self._dead = ConfigWriteError(f"could not abort after {text}: {abort_exc}", fatal=True)
+                return self._dead
             except KafkaException as abort_exc:
                 abort_err = abort_exc.args[0] if abort_exc.args else None
                 if isinstance(abort_err, KafkaError) and abort_err.code() in FENCED_CODES:
@@ -302,20 +364,34 @@ class LeaderConfigWriter:
         return ConfigWriteError(f"error while {doing} on config topic {self.topic!r}: {text}")
 
     def close(self) -> None:
-        """Close the producer; an open transaction is aborted (by the broker, if we are fenced)."""
-        with self._lock, warnings.catch_warnings():
-            # close() aborts a pending transaction; on a fenced producer that fails, and
-            # confluent-kafka reports it as a RuntimeWarning. The broker already aborted it.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            try:
-                self._producer.purge()
-                self._producer.close()
-            except (KafkaException, RuntimeError) as exc:
-                log.debug("closing the config topic writer: %s", exc)
+        """Give the producer up without waiting for the broker: it is closed on a thread of its own
+        (its open transaction is aborted by the coordinator, if not by this close). Waits for a write
+        under way only as long as a write may take."""
+        acquired = self._lock.acquire(timeout=self.timeout_s + HUNG_CALL_GRACE_S)
+        try:
+            self._dead = self._dead or ConfigWriteError("the config topic writer was closed", fatal=True)
+            producer = self._producer
+            with contextlib.suppress(KafkaException, RuntimeError):
+                producer.purge()
+            close_in_background(
+                lambda: _close_quietly(producer), name=f"config-writer-{self.transactional_id}"
+            )
+        finally:
+            if acquired:
+                self._lock.release()
+
+
+def _close_quietly(producer: Producer) -> None:
+    """`producer.close()` without the RuntimeWarning confluent-kafka raises when its pending
+    transaction cannot be aborted (a fenced producer's: the broker already aborted it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        producer.close()
 
 
 class PlainConfigWriter:
-    """The writer with exactly-once support disabled: idempotent, acks=all, no transactions."""
+    """The writer with exactly-once support disabled: idempotent, acks=all, no transactions. A write
+    fails once `timeout_s` passed without its acknowledgement; `close()` never waits for the broker."""
 
     transactional = False
     fenced = False
@@ -349,9 +425,15 @@ class PlainConfigWriter:
             return max(deliveries.offsets, default=-1)
 
     def close(self) -> None:
-        with self._lock:
-            self._producer.flush(self.timeout_s)
-            self._producer.close()
+        """Deliver what is still queued and close, on a thread of its own (`close_in_background`):
+        both wait for the broker, which may be unreachable."""
+        producer, timeout_s = self._producer, self.timeout_s
+
+        def close() -> None:
+            producer.flush(timeout_s)
+            producer.close()
+
+        close_in_background(close, name=f"config-writer-{self.topic}")
 
 
 Writer = LeaderConfigWriter | PlainConfigWriter
@@ -452,7 +534,7 @@ class ConfigStore:
         Idempotent while the writer is healthy. Raises `LeaderFencedError` if, meanwhile, yet another
         worker claimed them, or `ConfigWriteError` if the transaction coordinator is unreachable.
         """
-        with self._write_lock:
+        with self._writing():
             if self._writer is not None:
                 return
             writer: Writer
@@ -484,9 +566,10 @@ class ConfigStore:
             self._writer = writer
 
     def relinquish_write_privileges(self) -> None:
-        """Call on losing leadership: closes the writer (an open transaction is aborted)."""
-        with self._write_lock:
-            writer, self._writer = self._writer, None
+        """Call on losing leadership: gives the writer up (its open transaction is aborted). Not
+        under the write lock: a write under way must not hold up the herder's step-down; it fails
+        on the closed writer, or completes first (`LeaderConfigWriter.close`)."""
+        writer, self._writer = self._writer, None
         if writer is not None:
             writer.close()
 
@@ -495,7 +578,7 @@ class ConfigStore:
         return self._writer is not None
 
     def _privileged(self, records: Sequence[Record]) -> int:
-        with self._write_lock:
+        with self._writing():
             if self._writer is None:
                 if self.transactional:
                     raise WritePrivilegeError(
@@ -504,13 +587,32 @@ class ConfigStore:
                         "claim_write_privileges()"
                     )
                 self.claim_write_privileges()
-            assert self._writer is not None
+            writer = self._writer
+            if writer is None:
+                raise WritePrivilegeError(
+                    f"the config topic writer was given up while writing to {self.topic!r}"
+                )
             try:
-                return self._writer.write(records)
+                return writer.write(records)
             except ConfigWriteError as exc:
                 if exc.fatal:
                     self.relinquish_write_privileges()
                 raise
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The write lock, waited for only as long as one write may take: a write stuck behind
+        another that does not complete fails instead of queueing (REST requests must answer)."""
+        limit = self.write_timeout_s + HUNG_CALL_GRACE_S
+        if not self._write_lock.acquire(timeout=limit):
+            raise ConfigWriteError(
+                f"another write to config topic {self.topic!r} has not completed within {limit:.0f}s "
+                "(the brokers may be unreachable); try again"
+            )
+        try:
+            yield
+        finally:
+            self._write_lock.release()
 
     # ---------------------------------------------------------------------------------- writes
     def put_connector_config(
@@ -536,7 +638,7 @@ class ConfigStore:
         """
         tasks: list[Record] = [(task_key(connector, i), encode_task_config(p)) for i, p in enumerate(configs)]
         commit: Record = (commit_key(connector), encode_commit(len(configs)))
-        with self._write_lock:
+        with self._writing():
             if self.transactional or not tasks:
                 return self._privileged([*tasks, commit])
             self._privileged(tasks)
@@ -553,7 +655,7 @@ class ConfigStore:
         its `init_transactions()` fenced this writer.
         """
         record: Record = (task_count_key(connector), encode_task_count(task_count))
-        with self._write_lock:
+        with self._writing():
             if expected_generation is not None:
                 found = self.read_to_end().generation(connector)
                 if found != expected_generation:
@@ -575,7 +677,7 @@ class ConfigStore:
     def _write_from_any_worker(self, record: Record) -> int:
         """Records any worker may write: through the leader's writer when this worker holds it,
         otherwise with a non-transactional producer."""
-        with self._write_lock:
+        with self._writing():
             if self._writer is not None or not self.transactional:
                 return self._privileged([record])
             if self._plain_writer is None:
@@ -588,9 +690,9 @@ class ConfigStore:
         return self._privileged([(SESSION_KEY_KEY, encode_session_key(key))])
 
     def close(self) -> None:
+        """Give both writers up (neither waits for the broker), then close the reader."""
         self.relinquish_write_privileges()
-        with self._write_lock:
-            plain, self._plain_writer = self._plain_writer, None
+        plain, self._plain_writer = self._plain_writer, None
         if plain is not None:
             plain.close()
         with self._read_lock:

@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -38,15 +37,12 @@ from eosconnect.runtime.transactions.errors import (
     transactional_producer_config,
 )
 from eosconnect.storage.client_login import LoginWatch
+from eosconnect.storage.hang_safe import HUNG_CALL_GRACE_S, CallHung, call_within
 
 __all__ = ["HUNG_CALL_GRACE_S", "DeliveryFailed", "Transaction", "TransactionSession", "Undelivered"]
 
 T = TypeVar("T")
 
-#: How much longer than its own timeout a bounded call is waited for before it counts as hung
-#: (librdkafka keeps its timeouts to the millisecond when it keeps them at all; this covers a busy
-#: interpreter).
-HUNG_CALL_GRACE_S = 5.0
 #: How many distinct delivery failures of records without a callback of their own are kept for the
 #: task's error message.
 KEPT_DELIVERY_FAILURES = 3
@@ -167,20 +163,10 @@ class TransactionSession(Generic[TxnT]):
         and `commit_transaction()` can block forever, past their timeout, once the broker they wait
         for died (librdkafka issues 5456 and 5511, open in 2.16). Past that, `TransactionCallHung`,
         and the producer is not used again (`hung`). A `KafkaException` is raised as it is."""
-        future: Future[T] = Future()
-
-        def run() -> None:
-            try:
-                future.set_result(call())
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        # A daemon thread, not an executor's: a hung call must not hold up the process's exit.
-        threading.Thread(target=run, name=f"txn-{self.task_id}", daemon=True).start()
         limit = timeout_s + HUNG_CALL_GRACE_S
         try:
-            return future.result(timeout=limit)
-        except FutureTimeoutError:
+            return call_within(call, limit, name=f"txn-{self.task_id}")
+        except CallHung:
             self.hung = step
             raise TransactionCallHung(
                 f"{self.task_id}: {step} did not return within {limit:.0f}s although librdkafka was "
