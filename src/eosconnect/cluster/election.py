@@ -27,7 +27,11 @@ rebalance; that is why every config-topic write of the leader goes through its t
 producer, which the new leader fenced (docs/architecture.md).
 
 Followers find the leader's REST URL in the group's description: each member's `client.id`
-carries its URL.
+carries its URL. They do not ask while their own consumer is out of the group: one out of the group
+knows no leader anyway, and its coordinator may be unreachable, where librdkafka 2.16's
+DescribeConsumerGroups can abort the process once the connection comes back (use after free of the
+request's `eonce`, rdkafka_queue.h `rd_kafka_enq_once_del_source_return: Assertion
+'eonce->refcnt > 0' failed`: librdkafka issue 4605, open; fix proposed in librdkafka PR 5397).
 
 A consumer that has not been a settled member of the group for `STUCK_MEMBERSHIP_S` is replaced by a
 new one (`MembershipWatch`): librdkafka's group state machine can stay stuck after its coordinator's
@@ -80,6 +84,12 @@ class MembershipWatch:
         if state == "up" and join_state == "steady":
             self.settled_at = time.monotonic()
 
+    @property
+    def unsettled(self) -> bool:
+        """The last statistics showed the consumer out of a settled membership (before the first
+        ones, two seconds after the consumer's start, nothing is known: not unsettled)."""
+        return self.last_state not in ("unknown", "up/steady")
+
     def stuck_for(self) -> float | None:
         """Seconds out of a settled membership, once that is longer than `stuck_after_s`."""
         out = time.monotonic() - self.settled_at
@@ -118,6 +128,8 @@ class LeaderElection:
         self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
         self._leader_url_cache: tuple[float, str | None] = (0.0, None)
         self._admin = AdminClient(client_config("admin", worker.originals))
+        #: The current consumer's membership, as its statistics report it (`_join`).
+        self._membership = MembershipWatch(stuck_membership_s)
 
     @property
     def is_leader(self) -> bool:
@@ -137,9 +149,12 @@ class LeaderElection:
         self._thread.join(15)
 
     def leader_url(self, max_age_s: float = 2.0) -> str | None:
-        """The current leader's REST URL, from the group description (cached briefly)."""
+        """The current leader's REST URL, from the group description (cached briefly); None while
+        this worker's own consumer is out of a settled membership (see the module's docstring)."""
         if self._leader:
             return self.rest_url
+        if self._membership.unsettled:
+            return None
         fetched_at, url = self._leader_url_cache
         if time.monotonic() - fetched_at < max_age_s:
             return url
@@ -206,6 +221,7 @@ class LeaderElection:
 
     def _join(self, config: dict[str, object]) -> tuple[Consumer, MembershipWatch]:
         watch = MembershipWatch(self._stuck_membership_s)
+        self._membership = watch
         consumer = Consumer({**config, "stats_cb": watch.on_stats})
         consumer.subscribe([self.topic], **self._callbacks())
         return consumer, watch
