@@ -29,6 +29,7 @@ import time
 import traceback
 from typing import Any
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from eosconnect.cluster.auto_restart import AutoRestarts
@@ -51,10 +52,17 @@ from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.config_store import ConfigStore, LeaderFencedError
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.status_store import ConnectState, StatusStore
+from eosconnect.storage.topic_reader import ReadTimeout
 from eosconnect.storage.topics import ensure_topic
 from eosconnect.worker_config import WorkerConfig, relaunch_min_attempt_s, zombie_cancel_timeout_s
 
 log = logging.getLogger(__name__)
+
+#: How long a tick's read of the config topic may take: a read waits for a transaction open on the
+#: topic (the leader's own are short), and a tick that waits longer holds up everything the herder
+#: does, a demoted leader's stepping down first of all (Kafka Connect's is `worker.sync.timeout.ms`,
+#: 3 s).
+TICK_READ_TIMEOUT_S = 10.0
 
 SESSION_KEY_TTL_MS = 60 * 60 * 1000
 
@@ -99,6 +107,8 @@ class DistributedHerder(
         self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)
         self._cluster_id = None
         self._claimed_term = -1
+        #: The election term the last tick acted in as the leader; None after it acted as a follower.
+        self._led_term: int | None = None
         self._plugins_at_start = plugin_fingerprint(worker.plugin_path)
         self._plugins_warned = self._plugins_at_start
         self._last_tick = None
@@ -158,7 +168,7 @@ class DistributedHerder(
                 time.sleep(1)
 
     def _tick(self) -> None:
-        snapshot = self.config_store.read_to_end()
+        snapshot = self._tick_snapshot()
         self._apply_cluster_logger_levels(snapshot)
         if self.election.in_doubt:
             # Lost membership, rejoining (cluster/election.py): the tasks run on untouched, and no
@@ -168,20 +178,24 @@ class DistributedHerder(
             self._hosts.forgive_silence()
             return
         if not self.election.is_leader:
-            if self.config_store.has_write_privileges:
-                self.config_store.relinquish_write_privileges()
-            self._live.stop_all()
-            self._generated_from.clear()  # a later leadership starts the connectors afresh
-            self._retirements.forget()
-            if any(run.stopping_since is None for run in self._runs.values()):  # once, not every tick
-                log.warning("worker %s lost leadership; stopping its tasks", self.worker_id)
-                self._stop_all_runs(wait=False)
-                self.statuses.forget_published()
-            self._reap_runs(snapshot)
+            self._led_term = None
+            self._end_leadership(snapshot)
             if self._spark.active and not self._runs and not any(r.running() for r in self._abandoned):
                 self._abandoned.clear()
                 self._spark.release_if_holding()  # a standby holds no executors
             return
+        if self._led_term not in (None, self.election.term):
+            # Demoted and elected again while one tick was busy (a Kafka call waits out its timeout
+            # while the broker is out of reach): what this herder ran belongs to the former term, and
+            # its tasks may have ended on their own meanwhile; end it as a demotion does, and lead
+            # afresh (a new claim fences the former term's writer).
+            log.warning(
+                "worker %s lost the leadership and got it back (term %d) while the herder was busy",
+                self.worker_id,
+                self.election.term,
+            )
+            self._end_leadership(snapshot)
+        self._led_term = self.election.term
         if not self.config_store.has_write_privileges:
             if self._claimed_term == self.election.term:
                 # We held the config topic in this term and lost it: another leader fenced our writer.
@@ -212,6 +226,34 @@ class DistributedHerder(
         self._retire_ended_connectors(snapshot)
         self._evacuate_silent_hosts()
         self._check_heartbeats()
+
+    def _tick_snapshot(self) -> ConfigSnapshot:
+        """The config topic read to its end within `TICK_READ_TIMEOUT_S`. A worker that is not the
+        leader (or one in doubt) acts on its last snapshot when the read fails: stepping down must
+        not wait for brokers out of reach. A leader's tick fails instead (it acts only on the end)."""
+        try:
+            return self.config_store.read_to_end(TICK_READ_TIMEOUT_S)
+        except (ReadTimeout, KafkaException) as exc:
+            if self.election.is_leader:
+                raise
+            log.info(
+                "worker %s could not read the config topic (%s); acting on its last view", self.worker_id, exc
+            )
+            return self.config_store.snapshot
+
+    def _end_leadership(self, snapshot: ConfigSnapshot) -> None:
+        """What a demoted leader does: give up the config topic writer and the connectors, stop its
+        tasks, and forget what it generated, so that a later leadership starts afresh."""
+        if self.config_store.has_write_privileges:
+            self.config_store.relinquish_write_privileges()
+        self._live.stop_all()
+        self._generated_from.clear()
+        self._retirements.forget()
+        if any(run.stopping_since is None for run in self._runs.values()):  # once, not every tick
+            log.warning("worker %s lost leadership; stopping its tasks", self.worker_id)
+            self._stop_all_runs(wait=False)
+            self.statuses.forget_published()
+        self._reap_runs(snapshot)
 
     def _ensure_session_key(self, snapshot: ConfigSnapshot) -> None:
         now_ms = int(time.time() * 1000)

@@ -76,6 +76,11 @@ FENCED_CODES = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaE
 
 Record = tuple[str, bytes | None]
 
+#: The least time a write is given, even when what came before it under the write lock (the wait
+#: for the lock, a read) used up the write's timeout: a commit on a reachable broker takes
+#: milliseconds.
+MIN_WRITE_S = 1.0
+
 
 class ConfigWriteError(ConnectException):
     """A write to the config topic failed; nothing of it is visible to read_committed readers
@@ -237,8 +242,9 @@ class LeaderConfigWriter:
             self._started = True
             log.info("claimed write privileges on config topic %r as %s", self.topic, self.transactional_id)
 
-    def write(self, records: Sequence[Record]) -> int:
-        """Write `records` in one transaction; the offset of the last one once committed."""
+    def write(self, records: Sequence[Record], timeout_s: float | None = None) -> int:
+        """Write `records` in one transaction within `timeout_s` (default: the writer's); the offset
+        of the last one once committed."""
         with self._lock:
             if isinstance(self._dead, LeaderFencedError):
                 raise LeaderFencedError(str(self._dead))
@@ -247,7 +253,7 @@ class LeaderConfigWriter:
             if not self._started:
                 raise WritePrivilegeError("the leader's config writer was not started (call start())")
             deliveries = _Deliveries()
-            deadline = time.monotonic() + self.timeout_s
+            deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
             try:
                 self._producer.begin_transaction()
                 for key, value in records:
@@ -405,7 +411,10 @@ class PlainConfigWriter:
     def start(self) -> None:
         """Nothing to claim: without transactions, any writer may write."""
 
-    def write(self, records: Sequence[Record]) -> int:
+    def write(self, records: Sequence[Record], timeout_s: float | None = None) -> int:
+        """Send `records`; the offset of the last one once all are acknowledged within `timeout_s`
+        (default: the writer's)."""
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
         with self._lock:
             deliveries = _Deliveries()
             try:
@@ -415,10 +424,10 @@ class PlainConfigWriter:
                     )
             except (KafkaException, BufferError) as exc:
                 raise ConfigWriteError(f"could not send to config topic {self.topic!r}: {exc}") from exc
-            remaining = self._producer.flush(self.timeout_s)
+            remaining = self._producer.flush(timeout_s)
             if remaining:
                 raise ConfigWriteError(
-                    f"{remaining} config topic records were not acknowledged within {self.timeout_s:.0f}s"
+                    f"{remaining} config topic records were not acknowledged within {timeout_s:.0f}s"
                 )
             if deliveries.errors:
                 raise ConfigWriteError(f"config topic write failed: {'; '.join(deliveries.errors[:3])}")
@@ -468,6 +477,8 @@ class ConfigStore:
         #: Kept across reads (the store reads after every write); used under `_read_lock`.
         self._reader = TopicReader(self._consumer_config, self.topic, group=worker.group_id)
         self._write_lock = threading.RLock()
+        #: When the outermost write under `_write_lock` must be done by (`_writing`).
+        self._write_deadline: float | None = None
         self._writer: Writer | None = None
         self._plain_writer: PlainConfigWriter | None = None
 
@@ -593,7 +604,7 @@ class ConfigStore:
                     f"the config topic writer was given up while writing to {self.topic!r}"
                 )
             try:
-                return writer.write(records)
+                return writer.write(records, self._time_left())
             except ConfigWriteError as exc:
                 if exc.fatal:
                     self.relinquish_write_privileges()
@@ -601,18 +612,30 @@ class ConfigStore:
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
-        """The write lock, waited for only as long as one write may take: a write stuck behind
-        another that does not complete fails instead of queueing (REST requests must answer)."""
-        limit = self.write_timeout_s + HUNG_CALL_GRACE_S
-        if not self._write_lock.acquire(timeout=limit):
+        """The write lock, and the deadline of what is written under it: `write_timeout_s` from the
+        call, the wait for the lock included, so that a write stuck behind another that does not
+        complete fails in time instead of queueing (REST requests must answer)."""
+        began = time.monotonic()
+        if not self._write_lock.acquire(timeout=self.write_timeout_s):
             raise ConfigWriteError(
-                f"another write to config topic {self.topic!r} has not completed within {limit:.0f}s "
-                "(the brokers may be unreachable); try again"
+                f"another write to config topic {self.topic!r} has not completed within "
+                f"{self.write_timeout_s:.0f}s (the brokers may be unreachable); try again"
             )
+        outermost = self._write_deadline is None
+        if outermost:
+            self._write_deadline = began + self.write_timeout_s
         try:
             yield
         finally:
+            if outermost:
+                self._write_deadline = None
             self._write_lock.release()
+
+    def _time_left(self) -> float:
+        """What is left of the current write's time (at least `MIN_WRITE_S`); under `_writing()`."""
+        deadline = self._write_deadline
+        left = self.write_timeout_s if deadline is None else deadline - time.monotonic()
+        return max(MIN_WRITE_S, left)
 
     # ---------------------------------------------------------------------------------- writes
     def put_connector_config(
@@ -684,7 +707,7 @@ class ConfigStore:
                 self._plain_writer = PlainConfigWriter(
                     plain_producer_config(self.worker), self.topic, timeout_s=self.write_timeout_s
                 )
-            return self._plain_writer.write([record])
+            return self._plain_writer.write([record], self._time_left())
 
     def put_session_key(self, key: SessionKey) -> int:
         return self._privileged([(SESSION_KEY_KEY, encode_session_key(key))])
