@@ -3,7 +3,7 @@ host of their own (tests/support/netns.py), links between them cut and healed, t
 the test process with read_committed all along and checked at the end: every sequence number up to
 the committed source offsets once, nothing missing, nothing twice.
 
-The worker's timeouts are made short so that a partition of ~40 s outlasts all of them: the
+The worker's timeouts are made short so that a partition of ~30 s outlasts all of them: the
 election's session (6 s), the leader's doubt grace (`scheduled.rebalance.max.delay.ms`) and the
 tasks' `transaction.timeout.ms`. `make test-long` cuts for longer.
 """
@@ -41,7 +41,7 @@ DOUBT_GRACE_MS = 10_000
 TRANSACTION_TIMEOUT_MS = 10_000
 #: How long a leader stays cut off: more than the election's 6 s session, the doubt grace and the
 #: transaction timeout together.
-CUT_S = 150.0 if LONG_TESTS else 40.0
+CUT_S = 150.0 if LONG_TESTS else 30.0
 #: What a cut leader may take to be replaced: the session, the doubt grace, the fencing of its
 #: tasks' transactional ids by the new leader and the start of their successors on a loaded machine.
 TAKEOVER_S = 120.0
@@ -233,35 +233,6 @@ def timed(
     return response.status_code, time.monotonic() - began, response.text[:200]
 
 
-def test_rest_answers_in_time_while_the_lone_worker_is_cut_off(site: Site, start_worker: StartWorker) -> None:
-    """A lone worker (the leader) cut off from the broker, silently: while it is still leader, in
-    doubt and then demoted, reads answer, and once its membership is lost a leader's write is
-    refused with 409 (no leader to serve it), each within `REST_BOUND_S`."""
-    worker, follower, phase = lone_worker_cut_off(site, start_worker)
-    new_connector = {"name": "other", "config": endless_sequence(f"other-{uuid.uuid4().hex[:8]}", 1, RATE)}
-    try:
-        # Still leader (its session has not lapsed), in doubt (it has: the doubt grace runs), demoted.
-        for moment in (1.0, 8.0, 8.0 + DOUBT_GRACE_MS / 1000 + 4):
-            time.sleep(max(0.0, moment - (time.monotonic() - phase.began)))
-            answers = {
-                "list": timed(worker, "GET", "/connectors"),
-                "status": timed(worker, "GET", "/connectors/src/status"),
-            }
-            if moment > 1.0:  # membership lost: no leader to serve a write
-                answers["create"] = timed(worker, "POST", "/connectors", json=new_connector)
-            phase(
-                f"REST answers (code, seconds): { {k: (c, round(s, 1)) for k, (c, s, _) in answers.items()} }"
-            )
-            slow = {k: a for k, a in answers.items() if a[1] > REST_BOUND_S}
-            assert not slow, f"answers slower than {REST_BOUND_S}s at +{moment}s: {slow}"
-            assert answers["list"][0] == 200 and answers["status"][0] == 200, answers
-            if "create" in answers:
-                code, _, text = answers["create"]
-                assert code == 409 and no_leader_now(code, text), answers["create"]
-    finally:
-        follower.stop()
-
-
 def lone_worker_cut_off(
     site: Site, start_worker: StartWorker
 ) -> tuple[WorkerProcess, SequenceFollower, Timeline]:
@@ -285,22 +256,47 @@ def lone_worker_cut_off(
     return worker, follower, phase
 
 
-def test_a_lone_worker_cut_off_past_its_doubt_grace_leads_again_after_the_heal(
+def rest_answers_in_time(worker: WorkerProcess, phase: Timeline) -> None:
+    """While the lone worker is still leader, in doubt and then demoted, reads answer, and once its
+    membership is lost a leader's write is refused with 409 (no leader to serve it), each within
+    `REST_BOUND_S`. A demoted worker does not ask the brokers for the leader while it is out of the
+    group (librdkafka 2.16 aborted the process at the heal when it had: cluster/election.py)."""
+    new_connector = {"name": "other", "config": endless_sequence(f"other-{uuid.uuid4().hex[:8]}", 1, RATE)}
+    # Still leader (its session has not lapsed), in doubt (it has: the doubt grace runs), demoted.
+    for moment in (1.0, 8.0, 8.0 + DOUBT_GRACE_MS / 1000 + 4):
+        time.sleep(max(0.0, moment - (time.monotonic() - phase.began)))
+        answers = {
+            "list": timed(worker, "GET", "/connectors"),
+            "status": timed(worker, "GET", "/connectors/src/status"),
+        }
+        if moment > 1.0:  # membership lost: no leader to serve a write
+            answers["create"] = timed(worker, "POST", "/connectors", json=new_connector)
+        phase(f"REST answers (code, seconds): { {k: (c, round(s, 1)) for k, (c, s, _) in answers.items()} }")
+        slow = {k: a for k, a in answers.items() if a[1] > REST_BOUND_S}
+        assert not slow, f"answers slower than {REST_BOUND_S}s at +{moment}s: {slow}"
+        assert answers["list"][0] == 200 and answers["status"][0] == 200, answers
+        if "create" in answers:
+            code, _, text = answers["create"]
+            assert code == 409 and no_leader_now(code, text), answers["create"]
+
+
+def test_a_lone_worker_cut_off_past_its_doubt_grace_answers_rest_and_leads_again_after_the_heal(
     site: Site, start_worker: StartWorker
 ) -> None:
-    """Cut off for longer than the session and the doubt grace, the lone worker stops leading and
-    its tasks; after the heal it is elected again, runs the tasks from the committed offsets, and its
-    output is exactly once."""
+    """Cut off for longer than the session and the doubt grace, the lone worker answers REST in
+    every phase (`rest_answers_in_time`) and stops leading and its tasks; after the heal it is
+    elected again, runs the tasks from the committed offsets, and its output is exactly once."""
     worker, follower, phase = lone_worker_cut_off(site, start_worker)
     try:
+        rest_answers_in_time(worker, phase)
         time.sleep(max(0.0, 8.0 + DOUBT_GRACE_MS / 1000 + 10 - (time.monotonic() - phase.began)))
         healed_at = follower.highest()
         site.network.heal()
         phase("healed")
-        follower.wait_for_progress(
+        took = follower.wait_for_progress(
             range(TASKS), 100, TAKEOVER_S, "after the heal", alive=exited(worker), since=healed_at
         )
-        phase("committing again")
+        phase(f"committing again: recovered in {took:.1f}s")
         assert worker.task_states("src") == ["RUNNING"] * TASKS
         worker.stop_connector("src")
         committed = committed_offsets(worker, "src")
@@ -313,7 +309,7 @@ def test_a_lone_worker_cut_off_past_its_doubt_grace_leads_again_after_the_heal(
 def test_a_write_to_a_worker_just_cut_off_answers_in_time(site: Site, start_worker: StartWorker) -> None:
     """PUT /pause (a write any worker may make) to the leader the moment it is cut off fails within
     the config store's write timeout (`WRITE_BOUND_S`), as Kafka Connect's does; the next write is
-    not queued behind it, and both answer 500, naming the config topic."""
+    not queued behind it, and both answer 500 (the config store's `ConfigWriteError`)."""
     topic = f"part-{uuid.uuid4().hex[:8]}"
     create_topics(site.bootstrap, (topic, 1))
     worker = start_worker("w1")
@@ -330,4 +326,4 @@ def test_a_write_to_a_worker_just_cut_off_answers_in_time(site: Site, start_work
     )
     for name, (code, took, text) in answers.items():
         assert took < WRITE_BOUND_S, (name, code, took, text)
-        assert code == 500 and "config topic" in text, (name, code, text)
+        assert code == 500 and "ConfigWriteError" in text, (name, code, text)
