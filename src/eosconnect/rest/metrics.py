@@ -16,6 +16,10 @@ Series (labels `connector`, `task` unless said otherwise):
 - any other numeric snapshot entry as `eosconnect_task_<name>` (gauge)
 - `eosconnect_connectors{state}`, `eosconnect_tasks{state}`: how many connectors/tasks are in each state
 - `eosconnect_connector_tasks{connector,state}`: per connector, its tasks per state
+- `eosconnect_plugin_<name>` (gauge): a KIP-877 metric a task, converter, transformation or predicate
+  registered (api/metrics.py), labelled with its tags (`connector`, `task`, and `converter`,
+  `transformation` or `predicate` with `class` and `version`); a label another series of the same
+  name has and this one lacks is empty
 - `eosconnect_task_auto_restarts_total`: automatic restarts of failed tasks (`errors.restart.enable`),
   once there has been one
 
@@ -34,6 +38,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from eosconnect.api.metrics import PLUGIN_METRICS_KEY
 from eosconnect.cluster.herder_api import MetricsView
 
 __all__ = ["STATES", "TaskMetricsCollector", "build_registry", "render_metrics_view", "render_prometheus"]
@@ -103,7 +108,7 @@ class TaskMetricsCollector(Collector):
         for snap in self.snapshots:
             labels = [str(snap.get("connector", "")), str(snap.get("task", ""))]
             for key, raw in snap.items():
-                if key in _LABELS:
+                if key in _LABELS or key == PLUGIN_METRICS_KEY:
                     continue
                 value = _number(raw)
                 if value is None:
@@ -114,6 +119,10 @@ class TaskMetricsCollector(Collector):
                 else:
                     fam = family("eosconnect_task_" + _metric_name(key), "gauge", f"Task metric {key}")
                 fam.add_metric(labels, value)
+
+        yield from _plugin_families(
+            entry for snap in self.snapshots for entry in snap.get(PLUGIN_METRICS_KEY) or ()
+        )
 
         if self.statuses:
             connectors: Counter[str] = Counter()
@@ -157,6 +166,25 @@ class TaskMetricsCollector(Collector):
                 restarts.add_metric([connector, str(task)], count)
 
         yield from families.values()
+
+
+def _plugin_families(entries: Iterable[Mapping[str, Any]]) -> Iterator[Metric]:
+    """One gauge family per KIP-877 metric name, its tags as labels (the union over its series,
+    since plugins of one name may carry different tags)."""
+    by_name: dict[str, list[tuple[dict[str, str], float, str]]] = {}
+    for entry in entries:
+        value = _number(entry.get("value"))
+        if value is None or value != value:  # unset (a stat before its first record: NaN)
+            continue
+        tags = {_metric_name(k): str(v) for k, v in (entry.get("tags") or {}).items()}
+        name = "eosconnect_plugin_" + _metric_name(str(entry.get("name", "")))
+        by_name.setdefault(name, []).append((tags, value, str(entry.get("description") or "")))
+    for name, series in by_name.items():
+        labels = sorted({label for tags, _, _ in series for label in tags})
+        fam = GaugeMetricFamily(name, series[0][2] or f"Plugin metric {name}", labels=labels)
+        for tags, value, _ in series:
+            fam.add_metric([tags.get(label, "") for label in labels], value)
+        yield fam
 
 
 def build_registry(

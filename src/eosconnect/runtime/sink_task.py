@@ -214,6 +214,10 @@ class SinkTaskRunner:
             configs=dict(spec.task_config),
             consumer_group=connector.consumer_group,
             file_allowed_dirs=worker.originals.get(FILE_ALLOWED_DIRS),
+            metrics_registry=self.metrics.plugins.for_task(),
+        )
+        self.metrics.plugins.monitor_pipeline(
+            self.pipeline.key_converter, self.pipeline.value_converter, self.pipeline.transforms
         )
         #: Partitions the connector assigned to this task itself; None: the consumer group decides.
         self.static_partitions: list[TopicPartition] | None = (
@@ -420,6 +424,7 @@ class SinkTaskRunner:
             if self.dead_letters is not None:
                 self.dead_letters.remember(messages)
             self.wall.add("convert", time.perf_counter() - converting)
+        putting = time.monotonic()
         try:
             with self.wall.phase("put"):
                 self.task.put(records)
@@ -431,6 +436,7 @@ class SinkTaskRunner:
         if self._retry is not None:
             self._retry = None
             self._pause_assigned(False)
+        self.metrics.record_batch(time.monotonic() - putting)
         self.metrics.record_write(len(records))
         self.current.update(positions)
 
@@ -824,6 +830,7 @@ class SinkTaskRunner:
                 self.log.exception("SinkTask.stop() raised")
         try:
             self.pipeline.close()
+            self.metrics.plugins.close()
             if self.dead_letters is not None:
                 self.dead_letters.close()
         finally:
