@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from eosconnect.api import ConnectException, Gauge, PluginMetrics
+from eosconnect.api import ConnectException, Gauge, PluginMetrics, SinkRecord, SinkTaskContext
 from eosconnect.api.metrics import (
     PLUGIN_METRICS_GROUP,
     Avg,
@@ -18,6 +21,7 @@ from eosconnect.api.metrics import (
 )
 
 TAGS = {"connector": "c", "task": "0"}
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "connector-guide.md"
 
 
 def values(metrics: PluginMetrics) -> dict[str, object]:
@@ -103,3 +107,20 @@ def test_removing_metrics_and_sensors_takes_their_values_out() -> None:
     metrics.add_metric(gauge_name, Gauge(lambda: 2))  # the name is free again
     metrics.close()
     assert metrics.snapshot() == []
+
+
+def test_the_connector_guides_example_registers_what_it_says() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+    (code,) = [b for b in blocks if "def with_plugin_metrics" in b]
+    namespace: dict[str, Any] = {"__name__": "connector_guide_metrics_example"}
+    exec(compile(code, str(GUIDE), "exec"), namespace)
+    task, context = namespace["BufferingSinkTask"](), SinkTaskContext()
+    task.initialize(context)
+    task.start({})
+    task.put([SinkRecord("orders", 0, offset, None, offset) for offset in range(3)])
+    assert values(context.plugin_metrics()) == {"buffered-records": 3, "put-size-max": 3}
+    transformation, registry = namespace["CountingTransformation"](), PluginMetrics(TAGS)
+    transformation.with_plugin_metrics(registry)
+    record = SinkRecord("orders", 0, 0, None, "v")
+    assert transformation.apply(record) is record
+    assert values(registry) == {"records-seen": 1}
