@@ -20,7 +20,7 @@ from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transforms import Transformation
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
-from eosconnect.converters.primitives import StringConverter
+from eosconnect.converters.json import JsonConverter
 from eosconnect.transforms.predicates import TopicNameMatches
 
 
@@ -72,8 +72,8 @@ class CountingTransformation(Transformation[SourceRecord], Monitorable):
         return record
 
 
-class CountingStringConverter(StringConverter, Monitorable):
-    """A StringConverter with a gauge of how often it was asked to serialise (a value or a column)."""
+class CountingJsonConverter(JsonConverter, Monitorable):
+    """A JsonConverter with a gauge of how often it was asked to serialise (a value or a column)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -15,7 +15,7 @@ SUPPORT = "support.monitored_connectors"
 
 CONFIG = {
     "key.converter": "json",
-    "value.converter": f"{SUPPORT}.CountingStringConverter",
+    "value.converter": f"{SUPPORT}.CountingJsonConverter",
     "transforms": "first,second",
     "transforms.first.type": f"{SUPPORT}.CountingTransformation",
     "transforms.first.predicate": "anyTopic",
@@ -48,7 +48,7 @@ def test_each_monitorable_plugin_gets_kafkas_tags_and_the_others_none() -> None:
     # the JSON key converter and InsertField are not Monitorable; the predicate two transformations
     # share registers once
     assert tags_by_name(plugins.snapshot()) == {
-        "serialise-calls": {**task, "converter": "value", "class": "CountingStringConverter"},
+        "serialise-calls": {**task, "converter": "value", "class": "CountingJsonConverter"},
         "records-seen": {
             **task,
             "transformation": "first",
