@@ -7,10 +7,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Producer
 from prometheus_client.parser import text_string_to_metric_families
 
 from eosconnect.tools.worker_process import WorkerProcess
-from support.workers import delete_connector, sequence_config, wait_running, worker_settings
+from support.workers import create_topics, delete_connector, sequence_config, wait_running, worker_settings
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -28,6 +29,14 @@ def worker(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     process = WorkerProcess(props, tmp_path_factory.mktemp("plugin-metrics") / "w1").start(timeout=300)
     yield process
     process.stop()
+
+
+def task_series(worker: WorkerProcess, metric: str, connector: str) -> float | None:
+    for family in text_string_to_metric_families(worker.request("GET", "/metrics").text):
+        for sample in family.samples:
+            if sample.name == metric and sample.labels.get("connector") == connector:
+                return sample.value
+    return None
 
 
 def plugin_series(worker: WorkerProcess, connector: str) -> Series:
@@ -87,3 +96,36 @@ def test_plugin_metrics_carry_kafkas_tags_and_leave_with_the_connector(worker: W
     worker.wait_for(
         lambda: not plugin_series(worker, name), 120, "the deleted connector's plugin metrics to go"
     )
+
+
+def test_a_sink_task_behind_its_topic_reports_kafkas_sink_record_lag_max(
+    worker: WorkerProcess, bootstrap: str
+) -> None:
+    name = f"lag-{uuid.uuid4().hex[:6]}"
+    create_topics(bootstrap, (name, 1))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(5000):
+        producer.produce(name, value=str(i).encode())
+    assert producer.flush(30) == 0
+    config = {
+        "connector.class": f"{SUPPORT}.SlowSinkConnector",
+        "topics": name,
+        "put.delay.ms": "1000",
+        "value.converter": "string",
+        "key.converter": "string",
+    }
+    assert worker.create_connector(name, config).status_code == 201
+    try:
+        wait_running(worker, name)
+
+        # a put takes at most 500 records a second, so most of the 5000 wait behind the position
+        def behind() -> bool:
+            return (task_series(worker, "eosconnect_task_sink_record_lag_max", name) or 0) >= 1000
+
+        worker.wait_for(behind, 90, "the sink task's lag on /metrics")
+        put_max = task_series(worker, "eosconnect_task_put_batch_max_time_ms", name)
+        assert put_max is not None and put_max >= 1000, put_max  # a put of records sleeps 1 s
+        lag = task_series(worker, "eosconnect_task_sink_record_lag_max", name)
+        assert lag is not None and lag <= 5000, lag
+    finally:
+        delete_connector(worker, name)

@@ -3,9 +3,11 @@ Importable by Spark executors: tests/conftest.py puts the tests directory on PYT
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
+from eosconnect.api.config import ConfigDef
 from eosconnect.api.data.schema import Schema
 from eosconnect.api.metrics import (
     CumulativeCount,
@@ -16,7 +18,8 @@ from eosconnect.api.metrics import (
     PluginMetrics,
     Sensor,
 )
-from eosconnect.api.records import SourceRecord
+from eosconnect.api.records import SinkRecord, SourceRecord
+from eosconnect.api.sink import SinkConnector, SinkTask
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transforms import Transformation
 from eosconnect.connectors.sequence import SequenceSourceConnector, SequenceSourceTask
@@ -105,3 +108,28 @@ class CountingTopicPredicate(TopicNameMatches[SourceRecord], Monitorable):
     def test(self, record: SourceRecord) -> bool:
         self.tested.record()
         return super().test(record)
+
+
+class SlowSinkTask(SinkTask):
+    """Takes `put.delay.ms` over every non-empty put, so its consumer falls behind a full topic."""
+
+    def start(self, config: dict[str, str]) -> None:
+        self.delay_s = int(config.get("put.delay.ms", "0")) / 1000
+
+    def put(self, records: list[SinkRecord]) -> None:
+        if records:
+            time.sleep(self.delay_s)
+
+
+class SlowSinkConnector(SinkConnector):
+    def config_def(self) -> ConfigDef:
+        return ConfigDef()
+
+    def start(self, config: dict[str, str]) -> None:
+        self.config = dict(config)
+
+    def task_class(self) -> type[SinkTask]:
+        return SlowSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.config)]

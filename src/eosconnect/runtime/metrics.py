@@ -179,6 +179,13 @@ class SinkTaskMetrics(TaskMetrics):
         with self._lock:
             self.log_truncations += 1
 
+    #: Kafka's `sink-record-lag-max` (runtime/consumer_lag.py); None until measured.
+    record_lag_max: int | None = None
+
+    def record_lag(self, lag: int | None) -> None:
+        with self._lock:
+            self.record_lag_max = lag
+
     def snapshot(self) -> dict[str, Metric]:
         with self._lock:
             common, elapsed = self._common(), self._elapsed()
@@ -193,4 +200,5 @@ class SinkTaskMetrics(TaskMetrics):
                 "put-batch-avg-time-ms": self._batch_avg_ms(),
                 "put-batch-max-time-ms": self._batch_max_ms(),
                 "sink-log-truncations-total": self.log_truncations,
+                "sink-record-lag-max": self.record_lag_max,
             }

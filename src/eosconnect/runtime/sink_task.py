@@ -59,6 +59,7 @@ from eosconnect.api.transactions import TransactionalWriter, TransactionParticip
 from eosconnect.policies.database_hosts import check_database_host
 from eosconnect.policies.file_access import FILE_ALLOWED_DIRS
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
+from eosconnect.runtime.consumer_lag import ConsumerLag
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
 from eosconnect.runtime.failure import failure_message, failure_trace
@@ -258,6 +259,8 @@ class SinkTaskRunner:
         self._drained = False
         #: Partitions with records the consumer stopped delivering are sought again (fetch_stall.py).
         self.fetch_stall = FetchStallWatch(self.log)
+        #: Kafka's sink-record-lag-max, measured on this thread (consumer_lag.py).
+        self.lag = ConsumerLag()
 
     # ----------------------------------------------------------------------------- template
     def run(self) -> TaskOutcome:
@@ -414,6 +417,7 @@ class SinkTaskRunner:
             assert self.consumer is not None
             polled = time.perf_counter()
             messages = self._consume()
+            self.metrics.record_lag(self.lag.measure(self.consumer, self.context.assigned))
             converting = time.perf_counter()
             self.wall.add("poll" if messages else "poll (nothing)", converting - polled)
             if messages:
