@@ -1,5 +1,6 @@
-"""KIP-877 on a real broker: metrics a task, a transformation and a converter register themselves
-appear on the worker's `/metrics` under Kafka Connect's tags, and leave with the connector."""
+"""KIP-877 on a real broker: metrics a connector, its task, a transformation and a converter register
+appear on the worker's `/metrics` under Kafka Connect's tags, and leave with the connector; a sink
+task's consumer lag (Kafka's sink-record-lag-max)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ def test_plugin_metrics_carry_kafkas_tags_and_leave_with_the_connector(worker: W
     try:
         wait_running(worker, name)
         wanted = (
+            "eosconnect_plugin_task_configs_generated",
             "eosconnect_plugin_next_seq",
             "eosconnect_plugin_poll_size_max",
             "eosconnect_plugin_poll_size_total",
@@ -76,6 +78,8 @@ def test_plugin_metrics_carry_kafkas_tags_and_leave_with_the_connector(worker: W
 
         worker.wait_for(counted, 120, "the plugins' metrics, counted, on /metrics")
         series = plugin_series(worker, name)
+        [(connector_labels, _)] = series["eosconnect_plugin_task_configs_generated"]
+        assert connector_labels == {"connector": name}  # the leader runs the connector: this worker
         task_tags = {"connector": name, "task": "0"}
         for metric in ("eosconnect_plugin_next_seq", "eosconnect_plugin_poll_size_max"):
             [(labels, _)] = series[metric]

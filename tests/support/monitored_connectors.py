@@ -49,6 +49,22 @@ class MonitoredSequenceTask(SequenceSourceTask):
 
 
 class MonitoredSequenceConnector(SequenceSourceConnector):
+    """Counts, in a gauge of its own, the task configs it generated."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self.generated = 0
+        metrics = self.context.plugin_metrics()
+        metrics.add_metric(
+            metrics.metric_name("task-configs-generated", "Task configs generated", {}),
+            Gauge(lambda: self.generated),
+        )
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        configs = super().task_configs(max_tasks)
+        self.generated += len(configs)
+        return configs
+
     def task_class(self) -> type[SourceTask]:
         return MonitoredSequenceTask
 

@@ -49,6 +49,14 @@ class ConnectorContext:
     this connector's tasks: the worker's with the connector's `<kind>.override.*`. Lets a connector
     look at the cluster its tasks use (a mirror lists its source partitions). None outside a runtime."""
 
+    metrics_registry: PluginMetrics = field(default_factory=lambda: PluginMetrics({}))
+    """The connector's KIP-877 metrics, tagged `connector` by the runtime (see `plugin_metrics`)."""
+
+    def plugin_metrics(self) -> PluginMetrics:
+        """KIP-877: where the connector registers metrics of its own, exported on the `/metrics` of
+        the worker that runs it (the leader) with its `connector` tag until it stops."""
+        return self.metrics_registry
+
 
 @dataclass
 class SourceTaskContext:

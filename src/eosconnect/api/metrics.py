@@ -1,12 +1,14 @@
-"""KIP-877 plugin metrics: the metrics a task, converter, transformation or predicate defines itself.
+"""KIP-877 plugin metrics: the metrics a connector, task, converter, transformation or predicate
+defines itself.
 
-A task gets its registry from its context (`context.plugin_metrics()`); a converter, transformation
-or predicate implements `Monitorable` and is handed one (`with_plugin_metrics`) once it is
-configured. Each registry carries the tags that say whose metrics they are, as Kafka Connect's do
-(`connector`, `task`, and for a converter, transformation or predicate the plugin's `class` and
-`version` with `converter=key|value`, `transformation=<alias>` or `predicate=<alias>`); the worker
-exports them on `GET /metrics` with those tags as labels, in Kafka's `plugins` group. The runtime
-closes a plugin's registry when the task stops, so its metrics leave `/metrics` with it.
+A connector or task gets its registry from its context (`context.plugin_metrics()`); a
+converter, transformation or predicate implements `Monitorable` and is handed one
+(`with_plugin_metrics`) once it is configured. Each registry carries the tags that say whose
+metrics they are, as Kafka Connect's do (`connector`; `task` for a task and its plugins; for a
+converter, transformation or predicate the plugin's `class` and `version` with
+`converter=key|value`, `transformation=<alias>` or `predicate=<alias>`); the worker exports them on
+`GET /metrics` with those tags as labels, in Kafka's `plugins` group. The runtime closes a plugin's
+registry when the plugin stops, so its metrics leave `/metrics` with it.
 
     class CountingTask(SinkTask):
         def start(self, config):

@@ -16,8 +16,8 @@ Series (labels `connector`, `task` unless said otherwise):
 - any other numeric snapshot entry as `eosconnect_task_<name>` (gauge)
 - `eosconnect_connectors{state}`, `eosconnect_tasks{state}`: how many connectors/tasks are in each state
 - `eosconnect_connector_tasks{connector,state}`: per connector, its tasks per state
-- `eosconnect_plugin_<name>` (gauge): a KIP-877 metric a task, converter, transformation or predicate
-  registered (api/metrics.py), labelled with its tags (`connector`, `task`, and `converter`,
+- `eosconnect_plugin_<name>` (gauge): a KIP-877 metric a connector, task, converter, transformation
+  or predicate registered (api/metrics.py), labelled with its tags (`connector`, `task`, and `converter`,
   `transformation` or `predicate` with `class` and `version`); a label another series of the same
   name has and this one lacks is empty
 - `eosconnect_task_auto_restarts_total`: automatic restarts of failed tasks (`errors.restart.enable`),
@@ -88,10 +88,13 @@ class TaskMetricsCollector(Collector):
         snapshots: Iterable[Mapping[str, Any]],
         statuses: Iterable[Mapping[str, Any]] = (),
         auto_restarts: Mapping[tuple[str, int], int] | None = None,
+        plugin_metrics: Iterable[Mapping[str, Any]] = (),
     ) -> None:
         self.snapshots = [dict(s) for s in snapshots]
         self.statuses = [dict(s) for s in statuses]
         self.auto_restarts = dict(auto_restarts or {})
+        #: KIP-877 metrics outside the tasks' snapshots: the connectors'.
+        self.plugin_metrics = [dict(e) for e in plugin_metrics]
 
     def collect(self) -> Iterator[Metric]:
         families: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
@@ -121,7 +124,8 @@ class TaskMetricsCollector(Collector):
                 fam.add_metric(labels, value)
 
         yield from _plugin_families(
-            entry for snap in self.snapshots for entry in snap.get(PLUGIN_METRICS_KEY) or ()
+            [entry for snap in self.snapshots for entry in snap.get(PLUGIN_METRICS_KEY) or ()]
+            + self.plugin_metrics
         )
 
         if self.statuses:
@@ -191,11 +195,12 @@ def build_registry(
     snapshots: Iterable[Mapping[str, Any]],
     statuses: Iterable[Mapping[str, Any]] = (),
     auto_restarts: Mapping[tuple[str, int], int] | None = None,
+    plugin_metrics: Iterable[Mapping[str, Any]] = (),
 ) -> CollectorRegistry:
     """A fresh registry holding the snapshots (TaskMetrics.snapshot() dicts), the states counted
     from connector status bodies (`GET /connectors/{c}/status` shape) and the restart counts."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(TaskMetricsCollector(snapshots, statuses, auto_restarts))
+    registry.register(TaskMetricsCollector(snapshots, statuses, auto_restarts, plugin_metrics))
     return registry
 
 
@@ -203,10 +208,13 @@ def render_prometheus(
     snapshots: Iterable[Mapping[str, Any]],
     statuses: Iterable[Mapping[str, Any]] = (),
     auto_restarts: Mapping[tuple[str, int], int] | None = None,
+    plugin_metrics: Iterable[Mapping[str, Any]] = (),
 ) -> bytes:
     """Prometheus text exposition (format 0.0.4) of `build_registry(...)`."""
-    return generate_latest(build_registry(snapshots, statuses, auto_restarts))
+    return generate_latest(build_registry(snapshots, statuses, auto_restarts, plugin_metrics))
 
 
 def render_metrics_view(view: MetricsView) -> bytes:
-    return render_prometheus(view.task_snapshots, view.connector_statuses, view.auto_restarts)
+    return render_prometheus(
+        view.task_snapshots, view.connector_statuses, view.auto_restarts, view.connector_plugin_metrics
+    )

@@ -48,3 +48,9 @@ def test_plugin_metrics_are_gauges_labelled_with_their_tags() -> None:
         ({**empty, **task, "transformation": "t", "class": "Count"}, 9.0),
     ]
     assert "queue-size help" in render_prometheus(snapshots).decode()
+
+
+def test_connector_metrics_outside_the_task_snapshots_are_exported_alike() -> None:
+    text = render_prometheus([], plugin_metrics=[entry("tables", 3, connector="c")]).decode()
+    [family] = [f for f in text_string_to_metric_families(text) if f.name == "eosconnect_plugin_tables"]
+    assert [(s.labels, s.value) for s in family.samples] == [({"connector": "c"}, 3.0)]
