@@ -24,6 +24,7 @@ registry when the plugin stops, so its metrics leave `/metrics` with it.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -49,6 +50,8 @@ __all__ = [
     "Rate",
     "Sensor",
 ]
+
+log = logging.getLogger(__name__)
 
 #: Kafka's group for plugin metrics (`kafka.connect:type=plugins,...` over JMX).
 PLUGIN_METRICS_GROUP = "plugins"
@@ -260,7 +263,9 @@ class PluginMetrics:
             self.sensors.clear()
 
     def snapshot(self) -> list[dict[str, Any]]:
-        """Every metric's name, group, description, tags and value, read now (picklable, JSON)."""
+        """Every metric's name, group, description, tags and value, read now (picklable, JSON).
+        A provider that raises reads as None: the snapshot travels in the task's heartbeat, which a
+        plugin's bug must not stop."""
         now = time.monotonic()
         with self.lock:
             entries = list(self.metrics.values())
@@ -270,10 +275,18 @@ class PluginMetrics:
                     "group": name.group,
                     "description": name.description,
                     "tags": dict(name.tags),
-                    "value": provider.value(now) if isinstance(provider, Gauge) else provider.measure(now),
+                    "value": _read(name, provider, now),
                 }
                 for name, provider in entries
             ]
+
+
+def _read(name: MetricName, provider: Measurable | Gauge, now: float) -> MetricValue:
+    try:
+        return provider.value(now) if isinstance(provider, Gauge) else provider.measure(now)
+    except Exception:
+        log.warning("metric %s %s could not be read", name.name, dict(name.tags), exc_info=True)
+        return None
 
 
 class Monitorable(ABC):

@@ -65,6 +65,13 @@ def test_a_name_and_tags_taken_are_refused_but_other_tags_make_another_metric() 
     assert sorted(e["value"] for e in metrics.snapshot()) == [1, 2]
 
 
+def test_a_gauge_that_raises_reads_as_none_and_the_others_still_read() -> None:
+    metrics = PluginMetrics(TAGS)
+    metrics.add_metric(metrics.metric_name("broken", "", {}), Gauge(lambda: 1 // 0))
+    metrics.add_metric(metrics.metric_name("fine", "", {}), Gauge(lambda: 7))
+    assert values(metrics) == {"broken": None, "fine": 7}
+
+
 def test_only_gauges_and_measurables_are_metrics() -> None:
     metrics = PluginMetrics(TAGS)
     with pytest.raises(ConnectException, match="neither a Gauge nor Measurable"):
