@@ -59,6 +59,7 @@ from eosconnect.api.transactions import TransactionalWriter, TransactionParticip
 from eosconnect.policies.database_hosts import check_database_host
 from eosconnect.policies.file_access import FILE_ALLOWED_DIRS
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
+from eosconnect.runtime.consumer_lag import ConsumerLag
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
 from eosconnect.runtime.failure import failure_message, failure_trace
@@ -214,6 +215,10 @@ class SinkTaskRunner:
             configs=dict(spec.task_config),
             consumer_group=connector.consumer_group,
             file_allowed_dirs=worker.originals.get(FILE_ALLOWED_DIRS),
+            metrics_registry=self.metrics.plugins.for_task(),
+        )
+        self.metrics.plugins.monitor_pipeline(
+            self.pipeline.key_converter, self.pipeline.value_converter, self.pipeline.transforms
         )
         #: Partitions the connector assigned to this task itself; None: the consumer group decides.
         self.static_partitions: list[TopicPartition] | None = (
@@ -254,6 +259,8 @@ class SinkTaskRunner:
         self._drained = False
         #: Partitions with records the consumer stopped delivering are sought again (fetch_stall.py).
         self.fetch_stall = FetchStallWatch(self.log)
+        #: Kafka's sink-record-lag-max, measured on this thread (consumer_lag.py).
+        self.lag = ConsumerLag()
 
     # ----------------------------------------------------------------------------- template
     def run(self) -> TaskOutcome:
@@ -410,6 +417,7 @@ class SinkTaskRunner:
             assert self.consumer is not None
             polled = time.perf_counter()
             messages = self._consume()
+            self.metrics.record_lag(self.lag.measure(self.consumer, self.context.assigned))
             converting = time.perf_counter()
             self.wall.add("poll" if messages else "poll (nothing)", converting - polled)
             if messages:
@@ -420,6 +428,7 @@ class SinkTaskRunner:
             if self.dead_letters is not None:
                 self.dead_letters.remember(messages)
             self.wall.add("convert", time.perf_counter() - converting)
+        putting = time.monotonic()
         try:
             with self.wall.phase("put"):
                 self.task.put(records)
@@ -431,6 +440,7 @@ class SinkTaskRunner:
         if self._retry is not None:
             self._retry = None
             self._pause_assigned(False)
+        self.metrics.record_batch(time.monotonic() - putting)
         self.metrics.record_write(len(records))
         self.current.update(positions)
 
@@ -824,6 +834,7 @@ class SinkTaskRunner:
                 self.log.exception("SinkTask.stop() raised")
         try:
             self.pipeline.close()
+            self.metrics.plugins.close()
             if self.dead_letters is not None:
                 self.dead_letters.close()
         finally:
