@@ -36,6 +36,7 @@ from eosconnect.api.errors import (
     RetriableException,
     TransactionRequestConflict,
 )
+from eosconnect.api.metrics import Gauge, Measurable, MetricName, Monitorable, PluginMetrics, Sensor
 from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageReader
 from eosconnect.api.records import (
     ConnectRecord,
@@ -104,16 +105,21 @@ __all__ = [
     "Converter",
     "DataException",
     "ExactlyOnceSupport",
+    "Gauge",
     "Header",
     "HeaderValue",
     "Headers",
     "HeadersLike",
     "Importance",
     "InMemoryOffsetStorageReader",
+    "Measurable",
+    "MetricName",
+    "Monitorable",
     "NonEmptyString",
     "OffsetAndMetadata",
     "OffsetStorageReader",
     "Password",
+    "PluginMetrics",
     "Predicate",
     "Primitive",
     "Range",
@@ -121,6 +127,7 @@ __all__ = [
     "ReplaySupport",
     "RequestedTransactionContext",
     "RetriableException",
+    "Sensor",
     "SinkConnector",
     "SinkRecord",
     "SinkTask",

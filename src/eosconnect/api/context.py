@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from eosconnect.api.errors import ConnectException
+from eosconnect.api.metrics import PluginMetrics
 from eosconnect.api.offsets import InMemoryOffsetStorageReader, OffsetStorageReader
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition, known_or_none
 from eosconnect.api.transactions import TransactionalWriter, TransactionContext, TransactionParticipant
@@ -48,6 +49,14 @@ class ConnectorContext:
     this connector's tasks: the worker's with the connector's `<kind>.override.*`. Lets a connector
     look at the cluster its tasks use (a mirror lists its source partitions). None outside a runtime."""
 
+    metrics_registry: PluginMetrics = field(default_factory=lambda: PluginMetrics({}))
+    """The connector's KIP-877 metrics, tagged `connector` by the runtime (see `plugin_metrics`)."""
+
+    def plugin_metrics(self) -> PluginMetrics:
+        """KIP-877: where the connector registers metrics of its own, exported on the `/metrics` of
+        the worker that runs it (the leader) with its `connector` tag until it stops."""
+        return self.metrics_registry
+
 
 @dataclass
 class SourceTaskContext:
@@ -63,6 +72,13 @@ class SourceTaskContext:
     #: The worker's `file.allowed.dirs` (set by the runtime; None: not restricted). Tasks that open
     #: local files by a configured path (the FileStream tasks) must stay inside these directories.
     file_allowed_dirs: str | None = None
+    #: The task's KIP-877 metrics, tagged `connector` and `task` by the runtime (see `plugin_metrics`).
+    metrics_registry: PluginMetrics = field(default_factory=lambda: PluginMetrics({}))
+
+    def plugin_metrics(self) -> PluginMetrics:
+        """KIP-877: where the task registers metrics of its own, exported on the worker's `/metrics`
+        with the task's `connector` and `task` tags until the task stops."""
+        return self.metrics_registry
 
 
 class WriterFactory(Protocol):
@@ -110,6 +126,8 @@ class SinkTaskContext:
     #: Set by the runtime with `transactional_id`: makes the task's `TransactionalWriter` (see
     #: `transactional_writer`).
     writer_factory: WriterFactory | None = None
+    #: The task's KIP-877 metrics, tagged `connector` and `task` by the runtime (see `plugin_metrics`).
+    metrics_registry: PluginMetrics = field(default_factory=lambda: PluginMetrics({}))
 
     def transactional_writer(
         self,
@@ -135,6 +153,11 @@ class SinkTaskContext:
         return self.writer_factory(
             producer_config, consumer_config, timeout_remedies=timeout_remedies, participant=participant
         )
+
+    def plugin_metrics(self) -> PluginMetrics:
+        """KIP-877: where the task registers metrics of its own, exported on the worker's `/metrics`
+        with the task's `connector` and `task` tags until the task stops."""
+        return self.metrics_registry
 
     def errant_record_reporter(self) -> Any:
         """KIP-610: the reporter for records this task cannot write (e.g. a constraint violation), or

@@ -26,6 +26,8 @@ class MetricsView:
     connector_statuses: list[dict[str, Any]]
     #: automatic restarts (`errors.restart.enable`) per (connector, task)
     auto_restarts: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: the KIP-877 metrics of the connectors this worker runs (`PluginMetrics.snapshot()` entries)
+    connector_plugin_metrics: list[dict[str, Any]] = field(default_factory=list)
 
 
 class HerderError(Exception):

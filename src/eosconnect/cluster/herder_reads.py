@@ -208,7 +208,7 @@ class HerderReads(HerderState):
                 continue
         with self._lock:
             restarts = dict(self._auto_restarts.total)
-        return MetricsView(self.task_metrics(), statuses, restarts)
+        return MetricsView(self.task_metrics(), statuses, restarts, self._live.plugin_metrics())
 
 
 def installed_plugins(connectors_only: bool) -> list[dict[str, str]]:

@@ -16,9 +16,11 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from eosconnect.api.connector import Connector
 from eosconnect.api.context import ConnectorContext
+from eosconnect.api.metrics import PluginMetrics
 from eosconnect.cluster.jobs import connector_task_configs, start_connector
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,8 @@ class LiveConnector:
     instance: Connector | None
     requested: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+    #: The instance's KIP-877 metrics (`context.plugin_metrics()`), closed when it stops.
+    metrics: PluginMetrics = field(default_factory=lambda: PluginMetrics({}))
 
 
 class LiveConnectors:
@@ -50,10 +54,11 @@ class LiveConnectors:
     def start(self, name: str, config: Mapping[str, str]) -> LiveConnector:
         """Start `name` with `config`, stopping the instance it had; raises what `start()` raises."""
         self.stop(name)
-        live = LiveConnector(name, dict(config), None)
+        live = LiveConnector(name, dict(config), None, metrics=PluginMetrics({"connector": name}))
         context = ConnectorContext(
             request_task_reconfiguration=lambda: self._on_request(live),
             raise_error=lambda error: self._on_error(live, error),
+            metrics_registry=live.metrics,
         )
         live.instance = start_connector(config, self._worker_props, context)
         self._live[name] = live
@@ -96,6 +101,12 @@ class LiveConnectors:
     def stop_all(self) -> None:
         self.retain(())
 
+    def plugin_metrics(self) -> list[dict[str, Any]]:
+        """The started connectors' KIP-877 metrics (`PluginMetrics.snapshot()` entries). Called from
+        the REST threads: it reads a copy of the table, and each registry is thread-safe."""
+        registries = [live.metrics for live in list(self._live.values())]
+        return [entry for registry in registries for entry in registry.snapshot()]
+
     # ----------------------------------------------------------------------------- callbacks
     def _on_request(self, live: LiveConnector) -> None:
         log.info("connector %s asked for new task configs", live.name)
@@ -110,6 +121,7 @@ class LiveConnectors:
     @staticmethod
     def _stop_instance(live: LiveConnector) -> None:
         instance, live.instance = live.instance, None
+        live.metrics.close()
         if instance is None:
             return
         try:

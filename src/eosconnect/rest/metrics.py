@@ -16,6 +16,10 @@ Series (labels `connector`, `task` unless said otherwise):
 - any other numeric snapshot entry as `eosconnect_task_<name>` (gauge)
 - `eosconnect_connectors{state}`, `eosconnect_tasks{state}`: how many connectors/tasks are in each state
 - `eosconnect_connector_tasks{connector,state}`: per connector, its tasks per state
+- `eosconnect_plugin_<name>` (gauge): a KIP-877 metric a connector, task, converter, transformation
+  or predicate registered (api/metrics.py), labelled with its tags (`connector`, `task`, and `converter`,
+  `transformation` or `predicate` with `class` and `version`); a label another series of the same
+  name has and this one lacks is empty
 - `eosconnect_task_auto_restarts_total`: automatic restarts of failed tasks (`errors.restart.enable`),
   once there has been one
 
@@ -34,6 +38,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from eosconnect.api.metrics import PLUGIN_METRICS_KEY
 from eosconnect.cluster.herder_api import MetricsView
 
 __all__ = ["STATES", "TaskMetricsCollector", "build_registry", "render_metrics_view", "render_prometheus"]
@@ -83,10 +88,13 @@ class TaskMetricsCollector(Collector):
         snapshots: Iterable[Mapping[str, Any]],
         statuses: Iterable[Mapping[str, Any]] = (),
         auto_restarts: Mapping[tuple[str, int], int] | None = None,
+        plugin_metrics: Iterable[Mapping[str, Any]] = (),
     ) -> None:
         self.snapshots = [dict(s) for s in snapshots]
         self.statuses = [dict(s) for s in statuses]
         self.auto_restarts = dict(auto_restarts or {})
+        #: KIP-877 metrics outside the tasks' snapshots: the connectors'.
+        self.plugin_metrics = [dict(e) for e in plugin_metrics]
 
     def collect(self) -> Iterator[Metric]:
         families: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
@@ -103,7 +111,7 @@ class TaskMetricsCollector(Collector):
         for snap in self.snapshots:
             labels = [str(snap.get("connector", "")), str(snap.get("task", ""))]
             for key, raw in snap.items():
-                if key in _LABELS:
+                if key in _LABELS or key == PLUGIN_METRICS_KEY:
                     continue
                 value = _number(raw)
                 if value is None:
@@ -114,6 +122,11 @@ class TaskMetricsCollector(Collector):
                 else:
                     fam = family("eosconnect_task_" + _metric_name(key), "gauge", f"Task metric {key}")
                 fam.add_metric(labels, value)
+
+        yield from _plugin_families(
+            [entry for snap in self.snapshots for entry in snap.get(PLUGIN_METRICS_KEY) or ()]
+            + self.plugin_metrics
+        )
 
         if self.statuses:
             connectors: Counter[str] = Counter()
@@ -159,15 +172,35 @@ class TaskMetricsCollector(Collector):
         yield from families.values()
 
 
+def _plugin_families(entries: Iterable[Mapping[str, Any]]) -> Iterator[Metric]:
+    """One gauge family per KIP-877 metric name, its tags as labels (the union over its series,
+    since plugins of one name may carry different tags)."""
+    by_name: dict[str, list[tuple[dict[str, str], float, str]]] = {}
+    for entry in entries:
+        value = _number(entry.get("value"))
+        if value is None or value != value:  # unset (a stat before its first record: NaN)
+            continue
+        tags = {_metric_name(k): str(v) for k, v in (entry.get("tags") or {}).items()}
+        name = "eosconnect_plugin_" + _metric_name(str(entry.get("name", "")))
+        by_name.setdefault(name, []).append((tags, value, str(entry.get("description") or "")))
+    for name, series in by_name.items():
+        labels = sorted({label for tags, _, _ in series for label in tags})
+        fam = GaugeMetricFamily(name, series[0][2] or f"Plugin metric {name}", labels=labels)
+        for tags, value, _ in series:
+            fam.add_metric([tags.get(label, "") for label in labels], value)
+        yield fam
+
+
 def build_registry(
     snapshots: Iterable[Mapping[str, Any]],
     statuses: Iterable[Mapping[str, Any]] = (),
     auto_restarts: Mapping[tuple[str, int], int] | None = None,
+    plugin_metrics: Iterable[Mapping[str, Any]] = (),
 ) -> CollectorRegistry:
     """A fresh registry holding the snapshots (TaskMetrics.snapshot() dicts), the states counted
     from connector status bodies (`GET /connectors/{c}/status` shape) and the restart counts."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(TaskMetricsCollector(snapshots, statuses, auto_restarts))
+    registry.register(TaskMetricsCollector(snapshots, statuses, auto_restarts, plugin_metrics))
     return registry
 
 
@@ -175,10 +208,13 @@ def render_prometheus(
     snapshots: Iterable[Mapping[str, Any]],
     statuses: Iterable[Mapping[str, Any]] = (),
     auto_restarts: Mapping[tuple[str, int], int] | None = None,
+    plugin_metrics: Iterable[Mapping[str, Any]] = (),
 ) -> bytes:
     """Prometheus text exposition (format 0.0.4) of `build_registry(...)`."""
-    return generate_latest(build_registry(snapshots, statuses, auto_restarts))
+    return generate_latest(build_registry(snapshots, statuses, auto_restarts, plugin_metrics))
 
 
 def render_metrics_view(view: MetricsView) -> bytes:
-    return render_prometheus(view.task_snapshots, view.connector_statuses, view.auto_restarts)
+    return render_prometheus(
+        view.task_snapshots, view.connector_statuses, view.auto_restarts, view.connector_plugin_metrics
+    )

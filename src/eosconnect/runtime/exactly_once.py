@@ -42,7 +42,14 @@ from eosconnect.api.records import RecordMetadata, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.api.transactions import TransactionParticipant
 from eosconnect.runtime.config import SourceConnectorConfig
-from eosconnect.runtime.landing import Landing, landed_records
+from eosconnect.runtime.landing import (
+    Landing,
+    batch_partitions,
+    derivable_from_ends,
+    landed_records,
+    report_into,
+    sent_records,
+)
 from eosconnect.runtime.pipeline import OutgoingColumns, OutgoingRecord
 from eosconnect.runtime.source_task import Offsets, SourceTaskRunner
 from eosconnect.runtime.task import TaskSpec
@@ -243,12 +250,8 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
             return False
         if self._participant is None:
             return True
-        # Offsets derive from the ends of a batch only when it goes to one known partition.
         items = [polled] if isinstance(polled, SourceBatch) else polled
-        return self._columnar_landing and all(
-            isinstance(item, SourceBatch) and item.partition is not None and item.record_offsets is not None
-            for item in items
-        )
+        return self._columnar_landing and derivable_from_ends(items)
 
     def send_batch(self, batch: list[SourceRecord]) -> None:
         self._ask_participant()
@@ -411,7 +414,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         if outgoing is None:
             self.metrics.record_filtered()
             return
-        on_delivery = self._metadata_callback(record) if self._delivery_reports else None
+        on_delivery = report_into(self._metadata, record) if self._delivery_reports else None
         try:
             self.produce(self.producer, outgoing, record, on_delivery)
         except KafkaException as exc:
@@ -438,17 +441,6 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def forget_metadata(self) -> None:
         """Drop the delivery reports of an aborted transaction's records."""
         self._metadata.clear()
-
-    def _metadata_callback(self, record: SourceRecord) -> Any:
-        key = id(record)
-
-        def on_delivery(err: KafkaError | None, msg: Any) -> None:
-            if err is None:
-                self._metadata[key] = RecordMetadata(
-                    msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]
-                )
-
-        return on_delivery
 
     def open_transaction(self) -> SourceTransaction:
         """Open a transaction; a pipelined commit must have returned first (one at a time)."""
@@ -585,20 +577,12 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         records again, each with its delivery report; later batches take the per-record path too."""
         txn = self.session.current
         assert txn is not None
-        where = sorted(
-            {f"{item.topic}-{item.batch.partition}" for item in txn.sequence if isinstance(item, Landing)}
-        )
         self.log.warning(
             "records of this transaction to %s did not land contiguously (another producer writes "
             "there too); resending it record by record so that the offsets derived from it are exact",
-            ", ".join(where),
+            ", ".join(batch_partitions(txn.sequence)),
         )
-        items: list[SourceRecord] = []
-        for item in txn.sequence:
-            if isinstance(item, Landing):
-                items.extend(item.batch)
-            else:
-                items.append(item)
+        items = sent_records(txn.sequence)
         self.session.abort(60)
         self._metadata.clear()
         self._columnar_landing = False

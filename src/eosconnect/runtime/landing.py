@@ -3,12 +3,13 @@
 A participant (eosconnect.api.transactions) derives records of its own from the Kafka offsets the
 transaction's records landed at. On the per-record path every record's delivery report says where
 it went; a columnar `SourceBatch` costs only its first and last record's reports (`Landing`), from
-which the offsets of the records between follow when they provably landed contiguously.
+which the offsets of the records between follow when they provably landed contiguously. A batch
+that did not is sent again record by record (`sent_records`), each with its report (`report_into`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, cast
 
 from confluent_kafka import KafkaError
@@ -16,7 +17,14 @@ from confluent_kafka import KafkaError
 from eosconnect.api.batch import LandedRecords, SourceBatch
 from eosconnect.api.records import RecordMetadata, SourceOffset, SourceRecord
 
-__all__ = ["Landing", "landed_records"]
+__all__ = [
+    "Landing",
+    "batch_partitions",
+    "derivable_from_ends",
+    "landed_records",
+    "report_into",
+    "sent_records",
+]
 
 
 class Landing:
@@ -53,6 +61,20 @@ class Landing:
         )
 
 
+def report_into(
+    reports: MutableMapping[int, RecordMetadata], record: SourceRecord
+) -> Callable[[KafkaError | None, Any], None]:
+    """A delivery callback that keeps where `record` landed in `reports`, by `id(record)` (what
+    `landed_records` and `commit_record()` read)."""
+    key = id(record)
+
+    def on_delivery(err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            reports[key] = RecordMetadata(msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1])
+
+    return on_delivery
+
+
 def landed_records(
     sequence: Sequence[SourceRecord | Landing], metadata: Mapping[int, RecordMetadata]
 ) -> list[LandedRecords] | None:
@@ -80,3 +102,28 @@ def landed_records(
                 )
             )
     return landed
+
+
+def derivable_from_ends(items: Sequence[SourceRecord | SourceBatch]) -> bool:
+    """Whether the offsets of what a task polled can be derived from the ends of its batches
+    (`Landing`): only when each is a `SourceBatch` to one known partition with its records' offsets."""
+    return all(
+        isinstance(item, SourceBatch) and item.partition is not None and item.record_offsets is not None
+        for item in items
+    )
+
+
+def batch_partitions(sequence: Sequence[SourceRecord | Landing]) -> list[str]:
+    """The `topic-partition`s the columnar batches of a transaction's `sequence` went to, sorted."""
+    return sorted({f"{item.topic}-{item.batch.partition}" for item in sequence if isinstance(item, Landing)})
+
+
+def sent_records(sequence: Sequence[SourceRecord | Landing]) -> list[SourceRecord]:
+    """Every record of a transaction's `sequence`, in send order, its batches' records expanded."""
+    records: list[SourceRecord] = []
+    for item in sequence:
+        if isinstance(item, Landing):
+            records.extend(item.batch)
+        else:
+            records.append(item)
+    return records

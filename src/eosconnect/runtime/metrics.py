@@ -9,9 +9,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
-#: One metric's value in a snapshot (`topics` is a list of names).
-Metric = float | int | str | list[str] | None
+from eosconnect.api.metrics import PLUGIN_METRICS_KEY
+from eosconnect.runtime.plugin_metrics import TaskPluginMetrics
+
+#: One metric's value in a snapshot (`topics` is a list of names, `plugin-metrics` one entry per
+#: KIP-877 metric).
+Metric = float | int | str | list[str] | list[dict[str, Any]] | None
 
 
 @dataclass
@@ -38,7 +43,17 @@ class TaskMetrics:
     offset_commit_seconds_max: float = 0.0
     #: Topics the task has written to (Kafka Connect's "active topics", GET /connectors/c/topics).
     topics: set[str] = field(default_factory=set)
+    #: Time spent in the task's batch call (a source's `poll`, a sink's `put`), Kafka's
+    #: `poll-batch-*-time-ms` / `put-batch-*-time-ms`.
+    batches: int = 0
+    batch_seconds_total: float = 0.0
+    batch_seconds_max: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: The KIP-877 metrics of the task and its plugins, read into every snapshot.
+    plugins: TaskPluginMetrics = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.plugins = TaskPluginMetrics(self.connector, self.task)
 
     def mark_started(self) -> None:
         """Rates count from here: the task's start-up (fencing, offsets read) is not throughput."""
@@ -80,6 +95,13 @@ class TaskMetrics:
             self.errored_records += errors
             self.records_skipped += skipped
 
+    def record_batch(self, seconds: float) -> None:
+        """One call of the task's `poll` or `put`, which took `seconds`."""
+        with self._lock:
+            self.batches += 1
+            self.batch_seconds_total += seconds
+            self.batch_seconds_max = max(self.batch_seconds_max, seconds)
+
     def record_offset_commit(self, seconds: float) -> None:
         with self._lock:
             self.offset_commits += 1
@@ -107,10 +129,18 @@ class TaskMetrics:
                 "source-record-filtered-total": self.records_filtered,
                 "source-record-poll-rate": self.records_polled / elapsed,
                 "source-record-write-rate": self.records_written / elapsed,
+                "poll-batch-avg-time-ms": self._batch_avg_ms(),
+                "poll-batch-max-time-ms": self._batch_max_ms(),
             }
 
     def _elapsed(self) -> float:
         return max(time.monotonic() - self.started_at, 1e-9)
+
+    def _batch_avg_ms(self) -> float | None:
+        return 1000 * self.batch_seconds_total / self.batches if self.batches else None
+
+    def _batch_max_ms(self) -> float | None:
+        return 1000 * self.batch_seconds_max if self.batches else None
 
     def _common(self) -> dict[str, Metric]:
         """What source and sink tasks report alike (call with the lock held)."""
@@ -127,6 +157,8 @@ class TaskMetrics:
             "total-retries": self.retries,
             "total-record-errors": self.errored_records,
             "total-records-skipped": self.records_skipped,
+            "offset-commit-completion-rate": commits / self._elapsed(),
+            PLUGIN_METRICS_KEY: self.plugins.snapshot(),
         }
 
 
@@ -147,6 +179,13 @@ class SinkTaskMetrics(TaskMetrics):
         with self._lock:
             self.log_truncations += 1
 
+    #: Kafka's `sink-record-lag-max` (runtime/consumer_lag.py); None until measured.
+    record_lag_max: int | None = None
+
+    def record_lag(self, lag: int | None) -> None:
+        with self._lock:
+            self.record_lag_max = lag
+
     def snapshot(self) -> dict[str, Metric]:
         with self._lock:
             common, elapsed = self._common(), self._elapsed()
@@ -158,5 +197,8 @@ class SinkTaskMetrics(TaskMetrics):
                 "sink-record-read-rate": self.records_polled / elapsed,
                 "sink-record-send-rate": self.records_written / elapsed,
                 "offset-commit-completion-total": self.offset_commits,
+                "put-batch-avg-time-ms": self._batch_avg_ms(),
+                "put-batch-max-time-ms": self._batch_max_ms(),
                 "sink-log-truncations-total": self.log_truncations,
+                "sink-record-lag-max": self.record_lag_max,
             }

@@ -9,9 +9,10 @@ the positions after everything `put` so far and commits exactly what it returns,
 
 Why at least once: offsets are committed only after `pre_commit` (by default `flush`) made the
 data durable, so nothing acknowledged is lost; records `put` after the last commit are delivered
-again after a crash. Committing is a strategy object (`OffsetCommitter`). A KIP-656 sink commits
-its positions inside its own transactions instead, from `pre_commit`, through the
-`TransactionalWriter` its context makes it (`SinkTaskContext.transactional_writer`).
+again after a crash. Committing is a strategy object (`OffsetCommitter`, runtime/sink_consumer.py,
+with the consumer's settings). A KIP-656 sink commits its positions inside its own transactions
+instead, from `pre_commit`, through the `TransactionalWriter` its context makes it
+(`SinkTaskContext.transactional_writer`).
 
 Two opt-ins serve sinks that deliver exactly once into Kafka (KIP-656, see api/sink.py): a task
 config with `task.assigned.partitions` gets those partitions by `assign` (no group rebalances, still
@@ -45,8 +46,7 @@ import logging
 import time
 import traceback
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -59,6 +59,7 @@ from eosconnect.api.transactions import TransactionalWriter, TransactionParticip
 from eosconnect.policies.database_hosts import check_database_host
 from eosconnect.policies.file_access import FILE_ALLOWED_DIRS
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
+from eosconnect.runtime.consumer_lag import ConsumerLag
 from eosconnect.runtime.control import Directive
 from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
 from eosconnect.runtime.failure import failure_message, failure_trace
@@ -67,6 +68,17 @@ from eosconnect.runtime.frozen_heap import frozen_heap
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
 from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings
+from eosconnect.runtime.sink_consumer import (
+    ConsumerGroupCommitter,
+    InformationalGroupCommitter,
+    OffsetCommitter,
+    Offsets,
+    committed_positions,
+    incremental_assignment,
+    kafka_offsets,
+    kafka_tp,
+    sink_consumer_settings,
+)
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.supersession import replaced_by_design
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
@@ -78,10 +90,9 @@ from eosconnect.runtime.truncation import (
     validate_positions,
 )
 from eosconnect.runtime.wall_time import WallTime
-from eosconnect.storage.clients import ClientConfig, client_config
+from eosconnect.storage.clients import ClientConfig
 from eosconnect.storage.topic_reader import load_leaders
 from eosconnect.storage.transactional_ids import task_transactional_id
-from eosconnect.storage.transient import retry_transient
 from eosconnect.worker_config import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -93,101 +104,6 @@ MAX_BATCH = 500
 POLL_TIMEOUT_S = 0.5
 #: How long to wait before giving a batch to `put` again after a RetriableException.
 RETRY_BACKOFF_S = 1.0
-#: How long fetching the group's committed offsets on assignment may take.
-COMMITTED_TIMEOUT_S = 30.0
-
-Offsets = dict[TopicPartition, OffsetAndMetadata]
-
-
-class OffsetCommitter(Protocol):
-    """How a sink runner makes consumed positions durable (the seam for KIP-656's transactions)."""
-
-    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        """Commit these positions (next offset to read per partition) or raise."""
-        ...
-
-
-@dataclass
-class ConsumerGroupCommitter:
-    """At-least-once: a synchronous commit of the consumer group's offsets on the source cluster."""
-
-    consumer: Consumer
-
-    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        if offsets:
-            self.consumer.commit(offsets=kafka_offsets(offsets), asynchronous=False)
-
-
-@dataclass
-class InformationalGroupCommitter:
-    """KIP-656: a transactional sink's positions live on its target cluster, in its transactions.
-
-    The source group's offsets are still written after each target commit, as KIP-656 asks: they
-    let operators measure the lag on the source cluster, and restore a lost target group with few
-    duplicates (a partition without target offsets starts from them). Being information only, a
-    failure to write them is logged and never fails the task, and they are committed asynchronously
-    (librdkafka sends them on the task's next polls; closing the consumer waits for them): a
-    synchronous commit has no time limit, and can wait minutes for a source coordinator that keeps
-    loading, the task away from its loop and a REST restart of it stuck in RESTARTING.
-    """
-
-    consumer: Consumer
-    log: logging.LoggerAdapter
-
-    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
-        if not offsets:
-            return
-        try:
-            self.consumer.commit(offsets=kafka_offsets(offsets), asynchronous=True)
-        except KafkaException as exc:
-            self.log.warning(
-                "could not record the consumed positions in the source cluster's group (used only to "
-                "show lag there; the target's offsets are the truth): %s",
-                exc.args[0] if exc.args else exc,
-            )
-
-
-def kafka_offsets(offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> list[KafkaTopicPartition]:
-    result = []
-    for tp, om in sorted(offsets.items()):
-        extra: dict[str, Any] = {"metadata": om.metadata} if om.metadata else {}
-        if om.leader_epoch is not None:
-            extra["leader_epoch"] = om.leader_epoch
-        result.append(KafkaTopicPartition(tp.topic, tp.partition, om.offset, **extra))
-    return result
-
-
-def _kafka_tp(tp: TopicPartition) -> KafkaTopicPartition:
-    return KafkaTopicPartition(tp.topic, tp.partition)
-
-
-def sink_consumer_settings(
-    worker: WorkerConfig, connector: SinkConnectorConfig
-) -> tuple[ClientConfig, OffsetReset]:
-    """The task consumer's settings (the worker's `consumer.*`, the connector's
-    `consumer.override.*`, then what the runtime needs, warning when that overrides the user) and
-    the user's `auto.offset.reset` (default earliest, as Kafka Connect's sink consumers), which the
-    runtime applies itself: librdkafka gets `error` so that a log truncation is reported instead of
-    silently repaired (KIP-320)."""
-    config = client_config("consumer", worker.originals, connector.originals)
-    setting = config.origin.get("auto.offset.reset", "consumer.override.auto.offset.reset")
-    reset = OffsetReset.parse(config.pop("auto.offset.reset", "earliest"), setting)
-    config.origin.pop("auto.offset.reset", None)
-    config["auto.offset.reset"] = "error"
-    config.force(
-        "group.id", connector.consumer_group, "a sink connector's tasks share the group connect-<name>"
-    )
-    config.force("enable.auto.commit", False, "the sink runtime commits offsets after pre_commit()")
-    config.force("isolation.level", "read_committed", "sinks deliver only records of committed transactions")
-    return config.validate(), reset
-
-
-def incremental_assignment(consumer_config: Mapping[str, Any]) -> bool:
-    """Whether a group member changes its assignment with `incremental_*` (the cooperative
-    protocol or KIP-848's) rather than `assign` (the eager protocol, librdkafka's default)."""
-    strategy = str(consumer_config.get("partition.assignment.strategy", "")).lower()
-    protocol = str(consumer_config.get("group.protocol", "classic")).lower()
-    return "cooperative" in strategy or protocol == "consumer"
 
 
 class SinkTaskRunner:
@@ -214,6 +130,10 @@ class SinkTaskRunner:
             configs=dict(spec.task_config),
             consumer_group=connector.consumer_group,
             file_allowed_dirs=worker.originals.get(FILE_ALLOWED_DIRS),
+            metrics_registry=self.metrics.plugins.for_task(),
+        )
+        self.metrics.plugins.monitor_pipeline(
+            self.pipeline.key_converter, self.pipeline.value_converter, self.pipeline.transforms
         )
         #: Partitions the connector assigned to this task itself; None: the consumer group decides.
         self.static_partitions: list[TopicPartition] | None = (
@@ -254,6 +174,8 @@ class SinkTaskRunner:
         self._drained = False
         #: Partitions with records the consumer stopped delivering are sought again (fetch_stall.py).
         self.fetch_stall = FetchStallWatch(self.log)
+        #: Kafka's sink-record-lag-max, measured on this thread (consumer_lag.py).
+        self.lag = ConsumerLag()
 
     # ----------------------------------------------------------------------------- template
     def run(self) -> TaskOutcome:
@@ -410,6 +332,7 @@ class SinkTaskRunner:
             assert self.consumer is not None
             polled = time.perf_counter()
             messages = self._consume()
+            self.metrics.record_lag(self.lag.measure(self.consumer, self.context.assigned))
             converting = time.perf_counter()
             self.wall.add("poll" if messages else "poll (nothing)", converting - polled)
             if messages:
@@ -420,6 +343,7 @@ class SinkTaskRunner:
             if self.dead_letters is not None:
                 self.dead_letters.remember(messages)
             self.wall.add("convert", time.perf_counter() - converting)
+        putting = time.monotonic()
         try:
             with self.wall.phase("put"):
                 self.task.put(records)
@@ -431,6 +355,7 @@ class SinkTaskRunner:
         if self._retry is not None:
             self._retry = None
             self._pause_assigned(False)
+        self.metrics.record_batch(time.monotonic() - putting)
         self.metrics.record_write(len(records))
         self.current.update(positions)
 
@@ -568,10 +493,10 @@ class SinkTaskRunner:
         if not restarts:
             return
         if self.static_partitions is not None or incremental_assignment(self.consumer_config):
-            self.consumer.incremental_unassign([_kafka_tp(tp) for tp in restarts])
+            self.consumer.incremental_unassign([kafka_tp(tp) for tp in restarts])
             self.consumer.incremental_assign(list(restarts.values()))
         else:
-            others = [_kafka_tp(tp) for tp in sorted(assigned) if tp not in restarts]
+            others = [kafka_tp(tp) for tp in sorted(assigned) if tp not in restarts]
             positions = [  # nothing consumed yet: where it was assigned
                 p if p.offset >= 0 else self._starts.get(TopicPartition(p.topic, p.partition), p)
                 for p in (self.consumer.position(others) if others else [])
@@ -581,7 +506,7 @@ class SinkTaskRunner:
         self.log.info("restarted %s", {str(tp): start.offset for tp, start in restarts.items()})
         if self._paused_by_worker or self._retry is not None:
             self._pause_assigned(True)
-        held = [_kafka_tp(tp) for tp in self.context.paused & self.context.assigned]
+        held = [kafka_tp(tp) for tp in self.context.paused & self.context.assigned]
         if held:
             self.consumer.pause(held)
 
@@ -665,7 +590,7 @@ class SinkTaskRunner:
         """
         assert self.consumer is not None
         load_leaders(self.consumer, {tp.topic for tp in partitions})  # see assign_promptly
-        self._on_assign(self.consumer, [_kafka_tp(tp) for tp in partitions])
+        self._on_assign(self.consumer, [kafka_tp(tp) for tp in partitions])
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
@@ -694,7 +619,7 @@ class SinkTaskRunner:
             rewind = self.context.requested_position(tp)
             if rewind is not None:
                 known[tp] = rewind
-        known.update(self._committed_positions(consumer, [tp for tp in partitions if tp not in known]))
+        known.update(committed_positions(consumer, [tp for tp in partitions if tp not in known], self.log))
         assert self.consumer_config is not None
         truncations = validate_positions(self.consumer_config, known, logger=self.log)
         moved = self._on_truncations(list(truncations.values()), "committed") if truncations else {}
@@ -710,29 +635,6 @@ class SinkTaskRunner:
                     KafkaTopicPartition(tp.topic, tp.partition, OFFSET_INVALID if start is None else start)
                 )
         return starts
-
-    def _committed_positions(self, consumer: Consumer, partitions: list[TopicPartition]) -> Offsets:
-        """The group's committed offsets *with their leader epochs* (partitions with one only).
-
-        Fetched here rather than by librdkafka because the epochs are needed for the check; a
-        coordinator that is loading or moving is waited for, as librdkafka would."""
-        if not partitions:
-            return {}
-        committed = retry_transient(
-            lambda: consumer.committed([_kafka_tp(tp) for tp in partitions], timeout=10),
-            timeout=COMMITTED_TIMEOUT_S,
-            doing="reading the committed offsets",
-            logger=self.log,
-            pause_s=0.5,
-        )
-        positions: Offsets = {}
-        for c in committed:
-            if c.offset >= 0:
-                positions[TopicPartition(c.topic, c.partition)] = OffsetAndMetadata(
-                    c.offset, leader_epoch=known_or_none(c.leader_epoch)
-                )
-        self.log.debug("committed positions %s", {str(tp): om for tp, om in positions.items()})
-        return positions
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
@@ -805,7 +707,7 @@ class SinkTaskRunner:
                 self.consumer.resume(resumed)
             context.resumed.clear()
         if context.paused:
-            paused = [_kafka_tp(tp) for tp in context.paused & context.assigned]
+            paused = [kafka_tp(tp) for tp in context.paused & context.assigned]
             if paused:
                 self.consumer.pause(paused)
 
@@ -824,6 +726,7 @@ class SinkTaskRunner:
                 self.log.exception("SinkTask.stop() raised")
         try:
             self.pipeline.close()
+            self.metrics.plugins.close()
             if self.dead_letters is not None:
                 self.dead_letters.close()
         finally:

@@ -91,6 +91,9 @@ class SourceTaskRunner(ABC):
             self.task_id,
             retry=tolerance,
         )
+        self.metrics.plugins.monitor_pipeline(
+            self.pipeline.key_converter, self.pipeline.value_converter, self.pipeline.transforms
+        )
         self.offset_view: ConnectorOffsetView | None = None
         self.copier: GlobalOffsetCopier | None = None
         self._task_started = False
@@ -183,6 +186,7 @@ class SourceTaskRunner(ABC):
             offset_storage_reader=self.offset_view,
             transaction_context=self.transaction_context(),
             file_allowed_dirs=self.worker.originals.get(FILE_ALLOWED_DIRS),
+            metrics_registry=self.metrics.plugins.for_task(),
         )
         self.spec.control.attach(self.metrics)  # the control's heartbeat carries them to the worker
         self.task.initialize(context)
@@ -239,6 +243,7 @@ class SourceTaskRunner(ABC):
                 polled = None
             else:
                 self._retriable_in_a_row = 0
+                self.metrics.record_batch(time.monotonic() - polled_at)
             if polled:
                 if type(polled) is list and all(type(r) is SourceRecord for r in polled):
                     records = cast(list[SourceRecord], polled)
@@ -375,6 +380,7 @@ class SourceTaskRunner(ABC):
         try:
             self.pipeline.close()
         finally:
+            self.metrics.plugins.close()
             self.close_clients()
             if self.copier is not None:
                 self.copier.close(5)

@@ -3,7 +3,8 @@
 Debezium retries a lost database connection by itself (`errors.max.retries`, -1 by default: no
 limit; `retriable.restart.connector.wait.ms` between tries) instead of failing the task, so a
 PostgreSQL restart or fail-over needs no operator. The task keeps what it had read: it hands out
-the transactions it finished and resumes the stream after the last of them.
+the transactions it finished and resumes the stream after the last of them. Only a lost connection
+is tried again (`is_connection_loss`): a refused login or a missing slot fails the task.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import time
 from dataclasses import dataclass, field
 
 from eosconnect.api.errors import ConnectException
+from eosconnect.connectors.postgres_cdc.replication import ReplicationLost
 
-__all__ = ["Reconnection"]
+__all__ = ["Reconnection", "is_connection_loss"]
 
 
 @dataclass
@@ -60,3 +62,13 @@ class Reconnection:
 
     def outage_s(self) -> float:
         return time.monotonic() - self.lost_at
+
+
+def is_connection_loss(exc: Exception) -> bool:
+    """A lost replication connection, or a catalog query on a connection the server ended. A login
+    PostgreSQL refused (`ConnectionRefused`: a changed password, say) is neither: no retry mends it."""
+    if isinstance(exc, ReplicationLost):
+        return True
+    import psycopg
+
+    return isinstance(exc, psycopg.OperationalError)

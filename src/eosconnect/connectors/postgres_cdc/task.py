@@ -34,15 +34,13 @@ import contextlib
 import dataclasses
 import itertools
 import logging
-import secrets
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from eosconnect.api.data import SchemaBuilder, Struct
+from eosconnect.api.data import Struct
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import (
     Header,
@@ -56,12 +54,13 @@ from eosconnect.api.source import SourceTask
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
 from eosconnect.connectors.postgres_cdc.events import (
-    CONNECTOR_NAME,
     SourceInfo,
     TableEvents,
     TransactionSource,
     fill_unchanged,
 )
+from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY, context_headers, pk_change_header
+from eosconnect.connectors.postgres_cdc.heartbeat import heartbeat_record
 from eosconnect.connectors.postgres_cdc.offsets import StoredPosition, event_position
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     Begin,
@@ -73,9 +72,8 @@ from eosconnect.connectors.postgres_cdc.pgoutput import (
     Update,
     parse,
 )
-from eosconnect.connectors.postgres_cdc.reconnect import Reconnection
+from eosconnect.connectors.postgres_cdc.reconnect import Reconnection, is_connection_loss
 from eosconnect.connectors.postgres_cdc.replication import (
-    ReplicationLost,
     ReplicationStream,
     drop_slot,
     format_lsn,
@@ -86,50 +84,11 @@ from eosconnect.connectors.postgres_cdc.replication import (
 )
 from eosconnect.connectors.postgres_cdc.snapshot import Snapshot
 from eosconnect.connectors.postgres_cdc.types import DecimalHandling, IntervalHandling, TimePrecision
-from eosconnect.transforms.base import values_to_string
 
 __all__ = ["VERSION", "PostgresCdcTask"]
 
 VERSION = "1.0.0"
 log = logging.getLogger(__name__)
-
-HEARTBEAT_KEY = (
-    SchemaBuilder.struct()
-    .name("io.debezium.connector.common.ServerNameKey")
-    .field("serverName", SchemaBuilder.string().build())
-    .build()
-)
-HEARTBEAT_VALUE = (
-    SchemaBuilder.struct()
-    .name("io.debezium.connector.common.Heartbeat")
-    .field("ts_ms", SchemaBuilder.int64().build())
-    .build()
-)
-
-
-#: Debezium's headers on the two events of a primary key change (RelationalChangeRecordEmitter).
-NEWKEY = "__debezium.newkey"
-OLDKEY = "__debezium.oldkey"
-
-
-def pk_change_header(name: str, key: Struct | None) -> tuple[Header, ...]:
-    """The header naming the other key of a primary key change, as Kafka Connect's default header
-    converter (SimpleHeaderConverter) writes Debezium's Struct-valued header."""
-    return () if key is None else (Header(name, values_to_string(key, schema=key.schema)),)
-
-
-def context_headers(prefix: str) -> tuple[Header, ...]:
-    """Debezium's extended headers (`extended.headers.enabled`, on by default since 3.x, its
-    DebeziumHeaderProducer) of one task run: the run id is a new time-ordered UUID (version 7)."""
-    millis = time.time_ns() // 1_000_000
-    bits = (millis & (2**48 - 1)) << 80 | 0x7 << 76 | secrets.randbits(12) << 64 | 0b10 << 62
-    run_id = uuid.UUID(int=bits | secrets.randbits(62))
-    return (  # `Header`s: records take them as they are, without checking each again
-        Header("__debezium.context.connectorLogicalName", prefix),
-        Header("__debezium.context.taskId", "0"),  # PostgresCdcSource runs one task, as Debezium's
-        Header("__debezium.context.connectorName", CONNECTOR_NAME),
-        Header("__debezium.context.runId", str(run_id)),
-    )
 
 
 class _Change(NamedTuple):
@@ -256,7 +215,7 @@ class PostgresCdcTask(SourceTask):
                 self._confirm()
                 self._read_stream(time.monotonic() + self.poll_s)
             except Exception as exc:
-                if not _is_connection_loss(exc):
+                if not is_connection_loss(exc):
                     raise
                 self._lose_stream(exc)
         elif not self._ready:  # hand out what was read before the loss; otherwise wait for the next try
@@ -357,7 +316,7 @@ class PostgresCdcTask(SourceTask):
                 stream.close()
                 raise
         except Exception as exc:
-            if not _is_connection_loss(exc):
+            if not is_connection_loss(exc):
                 raise
             outage.failed(loss_reason(exc))
             return False
@@ -599,8 +558,7 @@ class PostgresCdcTask(SourceTask):
         )
 
     def _heartbeat(self) -> list[SourceRecord]:
-        """After heartbeat.interval.ms without changes, a heartbeat record whose offset is the
-        server's WAL position: committing it lets the slot move on an idle or filtered database."""
+        """After heartbeat.interval.ms without changes, a heartbeat record (heartbeat.py)."""
         if self.heartbeat_s <= 0 or self._txn is not None:
             return []
         if time.monotonic() - self._last_activity < self.heartbeat_s:
@@ -609,18 +567,8 @@ class PostgresCdcTask(SourceTask):
         wal_end = self.stream.wal_end
         if not wal_end:
             return []
-        now_ms = int(time.time() * 1000)
-        return [
-            SourceRecord(
-                source_partition=self.partition,
-                source_offset={"lsn": wal_end, "event": -1, "lsn_end": wal_end, "heartbeat": now_ms},
-                topic=f"{self.cfg['heartbeat.topics.prefix']}.{self.prefix}",
-                key=Struct(HEARTBEAT_KEY).put("serverName", self.prefix),
-                value=Struct(HEARTBEAT_VALUE).put("ts_ms", now_ms),
-                key_schema=HEARTBEAT_KEY,
-                value_schema=HEARTBEAT_VALUE,
-            )
-        ]
+        topic = f"{self.cfg['heartbeat.topics.prefix']}.{self.prefix}"
+        return [heartbeat_record(self.partition, topic, self.prefix, wal_end, int(time.time() * 1000))]
 
     # ------------------------------------------------------------------------------------ commits
 
@@ -665,13 +613,3 @@ class PostgresCdcTask(SourceTask):
             if resource is not None:
                 with contextlib.suppress(Exception):
                     resource.close()
-
-
-def _is_connection_loss(exc: Exception) -> bool:
-    """A lost replication connection, or a catalog query on a connection the server ended. A login
-    PostgreSQL refused (`ConnectionRefused`: a changed password, say) is neither: no retry mends it."""
-    if isinstance(exc, ReplicationLost):
-        return True
-    import psycopg
-
-    return isinstance(exc, psycopg.OperationalError)

@@ -27,7 +27,7 @@ from eosconnect.api.records import (
     TopicPartition,
     known_or_none,
 )
-from eosconnect.runtime.sink_task import kafka_offsets
+from eosconnect.runtime.sink_consumer import kafka_offsets
 from eosconnect.runtime.transactions.budget import CALL_TIMEOUT_S
 from eosconnect.runtime.transactions.errors import Step
 from eosconnect.runtime.transactions.session import TransactionSession

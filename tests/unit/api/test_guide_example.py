@@ -26,7 +26,7 @@ from eosconnect.api import (
 )
 from eosconnect.converters import converter_from_config
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "connector-guide.md"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "connector-guide.md"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG
 from eosconnect.api.transactions import TransactionRetry
 from eosconnect.connectors.mirror import MirrorSinkTask
 from eosconnect.runtime.config import LogTruncationPolicy, SinkConnectorConfig
-from eosconnect.runtime.sink_task import SinkTaskRunner, sink_consumer_settings
+from eosconnect.runtime.sink_consumer import sink_consumer_settings
+from eosconnect.runtime.sink_task import SinkTaskRunner
 from eosconnect.runtime.task import TASK_CLASS_KEY, TaskSpec
 from eosconnect.runtime.truncation import (
     OffsetReset,

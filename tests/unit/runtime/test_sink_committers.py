@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from eosconnect.api import OffsetAndMetadata, TopicPartition
-from eosconnect.runtime.sink_task import ConsumerGroupCommitter, InformationalGroupCommitter
+from eosconnect.runtime.sink_consumer import ConsumerGroupCommitter, InformationalGroupCommitter
 
 
 class _UnreachableSourceCluster:

@@ -235,7 +235,8 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
     from collections import deque
 
     from eosconnect.api.records import SourcePartition
-    from eosconnect.connectors.postgres_cdc.task import NEWKEY, OLDKEY, PostgresCdcTask
+    from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY
+    from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
 
     table = TableEvents(
         "srv", "public", "t", [Column("id", 23, -1, True), Column("name", 25, -1, False)], [False, True],
@@ -314,7 +315,7 @@ def test_with_connector_boundaries_a_batch_ends_where_a_database_transaction_doe
 def test_debeziums_context_headers() -> None:
     import uuid
 
-    from eosconnect.connectors.postgres_cdc.task import context_headers
+    from eosconnect.connectors.postgres_cdc.headers import context_headers
 
     headers = dict(context_headers("srv"))
     run_id = uuid.UUID(headers.pop("__debezium.context.runId"))
