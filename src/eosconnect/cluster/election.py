@@ -31,7 +31,7 @@ carries its URL. They do not ask while their own consumer is out of the group: o
 knows no leader anyway, and its coordinator may be unreachable, where librdkafka 2.16's
 DescribeConsumerGroups can abort the process once the connection comes back (use after free of the
 request's `eonce`, rdkafka_queue.h `rd_kafka_enq_once_del_source_return: Assertion
-'eonce->refcnt > 0' failed`: librdkafka issue 4605, open; fix proposed in librdkafka PR 5397).
+'eonce->refcnt > 0' failed`: librdkafka issue 4605, whose fix is librdkafka PR 5397).
 
 A consumer that has not been a settled member of the group for `STUCK_MEMBERSHIP_S` is replaced by a
 new one (`MembershipWatch`): librdkafka's group state machine can stay stuck after its coordinator's

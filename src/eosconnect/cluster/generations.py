@@ -69,7 +69,7 @@ class Generations(HerderState):
             if overdue and run.running():
                 # KIP-618: tasks that do not stop in time are abandoned, not waited for; the
                 # next generation's fencing round disables them. Their Spark job is
-                # cancelled later, once they can no longer do harm or hold slots for long.
+                # cancelled later, once they can do no harm and hold no slots for long.
                 log.warning(
                     "connector %s: %d task(s) of generation %s did not stop within %.0fs; abandoning",
                     name,

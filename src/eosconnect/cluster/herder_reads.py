@@ -30,12 +30,31 @@ from eosconnect.storage.acls import connector_acls, kafka_acls_command, worker_a
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
 from eosconnect.storage.status_store import ConnectState, Status
 from eosconnect.transforms.chain import BUILTIN_PREDICATES, BUILTIN_TRANSFORMATIONS
+from eosconnect.worker_config import WorkerConfig
 
 #: /health answers 500 when the herder's loop has not completed a tick for this long.
 HEALTH_STALL_S = 60.0
 
 
-class HerderReads(HerderState):
+class PluginRequests:
+    """The REST requests about plugins and validation, the same for the distributed and the
+    standalone herder: both answer them from the worker's settings and what is installed."""
+
+    worker: WorkerConfig
+
+    def validate_connector_config(self, plugin: str, config: Mapping[str, str]) -> dict[str, Any]:
+        return validate_connector_config(
+            {**config, "connector.class": config.get("connector.class", plugin)}, self.worker
+        )
+
+    def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
+        return installed_plugins(connectors_only)
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        return plugin_config_infos(plugin)
+
+
+class HerderReads(HerderState, PluginRequests):
     """The read side of the `Herder` protocol (cluster/herder_api.py)."""
 
     def is_leader(self) -> bool:
@@ -183,17 +202,6 @@ class HerderReads(HerderState):
                 f"herder has not completed a tick for {stalled:.0f} s (is the Kafka cluster reachable?)",
             )
         return 200, "healthy", "Worker has completed startup and is ready to handle requests."
-
-    def validate_connector_config(self, plugin: str, config: Mapping[str, str]) -> dict[str, Any]:
-        return validate_connector_config(
-            {**config, "connector.class": config.get("connector.class", plugin)}, self.worker
-        )
-
-    def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
-        return installed_plugins(connectors_only)
-
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        return plugin_config_infos(plugin)
 
     def task_metrics(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -30,10 +30,9 @@ from eosconnect import __version__
 from eosconnect.api.records import SourceOffset, SourcePartition
 from eosconnect.cluster.connector_kinds import fencing_producer_config, kind_of_config
 from eosconnect.cluster.herder_api import BadRequestError, ConflictError, MetricsView, NotFoundError
-from eosconnect.cluster.herder_reads import installed_plugins
+from eosconnect.cluster.herder_reads import PluginRequests
 from eosconnect.cluster.herder_writes import validated_config
 from eosconnect.cluster.live_connectors import LiveConnectors
-from eosconnect.cluster.validation import plugin_config_infos, validate_connector_config
 from eosconnect.plugins.loading import plugin_version
 from eosconnect.runtime.control import Directive, LocalTaskControl
 from eosconnect.runtime.executor import run_task
@@ -103,7 +102,7 @@ class _Connector:
     tasks: dict[int, _LocalTask] = field(default_factory=dict)
 
 
-class StandaloneHerder:
+class StandaloneHerder(PluginRequests):
     """The `Herder` (cluster/herder_api.py) of a standalone worker: every connector and task in
     this process. `offsets_file` is `offset.storage.file.filename`, read at once (`ConfigException`
     when it cannot be); it is not used when the worker runs exactly once, whose offsets live in
@@ -442,17 +441,6 @@ class StandaloneHerder:
         )
 
     # ----------------------------------------------------------------------------- validation and plugins
-    def validate_connector_config(self, plugin: str, config: Mapping[str, str]) -> dict[str, Any]:
-        return validate_connector_config(
-            {**config, "connector.class": config.get("connector.class", plugin)}, self.worker
-        )
-
-    def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
-        return installed_plugins(connectors_only)
-
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        return plugin_config_infos(plugin)
-
     # ----------------------------------------------------------------------------- offsets
     def _source_offsets(
         self, name: str, config: Mapping[str, str]

@@ -103,7 +103,7 @@ class TaskHealth(HerderState):
     def _directive(self, run: GenerationRun | None, name: str, task: int, generation: int) -> str:
         """run | pause | stop for an instance of `generation` that is not stale (`_stale_instance`).
 
-        A worker that no longer leads (neither leader nor in doubt) answers "stop" whatever its runs
+        A worker that does not lead (neither leader nor in doubt) answers "stop" whatever its runs
         say: its herder stops them at its next tick, but a tick can wait a minute in a Kafka call
         while the brokers are cut off, and a task asking meanwhile whether it was replaced
         (`RestTaskControl.superseded`) must not be told "run" by a worker another one replaced."""

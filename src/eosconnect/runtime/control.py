@@ -67,7 +67,7 @@ class TaskControl(ABC):
         return None
 
     def wait_while_paused(self, timeout_s: float) -> None:
-        """A paused task's turn of its loop: back as soon as the directive is no longer PAUSE, or
+        """A paused task's turn of its loop: back as soon as the directive is anything but PAUSE, or
         after `timeout_s`. A control whose directive arrives on another thread (the worker's) wakes
         the task on the change; this one is slept on for at most `PAUSE_POLL_S` a turn."""
         time.sleep(min(timeout_s, PAUSE_POLL_S))

@@ -352,7 +352,7 @@ class ReplayRecovery:
         past this instance's mean another instance committed. If the leader says this one was
         replaced: `TaskFencedError` (it ends quietly). Else the other was a zombie that renewed on
         an old word and committed before this instance fenced it in turn: what this instance holds
-        follows offsets that are no longer the stored ones, so its `SourceTask` starts again from
+        follows offsets other than the stored ones, so its `SourceTask` starts again from
         them (`RestartFromStoredOffsets`), and nothing is lost or sent twice."""
         view = self.runner.offset_view
         assert view is not None
