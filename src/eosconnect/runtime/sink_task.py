@@ -21,73 +21,61 @@ by the worker) goes through KIP-618's start-up first: the leader fences zombies,
 still be the latest before and after the task's `start` (which creates its transactional producer
 with the id in its context), else the task quietly does not start (SUPERSEDED).
 
-Log truncation (KIP-320, see runtime/truncation.py and docs/truncation.md): every committed offset
-carries the leader epoch of the record before it. On every assignment the runtime reads the
-committed offsets with their epochs and has them checked against the leaders' logs by a consumer
-that is no group member (librdkafka does not check a group member's committed start position);
-while the task runs, librdkafka itself checks the position after a leader change. Either way a
-truncation goes to `log.truncation.policy`: fail naming the partitions and offsets, or continue from
-the divergence offset with a warning and a count. So that librdkafka reports a truncation instead of
-silently seeking, the consumer runs with `auto.offset.reset=error` and the runtime applies the
-user's `auto.offset.reset` (default earliest) to the other resets itself.
+Log truncation (KIP-320): every committed offset carries the leader epoch of the record before
+it. Where a partition starts on assignment, checked against the leaders' logs, and where it starts
+again after librdkafka stopped it (a truncation while running, or no usable offset) is
+runtime/sink_restarts.py's; the rules are runtime/truncation.py's and docs/truncation.md's.
 
-A record the converters or transformations reject fails the task naming its topic, partition
-and offset (`errors.tolerance=none`, Kafka Connect's default); with `errors.tolerance=all` it is
-skipped with a warning (dead-lettered if so configured) and its offset committed like any other. A
-`RetriableException` from them is first retried per `errors.retry.timeout` and
-`errors.retry.delay.max.ms`, as Kafka Connect's RetryWithToleranceOperator does
-(runtime/retry_tolerance.py).
+A record the converters or transformations reject fails the task naming it, or under
+`errors.tolerance=all` is skipped, dead-lettered and its offset committed like any other
+(runtime/sink_batches.py; retried first per `errors.retry.*`, runtime/retry_tolerance.py).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from eosconnect.api.context import SinkTaskContext, WriterFactory
-from eosconnect.api.errors import ConnectException, RetriableException
-from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition, known_or_none
+from eosconnect.api.context import SinkTaskContext
+from eosconnect.api.errors import RetriableException
+from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import ASSIGNED_PARTITIONS_CONFIG, SinkTask, decode_partitions
-from eosconnect.api.transactions import TransactionalWriter, TransactionParticipant
 from eosconnect.policies.database_hosts import check_database_host
 from eosconnect.policies.file_access import FILE_ALLOWED_DIRS
 from eosconnect.runtime.config import ErrorsTolerance, SinkConnectorConfig
 from eosconnect.runtime.consumer_lag import ConsumerLag
 from eosconnect.runtime.control import Directive
-from eosconnect.runtime.dead_letter import DeadLetterQueue, conversion_stage, for_sink_task
+from eosconnect.runtime.dead_letter import DeadLetterQueue, for_sink_task
 from eosconnect.runtime.failure import failure_message, failure_trace
 from eosconnect.runtime.fetch_stall import FetchStallWatch
 from eosconnect.runtime.frozen_heap import frozen_heap
 from eosconnect.runtime.metrics import SinkTaskMetrics
 from eosconnect.runtime.pipeline import SinkRecordPipeline, pipeline_config
 from eosconnect.runtime.retry_tolerance import RetryWithTolerance, ToleranceSettings
+from eosconnect.runtime.sink_batches import SinkBatchConverter
 from eosconnect.runtime.sink_consumer import (
     ConsumerGroupCommitter,
     InformationalGroupCommitter,
     OffsetCommitter,
     Offsets,
-    committed_positions,
-    incremental_assignment,
     kafka_offsets,
     kafka_tp,
     sink_consumer_settings,
 )
+from eosconnect.runtime.sink_restarts import PartitionRestarts
 from eosconnect.runtime.startup import GenerationSuperseded
 from eosconnect.runtime.supersession import replaced_by_design
 from eosconnect.runtime.task import TaskLogAdapter, TaskOutcome, TaskSpec, TaskState, instantiate_task
+from eosconnect.runtime.transactions.sink_writer import sink_writer_factory
 from eosconnect.runtime.truncation import (
-    LogTruncation,
     OffsetReset,
     TruncationRepair,
-    parse_truncation,
-    validate_positions,
 )
 from eosconnect.runtime.wall_time import WallTime
 from eosconnect.storage.clients import ClientConfig
@@ -142,19 +130,15 @@ class SinkTaskRunner:
             else None
         )
         self.consumer: Consumer | None = None
-        #: The consumer's settings, which the positions' validating consumer shares (KIP-320).
-        self.consumer_config: ClientConfig | None = None
-        #: The user's auto.offset.reset, applied by the runtime (the consumer itself has `error`).
-        self.offset_reset = OffsetReset.EARLIEST
+        #: Where partitions start and restart (KIP-320, auto.offset.reset); made with the consumer.
+        self.restarts: PartitionRestarts | None = None
+        #: Consumed messages to records and positions; made in start() with the dead letter queue.
+        self.batches: SinkBatchConverter | None = None
         self.committer: OffsetCommitter | None = None
         #: Per partition, the position after the last record given to `put` (what may be committed).
         self.current: Offsets = {}
         self.committed: Offsets = {}
         self._retry: tuple[list[SinkRecord], Offsets] | None = None
-        #: Partitions librdkafka stopped (an offset reset or truncation) and where they start again.
-        self._restarts: dict[TopicPartition, KafkaTopicPartition] = {}
-        #: Where each assigned partition was (re)started, for an eager group's re-assignment.
-        self._starts: dict[TopicPartition, KafkaTopicPartition] = {}
         self._retry_at = 0.0
         self._paused_by_worker = False
         self._failed = False
@@ -218,34 +202,6 @@ class SinkTaskRunner:
             self._shutdown()
         return TaskOutcome(self.spec.connector, self.spec.task, state, trace, self.metrics.snapshot())
 
-    def _writer_factory(self, transactional_id: str) -> WriterFactory:
-        """Makes the task's KIP-656 writer (`SinkTaskContext.transactional_writer`): a
-        `TransactionalSinkWriter` with the runtime's transactional id, for the connector's group,
-        renewing its producer only on the word of the task's leader (`TaskControl.leader`)."""
-        from eosconnect.runtime.transactions.sink_writer import TransactionalSinkWriter
-
-        def make(
-            producer_config: Mapping[str, Any],
-            consumer_config: Mapping[str, Any],
-            *,
-            timeout_remedies: str,
-            participant: TransactionParticipant | None,
-        ) -> TransactionalWriter:
-            writer = TransactionalSinkWriter(
-                producer_config,
-                consumer_config,
-                transactional_id=transactional_id,
-                group_id=self.context.consumer_group,
-                task_id=transactional_id,
-                timeout_remedies=timeout_remedies,
-                participant=participant,
-                leader=self.spec.control.leader,
-            )
-            writer.start()
-            return writer
-
-        return make
-
     def start(self) -> None:
         self.spec.control.attach(self.metrics)  # the heartbeat carries the metrics to the worker
         coordinator = self.spec.coordinator
@@ -257,11 +213,24 @@ class SinkTaskRunner:
                 self.worker.group_id, self.spec.connector, self.spec.task
             )
             self.context.transactional_id = transactional_id
-            self.context.writer_factory = self._writer_factory(transactional_id)
-        self.consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
-        self.consumer = Consumer(self.consumer_config)
+            self.context.writer_factory = sink_writer_factory(
+                transactional_id, self.context.consumer_group, self.spec.control.leader
+            )
+        consumer_config, offset_reset = sink_consumer_settings(self.worker, self.connector)
+        self.consumer = Consumer(consumer_config)
+        self.restarts = self.partition_restarts(self.consumer, consumer_config, offset_reset)
         self.dead_letters = for_sink_task(  # KIP-298/610, see runtime/dead_letter.py
             self.worker.originals, self.connector.originals, self.spec.connector, self.spec.task, self.log
+        )
+        self.batches = SinkBatchConverter(
+            self.task_id,
+            self.pipeline,
+            self.retry,
+            self.dead_letters,
+            self.connector.originals,
+            self.metrics,
+            self._consumer_error,
+            self.log,
         )
         if self.connector.errors_tolerance is ErrorsTolerance.ALL:
             self.context.errant_reporter = self.dead_letters.reporter(type(self.task).__qualname__)
@@ -287,6 +256,34 @@ class SinkTaskRunner:
         self.metrics.mark_started()
         self.log.info("started %s in %s", type(self.task).__name__, where)
 
+    def partition_restarts(
+        self, consumer: Consumer, consumer_config: ClientConfig, offset_reset: OffsetReset
+    ) -> PartitionRestarts:
+        """Start positions and restarts for this task's consumer, with the user's auto.offset.reset
+        (the consumer itself runs with `error`, see runtime/truncation.py)."""
+        repair = TruncationRepair(
+            task_id=self.task_id,
+            connector=self.spec.connector,
+            policy=self.connector.log_truncation_policy,
+            offset_reset=offset_reset,
+            metrics=self.metrics,
+            log=self.log,
+        )
+        return PartitionRestarts(
+            consumer,
+            consumer_config,
+            repair,
+            static=self.static_partitions is not None,
+            moved=self._moved,
+            log=self.log,
+        )
+
+    def _moved(self, tp: TopicPartition, position: OffsetAndMetadata) -> None:
+        """The consumer continues an assigned partition elsewhere (a truncation's divergence
+        offset): the next commit moves the group there."""
+        if tp in self.context.assigned:
+            self.current[tp] = position
+
     def make_committer(self, consumer: Consumer) -> OffsetCommitter:
         """The commit strategy: the source group's offsets are the truth unless the task commits
         its positions into its own transactions (KIP-656), where they are only information."""
@@ -308,7 +305,7 @@ class SinkTaskRunner:
             else:
                 self._poll_nothing()
                 self.spec.control.confirm_paused()
-            if self._restarts:
+            if self.restarts is not None and self.restarts.pending:
                 self._restart_partitions()
             self._apply_context_requests()
             if self.context.commit_requested or time.monotonic() >= next_commit:
@@ -339,7 +336,8 @@ class SinkTaskRunner:
                 self.last_record_s = converting - self.wall.started
                 if self.first_record_s is None:
                     self.first_record_s = self.last_record_s
-            records, positions = self._convert(messages)
+            assert self.batches is not None
+            records, positions = self.batches.convert(messages)
             if self.dead_letters is not None:
                 self.dead_letters.remember(messages)
             self.wall.add("convert", time.perf_counter() - converting)
@@ -367,7 +365,8 @@ class SinkTaskRunner:
         idle_s = time.perf_counter() - self.wall.started - (self.last_record_s or 0.0)
 
         def positions() -> dict[TopicPartition, int]:  # only when the watch is due, not every batch
-            reading = self.context.assigned - self.context.paused - self._restarts.keys()
+            restarting = self.restarts.pending.keys() if self.restarts is not None else set()
+            reading = self.context.assigned - self.context.paused - restarting
             return {tp: self.current[tp].offset for tp in reading if tp in self.current}
 
         self.fetch_stall.check(self.consumer, idle_s, positions)
@@ -389,153 +388,31 @@ class SinkTaskRunner:
         self._drained = not messages
         return messages
 
-    def _convert(self, messages: list[Any]) -> tuple[list[SinkRecord], Offsets]:
-        """Records for `put` and, per partition, the position after the batch's last message.
-
-        Counters and positions are gathered per batch: a lock and two objects per record would be
-        paid on the hot path for values only the last message of each partition decides. A
-        partition the consumer had to move (a truncation continued from its divergence offset)
-        gets the position it was moved to."""
-        records: list[SinkRecord] = []
-        last: dict[tuple[str, int], tuple[int, int | None]] = {}
-        moved: Offsets = {}
-        polled = filtered = 0
-        for message in messages:
-            if message.error() is not None:
-                position = self._consumer_error(message)
-                if position is not None:
-                    moved[TopicPartition(message.topic(), message.partition())] = position
-                    last.pop((message.topic(), message.partition()), None)
-                continue
-            topic, partition, offset = message.topic(), message.partition(), message.offset()
-            polled += 1
-            last[(topic, partition)] = (offset, message.leader_epoch())
-            try:
-                if self.retry.settings.retries:
-                    record = self.retry.execute(functools.partial(self.pipeline.convert, message))
-                else:  # the hot path: no closure per record
-                    record = self.pipeline.convert(message)
-            except Exception as exc:
-                where = f"topic {topic!r} partition {partition} offset {offset}"
-                if not self.retry.failed():
-                    retried = (
-                        f" (retried for errors.retry.timeout={self.retry.settings.retry_timeout_ms} ms)"
-                        if isinstance(exc, RetriableException) and self.retry.settings.retries
-                        else ""
-                    )
-                    raise ConnectException(
-                        f"{self.task_id}: the record at {where} could not be converted or transformed"
-                        f"{retried}: {exc}. Fix the data or the key.converter/value.converter/transforms "
-                        "settings, or set errors.tolerance=all to skip such records (they are then logged "
-                        "and lost)."
-                    ) from exc
-                self.log.warning("skipping the record at %s (errors.tolerance=all): %s", where, exc)
-                if self.dead_letters is not None:
-                    stage = conversion_stage(self.pipeline, message, self.connector.originals)
-                    self.dead_letters.failed(message, *stage, exc)
-                record = None
-            if record is None:
-                filtered += 1
-                continue
-            records.append(record)
-        self.metrics.record_poll(polled)
-        self.metrics.record_filtered(filtered)
-        self.metrics.topics.update(topic for topic, _ in last)
-        positions: Offsets = {
-            TopicPartition(topic, partition): OffsetAndMetadata(offset + 1, leader_epoch=known_or_none(epoch))
-            for (topic, partition), (offset, epoch) in last.items()
-        }
-        positions.update(moved)
-        return records, positions
-
     def _consumer_error(self, message: Any) -> OffsetAndMetadata | None:
         """Handle an error the consumer returned; the partition's new position if it was moved."""
         error: KafkaError = message.error()
         if error.code() == KafkaError._PARTITION_EOF:
             return None
         if error.code() == KafkaError._AUTO_OFFSET_RESET:
-            return self._offset_reset_needed(message.topic(), message.partition(), error.str())
+            assert self.restarts is not None
+            return self.restarts.stopped(message.topic(), message.partition(), error.str())
         if error.fatal():
             raise KafkaException(error)
         self.log.warning("consumer error: %s", error.str())
         return None
 
     # ----------------------------------------------------------------------------- resets, truncation
-    def _offset_reset_needed(self, topic: str, partition: int, text: str) -> OffsetAndMetadata | None:
-        """librdkafka stopped fetching a partition (our `auto.offset.reset=error`): a truncation
-        (found by librdkafka's check after a leader change) goes to `log.truncation.policy`,
-        anything else to the user's `auto.offset.reset`. The partition is restarted where that says
-        (see `_restart_partitions`); returns that position unless it is a logical one."""
-        tp = TopicPartition(topic, partition)
-        truncation = parse_truncation(text, topic, partition)
-        if truncation is None:
-            start = KafkaTopicPartition(topic, partition, self._reset_offset(tp, text))
-        else:
-            start = self._on_truncations([truncation], "consumed")[tp]
-        self._restarts[tp] = start
-        if start.offset < 0:  # a logical offset: the next record gives the position
-            return None
-        return OffsetAndMetadata(start.offset, leader_epoch=known_or_none(start.leader_epoch))
-
     def _restart_partitions(self) -> None:
-        """Start the partitions librdkafka stopped again, where `_offset_reset_needed` decided.
-
-        After an `_AUTO_OFFSET_RESET` error librdkafka 2.16 refuses to `seek` the partition
-        ("Erroneous state"): only a new assignment starts it. Statically assigned partitions and
-        cooperative groups replace just those partitions (`incremental_*`); an eager group member
-        may only `assign` its whole assignment, so the others are assigned at their positions (all
-        records consumed so far were handled). Pauses are applied again afterwards.
-        """
-        assert self.consumer is not None and self.consumer_config is not None
-        restarts, self._restarts = self._restarts, {}
-        assigned = {TopicPartition(p.topic, p.partition) for p in self.consumer.assignment()}
-        restarts = {tp: start for tp, start in restarts.items() if tp in assigned}
-        if not restarts:
+        """Start the partitions librdkafka stopped again (`PartitionRestarts.restart`), then apply
+        the pauses again: a new assignment fetches."""
+        assert self.restarts is not None and self.consumer is not None
+        if not self.restarts.restart():
             return
-        if self.static_partitions is not None or incremental_assignment(self.consumer_config):
-            self.consumer.incremental_unassign([kafka_tp(tp) for tp in restarts])
-            self.consumer.incremental_assign(list(restarts.values()))
-        else:
-            others = [kafka_tp(tp) for tp in sorted(assigned) if tp not in restarts]
-            positions = [  # nothing consumed yet: where it was assigned
-                p if p.offset >= 0 else self._starts.get(TopicPartition(p.topic, p.partition), p)
-                for p in (self.consumer.position(others) if others else [])
-            ]
-            self.consumer.assign(list(restarts.values()) + positions)
-        self._starts.update(restarts)
-        self.log.info("restarted %s", {str(tp): start.offset for tp, start in restarts.items()})
         if self._paused_by_worker or self._retry is not None:
             self._pause_assigned(True)
         held = [kafka_tp(tp) for tp in self.context.paused & self.context.assigned]
         if held:
             self.consumer.pause(held)
-
-    def _repair(self) -> TruncationRepair:
-        """The truncation and reset handling for this task, with its current `auto.offset.reset`."""
-        return TruncationRepair(
-            task_id=self.task_id,
-            connector=self.spec.connector,
-            policy=self.connector.log_truncation_policy,
-            offset_reset=self.offset_reset,
-            metrics=self.metrics,
-            log=self.log,
-        )
-
-    def _reset_offset(self, tp: TopicPartition, reason: str) -> int:
-        """No usable position: what `auto.offset.reset` says (see `TruncationRepair.reset_offset`)."""
-        return self._repair().reset_offset(tp, reason)
-
-    def _on_truncations(
-        self, truncations: list[LogTruncation], position: str
-    ) -> dict[TopicPartition, KafkaTopicPartition]:
-        """KIP-320: where each truncated partition continues (`TruncationRepair.starts`, which fails
-        the task under `log.truncation.policy=fail`); an assigned partition continued from its
-        divergence offset has its position moved there, so the next commit moves the group back."""
-        starts = self._repair().starts(truncations, position)
-        for t in truncations:
-            if t.divergence is not None and t.topic_partition in self.context.assigned:
-                self.current[t.topic_partition] = t.divergence
-        return starts
 
     def _poll_nothing(self) -> None:
         """Serve the consumer (rebalances, heartbeats) without taking records: all are paused. It
@@ -597,44 +474,10 @@ class SinkTaskRunner:
         self.context.assigned.update(assigned)
         self.log.info("assigned %s", [str(tp) for tp in assigned])
         self.task.open(assigned)
-        starts = self._start_positions(consumer, assigned)
-        consumer.assign(starts)
-        self._starts.update({TopicPartition(p.topic, p.partition): p for p in starts})
+        assert self.restarts is not None
+        consumer.assign(self.restarts.start_positions(assigned, self.context.requested_position))
         if self._paused_by_worker or self._retry is not None:
             consumer.pause(partitions)
-
-    def _start_positions(
-        self, consumer: Consumer, partitions: list[TopicPartition]
-    ) -> list[KafkaTopicPartition]:
-        """Where each newly assigned partition starts, checked against the log (KIP-320).
-
-        A rewind the task asked for in `open()` wins over the group's committed offset; a partition
-        with neither starts per `auto.offset.reset`. Positions with a leader epoch (committed ones,
-        and rewinds that came with one) are validated before the consumer fetches from them, since
-        librdkafka does not validate a group member's start position; a truncated one goes to
-        `log.truncation.policy` (fail, or start at the divergence offset).
-        """
-        known: Offsets = {}
-        for tp in partitions:
-            rewind = self.context.requested_position(tp)
-            if rewind is not None:
-                known[tp] = rewind
-        known.update(committed_positions(consumer, [tp for tp in partitions if tp not in known], self.log))
-        assert self.consumer_config is not None
-        truncations = validate_positions(self.consumer_config, known, logger=self.log)
-        moved = self._on_truncations(list(truncations.values()), "committed") if truncations else {}
-        starts = []
-        for tp in partitions:
-            if tp in moved:
-                starts.append(moved[tp])
-            elif tp in known:
-                starts.append(kafka_offsets({tp: known[tp]})[0])
-            else:  # nothing committed: auto.offset.reset (error: librdkafka reports it, see above)
-                start = self.offset_reset.logical_offset
-                starts.append(
-                    KafkaTopicPartition(tp.topic, tp.partition, OFFSET_INVALID if start is None else start)
-                )
-        return starts
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         revoked = [TopicPartition(p.topic, p.partition) for p in partitions]
@@ -655,8 +498,8 @@ class SinkTaskRunner:
         for tp in closing:
             self.current.pop(tp, None)
             self.committed.pop(tp, None)
-            self._restarts.pop(tp, None)
-            self._starts.pop(tp, None)
+            if self.restarts is not None:
+                self.restarts.forget(tp)
         if self._retry is not None:
             records, positions = self._retry
             kept = [r for r in records if r.topic_partition not in closing]

@@ -320,8 +320,9 @@ def _runner(
     worker = {"bootstrap.servers": "127.0.0.1:9092"}
     spec = TaskSpec("s", 0, task_config, connector, worker, control=None)  # type: ignore[arg-type]
     runner = SinkTaskRunner(spec, WorkerConfig.parse(worker), SinkConnectorConfig.parse(connector))
-    runner.consumer_config, runner.offset_reset = sink_consumer_settings(runner.worker, runner.connector)
+    consumer_config, offset_reset = sink_consumer_settings(runner.worker, runner.connector)
     runner.consumer = _StandInConsumer(positions)  # type: ignore[assignment]
+    runner.restarts = runner.partition_restarts(runner.consumer, consumer_config, offset_reset)  # type: ignore[arg-type]
     runner.context.assigned.update(TopicPartition("t", p) for p in positions)
     return runner
 
@@ -329,9 +330,9 @@ def _runner(
 def test_a_running_group_member_restarts_the_truncated_partition_with_its_whole_assignment() -> None:
     """Eager protocol: librdkafka refuses seek() after the error and incremental_* in a group."""
     runner = _runner("continue-from-divergence", {0: (15, 0), 1: (42, 3), 2: (-1001, None)})
-    runner._starts[TopicPartition("t", 2)] = KafkaTopicPartition("t", 2, 7)  # assigned, nothing read yet
+    runner.restarts.starts[TopicPartition("t", 2)] = KafkaTopicPartition("t", 2, 7)  # assigned, unread
     runner._paused_by_worker = True
-    moved = runner._offset_reset_needed("t", 0, DETECTED)
+    moved = runner.restarts.stopped("t", 0, DETECTED)
     assert moved == OffsetAndMetadata(10, leader_epoch=0)
     assert runner.current[TopicPartition("t", 0)] == moved, "the next commit moves the group back"
     assert runner.metrics.snapshot()["sink-log-truncations-total"] == 1
@@ -343,7 +344,7 @@ def test_a_running_group_member_restarts_the_truncated_partition_with_its_whole_
 
 def test_a_static_assignment_restarts_only_the_truncated_partition() -> None:
     runner = _runner("continue-from-divergence", {0: (15, 0), 1: (42, 3)}, static=True)
-    runner._offset_reset_needed("t", 0, DETECTED)
+    runner.restarts.stopped("t", 0, DETECTED)
     runner._restart_partitions()
     assert runner.consumer.calls == [  # type: ignore[union-attr]
         ("incremental_unassign", [("t", 0, -1001, None)]),
@@ -354,7 +355,7 @@ def test_a_static_assignment_restarts_only_the_truncated_partition() -> None:
 def test_a_running_task_with_policy_fail_fails_naming_the_offsets_and_the_fix() -> None:
     runner = _runner("fail", {0: (15, 0)})
     with pytest.raises(ConnectException) as info:
-        runner._offset_reset_needed("orders", 3, DETECTED)
+        runner.restarts.stopped("orders", 3, DETECTED)
     text = str(info.value)
     assert "topic 'orders' partition 3: the consumed position is offset 15 (leader epoch 0)" in text
     assert "the log diverges at offset 10" in text and "PATCH /connectors/s/offsets" in text
@@ -364,7 +365,7 @@ def test_a_running_task_with_policy_fail_fails_naming_the_offsets_and_the_fix() 
 
 def test_other_resets_follow_the_users_auto_offset_reset() -> None:
     runner = _runner("fail", {0: (15, 0)})
-    assert runner._offset_reset_needed("t", 0, OUT_OF_RANGE) is None, "a logical offset: no position yet"
+    assert runner.restarts.stopped("t", 0, OUT_OF_RANGE) is None, "a logical offset: no position yet"
     runner._restart_partitions()
     assert runner.consumer.calls == [("assign", [("t", 0, OFFSET_BEGINNING, None)])]  # type: ignore[union-attr]
     assert runner.metrics.snapshot()["sink-log-truncations-total"] == 0

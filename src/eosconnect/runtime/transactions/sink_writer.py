@@ -48,9 +48,10 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from eosconnect.api.batch import ColumnOffsets, LandedRecords
+from eosconnect.api.context import WriterFactory
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import OffsetAndMetadata, SourcePartition, TopicPartition
-from eosconnect.api.transactions import TransactionParticipant, TransactionRetry
+from eosconnect.api.transactions import TransactionalWriter, TransactionParticipant, TransactionRetry
 from eosconnect.runtime.control import CurrentInstance
 from eosconnect.runtime.task import TaskLogAdapter
 from eosconnect.runtime.transactions.budget import (
@@ -73,7 +74,7 @@ from eosconnect.runtime.transactions.offsets import GroupOffsetsInTransaction
 from eosconnect.runtime.transactions.session import Transaction, TransactionSession
 from eosconnect.storage.producing import produce_waiting
 
-__all__ = ["TransactionalSinkWriter", "landed_runs"]
+__all__ = ["TransactionalSinkWriter", "landed_runs", "sink_writer_factory"]
 
 log = logging.getLogger(__name__)
 
@@ -478,6 +479,36 @@ class TransactionalSinkWriter:
         if cause is not None:
             return self.session.classify(cause, doing)
         return ConnectException(f"{self.task_id}: {doing} failed: {exc!r}")
+
+
+def sink_writer_factory(
+    transactional_id: str, group_id: str, leader: CurrentInstance | None
+) -> WriterFactory:
+    """What the sink runtime sets as `SinkTaskContext.writer_factory` for a KIP-656 task: a started
+    `TransactionalSinkWriter` with the runtime's transactional id, for the connector's group,
+    renewing its producer only on the word of the task's leader (`TaskControl.leader`)."""
+
+    def make(
+        producer_config: Mapping[str, Any],
+        consumer_config: Mapping[str, Any],
+        *,
+        timeout_remedies: str,
+        participant: TransactionParticipant | None,
+    ) -> TransactionalWriter:
+        writer = TransactionalSinkWriter(
+            producer_config,
+            consumer_config,
+            transactional_id=transactional_id,
+            group_id=group_id,
+            task_id=transactional_id,
+            timeout_remedies=timeout_remedies,
+            participant=participant,
+            leader=leader,
+        )
+        writer.start()
+        return writer
+
+    return make
 
 
 def landed_runs(
