@@ -8,7 +8,8 @@ import warnings
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from eosconnect.storage.config_store import FENCED_CODES, ConfigStore, FencingConflict
+from eosconnect.storage.config_store import ConfigStore
+from eosconnect.storage.config_writers import FENCED_CODES, FencingConflict
 from eosconnect.storage.fencing_round import fencing_plan, perform_fencing_round
 from eosconnect.worker_config import WorkerConfig
 

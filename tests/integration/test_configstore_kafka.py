@@ -11,13 +11,8 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from eosconnect.storage.config_store import (
-    ConfigStore,
-    LeaderFencedError,
-    TargetState,
-    WritePrivilegeError,
-    leader_producer_config,
-)
+from eosconnect.storage.config_store import ConfigStore, TargetState
+from eosconnect.storage.config_writers import LeaderFencedError, WritePrivilegeError, leader_producer_config
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.worker_config import WorkerConfig
 

@@ -78,7 +78,8 @@ def test_a_leader_without_its_transactional_id_acl_is_told_which_and_how(
     """The leader's TransactionalId connect-cluster-<group.id> cannot be checked at start (asking
     would fence the current leader): claiming the config topic's write privileges names it and the
     kafka-acls.sh command that grants it (it said only TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
-    from eosconnect.storage.config_store import ConfigStore, ConfigWriteError
+    from eosconnect.storage.config_store import ConfigStore
+    from eosconnect.storage.config_writers import ConfigWriteError
     from eosconnect.worker_config import WorkerConfig
 
     group = f"wtid-{uuid.uuid4().hex[:6]}"

@@ -49,7 +49,8 @@ from eosconnect.cluster.task_health import TaskHealth
 from eosconnect.cluster.zombie_fencing import ZombieFencing
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
-from eosconnect.storage.config_store import ConfigStore, LeaderFencedError
+from eosconnect.storage.config_store import ConfigStore
+from eosconnect.storage.config_writers import LeaderFencedError
 from eosconnect.storage.session_key import SessionKey
 from eosconnect.storage.status_store import ConnectState, StatusStore
 from eosconnect.storage.topic_reader import ReadTimeout

@@ -37,7 +37,8 @@ from eosconnect.cluster.retirements import Retirements
 from eosconnect.cluster.spark import SparkProvider
 from eosconnect.cluster.status_board import StatusBoard
 from eosconnect.storage.config_state import ConfigSnapshot
-from eosconnect.storage.config_store import ConfigStore, LeaderFencedError
+from eosconnect.storage.config_store import ConfigStore
+from eosconnect.storage.config_writers import LeaderFencedError
 from eosconnect.storage.status_store import ConnectState, Status, StatusStore
 from eosconnect.worker_config import WorkerConfig
 

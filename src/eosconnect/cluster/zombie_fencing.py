@@ -19,7 +19,7 @@ from eosconnect.cluster.herder_api import ConflictError, HerderError, NotFoundEr
 from eosconnect.cluster.herder_state import HerderState
 from eosconnect.storage.acls import fencing_authorization_hint
 from eosconnect.storage.config_state import ConfigSnapshot
-from eosconnect.storage.config_store import FencingConflict, LeaderFencedError
+from eosconnect.storage.config_writers import FencingConflict, LeaderFencedError
 from eosconnect.storage.fencing_round import perform_fencing_round
 from eosconnect.storage.transactional_ids import FencingError
 

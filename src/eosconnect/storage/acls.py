@@ -25,7 +25,7 @@ from eosconnect.storage.clients import (
     client_config,
     is_connection_key,
 )
-from eosconnect.storage.config_store import leader_transactional_id
+from eosconnect.storage.config_writers import leader_transactional_id
 from eosconnect.storage.offsets import offsets_topic_for
 from eosconnect.storage.transactional_ids import task_transactional_id
 

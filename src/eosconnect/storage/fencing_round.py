@@ -22,7 +22,8 @@ from typing import Any
 from eosconnect.api.errors import ConnectException
 from eosconnect.storage.clients import client_config
 from eosconnect.storage.config_state import ConfigSnapshot
-from eosconnect.storage.config_store import ConfigStore, ConfigWriteError, FencingConflict
+from eosconnect.storage.config_store import ConfigStore
+from eosconnect.storage.config_writers import ConfigWriteError, FencingConflict
 from eosconnect.storage.transactional_ids import fence_transactional_ids, task_transactional_id
 
 __all__ = [

@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from eosconnect.storage.config_state import TargetState
-from eosconnect.storage.config_store import ConfigStore, ConfigWriteError
+from eosconnect.storage.config_store import ConfigStore
+from eosconnect.storage.config_writers import ConfigWriteError
 from eosconnect.worker_config import WorkerConfig
 
 WRITE_TIMEOUT_S = 2.0
