@@ -402,6 +402,11 @@ def from_avro_schema(avro: Any) -> Schema:
 
 
 def _from_avro(avro: Any, named: dict[str, Any], namespace: str | None) -> SchemaBuilder:
+    """The builder of one Avro schema node; `named` holds the records, enums and fixeds defined so
+    far (by full name) for references, `namespace` the enclosing one.
+
+    Long: one branch per kind of Avro node (union, reference, record, enum, fixed, array, map,
+    primitive with its logical types), kept together so the mapping reads as one table."""
     if isinstance(avro, list):
         branches = [b for b in avro if b != "null"]
         if len(branches) == 1 and len(avro) == 2:
