@@ -36,11 +36,12 @@ def test_sigkill_of_the_whole_worker_then_a_new_worker_leaves_every_record_exact
     config = sink_config(url, topic, **{"batch.size": "100"})
     assert first.create_connector("jdbc", config).status_code == 201
     first.wait_for(lambda: first.task_states("jdbc") == ["RUNNING"], 90, "the sink task RUNNING")
-    producer = SlowProducer(bootstrap, topic, total, 2).start()
+    producer = SlowProducer(bootstrap, topic, total, 2, hold_at=total // 2).start()
     try:
         first.wait_for(lambda: row_count(url) >= 300, 90, "300 rows in the table")
         first.kill()  # SIGKILL: the worker's process group and its Spark JVM
         killed_at = row_count(url)
+        producer.release()
         second = workers("w2")  # same group and internal topics
     finally:
         producer.join()
@@ -69,13 +70,14 @@ def test_a_broker_restart_under_the_sink_leaves_every_record_exactly_once(postgr
             config = sink_config(url, topic, **{"batch.size": "100"})
             assert worker.create_connector("jdbc", config).status_code == 201
             worker.wait_for(lambda: worker.task_states("jdbc") == ["RUNNING"], 90, "the sink task RUNNING")
-            producer = SlowProducer(bootstrap, topic, total, 2).start()
+            producer = SlowProducer(bootstrap, topic, total, 2, hold_at=total // 2).start()
             try:
                 worker.wait_for(lambda: row_count(url) >= 300, 90, "300 rows in the table")
                 cluster.kill_node(1)
                 killed_at = row_count(url)
                 time.sleep(3)
                 cluster.start_node(1)
+                producer.release()
             finally:
                 producer.join()
             assert killed_at < total, "the broker restart must land mid-stream"

@@ -103,23 +103,42 @@ class SlowProducer:
     with a pause between steps, from a thread, so that faults land mid-stream; `join()` asserts every
     record was acknowledged (librdkafka retries through a broker restart). Idempotent, so that a retry
     through a broker SIGKILL cannot write a record twice into the topic: a duplicate row in the table
-    is then the sink's, which is what the fault tests look for."""
+    is then the sink's, which is what the fault tests look for.
+
+    With `hold_at`, it stops before that record until `release()`: a test that injects its fault
+    before releasing knows the records from there on are written after the fault, however fast the
+    sink caught up (on a loaded machine it may reach the first records' end before the test looks)."""
 
     def __init__(
-        self, bootstrap: str, topic: str, total: int, partitions: int, step: int = 40, pause_s: float = 0.03
+        self,
+        bootstrap: str,
+        topic: str,
+        total: int,
+        partitions: int,
+        step: int = 40,
+        pause_s: float = 0.03,
+        hold_at: int | None = None,
     ) -> None:
         self.bootstrap, self.topic, self.total, self.partitions = bootstrap, topic, total, partitions
-        self.step, self.pause_s = step, pause_s
+        self.step, self.pause_s, self.hold_at = step, pause_s, hold_at
         self.undelivered: int | None = None
+        self._released = threading.Event()
         self._thread = threading.Thread(target=self._run, name="slow-producer", daemon=True)
 
     def start(self) -> SlowProducer:
         self._thread.start()
         return self
 
+    def release(self) -> None:
+        """Produce the records from `hold_at` on."""
+        self._released.set()
+
     def _run(self) -> None:
         producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True})
         for start in range(0, self.total, self.step):
+            if self.hold_at is not None and start >= self.hold_at and not self._released.is_set():
+                producer.flush(30)
+                self._released.wait(300)
             for i in range(start, min(start + self.step, self.total)):
                 producer.produce(self.topic, value=value(i), partition=i % self.partitions)
             producer.poll(0)
@@ -127,6 +146,7 @@ class SlowProducer:
         self.undelivered = producer.flush(120)
 
     def join(self, timeout: float = 180) -> None:
+        self.release()
         self._thread.join(timeout)
         assert self.undelivered == 0, f"{self.undelivered} records not acknowledged by the broker"
 
