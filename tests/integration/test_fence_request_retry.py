@@ -1,12 +1,15 @@
 """A starting exactly-once task's fencing request (PUT /connectors/<c>/fence, signed) waits out a
 group with no leader to serve it - the 409 "retry in a few seconds" a worker answers while its
-leader rejoins the group - instead of failing the task; any other refusal still fails it at once.
+leader rejoins the group - and a request broken off mid-exchange, instead of failing the task; any
+other refusal, and a worker that cannot be reached, still fail it at once.
 
 The worker is the real REST app served by uvicorn on loopback, over an in-memory herder; the session
 key the task would read from the config topic is handed to it directly."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 
@@ -75,3 +78,78 @@ def test_other_refusals_fail_at_once() -> None:
         with pytest.raises(FencingRequestError, match="HTTP 404"):
             _coordinator(server.url, key, timeout_s=30).fence_zombies("missing")
         assert time.monotonic() - started < FENCE_RETRY_S
+
+
+class _BreaksFirstConnection:
+    """A loopback TCP relay to `target` that reads the first connection's request and closes it
+    unanswered - a request broken off mid-exchange, as a reset keep-alive connection does - and
+    relays every later connection both ways."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.removeprefix("http://").rsplit(":", 1)
+        self.target = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.broken = 0
+        self._threads: list[threading.Thread] = []
+        self._serving = threading.Thread(target=self._serve, daemon=True)
+        self._serving.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.broken == 0:
+                self.broken += 1
+                conn.recv(65536)
+                conn.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            for a, b in ((conn, upstream), (upstream, conn)):
+                thread = threading.Thread(target=self._pipe, args=(a, b), daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.listener.close()
+        self._serving.join(5)
+        for thread in self._threads:
+            thread.join(5)
+
+
+def test_a_request_broken_off_mid_exchange_is_asked_again_on_a_new_connection() -> None:
+    key = SessionKey.generate()
+    herder = FakeHerder(keys=[key])
+    herder.configs["c"] = source_config()
+    with served(create_app(herder)) as server:
+        relay = _BreaksFirstConnection(server.url)
+        try:
+            _coordinator(relay.url, key, timeout_s=30).fence_zombies("c", 3)
+        finally:
+            relay.close()
+    assert relay.broken == 1, "the first request was broken off"
+    assert herder.calls == [("fence_zombies", ("c", 3))], "asked again, and fenced once"
+
+
+def test_a_worker_that_cannot_be_reached_fails_at_once_naming_the_advertised_address() -> None:
+    unused = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    unused.close()  # nothing listens there: connection refused
+    started = time.monotonic()
+    with pytest.raises(FencingRequestError, match=r"rest\.advertised\.host\.name"):
+        _coordinator(url, SessionKey.generate(), timeout_s=30).fence_zombies("c", 3)
+    assert time.monotonic() - started < FENCE_RETRY_S

@@ -121,6 +121,17 @@ def _http() -> httpx.Client:
 _inherited: list[Any] = []
 
 
+def _replace_http(broken: httpx.Client) -> None:
+    """Drop the shared client after a request on it broke off mid-exchange, so the next request
+    opens new connections. The old client is kept referenced, not closed: other threads may be in a
+    request on it, and closing it under them would break theirs too."""
+    global _http_client
+    with _http_client_lock:
+        if _http_client is broken:
+            _inherited.append(broken)
+            _http_client = None
+
+
 def _forget_after_fork() -> None:
     """A forked child must not share its parent's connections: it starts with no client or store."""
     global _http_client, _http_client_lock, _stores_lock
@@ -143,7 +154,13 @@ def signed_request(
             "Content-Type": "application/json",
             **sign_request(access.session_key(attempt > 0), method, path, payload),
         }
-        response = _http().request(method, url + path, content=payload, headers=headers, timeout=timeout)
+        client = _http()
+        try:
+            response = client.request(method, url + path, content=payload, headers=headers, timeout=timeout)
+        except httpx.TransportError as exc:
+            if not isinstance(exc, httpx.ConnectError | httpx.TimeoutException):
+                _replace_http(client)
+            raise
         if response.status_code != 403:
             return response
     assert response is not None
@@ -196,6 +213,20 @@ class RestStartupCoordinator:
                     self.request_timeout_s,
                 )
             except httpx.TransportError as exc:
+                # A request that reached the worker and broke off (the connection reset or closed
+                # under it) is asked again on new connections: fencing a generation twice is a no-op.
+                # One that never connected, or timed out, names the setting that fixes the address.
+                broke_off = not isinstance(exc, httpx.ConnectError | httpx.TimeoutException)
+                if broke_off and time.monotonic() + FENCE_RETRY_S < deadline:
+                    log.info(
+                        "connector %r: the fencing request broke off (%s: %s); asking again in %.0f s",
+                        connector,
+                        type(exc).__name__,
+                        exc,
+                        FENCE_RETRY_S,
+                    )
+                    time.sleep(FENCE_RETRY_S)
+                    continue
                 raise FencingRequestError(unreachable_leader(self.worker_url, exc)) from exc
             if response.status_code < 300:
                 return
