@@ -1,5 +1,7 @@
 """`AirbyteSource`: an Airbyte source (any program speaking the Airbyte protocol) as an
-exactly-once source connector.
+exactly-once source connector, with `transaction.boundary=connector` (each transaction ends at a
+state; other boundaries would commit records with the state before them, so exactly-once support
+is UNSUPPORTED with them, as the default config shows below).
 
 The connector runs the source's `spec`, `check` and `discover` (validation and start, on the
 worker); each task runs `read` syncs of its streams with `HostedSourceTask`.

@@ -18,7 +18,14 @@ from pathlib import Path
 
 from eosconnect.api.errors import ConfigException
 
-__all__ = ["DEFAULT_VENV_DIR", "Installed", "command_of", "installed_sources", "resolve_executable"]
+__all__ = [
+    "DEFAULT_VENV_DIR",
+    "Installed",
+    "command_of",
+    "install_package",
+    "installed_sources",
+    "resolve_executable",
+]
 
 DEFAULT_VENV_DIR = str(Path("~/.cache/eosconnect/hosted").expanduser())
 
@@ -72,29 +79,26 @@ class Installed:
 
 
 def installed_sources(venv_dir: str) -> list[Installed]:
-    """Airbyte sources and Singer taps in the venv directory and the worker's environment, read
-    from their installed metadata (nothing is run)."""
-    import importlib.metadata
-
+    """Airbyte sources and Singer taps in the venv directory and the worker's environment, from
+    the names of their `.dist-info` directories (`<name>-<version>.dist-info`): nothing is run or
+    imported, so listing stays cheap however many packages an environment holds."""
+    places: list[tuple[Path, Path]] = []
+    root = Path(venv_dir).expanduser()
+    if root.is_dir():
+        for venv in sorted(root.iterdir()):
+            places += [(site, venv / "bin") for site in sorted(venv.glob("lib/python*/site-packages"))]
+    bindir = Path(sys.executable).parent
+    places += [(Path(p), bindir) for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
     found: dict[tuple[str, str], Installed] = {}
-    roots = [Path(venv_dir).expanduser()]
-    paths: list[tuple[list[str], Path]] = []
-    for root in roots:
-        if root.is_dir():
-            for venv in sorted(root.iterdir()):
-                for site in sorted(venv.glob("lib/python*/site-packages")):
-                    paths.append(([str(site)], venv / "bin"))
-    paths.append((sys.path, Path(sys.executable).parent))
-    for search, bindir in paths:
-        for dist in importlib.metadata.distributions(path=search):
-            name = (dist.metadata["Name"] or "").lower()
-            protocol = _protocol(name)
-            if protocol is None:
-                continue
-            executable = bindir / command_of(name)
-            key = (name, str(bindir))
-            if key not in found:
-                found[key] = Installed(protocol, name, dist.version, str(executable))
+    for site, bin_path in places:
+        for pattern in ("airbyte_source_*.dist-info", "tap_*.dist-info", "pipelinewise_tap_*.dist-info"):
+            for info in site.glob(pattern):
+                name, _, version = info.name[: -len(".dist-info")].partition("-")
+                package = name.lower().replace("_", "-")
+                protocol = _protocol(package)
+                if protocol is not None:
+                    executable = str(bin_path / command_of(package))
+                    found.setdefault((package, executable), Installed(protocol, package, version, executable))
     return sorted(found.values(), key=lambda i: (i.protocol, i.package, i.executable))
 
 
@@ -104,3 +108,32 @@ def _protocol(name: str) -> str | None:
     if name.startswith(("tap-", "pipelinewise-tap-")):
         return "singer"
     return None
+
+
+def install_package(requirement: str, venv_dir: str = DEFAULT_VENV_DIR) -> str:
+    """Install `requirement` (`airbyte-source-faker` or `airbyte-source-faker==7.2.1`) into a venv
+    of its own, `<venv_dir>/<package>`, once, and return its program's path. Concurrent callers
+    (test workers, two workers on one host) wait for one another on a lock file; a finished venv
+    is marked, so a half-made one (an interrupted install) is made again."""
+    import fcntl
+    import re
+    import subprocess
+
+    package = re.split(r"[<>=!~\[ ;]", requirement.strip(), maxsplit=1)[0].lower()
+    if not package:
+        raise ConfigException.for_field("package", f"{requirement!r} names no package")
+    venv = Path(venv_dir).expanduser() / package
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    marker = venv / ".eosconnect-installed"
+    with open(venv.parent / f".{package}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (marker.is_file() and marker.read_text() == requirement):
+            if venv.exists():
+                shutil.rmtree(venv)
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            subprocess.run(
+                [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", requirement],
+                check=True,
+            )
+            marker.write_text(requirement)
+    return resolve_executable(package, venv_dir, "package")

@@ -1,5 +1,6 @@
 """`SingerSource`: a Singer tap (`tap-*`, `pipelinewise-tap-*`, singer-sdk taps) as an
-exactly-once source connector.
+exactly-once source connector, with `transaction.boundary=connector` (exactly-once support is
+UNSUPPORTED with other boundaries, as the default config shows below).
 
 Singer's STATE is one object for the whole tap: one source offset `{"singer.state": "GLOBAL"}`.
 Taps resume INCREMENTAL streams inclusively (`replication_key >= bookmark`, so rows sharing the
