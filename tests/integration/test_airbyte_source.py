@@ -112,7 +112,7 @@ def test_faker_then_a_sigkilled_sync_then_garbage(
     config = airbyte_config("airbyte-source-faker", prefix, ",".join(streams), FAKER_CONFIG)
     # the source's spec, check and discover run at validation: Python programs, slow on a loaded machine
     path = "/connector-plugins/AirbyteSource/config/validate"
-    validated = httpx.put(worker.url + path, json=config, timeout=180).json()
+    validated = httpx.put(worker.url + path, json={**config, "name": "faker"}, timeout=180).json()
     assert validated["error_count"] == 0, [c for c in validated["configs"] if c["value"]["errors"]]
     assert worker.create_connector("faker", config).status_code == 201
     for stream in streams:
