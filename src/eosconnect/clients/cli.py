@@ -476,9 +476,9 @@ def list_plugins(
         if not local:
             continue
         extra = Table(
-            Column("Protocol", no_wrap=True),
-            Column("Version", no_wrap=True),
-            Column("Package", no_wrap=True),
+            Column("Protocol", overflow="fold"),
+            Column("Version", overflow="fold"),
+            Column("Package", overflow="fold"),
             Column("Executable", overflow="fold"),
             title=title,
         )
