@@ -133,7 +133,10 @@ class HostedSourceTask(SourceTask, ABC):
     task_index_key = "task.index"
 
     def stop(self) -> None:
-        self._stopping.set()
+        stopping = getattr(self, "_stopping", None)
+        if stopping is None:  # start() failed before it ran anything
+            return
+        stopping.set()
         self._end_process()
 
     def _end_process(self) -> None:

@@ -178,3 +178,11 @@ def test_stop_ends_the_source_by_its_pid(source, runs):
     assert process.proc.returncode is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_task_whose_start_failed_stops_quietly():
+    task = AirbyteSourceTask()
+    task.initialize(SourceTaskContext())
+    with pytest.raises(ConnectException):
+        task.start({"airbyte.source": "/nonexistent/source", "topic.prefix": "p"})
+    task.stop()
