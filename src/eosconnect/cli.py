@@ -8,10 +8,11 @@ from typing import Annotated
 import typer
 
 from eosconnect.cli_errors import CliGroup, PlainHelpCommand
-from eosconnect.clients.cli import connectors_app, plugins_app
+from eosconnect.clients.cli import LOCAL_PLUGIN_LISTERS, connectors_app, plugins_app
 from eosconnect.devkafka.cli import app as kafka_app
 from eosconnect.devkafka.cli import registry_app
 from eosconnect.mirrormaker.cli import mirror_app, mirror_maker
+from eosconnect.tools.hosted_plugins import hosted_plugin_rows, install_hosted
 from eosconnect.tools.kafka_cli import groups_app, topics_app
 from eosconnect.tools.verify_cli import verify
 
@@ -24,6 +25,8 @@ app.add_typer(kafka_app, name="kafka")
 app.add_typer(registry_app, name="registry")
 app.add_typer(connectors_app, name="connectors")
 app.add_typer(plugins_app, name="plugins")
+LOCAL_PLUGIN_LISTERS.append(hosted_plugin_rows)
+plugins_app.command("install")(install_hosted)
 app.command("verify", cls=PlainHelpCommand)(verify)
 app.add_typer(topics_app, name="topics")
 app.add_typer(groups_app, name="groups")

@@ -205,3 +205,18 @@ def test_basic_auth_option(herder: FakeHerder) -> None:
             cli, ["connectors", "list", "--url", server.url], env={"EOSCONNECT_AUTH": "admin:pw"}
         )
         assert allowed.exit_code == 0, allowed.output
+
+
+def test_plugins_list_shows_the_hosted_sources_installed_here(
+    run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eosconnect.clients import cli as clients_cli
+    from eosconnect.tools.hosted_plugins import hosted_plugin_rows
+
+    site = tmp_path / "airbyte-source-faker" / "lib" / "python3.11" / "site-packages"
+    (site / "airbyte_source_faker-7.2.1.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(clients_cli, "LOCAL_PLUGIN_LISTERS", [lambda: hosted_plugin_rows(str(tmp_path))])
+    listing = ok(run("plugins", "list"))
+    assert SOURCE_CLASS in listing
+    assert "airbyte-source-faker" in listing and "7.2.1" in listing and "airbyte" in listing
+    assert "airbyte-source-faker" not in ok(run("plugins", "list", "-o", "json")), "the worker's answer only"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -39,7 +39,13 @@ from eosconnect.clients.cli_render import (
 )
 from eosconnect.clients.rest import ConnectClient, ConnectError
 
-__all__ = ["connectors_app", "plugins_app"]
+__all__ = ["LOCAL_PLUGIN_LISTERS", "connectors_app", "plugins_app"]
+
+#: Listers of plugins installed on this machine outside the worker's connector classes (hosted
+#: Airbyte sources and Singer taps, each in a venv of its own): `plugins list` shows their rows
+#: (title, then (kind, version, name, where) rows) under the worker's table. The command line
+#: registers them; this module knows no connector.
+LOCAL_PLUGIN_LISTERS: list[Callable[[], tuple[str, list[tuple[str, str, str, str]]]]] = []
 
 connectors_app = typer.Typer(
     cls=CliGroup, help="Manage connectors through a worker's REST API.", no_args_is_help=True
@@ -465,6 +471,20 @@ def list_plugins(
     for kind, version, name in rows:
         table.add_row(kind, version, dotted(name, width))
     console.print(table)
+    for lister in LOCAL_PLUGIN_LISTERS:
+        title, local = lister()
+        if not local:
+            continue
+        extra = Table(
+            Column("Protocol", overflow="fold"),
+            Column("Version", overflow="fold"),
+            Column("Package", overflow="fold"),
+            Column("Executable", overflow="fold"),
+            title=title,
+        )
+        for row in local:
+            extra.add_row(*row)
+        console.print(extra)
 
 
 @plugins_app.command("config")

@@ -88,6 +88,8 @@ BUILTIN_CONNECTORS: dict[str, str] = {
         "eosconnect.connectors.postgres_cdc.PostgresCdcSourceConnector"
     ),
     "FileStreamSink": "eosconnect.connectors.file_stream.FileStreamSinkConnector",
+    "AirbyteSource": "eosconnect.connectors.hosted.airbyte.AirbyteSourceConnector",
+    "SingerSource": "eosconnect.connectors.hosted.singer.SingerSourceConnector",
     "MirrorSink": "eosconnect.connectors.mirror.MirrorSinkConnector",
     "MirrorSource": "eosconnect.connectors.mirror_source.MirrorSourceConnector",
     "org.apache.kafka.connect.mirror.MirrorSourceConnector": (
