@@ -28,6 +28,8 @@ class MetricsView:
     auto_restarts: dict[tuple[str, int], int] = field(default_factory=dict)
     #: the KIP-877 metrics of the connectors this worker runs (`PluginMetrics.snapshot()` entries)
     connector_plugin_metrics: list[dict[str, Any]] = field(default_factory=list)
+    #: zombie fencing rounds (KIP-618) the leader ran per connector since it was elected
+    fencing_rounds: dict[str, int] = field(default_factory=dict)
 
 
 class HerderError(Exception):

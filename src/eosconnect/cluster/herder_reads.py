@@ -216,7 +216,9 @@ class HerderReads(HerderState, PluginRequests):
                 continue
         with self._lock:
             restarts = dict(self._auto_restarts.total)
-        return MetricsView(self.task_metrics(), statuses, restarts, self._live.plugin_metrics())
+        return MetricsView(
+            self.task_metrics(), statuses, restarts, self._live.plugin_metrics(), dict(self._fencing_rounds)
+        )
 
 
 def installed_plugins(connectors_only: bool) -> list[dict[str, str]]:

@@ -261,7 +261,12 @@ class SinkTaskRunner:
         self.consumer_config, self.offset_reset = sink_consumer_settings(self.worker, self.connector)
         self.consumer = Consumer(self.consumer_config)
         self.dead_letters = for_sink_task(  # KIP-298/610, see runtime/dead_letter.py
-            self.worker.originals, self.connector.originals, self.spec.connector, self.spec.task, self.log
+            self.worker.originals,
+            self.connector.originals,
+            self.spec.connector,
+            self.spec.task,
+            self.log,
+            self.metrics,
         )
         if self.connector.errors_tolerance is ErrorsTolerance.ALL:
             self.context.errant_reporter = self.dead_letters.reporter(type(self.task).__qualname__)
