@@ -30,7 +30,7 @@ from eosconnect.cluster.herder_api import BadRequestError, NotFoundError
 from eosconnect.cluster.names import tasks_max_errors
 from eosconnect.converters.resolution import resolve_converter_class
 from eosconnect.plugins.config_providers import resolve_config, unresolvable_variables
-from eosconnect.plugins.loading import resolve_connector_class
+from eosconnect.plugins.loading import VERSION_SETTING, resolve_connector_class
 from eosconnect.policies.database_hosts import database_host_errors
 from eosconnect.policies.file_access import FILE_ALLOWED_DIRS, AllowedDirs
 from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS
@@ -324,7 +324,7 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
     kind: ConnectorKind = SOURCE
     if class_name:
         try:
-            cls = resolve_connector_class(class_name)
+            cls = resolve_connector_class(class_name, config.get(VERSION_SETTING))
             kind = kind_of(cls)
             connector = cls()
         except ConfigException as exc:
