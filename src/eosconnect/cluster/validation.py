@@ -10,6 +10,7 @@ connector's), each with its errors, so a UI can show every problem next to its f
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -324,7 +325,9 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
     kind: ConnectorKind = SOURCE
     if class_name:
         try:
-            cls = resolve_connector_class(class_name, config.get(VERSION_SETTING))
+            cls = resolve_connector_class(class_name)
+            with contextlib.suppress(ConfigException):  # a range nothing is in: framework_errors says so
+                cls = resolve_connector_class(class_name, config.get(VERSION_SETTING))
             kind = kind_of(cls)
             connector = cls()
         except ConfigException as exc:
