@@ -34,7 +34,11 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 webdriver = pytest.importorskip(
     "selenium.webdriver", reason="selenium is not installed (pip install -e .[test])"
 )
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    NoSuchElementException,
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 
@@ -83,7 +87,7 @@ def connectors(worker: WorkerProcess, bootstrap: str) -> Iterator[tuple[str, str
 def browser() -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1100"):
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1400"):
         options.add_argument(argument)
     try:
         driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER), options=options)
@@ -103,7 +107,8 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    """`check()` once truthy; elements replaced by a refresh meanwhile are looked up again."""
+    """`check()` once truthy; elements not there yet, or replaced by a refresh meanwhile, are looked
+    up again."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -111,7 +116,7 @@ def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
             last = check()
             if last:
                 return last
-        except (StaleElementReferenceException, LookupError, ValueError) as exc:
+        except (StaleElementReferenceException, NoSuchElementException, LookupError, ValueError) as exc:
             last = exc
         time.sleep(0.3)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")

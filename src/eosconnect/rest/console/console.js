@@ -49,7 +49,11 @@ function chart(title, points, cssClass, unit) {
   const now = Date.now() / 1000;
   const shown = points.filter((p) => p[1] !== null && p[1] !== undefined && now - p[0] <= HOUR_S);
   const max = Math.max(1, ...shown.map((p) => p[1]));
-  const x = (t) => pad + ((t - (now - HOUR_S)) / HOUR_S) * (width - 2 * pad);
+  // The last hour, or less while the worker has sampled for less (samples start with the page).
+  const start = shown.length ? Math.max(now - HOUR_S, shown[0][0] - 10) : now - HOUR_S;
+  const span = Math.max(now - start, 1);
+  const since = now - start >= HOUR_S - 1 ? "1 h ago" : "since " + new Date(start * 1000).toLocaleTimeString();
+  const x = (t) => pad + ((t - start) / span) * (width - 2 * pad);
   const y = (v) => height - pad - (v / max) * (height - 2 * pad - 10);
   const line = shown.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
   const last = shown.length ? shown[shown.length - 1][1] : null;
@@ -57,7 +61,7 @@ function chart(title, points, cssClass, unit) {
     <svg width="${width}" height="${height}" role="img" aria-label="${esc(title)}">
       <line class="axis" x1="${pad}" y1="${height - pad}" x2="${width - pad}" y2="${height - pad}"/>
       <text x="${pad}" y="10">max ${fmt(max)}</text>
-      <text x="${pad}" y="${height - 6}" dy="0">1 h ago</text>
+      <text x="${pad}" y="${height - 6}">${esc(since)}</text>
       <text x="${width - pad}" y="${height - 6}" text-anchor="end">now</text>
       ${shown.length > 1 ? `<polyline class="line ${cssClass}" points="${line}"/>` : ""}
       ${shown.length <= 1 ? `<text x="${width / 2}" y="${height / 2}" text-anchor="middle">collecting samples...</text>` : ""}
