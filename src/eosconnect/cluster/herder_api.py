@@ -182,7 +182,10 @@ class Herder(Protocol):
         """`[{"class", "type", "version"}]`."""
         ...
 
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]: ...
+    def plugin_config(self, plugin: str, version: str | None = None) -> list[dict[str, Any]]:
+        """A plugin's config definitions, of the installed version in `version` (a version or Maven
+        range, KIP-891) when given; NotFoundError for no such plugin or no version in the range."""
+        ...
 
     # ---- offsets of a STOPPED connector
     def connector_offsets(self, name: str) -> dict[str, Any]:

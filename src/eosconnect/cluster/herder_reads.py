@@ -53,8 +53,8 @@ class PluginRequests:
     def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
         return installed_plugins(connectors_only)
 
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        return plugin_config_infos(plugin)
+    def plugin_config(self, plugin: str, version: str | None = None) -> list[dict[str, Any]]:
+        return plugin_config_infos(plugin, version)
 
 
 class HerderReads(HerderState, PluginRequests):

@@ -287,10 +287,11 @@ def connector_definitions(connector: Connector) -> ConfigDef:
     return definition
 
 
-def plugin_config_infos(plugin: str) -> list[dict[str, Any]]:
-    """`GET /connector-plugins/<p>/config`, as Kafka Connect answers it: a connector's own settings
-    followed by the framework's it does not redefine; a converter's, transformation's or predicate's
-    own settings. NotFoundError for a name that is no plugin."""
+def plugin_config_infos(plugin: str, version: str | None = None) -> list[dict[str, Any]]:
+    """`GET /connector-plugins/<p>/config[?version=<range>]`, as Kafka Connect answers it: a
+    connector's own settings followed by the framework's it does not redefine; a converter's,
+    transformation's or predicate's own settings. NotFoundError for a name that is no plugin, or a
+    connector none of whose installed versions is in `version`."""
     try:
         cls = resolve_connector_class(plugin)
     except ConfigException as exc:
@@ -298,6 +299,10 @@ def plugin_config_infos(plugin: str) -> list[dict[str, Any]]:
         if own is None:
             raise NotFoundError(f"Unknown plugin {plugin}. {exc}") from None
         return described_keys([(key, key.group) for key in own])
+    try:
+        cls = resolve_connector_class(plugin, version)
+    except ConfigException as exc:
+        raise NotFoundError(f"Unknown version of plugin {plugin}: {exc}") from None
     connector = cls()
     own = connector_definitions(connector)
     keys: list[tuple[Any, str | None]] = [(key, key.group) for key in own]

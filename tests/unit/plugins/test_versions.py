@@ -12,7 +12,9 @@ import pytest
 from eosconnect.api.errors import ConfigException
 from eosconnect.cluster.connector_kinds import SOURCE
 from eosconnect.cluster.framework_settings import framework_errors
+from eosconnect.cluster.herder_api import NotFoundError
 from eosconnect.cluster.herder_reads import installed_plugins
+from eosconnect.cluster.validation import plugin_config_infos
 from eosconnect.converters.resolution import converter_from_config
 from eosconnect.plugins.loading import connector_class_of, plugin_version, resolve_connector_class
 from eosconnect.plugins.versions import VersionRange, compare_versions, installed_versions
@@ -156,3 +158,11 @@ def test_connector_plugins_lists_each_version(two_versions: str) -> None:
         {"class": f"{two_versions}.source.AcmeSource", "type": "source", "version": "1.4.2"},
         {"class": f"{two_versions}.source.AcmeSource", "type": "source", "version": "2.1.0"},
     ]
+
+
+def test_plugin_config_of_a_version(two_versions: str) -> None:
+    path = f"{two_versions}.source.AcmeSource"
+    assert plugin_config_infos(path, "[2.0,)") == plugin_config_infos(path)
+    with pytest.raises(NotFoundError) as raised:
+        plugin_config_infos(path, "[9,)")
+    assert "installed: 1.4.2, 2.1.0" in str(raised.value)
