@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-secured soak-long bench kafka postgres mariadb registry install clean
+.PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-secured soak-long bench kafka postgres mariadb chromium registry install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ mariadb:  ## MariaDB binaries for JdbcSink's MariaDB tests (Debian's mariadb-ser
 	  ((apt-cache policy mariadb-server 2>/dev/null | grep -q 'Candidate: [0-9]' || apt-get update -q) && \
 	   RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mariadb-server) \
 	  || echo "MariaDB could not be installed: JdbcSink's MariaDB tests will be skipped"
+
+chromium:  ## Chromium and its WebDriver for the console's browser tests (Debian's chromium, chromium-driver)
+	@(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || \
+	  ((apt-cache policy chromium-driver 2>/dev/null | grep -q 'Candidate: [0-9]' || apt-get update -q) && \
+	   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver) \
+	  || echo "Chromium could not be installed: the console's browser tests will be skipped"
 
 kafka: $(STAMP)  ## fetch the Apache Kafka jars once (cached outside the repo)
 	$(BIN)/python -c "from eosconnect.devkafka import ensure_kafka; print(ensure_kafka())"
@@ -62,12 +68,12 @@ lint: $(STAMP)
 # time is spent waiting on brokers and timeouts, so two share the 2 cores well (a whole run took 38
 # min so, against 57 one at a time). --dist loadfile keeps a file's tests, and its module fixtures,
 # in one process.
-test: kafka postgres mariadb registry lint
+test: kafka postgres mariadb chromium registry lint
 	$(BIN)/pytest -m "not soak" -p no:cacheprovider -n 2 --dist loadfile
 
 # Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds and
 # records); `make test` runs the short forms.
-test-long: kafka postgres mariadb registry
+test-long: kafka postgres mariadb chromium registry
 	EOSCONNECT_LONG_TESTS=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider -n 2 --dist loadfile
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each

@@ -377,7 +377,7 @@ class FakeHerder:
             return [dict(p) for p in PLUGINS if p["type"] in ("source", "sink")]
         return [dict(p) for p in PLUGINS]
 
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+    def plugin_config(self, plugin: str, version: str | None = None) -> list[dict[str, Any]]:
         if _resolve(plugin) is None:
             raise NotFoundError(f"Unknown plugin {plugin}.")
         return copy.deepcopy(CONFIG_DEFS)

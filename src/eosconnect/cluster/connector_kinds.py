@@ -17,7 +17,11 @@ from eosconnect.api.config import ConfigDef
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import TopicPartition
 from eosconnect.api.sink import SinkConnector
-from eosconnect.plugins.loading import ConnectorType, connector_type, resolve_connector_class
+from eosconnect.plugins.loading import (
+    ConnectorType,
+    connector_class_of,
+    connector_type,
+)
 from eosconnect.runtime.config import (
     SINK_CONNECTOR_CONFIG_DEF,
     SOURCE_CONNECTOR_CONFIG_DEF,
@@ -60,14 +64,14 @@ def kind_of_config(config: Mapping[str, str] | None) -> ConnectorKind:
     """The kind of a stored connector config. A class that cannot be loaded counts as a source
     (the kind a config without any other sign is taken for); its start then fails visibly."""
     try:
-        return kind_of(resolve_connector_class(str((config or {}).get("connector.class", ""))))
+        return kind_of(connector_class_of(config or {}))
     except (ConfigException, TypeError):
         return SOURCE
 
 
 def _sink_connector(config: Mapping[str, str] | None) -> SinkConnector | None:
     try:
-        cls = resolve_connector_class(str((config or {}).get("connector.class", "")))
+        cls = connector_class_of(config or {})
     except (ConfigException, TypeError):
         return None
     return cast(SinkConnector, cls()) if kind_of(cls).is_sink else None

@@ -22,7 +22,7 @@ from eosconnect.api.validators import Range, ValidString
 from eosconnect.cluster.auto_restart import AUTO_RESTART_CONFIG_DEF
 from eosconnect.cluster.connector_kinds import ConnectorKind
 from eosconnect.converters.resolution import converter_from_config, resolve_converter_class
-from eosconnect.plugins.loading import plugin_version
+from eosconnect.plugins.loading import VERSION_SETTING, connector_class_of
 from eosconnect.transforms.chain import TransformationChain
 
 __all__ = [
@@ -63,6 +63,11 @@ HEADER_CONVERTER_ALIASES = frozenset(
     }
 )
 
+_CONVERTER_VERSION = (
+    "The converter's version to load (KIP-891): a version or a Maven range such as [1.0,2.0); the newest "
+    "installed version in it is used."
+)
+
 _COMMON_EXTRA = (
     ConfigDef()
     .define(
@@ -70,8 +75,9 @@ _COMMON_EXTRA = (
         ConfigType.STRING,
         None,
         Importance.LOW,
-        "The connector's version to use (KIP-891); eosconnect has one version of each plugin, so it must "
-        "be that one if set.",
+        "The connector's version to load (KIP-891): a version or a Maven range such as [1.0,2.0); the "
+        "newest installed version in it is used. Default: the class as it loads without (the first on "
+        "plugin.path).",
     )
     .define(
         "tasks.max.enforce",
@@ -81,9 +87,9 @@ _COMMON_EXTRA = (
         "Deprecated in Kafka Connect; eosconnect always fails a connector that generates more task configs "
         "than tasks.max.",
     )
-    .define("key.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, "Accepted (KIP-891).")
-    .define("value.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, "Accepted (KIP-891).")
-    .define("header.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, "Accepted (KIP-891).")
+    .define("key.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, _CONVERTER_VERSION)
+    .define("value.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, _CONVERTER_VERSION)
+    .define("header.converter.plugin.version", ConfigType.STRING, None, Importance.LOW, _CONVERTER_VERSION)
     .define(
         "header.converter",
         ConfigType.STRING,
@@ -249,14 +255,11 @@ def framework_errors(config: Mapping[str, str], kind: ConnectorKind) -> dict[str
             continue
         for name, problems in converter.preflight().items():
             errors.setdefault(name, []).extend(problems)
-    wanted = (config.get("connector.plugin.version") or "").strip()
-    if wanted:
-        have = plugin_version(config.get("connector.class"))
-        if have is not None and wanted != have:
-            errors.setdefault("connector.plugin.version", []).append(
-                f"version {wanted} of {config.get('connector.class')} is not installed; the installed "
-                f"version is {have}. Remove the setting or set it to {have}."
-            )
+    if (config.get(VERSION_SETTING) or "").strip():
+        try:
+            connector_class_of(config)
+        except ConfigException as exc:
+            _add(errors, exc, VERSION_SETTING)
     header = (config.get("header.converter") or "").strip()
     if header and header not in HEADER_CONVERTER_ALIASES:
         try:

@@ -103,6 +103,7 @@ class DistributedHerder(
         self._unassigned = {}
         self._lock = threading.RLock()
         self._fence_locks = {}
+        self._fencing_rounds = {}
         self._wakeup = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="herder", daemon=True)

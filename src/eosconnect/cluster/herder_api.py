@@ -28,6 +28,8 @@ class MetricsView:
     auto_restarts: dict[tuple[str, int], int] = field(default_factory=dict)
     #: the KIP-877 metrics of the connectors this worker runs (`PluginMetrics.snapshot()` entries)
     connector_plugin_metrics: list[dict[str, Any]] = field(default_factory=list)
+    #: zombie fencing rounds (KIP-618) the leader ran per connector since it was elected
+    fencing_rounds: dict[str, int] = field(default_factory=dict)
 
 
 class HerderError(Exception):
@@ -180,7 +182,10 @@ class Herder(Protocol):
         """`[{"class", "type", "version"}]`."""
         ...
 
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]: ...
+    def plugin_config(self, plugin: str, version: str | None = None) -> list[dict[str, Any]]:
+        """A plugin's config definitions, of the installed version in `version` (a version or Maven
+        range, KIP-891) when given; NotFoundError for no such plugin or no version in the range."""
+        ...
 
     # ---- offsets of a STOPPED connector
     def connector_offsets(self, name: str) -> dict[str, Any]:

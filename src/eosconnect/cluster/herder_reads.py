@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import cmp_to_key
 from typing import Any
 
 from eosconnect import __version__
@@ -19,12 +20,14 @@ from eosconnect.cluster.herder_state import HerderState
 from eosconnect.cluster.validation import plugin_config_infos, validate_connector_config
 from eosconnect.converters.resolution import CONVERTER_ALIASES, CONVERTER_PATHS
 from eosconnect.plugins.loading import (
+    VERSION_SETTING,
     available_connectors,
     connector_type,
     plugin_path_connectors,
     plugin_version,
     resolve_connector_class,
 )
+from eosconnect.plugins.versions import compare_versions, installed_versions
 from eosconnect.runtime.task import TASK_CLASS_KEY
 from eosconnect.storage.acls import connector_acls, kafka_acls_command, worker_acls
 from eosconnect.storage.config_state import ConfigSnapshot, TargetState
@@ -50,8 +53,8 @@ class PluginRequests:
     def connector_plugins(self, connectors_only: bool) -> list[dict[str, str]]:
         return installed_plugins(connectors_only)
 
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        return plugin_config_infos(plugin)
+    def plugin_config(self, plugin: str, version: str | None = None) -> list[dict[str, Any]]:
+        return plugin_config_infos(plugin, version)
 
 
 class HerderReads(HerderState, PluginRequests):
@@ -144,7 +147,9 @@ class HerderReads(HerderState, PluginRequests):
         }
         if conn and conn.trace:
             connector_state["trace"] = conn.trace
-        connector_state["version"] = plugin_version(config.get("connector.class"))
+        connector_state["version"] = plugin_version(
+            config.get("connector.class"), config.get(VERSION_SETTING)
+        )
         tasks = []
         task_configs = snapshot.task_configs(name)
         for t in range(self._listed_task_count(snapshot, name)):
@@ -216,13 +221,15 @@ class HerderReads(HerderState, PluginRequests):
                 continue
         with self._lock:
             restarts = dict(self._auto_restarts.total)
-        return MetricsView(self.task_metrics(), statuses, restarts, self._live.plugin_metrics())
+        return MetricsView(
+            self.task_metrics(), statuses, restarts, self._live.plugin_metrics(), dict(self._fencing_rounds)
+        )
 
 
 def installed_plugins(connectors_only: bool) -> list[dict[str, str]]:
     """`GET /connector-plugins`: every connector, then (unless `connectors_only`) the transformations,
     predicates and converters, as Kafka Connect lists them."""
-    plugins = []
+    plugins: list[dict[str, str]] = []
     seen: set[str] = set()
     # Short names first (built-ins, entry points, registered), then plugin.path's classes.
     for short, path in [*sorted(available_connectors().items()), *plugin_path_connectors().items()]:
@@ -231,10 +238,12 @@ def installed_plugins(connectors_only: bool) -> list[dict[str, str]]:
         seen.add(str(path))
         try:
             cls = resolve_connector_class(short)
-            kind, version = connector_type(cls).value, cls().version()
+            kind = connector_type(cls).value
+            # KIP-891: one entry per installed version, oldest first (plugins/versions.py)
+            versions = sorted(installed_versions(cls, str(path)), key=cmp_to_key(compare_versions))
         except Exception:
-            kind, version = "source", "unknown"
-        plugins.append({"class": str(path), "type": kind, "version": version})
+            kind, versions = "source", ["unknown"]
+        plugins.extend({"class": str(path), "type": kind, "version": v} for v in versions or ["unknown"])
     if not connectors_only:
         # As Kafka Connect lists them: every transformation, predicate and converter under its Java
         # class name (Kafka's, and Confluent's for the Schema Registry converters).

@@ -178,6 +178,8 @@ class HerderState(_PartsBase):
     _retirements: Retirements
     _lock: threading.RLock
     _fence_locks: dict[str, threading.Lock]
+    #: Zombie fencing rounds this worker ran as the leader, per connector (KIP-618).
+    _fencing_rounds: dict[str, int]
     _wakeup: threading.Event
     _cluster_id: str | None
     #: When the loop last completed a tick (monotonic), for /health.

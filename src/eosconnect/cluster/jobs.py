@@ -20,7 +20,7 @@ from eosconnect.api.connector import Connector
 from eosconnect.api.context import ConnectorContext
 from eosconnect.api.sink import SinkConnector
 from eosconnect.plugins.config_providers import resolve_config
-from eosconnect.plugins.loading import resolve_connector_class
+from eosconnect.plugins.loading import connector_class_of
 from eosconnect.policies.database_hosts import check_database_host
 from eosconnect.runtime.control import Directive, FileTaskControl
 from eosconnect.runtime.executor import spark_task_entry
@@ -50,7 +50,7 @@ def retire_connector(
 
     def run() -> None:
         try:
-            cls = resolve_connector_class(str(connector_props.get("connector.class", "")))
+            cls = connector_class_of(connector_props)
             cls().retired(resolve_config(connector_props, worker_props), deleted)
         except Exception:
             log.exception("connector %s: retired() raised", name)
@@ -69,7 +69,7 @@ def start_connector(
     `context` given also carries the runtime's callbacks (see cluster/live_connectors.py)."""
     from eosconnect.cluster.connector_kinds import kind_of
 
-    cls = resolve_connector_class(str(connector_props.get("connector.class", "")))
+    cls = connector_class_of(connector_props)
     kind_of(cls).parse(connector_props)
     connector = cls()
     context = context or ConnectorContext()

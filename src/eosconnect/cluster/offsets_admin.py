@@ -24,7 +24,7 @@ from eosconnect.cluster.connector_kinds import (
 )
 from eosconnect.cluster.herder_api import BadRequestError
 from eosconnect.cluster.herder_state import TICK_S, HerderState
-from eosconnect.plugins.loading import resolve_connector_class
+from eosconnect.plugins.loading import connector_class_of
 from eosconnect.runtime.config import sink_consumer_group
 from eosconnect.storage import sink_offsets
 from eosconnect.storage.clients import client_config
@@ -164,7 +164,7 @@ class OffsetsAdmin(HerderState):
         """KIP-875: the source connector has its say before anything is written (400 if it refuses)."""
         config = dict(self._snapshot_with(name).connector_config(name) or {})
         try:
-            connector = resolve_connector_class(config.get("connector.class", ""))()
+            connector = connector_class_of(config)()
         except (ConfigException, TypeError):
             return  # a class that cannot load has no say; the stored config still names it
         if not isinstance(connector, SourceConnector):

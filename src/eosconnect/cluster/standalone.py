@@ -33,7 +33,7 @@ from eosconnect.cluster.herder_api import BadRequestError, ConflictError, Metric
 from eosconnect.cluster.herder_reads import PluginRequests
 from eosconnect.cluster.herder_writes import validated_config
 from eosconnect.cluster.live_connectors import LiveConnectors
-from eosconnect.plugins.loading import plugin_version
+from eosconnect.plugins.loading import VERSION_SETTING, plugin_version
 from eosconnect.runtime.control import Directive, LocalTaskControl
 from eosconnect.runtime.executor import run_task
 from eosconnect.runtime.startup import LocalStartupCoordinator
@@ -322,7 +322,9 @@ class StandaloneHerder(PluginRequests):
             }
             if connector.failure:
                 connector_state["trace"] = connector.failure
-            connector_state["version"] = plugin_version(connector.config.get("connector.class"))
+            connector_state["version"] = plugin_version(
+                connector.config.get("connector.class"), connector.config.get(VERSION_SETTING)
+            )
             tasks = []
             for t in range(self._listed_tasks(connector)):
                 local = connector.tasks.get(t)

@@ -10,6 +10,7 @@ connector's), each with its errors, so a UI can show every problem next to its f
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,7 +31,7 @@ from eosconnect.cluster.herder_api import BadRequestError, NotFoundError
 from eosconnect.cluster.names import tasks_max_errors
 from eosconnect.converters.resolution import resolve_converter_class
 from eosconnect.plugins.config_providers import resolve_config, unresolvable_variables
-from eosconnect.plugins.loading import resolve_connector_class
+from eosconnect.plugins.loading import VERSION_SETTING, resolve_connector_class
 from eosconnect.policies.database_hosts import database_host_errors
 from eosconnect.policies.file_access import FILE_ALLOWED_DIRS, AllowedDirs
 from eosconnect.runtime.config import SOURCE_ONLY_SETTINGS
@@ -286,10 +287,11 @@ def connector_definitions(connector: Connector) -> ConfigDef:
     return definition
 
 
-def plugin_config_infos(plugin: str) -> list[dict[str, Any]]:
-    """`GET /connector-plugins/<p>/config`, as Kafka Connect answers it: a connector's own settings
-    followed by the framework's it does not redefine; a converter's, transformation's or predicate's
-    own settings. NotFoundError for a name that is no plugin."""
+def plugin_config_infos(plugin: str, version: str | None = None) -> list[dict[str, Any]]:
+    """`GET /connector-plugins/<p>/config[?version=<range>]`, as Kafka Connect answers it: a
+    connector's own settings followed by the framework's it does not redefine; a converter's,
+    transformation's or predicate's own settings. NotFoundError for a name that is no plugin, or a
+    connector none of whose installed versions is in `version`."""
     try:
         cls = resolve_connector_class(plugin)
     except ConfigException as exc:
@@ -297,6 +299,10 @@ def plugin_config_infos(plugin: str) -> list[dict[str, Any]]:
         if own is None:
             raise NotFoundError(f"Unknown plugin {plugin}. {exc}") from None
         return described_keys([(key, key.group) for key in own])
+    try:
+        cls = resolve_connector_class(plugin, version)
+    except ConfigException as exc:
+        raise NotFoundError(f"Unknown version of plugin {plugin}: {exc}") from None
     connector = cls()
     own = connector_definitions(connector)
     keys: list[tuple[Any, str | None]] = [(key, key.group) for key in own]
@@ -325,6 +331,8 @@ def validate_connector_config(config: Mapping[str, str], worker: WorkerConfig) -
     if class_name:
         try:
             cls = resolve_connector_class(class_name)
+            with contextlib.suppress(ConfigException):  # a range nothing is in: framework_errors says so
+                cls = resolve_connector_class(class_name, config.get(VERSION_SETTING))
             kind = kind_of(cls)
             connector = cls()
         except ConfigException as exc:

@@ -56,6 +56,7 @@ class ZombieFencing(HerderState):
             producer_config["error_cb"] = on_client_error
             try:
                 perform_fencing_round(self.config_store, snapshot, name, producer_config)
+                self._fencing_rounds[name] = self._fencing_rounds.get(name, 0) + 1
             except FencingConflict as exc:
                 raise ConflictError(
                     f"new task configs for connector {name} arrived during fencing: {exc}"

@@ -21,6 +21,7 @@ from eosconnect.converters.primitives import (
     StringConverter,
 )
 from eosconnect.plugins.loading import import_class
+from eosconnect.plugins.versions import VERSION_SUFFIX, select_version
 
 __all__ = [
     "CONVERTER_ALIASES",
@@ -134,8 +135,12 @@ def converter_from_config(
     if not name:
         raise ConfigException(errors={setting: [f"is required. Set {setting} to {_CONVERTER_CHOICES}."]})
     cls = resolve_converter_class(name, setting=setting)
+    version_setting = setting + VERSION_SUFFIX  # KIP-891 (plugins/versions.py)
+    cls = select_version(cls, config.get(version_setting), version_setting, str(name))
     prefix = setting + "."
-    sub_config = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+    sub_config = {
+        k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix) and k != version_setting
+    }
     converter = cls()
     converter.configure(sub_config, is_key)
     return converter

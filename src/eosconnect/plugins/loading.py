@@ -36,6 +36,7 @@ from typing import Any
 
 from eosconnect.api.connector import Connector
 from eosconnect.api.errors import ConfigException, ConnectorClassNotFound
+from eosconnect.plugins.versions import COPIES_PACKAGE, VERSION_SUFFIX, select_version
 
 __all__ = [
     "BUILTIN_CONNECTORS",
@@ -44,6 +45,7 @@ __all__ = [
     "available_connectors",
     "check_plugin_location",
     "configure_plugin_path",
+    "connector_class_of",
     "connector_type",
     "import_class",
     "plugin_path_connectors",
@@ -57,6 +59,8 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "eosconnect.connectors"
 SETTING = "connector.class"
+#: KIP-891: the connector's version, a version or Maven range (plugins/versions.py).
+VERSION_SETTING = "connector" + VERSION_SUFFIX
 
 #: Plugin modules are imported one at a time per process. Two threads importing a package with
 #: import cycles for the first time (SQLAlchemy's, on a worker validating two JDBC configs at once,
@@ -219,14 +223,19 @@ def import_class(path: str) -> type:
 
 
 @functools.lru_cache(maxsize=256)
-def plugin_version(class_name: str | None) -> str | None:
-    """`version()` of the connector or task class `class_name` names (KIP-891's status `version`);
-    None when it cannot be loaded or instantiated."""
+def plugin_version(class_name: str | None, requirement: str | None = None) -> str | None:
+    """`version()` of the connector or task class `class_name` names, in the version `requirement`
+    (`connector.plugin.version`) chooses (KIP-891's status `version`); None when it cannot be
+    loaded or instantiated."""
     if not class_name:
         return None
     try:
         target = class_name.strip()
-        cls = resolve_connector_class(target) if "." not in target or _find_short_name(target) else None
+        cls = (
+            resolve_connector_class(target, requirement)
+            if requirement or "." not in target or _find_short_name(target)
+            else None
+        )
         if cls is None:
             cls = import_class(target)
         version = cls().version()
@@ -334,8 +343,8 @@ def check_plugin_location(top_level: str) -> None:
     `plugin.path` and PYTHONPATH (Kafka Connect's plugin.path and classpath). Anything else (the
     standard library, arbitrary installed packages) is refused *before* it is imported, so a request
     naming `this.Zen` or `antigravity.X` runs no code. Decided from the module's location only."""
-    if top_level == "eosconnect" or top_level in _entry_point_modules():
-        return
+    if top_level in ("eosconnect", COPIES_PACKAGE) or top_level in _entry_point_modules():
+        return  # COPIES_PACKAGE: plugin.path's copies, by version (plugins/versions.py)
     try:
         spec = importlib.util.find_spec(top_level)
     except (ImportError, ValueError):
@@ -395,9 +404,24 @@ def available_connectors() -> dict[str, str]:
     return dict(sorted(names.items()))
 
 
-def resolve_connector_class(name: str | type) -> type[Connector]:
-    """The connector class for a `connector.class` value; raises `ConfigException` (a
-    `ConnectorClassNotFound` when nothing matches) naming the setting and the way to fix it."""
+def resolve_connector_class(name: str | type, version: str | None = None) -> type[Connector]:
+    """The connector class for a `connector.class` value, in the version `version` (the value of
+    `connector.plugin.version`: a version or Maven range, plugins/versions.py) chooses; raises
+    `ConfigException` (a `ConnectorClassNotFound` when nothing matches) naming the setting and the
+    way to fix it."""
+    cls = _resolve_connector_class(name)
+    if version is None or not str(version).strip():
+        return cls
+    label = name if isinstance(name, str) else f"{name.__module__}.{name.__qualname__}"
+    return _check_connector(select_version(cls, version, VERSION_SETTING, label.strip()), label)
+
+
+def connector_class_of(config: Any) -> type[Connector]:
+    """The connector class a connector config names, in the version it chooses."""
+    return resolve_connector_class(str(config.get(SETTING) or ""), config.get(VERSION_SETTING))
+
+
+def _resolve_connector_class(name: str | type) -> type[Connector]:
     if isinstance(name, type):
         return _check_connector(name, name.__qualname__)
     value = name.strip() if isinstance(name, str) else ""

@@ -6,7 +6,8 @@
 The routes only translate between HTTP and the `Herder` protocol (cluster/herder_api.py). Every
 error answers `{"error_code", "message"}` (rest/errors.py); requests only the leader may serve are
 forwarded to it (rest/forwarding.py); internal endpoints need a session-key signature
-(rest/routes_internal.py); basic auth is optional (rest/middleware.py).
+(rest/routes_internal.py); basic auth is optional (rest/middleware.py). The operator's web page,
+`/console`, is served on the same listener behind the same auth (rest/routes_console.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from starlette.responses import Response
 
 from eosconnect import __version__
 from eosconnect.cluster.herder_api import Herder, HerderError, NotLeaderError
-from eosconnect.rest import routes_admin, routes_connectors, routes_internal, routes_plugins
+from eosconnect.rest import routes_admin, routes_connectors, routes_console, routes_internal, routes_plugins
+from eosconnect.rest.console_samples import ConsoleSamples
 from eosconnect.rest.errors import (
     error_response,
     herder_error_message,
@@ -91,6 +93,7 @@ def create_app(
     app.state.commit = commit or default_commit()
     app.state.signature_max_age_ms = signature_max_age_ms
     app.state.logger_levels = LoggerLevels()
+    app.state.console_samples = ConsoleSamples(herder)
     if hasattr(herder, "on_cluster_logger_level"):  # KIP-976: levels other workers set for the cluster
 
         def apply_cluster_level(namespace: str, level: str) -> None:
@@ -126,6 +129,7 @@ def create_app(
     app.include_router(routes_internal.router)
     app.include_router(routes_internal.internal_router)
     app.include_router(routes_plugins.router)
+    app.include_router(routes_console.router)
 
     # Outermost last: authentication first, then body buffering and the 500 barrier.
     app.add_middleware(RequestBufferMiddleware)

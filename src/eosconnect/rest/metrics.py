@@ -22,6 +22,8 @@ Series (labels `connector`, `task` unless said otherwise):
   name has and this one lacks is empty
 - `eosconnect_task_auto_restarts_total`: automatic restarts of failed tasks (`errors.restart.enable`),
   once there has been one
+- `eosconnect_connector_fencing_rounds_total{connector}`: zombie fencing rounds (KIP-618) the leader
+  ran for the connector since it was elected, once there has been one
 
 Unset values (a task that has not committed a transaction yet has no min/max/avg) are left out
 rather than exported as 0 or NaN.
@@ -89,7 +91,10 @@ class TaskMetricsCollector(Collector):
         statuses: Iterable[Mapping[str, Any]] = (),
         auto_restarts: Mapping[tuple[str, int], int] | None = None,
         plugin_metrics: Iterable[Mapping[str, Any]] = (),
+        fencing_rounds: Mapping[str, int] | None = None,
     ) -> None:
+        #: Zombie fencing rounds (KIP-618) the leader ran per connector.
+        self.fencing_rounds = dict(fencing_rounds or {})
         self.snapshots = [dict(s) for s in snapshots]
         self.statuses = [dict(s) for s in statuses]
         self.auto_restarts = dict(auto_restarts or {})
@@ -169,6 +174,16 @@ class TaskMetricsCollector(Collector):
             for (connector, task), count in sorted(self.auto_restarts.items()):
                 restarts.add_metric([connector, str(task)], count)
 
+        if self.fencing_rounds:
+            fencings = family(
+                "eosconnect_connector_fencing_rounds",
+                "counter",
+                "Zombie fencing rounds the leader ran for the connector (KIP-618).",
+                ("connector",),
+            )
+            for connector, rounds in sorted(self.fencing_rounds.items()):
+                fencings.add_metric([connector], rounds)
+
         yield from families.values()
 
 
@@ -196,11 +211,14 @@ def build_registry(
     statuses: Iterable[Mapping[str, Any]] = (),
     auto_restarts: Mapping[tuple[str, int], int] | None = None,
     plugin_metrics: Iterable[Mapping[str, Any]] = (),
+    fencing_rounds: Mapping[str, int] | None = None,
 ) -> CollectorRegistry:
     """A fresh registry holding the snapshots (TaskMetrics.snapshot() dicts), the states counted
     from connector status bodies (`GET /connectors/{c}/status` shape) and the restart counts."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(TaskMetricsCollector(snapshots, statuses, auto_restarts, plugin_metrics))
+    registry.register(
+        TaskMetricsCollector(snapshots, statuses, auto_restarts, plugin_metrics, fencing_rounds)
+    )
     return registry
 
 
@@ -209,12 +227,17 @@ def render_prometheus(
     statuses: Iterable[Mapping[str, Any]] = (),
     auto_restarts: Mapping[tuple[str, int], int] | None = None,
     plugin_metrics: Iterable[Mapping[str, Any]] = (),
+    fencing_rounds: Mapping[str, int] | None = None,
 ) -> bytes:
     """Prometheus text exposition (format 0.0.4) of `build_registry(...)`."""
-    return generate_latest(build_registry(snapshots, statuses, auto_restarts, plugin_metrics))
+    return generate_latest(build_registry(snapshots, statuses, auto_restarts, plugin_metrics, fencing_rounds))
 
 
 def render_metrics_view(view: MetricsView) -> bytes:
     return render_prometheus(
-        view.task_snapshots, view.connector_statuses, view.auto_restarts, view.connector_plugin_metrics
+        view.task_snapshots,
+        view.connector_statuses,
+        view.auto_restarts,
+        view.connector_plugin_metrics,
+        view.fencing_rounds,
     )

@@ -57,8 +57,15 @@ def list_plugins(
     responses={200: {"model": list[ConfigKeyInfo]}, **error_responses(404)},
     response_model=None,
 )
-def plugin_config(plugin: str, herder: HerderDep) -> Response:
-    return JSONResponse(herder.plugin_config(plugin))
+def plugin_config(
+    plugin: str,
+    herder: HerderDep,
+    version: Annotated[
+        str | None,
+        Query(description="A version or Maven range of the plugin (KIP-891); default: the default"),
+    ] = None,
+) -> Response:
+    return JSONResponse(herder.plugin_config(plugin, version))
 
 
 @router.put(

@@ -234,6 +234,9 @@ class RestServer:
             if thread.is_alive() and server is not None:
                 server.force_exit = True
                 thread.join(timeout)
+        samples = getattr(getattr(self.app, "state", None), "console_samples", None)
+        if samples is not None:  # the console's sampler (rest/console_samples.py) ends with the listener
+            samples.stop()
         self._cleanup()
 
     def _cleanup(self) -> None:

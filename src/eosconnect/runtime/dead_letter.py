@@ -28,6 +28,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SinkRecord
+from eosconnect.runtime.metrics import TaskMetrics
 from eosconnect.storage.producing import produce_waiting
 
 __all__ = ["DeadLetterQueue", "ErrorReporting", "Stage"]
@@ -123,8 +124,11 @@ class DeadLetterQueue:
         connector: str,
         task: int,
         logger: logging.LoggerAdapter | logging.Logger = log,
+        metrics: TaskMetrics | None = None,
     ) -> None:
         self.settings, self.connector, self.task, self.log = settings, connector, task, logger
+        #: The task's metrics, counting each dead letter sent (`deadletterqueue-produce-requests`).
+        self.metrics = metrics
         self.producer: Producer | None = None
         self._error: KafkaError | None = None
         self.reported = 0
@@ -240,6 +244,8 @@ class DeadLetterQueue:
                 f"the task reported {topic}-{partition}@{offset}, which is not in the batch it was given: "
                 "report records from put() only"
             )
+        if self.metrics is not None:
+            self.metrics.record_dead_letter()
         headers = list(message.headers() or [])
         if self.settings.context_headers:
             headers += [
@@ -328,6 +334,7 @@ def for_sink_task(
     connector: str,
     task: int,
     logger: logging.LoggerAdapter | logging.Logger = log,
+    metrics: TaskMetrics | None = None,
 ) -> DeadLetterQueue:
     """The task's queue, its producer and admin client with the worker's settings and the connector's
     `producer.override.*` / `admin.override.*` (Kafka Connect's DLQ producer uses the same)."""
@@ -338,4 +345,4 @@ def for_sink_task(
     if settings.topic:
         producer = dict(client_config("producer", worker_props, connector_props).validate())
         admin = dict(client_config("admin", worker_props, connector_props).validate())
-    return DeadLetterQueue(settings, producer, admin, connector, task, logger)
+    return DeadLetterQueue(settings, producer, admin, connector, task, logger, metrics)

@@ -449,7 +449,9 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
         gap = self.session.ended_at + pause - time.monotonic()
         if gap > 0:
             time.sleep(gap)
-        return self.session.begin()
+        txn = self.session.begin()
+        self.metrics.record_transaction_open(True)
+        return txn
 
     def _start_commit(self) -> None:
         """Write the offsets into the open transaction and hand its commit to the helper thread."""
@@ -517,6 +519,7 @@ class ExactlyOnceSourceTaskRunner(SourceTaskRunner):
     def _after_transaction(self, records: list[SourceRecord], started: float, aborted: bool) -> None:
         """On the task thread, in transaction order: metrics, then commit_record() and commit()."""
         self._last_commit = time.monotonic()
+        self.metrics.record_transaction_open(False)
         self.metrics.record_offset_commit(self._last_commit - started)
         for record in records:  # empty unless commit_record() or a participant needs them
             self.task.commit_record(record, None if aborted else self._metadata.pop(id(record), None))

@@ -48,6 +48,11 @@ class TaskMetrics:
     batches: int = 0
     batch_seconds_total: float = 0.0
     batch_seconds_max: float = 0.0
+    #: When the open transaction began (monotonic), None between transactions: an exactly-once
+    #: task whose transaction stays open long is about to hit `transaction.timeout.ms`.
+    transaction_opened_at: float | None = None
+    #: Records written to the dead letter queue (Kafka's `deadletterqueue-produce-requests`).
+    dead_letters: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: The KIP-877 metrics of the task and its plugins, read into every snapshot.
     plugins: TaskPluginMetrics = field(init=False, repr=False)
@@ -75,6 +80,15 @@ class TaskMetrics:
     def record_abort(self) -> None:
         with self._lock:
             self.transactions_aborted += 1
+
+    def record_transaction_open(self, opened: bool) -> None:
+        """A transaction began (`opened`) or ended (committed or aborted)."""
+        with self._lock:
+            self.transaction_opened_at = time.monotonic() if opened else None
+
+    def record_dead_letter(self) -> None:
+        with self._lock:
+            self.dead_letters += 1
 
     def record_poll(self, count: int) -> None:
         with self._lock:
@@ -145,6 +159,7 @@ class TaskMetrics:
     def _common(self) -> dict[str, Metric]:
         """What source and sink tasks report alike (call with the lock held)."""
         commits = self.offset_commits
+        opened = self.transaction_opened_at
         total_s, max_s = self.offset_commit_seconds_total, self.offset_commit_seconds_max
         return {
             "connector": self.connector,
@@ -158,6 +173,8 @@ class TaskMetrics:
             "total-record-errors": self.errored_records,
             "total-records-skipped": self.records_skipped,
             "offset-commit-completion-rate": commits / self._elapsed(),
+            "transaction-open-age-ms": 1000 * (time.monotonic() - opened) if opened is not None else None,
+            "deadletterqueue-produce-requests": self.dead_letters,
             PLUGIN_METRICS_KEY: self.plugins.snapshot(),
         }
 

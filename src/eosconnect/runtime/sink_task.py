@@ -220,7 +220,12 @@ class SinkTaskRunner:
         self.consumer = Consumer(consumer_config)
         self.restarts = self.partition_restarts(self.consumer, consumer_config, offset_reset)
         self.dead_letters = for_sink_task(  # KIP-298/610, see runtime/dead_letter.py
-            self.worker.originals, self.connector.originals, self.spec.connector, self.spec.task, self.log
+            self.worker.originals,
+            self.connector.originals,
+            self.spec.connector,
+            self.spec.task,
+            self.log,
+            self.metrics,
         )
         self.batches = SinkBatchConverter(
             self.task_id,

@@ -30,6 +30,7 @@ from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import R
 from eosconnect.api.transforms import Predicate, Transformation
 from eosconnect.plugins.loading import import_class
+from eosconnect.plugins.versions import VERSION_SUFFIX, select_version
 
 if TYPE_CHECKING:
     from eosconnect.api.batch import SourceBatch
@@ -173,8 +174,10 @@ def _build(
             f"is required. Set {type_setting} to the {kind} class, e.g. {example}."
         )
         return None
+    version_setting = prefix + VERSION_SUFFIX.lstrip(".")  # KIP-891 (plugins/versions.py)
     try:
-        instance = resolve(str(type_name), setting=type_setting)()
+        cls = resolve(str(type_name), setting=type_setting)
+        instance = select_version(cls, config.get(version_setting), version_setting, str(type_name))()
     except ConfigException as exc:
         for name, messages in exc.errors.items():
             errors.setdefault(name, []).extend(messages)
@@ -219,7 +222,12 @@ class TransformationChain(Generic[R]):
         for alias in declared_predicates:
             prefix = f"predicates.{alias}."
             predicate = _build(
-                connector_config, prefix, ("type",), resolve_predicate_class, errors, "predicate"
+                connector_config,
+                prefix,
+                ("type", "plugin.version"),
+                resolve_predicate_class,
+                errors,
+                "predicate",
             )
             if predicate is not None:
                 predicates[alias] = predicate
@@ -227,7 +235,7 @@ class TransformationChain(Generic[R]):
         stages: list[TransformationStage[Any]] = []
         for alias in _aliases(connector_config, "transforms", errors):
             prefix = f"transforms.{alias}."
-            reserved = ("type", "predicate", "negate")
+            reserved = ("type", "predicate", "negate", "plugin.version")
             transformation = _build(
                 connector_config, prefix, reserved, resolve_transformation_class, errors, "transformation"
             )

@@ -87,3 +87,10 @@ def test_auto_restarts_are_a_counter_once_there_was_one() -> None:
     assert got[("eosconnect_task_auto_restarts_total", (("connector", "orders"), ("task", "1")))] == 2
     assert got[("eosconnect_task_auto_restarts_total", (("connector", 'we"ird'), ("task", "0")))] == 1
     assert b"# TYPE eosconnect_task_auto_restarts_total counter" in text
+
+
+def test_fencing_rounds_per_connector() -> None:
+    text = render_prometheus([], fencing_rounds={"a": 2, "b": 1}).decode()
+    assert 'eosconnect_connector_fencing_rounds_total{connector="a"} 2.0' in text
+    assert 'eosconnect_connector_fencing_rounds_total{connector="b"} 1.0' in text
+    assert "fencing_rounds" not in render_prometheus([]).decode()
