@@ -182,6 +182,9 @@ def ensure_publication(conn: Any, config: CdcConfig) -> None:
     name, mode = config["publication.name"], AutoCreate(config["publication.autocreate.mode"])
     exists = publication_exists(conn, name)
     tables = user_tables(conn, config.tables) if mode is AutoCreate.FILTERED else []
+    signal = config.signal_table
+    if tables and signal is not None and signal not in tables and _table_exists(conn, *signal):
+        tables.append(signal)  # its rows (signals, watermarks) come through the stream
     try:
         if mode is AutoCreate.ALL_TABLES and not exists:
             conn.execute(f"CREATE PUBLICATION {_ident(name)} FOR ALL TABLES")
@@ -208,8 +211,14 @@ def published_tables(conn: Any, config: CdcConfig) -> list[tuple[str, str]]:
         "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s ORDER BY 1, 2",
         (config["publication.name"],),
     ).fetchall()
-    tables = config.tables
-    return sorted(((s, t) for s, t in rows if tables(s, t)), key=lambda st: tables.rank(*st))
+    tables, signal = config.tables, config.signal_table
+    captured = ((s, t) for s, t in rows if tables(s, t) and (s, t) != signal)
+    return sorted(captured, key=lambda st: tables.rank(*st))
+
+
+def _table_exists(conn: Any, schema: str, table: str) -> bool:
+    query = "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s"
+    return conn.execute(query, (schema, table)).fetchone() is not None
 
 
 def type_names(conn: Any, oids: Iterable[int]) -> dict[int, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eosconnect.api.data import Struct
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, TableFilter
@@ -207,6 +207,7 @@ def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
     assert is_debezium_offset({"lsn_proc": 5, "lsn_commit": 4, "lsn": 5, "txId": 1, "ts_usec": 1})
     assert not is_debezium_offset({"lsn": 5, "txId": 1, "event": 0, "lsn_commit": 4})
     task = PostgresCdcTask()
+    _no_signals(task)
     task._lock, task._flush_to, task._skips, task.prefix = threading.Lock(), 0, (0, 0), "p"
     task._debezium_resume = (200, 260, 1)
     now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
@@ -243,6 +244,7 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
         ["id"], DecimalHandling.PRECISE, TimePrecision.ADAPTIVE,
     )  # fmt: skip
     task = PostgresCdcTask()
+    _no_signals(task)
     task.prefix, task.db, task.tombstones = "srv", "db", True
     task.context_headers = ()
     task.partition = SourcePartition({"server": "srv"})
@@ -282,6 +284,7 @@ def _task_holding_transactions(count: int, rows: int) -> PostgresCdcTask:
         TimePrecision.ADAPTIVE,
     )  # fmt: skip
     task = PostgresCdcTask()
+    _no_signals(task)
     task.prefix, task.db, task.tombstones, task.context_headers = "srv", "db", True, ()
     task.partition = SourcePartition({"server": "srv"})
     task._lock, task._flush_to, task._ready = threading.Lock(), 0, deque()
@@ -340,3 +343,11 @@ def test_kafka_transactions_end_at_every_database_transaction_end_or_every_nth()
     task.group_size = 2
     batch = task._take_batch(at_transaction_end=False)  # 8 of 9 rows: the third transaction cut
     assert _ids(task._kafka_commit_points(batch)) == [12]  # the first two together; the third goes on
+
+
+def _no_signals(task: Any) -> None:
+    """The state start() gives a task without signals or an incremental snapshot."""
+    from eosconnect.connectors.postgres_cdc.incremental import IncrementalSnapshot
+
+    task.incremental = IncrementalSnapshot(lambda: None, None, 1, {}, lambda c, m: None, None)  # type: ignore[arg-type, return-value]
+    task._txn_signals, task._signal_oids, task._captured_offset, task.signal_table = [], set(), "", None
