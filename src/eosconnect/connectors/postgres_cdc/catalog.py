@@ -73,7 +73,7 @@ def check(config: CdcConfig) -> dict[str, list[str]]:
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"database.hostname": [f"cannot connect to {config.describe()}: {reason}"]}
-    errors: dict[str, list[str]] = {}
+    errors: dict[str, list[str]] = config.signal_problems()
     with conn:
         wal_level = conn.execute("SHOW wal_level").fetchone()[0]
         if wal_level != "logical":
@@ -106,6 +106,13 @@ def check(config: CdcConfig) -> dict[str, list[str]]:
                 "must then own the tables and have CREATE on the database)."
             )
         tables = user_tables(conn, config.tables)
+        signal = config.signal_table
+        if signal is not None and not _table_exists(conn, *signal):
+            errors.setdefault("signal.data.collection", []).append(
+                f"signal table {qualified(*signal)} does not exist. Create it: CREATE TABLE "
+                f"{qualified(*signal)} (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, data "
+                "VARCHAR(2048));"
+            )
         if mode is AutoCreate.FILTERED and not tables:
             errors.setdefault("table.include.list", []).append(
                 "no table matches table.include.list/table.exclude.list, so the publication would be "

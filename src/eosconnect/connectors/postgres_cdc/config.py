@@ -258,6 +258,20 @@ class CdcConfig:
     def signal_channels(self) -> tuple[str, ...]:
         return tuple(c.strip() for c in self.values["signal.enabled.channels"] if c.strip())
 
+    def signal_problems(self) -> dict[str, list[str]]:
+        """What the signal settings lack (checked with the database's own problems)."""
+        errors: dict[str, list[str]] = {}
+        if "kafka" in self.signal_channels:
+            for name in ("signal.kafka.topic", "signal.kafka.bootstrap.servers"):
+                if not self.values[name]:
+                    errors[name] = [f"signal.enabled.channels has kafka: set {name} for the signal topic"]
+        if self.values["snapshot.new.tables"] == "incremental" and self.signal_table is None:
+            errors["signal.data.collection"] = [
+                "snapshot.new.tables=incremental writes the snapshot's watermarks to the signal table: "
+                "set signal.data.collection to <schema>.<table>"
+            ]
+        return errors
+
     @property
     def columns(self) -> TableFilter:
         return TableFilter(
