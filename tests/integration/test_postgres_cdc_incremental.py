@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
 from support.cdc_soak import cdc_source_config, connect
 from support.postgres import new_database, postgres  # noqa: F401 - the fixture
@@ -218,15 +219,24 @@ def test_incremental_snapshot_through_a_sigkill_pause_and_a_bad_signal_is_exactl
     assert "before the snapshot" in log
 
 
-def test_a_table_added_by_put_config_gets_its_existing_rows(
-    db_url, workers, topic_name, create_topic, read_committed
+def test_a_table_added_by_put_config_gets_its_existing_rows_and_kafka_signals_arrive(
+    db_url, workers, topic_name, create_topic, read_committed, bootstrap
 ):
     prefix = topic_name("pgnew")
+    signal_topic = create_topic(topic_name("signals"))
     with connect(db_url) as conn:
         conn.execute("CREATE TABLE later (id INTEGER PRIMARY KEY, v BIGINT NOT NULL, note TEXT)")
         conn.execute("INSERT INTO later SELECT g, g * 10, 'old ' || g FROM generate_series(1, 100) g")
     items, later = (create_topic(f"{prefix}.public.{t}") for t in ("items", "later"))
-    config = incremental_config(db_url, prefix, "items", snapshot_new_tables="incremental")
+    config = incremental_config(
+        db_url,
+        prefix,
+        "items",
+        snapshot_new_tables="incremental",
+        signal_enabled_channels="source,kafka",
+        signal_kafka_topic=signal_topic,
+        signal_kafka_bootstrap_servers=bootstrap,
+    )
     worker = workers()
     assert worker.create_connector("grow", config).status_code == 201
     worker.wait_for(lambda: len(read_committed(items)) >= ROWS, 240, "the initial snapshot")
@@ -241,6 +251,17 @@ def test_a_table_added_by_put_config_gets_its_existing_rows(
         return len(last) == 101 and last[7] is not None and last[7]["after"]["v"] == -5
 
     worker.wait_for(complete, 120, "the added table's rows and changes")
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for key in ("another-connector", prefix):  # only the record keyed by topic.prefix is this one's
+        message = {"type": "log", "data": {"message": f"from the signal topic for {key}"}}
+        producer.produce(signal_topic, key=key.encode(), value=json.dumps(message).encode())
+    assert producer.flush(30) == 0
+    worker.wait_for(
+        lambda: f"from the signal topic for {prefix}" in worker.log_path.read_text(errors="replace"),
+        60,
+        "the Kafka signal",
+    )
+    assert "from the signal topic for another-connector" not in worker.log_path.read_text(errors="replace")
     last, reads = last_events(read_committed(later))
     with connect(db_url) as conn:
         rows = {r[0]: {"id": r[0], "v": r[1], "note": r[2]} for r in conn.execute("SELECT * FROM later")}

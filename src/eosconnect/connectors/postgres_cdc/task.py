@@ -426,7 +426,7 @@ class PostgresCdcTask(SignalHooks, ResumeSkips, StreamOutages, SourceTask):
             if change.op == "d" and self.tombstones:  # the tombstone keeps the delete's headers
                 records.append(self._record(table, key, None, begin, len(records), change.headers, position))
                 lsns.append((change.lsn, at_lsn))
-        if self._txn_signals:
+        if self._txn_signals and not self._acted_on(begin, commit):
             self._act_on_signals(begin, records, lsns)
         self._last_commit_lsn = commit.end_lsn  # Debezium's lastCommitLsn: source.sequence[0] after it
         if not records:
@@ -451,6 +451,13 @@ class PostgresCdcTask(SignalHooks, ResumeSkips, StreamOutages, SourceTask):
         if records:
             self._assembled = event_position(records[-1].source_offset)
         self._ready.extend(records)
+
+    def _acted_on(self, begin: Begin, commit: Commit) -> bool:
+        """Whether a transaction's signals were acted on before (it is sent again after a restart
+        because the slot moves only with records: a signal is not acted on twice)."""
+        if self._debezium_resume is not None:
+            return commit.end_lsn <= self._debezium_resume[0]
+        return self._resume is not None and begin.final_lsn <= self._resume[0]
 
     def _record(
         self,
