@@ -63,6 +63,7 @@ def incremental_config(url: str, prefix: str, table: str, **extra: str) -> dict[
         "exactly.once.support": "required",
         "signal.data.collection": f"public.{SIGNALS}",
         "incremental.snapshot.chunk.size": str(CHUNK),
+        "database.transactions.per.kafka.transaction": "20",  # the workload's commits do not lag
         **{k.replace("_", "."): v for k, v in extra.items()},
     }
 
@@ -102,7 +103,7 @@ class Workload:
                         conn.execute("INSERT INTO items VALUES (%s, 1, 'new', NULL, NULL)", (next_id,))
                         next_id += 1
                     self.changes += 1
-                    time.sleep(0.002)
+                    time.sleep(0.01)
         except BaseException as exc:  # surfaced by stop()
             self.error = exc
 
@@ -143,6 +144,12 @@ def check_table(url: str, table: str, last: dict[int, Any]) -> None:
             assert value is None or value["op"] == "d", f"key {key} was deleted, its last event is {value}"
 
 
+def slot_exists(url: str, slot: str) -> bool:
+    with connect(url) as conn:
+        query = "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND active"
+        return conn.execute(query, (slot,)).fetchone() is not None
+
+
 def offsets_of(worker: Any, name: str) -> dict[str, Any]:
     entries = worker.request("GET", f"/connectors/{name}/offsets").json().get("offsets") or [{}]
     offset: dict[str, Any] = entries[0].get("offset") or {}
@@ -168,6 +175,9 @@ def test_incremental_snapshot_through_a_sigkill_pause_and_a_bad_signal_is_exactl
     worker = workers()
     assert worker.create_connector("inc", config).status_code == 201
     worker.wait_for(lambda: worker.task_states("inc") == ["RUNNING"], 120, "the task RUNNING")
+    worker.wait_for(
+        lambda: slot_exists(db_url, config["slot.name"]), 60, "the slot, which signals go through"
+    )
     workload = Workload(db_url).start()
     try:
         with connect(db_url) as conn:  # a bad signal through the table, one through the REST API
