@@ -351,3 +351,31 @@ def _no_signals(task: Any) -> None:
 
     task.incremental = IncrementalSnapshot(lambda: None, None, 1, {}, lambda c, m: None, None)  # type: ignore[arg-type, return-value]
     task._txn_signals, task._signal_oids, task._captured_offset, task.signal_table = [], set(), "", None
+
+
+def test_an_incremental_chunk_is_never_split_across_batches() -> None:
+    """A chunk (the rows emitted at its high watermark) longer than max.batch.size is one batch,
+    so one Kafka transaction with its offset even with transaction.boundary=poll."""
+    task = _task_holding_transactions(1, 3)
+    from eosconnect.api.data import SchemaBuilder, Struct
+    from eosconnect.api.records import SourceRecord
+    from eosconnect.connectors.postgres_cdc.events import SOURCE_SCHEMA
+
+    schema = SchemaBuilder.struct().field("source", SOURCE_SCHEMA).build()
+    source = Struct(SOURCE_SCHEMA)
+    for name, value in (("version", "v"), ("connector", "postgresql"), ("name", "srv"), ("ts_ms", 0)):
+        source.put(name, value)
+    source.put("snapshot", "incremental").put("db", "db").put("schema", "public").put("table", "t")
+    chunk = [
+        SourceRecord(
+            {"server": "srv"}, {"lsn": 5000, "event": i}, "t", value=Struct(schema).put("source", source)
+        )
+        for i in range(12)
+    ]
+    chunk[-1] = SourceRecord(
+        {"server": "srv"}, {"lsn": 5000, "event": 11, "lsn_end": 5001}, "t", value=chunk[-1].value
+    )
+    task._ready.clear()
+    task._ready.extend(chunk)
+    batch = task._take_batch(at_transaction_end=False)
+    assert len(batch) == 12 and "lsn_end" in (batch[-1].source_offset or {})
