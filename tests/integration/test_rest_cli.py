@@ -205,3 +205,15 @@ def test_basic_auth_option(herder: FakeHerder) -> None:
             cli, ["connectors", "list", "--url", server.url], env={"EOSCONNECT_AUTH": "admin:pw"}
         )
         assert allowed.exit_code == 0, allowed.output
+
+
+def test_signal_sends_the_type_and_data_and_says_why_it_was_refused(
+    run: Any, herder: FakeHerder, config_file: Path
+) -> None:
+    ok(run("connectors", "create", "-f", str(config_file)))
+    refused = run("connectors", "signal", "seq", "log", '{"message": "hi"}')
+    assert refused.exit_code == 1 and "takes no signals" in refused.output, refused.output
+    bad = run("connectors", "signal", "seq", "execute-snapshot", "{nope")
+    assert bad.exit_code == 2 and "DATA is not JSON" in bad.output, bad.output
+    listed = run("connectors", "signal", "seq", "log", "[1]")
+    assert listed.exit_code == 2 and "DATA must be a JSON object" in listed.output
