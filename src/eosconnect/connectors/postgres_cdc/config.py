@@ -185,6 +185,9 @@ CONFIG_DEF = (
     .define("incremental.snapshot.chunk.size", ConfigType.INT, 1024, Importance.MEDIUM,
             "Rows an incremental snapshot reads per chunk (between one pair of watermarks; one Kafka "
             "transaction each).", Range.at_least(1), group="Signals")
+    .define("read.only", ConfigType.BOOLEAN, False, Importance.LOW,
+            "Debezium's read-only incremental snapshots (watermarks from pg_current_snapshot(), no writes "
+            "to the signal table): not supported; true is refused at validation.", group="Signals")
     .define("snapshot.new.tables", ConfigType.STRING, "off", Importance.MEDIUM,
             "incremental: a table that table.include.list starts to match (after a configuration change) "
             "gets its existing rows by an incremental snapshot, without a signal; off: only its changes "
@@ -265,6 +268,11 @@ class CdcConfig:
             for name in ("signal.kafka.topic", "signal.kafka.bootstrap.servers"):
                 if not self.values[name]:
                     errors[name] = [f"signal.enabled.channels has kafka: set {name} for the signal topic"]
+        if self.values["read.only"]:
+            errors["read.only"] = [
+                "read-only incremental snapshots are not supported: set read.only=false and give the "
+                "role INSERT on the signal table (signal.data.collection), which holds the watermarks"
+            ]
         if self.values["snapshot.new.tables"] == "incremental" and self.signal_table is None:
             errors["signal.data.collection"] = [
                 "snapshot.new.tables=incremental writes the snapshot's watermarks to the signal table: "

@@ -46,6 +46,7 @@ class IncrementalSnapshot:
 
     def __init__(
         self,
+        prefix: str,
         conn: Callable[[], Any],
         signal_table: tuple[str, str] | None,
         chunk_size: int,
@@ -53,6 +54,7 @@ class IncrementalSnapshot:
         events_of: EventsOf,
         state: IncrementalState | None,
     ) -> None:
+        self.prefix = prefix
         self.conn = conn
         self.signal_table = signal_table
         self.chunk_size = chunk_size
@@ -90,14 +92,18 @@ class IncrementalSnapshot:
             self.pending = True
         else:
             self.state = self.state.adding(wanted, conditions)
-        log.info("PostgresCdcSource: incremental snapshot of %s %s", ", ".join(wanted), why)
+        log.info("PostgresCdcSource %s: incremental snapshot of %s %s", self.prefix, ", ".join(wanted), why)
 
     def stop(self, tables: list[str] | None) -> None:
         if self.state is None:
-            log.info("PostgresCdcSource: stop-snapshot: no incremental snapshot runs")
+            log.info("PostgresCdcSource %s: stop-snapshot: no incremental snapshot runs", self.prefix)
             return
         if not tables:
-            log.info("PostgresCdcSource: incremental snapshot of %s stopped", ", ".join(self.state.tables))
+            log.info(
+                "PostgresCdcSource %s: incremental snapshot of %s stopped",
+                self.prefix,
+                ", ".join(self.state.tables),
+            )
             self.state, self.window, self.pending = None, None, False
             return
         gone = [t for t in self.state.tables if any(_fullmatch(p, t) for p in tables)]
@@ -107,18 +113,22 @@ class IncrementalSnapshot:
             self.window, self.pending = None, True
         if not self.state.tables:
             self.state, self.pending = None, False
-        log.info("PostgresCdcSource: incremental snapshot of %s stopped", ", ".join(gone) or "no table")
+        log.info(
+            "PostgresCdcSource %s: incremental snapshot of %s stopped",
+            self.prefix,
+            ", ".join(gone) or "no table",
+        )
 
     def pause(self) -> None:
         if self.state is not None:
             self.state = replace(self.state, paused=True)
-            log.info("PostgresCdcSource: incremental snapshot paused at %s", self.progress())
+            log.info("PostgresCdcSource %s: incremental snapshot paused at %s", self.prefix, self.progress())
 
     def resume(self) -> None:
         if self.state is not None and self.state.paused:
             self.state = replace(self.state, paused=False)
             self.pending = self.window is None
-            log.info("PostgresCdcSource: incremental snapshot resumed at %s", self.progress())
+            log.info("PostgresCdcSource %s: incremental snapshot resumed at %s", self.prefix, self.progress())
 
     def progress(self) -> str:
         state = self.state
@@ -144,11 +154,17 @@ class IncrementalSnapshot:
             try:
                 self.window = self._read_chunk(table, state)
             except BadSignal as exc:
-                log.error("PostgresCdcSource: incremental snapshot skips table %s: %s", table, exc)
+                log.error(
+                    "PostgresCdcSource %s: incremental snapshot skips table %s: %s", self.prefix, table, exc
+                )
                 state = self.state = state.after_chunk(None, table_done=True)
                 if not state.tables:
                     self.state = None
-                    log.info("PostgresCdcSource: incremental snapshot %s complete", state.correlation_id)
+                    log.info(
+                        "PostgresCdcSource %s: incremental snapshot %s complete",
+                        self.prefix,
+                        state.correlation_id,
+                    )
                     return
 
     def _read_chunk(self, table: str, state: IncrementalState) -> ChunkWindow:
@@ -246,14 +262,18 @@ class IncrementalSnapshot:
         rows = list(window.rows.values())
         state = self.state.after_chunk(window.last_key, window.table_done)
         log.debug(
-            "PostgresCdcSource: incremental snapshot chunk of %s: %d row(s) read, %d emitted, %d left to "
+            "PostgresCdcSource %s: incremental snapshot chunk of %s: %d row(s) read, %d emitted, %d left to "
             "the stream",
-            window.table, window.read, len(rows), window.read - len(rows),
+            self.prefix, window.table, window.read, len(rows), window.read - len(rows),
         )  # fmt: skip
         if window.table_done:
-            log.info("PostgresCdcSource: incremental snapshot of table %s complete", window.table)
+            log.info(
+                "PostgresCdcSource %s: incremental snapshot of table %s complete", self.prefix, window.table
+            )
         if not state.tables:
-            log.info("PostgresCdcSource: incremental snapshot %s complete", state.correlation_id)
+            log.info(
+                "PostgresCdcSource %s: incremental snapshot %s complete", self.prefix, state.correlation_id
+            )
             self.state = None
         else:
             self.state, self.pending = state, True

@@ -165,6 +165,7 @@ class PostgresCdcTask(SignalHooks, ResumeSkips, StreamOutages, SourceTask):
         self._signal_oids: set[int] = set()
         self._txn_signals: list[Signal] = []
         self.incremental = IncrementalSnapshot(
+            self.prefix,
             lambda: self.catalog,
             self.signal_table,
             self.cfg["incremental.snapshot.chunk.size"],

@@ -349,7 +349,7 @@ def _no_signals(task: Any) -> None:
     """The state start() gives a task without signals or an incremental snapshot."""
     from eosconnect.connectors.postgres_cdc.incremental import IncrementalSnapshot
 
-    task.incremental = IncrementalSnapshot(lambda: None, None, 1, {}, lambda c, m: None, None)  # type: ignore[arg-type, return-value]
+    task.incremental = IncrementalSnapshot("srv", lambda: None, None, 1, {}, lambda c, m: None, None)  # type: ignore[arg-type, return-value]
     task._txn_signals, task._signal_oids, task._captured_offset, task.signal_table = [], set(), "", None
 
 
