@@ -220,3 +220,15 @@ def test_plugins_list_shows_the_hosted_sources_installed_here(
     assert SOURCE_CLASS in listing
     assert "airbyte-source-faker" in listing and "7.2.1" in listing and "airbyte" in listing
     assert "airbyte-source-faker" not in ok(run("plugins", "list", "-o", "json")), "the worker's answer only"
+
+
+def test_signal_sends_the_type_and_data_and_says_why_it_was_refused(
+    run: Any, herder: FakeHerder, config_file: Path
+) -> None:
+    ok(run("connectors", "create", "-f", str(config_file)))
+    refused = run("connectors", "signal", "seq", "log", '{"message": "hi"}')
+    assert refused.exit_code == 1 and "takes no signals" in refused.output, refused.output
+    bad = run("connectors", "signal", "seq", "execute-snapshot", "{nope")
+    assert bad.exit_code == 2 and "DATA is not JSON" in bad.output, bad.output
+    listed = run("connectors", "signal", "seq", "log", "[1]")
+    assert listed.exit_code == 2 and "DATA must be a JSON object" in listed.output

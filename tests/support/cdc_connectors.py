@@ -49,3 +49,29 @@ class PidRecordingPostgresCdcTask(PostgresCdcTask):
 class PidRecordingPostgresCdcConnector(PostgresCdcSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return PidRecordingPostgresCdcTask
+
+
+class ChunkCrashingPostgresCdcTask(PostgresCdcTask):
+    """SIGKILLs its own Python worker once (marker file in `crash.marker.dir`) in the poll after
+    `crash.after.chunks` polls returned incremental snapshot rows: mid-snapshot, with the chunk
+    after the last one handed out read but not yet in Kafka."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._chunks = 0
+        self._crash_after = int(config["crash.after.chunks"])
+        self._marker = Path(config["crash.marker.dir"]) / "crashed"
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self._chunks >= self._crash_after and not self._marker.exists():
+            self._marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        records = super().poll()
+        if records and any(r.value is not None and r.value.get("op") == "r" for r in records):
+            self._chunks += 1
+        return records
+
+
+class ChunkCrashingPostgresCdcConnector(PostgresCdcSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return ChunkCrashingPostgresCdcTask

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from eosconnect.api.batch import SourceBatch
 from eosconnect.api.connector import Connector, Task
@@ -19,6 +19,7 @@ from eosconnect.api.records import Primitive, RecordMetadata, SourceOffset, Sour
 from eosconnect.api.transactions import TransactionParticipant
 
 __all__ = [
+    "AcceptsSignals",
     "ConnectorTransactionBoundaries",
     "ExactlyOnceSupport",
     "ReplaySupport",
@@ -47,6 +48,15 @@ class ReplaySupport(StrEnum):
 
     SUPPORTED = "SUPPORTED"
     UNSUPPORTED = "UNSUPPORTED"
+
+
+@runtime_checkable
+class AcceptsSignals(Protocol):
+    """A connector that takes operators' signals (`POST /connectors/<name>/signals`), such as
+    Debezium's execute-snapshot: `signal` hands one to the running task through a channel the
+    connector defines and says where it went; a ConfigException names the setting it lacks."""
+
+    def signal(self, config: Mapping[str, str], signal_type: str, data: Mapping[str, Any] | None) -> str: ...
 
 
 class SourceConnector(Connector):

@@ -379,6 +379,42 @@ def restart_connector(
         print_status(status)
 
 
+@connectors_app.command("signal")
+def connector_signal(
+    name: NameArg,
+    signal_type: Annotated[
+        str,
+        typer.Argument(
+            metavar="TYPE",
+            help="execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot or log.",
+        ),
+    ],
+    data: Annotated[
+        str | None,
+        typer.Argument(
+            help='The signal\'s data as JSON, e.g. \'{"data-collections": ["public\\\\.orders"]}\'.'
+        ),
+    ] = None,
+    url: UrlOpt = DEFAULT_URL,
+    output: OutputOpt = Output.table,
+    auth: AuthOpt = None,
+    insecure: InsecureOpt = False,
+    cacert: CaOpt = None,
+) -> None:
+    """Send a signal to a connector's running task (Debezium's signals: incremental snapshots, log)."""
+    parsed: Any = None
+    if data is not None:
+        try:
+            parsed = json.loads(data)
+        except ValueError as exc:
+            _fail(f"DATA is not JSON ({exc}): {data}")
+        if not isinstance(parsed, dict):
+            _fail(f"DATA must be a JSON object, not {data}")
+    with _client(url, auth, insecure, cacert) as client:
+        result = client.signal(name, signal_type, parsed)
+    _done(output, str(result.get("message", "Signal sent.")), name=name, type=signal_type)
+
+
 @connectors_app.command("offsets")
 def connector_offsets(
     name: NameArg,

@@ -133,6 +133,11 @@ class ConnectClient:
         params = {"includeTasks": str(include_tasks).lower(), "onlyFailed": str(only_failed).lower()}
         return self._json("POST", f"/connectors/{_seg(name)}/restart", params=params)
 
+    def signal(self, name: str, signal_type: str, data: dict[str, Any] | None) -> dict[str, Any]:
+        body = {"type": signal_type, "data": data}
+        result: dict[str, Any] = self._json("POST", f"/connectors/{_seg(name)}/signals", json=body)
+        return result
+
     def restart_task(self, name: str, task: int) -> None:
         self.request("POST", f"/connectors/{_seg(name)}/tasks/{int(task)}/restart")
 

@@ -371,6 +371,44 @@ def get_offsets(connector: str, herder: HerderDep) -> Response:
     return JSONResponse(herder.connector_offsets(connector))
 
 
+@router.post(
+    "/{connector}/signals",
+    summary="Send a signal to a connector's running task (Debezium's signals)",
+    description=(
+        'Body `{"type": "execute-snapshot", "data": {"data-collections": ["public\\\\.orders"]}}`. '
+        "The connector passes it to its task through its own channel (PostgresCdcSource: the signal "
+        "table `signal.data.collection`, else the Kafka signal topic); 400 when it takes no signals "
+        "or has no channel."
+    ),
+    responses={200: {"model": Message}, **error_responses(400, 404, 500)},
+    response_model=None,
+)
+def post_signal(
+    connector: str,
+    herder: HerderDep,
+    body: Annotated[dict[str, Any], Body(description='{"type": ..., "data": {...}}')],
+) -> Response:
+    from eosconnect.api.errors import ConfigException
+    from eosconnect.api.source import AcceptsSignals
+    from eosconnect.plugins.loading import resolve_connector_class
+
+    config = herder.connector_config(connector)  # NotFoundError (404) for an unknown connector
+    signal_type, data = body.get("type"), body.get("data")
+    if not isinstance(signal_type, str) or not signal_type:
+        raise BadRequestError('the body must be {"type": "<signal type>", "data": {...}}: type is missing')
+    if data is not None and not isinstance(data, dict):
+        raise BadRequestError(f"data must be a JSON object, not {data!r}")
+    instance = resolve_connector_class(config.get("connector.class", ""))()
+    if not isinstance(instance, AcceptsSignals):
+        raise BadRequestError(f"connector {connector} ({config.get('connector.class')}) takes no signals")
+    try:
+        message = instance.signal(config, signal_type, data)
+    except ConfigException as exc:
+        raise BadRequestError(str(exc)) from exc
+    log.info("connector %s: %s", connector, message)
+    return JSONResponse({"message": message}, status_code=200)
+
+
 def _check_primitive_map(where: str, values: dict[str, Any]) -> None:
     for key, value in values.items():
         if not isinstance(value, _PRIMITIVES):

@@ -278,6 +278,7 @@ EXPECTED_OPERATIONS = {
     ("post", "/connectors/{connector}/tasks/{task}/restart"),
     ("get", "/connectors/{connector}/topics"),
     ("post", "/connectors/{connector}/restart"),
+    ("post", "/connectors/{connector}/signals"),
     ("put", "/connectors/{connector}/pause"),
     ("put", "/connectors/{connector}/resume"),
     ("put", "/connectors/{connector}/stop"),

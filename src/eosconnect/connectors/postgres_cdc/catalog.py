@@ -73,7 +73,7 @@ def check(config: CdcConfig) -> dict[str, list[str]]:
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"database.hostname": [f"cannot connect to {config.describe()}: {reason}"]}
-    errors: dict[str, list[str]] = {}
+    errors: dict[str, list[str]] = config.signal_problems()
     with conn:
         wal_level = conn.execute("SHOW wal_level").fetchone()[0]
         if wal_level != "logical":
@@ -106,6 +106,13 @@ def check(config: CdcConfig) -> dict[str, list[str]]:
                 "must then own the tables and have CREATE on the database)."
             )
         tables = user_tables(conn, config.tables)
+        signal = config.signal_table
+        if signal is not None and not _table_exists(conn, *signal):
+            errors.setdefault("signal.data.collection", []).append(
+                f"signal table {qualified(*signal)} does not exist. Create it: CREATE TABLE "
+                f"{qualified(*signal)} (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32) NOT NULL, data "
+                "VARCHAR(2048));"
+            )
         if mode is AutoCreate.FILTERED and not tables:
             errors.setdefault("table.include.list", []).append(
                 "no table matches table.include.list/table.exclude.list, so the publication would be "
@@ -182,6 +189,9 @@ def ensure_publication(conn: Any, config: CdcConfig) -> None:
     name, mode = config["publication.name"], AutoCreate(config["publication.autocreate.mode"])
     exists = publication_exists(conn, name)
     tables = user_tables(conn, config.tables) if mode is AutoCreate.FILTERED else []
+    signal = config.signal_table
+    if tables and signal is not None and signal not in tables and _table_exists(conn, *signal):
+        tables.append(signal)  # its rows (signals, watermarks) come through the stream
     try:
         if mode is AutoCreate.ALL_TABLES and not exists:
             conn.execute(f"CREATE PUBLICATION {_ident(name)} FOR ALL TABLES")
@@ -208,8 +218,14 @@ def published_tables(conn: Any, config: CdcConfig) -> list[tuple[str, str]]:
         "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s ORDER BY 1, 2",
         (config["publication.name"],),
     ).fetchall()
-    tables = config.tables
-    return sorted(((s, t) for s, t in rows if tables(s, t)), key=lambda st: tables.rank(*st))
+    tables, signal = config.tables, config.signal_table
+    captured = ((s, t) for s, t in rows if tables(s, t) and (s, t) != signal)
+    return sorted(captured, key=lambda st: tables.rank(*st))
+
+
+def _table_exists(conn: Any, schema: str, table: str) -> bool:
+    query = "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s"
+    return conn.execute(query, (schema, table)).fetchone() is not None
 
 
 def type_names(conn: Any, oids: Iterable[int]) -> dict[int, str]:

@@ -13,7 +13,7 @@ from eosconnect.api.validators import Range, Validator, ValidString
 from eosconnect.connectors.postgres_cdc.events import UNAVAILABLE
 from eosconnect.connectors.postgres_cdc.types import DecimalHandling, IntervalHandling, TimePrecision
 
-__all__ = ["CONFIG_DEF", "AutoCreate", "CdcConfig", "SnapshotMode", "TableFilter"]
+__all__ = ["CONFIG_DEF", "AutoCreate", "CdcConfig", "SnapshotMode", "TableFilter", "parse_key_columns"]
 
 
 class AutoCreate(StrEnum):
@@ -34,6 +34,28 @@ def _regex_list_ok(value: Any) -> bool:
         for pattern in value:
             re.compile(pattern)
     except re.error:
+        return False
+    return True
+
+
+def parse_key_columns(value: str) -> dict[str, tuple[str, ...]]:
+    """message.key.columns: `<schema>.<table>:<col>,<col>;...` -> {"<schema>.<table>": (cols)}."""
+    out: dict[str, tuple[str, ...]] = {}
+    for part in (value or "").split(";"):
+        if not part.strip():
+            continue
+        table, _, columns = part.partition(":")
+        names = tuple(c.strip() for c in columns.split(",") if c.strip())
+        if not table.strip() or not names:
+            raise ValueError(part)
+        out[table.strip()] = names
+    return out
+
+
+def _key_columns_ok(value: Any) -> bool:
+    try:
+        parse_key_columns(str(value or ""))
+    except ValueError:
         return False
     return True
 
@@ -142,6 +164,40 @@ CONFIG_DEF = (
             "(PostgreSQL restarted or failed over) before the task fails: -1 (the default) without limit, "
             "0 fails at once. Records read before the loss are kept; the stream resumes after them.",
             Range.at_least(-1), group="Connector")
+    .define("signal.data.collection", ConfigType.STRING, None, Importance.MEDIUM,
+            "The signal table, <schema>.<table> with columns (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) "
+            "NOT NULL, data VARCHAR(2048)), in the publication: rows inserted into it are signals "
+            "(execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot, log), read from the "
+            "stream; incremental snapshots write their watermarks to it. Its own changes are not emitted.",
+            group="Signals")
+    .define("signal.enabled.channels", ConfigType.LIST, ["source"], Importance.LOW,
+            "Where signals come from: source (the signal table) and/or kafka (signal.kafka.topic).",
+            Validator.of(lambda v: all(c.strip() in ("source", "kafka") for c in v),
+                         "a list of source and/or kafka", []), group="Signals")
+    .define("signal.kafka.topic", ConfigType.STRING, None, Importance.LOW,
+            "The Kafka signal topic (with signal.enabled.channels=source,kafka): records keyed by "
+            "topic.prefix whose value is {\"type\": ..., \"data\": {...}}.", group="Signals")
+    .define("signal.kafka.bootstrap.servers", ConfigType.STRING, None, Importance.LOW,
+            "Brokers of the signal topic (default: the worker's bootstrap.servers).", group="Signals")
+    .define("signal.kafka.groupId", ConfigType.STRING, "kafka-signal", Importance.LOW,
+            "Consumer group reading the signal topic (its committed offset says which signals were "
+            "acted on).", group="Signals")
+    .define("incremental.snapshot.chunk.size", ConfigType.INT, 1024, Importance.MEDIUM,
+            "Rows an incremental snapshot reads per chunk (between one pair of watermarks; one Kafka "
+            "transaction each).", Range.at_least(1), group="Signals")
+    .define("read.only", ConfigType.BOOLEAN, False, Importance.LOW,
+            "Debezium's read-only incremental snapshots (watermarks from pg_current_snapshot(), no writes "
+            "to the signal table): not supported; true is refused at validation.", group="Signals")
+    .define("snapshot.new.tables", ConfigType.STRING, "off", Importance.MEDIUM,
+            "incremental: a table that table.include.list starts to match (after a configuration change) "
+            "gets its existing rows by an incremental snapshot, without a signal; off: only its changes "
+            "from then on (send an execute-snapshot signal for its rows). The log says which, per table.",
+            ValidString.in_("off", "incremental"), group="Signals")
+    .define("message.key.columns", ConfigType.STRING, "", Importance.LOW,
+            "Key columns of tables without a primary key, <schema>.<table>:<column>[,<column>...] "
+            "separated by semicolons: the events' key, and the order an incremental snapshot reads in.",
+            Validator.of(lambda v: _key_columns_ok(v), "<schema>.<table>:<col>,<col>;...", ""),
+            group="Tables")
     .define("retriable.restart.connector.wait.ms", ConfigType.INT, 10000, Importance.LOW,
             "Wait between tries of a lost replication connection (the first is at once).",
             Range.at_least(0), group="Connector")
@@ -188,6 +244,41 @@ class CdcConfig:
             tuple(re.compile(p.strip()) for p in self.values["table.include.list"] if p.strip()),
             tuple(re.compile(p.strip()) for p in self.values["table.exclude.list"] if p.strip()),
         )
+
+    @property
+    def key_columns(self) -> dict[str, tuple[str, ...]]:
+        return parse_key_columns(self.values["message.key.columns"])
+
+    @property
+    def signal_table(self) -> tuple[str, str] | None:
+        name = self.values["signal.data.collection"]
+        if not name:
+            return None
+        parts = [p.strip().strip('"') for p in str(name).split(".")]
+        return (parts[-2], parts[-1]) if len(parts) >= 2 else ("public", parts[0])
+
+    @property
+    def signal_channels(self) -> tuple[str, ...]:
+        return tuple(c.strip() for c in self.values["signal.enabled.channels"] if c.strip())
+
+    def signal_problems(self) -> dict[str, list[str]]:
+        """What the signal settings lack (checked with the database's own problems)."""
+        errors: dict[str, list[str]] = {}
+        if "kafka" in self.signal_channels:
+            for name in ("signal.kafka.topic", "signal.kafka.bootstrap.servers"):
+                if not self.values[name]:
+                    errors[name] = [f"signal.enabled.channels has kafka: set {name} for the signal topic"]
+        if self.values["read.only"]:
+            errors["read.only"] = [
+                "read-only incremental snapshots are not supported: set read.only=false and give the "
+                "role INSERT on the signal table (signal.data.collection), which holds the watermarks"
+            ]
+        if self.values["snapshot.new.tables"] == "incremental" and self.signal_table is None:
+            errors["signal.data.collection"] = [
+                "snapshot.new.tables=incremental writes the snapshot's watermarks to the signal table: "
+                "set signal.data.collection to <schema>.<table>"
+            ]
+        return errors
 
     @property
     def columns(self) -> TableFilter:

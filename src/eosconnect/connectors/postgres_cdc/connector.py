@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigValue
 from eosconnect.api.errors import ConfigException
@@ -29,6 +30,7 @@ from eosconnect.api.source import (
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CONFIG_DEF, CdcConfig
 from eosconnect.connectors.postgres_cdc.replication import drop_slot, retained_wal
+from eosconnect.connectors.postgres_cdc.signal_channels import send_signal
 from eosconnect.connectors.postgres_cdc.task import VERSION, PostgresCdcTask
 
 __all__ = ["PostgresCdcSourceConnector"]
@@ -75,6 +77,11 @@ class PostgresCdcSourceConnector(SourceConnector):
             return
         if said:
             log.warning("%s: %s", what, said)
+
+    def signal(self, config: Mapping[str, str], signal_type: str, data: Mapping[str, Any] | None) -> str:
+        """A signal into the signal table (read back from the stream by the task), or the Kafka
+        signal topic when the connector has no signal table."""
+        return send_signal(CdcConfig.parse(config), signal_type, data)
 
     def task_class(self) -> type[SourceTask]:
         return PostgresCdcTask

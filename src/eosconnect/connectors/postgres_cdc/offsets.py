@@ -15,7 +15,11 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Primitive
 from eosconnect.connectors.stored_offsets import offset_int
 
-__all__ = ["StoredPosition", "event_position", "is_debezium_offset"]
+__all__ = ["CAPTURED", "StoredPosition", "event_position", "is_debezium_offset"]
+
+
+#: The key listing the captured tables (`<schema>.<table>,...`), so a restart sees which are new.
+CAPTURED = "captured_tables"
 
 
 def is_debezium_offset(offset: Mapping[str, Primitive]) -> bool:

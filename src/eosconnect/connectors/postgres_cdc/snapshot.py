@@ -6,11 +6,12 @@ import contextlib
 import datetime as dt
 import logging
 from collections.abc import Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eosconnect.api.records import SourceRecord
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
+from eosconnect.connectors.postgres_cdc.offsets import CAPTURED
 from eosconnect.connectors.postgres_cdc.pgoutput import Column, TupleValue
 from eosconnect.connectors.postgres_cdc.replication import format_lsn
 from eosconnect.connectors.postgres_cdc.types import BPCHAR
@@ -18,7 +19,7 @@ from eosconnect.connectors.postgres_cdc.types import BPCHAR
 if TYPE_CHECKING:
     from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
 
-__all__ = ["Snapshot"]
+__all__ = ["Snapshot", "table_events"]
 
 log = logging.getLogger(__name__)
 
@@ -54,20 +55,7 @@ class Snapshot:
 
     def _rows(self) -> Generator[tuple[int, TableEvents, tuple[TupleValue, ...]], None, None]:
         for index, meta in enumerate(self.tables):
-            events = TableEvents(
-                self.task.prefix,
-                meta.schema,
-                meta.table,
-                meta.columns,
-                [meta.nullable[c.name] for c in meta.columns],
-                meta.primary_key,
-                self.task.decimal_mode,
-                self.task.time_mode,
-                self.task.column_filter,
-                catalog.type_names(self.conn, (c.type_oid for c in meta.columns)),
-                self.task.interval_mode,
-                self.task.placeholder,
-            )
+            events = table_events(self.task, self.conn, meta)
             columns = ", ".join(_as_text(c) for c in meta.columns)
             with self.conn.cursor(name=f"eosconnect_snapshot_{meta.oid}") as cursor:
                 cursor.execute(f"SELECT {columns} FROM {catalog.qualified(meta.schema, meta.table)}")
@@ -116,6 +104,7 @@ class Snapshot:
                 "snapshot": "INITIAL",
                 "snapshot_completed": final,
                 "last_snapshot_record": final,
+                CAPTURED: self.task._captured_offset,
             },
             topic=events.topic,
             key=events.key(after),
@@ -131,6 +120,24 @@ class Snapshot:
         with contextlib.suppress(Exception):
             self.conn.rollback()
             self.conn.close()
+
+
+def table_events(task: PostgresCdcTask, conn: Any, meta: catalog.TableMeta) -> TableEvents:
+    """A table's events from its catalog metadata, with the task's settings (both snapshots')."""
+    return TableEvents(
+        task.prefix,
+        meta.schema,
+        meta.table,
+        meta.columns,
+        [meta.nullable[c.name] for c in meta.columns],
+        task.cfg.key_columns.get(f"{meta.schema}.{meta.table}") or meta.primary_key,
+        task.decimal_mode,
+        task.time_mode,
+        task.column_filter,
+        catalog.type_names(conn, (c.type_oid for c in meta.columns)),
+        task.interval_mode,
+        task.placeholder,
+    )
 
 
 def _as_text(column: Column) -> str:

@@ -61,7 +61,10 @@ from eosconnect.connectors.postgres_cdc.events import (
 )
 from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY, context_headers, pk_change_header
 from eosconnect.connectors.postgres_cdc.heartbeat import heartbeat_record
-from eosconnect.connectors.postgres_cdc.offsets import StoredPosition, event_position
+from eosconnect.connectors.postgres_cdc.incremental import IncrementalSnapshot
+from eosconnect.connectors.postgres_cdc.incremental_state import IncrementalState
+from eosconnect.connectors.postgres_cdc.offsets import CAPTURED, StoredPosition, event_position
+from eosconnect.connectors.postgres_cdc.outages import StreamOutages
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     Begin,
     Commit,
@@ -77,12 +80,14 @@ from eosconnect.connectors.postgres_cdc.replication import (
     ReplicationStream,
     drop_slot,
     format_lsn,
-    loss_reason,
-    release_timeout_s,
     slot_info,
     wait_released,
 )
-from eosconnect.connectors.postgres_cdc.snapshot import Snapshot
+from eosconnect.connectors.postgres_cdc.resume import ResumeSkips
+from eosconnect.connectors.postgres_cdc.signal_channels import KafkaSignals, SignalDispatcher
+from eosconnect.connectors.postgres_cdc.signal_hooks import SignalHooks
+from eosconnect.connectors.postgres_cdc.signals import Signal
+from eosconnect.connectors.postgres_cdc.snapshot import Snapshot, table_events
 from eosconnect.connectors.postgres_cdc.types import DecimalHandling, IntervalHandling, TimePrecision
 
 __all__ = ["VERSION", "PostgresCdcTask"]
@@ -105,7 +110,7 @@ class _Change(NamedTuple):
     continues: bool = False  # the create of a key change: the same pgoutput message as the delete before
 
 
-class PostgresCdcTask(SourceTask):
+class PostgresCdcTask(SignalHooks, ResumeSkips, StreamOutages, SourceTask):
     #: commit_record() needs only the record's own lsn_end: no delivery report per record.
     commit_record_metadata = False
 
@@ -131,6 +136,7 @@ class PostgresCdcTask(SourceTask):
         self.heartbeat_s = self.cfg["heartbeat.interval.ms"] / 1000
         self.filter = self.cfg.tables
         self.column_filter = self.cfg.columns
+        self.key_columns = self.cfg.key_columns
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ready: deque[SourceRecord] = deque()
@@ -149,10 +155,35 @@ class PostgresCdcTask(SourceTask):
         self._skips = (0, 0)  # transactions and events skipped and not logged yet
         self.catalog = catalog.connect(self.cfg)
         catalog.ensure_publication(self.catalog, self.cfg)
+        self.captured = catalog.published_tables(self.catalog, self.cfg)
+        self._captured_offset = ",".join(f"{s}.{t}" for s, t in self.captured)
         self.stream = ReplicationStream(self.cfg)
         self._resume: tuple[int, int] | None = None
         self._debezium_resume: tuple[int, int | None, int] | None = None
+        stored = self.context.offset_storage_reader.offset(self.partition)
+        self.signal_table = self.cfg.signal_table
+        self._signal_oids: set[int] = set()
+        self._txn_signals: list[Signal] = []
+        self.incremental = IncrementalSnapshot(
+            self.prefix,
+            lambda: self.catalog,
+            self.signal_table,
+            self.cfg["incremental.snapshot.chunk.size"],
+            self.cfg.key_columns,
+            lambda conn, meta: table_events(self, conn, meta),
+            None if stored is None else IncrementalState.of(stored),
+        )
+        if self.incremental.state is not None:
+            log.info(
+                "PostgresCdcSource %s: resuming the incremental snapshot at %s",
+                self.prefix,
+                self.incremental.progress(),
+            )
+        self.signals = SignalDispatcher(self.prefix, self.incremental, lambda: self.captured)
+        self.kafka_signals = KafkaSignals(self.cfg) if "kafka" in self.cfg.signal_channels else None
         self._open_slot()
+        if stored is not None and self._snapshot is None:
+            self._new_tables(stored)
 
     def _open_slot(self) -> None:
         """Where reading starts: the stream after a stored offset whose snapshot completed, else a
@@ -213,6 +244,9 @@ class PostgresCdcTask(SourceTask):
         if self._outage is None or self._reconnect():
             try:
                 self._confirm()
+                self._kafka_signals()
+                if self.incremental.pending:
+                    self.incremental.start_chunk()
                 self._read_stream(time.monotonic() + self.poll_s)
             except Exception as exc:
                 if not is_connection_loss(exc):
@@ -247,90 +281,6 @@ class PostgresCdcTask(SourceTask):
                 continue
             self._handle(parse(message.payload), message.data_start)
 
-    # ------------------------------------------------------------------------------------ outages
-
-    def _lose_stream(self, exc: Exception) -> None:
-        """The replication (or catalog) connection is gone: keep the finished transactions, drop the
-        half-read one (PostgreSQL sends it again, whole) and resume after the last record made ready,
-        as a restarted task resumes after its committed offset."""
-        reason = loss_reason(exc)
-        self._txn = None
-        if self._assembled is not None:
-            self._resume, self._resume_why = self._assembled, "read before the connection was lost"
-        self.stream.close()
-        self._outage = Reconnection(  # with errors.max.retries=0 this fails the task here
-            self.stream.slot,
-            reason,
-            self.stream.backend_pid,
-            self.cfg["errors.max.retries"],
-            self.cfg["retriable.restart.connector.wait.ms"] / 1000,
-        )
-        log.warning(
-            "PostgresCdcSource %s: lost the replication connection to slot %s (%s); %d record(s) read "
-            "before it are handed out, and the stream resumes after %s once PostgreSQL answers "
-            "(errors.max.retries=%d, a try every %.1f s)",
-            self.prefix,
-            self.stream.slot,
-            reason,
-            len(self._ready),
-            f"LSN {format_lsn(self._resume[0])}" if self._resume else "the stored offset",
-            self.cfg["errors.max.retries"],
-            self.cfg["retriable.restart.connector.wait.ms"] / 1000,
-        )
-
-    def _reconnect(self) -> bool:
-        """One try to stream again (when due): a new catalog and replication connection, the slot
-        still there and free. The lost connection's server process may hold the slot until the server
-        notices (at most wal_sender_timeout); any other reader is another instance, which took over
-        (a zombie thawed after its successor started): this task then fails at once."""
-        outage = self._outage
-        assert outage is not None
-        if not outage.due():
-            return False
-        slot = self.stream.slot
-        try:
-            with contextlib.suppress(Exception):
-                self.catalog.close()
-            self.catalog = catalog.connect(self.cfg)
-            if slot_info(self.catalog, slot) is None:
-                raise ConnectException(
-                    f"replication slot {slot!r} is gone after the replication connection was lost, so the "
-                    "changes after the committed offset are lost. Reset the connector's offsets to take a "
-                    "new snapshot (snapshot.mode=initial)."
-                )
-            reader = wait_released(self.catalog, slot, wait_s=0)
-            if reader is not None:
-                if reader != outage.lost_reader or outage.outage_s() > release_timeout_s(self.catalog):
-                    raise ConnectException(
-                        f"lost the replication connection reading slot {slot!r} ({outage.cause}), and the "
-                        f"slot is now read by server process {reader} (another instance of this connector, "
-                        f"or a different client). Stop it (SELECT pg_terminate_backend({reader});) or give "
-                        "this connector its own slot.name, then restart the task."
-                    )
-                outage.failed(f"{outage.cause}; the slot is still read by server process {reader}")
-                return False
-            stream = ReplicationStream(self.cfg)
-            try:
-                stream.start()
-            except Exception:
-                stream.close()
-                raise
-        except Exception as exc:
-            if not is_connection_loss(exc):
-                raise
-            outage.failed(loss_reason(exc))
-            return False
-        self.stream, self._outage, self._confirmed = stream, None, 0
-        log.info(
-            "PostgresCdcSource %s: streaming slot %s again after %.1f s and %d failed tr%s",
-            self.prefix,
-            slot,
-            outage.outage_s(),
-            outage.attempts,
-            "y" if outage.attempts == 1 else "ies",
-        )
-        return True
-
     def _kafka_commit_points(self, batch: list[SourceRecord]) -> list[SourceRecord]:
         """The records a Kafka transaction ends with: every `database.transactions.per.kafka.
         transaction`-th database transaction end in the batch, and the batch's last one (a poll
@@ -347,6 +297,8 @@ class PostgresCdcTask(SourceTask):
         converts."""
         ready = self._ready
         count = min(len(ready), self.batch_size)
+        while count < len(ready) and _in_chunk(ready[count - 1]):  # a chunk is never split
+            count += 1
         if at_transaction_end:
             enough = max(1, self.batch_size // 4)
             for position, record in enumerate(itertools.islice(ready, count), 1):
@@ -376,6 +328,7 @@ class PostgresCdcTask(SourceTask):
         """One pgoutput message; `lsn` is where it is in the WAL (a change's own record: source.lsn)."""
         if isinstance(message, Begin):
             self._txn = (message, [])
+            self._txn_signals = []
         elif isinstance(message, Relation):
             self._relations[message.oid] = self._table_events(message)
         elif isinstance(message, Insert | Update | Delete):
@@ -384,6 +337,9 @@ class PostgresCdcTask(SourceTask):
             self._commit(message)
 
     def _table_events(self, relation: Relation) -> TableEvents | None:
+        if (relation.namespace, relation.name) == self.signal_table:
+            self._signal_oids.add(relation.oid)
+            return None
         if not self.filter(relation.namespace, relation.name):
             return None
         nullable, key = catalog.relation_meta(self.catalog, relation.oid)
@@ -393,7 +349,9 @@ class PostgresCdcTask(SourceTask):
             relation.name,
             relation.columns,
             [nullable.get(c.name, True) for c in relation.columns],
-            key or tuple(c.name for c in relation.columns if c.key and relation.replica_identity != "f"),
+            self.key_columns.get(f"{relation.namespace}.{relation.name}")
+            or key
+            or tuple(c.name for c in relation.columns if c.key and relation.replica_identity != "f"),
             self.decimal_mode,
             self.time_mode,
             self.column_filter,
@@ -405,6 +363,11 @@ class PostgresCdcTask(SourceTask):
     def _change(self, message: Insert | Update | Delete, lsn: int) -> None:
         table = self._relations.get(message.relation_oid)
         if table is None or self._txn is None:
+            if isinstance(message, Insert) and message.relation_oid in self._signal_oids:
+                signal_id, kind, data = (*message.new, None, None, None)[:3]
+                found = self.signals.parse(signal_id, kind, data, "source")
+                if found is not None:
+                    self._txn_signals.append(found)
             return
         events = self._txn[1]
         if isinstance(message, Insert):
@@ -441,6 +404,7 @@ class PostgresCdcTask(SourceTask):
         )
         records: list[SourceRecord] = []
         lsns: list[tuple[int, int]] = []  # each record's change LSN, and the how-manieth change at it
+        window = self.incremental if self.incremental.window is not None else None
         at_lsn, previous_lsn = 0, None
         for change in events:
             # Debezium's lsn_events_processed: changes at one LSN (a COPY's rows share theirs) so far
@@ -454,6 +418,8 @@ class PostgresCdcTask(SourceTask):
             }
             table, before, after = change.table, change.before, change.after
             key = table.key(after if after is not None else before)
+            if window is not None:
+                window.streamed(f"{table.schema_name}.{table.table}", key)
             source_struct = source.struct(table.schema_name, table.table, change.lsn)
             value = table.envelope_at(change.op, before, after, source_struct, now_micros)
             records.append(self._record(table, key, value, begin, len(records), change.headers, position))
@@ -461,6 +427,8 @@ class PostgresCdcTask(SourceTask):
             if change.op == "d" and self.tombstones:  # the tombstone keeps the delete's headers
                 records.append(self._record(table, key, None, begin, len(records), change.headers, position))
                 lsns.append((change.lsn, at_lsn))
+        if self._txn_signals and not self._acted_on(begin, commit):
+            self._act_on_signals(begin, records, lsns)
         self._last_commit_lsn = commit.end_lsn  # Debezium's lastCommitLsn: source.sequence[0] after it
         if not records:
             return
@@ -485,52 +453,12 @@ class PostgresCdcTask(SourceTask):
             self._assembled = event_position(records[-1].source_offset)
         self._ready.extend(records)
 
-    def _skipped(
-        self, records: list[SourceRecord], kept: list[SourceRecord], begin: Begin, commit: Commit, why: str
-    ) -> None:
-        """After a restart or a reconnection: a transaction delivered whole before lets the slot pass
-        it; the skips are logged once, when the first transaction with something new arrives."""
-        if not kept:
-            with self._lock:
-                self._flush_to = max(self._flush_to, commit.end_lsn)
-        if len(kept) < len(records):
-            transactions, events = self._skips
-            self._skips = (transactions + 1, events + len(records) - len(kept))
-        if kept and self._skips[0]:
-            transactions, events = self._skips
-            log.info(
-                "PostgresCdcSource %s: skipped %d event(s) of %d transaction(s) %s; new events from "
-                "transaction %d on",
-                self.prefix,
-                events,
-                transactions,
-                why,
-                begin.xid,
-            )
-            self._skips = (0, 0)
-
-    def _after_debezium(
-        self, records: list[SourceRecord], lsns: list[tuple[int, int]], commit: Commit
-    ) -> list[SourceRecord]:
-        """The records Debezium did not send before it was stopped. Its offset holds `lsn_commit`
-        (the end of the last transaction it finished), `lsn_proc` (its last change) and
-        `lsn_events_processed` (how many changes at that LSN it had done: several changes share one
-        LSN in a COPY): transactions ending at or before `lsn_commit` are skipped whole; in the first
-        one after it (the one Debezium may have been inside), the changes before `lsn_proc` and, at
-        it, the first `lsn_events_processed` (all of them when that is 0 or 1, as Debezium's
-        WalPositionLocator does). `lsns` holds each record's change LSN and its count at that LSN."""
-        assert self._debezium_resume is not None
-        done_commit, done_event, done_at_lsn = self._debezium_resume
-        if commit.end_lsn <= done_commit:
-            return []
-        self._debezium_resume = None
-        if done_event is None:
-            return records
-
-        def delivered(lsn: int, at_lsn: int) -> bool:
-            return lsn < done_event or (lsn == done_event and (done_at_lsn <= 1 or at_lsn <= done_at_lsn))
-
-        return [r for r, (lsn, at) in zip(records, lsns, strict=True) if not delivered(lsn, at)]
+    def _acted_on(self, begin: Begin, commit: Commit) -> bool:
+        """Whether a transaction's signals were acted on before (it is sent again after a restart
+        because the slot moves only with records: a signal is not acted on twice)."""
+        if self._debezium_resume is not None:
+            return commit.end_lsn <= self._debezium_resume[0]
+        return self._resume is not None and begin.final_lsn <= self._resume[0]
 
     def _record(
         self,
@@ -546,6 +474,9 @@ class PostgresCdcTask(SourceTask):
         offset.update(position or {})  # Debezium's keys for the change itself (lsn_proc, messageType, ...)
         if self._last_commit_lsn is not None:  # restores source.sequence's first half after a restart
             offset["lsn_commit"] = self._last_commit_lsn
+        offset[CAPTURED] = self._captured_offset
+        if self.incremental.state is not None:
+            offset.update(self.incremental.offset())
         return SourceRecord(
             source_partition=self.partition,
             source_offset=offset,
@@ -568,7 +499,11 @@ class PostgresCdcTask(SourceTask):
         if not wal_end:
             return []
         topic = f"{self.cfg['heartbeat.topics.prefix']}.{self.prefix}"
-        return [heartbeat_record(self.partition, topic, self.prefix, wal_end, int(time.time() * 1000))]
+        record = heartbeat_record(self.partition, topic, self.prefix, wal_end, int(time.time() * 1000))
+        extra = {CAPTURED: self._captured_offset, **self.incremental.offset()}
+        return [
+            dataclasses.replace(record, source_offset=SourceOffset({**(record.source_offset or {}), **extra}))
+        ]
 
     # ------------------------------------------------------------------------------------ commits
 
@@ -608,8 +543,22 @@ class PostgresCdcTask(SourceTask):
         snapshot = self.__dict__.get("_snapshot")
         if snapshot is not None:
             snapshot.close()
+        kafka_signals = self.__dict__.get("kafka_signals")
+        if kafka_signals is not None:
+            with contextlib.suppress(Exception):
+                kafka_signals.close()
         for name in ("stream", "catalog"):
             resource = self.__dict__.get(name)
             if resource is not None:
                 with contextlib.suppress(Exception):
                     resource.close()
+
+
+def _in_chunk(record: SourceRecord) -> bool:
+    """Whether a record is an incremental snapshot chunk's and not its last (which ends its
+    transaction): a batch, and so a Kafka transaction, never ends inside a chunk."""
+    offset: Mapping[str, Primitive] = record.source_offset or {}
+    if "lsn_end" in offset or not isinstance(record.value, Struct):
+        return False
+    source = record.value.get("source")
+    return isinstance(source, Struct) and source.get("snapshot") == "incremental"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eosconnect.api.data import Struct
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, TableFilter
@@ -207,6 +207,7 @@ def test_debeziums_stored_offset_skips_what_debezium_delivered() -> None:
     assert is_debezium_offset({"lsn_proc": 5, "lsn_commit": 4, "lsn": 5, "txId": 1, "ts_usec": 1})
     assert not is_debezium_offset({"lsn": 5, "txId": 1, "event": 0, "lsn_commit": 4})
     task = PostgresCdcTask()
+    _no_signals(task)
     task._lock, task._flush_to, task._skips, task.prefix = threading.Lock(), 0, (0, 0), "p"
     task._debezium_resume = (200, 260, 1)
     now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
@@ -243,6 +244,7 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
         ["id"], DecimalHandling.PRECISE, TimePrecision.ADAPTIVE,
     )  # fmt: skip
     task = PostgresCdcTask()
+    _no_signals(task)
     task.prefix, task.db, task.tombstones = "srv", "db", True
     task.context_headers = ()
     task.partition = SourcePartition({"server": "srv"})
@@ -282,6 +284,7 @@ def _task_holding_transactions(count: int, rows: int) -> PostgresCdcTask:
         TimePrecision.ADAPTIVE,
     )  # fmt: skip
     task = PostgresCdcTask()
+    _no_signals(task)
     task.prefix, task.db, task.tombstones, task.context_headers = "srv", "db", True, ()
     task.partition = SourcePartition({"server": "srv"})
     task._lock, task._flush_to, task._ready = threading.Lock(), 0, deque()
@@ -340,3 +343,39 @@ def test_kafka_transactions_end_at_every_database_transaction_end_or_every_nth()
     task.group_size = 2
     batch = task._take_batch(at_transaction_end=False)  # 8 of 9 rows: the third transaction cut
     assert _ids(task._kafka_commit_points(batch)) == [12]  # the first two together; the third goes on
+
+
+def _no_signals(task: Any) -> None:
+    """The state start() gives a task without signals or an incremental snapshot."""
+    from eosconnect.connectors.postgres_cdc.incremental import IncrementalSnapshot
+
+    task.incremental = IncrementalSnapshot("srv", lambda: None, None, 1, {}, lambda c, m: None, None)  # type: ignore[arg-type, return-value]
+    task._txn_signals, task._signal_oids, task._captured_offset, task.signal_table = [], set(), "", None
+
+
+def test_an_incremental_chunk_is_never_split_across_batches() -> None:
+    """A chunk (the rows emitted at its high watermark) longer than max.batch.size is one batch,
+    so one Kafka transaction with its offset even with transaction.boundary=poll."""
+    task = _task_holding_transactions(1, 3)
+    from eosconnect.api.data import SchemaBuilder, Struct
+    from eosconnect.api.records import SourceRecord
+    from eosconnect.connectors.postgres_cdc.events import SOURCE_SCHEMA
+
+    schema = SchemaBuilder.struct().field("source", SOURCE_SCHEMA).build()
+    source = Struct(SOURCE_SCHEMA)
+    for name, value in (("version", "v"), ("connector", "postgresql"), ("name", "srv"), ("ts_ms", 0)):
+        source.put(name, value)
+    source.put("snapshot", "incremental").put("db", "db").put("schema", "public").put("table", "t")
+    chunk = [
+        SourceRecord(
+            {"server": "srv"}, {"lsn": 5000, "event": i}, "t", value=Struct(schema).put("source", source)
+        )
+        for i in range(12)
+    ]
+    chunk[-1] = SourceRecord(
+        {"server": "srv"}, {"lsn": 5000, "event": 11, "lsn_end": 5001}, "t", value=chunk[-1].value
+    )
+    task._ready.clear()
+    task._ready.extend(chunk)
+    batch = task._take_batch(at_transaction_end=False)
+    assert len(batch) == 12 and "lsn_end" in (batch[-1].source_offset or {})
