@@ -8,6 +8,7 @@ from the record, as CDC streams carry it:
   `after`; `d` deletes `before` (truncate events, `t`, are skipped);
 - a flattened record (Debezium's ExtractNewRecordState): `__op` = `d` or `__deleted` = `true`
   deletes, anything else upserts; the `__`-prefixed fields are written as columns like any other;
+- with a cdc field (IcebergSink's `iceberg.tables.cdc-field`): `D`/`d` there deletes, else upsert;
 - a tombstone (null value) deletes the row of the record's key (a Struct or map of key fields).
 
 Rows of one batch are applied in consumption order per key: of several changes to one key the last
@@ -51,10 +52,14 @@ class Change:
 class ChangeMaker:
     """Turns records into changes; column types per value schema are worked out once per schema."""
 
-    def __init__(self, mapper: Mapper, *, merge: bool, keys: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, mapper: Mapper, *, merge: bool, keys: tuple[str, ...] = (), cdc_field: str = ""
+    ) -> None:
         self.mapper = mapper
         self.merge = merge
         self.keys = keys
+        #: A value field holding the operation (Iceberg's `iceberg.tables.cdc-field`: I, U, D).
+        self.cdc_field = cdc_field
         self._shapes: dict[Schema, tuple[tuple[pa.Field, ...], tuple[Converter, ...]]] = {}
         #: Schemaless columns as first typed: a later value of another type is cast or refused.
         self._inferred: dict[str, tuple[pa.Field, Converter]] = {}
@@ -96,6 +101,9 @@ class ChangeMaker:
             if op in ("c", "r", "u"):
                 return Operation.UPSERT, _get(value, "after")
             return None, None  # `t`, `m`: truncate and messages change no row
+        if self.cdc_field:
+            op = str(_get(value, self.cdc_field) or "").lower()
+            return (Operation.DELETE if op == "d" else Operation.UPSERT), value
         if _get(value, "__op") == "d" or str(_get(value, "__deleted")).lower() == "true":
             return Operation.DELETE, value
         return Operation.UPSERT, value
