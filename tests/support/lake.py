@@ -138,3 +138,56 @@ def cell_mismatches(row: dict[str, Any], expected: dict[str, Any]) -> list[str]:
         elif got != want:
             problems.append(f"{column}: {got!r} != {want!r}")
     return problems
+
+
+# ----------------------------------------------------------------------------- through a worker
+def sigkill_a_task_mid_stream(
+    worker: Any, bootstrap: str, topic: str, connector: str, config: dict[str, str], rows: Any, total: int
+) -> int:
+    """Create the connector (two tasks, one per partition of `topic`), produce `total` records
+    (support.jdbc_sink's values, k = 0..total-1) slowly, SIGKILL task 0's Python worker once a
+    quarter of them is in the table, wait until the task runs again and every record is in;
+    `rows()` is the table's row count (0 while it does not exist). Returns the count at the kill."""
+    import os
+    import signal
+
+    from support.jdbc_sink import SlowProducer
+
+    assert worker.create_connector(connector, config).status_code == 201
+    worker.wait_for(
+        lambda: worker.task_states(connector) == ["RUNNING", "RUNNING"], 120, "both sink tasks RUNNING"
+    )
+    producer = SlowProducer(bootstrap, topic, total, 2).start()
+    try:
+        worker.wait_for(lambda: rows() >= total // 4, 120, f"{total // 4} rows in the table")
+        victim = worker.request("GET", "/internal/tasks").json()[f"{connector}-0"]["pid"]
+        assert victim
+        os.kill(victim, signal.SIGKILL)
+        killed_at = int(rows())
+    finally:
+        producer.join()
+    assert killed_at < total, "the kill must land mid-stream"
+
+    def retried() -> bool:
+        task = worker.request("GET", "/internal/tasks").json()[f"{connector}-0"]
+        return task["pid"] not in (None, victim) and task["state"] == "RUNNING"
+
+    worker.wait_for(retried, 120, "the killed task to run again in a new Python worker")
+    worker.wait_for(lambda: rows() >= total, 150, f"{total} rows")
+    import time
+
+    time.sleep(3)  # anything written twice would land now (commit.interval.ms is 1 s)
+    return killed_at
+
+
+def assert_each_record_once(table: Any, total: int) -> None:
+    """Every k of 0..total-1 exactly once in an Arrow table of support.jdbc_sink's values, each
+    row's note and price (a Decimal of k) as produced."""
+    keys = table.column("k").to_pylist()
+    assert len(keys) == total, f"{len(keys) - len(set(keys))} duplicates, {total - len(set(keys))} missing"
+    assert sorted(keys) == list(range(total)), "every record exactly once"
+    for row in table.select(["k", "note", "price"]).to_pylist():
+        assert (row["note"], row["price"]) == (
+            "n",
+            decimal.Decimal(row["k"]).quantize(decimal.Decimal("0.01")),
+        )

@@ -7,7 +7,10 @@ carries every partition of the connector the table knows (those it does not touc
 snapshot it builds on), so the latest snapshot with the property is the whole state; other writers'
 snapshots (compaction, a Spark job) lack it, and a restart walks the ancestry of the current
 snapshot back to the first that has it, as Iceberg's own Kafka Connect sink finds its
-`kafka.connect.offsets.*` summary property.
+`kafka.connect.offsets.*` summary property. The same commit also sets the table property of that
+name (one metadata update with the snapshot): expiring the snapshots that carry the summary
+(`expire_snapshots` after compactions) loses nothing, and the property is what a restart reads
+first.
 
 A claim is a snapshot of no rows whose property raises the claimed partitions' generations. Every
 commit requires the table's current snapshot to be the one it read (PyIceberg's `AssertRefSnapshotId`
@@ -91,6 +94,9 @@ class IcebergTables:
         if table is None:
             return None, {}
         current = table.current_snapshot()
+        kept = table.properties.get(self.key)
+        if kept:
+            return current, decode_positions(kept)
         for snapshot in _ancestry(table):
             text = snapshot.summary[self.key] if snapshot.summary is not None else None
             if text:
@@ -120,7 +126,10 @@ class IcebergTables:
             if table is None:
                 return claims  # created by the first commit, with these generations
             try:
-                table.append(self._empty(table), snapshot_properties=self._summary(stored, claims))
+                summary = self._summary(stored, claims)
+                with table.transaction() as txn:
+                    txn.set_properties(summary)
+                    txn.append(self._empty(table), snapshot_properties=summary)
                 return claims
             except CommitFailedException as exc:
                 self._retrying(f"claim in {name}", attempt, exc)
@@ -200,6 +209,7 @@ class IcebergTables:
         if table is None:
             table = self._create(name, data.drop_columns([OPERATION_COLUMN]) if upsert else data)
         with table.transaction() as txn:
+            txn.set_properties(summary)  # survives snapshot expiry (see the module doc)
             if self.settings.evolve and len(data):
                 columns = data.drop_columns([OPERATION_COLUMN]) if upsert else data
                 try:
