@@ -33,7 +33,7 @@ from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 from eosconnect.connectors.delta.config import DeltaMode, DeltaSettings
 from eosconnect.connectors.lake.batch import OPERATION_COLUMN, latest_per_key, to_arrow
 from eosconnect.connectors.lake.changes import Change
-from eosconnect.connectors.lake.positions import Position
+from eosconnect.connectors.lake.positions import Position, fenced
 from eosconnect.connectors.lake.task import CommitResult
 
 __all__ = ["DeltaLakeTable", "app_id"]
@@ -127,9 +127,7 @@ class DeltaLakeTable:
             result = CommitResult()
             stored = {tp: self.stored(table, tp) for tp in positions}
             result.fenced = {
-                tp: s.generation
-                for tp, s in stored.items()
-                if table is not None and s.generation != positions[tp].generation
+                tp: s.generation for tp, s in stored.items() if table is not None and fenced(s, positions[tp])
             }
             done = {  # a lost acknowledgement: the attempt before landed after all
                 tp

@@ -45,7 +45,7 @@ from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 from eosconnect.connectors.iceberg.config import IcebergSettings
 from eosconnect.connectors.lake.batch import OPERATION_COLUMN, latest_per_key, to_arrow
 from eosconnect.connectors.lake.changes import Change
-from eosconnect.connectors.lake.positions import Position, decode_positions, encode_positions
+from eosconnect.connectors.lake.positions import Position, decode_positions, encode_positions, fenced
 from eosconnect.connectors.lake.task import CommitResult
 
 __all__ = ["IcebergTables", "positions_property"]
@@ -108,21 +108,48 @@ class IcebergTables:
 
     # ----------------------------------------------------------------------------- claims
     def claim(self, partitions: list[TopicPartition]) -> dict[TopicPartition, Position]:
-        """Raise the generations in every table; the position to resume from is the lowest offset
-        any table has (a table behind the others gets the records again, and skips none it has)."""
-        claims: dict[TopicPartition, Position] = {}
-        for name in self.settings.tables:
-            for tp, p in self._claim_in(name, partitions).items():
-                known = claims.get(tp)
-                if known is None or (p.offset or 0) < (known.offset or 0) or p.offset is None:
-                    claims[tp] = p
-        return claims
+        """Raise each partition's generation to one number in every table, above any table's: a
+        table where another claim got that number first restarts the claim with a higher one, so
+        one claimer ends up holding every table. The position to resume from is the lowest offset
+        of the tables (one behind the others gets the records again, and skips those it has)."""
+        for _ in range(COMMIT_ATTEMPTS):
+            stored = {name: self.stored(self._table(name))[1] for name in self.settings.tables}
+            target = {
+                tp: 1 + max(s[tp].generation if tp in s else 0 for s in stored.values()) for tp in partitions
+            }
+            claims: dict[TopicPartition, Position] = {}
+            for name in self.settings.tables:
+                got = self._claim_in(name, partitions, target)
+                if got is None:
+                    break
+                for tp, p in got.items():
+                    known = claims.get(tp)
+                    if known is None or (
+                        known.offset is not None and (p.offset is None or p.offset < known.offset)
+                    ):
+                        claims[tp] = p
+            else:
+                return claims
+        raise DataException(
+            f"could not claim {partitions} in {self.settings.tables}: other claims kept landing"
+        )
 
-    def _claim_in(self, name: str, partitions: list[TopicPartition]) -> dict[TopicPartition, Position]:
+    def _claim_in(
+        self, name: str, partitions: list[TopicPartition], target: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, Position] | None:
+        """Set these partitions' generations in this table to `target`; None if another claim
+        reached it first."""
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             table = self._table(name)
             _, stored = self.stored(table)
-            claims = {tp: stored.get(tp, self._default(tp)).claimed() for tp in partitions}
+            if any(stored[tp].generation >= target[tp] for tp in partitions if tp in stored):
+                return None
+            claims = {}
+            for tp in partitions:
+                p = stored.get(tp, self._default(tp))
+                claims[tp] = Position(
+                    p.topic, p.partition, p.offset, p.leader_epoch, self.connector, target[tp]
+                )
             if table is None:
                 return claims  # created by the first commit, with these generations
             try:
@@ -179,9 +206,9 @@ class IcebergTables:
             _, stored = self.stored(table)
             result = CommitResult()
             result.fenced = {
-                tp: stored[tp].generation
+                tp: stored[tp].generation if tp in stored else 0
                 for tp, p in positions.items()
-                if table is not None and stored.get(tp, self._default(tp)).generation != p.generation
+                if table is not None and fenced(stored.get(tp), p)
             }
 
             rows = [c for c in changes if c.topic_partition not in result.fenced and _new(c, stored)]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from eosconnect.api.records import OffsetAndMetadata, TopicPartition
 
-__all__ = ["Position", "decode_positions", "encode_positions", "resume_offsets"]
+__all__ = ["Position", "decode_positions", "encode_positions", "fenced", "resume_offsets"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,16 @@ class Position:
         return Position(
             self.topic, self.partition, self.offset, self.leader_epoch, self.connector, self.generation + 1
         )
+
+
+def fenced(stored: Position | None, held: Position) -> bool:
+    """Whether a newer task claimed the partition than the one holding it at `held`.
+
+    A claim made while the table did not exist yet (generation 1, nothing stored) is accepted by a
+    table that another task created meanwhile without the partition: until a partition's first
+    commit into a new table, only the consumer group keeps two holders apart."""
+    generation = 0 if stored is None else stored.generation
+    return generation != held.generation and not (generation == 0 and held.generation == 1)
 
 
 def encode_positions(positions: Iterable[Position]) -> str:

@@ -162,3 +162,28 @@ def test_bad_settings_are_refused_naming_the_field(tmp_path: Path, extra: dict[s
     with pytest.raises(ConfigException) as info:
         IcebergSinkConnector().start(config(tmp_path, **extra))
     assert field in info.value.errors
+
+
+def test_routed_tables_each_skip_what_they_have_after_a_crash_between_their_commits(tmp_path: Path) -> None:
+    cfg = config(tmp_path, **{"iceberg.tables": "db.a,db.b", "iceberg.tables.route-field": "dest"})
+    task, _ = started(cfg, [TP0])
+
+    def batch(start: int, count: int) -> list[SinkRecord]:
+        return [
+            SinkRecord("t", 0, o, None, {"k": o, "dest": "db.a" if o % 2 else "db.b"})
+            for o in range(start, start + count)
+        ]
+
+    task.put(batch(0, 4))
+    task.pre_commit({TP0: OffsetAndMetadata(4)})
+    # the next commit reaches db.a only: the task dies before db.b's
+    changes = [c for r in batch(4, 4) if (c := task.changes.change(r)) is not None]
+    target = {TP0: task.held[TP0].advanced(OffsetAndMetadata(8))}
+    task.table._commit_to("db.a", [c for c in changes if c.values["dest"] == "db.a"], target)
+
+    again, context = started(cfg, [TP0])
+    assert context.requested_offsets == {TP0: 4}  # the table behind
+    again.put(batch(4, 4))
+    again.pre_commit({TP0: OffsetAndMetadata(8)})
+    assert [r["k"] for r in rows(cfg, "db.a")] == [1, 3, 5, 7]
+    assert [r["k"] for r in rows(cfg, "db.b")] == [0, 2, 4, 6]
