@@ -157,6 +157,12 @@ class DeltaLakeTable:
         self, table: DeltaTable | None, rows: list[Change], positions: Mapping[TopicPartition, Position]
     ) -> None:
         props = CommitProperties(app_transactions=self._transactions(positions))
+        if not rows:  # records that made no change (filtered, tombstones when appending)
+            if table is not None:  # still their positions move; before the table exists they are read again
+                write_deltalake(
+                    table, pa.schema(table.schema()).empty_table(), mode="append", commit_properties=props
+                )
+            return
         merge = self.settings.mode is DeltaMode.MERGE
         keys = self.settings.merge_keys
         data = to_arrow(latest_per_key(rows, keys) if merge else rows, with_operation=merge)

@@ -217,7 +217,7 @@ class IcebergTables:
                 for tp, p in positions.items()
                 if tp not in result.fenced and (stored.get(tp) is None or stored[tp].offset != p.offset)
             }
-            if not moving:
+            if not moving or (table is None and not rows):  # no table yet for records without rows
                 return result
             try:
                 table = self._write(name, table, rows, self._summary(stored, moving))

@@ -159,3 +159,14 @@ def test_a_claim_landing_during_a_commit_makes_that_commit_conflict(tmp_path: Pa
     other = maker.change(records(TP1, 0, 1)[0])
     assert other is not None
     holder._write(DeltaTable(str(path)), [other], {TP1: held[TP1].advanced(OffsetAndMetadata(1))})
+
+
+def test_records_that_make_no_row_still_move_the_positions(tmp_path: Path) -> None:
+    path = tmp_path / "events"
+    task, _ = started(config(path), [TP0])
+    task.put(records(TP0, 0, 2))
+    task.pre_commit({TP0: OffsetAndMetadata(2)})
+    task.put([SinkRecord("t", 0, 2, {"k": 1}, None)])  # a tombstone: no row when appending
+    assert task.pre_commit({TP0: OffsetAndMetadata(3)}) == {TP0: OffsetAndMetadata(3)}
+    assert DeltaTable(str(path)).transaction_version(app_id("lake", TP0)) == 3
+    assert len(rows(path)) == 2
