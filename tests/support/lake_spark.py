@@ -1,10 +1,13 @@
 """Spark SQL reading the lake sinks' tables, in a Python process of its own: its JVM starts with
 the Delta or Iceberg jars (`eosconnect.devkafka.lake_jars`), which a JVM already running in the test
-process (the `spark` fixture's) could not load. Skips the test when the jars cannot be had."""
+process (the `spark` fixture's) could not load. Only with EOSCONNECT_LAKE_SPARK=1: delta-spark
+4.4.0, the newest published, fails against PySpark 4.3's Spark (NoSuchMethodError on
+LogicalRDD.<init>), so by default the lake tests read with deltalake and PyIceberg alone."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -33,6 +36,10 @@ spark.stop()
 """
 
 
+def lake_spark_enabled() -> bool:
+    return os.environ.get("EOSCONNECT_LAKE_SPARK") == "1"
+
+
 def spark_sql(fmt: str, location: str, query: str, timeout: float = 240) -> list[dict[str, Any]]:
     """`query` over the table at `location` (a Delta path, or an Iceberg metadata file) as view
     `events`, by Spark SQL."""
@@ -49,5 +56,5 @@ def spark_sql(fmt: str, location: str, query: str, timeout: float = 240) -> list
         timeout=timeout,
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, f"Spark failed:\n{done.stderr[-4000:]}"
+    assert done.returncode == 0 and lines, f"Spark failed:\n{done.stderr[-20000:]}"
     return list(json.loads(lines[-1][len("RESULT ") :]))
