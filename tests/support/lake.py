@@ -165,7 +165,7 @@ def sigkill_a_task_mid_stream(
     worker.wait_for(
         lambda: worker.task_states(connector) == ["RUNNING", "RUNNING"], 120, "both sink tasks RUNNING"
     )
-    producer = SlowProducer(bootstrap, topic, total, 2).start()
+    producer = SlowProducer(bootstrap, topic, total, 2, step=20, pause_s=0.1).start()  # about 15 s
     try:
         worker.wait_for(lambda: rows() >= total // 4, 120, f"{total // 4} rows in the table")
         victim = worker.request("GET", "/internal/tasks").json()[f"{connector}-0"]["pid"]
