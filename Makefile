@@ -43,7 +43,7 @@ registry: $(STAMP)  ## Java 21+ and Apicurio Registry for the schema registry te
 
 # The Spark jars that read Delta and Iceberg tables (delta-spark, iceberg-spark-runtime of our
 # PySpark's Spark line), for the lake sinks' Spark reads (EOSCONNECT_LAKE_SPARK=1, see
-# tests/support/lake_spark.py: the newest delta-spark does not run on PySpark 4.3's Spark yet);
+# tests/support/lake_spark.py: neither newest jar runs on PySpark 4.3's Spark yet);
 # fetched once from Maven Central like the Kafka jars.
 lake-jars: $(STAMP)  ## delta-spark and iceberg-spark-runtime jars for the lake sinks' Spark reads
 	$(BIN)/python -c "from eosconnect.devkafka.lake_jars import lake_spark_jars as j; [print(j(f)[0]) for f in ('delta', 'iceberg')]" \

@@ -1,8 +1,10 @@
 """Spark SQL reading the lake sinks' tables, in a Python process of its own: its JVM starts with
 the Delta or Iceberg jars (`eosconnect.devkafka.lake_jars`), which a JVM already running in the test
-process (the `spark` fixture's) could not load. Only with EOSCONNECT_LAKE_SPARK=1: delta-spark
-4.4.0, the newest published, fails against PySpark 4.3's Spark (NoSuchMethodError on
-LogicalRDD.<init>), so by default the lake tests read with deltalake and PyIceberg alone."""
+process (the `spark` fixture's) could not load. Only with EOSCONNECT_LAKE_SPARK=1: the newest
+published jars fail against PySpark 4.3's Spark (delta-spark 4.4.0: NoSuchMethodError on
+LogicalRDD.<init>; iceberg-spark-runtime-4.1_2.13 1.12.0, no 4.2/4.3 runtime published:
+IncompatibleClassChangeError on CatalogManager), so by default the lake tests read with deltalake
+and PyIceberg alone."""
 
 from __future__ import annotations
 
