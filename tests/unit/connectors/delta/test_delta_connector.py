@@ -170,3 +170,12 @@ def test_records_that_make_no_row_still_move_the_positions(tmp_path: Path) -> No
     assert task.pre_commit({TP0: OffsetAndMetadata(3)}) == {TP0: OffsetAndMetadata(3)}
     assert DeltaTable(str(path)).transaction_version(app_id("lake", TP0)) == 3
     assert len(rows(path)) == 2
+
+
+def test_a_created_table_is_partitioned_by_delta_partition_by(tmp_path: Path) -> None:
+    path = tmp_path / "events"
+    task, _ = started(config(path, **{"delta.partition.by": "region"}), [TP0])
+    task.put([SinkRecord("t", 0, o, None, {"k": o, "region": f"r{o % 2}"}) for o in range(4)])
+    task.pre_commit({TP0: OffsetAndMetadata(4)})
+    assert DeltaTable(str(path)).metadata().partition_columns == ["region"]
+    assert [r["k"] for r in rows(path)] == [0, 1, 2, 3]

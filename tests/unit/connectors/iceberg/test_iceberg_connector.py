@@ -187,3 +187,13 @@ def test_routed_tables_each_skip_what_they_have_after_a_crash_between_their_comm
     again.pre_commit({TP0: OffsetAndMetadata(8)})
     assert [r["k"] for r in rows(cfg, "db.a")] == [1, 3, 5, 7]
     assert [r["k"] for r in rows(cfg, "db.b")] == [0, 2, 4, 6]
+
+
+def test_a_created_table_is_partitioned_by_the_default_partition_columns(tmp_path: Path) -> None:
+    cfg = config(tmp_path, **{"iceberg.tables.default-partition-by": "region"})
+    task, _ = started(cfg, [TP0])
+    task.put([SinkRecord("t", 0, o, None, {"k": o, "region": f"r{o % 2}"}) for o in range(4)])
+    task.pre_commit({TP0: OffsetAndMetadata(4)})
+    table = catalog_of(cfg).load_table("db.events")
+    assert [f.name for f in table.spec().fields] == ["region"]
+    assert [r["k"] for r in rows(cfg)] == [0, 1, 2, 3]
