@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-secured soak-long bench kafka postgres mariadb chromium registry install clean
+.PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-secured soak-long bench kafka postgres mariadb chromium registry lake-jars install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,14 @@ registry: $(STAMP)  ## Java 21+ and Apicurio Registry for the schema registry te
 	   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openjdk-21-jre-headless) || \
 	  echo "No Java 21+ could be found or installed: the schema registry tests will be skipped"
 	$(BIN)/python -c "from eosconnect.devkafka.registry import ensure_registry_app; print(ensure_registry_app())"
+
+# The Spark jars that read Delta and Iceberg tables (delta-spark, iceberg-spark-runtime of our
+# PySpark's Spark line), for the lake sinks' Spark reads (EOSCONNECT_LAKE_SPARK=1, see
+# tests/support/lake_spark.py: neither newest jar runs on PySpark 4.3's Spark yet);
+# fetched once from Maven Central like the Kafka jars.
+lake-jars: $(STAMP)  ## delta-spark and iceberg-spark-runtime jars for the lake sinks' Spark reads
+	$(BIN)/python -c "from eosconnect.devkafka.lake_jars import lake_spark_jars as j; [print(j(f)[0]) for f in ('delta', 'iceberg')]" \
+	  || echo "The Spark lake jars could not be fetched: the Delta/Iceberg Spark reads will be skipped"
 
 demo: kafka
 	$(BIN)/eosconnect demo

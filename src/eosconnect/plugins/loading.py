@@ -87,6 +87,11 @@ BUILTIN_CONNECTORS: dict[str, str] = {
     "io.confluent.connect.jdbc.JdbcSinkConnector": (
         "eosconnect.connectors.jdbc_sink.connector.JdbcSinkConnector"
     ),
+    "DeltaSink": "eosconnect.connectors.delta.connector.DeltaSinkConnector",
+    "IcebergSink": "eosconnect.connectors.iceberg.connector.IcebergSinkConnector",
+    "org.apache.iceberg.connect.IcebergSinkConnector": (
+        "eosconnect.connectors.iceberg.connector.IcebergSinkConnector"
+    ),
     "PostgresCdcSource": "eosconnect.connectors.postgres_cdc.PostgresCdcSourceConnector",
     "io.debezium.connector.postgresql.PostgresConnector": (
         "eosconnect.connectors.postgres_cdc.PostgresCdcSourceConnector"
