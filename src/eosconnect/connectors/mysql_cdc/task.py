@@ -1,0 +1,343 @@
+"""`MySqlCdcTask`: the initial snapshot, then the binlog, as Debezium change events.
+
+**Offsets.** One source partition, `{"server": <topic.prefix>}`, and Debezium's offset keys: `file`
+and `pos` (a binlog position), `gtids` (the GTID set executed there), `ts_sec`, `server_id`, and
+while the snapshot runs `snapshot: true` (with `snapshot_completed` true on its last record). The
+last record of a database transaction carries the position after the transaction's commit event
+and the GTID set including it: a restart from there reads the next transaction. A record inside
+a transaction carries, as Debezium's, the position where the transaction begins and the GTID set
+before it, with `event` (how many of the transaction's rows events were delivered whole) and `row`
+(how many rows of the next one): a restart from there skips exactly those.
+
+**Exactly once.** The runtime stores the offset in the Kafka transaction that holds the records
+(`exactly.once.source.support=enabled`); with `transaction.boundary=connector` the task ends a
+Kafka transaction after the last record of each database transaction (and after the whole
+snapshot), so a read_committed consumer sees each database transaction all or nothing, and a
+restarted task resumes exactly after the last one Kafka holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from eosconnect.api.data import Struct
+from eosconnect.api.errors import ConnectException
+from eosconnect.api.records import Header, Primitive, SourcePartition, SourceRecord
+from eosconnect.api.source import SourceTask
+from eosconnect.connectors.mysql_cdc import catalog
+from eosconnect.connectors.mysql_cdc.binlog import BinlogReader, Position, RowChange, Transaction
+from eosconnect.connectors.mysql_cdc.config import MySqlCdcConfig, SnapshotMode
+from eosconnect.connectors.mysql_cdc.events import SourceInfo, TableEvents
+from eosconnect.connectors.mysql_cdc.snapshot import Snapshot, current_position
+from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY, pk_change_header
+
+__all__ = ["VERSION", "MySqlCdcTask"]
+
+VERSION = "1.0.0"
+log = logging.getLogger(__name__)
+
+
+class MySqlCdcTask(SourceTask):
+    #: The runtime stores offsets itself: no delivery report per record is needed.
+    commit_record_metadata = False
+
+    def version(self) -> str:
+        return VERSION
+
+    def start(self, config: dict[str, str]) -> None:
+        self.cfg = MySqlCdcConfig.parse(config)
+        self.prefix: str = self.cfg["topic.prefix"]
+        self.partition = SourcePartition({"server": self.prefix})
+        self.modes = self.cfg.modes
+        self.tombstones: bool = self.cfg["tombstones.on.delete"]
+        self.batch_size: int = self.cfg["max.batch.size"]
+        self.poll_s = self.cfg["poll.interval.ms"] / 1000
+        self.column_filter = self.cfg.columns
+        self._tables: dict[tuple[Any, ...], TableEvents] = {}
+        self._ready: list[SourceRecord] = []
+        self._snapshot: Snapshot | None = None
+        self._snapshot_rows: Iterator[tuple[TableEvents, Struct]] | None = None
+        self._pending: tuple[TableEvents, Struct] | None = None
+        self._snapshot_count = 0
+        self._reader: BinlogReader | None = None
+        self._done = False
+        self._skip: tuple[int, int] | None = None  # (rows events, rows) of the first transaction delivered
+        if self.cfg["include.schema.changes"]:
+            log.info(
+                "MySqlCdcSource %s: include.schema.changes=true, but schema change events are not written; "
+                "row events follow DDL through the binlog's table maps",
+                self.prefix,
+            )
+        self.catalog = catalog.connect(self.cfg)
+        self.server = catalog.Server.of(self.catalog)
+        self._open()
+
+    # ------------------------------------------------------------------------------------ start
+
+    def _open(self) -> None:
+        stored = self.context.offset_storage_reader.offset(self.partition)
+        mode = SnapshotMode(self.cfg["snapshot.mode"])
+        done = stored is not None and (not stored.get("snapshot") or stored.get("snapshot_completed") is True)
+        if stored is not None and done:
+            position = Position(str(stored["file"]), _int(stored, "pos"), _str(stored.get("gtids")))
+            if "event" in stored or "row" in stored:
+                self._skip = (_int(stored, "event", 0), _int(stored, "row", 0))
+            log.info("MySqlCdcSource %s: streaming after the stored offset %s", self.prefix, dict(stored))
+            if mode is SnapshotMode.INITIAL_ONLY:
+                self._done = True
+                return
+            self._stream_from(position)
+        elif mode in (SnapshotMode.INITIAL, SnapshotMode.INITIAL_ONLY, SnapshotMode.WHEN_NEEDED):
+            tables = catalog.captured_tables(self.catalog, self.cfg)
+            self._snapshot = Snapshot(self.cfg, self.server.mariadb, tables)
+            events_of = {}
+            for table in tables:
+                meta = self._snapshot.meta[table]
+                events_of[table] = self._table_events(table[0], table[1], meta.columns, meta.primary_key)
+            self._snapshot_rows = self._snapshot.rows(events_of)
+            log.info(
+                "MySqlCdcSource %s: snapshot of %d table(s) at %s",
+                self.prefix,
+                len(tables),
+                self._snapshot.position,
+            )
+        else:
+            self._stream_from(current_position(self.catalog, self.server.mariadb))
+
+    def _stream_from(self, position: Position) -> None:
+        self._gtids_before = position.gtids
+        self._reader = BinlogReader(
+            self.cfg.connection(),
+            self.cfg["database.server.id"],
+            self.server.mariadb,
+            position,
+            self.cfg.captured,
+        )
+        self._reader.open()
+
+    def _table_events(self, db: str, table: str, columns: Any, key: Any) -> TableEvents:
+        """The events of a table with these columns, made once per shape (a table map repeats it)."""
+        cache_key = (db, table, columns, key)
+        found = self._tables.get(cache_key)
+        if found is None:
+            found = self._tables[cache_key] = TableEvents(
+                self.prefix, self.cfg.connector, db, table, columns, key, self.modes, self.column_filter
+            )
+        return found
+
+    # ------------------------------------------------------------------------------------ poll
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self._done:
+            time.sleep(self.poll_s)
+            return None
+        if self._snapshot is not None:
+            return self._poll_snapshot()
+        assert self._reader is not None
+        deadline = time.monotonic() + self.poll_s
+        ends: list[SourceRecord] = []
+        while len(self._ready) < self.batch_size:
+            remaining = deadline - time.monotonic() if not self._ready else 0.0
+            try:
+                item = (
+                    self._reader.transactions.get(timeout=max(remaining, 0.0))
+                    if remaining > 0
+                    else (self._reader.transactions.get_nowait())
+                )
+            except queue.Empty:
+                break
+            if isinstance(item, BaseException):
+                raise ConnectException(
+                    f"MySqlCdcSource {self.prefix}: reading the binlog of {self.cfg.describe()} failed: "
+                    f"{item}. "
+                    "The task resumes from its committed offset when restarted."
+                ) from item
+            records = self._transaction(item)
+            if records:
+                self._ready.extend(records)
+                ends.append(records[-1])
+        if not self._ready:
+            return None
+        batch, self._ready = self._ready, []
+        txn = self.context.transaction_context
+        if txn is not None:
+            for record in ends:  # one Kafka transaction per database transaction
+                txn.commit_transaction(record)
+        return batch
+
+    def _poll_snapshot(self) -> list[SourceRecord] | None:
+        assert self._snapshot is not None and self._snapshot_rows is not None
+        snapshot = self._snapshot
+        records: list[SourceRecord] = []
+        finished = False
+        if self._pending is None:
+            self._pending = next(self._snapshot_rows, None)
+        while self._pending is not None and len(records) < self.batch_size:
+            following = next(self._snapshot_rows, None)
+            table, after = self._pending
+            last = following is None
+            marker = "first" if self._snapshot_count == 0 else "last" if last else "true"
+            if self._snapshot_count == 0 and last:
+                marker = "last"
+            self._snapshot_count += 1
+            position = snapshot.position
+            source = SourceInfo(
+                self.cfg.connector, self.prefix, snapshot.started_ms, marker, self.server.server_id,
+                position.file, position.pos,
+            )  # fmt: skip
+            offset: dict[str, Primitive] = {
+                "file": position.file,
+                "pos": position.pos,
+                "ts_sec": snapshot.started_ms // 1000,
+                "server_id": self.server.server_id,
+                "snapshot": True,
+                "snapshot_completed": last,
+            }
+            if position.gtids:
+                offset["gtids"] = position.gtids
+            value = table.envelope("r", None, after, source, time.time_ns() // 1000)
+            records.append(self._record(table, table.key(after), value, offset))
+            self._pending = following
+        if self._pending is None:
+            finished = True
+            position = snapshot.position
+            snapshot.close()
+            self._snapshot = self._snapshot_rows = None
+            log.info("MySqlCdcSource %s: snapshot done, %d row(s)", self.prefix, self._snapshot_count)
+            if SnapshotMode(self.cfg["snapshot.mode"]) is SnapshotMode.INITIAL_ONLY:
+                self._done = True
+            else:
+                self._stream_from(position)
+        txn = self.context.transaction_context
+        if finished and records and txn is not None:
+            txn.commit_transaction(records[-1])  # the whole snapshot is one Kafka transaction
+        return records or None
+
+    # ------------------------------------------------------------------------------------ stream
+
+    def _transaction(self, txn: Transaction) -> list[SourceRecord]:
+        """The records of one database transaction (none for one without captured changes)."""
+        assert txn.end is not None
+        before_gtids, self._gtids_before = self._gtids_before, txn.end.gtids
+        skip, self._skip = self._skip, None
+        records: list[SourceRecord] = []
+        now_micros = time.time_ns() // 1000
+        event_index, event_pos = -1, None
+        for change in txn.changes:
+            if change.pos != event_pos:
+                event_index, event_pos = event_index + 1, change.pos
+            if skip is not None and (event_index, change.row) < skip:
+                continue  # delivered before the restart
+            offset: dict[str, Primitive] = {
+                "file": txn.file,
+                "pos": txn.pos,
+                "ts_sec": change.ts_ms // 1000,
+                "server_id": self.server.server_id,
+                "event": event_index,
+                "row": change.row + 1,
+            }
+            if before_gtids:
+                offset["gtids"] = before_gtids
+            records.extend(self._change_records(txn, change, offset, now_micros))
+        if records:
+            last = records[-1]
+            end: dict[str, Primitive] = {
+                "file": txn.end.file,
+                "pos": txn.end.pos,
+                "ts_sec": dict(last.source_offset or {}).get("ts_sec", 0),
+                "server_id": self.server.server_id,
+            }
+            if txn.end.gtids:
+                end["gtids"] = txn.end.gtids
+            records[-1] = SourceRecord(
+                source_partition=last.source_partition,
+                source_offset=end,
+                topic=last.topic,
+                key=last.key,
+                value=last.value,
+                key_schema=last.key_schema,
+                value_schema=last.value_schema,
+                headers=last.headers,
+            )
+        return records
+
+    def _change_records(
+        self, txn: Transaction, change: RowChange, offset: dict[str, Primitive], now_micros: int
+    ) -> list[SourceRecord]:
+        table = self._table_events(change.db, change.table, change.columns, change.primary_key)
+        source = SourceInfo(
+            self.cfg.connector, self.prefix, change.ts_ms, "false", self.server.server_id, txn.file,
+            change.pos, change.row, txn.gtid, txn.thread,
+        )  # fmt: skip
+        before = None if change.before is None else table.row(change.before)
+        after = None if change.after is None else table.row(change.after)
+        out = []
+        old_key, new_key = table.key(before), table.key(after)
+        if change.op == "u" and old_key != new_key:
+            # A primary key change, as Debezium emits it: a delete (and its tombstone) under the old
+            # key naming the new one, then a create under the new key naming the old one.
+            headers = pk_change_header(NEWKEY, new_key)
+            out.append(
+                self._record(
+                    table, old_key, table.envelope("d", before, None, source, now_micros), offset, headers
+                )
+            )
+            if self.tombstones:
+                out.append(self._record(table, old_key, None, offset, headers))
+            create = table.envelope("c", None, after, source, now_micros)
+            out.append(self._record(table, new_key, create, offset, pk_change_header(OLDKEY, old_key)))
+            return out
+        key = new_key if after is not None else old_key
+        out.append(
+            self._record(table, key, table.envelope(change.op, before, after, source, now_micros), offset)
+        )
+        if change.op == "d" and self.tombstones:
+            out.append(self._record(table, key, None, offset))
+        return out
+
+    def _record(
+        self,
+        table: TableEvents,
+        key: Struct | None,
+        value: Struct | None,
+        offset: dict[str, Primitive],
+        headers: tuple[Header, ...] = (),
+    ) -> SourceRecord:
+        return SourceRecord(
+            source_partition=self.partition,
+            source_offset=offset,
+            topic=table.topic,
+            key=key,
+            value=value,
+            key_schema=table.key_schema,
+            value_schema=table.envelope_schema if value is not None else None,
+            headers=headers,
+        )
+
+    def stop(self) -> None:
+        reader = self.__dict__.get("_reader")
+        if reader is not None:
+            reader.close()
+        snapshot = self.__dict__.get("_snapshot")
+        if snapshot is not None:
+            snapshot.close()
+        conn = self.__dict__.get("catalog")
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _int(offset: Any, key: str, default: int | None = None) -> int:
+    value = offset.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConnectException(f"MySqlCdcSource: the stored offset's {key!r} is {value!r}, not a number")
+    return int(value)
+
+
+def _str(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
