@@ -539,3 +539,69 @@ def test_sigkilled_worker_process_then_restarted_exactly_once(
     wait_until(lambda: count_changes(read_committed, topic) >= workload.changes, 120, "every change")
     second.stop_connector(config["name"])
     check_exactly_once(read_events(read_committed, topic), mariadb_binlog, accounts, workload)
+
+
+def test_a_purged_position_fails_naming_it_or_takes_a_new_snapshot_when_needed(mariadb_binlog, database):
+    with connect(mariadb_binlog, database) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE items (id INT PRIMARY KEY)")
+        cur.execute("INSERT INTO items VALUES (1), (2)")
+    config = source_config(mariadb_binlog, database, "pg")
+    task = Task(config)
+    try:
+        offset = dict(task.records(2)[-1].source_offset)
+    finally:
+        task.stop()
+    with connect(mariadb_binlog) as conn, conn.cursor() as cur:
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SHOW MASTER STATUS")
+        current = cur.fetchone()[0]
+        deadline = time.monotonic() + 30
+        while True:  # a binlog a dump thread still reads is kept: until the server ends that thread
+            cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+            cur.execute("SHOW BINARY LOGS")
+            if offset["file"] not in [r[0] for r in cur.fetchall()]:
+                break
+            assert time.monotonic() < deadline, "the binlog was not purged"
+            time.sleep(0.5)
+    from eosconnect.api.errors import ConnectException
+
+    with pytest.raises(ConnectException, match="no longer on") as failed:
+        Task(config, offset)
+    assert offset["file"] in str(failed.value) and "snapshot.mode=when_needed" in str(failed.value)
+    again = Task({**config, "snapshot.mode": "when_needed"}, offset)
+    try:
+        assert [r.value.get("op") for r in again.records(2)] == ["r", "r"]
+    finally:
+        again.stop()
+
+
+def test_a_server_killed_mid_stream_is_read_again_after_the_last_whole_transaction(mariadb_binlog, database):
+    """mariadbd SIGKILLed while transactions are being streamed and started again: the task
+    reconnects by itself and every change arrives once."""
+    with connect(mariadb_binlog, database) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE items (id INT PRIMARY KEY, v VARCHAR(10))")
+    config = source_config(
+        mariadb_binlog, database, "kl", snapshot_mode="no_data", retriable_restart_connector_wait_ms="300"
+    )
+    task = Task(config)
+    try:
+        with connect(mariadb_binlog, database) as conn, conn.cursor() as cur:
+            for i in range(1, 6):
+                cur.execute("BEGIN")
+                cur.execute("INSERT INTO items VALUES (%s, 'a'), (%s, 'b')", (i * 10, i * 10 + 1))
+                cur.execute("COMMIT")
+        records = task.records(4)  # some read, the rest read after the restart
+        mariadb_binlog.kill()
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:  # the task meets the dead server
+            records.extend(task.task.poll() or [])
+        mariadb_binlog.start()
+        with connect(mariadb_binlog, database) as conn, conn.cursor() as cur:
+            cur.execute("INSERT INTO items VALUES (60, 'c'), (61, 'd')")
+        records.extend(task.records(12 - len(records), timeout=60))
+        time.sleep(1)
+        records.extend(task.task.poll() or [])
+    finally:
+        task.stop()
+    ids = [as_dict(r.key)["id"] for r in records]
+    assert ids == [10, 11, 20, 21, 30, 31, 40, 41, 50, 51, 60, 61], ids

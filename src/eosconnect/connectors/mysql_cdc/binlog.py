@@ -25,7 +25,35 @@ from typing import Any
 
 from eosconnect.connectors.mysql_cdc.types import ColumnInfo
 
-__all__ = ["BinlogReader", "Position", "RowChange", "Transaction", "column_info"]
+__all__ = [
+    "BinlogLost",
+    "BinlogReader",
+    "Position",
+    "RowChange",
+    "Transaction",
+    "column_info",
+    "is_connection_loss",
+]
+
+
+class BinlogLost(ConnectionError):
+    """The binlog connection was lost (the server restarted, the network dropped). mysql-replication
+    reconnects by itself from where it was, which may be inside a transaction (or, on MariaDB, back
+    at the first position): the reader stops instead, and the task opens a new one after the last
+    whole transaction it read."""
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    """A lost or refused-for-now connection, which a new connection may mend (not a refused login)."""
+    import pymysql
+
+    if isinstance(exc, BinlogLost | ConnectionError | TimeoutError):
+        return True
+    if isinstance(exc, pymysql.err.OperationalError):
+        code = exc.args[0] if exc.args else 0
+        return code not in (1045, 1044, 1049, 1236)  # refused login or database, binlog position gone
+    return isinstance(exc, pymysql.err.InterfaceError | OSError)
+
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +226,7 @@ class BinlogReader:
             WriteRowsEvent,
         )
 
-        file, txn = self.start.file, None
+        file, txn, connects = self.start.file, None, 0
         gtids = _Gtids(self.start.gtids, self.mariadb)
         for event in self._stream:
             if self._stopping.is_set():
@@ -209,6 +237,10 @@ class BinlogReader:
                 self._nulls[event.table_id] = bytes(event.null_bitmask)
                 continue
             if isinstance(event, RotateEvent):
+                if event.timestamp == 0:  # the artificial rotate a dump starts with
+                    connects += 1
+                    if connects > 1:
+                        raise BinlogLost("the binlog connection was lost and mysql-replication reconnected")
                 file = event.next_binlog
                 continue
             if isinstance(event, MariadbGtidEvent | GtidEvent):

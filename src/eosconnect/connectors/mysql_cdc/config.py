@@ -133,6 +133,14 @@ CONFIG_DEF = (
             "Follow each delete event with a tombstone (null value) for log compaction.", group="Connector")
     .define("max.batch.size", ConfigType.INT, 2048, Importance.LOW,
             "Most change events returned by one poll.", Range.at_least(1), group="Connector")
+    .define("errors.max.retries", ConfigType.INT, -1, Importance.LOW,
+            "How many times a streaming task tries its binlog connection again after losing it (the "
+            "server restarted) before the task fails: -1 (the default) without limit, 0 fails at once. "
+            "The stream resumes after the last whole transaction read.", Range.at_least(-1),
+            group="Connector")
+    .define("retriable.restart.connector.wait.ms", ConfigType.INT, 10000, Importance.LOW,
+            "Wait between tries of a lost binlog connection (the first is at once).", Range.at_least(0),
+            group="Connector")
     .define("poll.interval.ms", ConfigType.INT, 500, Importance.LOW,
             "Longest wait for binlog events in one poll when there is nothing to return.",
             Range.at_least(1), group="Connector")

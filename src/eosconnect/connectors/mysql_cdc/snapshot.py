@@ -24,9 +24,16 @@ from eosconnect.connectors.mysql_cdc.binlog import Position
 from eosconnect.connectors.mysql_cdc.config import LockingMode, MySqlCdcConfig
 from eosconnect.connectors.mysql_cdc.events import TableEvents
 
-__all__ = ["Snapshot", "current_position"]
+__all__ = ["Snapshot", "binlog_files", "current_position"]
 
 log = logging.getLogger(__name__)
+
+
+def binlog_files(conn: Any) -> list[str]:
+    """The binlog files the server still has, oldest first."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [str(row[0]) for row in cur.fetchall()]
 
 
 def current_position(conn: Any, mariadb: bool) -> Position:

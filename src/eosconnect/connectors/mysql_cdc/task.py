@@ -30,10 +30,16 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Header, Primitive, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
 from eosconnect.connectors.mysql_cdc import catalog
-from eosconnect.connectors.mysql_cdc.binlog import BinlogReader, Position, RowChange, Transaction
+from eosconnect.connectors.mysql_cdc.binlog import (
+    BinlogReader,
+    Position,
+    RowChange,
+    Transaction,
+    is_connection_loss,
+)
 from eosconnect.connectors.mysql_cdc.config import MySqlCdcConfig, SnapshotMode
 from eosconnect.connectors.mysql_cdc.events import SourceInfo, TableEvents
-from eosconnect.connectors.mysql_cdc.snapshot import Snapshot, current_position
+from eosconnect.connectors.mysql_cdc.snapshot import Snapshot, binlog_files, current_position
 from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY, pk_change_header
 
 __all__ = ["VERSION", "MySqlCdcTask"]
@@ -67,6 +73,9 @@ class MySqlCdcTask(SourceTask):
         self._reader: BinlogReader | None = None
         self._done = False
         self._skip: tuple[int, int] | None = None  # (rows events, rows) of the first transaction delivered
+        self._tries = 0  # tries of a lost binlog connection
+        self._lost: BaseException | None = None
+        self._next_try = 0.0
         if self.cfg["include.schema.changes"]:
             log.info(
                 "MySqlCdcSource %s: include.schema.changes=true, but schema change events are not written; "
@@ -83,8 +92,11 @@ class MySqlCdcTask(SourceTask):
         stored = self.context.offset_storage_reader.offset(self.partition)
         mode = SnapshotMode(self.cfg["snapshot.mode"])
         done = stored is not None and (not stored.get("snapshot") or stored.get("snapshot_completed") is True)
+        position = None
         if stored is not None and done:
             position = Position(str(stored["file"]), _int(stored, "pos"), _str(stored.get("gtids")))
+            done = not self._purged(position, mode)
+        if stored is not None and done and position is not None:
             if "event" in stored or "row" in stored:
                 self._skip = (_int(stored, "event", 0), _int(stored, "row", 0))
             log.info("MySqlCdcSource %s: streaming after the stored offset %s", self.prefix, dict(stored))
@@ -93,6 +105,7 @@ class MySqlCdcTask(SourceTask):
                 return
             self._stream_from(position)
         elif mode in (SnapshotMode.INITIAL, SnapshotMode.INITIAL_ONLY, SnapshotMode.WHEN_NEEDED):
+            self._skip = None
             tables = catalog.captured_tables(self.catalog, self.cfg)
             self._snapshot = Snapshot(self.cfg, self.server.mariadb, tables)
             events_of = {}
@@ -109,8 +122,31 @@ class MySqlCdcTask(SourceTask):
         else:
             self._stream_from(current_position(self.catalog, self.server.mariadb))
 
+    def _purged(self, position: Position, mode: SnapshotMode) -> bool:
+        """Whether the stored position's binlog file is gone (snapshot.mode=when_needed: take a
+        new snapshot; otherwise the task fails, naming the position and the fixes)."""
+        files = binlog_files(self.catalog)
+        if position.file in files:
+            return False
+        where = f"{position.file}:{position.pos}" + (f" (GTIDs {position.gtids})" if position.gtids else "")
+        if mode is not SnapshotMode.WHEN_NEEDED:
+            oldest = files[0] if files else "none"
+            raise ConnectException(
+                f"MySqlCdcSource {self.prefix}: the stored binlog position {where} is no longer on "
+                f"{self.cfg.describe()} (purged; its oldest binlog is {oldest}), so the changes since are "
+                "lost. Reset the connector's offsets to take a new snapshot, or set "
+                "snapshot.mode=when_needed "
+                "to take one by itself; keep binlogs (binlog_expire_logs_seconds) longer than the connector "
+                "may be stopped."
+            )
+        log.warning(
+            "MySqlCdcSource %s: %s was purged; taking a new snapshot (when_needed)", self.prefix, where
+        )
+        return True
+
     def _stream_from(self, position: Position) -> None:
         self._gtids_before = position.gtids
+        self._read_to = position  # after the last whole transaction read: where a new reader starts
         self._reader = BinlogReader(
             self.cfg.connection(),
             self.cfg["database.server.id"],
@@ -138,6 +174,8 @@ class MySqlCdcTask(SourceTask):
             return None
         if self._snapshot is not None:
             return self._poll_snapshot()
+        if self._reader is None and not self._retry():
+            return None
         assert self._reader is not None
         deadline = time.monotonic() + self.poll_s
         ends: list[SourceRecord] = []
@@ -150,6 +188,9 @@ class MySqlCdcTask(SourceTask):
                     else (self._reader.transactions.get_nowait())
                 )
             except queue.Empty:
+                break
+            if isinstance(item, BaseException) and is_connection_loss(item):
+                self._lose_stream(item)
                 break
             if isinstance(item, BaseException):
                 raise ConnectException(
@@ -169,6 +210,49 @@ class MySqlCdcTask(SourceTask):
             for record in ends:  # one Kafka transaction per database transaction
                 txn.commit_transaction(record)
         return batch
+
+    def _lose_stream(self, exc: BaseException) -> None:
+        """The binlog connection is gone: the transactions read before it are handed out, and a new
+        reader starts after the last of them (`_retry`)."""
+        assert self._reader is not None
+        self._reader.close()
+        self._reader, self._lost, self._next_try = None, exc, time.monotonic()
+        log.warning(
+            "MySqlCdcSource %s: lost the binlog connection to %s (%s); reading again after %s once it "
+            "answers (errors.max.retries=%d)",
+            self.prefix, self.cfg.describe(), exc, self._read_to, self.cfg["errors.max.retries"],
+        )  # fmt: skip
+
+    def _retry(self) -> bool:
+        """One try (when due) of a new binlog reader after the last whole transaction read: at once,
+        then every retriable.restart.connector.wait.ms, errors.max.retries times (-1: no limit)."""
+        limit = self.cfg["errors.max.retries"]
+        if 0 <= limit <= self._tries:
+            raise ConnectException(
+                f"MySqlCdcSource {self.prefix}: lost the binlog connection to {self.cfg.describe()} "
+                f"({self._lost}) and gave up after {self._tries} retries (errors.max.retries={limit}). "
+                "Once the server is reachable, restart the task: it resumes from its committed offset."
+            ) from self._lost
+        wait = self._next_try - time.monotonic()
+        if wait > 0:
+            time.sleep(min(wait, self.poll_s))
+            return False
+        self._tries += 1
+        self._next_try = time.monotonic() + self.cfg["retriable.restart.connector.wait.ms"] / 1000
+        try:
+            with contextlib.suppress(Exception):
+                self.catalog.close()
+            self.catalog = catalog.connect(self.cfg)
+            self._stream_from(self._read_to)
+        except Exception as exc:
+            if not is_connection_loss(exc):
+                raise
+            self._lost = exc
+            return False
+        log.info("MySqlCdcSource %s: reading the binlog again after %d tr%s", self.prefix, self._tries,
+                 "y" if self._tries == 1 else "ies")  # fmt: skip
+        self._tries = 0
+        return True
 
     def _poll_snapshot(self) -> list[SourceRecord] | None:
         assert self._snapshot is not None and self._snapshot_rows is not None
@@ -199,7 +283,7 @@ class MySqlCdcTask(SourceTask):
                 "snapshot_completed": last,
             }
             if position.gtids:
-                offset["gtids"] = position.gtids
+                offset["gtids"] = self._kept_gtids(position.gtids)
             value = table.envelope("r", None, after, source, time.time_ns() // 1000)
             records.append(self._record(table, table.key(after), value, offset))
             self._pending = following
@@ -224,6 +308,7 @@ class MySqlCdcTask(SourceTask):
         """The records of one database transaction (none for one without captured changes)."""
         assert txn.end is not None
         before_gtids, self._gtids_before = self._gtids_before, txn.end.gtids
+        self._read_to = txn.end
         skip, self._skip = self._skip, None
         records: list[SourceRecord] = []
         now_micros = time.time_ns() // 1000
@@ -242,7 +327,7 @@ class MySqlCdcTask(SourceTask):
                 "row": change.row + 1,
             }
             if before_gtids:
-                offset["gtids"] = before_gtids
+                offset["gtids"] = self._kept_gtids(before_gtids)
             records.extend(self._change_records(txn, change, offset, now_micros))
         if records:
             last = records[-1]
@@ -253,7 +338,7 @@ class MySqlCdcTask(SourceTask):
                 "server_id": self.server.server_id,
             }
             if txn.end.gtids:
-                end["gtids"] = txn.end.gtids
+                end["gtids"] = self._kept_gtids(txn.end.gtids)
             records[-1] = SourceRecord(
                 source_partition=last.source_partition,
                 source_offset=end,
@@ -299,6 +384,17 @@ class MySqlCdcTask(SourceTask):
         if change.op == "d" and self.tombstones:
             out.append(self._record(table, key, None, offset))
         return out
+
+    def _kept_gtids(self, gtids: str) -> str:
+        """`gtids` without the sources gtid.source.includes/excludes leave out: a source is the
+        server UUID of a MySQL GTID set's part, the domain-server prefix of a MariaDB one."""
+        if not (self.cfg["gtid.source.includes"] or self.cfg["gtid.source.excludes"]):
+            return gtids
+        keep = self.cfg.gtid_sources
+        parts = [p.strip() for p in gtids.split(",") if p.strip()]
+        if self.server.mariadb:
+            return ",".join(p for p in parts if keep(p.rsplit("-", 1)[0]))
+        return ",".join(p for p in parts if keep(p.split(":", 1)[0]))
 
     def _record(
         self,
