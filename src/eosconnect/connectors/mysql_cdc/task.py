@@ -72,7 +72,8 @@ class MySqlCdcTask(SourceTask):
         self._snapshot_count = 0
         self._reader: BinlogReader | None = None
         self._done = False
-        self._skip: tuple[int, int] | None = None  # (rows events, rows) of the first transaction delivered
+        #: (file, pos) of the transaction a stored offset is inside, and its rows events and rows delivered
+        self._skip: tuple[str, int, int, int] | None = None
         self._tries = 0  # tries of a lost binlog connection
         self._lost: BaseException | None = None
         self._next_try = 0.0
@@ -98,7 +99,7 @@ class MySqlCdcTask(SourceTask):
             done = not self._purged(position, mode)
         if stored is not None and done and position is not None:
             if "event" in stored or "row" in stored:
-                self._skip = (_int(stored, "event", 0), _int(stored, "row", 0))
+                self._skip = (position.file, position.pos, _int(stored, "event", 0), _int(stored, "row", 0))
             log.info("MySqlCdcSource %s: streaming after the stored offset %s", self.prefix, dict(stored))
             if mode is SnapshotMode.INITIAL_ONLY:
                 self._done = True
@@ -309,7 +310,9 @@ class MySqlCdcTask(SourceTask):
         assert txn.end is not None
         before_gtids, self._gtids_before = self._gtids_before, txn.end.gtids
         self._read_to = txn.end
-        skip, self._skip = self._skip, None
+        skip = None
+        if self._skip is not None and self._skip[:2] == (txn.file, txn.pos):
+            skip, self._skip = self._skip[2:], None
         records: list[SourceRecord] = []
         now_micros = time.time_ns() // 1000
         event_index, event_pos = -1, None
