@@ -605,3 +605,37 @@ def test_a_server_killed_mid_stream_is_read_again_after_the_last_whole_transacti
         task.stop()
     ids = [as_dict(r.key)["id"] for r in records]
     assert ids == [10, 11, 20, 21, 30, 31, 40, 41, 50, 51, 60, 61], ids
+
+
+def test_heartbeats_move_the_offset_while_the_captured_tables_are_idle(mariadb_binlog, database):
+    with connect(mariadb_binlog, database) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE items (id INT PRIMARY KEY)")
+        cur.execute("CREATE TABLE other (id INT PRIMARY KEY)")
+    config = source_config(
+        mariadb_binlog,
+        database,
+        "hb",
+        snapshot_mode="no_data",
+        heartbeat_interval_ms="300",
+        table_include_list=f"{database}\\.items",
+    )
+    task = Task(config)
+    try:
+        start = task.task._read_to
+        with connect(mariadb_binlog, database) as conn, conn.cursor() as cur:
+            cur.execute("INSERT INTO other VALUES (1), (2)")
+        beat = task.records(1)[0]
+        assert beat.topic == "__debezium-heartbeat.hb" and as_dict(beat.key) == {"serverName": "hb"}
+        assert beat.source_offset["pos"] > start.pos and beat.source_offset["gtids"] != start.gtids
+        time.sleep(0.8)
+        assert not task.task.poll(), "no new heartbeat while the position stays"
+    finally:
+        task.stop()
+    resumed = Task(config, dict(beat.source_offset))
+    try:
+        with connect(mariadb_binlog, database) as conn, conn.cursor() as cur:
+            cur.execute("INSERT INTO items VALUES (7)")
+        (record,) = resumed.records(1)
+        assert as_dict(record.key) == {"id": 7}
+    finally:
+        resumed.stop()

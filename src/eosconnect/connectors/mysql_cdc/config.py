@@ -129,6 +129,14 @@ CONFIG_DEF = (
             "Debezium writes schema change events to <topic.prefix>; MySqlCdcSource does not yet (it logs "
             "so once when true). Row events always follow DDL through the binlog's table maps.",
             group="Connector")
+    .define("heartbeat.interval.ms", ConfigType.INT, 0, Importance.MEDIUM,
+            "Every this many ms without change events, write a heartbeat record to "
+            "<heartbeat.topics.prefix>.<topic.prefix> whose offset is the binlog position read so far, so "
+            "the stored offset moves on while the captured tables are idle and other tables change "
+            "(a restart then does not read those transactions again; 0: off).", Range.at_least(0),
+            group="Connector")
+    .define("heartbeat.topics.prefix", ConfigType.STRING, "__debezium-heartbeat", Importance.LOW,
+            "Prefix of the heartbeat topic.", group="Connector")
     .define("tombstones.on.delete", ConfigType.BOOLEAN, True, Importance.MEDIUM,
             "Follow each delete event with a tombstone (null value) for log compaction.", group="Connector")
     .define("max.batch.size", ConfigType.INT, 2048, Importance.LOW,

@@ -41,6 +41,7 @@ from eosconnect.connectors.mysql_cdc.config import MySqlCdcConfig, SnapshotMode
 from eosconnect.connectors.mysql_cdc.events import SourceInfo, TableEvents
 from eosconnect.connectors.mysql_cdc.snapshot import Snapshot, binlog_files, current_position
 from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY, pk_change_header
+from eosconnect.connectors.postgres_cdc.heartbeat import HEARTBEAT_KEY, HEARTBEAT_VALUE
 
 __all__ = ["VERSION", "MySqlCdcTask"]
 
@@ -74,6 +75,9 @@ class MySqlCdcTask(SourceTask):
         self._done = False
         #: (file, pos) of the transaction a stored offset is inside, and its rows events and rows delivered
         self._skip: tuple[str, int, int, int] | None = None
+        self.heartbeat_s = self.cfg["heartbeat.interval.ms"] / 1000
+        self._last_activity = time.monotonic()
+        self._beaten: Position | None = None  # the position of the last heartbeat or record
         self._tries = 0  # tries of a lost binlog connection
         self._lost: BaseException | None = None
         self._next_try = 0.0
@@ -148,6 +152,7 @@ class MySqlCdcTask(SourceTask):
     def _stream_from(self, position: Position) -> None:
         self._gtids_before = position.gtids
         self._read_to = position  # after the last whole transaction read: where a new reader starts
+        self._beaten = position
         self._reader = BinlogReader(
             self.cfg.connection(),
             self.cfg["database.server.id"],
@@ -203,14 +208,47 @@ class MySqlCdcTask(SourceTask):
             if records:
                 self._ready.extend(records)
                 ends.append(records[-1])
-        if not self._ready:
-            return None
-        batch, self._ready = self._ready, []
         txn = self.context.transaction_context
+        if not self._ready:
+            beat = self._heartbeat()
+            if beat is not None and txn is not None:
+                txn.commit_transaction(beat)
+            return None if beat is None else [beat]
+        batch, self._ready = self._ready, []
+        self._last_activity = time.monotonic()
         if txn is not None:
             for record in ends:  # one Kafka transaction per database transaction
                 txn.commit_transaction(record)
         return batch
+
+    def _heartbeat(self) -> SourceRecord | None:
+        """After heartbeat.interval.ms without change events, a heartbeat whose offset is the
+        position after the last transaction read (when it moved since the last record)."""
+        if self.heartbeat_s <= 0 or time.monotonic() - self._last_activity < self.heartbeat_s:
+            return None
+        self._last_activity = time.monotonic()
+        position = self._read_to
+        if position == self._beaten:
+            return None
+        self._beaten = position
+        now_ms = int(time.time() * 1000)
+        offset: dict[str, Primitive] = {
+            "file": position.file,
+            "pos": position.pos,
+            "ts_sec": now_ms // 1000,
+            "server_id": self.server.server_id,
+        }
+        if position.gtids:
+            offset["gtids"] = self._kept_gtids(position.gtids)
+        return SourceRecord(
+            source_partition=self.partition,
+            source_offset=offset,
+            topic=f"{self.cfg['heartbeat.topics.prefix']}.{self.prefix}",
+            key=Struct(HEARTBEAT_KEY).put("serverName", self.prefix),
+            value=Struct(HEARTBEAT_VALUE).put("ts_ms", now_ms),
+            key_schema=HEARTBEAT_KEY,
+            value_schema=HEARTBEAT_VALUE,
+        )
 
     def _lose_stream(self, exc: BaseException) -> None:
         """The binlog connection is gone: the transactions read before it are handed out, and a new
@@ -333,6 +371,7 @@ class MySqlCdcTask(SourceTask):
                 offset["gtids"] = self._kept_gtids(before_gtids)
             records.extend(self._change_records(txn, change, offset, now_micros))
         if records:
+            self._beaten = txn.end
             last = records[-1]
             end: dict[str, Primitive] = {
                 "file": txn.end.file,
