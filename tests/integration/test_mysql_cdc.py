@@ -32,6 +32,7 @@ from eosconnect.api.records import SourceRecord
 from eosconnect.connectors.mysql_cdc import MySqlCdcSourceConnector, MySqlCdcTask
 from support.cdc_soak import kafka_transactions
 from support.runtime_helpers import wait_until
+from support.workers import LONG_TESTS
 
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -639,3 +640,42 @@ def test_heartbeats_move_the_offset_while_the_captured_tables_are_idle(mariadb_b
         assert as_dict(record.key) == {"id": 7}
     finally:
         resumed.stop()
+
+
+#: 100,000 rows under EOSCONNECT_LONG_TESTS=1; 20,000 in `make test`, which bounds each file's time.
+BIG_TRANSACTION_ROWS = 100_000 if LONG_TESTS else 20_000
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_one_large_transaction_is_one_kafka_transaction(
+    mariadb_binlog, accounts, run_job, worker_props, topic_name, create_topic, read_committed
+):
+    """One transaction of BIG_TRANSACTION_ROWS inserted rows (many rows events, one XID): every row
+    arrives once, all in one Kafka transaction (consecutive offsets: no commit marker between)."""
+    prefix = topic_name("my")
+    topic = create_topic(f"{prefix}.{accounts}.accounts")
+    job = run_job(
+        kafka_config(mariadb_binlog, accounts, prefix, max_batch_size="4096"), worker_props("enabled")
+    )
+    wait_until(lambda: len(read_committed(topic)) >= SNAPSHOT_ROWS, 90, "the snapshot", job)
+    first = 1_000_000
+    with connect(mariadb_binlog, accounts) as conn, conn.cursor() as cur:
+        cur.execute("BEGIN")
+        cur.executemany(
+            "INSERT INTO accounts (id, owner, balance, version) VALUES (%s, %s, 1, %s)",
+            [(n, f"bulk-{n}", n) for n in range(first, first + BIG_TRANSACTION_ROWS)],
+        )
+        cur.execute("COMMIT")
+    total = SNAPSHOT_ROWS + BIG_TRANSACTION_ROWS
+    wait_until(lambda: len(read_committed(topic)) >= total, 240, "the large transaction", job)
+    job.stop()
+    records = read_committed(topic)
+    assert len(records) == total, "nothing duplicated"
+    bulk = records[SNAPSHOT_ROWS:]
+    ids = [json.loads(r.key)["payload"]["id"] for r in bulk]
+    assert ids == list(range(first, first + BIG_TRANSACTION_ROWS)), "every row once, in binlog order"
+    offsets = [r.offset for r in bulk]
+    assert offsets == list(range(offsets[0], offsets[0] + BIG_TRANSACTION_ROWS)), "one Kafka transaction"
+    gtids = {json.loads(r.value)["payload"]["source"]["gtid"] for r in (bulk[0], bulk[-1])}
+    assert len(gtids) == 1

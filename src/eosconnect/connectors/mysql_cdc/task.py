@@ -22,6 +22,7 @@ import contextlib
 import logging
 import queue
 import time
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,7 +67,7 @@ class MySqlCdcTask(SourceTask):
         self.poll_s = self.cfg["poll.interval.ms"] / 1000
         self.column_filter = self.cfg.columns
         self._tables: dict[tuple[Any, ...], TableEvents] = {}
-        self._ready: list[SourceRecord] = []
+        self._ready: deque[SourceRecord] = deque()
         self._snapshot: Snapshot | None = None
         self._snapshot_rows: Iterator[tuple[TableEvents, Struct]] | None = None
         self._pending: tuple[TableEvents, Struct] | None = None
@@ -184,7 +185,6 @@ class MySqlCdcTask(SourceTask):
             return None
         assert self._reader is not None
         deadline = time.monotonic() + self.poll_s
-        ends: list[SourceRecord] = []
         while len(self._ready) < self.batch_size:
             remaining = deadline - time.monotonic() if not self._ready else 0.0
             try:
@@ -204,21 +204,20 @@ class MySqlCdcTask(SourceTask):
                     f"{item}. "
                     "The task resumes from its committed offset when restarted."
                 ) from item
-            records = self._transaction(item)
-            if records:
-                self._ready.extend(records)
-                ends.append(records[-1])
+            self._ready.extend(self._transaction(item))
         txn = self.context.transaction_context
         if not self._ready:
             beat = self._heartbeat()
             if beat is not None and txn is not None:
                 txn.commit_transaction(beat)
             return None if beat is None else [beat]
-        batch, self._ready = self._ready, []
+        # at most max.batch.size records a poll: a large transaction spans polls (and one Kafka transaction)
+        batch = [self._ready.popleft() for _ in range(min(len(self._ready), self.batch_size))]
         self._last_activity = time.monotonic()
         if txn is not None:
-            for record in ends:  # one Kafka transaction per database transaction
-                txn.commit_transaction(record)
+            for record in batch:  # one Kafka transaction per database transaction: end it at its last record
+                if "event" not in (record.source_offset or {}):
+                    txn.commit_transaction(record)
         return batch
 
     def _heartbeat(self) -> SourceRecord | None:
