@@ -21,7 +21,7 @@ postgres:  ## PostgreSQL binaries for the JdbcSource tests (Debian packages; tes
 	   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql) \
 	  || echo "PostgreSQL could not be installed: its JdbcSource tests will be skipped"
 
-mariadb:  ## MariaDB binaries for JdbcSink's MariaDB tests (Debian's mariadb-server, its service not started; tests start their own server)
+mariadb:  ## MariaDB binaries for JdbcSink's MariaDB tests and MySqlCdcSource's (Debian's mariadb-server, its service not started; tests start their own server)
 	@command -v mariadbd >/dev/null 2>&1 || test -x /usr/sbin/mariadbd || \
 	  ((apt-cache policy mariadb-server 2>/dev/null | grep -q 'Candidate: [0-9]' || apt-get update -q) && \
 	   RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mariadb-server) \

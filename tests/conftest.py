@@ -225,6 +225,6 @@ def workers(worker_props, tmp_path: Path):
 
 
 # Shared fixtures defined next to their helpers (tests/support), registered for every test module.
-from support.mariadb import mariadb  # noqa: E402, F401
+from support.mariadb import mariadb, mariadb_binlog  # noqa: E402, F401
 from support.postgres import postgres  # noqa: E402, F401
 from support.runtime_helpers import run_job  # noqa: E402, F401

@@ -1,7 +1,8 @@
 """A throwaway MariaDB server for tests (`eosconnect.devkafka.mariadb.LocalMariaDB`).
 
 `mariadb` (module scope) yields the running `LocalMariaDB`; its `new_database()` makes a fresh
-database and returns its SQLAlchemy URL (PyMySQL). Skipped, saying how to install it, where
+database and returns its SQLAlchemy URL (PyMySQL). `mariadb_binlog` is the same with a binary log
+of row events (what change data capture reads). Skipped, saying how to install it, where
 Debian's `mariadb-server` or PyMySQL is missing.
 """
 
@@ -13,14 +14,23 @@ import pytest
 
 from eosconnect.devkafka.mariadb import LocalMariaDB, MariaDBSetupError
 
-__all__ = ["mariadb"]
+__all__ = ["mariadb", "mariadb_binlog"]
 
 
 @pytest.fixture(scope="module")
 def mariadb() -> Iterator[LocalMariaDB]:
+    yield from _server(binlog=False)
+
+
+@pytest.fixture(scope="module")
+def mariadb_binlog() -> Iterator[LocalMariaDB]:
+    yield from _server(binlog=True)
+
+
+def _server(*, binlog: bool) -> Iterator[LocalMariaDB]:
     pytest.importorskip("pymysql", reason="PyMySQL (the test extra) is needed for the MariaDB tests")
     try:
-        server = LocalMariaDB()
+        server = LocalMariaDB(binlog=binlog)
     except MariaDBSetupError as exc:
         pytest.skip(str(exc))
     try:

@@ -3,7 +3,9 @@
 `LocalMariaDB` initialises a data directory of its own (`mariadb-install-db`), runs `mariadbd` on a
 free loopback port (as the `mysql` system user when started by root), creates a user `eos` with
 every privilege, and is stopped by its own pid. Like `devkafka.postgres`, it is a test bed: no
-durability settings beyond InnoDB's defaults matter here.
+durability settings beyond InnoDB's defaults matter here. `LocalMariaDB(binlog=True)` writes a binary
+log in the form change data capture needs (`BINLOG_SETTINGS`: row events with full images and full
+table map metadata, server id 1); without it the server keeps none.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from pathlib import Path
 from eosconnect.devkafka.java_command import die_with_parent
 from eosconnect.devkafka.ports import free_port
 
-__all__ = ["LocalMariaDB", "MariaDBSetupError", "mariadb_binaries"]
+__all__ = ["BINLOG_SETTINGS", "LocalMariaDB", "MariaDBSetupError", "mariadb_binaries"]
+
+#: The server options MySqlCdcSource requires (docs/mysql-cdc.md), besides a binary log of its own.
+BINLOG_SETTINGS = (
+    "--server-id=1",
+    "--binlog-format=ROW",
+    "--binlog-row-image=FULL",
+    "--binlog-row-metadata=FULL",
+)
 
 
 class MariaDBSetupError(RuntimeError):
@@ -41,7 +51,7 @@ class LocalMariaDB:
 
     USER = "eos"
 
-    def __init__(self) -> None:
+    def __init__(self, *, binlog: bool = False) -> None:
         found = mariadb_binaries()
         if found is None:
             raise MariaDBSetupError(
@@ -53,6 +63,7 @@ class LocalMariaDB:
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self._user_args: list[str] = []
+        self.binlog = binlog
         if os.geteuid() == 0:
             try:
                 shutil.chown(self.base, "mysql", "mysql")
@@ -103,7 +114,11 @@ class LocalMariaDB:
                 f"--socket={self.socket_path}",
                 f"--pid-file={self.base / 'mariadbd.pid'}",
                 f"--log-error={self.base / 'error.log'}",
-                "--skip-log-bin",
+                *(
+                    (f"--log-bin={self.base / 'data' / 'binlog'}", *BINLOG_SETTINGS)
+                    if self.binlog
+                    else ("--skip-log-bin",)
+                ),
                 "--innodb-buffer-pool-size=64M",
                 *self._user_args,
             ],

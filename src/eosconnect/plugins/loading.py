@@ -96,6 +96,11 @@ BUILTIN_CONNECTORS: dict[str, str] = {
     "io.debezium.connector.postgresql.PostgresConnector": (
         "eosconnect.connectors.postgres_cdc.PostgresCdcSourceConnector"
     ),
+    "MySqlCdcSource": "eosconnect.connectors.mysql_cdc.MySqlCdcSourceConnector",
+    "io.debezium.connector.mysql.MySqlConnector": "eosconnect.connectors.mysql_cdc.MySqlCdcSourceConnector",
+    "io.debezium.connector.mariadb.MariaDbConnector": (
+        "eosconnect.connectors.mysql_cdc.MySqlCdcSourceConnector"
+    ),
     "FileStreamSink": "eosconnect.connectors.file_stream.FileStreamSinkConnector",
     "AirbyteSource": "eosconnect.connectors.hosted.airbyte.AirbyteSourceConnector",
     "SingerSource": "eosconnect.connectors.hosted.singer.SingerSourceConnector",
