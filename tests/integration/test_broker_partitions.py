@@ -62,6 +62,7 @@ class Site:
     network: Network
     nodes: dict[int, Host]
     worker_host: Host
+    test_host: Host
     cluster: LocalKafkaCluster
 
     @property
@@ -84,7 +85,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         nodes = {CONTROLLER_NODE_ID: network.add_host("controller")}
         nodes.update({i: network.add_host(f"b{i}") for i in (1, 2, 3)})
         worker_host = network.add_host("w1")
-        network.attach_test_process()
+        test_host = network.attach_test_process()
         cluster = LocalKafkaCluster(
             tmp_path_factory.mktemp("kafka-split"),
             brokers=3,
@@ -94,7 +95,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         )
         cluster.start(timeout=180)
         try:
-            yield Site(network, nodes, worker_host, cluster)
+            yield Site(network, nodes, worker_host, test_host, cluster)
         finally:
             cluster.stop()
 
@@ -102,20 +103,23 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 def create_led_topics(site: Site, layouts: dict[str, tuple[list[list[int]], dict[str, str]]]) -> None:
     """Topic name -> (replicas of each partition, the preferred leader first; its config)."""
     admin = AdminClient({"bootstrap.servers": site.bootstrap, "log_level": 0})
-    topics = [NewTopic(name, replica_assignment=a, config=c) for name, (a, c) in layouts.items()]
+    topics = [NewTopic(name, len(a), replica_assignment=a, config=c) for name, (a, c) in layouts.items()]
     for future in admin.create_topics(topics).values():
         future.result(30)
 
 
 class EpochFollower(SequenceFollower):
     """A `SequenceFollower` that also keeps, per partition, the leader epochs (KIP-320) of the
-    committed records in the order read, and notes any that goes back."""
+    committed records in the order read, and notes any that goes back; and the create time of the
+    first record of each epoch, when the tasks wrote to that leader first."""
 
     def __init__(self, site: Site, topic: str) -> None:
         # Fresh metadata every 2 s: the cut-off broker keeps serving this reader its old view.
         client = {"bootstrap.servers": site.bootstrap, "topic.metadata.refresh.interval.ms": "2000"}
         super().__init__(client, topic, TASKS)
         self.epochs: dict[int, list[int]] = {}
+        #: (partition, leader epoch) -> the create time (ms) of its first committed record.
+        self.first_created: dict[tuple[int, int], int] = {}
 
     def _note(self, message: Message) -> None:
         super()._note(message)
@@ -127,10 +131,21 @@ class EpochFollower(SequenceFollower):
                     f"partition {message.partition()}: leader epoch {epoch} after {seen[-1]}"
                 )
             seen.append(epoch)
+            self.first_created[(message.partition(), epoch)] = message.timestamp()[1]
 
     def latest_epochs(self) -> dict[int, int]:
         with self._lock:
             return {p: seen[-1] for p, seen in self.epochs.items()}
+
+    def wrote_to_new_leaders_after(self, before: dict[int, int], since_ms: float) -> float:
+        """Seconds from `since_ms` (wall clock) until every partition's first committed record of an
+        epoch above `before`'s was created: when the tasks wrote to the new leaders (the latest)."""
+        with self._lock:
+            firsts = [
+                min(ms for (p, epoch), ms in self.first_created.items() if p == partition and epoch > floor)
+                for partition, floor in before.items()
+            ]
+        return (max(firsts) - since_ms) / 1000
 
 
 @pytest.fixture(scope="module")
@@ -210,10 +225,12 @@ def test_a_leader_cut_off_from_the_controller_and_the_other_brokers_loses_its_pa
     follower, phase = running_and_committing(process, topic, site)
     try:
         before = follower.latest_epochs()
-        cut_at = follower.highest()
+        cut_at, cut_wall_ms = follower.highest(), time.time() * 1000
         phase.restart()
-        site.network.isolate(site.nodes[VICTIM], site.others(VICTIM), Cut.BLACKHOLE)
-        phase(f"cut broker {VICTIM} off from the controller and the other brokers")
+        # The test's reader too: left with the cut-off broker, it read that broker's stale view
+        # (nothing new) for a minute after the tasks had moved on.
+        site.network.isolate(site.nodes[VICTIM], [*site.others(VICTIM), site.test_host], Cut.BLACKHOLE)
+        phase(f"cut broker {VICTIM} off from the controller, the other brokers and the test's reader")
         process.wait_for(
             lambda: VICTIM not in data_leaders(site.survivor_view(), topic).values(),
             60,
@@ -223,10 +240,14 @@ def test_a_leader_cut_off_from_the_controller_and_the_other_brokers_loses_its_pa
         took = follower.wait_for_progress(
             range(TASKS), 100, RECOVERY_S, "with broker 1 cut off", since=cut_at
         )
-        phase(f"the tasks commit on the new leaders: recovered in {took:.1f}s")
-        assert process.task_states(topic) == ["RUNNING"] * TASKS
         moved = follower.latest_epochs()
         assert all(moved[p] > before[p] for p in range(TASKS)), (before, moved)
+        wrote = follower.wrote_to_new_leaders_after(before, cut_wall_ms)
+        phase(
+            f"the tasks commit on the new leaders (epochs {before} -> {moved}): read {took:.1f}s after "
+            f"the cut, written from {wrote:.1f}s (record create times)"
+        )
+        assert process.task_states(topic) == ["RUNNING"] * TASKS
         time.sleep(max(0.0, ISOLATION_S - (time.monotonic() - phase.began)))
 
         healed_at = follower.highest()
