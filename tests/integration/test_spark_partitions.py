@@ -17,8 +17,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import httpx
 import pytest
 
+from eosconnect.cluster.herder_api import no_leader_now
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.tools.worker_process import WorkerProcess
 from support.chaos import (
@@ -146,9 +148,16 @@ def task_pids(worker: WorkerProcess, connector: str) -> dict[str, int]:
 def running_connector(site: SparkSite, worker: WorkerProcess) -> Running:
     topic = f"sparksplit-{uuid.uuid4().hex[:8]}"
     create_topics(site.bootstrap, (topic, TASKS))
-    assert (
-        worker.create_connector(topic, endless_sequence(topic, TASKS, RATE), timeout=300).status_code == 201
-    )
+    body = {"name": topic, "config": endless_sequence(topic, TASKS, RATE)}
+
+    def create() -> httpx.Response | None:
+        # The first connector waits for the Spark application's executors: minutes on a loaded
+        # machine, more than WorkerProcess.request's 60 s.
+        response = httpx.post(f"{worker.url}/connectors", json=body, timeout=600)
+        return None if no_leader_now(response.status_code, response.text) else response
+
+    created = worker.wait_for(create, 300, "a leader to take the connector")
+    assert created.status_code == 201, created.text
     wait_running(worker, topic, TASKS, timeout=300)
     follower = SequenceFollower(site.bootstrap, topic, TASKS).start()
     follower.wait_for_progress(range(TASKS), 200, 120, "before the partition")
