@@ -103,6 +103,7 @@ def worker(site: SparkSite, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             "spark.master": site.spark.url,
             "spark.executor.memory": "768m",
             "spark.network.timeout": "30s",
+            "spark.network.timeoutInterval": "5s",  # how often the driver checks: at most the timeout
             "spark.executor.heartbeatInterval": "3s",
             "task.heartbeat.timeout.ms": "4000",
             "producer.transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
