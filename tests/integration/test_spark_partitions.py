@@ -223,7 +223,6 @@ def test_an_executor_host_cut_off_from_the_driver_is_replaced_and_its_tasks_comm
     follower, phase = running.follower, running.phase
     try:
         cut_off = running.on_victim()
-        cut_at = follower.highest()
         phase.restart()
         site.network.cut(running.victim_host, site.driver_host, Cut.BLACKHOLE)
         phase(f"cut {running.victim.name} (tasks {cut_off}) off from the driver")
@@ -240,11 +239,14 @@ def test_an_executor_host_cut_off_from_the_driver_is_replaced_and_its_tasks_comm
             return len(pids) == TASKS and not below & set(pids.values())
 
         worker.wait_for(replaced, RECOVERY_S, "every task running outside the cut-off executor")
+        # The old instances reach the broker and may have committed until the replacements fenced
+        # them: what counts is that the replacements commit, and that nothing is doubled.
+        replaced_at = follower.highest()
         phase(f"tasks {cut_off} run in the other executor")
         took = follower.wait_for_progress(
-            range(TASKS), 100, RECOVERY_S, "with the driver cut off", since=cut_at
+            range(TASKS), 100, RECOVERY_S, "after the replacement", since=replaced_at
         )
-        phase(f"every task commits: recovered in {took:.1f}s")
+        phase(f"the replacements commit: {took:.1f}s after they reported")
         wait_running(worker, running.topic, TASKS, timeout=60)
         time.sleep(max(0.0, DRIVER_CUT_S - (time.monotonic() - phase.began)))
 
