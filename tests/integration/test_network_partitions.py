@@ -24,7 +24,13 @@ import pytest
 from eosconnect.cluster.herder_api import no_leader_now
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.tools.worker_process import WorkerProcess
-from support.chaos import SequenceFollower, committed_offsets, endless_sequence, holds_exactly_the_committed
+from support.chaos import (
+    SequenceFollower,
+    Timeline,
+    committed_offsets,
+    endless_sequence,
+    holds_exactly_the_committed,
+)
 from support.netns import Cut, Host, Network, netns_available
 from support.workers import LONG_TESTS, create_topics, wait_running, worker_settings
 
@@ -45,6 +51,10 @@ CUT_S = 150.0 if LONG_TESTS else 30.0
 #: What a cut leader may take to be replaced: the session, the doubt grace, the fencing of its
 #: tasks' transactional ids by the new leader and the start of their successors on a loaded machine.
 TAKEOVER_S = 120.0
+#: From the standby's takeover, how long the cut-off worker may show its tasks RUNNING: the rest of
+#: its doubt grace and a herder tick waiting out its config-topic read (10 s); after the heal, how
+#: long it may take to read the standby's statuses.
+STATUS_BOUND_S = 40.0
 #: The longest a REST answer may take during a partition: a follower asks the brokers for the
 #: leader's address for up to 10 s before it answers "no leader" (cluster/election.py).
 REST_BOUND_S = 20.0
@@ -139,21 +149,6 @@ def running_tasks(worker: WorkerProcess) -> list[str]:
     return [key for key, runtime in runtimes.items() if runtime["state"] in ("RUNNING", "PAUSED")]
 
 
-class Timeline:
-    """Prints each phase of a scenario with the seconds since the fault and the follower's view."""
-
-    def __init__(self, follower: SequenceFollower) -> None:
-        self.follower = follower
-        self.began = time.monotonic()
-
-    def restart(self) -> None:
-        self.began = time.monotonic()
-
-    def __call__(self, text: str) -> None:
-        elapsed = time.monotonic() - self.began
-        print(f"+{elapsed:5.1f}s {text}; committed {self.follower.highest()}", flush=True)
-
-
 def leader_partition_keeps_exactly_once(
     site: Site, start_worker: StartWorker, cut: Callable[[Host], None]
 ) -> None:
@@ -181,6 +176,14 @@ def leader_partition_keeps_exactly_once(
         phase(f"the standby's tasks commit: recovered in {took:.1f}s")
         status = wait_running(standby, "src", TASKS)
         assert {t["worker_id"] for t in status["tasks"]} == {worker_id(standby)}, status
+        # The cut-off worker, demoted, reads no newer status than its own RUNNING: it shows that
+        # as its past (UNASSIGNED), not as the truth, once its doubt grace is over.
+        leader.wait_for(
+            lambda: leader.task_states("src") == ["UNASSIGNED"] * TASKS,
+            STATUS_BOUND_S,
+            "the cut-off worker to stop showing its tasks RUNNING",
+        )
+        phase(f"the cut-off worker shows its tasks {leader.task_states('src')}")
         time.sleep(max(0.0, CUT_S - (time.monotonic() - phase.began)))
 
         healed_at = follower.highest()
@@ -188,6 +191,13 @@ def leader_partition_keeps_exactly_once(
         phase("healed")
         leader.wait_for(lambda: not running_tasks(leader), 60, "no task running on the old leader")
         phase("the old leader runs no task")
+        standby_running = [("RUNNING", worker_id(standby))] * TASKS
+        leader.wait_for(
+            lambda: [(t["state"], t["worker_id"]) for t in leader.status("src")["tasks"]] == standby_running,
+            STATUS_BOUND_S,
+            "the old leader to show the standby's tasks",
+        )
+        phase("the old leader shows the standby's tasks RUNNING")
         follower.wait_for_progress(
             range(TASKS), 100, 90, "after the heal", alive=exited(leader), since=healed_at
         )

@@ -39,6 +39,7 @@ from eosconnect.tools.worker_process import WorkerProcess
 __all__ = [
     "Client",
     "SequenceFollower",
+    "Timeline",
     "client_settings",
     "clock",
     "committed_offsets",
@@ -306,6 +307,21 @@ class SequenceFollower:
             since,
             lambda: f"follower errors: {self.errors[-3:]}, sought again: {self.reseeks[-3:]}",
         )
+
+
+class Timeline:
+    """Prints each phase of a scenario with the seconds since the fault and the follower's view."""
+
+    def __init__(self, follower: SequenceFollower) -> None:
+        self.follower = follower
+        self.began = time.monotonic()
+
+    def restart(self) -> None:
+        self.began = time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        elapsed = time.monotonic() - self.began
+        print(f"+{elapsed:5.1f}s {text}; committed {self.follower.highest()}", flush=True)
 
 
 def committed_offsets(worker: WorkerProcess, source: str) -> dict[int, int]:

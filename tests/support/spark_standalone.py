@@ -7,6 +7,12 @@ pyspark version (made once). Each Spark worker runs in a private mount namespace
 which the project checkout, and with it the eosconnect worker's virtualenv, is covered by an empty
 tmpfs, and with a clean environment (no PYTHONPATH, no PYSPARK_PYTHON): its executors can only run
 what the eosconnect worker ships to them. Every process dies with the test process.
+
+The master and each worker can also be put on a host of a partitionable network
+(tests/support/netns.py): `StandaloneCluster(master_host=...)`, `start(hosts=[...])` or
+`add_worker(host=...)` run them under the host's launcher, listening on its address (the
+namespace's mount and network namespace both: `ip netns exec` then `unshare -m`). A network's
+`close()` kills what runs in its namespaces; `stop()` kills the cluster's processes by pid before.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 
 from eosconnect.devkafka.ports import free_port
 from eosconnect.runtime.host import cache_root, die_with_parent
+from support.netns import Host
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +90,8 @@ class SparkWorker:
     name: str
     proc: subprocess.Popen[bytes]
     log_path: Path
+    #: The network host it runs on; None: loopback of the test's own namespace.
+    host: Host | None = None
 
     def kill(self) -> list[int]:
         """SIGKILL the Spark worker and everything it started (executors and their Python workers)."""
@@ -101,39 +110,54 @@ class StandaloneCluster:
     master_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     workers: list[SparkWorker] = field(default_factory=list)
+    #: The network host the master runs on; None: loopback of the test's own namespace.
+    master_host: Host | None = None
+    #: Extra `-D` options of the master's JVM (SPARK_MASTER_OPTS), e.g. `spark.worker.timeout`.
+    master_options: tuple[str, ...] = ()
     _master: subprocess.Popen[bytes] | None = None
 
     @property
-    def url(self) -> str:
-        return f"spark://127.0.0.1:{self.master_port}"
+    def master_address(self) -> str:
+        return self.master_host.address if self.master_host is not None else "127.0.0.1"
 
-    def _env(self) -> dict[str, str]:
+    @property
+    def url(self) -> str:
+        return f"spark://{self.master_address}:{self.master_port}"
+
+    def _env(self, address: str = "127.0.0.1") -> dict[str, str]:
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": os.environ.get("HOME", "/root"),
             "SPARK_HOME": str(self.spark_home),
             "SPARK_DAEMON_MEMORY": "256m",
-            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOCAL_IP": address,
             "SPARK_LOG_DIR": str(self.workdir / "logs"),
         }
+        if self.master_options:
+            env["SPARK_MASTER_OPTS"] = " ".join(self.master_options)
         if "JAVA_HOME" in os.environ:
             env["JAVA_HOME"] = os.environ["JAVA_HOME"]
         return env
 
-    def _spawn(self, name: str, command: list[str]) -> tuple[subprocess.Popen[bytes], Path]:
+    def _spawn(
+        self, name: str, command: list[str], host: Host | None = None
+    ) -> tuple[subprocess.Popen[bytes], Path]:
         self.workdir.mkdir(parents=True, exist_ok=True)
         log_path = self.workdir / f"{name}.log"
         proc = subprocess.Popen(
-            command,
+            [*(host.launcher() if host is not None else []), *command],
             stdout=log_path.open("ab"),
             stderr=subprocess.STDOUT,
-            env=self._env(),
+            env=self._env(host.address if host is not None else "127.0.0.1"),
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
         return proc, log_path
 
-    def start(self, workers: int = 2, cores: int = 3, timeout: float = 120) -> StandaloneCluster:
+    def start(
+        self, workers: int = 2, cores: int = 3, timeout: float = 120, hosts: list[Host] | None = None
+    ) -> StandaloneCluster:
+        """The master and `workers` workers (one on each of `hosts` when given)."""
         spark_class = str(self.spark_home / "bin" / "spark-class")
         self._master, _ = self._spawn(
             "master",
@@ -141,21 +165,26 @@ class StandaloneCluster:
                 spark_class,
                 "org.apache.spark.deploy.master.Master",
                 "--host",
-                "127.0.0.1",
+                self.master_address,
                 "--port",
                 str(self.master_port),
                 "--webui-port",
                 str(self.ui_port),
             ],
+            self.master_host,
         )
         self._wait(lambda: self.state() is not None, timeout, "the Spark master")
-        for _ in range(workers):
-            self.add_worker(cores, wait=False)
-        self._wait(lambda: self.alive_workers() == workers, timeout, f"{workers} Spark workers")
+        placed: list[Host | None] = list(hosts) if hosts is not None else [None] * workers
+        for host in placed:
+            self.add_worker(cores, wait=False, host=host)
+        self._wait(lambda: self.alive_workers() == len(placed), timeout, f"{len(placed)} Spark workers")
         return self
 
-    def add_worker(self, cores: int = 3, wait: bool = True, timeout: float = 120) -> SparkWorker:
-        """A Spark worker in its own mount namespace, where the checkout (and the venv in it) is hidden."""
+    def add_worker(
+        self, cores: int = 3, wait: bool = True, timeout: float = 120, host: Host | None = None
+    ) -> SparkWorker:
+        """A Spark worker in its own mount namespace, where the checkout (and the venv in it) is
+        hidden; on `host` when given (its network namespace, listening on its address)."""
         name = f"worker{len(self.workers) + 1}"
         work = self.workdir / name
         work.mkdir(parents=True, exist_ok=True)
@@ -164,11 +193,14 @@ class StandaloneCluster:
             hide += f" && mount -t tmpfs -o size=1m eosconnect-hidden {Path(sys.prefix).resolve()}"
         launch = (
             f"{hide} && exec {self.spark_home}/bin/spark-class org.apache.spark.deploy.worker.Worker "
-            f"--host 127.0.0.1 --cores {cores} --memory 3g --work-dir {work} --webui-port 0 {self.url}"
+            f"--host {host.address if host is not None else '127.0.0.1'} --cores {cores} --memory 3g "
+            f"--work-dir {work} --webui-port 0 {self.url}"
         )
         before = self.alive_workers()
-        proc, log_path = self._spawn(name, ["unshare", "-m", "--propagation", "private", "sh", "-c", launch])
-        worker = SparkWorker(name, proc, log_path)
+        proc, log_path = self._spawn(
+            name, ["unshare", "-m", "--propagation", "private", "sh", "-c", launch], host
+        )
+        worker = SparkWorker(name, proc, log_path, host)
         self.workers.append(worker)
         if wait:
             self._wait(lambda: self.alive_workers() > before, timeout, f"Spark {name}")
@@ -177,7 +209,8 @@ class StandaloneCluster:
     # --------------------------------------------------------------------------- master's view
     def state(self) -> dict[str, Any] | None:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as response:
+            url = f"http://{self.master_address}:{self.ui_port}/json/"
+            with urllib.request.urlopen(url, timeout=5) as response:
                 return json.loads(response.read())
         except OSError:
             return None

@@ -119,11 +119,18 @@ class HerderReads(HerderState, PluginRequests):
     def _current_status(self, name: str, task: int | None) -> Status | None:
         """From memory, never waiting for Kafka: on the leader what it published (it publishes every
         status); a task status left in the topic by another worker is stale there (only the leader
-        runs tasks): the task waits for this leader to start it. Elsewhere the topic as last read."""
+        runs tasks): the task waits for this leader to start it. Elsewhere the topic as last read,
+        except what it says this worker runs: a worker that does not lead (and is not in doubt,
+        keeping its tasks while it rejoins) runs no connector and no task, so a RUNNING or PAUSED
+        status naming it is its own past, shown UNASSIGNED (`_not_run_here`). A worker cut off
+        from the brokers keeps reading such a status from its last view of the topic; without this it
+        showed the tasks it had stopped RUNNING for as long as the partition lasted."""
         topic = self.statuses.topic
         stored = topic.connector(name) if task is None else topic.task(name, task)
         if not self.election.is_leader:
-            return stored
+            if self.election.in_doubt or stored is None or stored.worker_id != self.worker_id:
+                return stored
+            return _not_run_here(stored)
         published = self.statuses.published(name, task)
         if published is not None:
             return published
@@ -224,6 +231,20 @@ class HerderReads(HerderState, PluginRequests):
         return MetricsView(
             self.task_metrics(), statuses, restarts, self._live.plugin_metrics(), dict(self._fencing_rounds)
         )
+
+
+def _not_run_here(stored: Status) -> Status:
+    """A status this worker left in the topic when it led, as a worker that no longer leads shows it."""
+    if stored.state not in (ConnectState.RUNNING, ConnectState.PAUSED):
+        return stored  # FAILED, STOPPED, UNASSIGNED: true of the instance that reported it
+    return Status(
+        ConnectState.UNASSIGNED,
+        stored.worker_id,
+        stored.generation,
+        f"last reported {stored.state.value} by this worker ({stored.worker_id}) when it led; it no longer "
+        "leads and runs nothing, and has not read another leader's status for it (from another worker, or "
+        "here once this worker reaches the status topic again)",
+    )
 
 
 def installed_plugins(connectors_only: bool) -> list[dict[str, str]]:

@@ -24,6 +24,7 @@ Connector code on the worker's `plugin.path` ships as zip files added with `addP
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import io
@@ -205,7 +206,12 @@ def prune_packed_environments(root: Path, keep: str) -> list[Path]:
     )
     removed = []
     for directory in others[KEEP_OTHER_ENVIRONMENTS:]:
-        with (directory / ".lock").open("a") as packing, (directory / "in-use").open("a") as in_use:
+        with contextlib.ExitStack() as files:
+            try:
+                packing = files.enter_context((directory / ".lock").open("a"))
+                in_use = files.enter_context((directory / "in-use").open("a"))
+            except FileNotFoundError:
+                continue  # another worker's prune is removing it
             try:
                 fcntl.flock(packing, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 fcntl.flock(in_use, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -2,7 +2,8 @@
 
 One broker means one combined broker+controller node. Three brokers means three broker-only nodes
 plus a separate controller, so that a test can stop, SIGKILL or restart any broker (leader epochs,
-unclean leader election) while the quorum stays up. Everything a cluster needs lives in its run
+unclean leader election) while the quorum stays up, or place each node on a host of its own and cut
+it off from the others (`NodePlacement`). Everything a cluster needs lives in its run
 directory: configs, data, logs and `cluster.json`, the state file the CLI uses to find the JVMs.
 """
 
@@ -88,6 +89,15 @@ def is_our_jvm(pid: int, marker: str = JVM_MARKER) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class NodePlacement:
+    """Where one node runs: the address it listens on and advertises, and the command prefix it is
+    launched under (e.g. `ip netns exec <namespace>`, with that namespace's address)."""
+
+    address: str
+    launcher: tuple[str, ...] = ()
+
+
 @dataclass
 class Node:
     node_id: int
@@ -95,6 +105,8 @@ class Node:
     port: int | None  # client listener, None for a pure controller
     controller_port: int | None  # set for nodes that are controllers
     pid: int | None = None
+    #: The node's own address when it was placed apart (`NodePlacement`), else the cluster's `host`.
+    address: str | None = None
 
     @property
     def is_broker(self) -> bool:
@@ -138,6 +150,9 @@ class LocalKafkaCluster:
     `host` is the address every node listens on and advertises (loopback by default) and `launcher`
     a command prefix the nodes run under: a test puts the cluster on a host of a network it can
     partition (`ip netns exec <namespace>` and that namespace's address, tests/support/netns.py).
+    `placement` overrides both per node id (the brokers are 1..N, the separate controller
+    `CONTROLLER_NODE_ID`, the combined node of a one-broker cluster 1), so that a test can cut one
+    broker off from the controller and the other brokers.
     """
 
     def __init__(
@@ -150,9 +165,17 @@ class LocalKafkaCluster:
         security: SecurityMode = "plaintext",
         host: str = "127.0.0.1",
         launcher: Sequence[str] = (),
+        placement: Mapping[int, NodePlacement] | None = None,
     ) -> None:
         if brokers not in (1, 3):
             raise ValueError(f"brokers must be 1 or 3, got {brokers}")
+        node_ids = {1} if brokers == 1 else {CONTROLLER_NODE_ID, *range(1, brokers + 1)}
+        unknown = sorted(set(placement or {}) - node_ids)
+        if unknown:
+            raise ValueError(
+                f"placement names nodes {unknown} this cluster does not have; "
+                f"its node ids are {sorted(node_ids)}"
+            )
         self.run_dir = Path(run_dir).resolve()
         self.brokers = brokers
         self.extra_config = dict(extra_config or {})
@@ -160,6 +183,7 @@ class LocalKafkaCluster:
         self.security_mode: SecurityMode = security
         self.host = host
         self.launcher = tuple(launcher)
+        self.placement = dict(placement or {})
         self._distribution = distribution
         self.state: ClusterState | None = None
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -244,7 +268,7 @@ class LocalKafkaCluster:
     @property
     def bootstrap_servers(self) -> str:
         assert self.state is not None, "cluster not started"
-        return ",".join(f"{self.state.host}:{n.port}" for n in self.state.nodes if n.is_broker)
+        return ",".join(f"{self.address(n.node_id)}:{n.port}" for n in self.state.nodes if n.is_broker)
 
     @property
     def version(self) -> str:
@@ -311,6 +335,15 @@ class LocalKafkaCluster:
     def revoke(self, acls: list[Acl]) -> None:
         """Delete exactly these ACLs as the super user."""
         revoke(self.client_config(), acls)
+
+    def address(self, node_id: int) -> str:
+        """The address node `node_id` listens on and advertises."""
+        assert self.state is not None, "cluster not started"
+        return self.node(node_id).address or self.state.host
+
+    def broker_bootstrap(self, node_id: int) -> str:
+        """Broker `node_id`'s client listener alone: a client that must ask that broker, and only it."""
+        return f"{self.address(node_id)}:{self.node(node_id).port}"
 
     def broker_ids(self) -> list[int]:
         assert self.state is not None
@@ -436,10 +469,18 @@ class LocalKafkaCluster:
     # ------------------------------------------------------------------ internals
     def _plan_nodes(self) -> list[Node]:
         if self.brokers == 1:
-            return [Node(1, "broker,controller", free_port(), free_port())]
-        nodes = [Node(CONTROLLER_NODE_ID, "controller", None, free_port())]
-        nodes += [Node(i, "broker", free_port(), None) for i in range(1, self.brokers + 1)]
+            nodes = [Node(1, "broker,controller", free_port(), free_port())]
+        else:
+            nodes = [Node(CONTROLLER_NODE_ID, "controller", None, free_port())]
+            nodes += [Node(i, "broker", free_port(), None) for i in range(1, self.brokers + 1)]
+        for node in nodes:
+            if node.node_id in self.placement:
+                node.address = self.placement[node.node_id].address
         return nodes
+
+    def _launcher(self, node: Node) -> tuple[str, ...]:
+        placed = self.placement.get(node.node_id)
+        return placed.launcher if placed is not None else self.launcher
 
     def _controllers_first(self) -> list[Node]:
         assert self.state is not None
@@ -455,7 +496,7 @@ class LocalKafkaCluster:
         min_isr = "1" if self.brokers == 1 else "2"
         listeners, advertised = [], []
         client = CLIENT_LISTENER if self.state.security.enabled else "PLAINTEXT"
-        host = self.state.host
+        host = node.address or self.state.host
         if node.is_broker:
             listeners.append(f"{client}://{host}:{node.port}")
             advertised.append(f"{client}://{host}:{node.port}")
@@ -464,7 +505,9 @@ class LocalKafkaCluster:
         props = {
             "process.roles": node.roles,
             "node.id": str(node.node_id),
-            "controller.quorum.voters": f"{controller.node_id}@{host}:{controller.controller_port}",
+            "controller.quorum.voters": (
+                f"{controller.node_id}@{controller.address or self.state.host}:{controller.controller_port}"
+            ),
             "controller.listener.names": "CONTROLLER",
             "listeners": ",".join(listeners),
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -532,7 +575,7 @@ class LocalKafkaCluster:
     def _launch(self, node: Node) -> None:
         cmd = self._java_cmd(node, ["kafka.Kafka", str(self._node_dir(node) / "server.properties")])
         proc = spawn_java(
-            [*self.launcher, *cmd], self._node_dir(node) / "logs" / "stdout.log", self.tie_to_parent
+            [*self._launcher(node), *cmd], self._node_dir(node) / "logs" / "stdout.log", self.tie_to_parent
         )
         self._procs[node.node_id] = proc
         node.pid = proc.pid

@@ -200,3 +200,31 @@ def test_prune_removes_only_unused_environments_beyond_the_newest_other(tmp_path
         served.close()
     assert sorted(p.name for p in removed) == ["old", "older"]
     assert sorted(p.name for p in root.iterdir()) == ["current", "previous", "served"]
+
+
+def test_prune_skips_an_environment_another_worker_removes_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers starting together both prune: a directory one of them lists may be gone by the
+    time it locks it, which is no reason for the worker to fail its start."""
+    import os
+    import shutil
+
+    from eosconnect.cluster import shipping
+
+    root = tmp_path / "shipped-env"
+    for age, name in enumerate(["current", "previous", "vanishing"]):
+        (root / name).mkdir(parents=True)
+        (root / name / "in-use").touch()
+        os.utime(root / name / "in-use", (1_000_000 - age * 100, 1_000_000 - age * 100))
+    last_used = shipping._last_used
+
+    def removed_by_another_worker(directory: Path) -> float:
+        used = last_used(directory)
+        if directory.name == "vanishing":
+            shutil.rmtree(directory)
+        return used
+
+    monkeypatch.setattr(shipping, "_last_used", removed_by_another_worker)
+    assert shipping.prune_packed_environments(root, keep="current") == []
+    assert sorted(p.name for p in root.iterdir()) == ["current", "previous"]
