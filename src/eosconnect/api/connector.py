@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from eosconnect.api.config import ConfigDef, ConfigValue
 from eosconnect.api.context import ConnectorContext
+from eosconnect.api.errors import ConfigException
 
 __all__ = ["Connector", "Task"]
 
@@ -84,6 +85,13 @@ class Connector(ABC):
         The default runs `config_def()` validation; the REST validate endpoint shows the result.
         """
         return self.config_def().validate(config)
+
+    def require_valid(self, config: Mapping[str, str]) -> None:
+        """`validate`, raising one `ConfigException` naming every setting with an error: for `start`,
+        which may be given a config that was never validated (a file, an old config topic)."""
+        errors = {v.name: v.errors for v in self.validate(config) if v.errors}
+        if errors:
+            raise ConfigException(errors=errors)
 
 
 class Task(ABC):

@@ -39,7 +39,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
-from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import (
     ASSIGNED_PARTITIONS_CONFIG,
@@ -238,9 +238,7 @@ class MirrorSinkConnector(SinkConnector):
         return True
 
     def start(self, config: dict[str, str]) -> None:
-        errors = {v.name: v.errors for v in self.validate(config) if v.errors}
-        if errors:
-            raise ConfigException(errors=errors)
+        self.require_valid(config)
         self._config = dict(config)
         self._watcher: PartitionWatcher | None = None
         if self.context.client_config is not None:

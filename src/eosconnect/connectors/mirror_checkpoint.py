@@ -40,7 +40,7 @@ from confluent_kafka.admin import AdminClient
 
 from eosconnect import __version__
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
-from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SourceRecord
 from eosconnect.api.source import ExactlyOnceSupport, SourceConnector, SourceTask
 from eosconnect.api.validators import Range
@@ -195,9 +195,7 @@ class MirrorCheckpointConnector(SourceConnector):
         return ExactlyOnceSupport.SUPPORTED
 
     def start(self, config: dict[str, str]) -> None:
-        errors = {v.name: v.errors for v in self.validate(config) if v.errors}
-        if errors:
-            raise ConfigException(errors=errors)
+        self.require_valid(config)
         self._config = dict(config)
 
     def stop(self) -> None:

@@ -34,7 +34,7 @@ from confluent_kafka.admin import AdminClient
 from eosconnect import __version__
 from eosconnect.api.batch import ColumnOffsets, SourceBatch
 from eosconnect.api.config import ConfigDef, ConfigType, ConfigValue, Importance
-from eosconnect.api.errors import ConfigException, ConnectException
+from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import (
     SourcePartition,
     TopicPartition,
@@ -215,9 +215,7 @@ class MirrorSourceConnector(SourceConnector):
         return rows
 
     def start(self, config: dict[str, str]) -> None:
-        errors = {v.name: v.errors for v in self.validate(config) if v.errors}
-        if errors:
-            raise ConfigException(errors=errors)
+        self.require_valid(config)
         self._config = dict(config)
         self._policy = policy_of(config)
         self._admin_config = connection_settings(source_client_config("admin", config))

@@ -52,9 +52,7 @@ class DeltaSinkConnector(SinkConnector):
         return CONFIG_DEF.validate_then(config, checks)
 
     def start(self, config: dict[str, str]) -> None:
-        errors = {v.name: v.errors for v in self.validate(config) if v.errors}
-        if errors:
-            raise ConfigException(errors=errors)
+        self.require_valid(config)
         self._config = dict(config)
 
     def task_class(self) -> type[SinkTask]:

@@ -79,7 +79,7 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from eosconnect.api.config import ConfigDef, ConfigValue
-from eosconnect.api.errors import ConfigException, DataException
+from eosconnect.api.errors import DataException
 from eosconnect.api.records import OffsetAndMetadata, SinkRecord, TopicPartition
 from eosconnect.api.sink import SinkConnector, SinkTask, sink_topics_errors
 from eosconnect.connectors.jdbc import connection_errors
@@ -114,9 +114,7 @@ class JdbcSinkConnector(SinkConnector):
         return CONFIG_DEF.validate_then(config, checks)
 
     def start(self, config: dict[str, str]) -> None:
-        errors = {v.name: v.errors for v in self.validate(config) if v.errors}
-        if errors:
-            raise ConfigException(errors=errors)
+        self.require_valid(config)
         self._config = dict(config)
 
     def task_class(self) -> type[SinkTask]:
