@@ -11,9 +11,9 @@ import pytest
 from eosconnect.api.data import Struct
 from eosconnect.api.errors import ConfigException
 from eosconnect.api.records import SinkRecord
+from eosconnect.connectors.debezium.modes import DecimalHandling, TimePrecision
 from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
 from eosconnect.connectors.postgres_cdc.pgoutput import Column
-from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
 from eosconnect.transforms.chain import resolve_transformation_class
 from eosconnect.transforms.unwrap import SCHEMA_CACHE_SIZE, ExtractNewRecordState
 

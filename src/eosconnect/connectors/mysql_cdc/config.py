@@ -11,6 +11,7 @@ from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance, Password
 from eosconnect.api.validators import Range, Validator, ValidString
+from eosconnect.connectors.debezium.filters import TableFilter
 from eosconnect.connectors.mysql_cdc.types import (
     BigintUnsignedHandling,
     BinaryHandling,
@@ -18,7 +19,6 @@ from eosconnect.connectors.mysql_cdc.types import (
     TimePrecision,
     TypeModes,
 )
-from eosconnect.connectors.postgres_cdc.config import TableFilter
 
 __all__ = ["CONFIG_DEF", "LockingMode", "MySqlCdcConfig", "SnapshotMode"]
 

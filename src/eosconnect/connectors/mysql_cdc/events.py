@@ -14,39 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from eosconnect.api.data import Schema, SchemaBuilder, Struct
+from eosconnect.connectors.debezium.envelope import DEBEZIUM_VERSION, source_builder, table_schemas
 from eosconnect.connectors.mysql_cdc.types import ColumnInfo, TypeModes, column_type
-from eosconnect.connectors.postgres_cdc.events import DEBEZIUM_VERSION, TRANSACTION_SCHEMA
 
-__all__ = ["DEBEZIUM_VERSION", "SourceInfo", "TableEvents", "source_schema"]
-
-_SNAPSHOT_ENUM = (
-    SchemaBuilder.string()
-    .name("io.debezium.data.Enum")
-    .version(1)
-    .parameter(
-        "allowed", "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
-    )
-    .default_value("false")
-    .optional()
-    .build()
-)
+__all__ = ["SourceInfo", "TableEvents", "source_schema"]
 
 
 def source_schema(connector: str) -> Schema:
     """`io.debezium.connector.<connector>.Source` (mysql or mariadb), the `source` block of every event."""
     return (
-        SchemaBuilder.struct()
-        .name(f"io.debezium.connector.{connector}.Source")
-        .version(1)
-        .field("version", SchemaBuilder.string().build())
-        .field("connector", SchemaBuilder.string().build())
-        .field("name", SchemaBuilder.string().build())
-        .field("ts_ms", SchemaBuilder.int64().build())
-        .field("snapshot", _SNAPSHOT_ENUM)
-        .field("db", SchemaBuilder.string().build())
-        .field("sequence", SchemaBuilder.string().optional().build())
-        .field("ts_us", SchemaBuilder.int64().optional().build())
-        .field("ts_ns", SchemaBuilder.int64().optional().build())
+        source_builder(connector)
         .field("table", SchemaBuilder.string().optional().build())
         .field("server_id", SchemaBuilder.int64().build())
         .field("gtid", SchemaBuilder.string().optional().build())
@@ -129,37 +106,17 @@ class TableEvents:
         self.converters: tuple[tuple[str, Callable[[Any], Any]], ...] = tuple(
             (c.name, k.convert) for c, k in zip(self.columns, kinds, strict=True)
         )
-        value = SchemaBuilder.struct().name(f"{self.topic}.Value")
         schemas: dict[str, Schema] = {}
         for column, kind in zip(self.columns, kinds, strict=True):
             builder = kind.builder()
             if column.nullable:
                 builder.optional()
             schemas[column.name] = builder.build()
-            value.field(column.name, schemas[column.name])
-        self.value_schema = value.optional().build()
-        names = [c.name for c in self.columns]
-        self.key_positions = tuple(names.index(k) for k in primary_key if k in names)
-        self.key_schema: Schema | None = None
-        if self.key_positions:
-            key = SchemaBuilder.struct().name(f"{self.topic}.Key")
-            for position in self.key_positions:
-                key.field(names[position], schemas[names[position]])
-            self.key_schema = key.build()
-        self.envelope_schema = (
-            SchemaBuilder.struct()
-            .name(f"{self.topic}.Envelope")
-            .version(2)
-            .field("before", self.value_schema)
-            .field("after", self.value_schema)
-            .field("source", SOURCE_SCHEMAS[connector])
-            .field("transaction", TRANSACTION_SCHEMA)
-            .field("op", SchemaBuilder.string().build())
-            .field("ts_ms", SchemaBuilder.int64().optional().build())
-            .field("ts_us", SchemaBuilder.int64().optional().build())
-            .field("ts_ns", SchemaBuilder.int64().optional().build())
-            .build()
-        )
+        tables = table_schemas(self.topic, list(schemas.items()), primary_key, SOURCE_SCHEMAS[connector])
+        self.value_schema = tables.value
+        self.key_positions = tables.key_positions
+        self.key_schema: Schema | None = tables.key
+        self.envelope_schema = tables.envelope
 
     def row(self, values: dict[str, Any]) -> Struct:
         """A Value struct from a row (column name -> the reader's value; a missing column is null)."""

@@ -30,6 +30,8 @@ from eosconnect.api.data import Struct
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Header, Primitive, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
+from eosconnect.connectors.debezium.headers import NEWKEY, OLDKEY, pk_change_header
+from eosconnect.connectors.debezium.heartbeat import HEARTBEAT_KEY, HEARTBEAT_VALUE
 from eosconnect.connectors.mysql_cdc import catalog
 from eosconnect.connectors.mysql_cdc.binlog import (
     BinlogReader,
@@ -41,8 +43,6 @@ from eosconnect.connectors.mysql_cdc.binlog import (
 from eosconnect.connectors.mysql_cdc.config import MySqlCdcConfig, SnapshotMode
 from eosconnect.connectors.mysql_cdc.events import SourceInfo, TableEvents
 from eosconnect.connectors.mysql_cdc.snapshot import Snapshot, binlog_files, current_position
-from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY, pk_change_header
-from eosconnect.connectors.postgres_cdc.heartbeat import HEARTBEAT_KEY, HEARTBEAT_VALUE
 
 __all__ = ["VERSION", "MySqlCdcTask"]
 

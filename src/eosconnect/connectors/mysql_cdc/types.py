@@ -47,7 +47,7 @@ from enum import StrEnum
 from typing import Any
 
 from eosconnect.api.data import Date, Decimal, SchemaBuilder, Time, Timestamp
-from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision
+from eosconnect.connectors.debezium.modes import DecimalHandling, TimePrecision
 
 __all__ = [
     "BigintUnsignedHandling",

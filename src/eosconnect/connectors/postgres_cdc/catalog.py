@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from eosconnect.api.errors import ConnectException
-from eosconnect.connectors.postgres_cdc.config import AutoCreate, CdcConfig, TableFilter
+from eosconnect.connectors.debezium.filters import TableFilter
+from eosconnect.connectors.postgres_cdc.config import AutoCreate, CdcConfig
 from eosconnect.connectors.postgres_cdc.pgoutput import Column
 from eosconnect.connectors.postgres_cdc.refusal import ConnectionRefused, refusal
 

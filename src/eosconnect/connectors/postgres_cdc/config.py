@@ -10,8 +10,10 @@ from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance, Password
 from eosconnect.api.validators import Range, Validator, ValidString
+from eosconnect.connectors.debezium.filters import TableFilter
+from eosconnect.connectors.debezium.modes import DecimalHandling, TimePrecision
 from eosconnect.connectors.postgres_cdc.events import UNAVAILABLE
-from eosconnect.connectors.postgres_cdc.types import DecimalHandling, IntervalHandling, TimePrecision
+from eosconnect.connectors.postgres_cdc.types import IntervalHandling
 
 __all__ = ["CONFIG_DEF", "AutoCreate", "CdcConfig", "SnapshotMode", "TableFilter", "parse_key_columns"]
 
@@ -202,27 +204,6 @@ CONFIG_DEF = (
             "Wait between tries of a lost replication connection (the first is at once).",
             Range.at_least(0), group="Connector")
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class TableFilter:
-    """Debezium's include/exclude lists: full matches on the dotted name (`<schema>.<table>` for
-    tables, `<schema>.<table>.<column>` for columns); the include list wins when both are set."""
-
-    include: tuple[re.Pattern[str], ...]
-    exclude: tuple[re.Pattern[str], ...]
-
-    def __call__(self, *parts: str) -> bool:
-        name = ".".join(parts)
-        if self.include:
-            return any(p.fullmatch(name) for p in self.include)
-        return not any(p.fullmatch(name) for p in self.exclude)
-
-    def rank(self, *parts: str) -> tuple[int, str]:
-        """Sort key: the position of the first include pattern matching, then the dotted name."""
-        name = ".".join(parts)
-        first = next((i for i, p in enumerate(self.include) if p.fullmatch(name)), len(self.include))
-        return first, name
 
 
 @dataclass(frozen=True)

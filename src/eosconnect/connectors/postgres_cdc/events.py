@@ -16,18 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from eosconnect.api.data import Schema, SchemaBuilder, Struct, Type
+from eosconnect.connectors.debezium.envelope import DEBEZIUM_VERSION, source_builder, table_schemas
+from eosconnect.connectors.debezium.modes import DecimalHandling, TimePrecision
 from eosconnect.connectors.postgres_cdc.pgoutput import UNCHANGED, Column, TupleValue
-from eosconnect.connectors.postgres_cdc.types import (
-    DecimalHandling,
-    IntervalHandling,
-    TimePrecision,
-    column_type,
-    type_default,
-)
+from eosconnect.connectors.postgres_cdc.types import IntervalHandling, column_type, type_default
 
 __all__ = [
     "CONNECTOR_NAME",
-    "DEBEZIUM_VERSION",
     "UNAVAILABLE",
     "SourceInfo",
     "TableEvents",
@@ -37,41 +32,15 @@ __all__ = [
     "unavailable",
 ]
 
-#: The Debezium release whose event format this follows, field by field (reported as source.version):
-#: the differential test against real Debezium compares our events with that release's.
-DEBEZIUM_VERSION = "3.7.0.Final"
 CONNECTOR_NAME = "postgresql"
 #: Debezium's `unavailable.value.placeholder`: an unchanged TOASTed value the WAL does not carry.
 UNAVAILABLE = "__debezium_unavailable_value"
-
-_SNAPSHOT_ENUM = (
-    SchemaBuilder.string()
-    .name("io.debezium.data.Enum")
-    .version(1)
-    .parameter(
-        "allowed", "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
-    )
-    .default_value("false")
-    .optional()
-    .build()
-)
 
 
 def source_schema() -> Schema:
     """`io.debezium.connector.postgresql.Source`, the `source` block of every event."""
     return (
-        SchemaBuilder.struct()
-        .name("io.debezium.connector.postgresql.Source")
-        .version(1)
-        .field("version", SchemaBuilder.string().build())
-        .field("connector", SchemaBuilder.string().build())
-        .field("name", SchemaBuilder.string().build())
-        .field("ts_ms", SchemaBuilder.int64().build())
-        .field("snapshot", _SNAPSHOT_ENUM)
-        .field("db", SchemaBuilder.string().build())
-        .field("sequence", SchemaBuilder.string().optional().build())
-        .field("ts_us", SchemaBuilder.int64().optional().build())
-        .field("ts_ns", SchemaBuilder.int64().optional().build())
+        source_builder(CONNECTOR_NAME)
         .field("schema", SchemaBuilder.string().build())
         .field("table", SchemaBuilder.string().build())
         .field("txId", SchemaBuilder.int64().optional().build())
@@ -84,16 +53,6 @@ def source_schema() -> Schema:
 
 
 SOURCE_SCHEMA = source_schema()
-TRANSACTION_SCHEMA = (
-    SchemaBuilder.struct()
-    .name("event.block")
-    .version(1)
-    .optional()
-    .field("id", SchemaBuilder.string().build())
-    .field("total_order", SchemaBuilder.int64().build())
-    .field("data_collection_order", SchemaBuilder.int64().build())
-    .build()
-)
 
 
 @dataclass(frozen=True)
@@ -204,37 +163,18 @@ class TableEvents:
             for c in columns
         ]
         self.converters = tuple(t.convert for t in types)
-        value = SchemaBuilder.struct().name(f"{self.topic}.Value")
         field_schemas: dict[str, Schema] = {}
         for column, kind, is_nullable in zip(columns, types, nullable, strict=True):
             builder = kind.builder()
             if is_nullable:
                 builder.optional()
             field_schemas[column.name] = builder.build()
-            value.field(column.name, field_schemas[column.name])
-        self.value_schema = value.optional().build()
         names = [c.name for c in columns]
-        self.key_positions = tuple(names.index(k) for k in primary_key if k in names)
-        self.key_schema: Schema | None = None
-        if self.key_positions:
-            key = SchemaBuilder.struct().name(f"{self.topic}.Key")
-            for position in self.key_positions:
-                key.field(names[position], field_schemas[names[position]])
-            self.key_schema = key.build()
-        self.envelope_schema = (
-            SchemaBuilder.struct()
-            .name(f"{self.topic}.Envelope")
-            .version(2)
-            .field("before", self.value_schema)
-            .field("after", self.value_schema)
-            .field("source", SOURCE_SCHEMA)
-            .field("transaction", TRANSACTION_SCHEMA)
-            .field("op", SchemaBuilder.string().build())
-            .field("ts_ms", SchemaBuilder.int64().optional().build())
-            .field("ts_us", SchemaBuilder.int64().optional().build())
-            .field("ts_ns", SchemaBuilder.int64().optional().build())
-            .build()
-        )
+        schemas = table_schemas(self.topic, list(field_schemas.items()), primary_key, SOURCE_SCHEMA)
+        self.value_schema = schemas.value
+        self.key_positions = schemas.key_positions
+        self.key_schema: Schema | None = schemas.key
+        self.envelope_schema = schemas.envelope
         self._fields = [field_schemas[n] for n in names]
         self._full_row = self._compile_row()
 

@@ -1,5 +1,6 @@
-"""The headers Debezium's PostgreSQL connector puts on its change events, which the task's records
-carry too so that a consumer written against Debezium reads them the same (docs/cdc.md)."""
+"""The context headers Debezium's PostgreSQL connector puts on its change events, which the task's
+records carry too so that a consumer written against Debezium reads them the same (docs/cdc.md); the
+primary-key-change headers are every Debezium connector's (connectors/debezium/headers.py)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,10 @@ import secrets
 import time
 import uuid
 
-from eosconnect.api.data import Struct
 from eosconnect.api.records import Header
 from eosconnect.connectors.postgres_cdc.events import CONNECTOR_NAME
-from eosconnect.transforms.base import values_to_string
 
-__all__ = ["NEWKEY", "OLDKEY", "context_headers", "pk_change_header"]
-
-#: Debezium's headers on the two events of a primary key change (RelationalChangeRecordEmitter).
-NEWKEY = "__debezium.newkey"
-OLDKEY = "__debezium.oldkey"
-
-
-def pk_change_header(name: str, key: Struct | None) -> tuple[Header, ...]:
-    """The header naming the other key of a primary key change, as Kafka Connect's default header
-    converter (SimpleHeaderConverter) writes Debezium's Struct-valued header."""
-    return () if key is None else (Header(name, values_to_string(key, schema=key.schema)),)
+__all__ = ["context_headers"]
 
 
 def context_headers(prefix: str) -> tuple[Header, ...]:

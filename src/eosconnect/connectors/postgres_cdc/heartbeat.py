@@ -3,23 +3,11 @@ so committing it lets the slot move on while a database is idle or all its chang
 
 from __future__ import annotations
 
-from eosconnect.api.data import SchemaBuilder, Struct
+from eosconnect.api.data import Struct
 from eosconnect.api.records import SourcePartition, SourceRecord
+from eosconnect.connectors.debezium.heartbeat import HEARTBEAT_KEY, HEARTBEAT_VALUE
 
-__all__ = ["HEARTBEAT_KEY", "HEARTBEAT_VALUE", "heartbeat_record"]
-
-HEARTBEAT_KEY = (
-    SchemaBuilder.struct()
-    .name("io.debezium.connector.common.ServerNameKey")
-    .field("serverName", SchemaBuilder.string().build())
-    .build()
-)
-HEARTBEAT_VALUE = (
-    SchemaBuilder.struct()
-    .name("io.debezium.connector.common.Heartbeat")
-    .field("ts_ms", SchemaBuilder.int64().build())
-    .build()
-)
+__all__ = ["heartbeat_record"]
 
 
 def heartbeat_record(

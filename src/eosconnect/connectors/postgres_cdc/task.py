@@ -51,6 +51,8 @@ from eosconnect.api.records import (
     SourceRecord,
 )
 from eosconnect.api.source import SourceTask
+from eosconnect.connectors.debezium.headers import NEWKEY, OLDKEY, pk_change_header
+from eosconnect.connectors.debezium.modes import DecimalHandling, TimePrecision
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
 from eosconnect.connectors.postgres_cdc.events import (
@@ -59,7 +61,7 @@ from eosconnect.connectors.postgres_cdc.events import (
     TransactionSource,
     fill_unchanged,
 )
-from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY, context_headers, pk_change_header
+from eosconnect.connectors.postgres_cdc.headers import context_headers
 from eosconnect.connectors.postgres_cdc.heartbeat import heartbeat_record
 from eosconnect.connectors.postgres_cdc.incremental import IncrementalSnapshot
 from eosconnect.connectors.postgres_cdc.incremental_state import IncrementalState
@@ -88,7 +90,7 @@ from eosconnect.connectors.postgres_cdc.signal_channels import KafkaSignals, Sig
 from eosconnect.connectors.postgres_cdc.signal_hooks import SignalHooks
 from eosconnect.connectors.postgres_cdc.signals import Signal
 from eosconnect.connectors.postgres_cdc.snapshot import Snapshot, table_events
-from eosconnect.connectors.postgres_cdc.types import DecimalHandling, IntervalHandling, TimePrecision
+from eosconnect.connectors.postgres_cdc.types import IntervalHandling
 
 __all__ = ["VERSION", "PostgresCdcTask"]
 

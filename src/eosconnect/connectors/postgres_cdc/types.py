@@ -45,6 +45,7 @@ from enum import StrEnum
 from typing import Any
 
 from eosconnect.api.data import Date, Decimal, Schema, SchemaBuilder, Struct, Time, Timestamp
+from eosconnect.connectors.debezium.modes import DecimalHandling, TimePrecision
 
 __all__ = [
     "ColumnType",
@@ -77,24 +78,12 @@ _EXACT = decimal.Context(prec=150_000)
 DAYS_PER_MONTH = 365.25 / 12.0
 
 
-class DecimalHandling(StrEnum):
-    PRECISE = "precise"
-    DOUBLE = "double"
-    STRING = "string"
-
-
 class IntervalHandling(StrEnum):
     """Debezium's `interval.handling.mode`: numeric is lossy for months (a month is an average
     length of time there), string keeps every component."""
 
     NUMERIC = "numeric"
     STRING = "string"
-
-
-class TimePrecision(StrEnum):
-    ADAPTIVE = "adaptive"
-    ADAPTIVE_TIME_MICROSECONDS = "adaptive_time_microseconds"
-    CONNECT = "connect"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from eosconnect.api.data import Struct
-from eosconnect.connectors.postgres_cdc.config import CdcConfig, TableFilter
+from eosconnect.connectors.debezium.filters import TableFilter
+from eosconnect.connectors.debezium.modes import DecimalHandling, TimePrecision
+from eosconnect.connectors.postgres_cdc.config import CdcConfig
 from eosconnect.connectors.postgres_cdc.events import UNAVAILABLE, SourceInfo, TableEvents
 from eosconnect.connectors.postgres_cdc.pgoutput import (
     UNCHANGED,
@@ -22,7 +24,7 @@ from eosconnect.connectors.postgres_cdc.pgoutput import (
     parse,
 )
 from eosconnect.connectors.postgres_cdc.replication import format_lsn, parse_lsn
-from eosconnect.connectors.postgres_cdc.types import DecimalHandling, TimePrecision, column_type
+from eosconnect.connectors.postgres_cdc.types import column_type
 
 if TYPE_CHECKING:
     from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
@@ -236,7 +238,7 @@ def test_primary_key_change_headers_and_debeziums_offset_keys() -> None:
     from collections import deque
 
     from eosconnect.api.records import SourcePartition
-    from eosconnect.connectors.postgres_cdc.headers import NEWKEY, OLDKEY
+    from eosconnect.connectors.debezium.headers import NEWKEY, OLDKEY
     from eosconnect.connectors.postgres_cdc.task import PostgresCdcTask
 
     table = TableEvents(
