@@ -14,9 +14,10 @@ from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException
-from eosconnect.api.validators import NonEmptyString, Range
+from eosconnect.api.validators import NonEmptyString
 from eosconnect.connectors.hosted.airbyte_protocol import stream_key
 from eosconnect.connectors.hosted.executables import DEFAULT_VENV_DIR
+from eosconnect.connectors.hosted.sync_settings import sync_settings
 
 __all__ = [
     "CONFIG_DEF",
@@ -87,28 +88,9 @@ CONFIG_DEF = (
         "A directory of virtual environments, one per source package (`<dir>/<package>/bin/...`), where "
         "a package name is looked for first: sources pin dependencies that clash with the worker's.",
     )
-    .define(
-        SCHEMALESS,
-        ConfigType.BOOLEAN,
-        False,
-        Importance.LOW,
-        "Write record values as schemaless JSON objects instead of Structs of the stream's JSON Schema.",
-    )
-    .define(
-        SYNC_INTERVAL,
-        ConfigType.LONG,
-        60_000,
-        Importance.MEDIUM,
-        "After a sync ends, how long to wait before the next one (from the last state).",
-        Range.at_least(0),
-    )
-    .define(
-        BATCH_SIZE,
-        ConfigType.INT,
-        500,
-        Importance.LOW,
-        "The most records one poll() returns.",
-        Range.at_least(1),
+).merge(
+    sync_settings(
+        schemaless=SCHEMALESS, sync_interval=SYNC_INTERVAL, batch_size=BATCH_SIZE, stream_schema="JSON Schema"
     )
 )
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from eosconnect.api.config import ConfigDef, ConfigType, Importance
 from eosconnect.api.errors import ConfigException
-from eosconnect.api.validators import NonEmptyString, Range, ValidString
+from eosconnect.api.validators import NonEmptyString, ValidString
 from eosconnect.connectors.hosted.executables import DEFAULT_VENV_DIR
+from eosconnect.connectors.hosted.sync_settings import sync_settings
 
 __all__ = ["CONFIG_DEF", "Selected", "select_streams"]
 
@@ -89,28 +90,9 @@ CONFIG_DEF = (
         "(older taps).",
         ValidString(["--catalog", "--properties"]),
     )
-    .define(
-        SCHEMALESS,
-        ConfigType.BOOLEAN,
-        False,
-        Importance.LOW,
-        "Write record values as schemaless JSON objects instead of Structs of the stream's SCHEMA.",
-    )
-    .define(
-        SYNC_INTERVAL,
-        ConfigType.LONG,
-        60_000,
-        Importance.MEDIUM,
-        "After a sync ends, how long to wait before the next one (from the last state).",
-        Range.at_least(0),
-    )
-    .define(
-        BATCH_SIZE,
-        ConfigType.INT,
-        500,
-        Importance.LOW,
-        "The most records one poll() returns.",
-        Range.at_least(1),
+).merge(
+    sync_settings(
+        schemaless=SCHEMALESS, sync_interval=SYNC_INTERVAL, batch_size=BATCH_SIZE, stream_schema="SCHEMA"
     )
 )
 
