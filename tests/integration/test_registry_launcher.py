@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from eosconnect.devkafka.cluster import pid_alive
+from eosconnect.devkafka.processes import pid_alive
 from eosconnect.devkafka.registry import LocalSchemaRegistry
 
 AVRO_V1 = '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}'

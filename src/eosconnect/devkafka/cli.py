@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from eosconnect.cli_errors import CliGroup
-from eosconnect.devkafka.cluster import ClusterError, LocalKafkaCluster, pid_alive
+from eosconnect.devkafka.cluster import ClusterError, LocalKafkaCluster
 from eosconnect.devkafka.distribution import KafkaSetupError
+from eosconnect.devkafka.processes import pid_alive
 from eosconnect.devkafka.registry import (
     APICURIO_VERSION,
     STATE_FILE,

@@ -26,6 +26,7 @@ from pathlib import Path
 from eosconnect.devkafka.distribution import KafkaDistribution, ensure_kafka
 from eosconnect.devkafka.java_command import java_command, log4j2_config, spawn_java
 from eosconnect.devkafka.ports import free_port
+from eosconnect.devkafka.processes import JVM_MARKER, is_our_jvm, pid_alive
 from eosconnect.devkafka.security import (
     CLIENT_LISTENER,
     SUPER_USER,
@@ -45,8 +46,6 @@ READY_TOPIC = "__eosconnect_ready"
 #: Heap sizes that let a controller, three brokers, Spark and the tests share 2 cores and 24 GiB.
 BROKER_HEAP = ("-Xms256m", "-Xmx768m")
 CONTROLLER_HEAP = ("-Xms128m", "-Xmx384m")
-#: Marks our JVMs on the command line so stale ones can be recognised safely.
-JVM_MARKER = "-Deosconnect.devkafka=true"
 
 LOG4J2_CONFIG = log4j2_config(
     "server.log", {"kafka.request.logger": "WARN", "org.apache.kafka.clients": "WARN"}
@@ -63,30 +62,6 @@ def _new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) is not alive for our purposes.
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
-            return False
-    return True
-
-
-def is_our_jvm(pid: int, marker: str = JVM_MARKER) -> bool:
-    """Whether `pid` is a JVM one of our launchers started (its command line holds `marker`)."""
-    try:
-        return marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import httpx
 
-from eosconnect.devkafka.cluster import is_our_jvm, pid_alive
 from eosconnect.devkafka.java_command import spawn_java
 from eosconnect.devkafka.java_runtime import require_java_major
 from eosconnect.devkafka.maven import fetch_unpacked
 from eosconnect.devkafka.ports import free_port
+from eosconnect.devkafka.processes import is_our_jvm, pid_alive
 
 log = logging.getLogger(__name__)
 

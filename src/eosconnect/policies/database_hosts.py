@@ -5,7 +5,7 @@ from the executors: without a limit, anyone who may call the REST API can make t
 to any `host:port` it can reach (validate as a port scanner). As `file.allowed.dirs` confines file
 paths and the `Allowlist` override policy (KIP-1188) confines client settings, this confines
 database hosts: a comma-separated list of `host` or `host:port` patterns (shell-style wildcards,
-`*.db.internal`, `10.0.1.*:5432`); unset, any host is allowed, as before. A connector whose
+`*.db.internal`, `10.0.1.*:5432`); unset, any host is allowed. A connector whose
 `connection.url` (JdbcSource, JdbcSink) or `database.hostname`/`database.port` (PostgresCdcSource)
 names another host is refused by validation, before anything connects. File-backed databases
 (`sqlite:///...`) have no host: `file.allowed.dirs` confines them.
