@@ -6,7 +6,7 @@ to any `host:port` it can reach (validate as a port scanner). As `file.allowed.d
 paths and the `Allowlist` override policy (KIP-1188) confines client settings, this confines
 database hosts: a comma-separated list of `host` or `host:port` patterns (shell-style wildcards,
 `*.db.internal`, `10.0.1.*:5432`); unset, any host is allowed. A connector whose
-`connection.url` (JdbcSource, JdbcSink) or `database.hostname`/`database.port` (PostgresCdcSource)
+`connection.url` (JdbcSource, JdbcSink) or `database.hostname`/`database.port` (the CDC sources)
 names another host is refused by validation, before anything connects. File-backed databases
 (`sqlite:///...`) have no host: `file.allowed.dirs` confines them.
 
@@ -29,6 +29,8 @@ __all__ = ["DATABASE_ALLOWED_HOSTS", "check_database_host", "database_host_error
 
 DATABASE_ALLOWED_HOSTS = "database.allowed.hosts"
 _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306, "mssql": 1433, "oracle": 1521}
+#: By a word of the CDC connector's class name (ours and Debezium's).
+_CDC_DEFAULT_PORTS = {"postgres": 5432, "mysql": 3306, "mariadb": 3306}
 
 
 def _patterns(raw: Any) -> list[str] | None:
@@ -53,9 +55,18 @@ def _target(config: Mapping[str, Any]) -> tuple[str, str, int | None] | None:
         return "connection.url", url.host, port
     host = str(config.get("database.hostname") or "").strip()
     if host:
-        port_text = str(config.get("database.port") or "5432").strip()
-        return "database.hostname", host, int(port_text) if port_text.isdigit() else None
+        port_text = str(config.get("database.port") or "").strip()
+        port = int(port_text) if port_text.isdigit() else _cdc_default_port(config)
+        return "database.hostname", host, port
     return None
+
+
+def _cdc_default_port(config: Mapping[str, Any]) -> int | None:
+    """The port a CDC source connects to when `database.port` is unset: its database's default
+    (the class names PostgreSQL, MySQL or MariaDB), else unknown - only a pattern without a port can
+    then match, so an allowed `host:5432` never lets a MySQL source reach that host's 3306."""
+    named = str(config.get("connector.class") or "").lower()
+    return next((port for database, port in _CDC_DEFAULT_PORTS.items() if database in named), None)
 
 
 def database_host_errors(config: Mapping[str, Any], worker: Mapping[str, Any]) -> dict[str, list[str]]:

@@ -66,12 +66,25 @@ def test_patterns_match_host_or_host_and_port() -> None:
     assert database_host_errors(url, {**props, "database.allowed.hosts": "*.db.example"}) == {}
     assert database_host_errors(url, {**props, "database.allowed.hosts": "orders.db.example:6432"}) == {}
     assert database_host_errors(url, {**props, "database.allowed.hosts": "orders.db.example:5432"})
-    assert database_host_errors(url, props) == {}  # unset: any host, as before
+    assert database_host_errors(url, props) == {}  # unset: any host
     sqlite = {"connection.url": "sqlite:////tmp/x.db"}
     assert database_host_errors(sqlite, {**props, "database.allowed.hosts": "none"}) == {}
     cdc = {"database.hostname": "10.0.0.7", "database.port": "5432"}
     assert database_host_errors(cdc, {**props, "database.allowed.hosts": "10.0.0.*:5432"}) == {}
     assert "database.hostname" in database_host_errors(cdc, {**props, "database.allowed.hosts": "10.0.1.*"})
+
+
+def test_a_cdc_source_without_a_port_is_checked_at_its_databases_default_port() -> None:
+    props = {"bootstrap.servers": "b"}
+    only_postgres = {**props, "database.allowed.hosts": "db:5432"}
+    mysql = {"connector.class": "io.debezium.connector.mysql.MySqlConnector", "database.hostname": "db"}
+    assert "database.hostname" in database_host_errors(mysql, only_postgres), "3306 is not 5432"
+    assert database_host_errors(mysql, {**props, "database.allowed.hosts": "db:3306"}) == {}
+    postgres = {"connector.class": "PostgresCdcSource", "database.hostname": "db"}
+    assert database_host_errors(postgres, only_postgres) == {}
+    unknown = {"connector.class": "SomeCdcSource", "database.hostname": "db"}
+    assert "database.hostname" in database_host_errors(unknown, only_postgres), "unknown port: no match"
+    assert database_host_errors(unknown, {**props, "database.allowed.hosts": "db"}) == {}
 
 
 def test_an_allowed_host_is_validated_as_before(listener: socket.socket, monkeypatch) -> None:
