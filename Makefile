@@ -2,13 +2,21 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+#: The runtime's packages (what `make demo` needs) and, for the tests and tools, the test extra too.
+RUN_STAMP := $(VENV)/.installed-run
+STAMP     := $(VENV)/.installed
 
 .PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-secured soak-long bench kafka postgres mariadb chromium registry lake-jars install clean
 
-$(STAMP): pyproject.toml
+# The demo installs only the runtime: the test extra (lake libraries, a browser driver, linters)
+# would add a good part of a fresh machine's set-up time to it.
+$(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
@@ -33,13 +41,13 @@ chromium:  ## Chromium and its WebDriver for the console's browser tests (Debian
 	   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver) \
 	  || echo "Chromium could not be installed: the console's browser tests will be skipped"
 
-kafka: $(STAMP)  ## fetch the Apache Kafka jars once (cached outside the repo)
+kafka: $(RUN_STAMP)  ## fetch the Apache Kafka jars once (cached outside the repo)
 	$(BIN)/python -c "from eosconnect.devkafka import ensure_kafka; print(ensure_kafka())"
 
 # Apicurio Registry (the schema registry tests) needs Java 21+: the default JDK may be older, so a
 # newer one is found under /usr/lib/jvm, else installed from Debian where it has one; without it the
 # registry tests are skipped. The registry itself is fetched once from Maven Central like the Kafka jars.
-registry: $(STAMP)  ## Java 21+ and Apicurio Registry for the schema registry tests
+registry: $(RUN_STAMP)  ## Java 21+ and Apicurio Registry for the schema registry tests
 	@$(BIN)/python -c "from eosconnect.devkafka.java_runtime import find_java; exit(find_java(21) is None)" || \
 	  (apt-cache policy openjdk-21-jre-headless 2>/dev/null | grep -q 'Candidate: [0-9]' || apt-get update -q; \
 	   apt-cache policy openjdk-21-jre-headless 2>/dev/null | grep -q 'Candidate: [0-9]' && \
@@ -51,7 +59,7 @@ registry: $(STAMP)  ## Java 21+ and Apicurio Registry for the schema registry te
 # PySpark's Spark line), for the lake sinks' Spark reads (EOSCONNECT_LAKE_SPARK=1, see
 # tests/support/lake_spark.py: neither newest jar runs on PySpark 4.3's Spark yet);
 # fetched once from Maven Central like the Kafka jars.
-lake-jars: $(STAMP)  ## delta-spark and iceberg-spark-runtime jars for the lake sinks' Spark reads
+lake-jars: $(RUN_STAMP)  ## delta-spark and iceberg-spark-runtime jars for the lake sinks' Spark reads
 	$(BIN)/python -c "from eosconnect.devkafka.lake_jars import lake_spark_jars as j; [print(j(f)[0]) for f in ('delta', 'iceberg')]" \
 	  || echo "The Spark lake jars could not be fetched: the Delta/Iceberg Spark reads will be skipped"
 
@@ -81,34 +89,34 @@ test: kafka postgres mariadb chromium registry lint
 
 # Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds and
 # records); `make test` runs the short forms.
-test-long: kafka postgres mariadb chromium registry
+test-long: $(STAMP) kafka postgres mariadb chromium registry
 	EOSCONNECT_LONG_TESTS=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider -n 2 --dist loadfile
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each
 # kind), EOSCONNECT_SOAK_SEED=<seed> replays a schedule; -s streams the fault timeline.
-soak: kafka postgres
+soak: $(STAMP) kafka postgres
 	$(BIN)/pytest -m soak -p no:cacheprovider -s
 
 # The soak on a Spark standalone cluster (two Spark workers in mount namespaces; a seventh fault kills
 # one, executor and tasks included). EOSCONNECT_SOAK_SECONDS and _SEED as for `make soak`.
-soak-spark: kafka postgres
+soak-spark: $(STAMP) kafka postgres
 	EOSCONNECT_SOAK_SPARK=standalone $(BIN)/pytest -m soak -p no:cacheprovider -s
 
 # The soak on three SASL_SSL brokers with an authorizer, each client as its own principal with exactly
 # KIP-618's ACLs (tests/support/secured_soak.py). EOSCONNECT_SOAK_SECONDS and _SEED as for `make soak`;
 # CI runs it with EOSCONNECT_SOAK_SECONDS=0 (one fault of each kind, no random time after them).
-soak-secured: kafka
+soak-secured: $(STAMP) kafka
 	EOSCONNECT_SOAK_SECURITY=sasl_ssl $(BIN)/pytest -m soak -p no:cacheprovider -s
 
 # The long soak: 3 random seeds x 20 minutes, every source transaction boundary at once (poll,
 # interval, connector: a source each, see tests/soak/test_chaos.py), about 70 minutes. Stops at the
 # first failing run.
-soak-long: kafka postgres
+soak-long: $(STAMP) kafka postgres
 	for run in 1 2 3; do \
 	  EOSCONNECT_SOAK_SECONDS=1200 $(BIN)/pytest -m soak -p no:cacheprovider -s || exit 1; \
 	done
 
-bench: kafka postgres
+bench: $(STAMP) kafka postgres
 	PYTHONPATH=. $(BIN)/python bench/source_throughput.py
 	PYTHONPATH=. $(BIN)/python bench/fencing.py
 	PYTHONPATH=. $(BIN)/python bench/spark_sink.py
