@@ -72,11 +72,11 @@ def assert_every_event_once(read_committed: Any, topic: str) -> None:
     assert keys == ids, "keyed by the primary key"
 
 
-def resumable(tmp_path: Path, prefix: str, **extra: str) -> tuple[dict[str, str], str, Path]:
+def resumable(tmp_path: Path, prefix: str) -> tuple[dict[str, str], str, Path]:
     scripted = write_source(tmp_path)
     states = tmp_path / "states.jsonl"
     source = {"count": TOTAL, "every": EVERY, "sleep_ms": 2, "state_log": str(states)}
-    return {**airbyte_config(scripted, prefix, "events", source), **extra}, scripted, states
+    return airbyte_config(scripted, prefix, "events", source), scripted, states
 
 
 def test_sigkilled_worker_then_a_second_worker_resumes_from_the_committed_state(
@@ -124,10 +124,11 @@ def test_a_sigstopped_task_is_replaced_and_the_thawed_zombie_is_fenced(
     workers, topic_name, create_topic, read_committed, tmp_path
 ):
     # The runtime must not cancel the frozen task's Spark job itself: the thawed zombie has to meet the fence.
-    worker = workers(**{"eosconnect.zombie.cancel.timeout.ms": "600000"})
+    worker = workers(**{"eosconnect.zombie.cancel.timeout.ms": "600000", "task.heartbeat.timeout.ms": "3000"})
     prefix = topic_name("zombie")
     topic = create_topic(f"{prefix}.events")
     config, scripted, states = resumable(tmp_path, prefix)
+    assert config["tasks.max"] == "1"
     assert worker.create_connector("zombie", config).status_code == 201
     worker.wait_for(lambda: len(read_committed(topic)) >= 500, 120, "500 committed events")
     zombie = task_pid(worker, "zombie-0")
@@ -136,10 +137,8 @@ def test_a_sigstopped_task_is_replaced_and_the_thawed_zombie_is_fenced(
     os.kill(zombie, signal.SIGSTOP)
     try:
         # (No read_committed read while frozen: its open transaction holds readers back until the
-        # next generation's fencing aborts it.) A new generation starts a replacement.
-        changed = {**config, "airbyte.sync.interval.ms": "3500000"}
-        response = worker.request("PUT", "/connectors/zombie/config", json=changed)
-        assert response.status_code == 200, response.text
+        # replacement's start-up fences it.) The leader takes the silent slot host for frozen after
+        # two heartbeat timeouts and runs the task again elsewhere, as a new instance.
 
         def replaced() -> bool:
             task = worker.request("GET", "/internal/tasks").json()["zombie-0"]
@@ -150,8 +149,13 @@ def test_a_sigstopped_task_is_replaced_and_the_thawed_zombie_is_fenced(
     finally:
         os.kill(zombie, signal.SIGCONT)
 
-    # Thawed, the zombie meets the fence and ends: its source program stops, the status stays the
-    # replacement's, and nothing it had open is committed.
+    # Thawed, the zombie meets the fence and ends, said at INFO: its source program stops, the status
+    # stays the replacement's, and nothing it had open is committed.
+    worker.wait_for(
+        lambda: "a newer instance of this task took over and fenced this one" in worker.log_path.read_text(),
+        60,
+        "the thawed zombie to be fenced",
+    )
     deadline = time.monotonic() + 30
     while alive(zombie_source) and time.monotonic() < deadline:
         time.sleep(0.2)
