@@ -15,35 +15,13 @@ import httpx
 import pytest
 
 from support.hosted_sources import write_source
-from support.hosted_venvs import FAKER, VENV_DIR, hosted_program
+from support.hosted_venvs import FAKER, airbyte_config, hosted_program
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 FAKER_CONFIG = {"count": 400, "seed": 7, "records_per_slice": 50, "always_updated": False, "parallelism": 1}
-PLAIN_JSON = {
-    "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-    "key.converter.schemas.enable": "false",
-    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-    "value.converter.schemas.enable": "false",
-}
 #: Cursor fields the faker sets to the time of the sync: not comparable between two runs.
 SYNC_TIME_FIELDS = {"updated_at"}
-
-
-def airbyte_config(source: str, prefix: str, streams: str, source_config: dict[str, Any]) -> dict[str, str]:
-    return {
-        "connector.class": "AirbyteSource",
-        "tasks.max": "1",
-        "airbyte.source": source,
-        "airbyte.venv.dir": VENV_DIR,
-        "airbyte.config": json.dumps(source_config),
-        "airbyte.streams": streams,
-        "topic.prefix": prefix,
-        "airbyte.sync.interval.ms": "3600000",
-        "transaction.boundary": "connector",
-        "exactly.once.support": "required",
-        **PLAIN_JSON,
-    }
 
 
 def values(read_committed, topic: str) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ state goes on with exactly the next id. Stream `snapshot` supports only full ref
 that make it misbehave, for the host's error paths: `garbage_after` (print a line that is not JSON
 after that many records), `unknown_after` (a message of an unknown type), `crash_after` (exit 3,
 saying why on stderr), `trace_after` (a TRACE error), `miscount` (a wrong recordCount),
-`sleep_ms` (pause per record), `fail_check` (check answers FAILED).
+`sleep_ms` (pause per record), `fail_check` (check answers FAILED). `state_log` (a path): each read
+appends the state it was given there as one JSON line, so a test sees what a restart resumed from.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ def event(i: int) -> dict[str, Any]:
 
 def read(config: dict[str, Any], catalog: dict[str, Any], state: Any) -> None:
     count, every = int(config["count"]), int(config.get("every", 10))
+    if config.get("state_log"):
+        with open(config["state_log"], "a") as log:
+            log.write(json.dumps(state) + "\n")
     streams = [s["stream"]["name"] for s in catalog["streams"]]
     emit({"type": "LOG", "log": {"level": "INFO", "message": f"reading {', '.join(streams)}"}})
     emit({"type": "TRACE", "trace": {"type": "STREAM_STATUS", "emitted_at": 1.0, "stream_status": {}}})

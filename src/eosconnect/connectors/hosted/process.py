@@ -5,21 +5,28 @@ through a bounded queue: when the task falls behind, the thread blocks, the pipe
 program blocks in its own write, so a fast source never fills the worker's memory. Stderr goes to
 the worker log (naming the connector and task) and its last lines are kept for the error of a
 program that dies.
+
+The program dies with the thread that started it (Linux's parent-death signal): when the task's
+Python worker is SIGKILLed, nothing is left reading the source on the worker's behalf, and a source
+that went on would hold its API's rate limit, a database slot or a lock against the task's next
+instance. Elsewhere the program is only ended by `stop()`.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
 import logging
 import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, Any
 
 from eosconnect.api.errors import ConnectException
 
@@ -34,7 +41,31 @@ STDERR_TAIL_LINES = 20
 #: How long a stop waits for the program after SIGTERM before SIGKILL.
 STOP_GRACE_S = 5.0
 
+#: prctl option: the signal the kernel sends the child when the thread that forked it exits.
+PR_SET_PDEATHSIG = 1
+
 log = logging.getLogger(__name__)
+
+
+def _load_prctl() -> Any:
+    """libc's prctl, resolved here in the parent: the child of a multithreaded process may only
+    make async-signal-safe calls between fork and exec, and loading a library is not one."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent() -> None:
+    """preexec_fn: SIGKILL for the child when the thread that started it (or its process) dies;
+    nothing where the kernel has no parent-death signal."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def preview(line: str | bytes) -> str:
@@ -62,6 +93,8 @@ class ProtocolProcess:
     within `timeout`, or an `EndOfOutput` once the program exited; a nonzero exit is raised as a
     `ConnectException` naming `what`, the exit code and the last stderr lines. `stop()` ends the
     program by its PID (its process group: a wrapper's children go too) and is safe to call twice.
+    The program is SIGKILLed by the kernel when the thread that created this object exits (Linux):
+    create it from the thread that reads it, the task's own, which outlives every sync it runs.
     """
 
     def __init__(
@@ -88,6 +121,7 @@ class ProtocolProcess:
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         except OSError as exc:
             raise ConnectException(f"{what}: cannot run {self.argv[0]!r}: {exc}") from exc
