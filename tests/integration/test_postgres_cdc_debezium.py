@@ -35,6 +35,7 @@ from eosconnect.converters.json import JsonConverter
 from eosconnect.devkafka.debezium import debezium_connect
 from eosconnect.devkafka.kafka_connect import KafkaConnectProcess
 from eosconnect.transforms.unwrap import ExtractNewRecordState
+from support.debezium_compare import differences, payloads, strip_excluded
 from support.java_connect import java_failure, post_connector
 from support.postgres import new_database, postgres  # noqa: F401 - the fixture
 from support.runtime_helpers import wait_until
@@ -231,24 +232,6 @@ def transactions(conn: psycopg.Connection[Any]) -> int:
     return events
 
 
-def payloads(records: list[Any], prefix: str) -> list[dict[str, Any]]:
-    """Each record as {key, key_schema, value, value_schema} JSON, the prefix replaced by P."""
-    out = []
-    for record in records:
-        text = json.dumps(
-            {
-                "key": json.loads(record.key) if record.key else None,
-                "value": json.loads(record.value) if record.value else None,
-            }
-        )
-        event = json.loads(text.replace(f'"{prefix}.', '"P.').replace(f'"{prefix}"', '"P"'))
-        event["headers"] = {
-            k: None if v is None else v.decode().replace(prefix, "P") for k, v in record.headers
-        }
-        out.append(event)
-    return out
-
-
 #: The unwrap every Debezium JDBC sink guide shows, with fields and headers added from the envelope.
 UNWRAP = {
     "transforms": "unwrap",
@@ -305,42 +288,6 @@ def strip_unwrapped(event: dict[str, Any]) -> dict[str, Any]:
         if row.get("__op") == "r":
             row.pop("__source_lsn", None)
     return event
-
-
-def strip_excluded(event: dict[str, Any]) -> dict[str, Any]:
-    for path in EXCLUDED:
-        if path.startswith("headers."):
-            event["headers"].pop(path.removeprefix("headers."), None)
-    value = (event.get("value") or {}).get("payload")
-    if isinstance(value, dict):
-        snapshot = value["op"] == "r"
-        for path in EXCLUDED:
-            scope, _, dotted = path.rpartition(":")
-            if (scope == "snapshot" and not snapshot) or not dotted.startswith("value."):
-                continue
-            parts = dotted.split(".")[1:]  # under value.payload
-            holder: Any = value
-            for part in parts[:-1]:
-                holder = holder.get(part) or {}
-            holder.pop(parts[-1], None)
-    return event
-
-
-def differences(a: Any, b: Any, path: str = "") -> list[str]:
-    """Every path at which Debezium's record `a` and ours `b` differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for key in sorted(set(a) | set(b)):
-            if key not in a or key not in b:
-                out.append(f"{path}.{key}: only in {'debezium' if key in a else 'eosconnect'}")
-            else:
-                out += differences(a[key], b[key], f"{path}.{key}")
-        return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [
-            d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")
-        ]
-    return [] if a == b else [f"{path}: debezium {a!r} != eosconnect {b!r}"]
 
 
 def test_events_equal_debeziums_field_by_field(
@@ -424,7 +371,10 @@ def test_events_equal_debeziums_field_by_field(
         (tmp_path / f"{table}.eosconnect.json").write_text(json.dumps(ours, indent=1))
         assert len(java) == len(ours), (table, len(java), len(ours))
         for i, (a, b) in enumerate(zip(java, ours, strict=True)):
-            found += [f"{table} record {i}: {d}" for d in differences(strip_excluded(a), strip_excluded(b))]
+            found += [
+                f"{table} record {i}: {d}"
+                for d in differences(strip_excluded(a, EXCLUDED), strip_excluded(b, EXCLUDED))
+            ]
         java_rows = payloads(read_committed(f"{unwrapped}.{table}"), unwrapped)
         our_rows = payloads(unwrap_here(read_committed(f"{eos}.{table}")), eos)
         assert len(java_rows) == len(our_rows), (table, "unwrapped", len(java_rows), len(our_rows))

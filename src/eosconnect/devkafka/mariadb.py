@@ -51,7 +51,7 @@ class LocalMariaDB:
 
     USER = "eos"
 
-    def __init__(self, *, binlog: bool = False) -> None:
+    def __init__(self, *, binlog: bool = False, options: tuple[str, ...] = ()) -> None:
         found = mariadb_binaries()
         if found is None:
             raise MariaDBSetupError(
@@ -64,6 +64,7 @@ class LocalMariaDB:
         self.proc: subprocess.Popen[bytes] | None = None
         self._user_args: list[str] = []
         self.binlog = binlog
+        self.options = options  # more mariadbd options, e.g. `--version=...` for a client's version gate
         if os.geteuid() == 0:
             try:
                 shutil.chown(self.base, "mysql", "mysql")
@@ -120,6 +121,7 @@ class LocalMariaDB:
                     else ("--skip-log-bin",)
                 ),
                 "--innodb-buffer-pool-size=64M",
+                *self.options,
                 *self._user_args,
             ],
             stdout=log,

@@ -232,7 +232,7 @@ class BinlogReader:
             if self._stopping.is_set():
                 return
             end = event.packet.log_pos
-            begin = end - event.event_size if end else 0
+            begin = end - event.packet.event_size if end else 0  # the whole event: header and checksum too
             if isinstance(event, TableMapEvent):
                 self._nulls[event.table_id] = bytes(event.null_bitmask)
                 continue
@@ -279,11 +279,13 @@ class BinlogReader:
                 ts_ms = event.timestamp * 1000
                 for index, row in enumerate(event.rows):
                     if isinstance(event, WriteRowsEvent):
-                        op, before, after = "c", None, row["values"]
+                        op, before, after = "c", None, _empty_sets(row["values"], row.get("none_sources"))
                     elif isinstance(event, UpdateRowsEvent):
-                        op, before, after = "u", row["before_values"], row["after_values"]
+                        op = "u"
+                        before = _empty_sets(row["before_values"], row.get("before_none_sources"))
+                        after = _empty_sets(row["after_values"], row.get("after_none_sources"))
                     else:
-                        op, before, after = "d", row["values"], None
+                        op, before, after = "d", _empty_sets(row["values"], row.get("none_sources")), None
                     txn.changes.append(
                         RowChange(
                             event.schema, event.table, columns, key, op, before, after, begin, index, ts_ms
@@ -363,3 +365,12 @@ class _Gtids:
             for uuid, ranges in sorted(self.mysql.items())
         ]
         return ",".join(parts) or None
+
+
+def _empty_sets(values: dict[str, Any], none_sources: dict[str, str] | None) -> dict[str, Any]:
+    """`values` with each empty SET as '' (mysql-replication gives None for it, as for NULL, and
+    names which it was in `none_sources`): an empty SET is a value, not NULL."""
+    for column, source in (none_sources or {}).items():
+        if source == "empty set":
+            values[column] = ""
+    return values

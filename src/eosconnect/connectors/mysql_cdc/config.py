@@ -140,6 +140,10 @@ CONFIG_DEF = (
             "Prefix of the heartbeat topic.", group="Connector")
     .define("tombstones.on.delete", ConfigType.BOOLEAN, True, Importance.MEDIUM,
             "Follow each delete event with a tombstone (null value) for log compaction.", group="Connector")
+    .define("extended.headers.enabled", ConfigType.BOOLEAN, True, Importance.LOW,
+            "Add Debezium's context headers to every change event: __debezium.context.connectorLogicalName "
+            "(topic.prefix), .taskId, .connectorName (mysql or mariadb) and .runId (one per task run).",
+            group="Connector")
     .define("max.batch.size", ConfigType.INT, 2048, Importance.LOW,
             "Most change events returned by one poll.", Range.at_least(1), group="Connector")
     .define("errors.max.retries", ConfigType.INT, -1, Importance.LOW,

@@ -2,7 +2,8 @@
 
 **Offsets.** One source partition, `{"server": <topic.prefix>}`, and Debezium's offset keys: `file`
 and `pos` (a binlog position), `gtids` (the GTID set executed there), `ts_sec`, `server_id`, and
-while the snapshot runs `snapshot: true` (with `snapshot_completed` true on its last record). The
+while the snapshot runs `snapshot: INITIAL` (Debezium 3's marker; none on its last record, whose
+offset is where streaming starts; Debezium 2's `snapshot: true` is read as the same). The
 last record of a database transaction carries the position after the transaction's commit event
 and the GTID set including it: a restart from there reads the next transaction. A record inside
 a transaction carries, as Debezium's, the position where the transaction begins and the GTID set
@@ -30,7 +31,7 @@ from eosconnect.api.data import Struct
 from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import Header, Primitive, SourcePartition, SourceRecord
 from eosconnect.api.source import SourceTask
-from eosconnect.connectors.debezium.headers import NEWKEY, OLDKEY, pk_change_header
+from eosconnect.connectors.debezium.headers import NEWKEY, OLDKEY, context_headers, pk_change_header
 from eosconnect.connectors.debezium.heartbeat import HEARTBEAT_KEY, HEARTBEAT_VALUE
 from eosconnect.connectors.mysql_cdc import catalog
 from eosconnect.connectors.mysql_cdc.binlog import (
@@ -63,6 +64,9 @@ class MySqlCdcTask(SourceTask):
         self.partition = SourcePartition({"server": self.prefix})
         self.modes = self.cfg.modes
         self.tombstones: bool = self.cfg["tombstones.on.delete"]
+        self.context_headers = (
+            context_headers(self.prefix, self.cfg.connector) if self.cfg["extended.headers.enabled"] else ()
+        )
         self.batch_size: int = self.cfg["max.batch.size"]
         self.poll_s = self.cfg["poll.interval.ms"] / 1000
         self.column_filter = self.cfg.columns
@@ -309,7 +313,7 @@ class MySqlCdcTask(SourceTask):
             self._snapshot_count += 1
             position = snapshot.position
             source = SourceInfo(
-                self.cfg.connector, self.prefix, snapshot.started_ms, marker, self.server.server_id,
+                self.cfg.connector, self.prefix, snapshot.started_ms, marker, 0,  # as Debezium: no event read
                 position.file, position.pos,
             )  # fmt: skip
             offset: dict[str, Primitive] = {
@@ -317,9 +321,9 @@ class MySqlCdcTask(SourceTask):
                 "pos": position.pos,
                 "ts_sec": snapshot.started_ms // 1000,
                 "server_id": self.server.server_id,
-                "snapshot": True,
-                "snapshot_completed": last,
             }
+            if not last:  # Debezium 3's marker; its last snapshot record's offset has none
+                offset["snapshot"] = "INITIAL"
             if position.gtids:
                 offset["gtids"] = self._kept_gtids(position.gtids)
             value = table.envelope("r", None, after, source, time.time_ns() // 1000)
@@ -453,7 +457,7 @@ class MySqlCdcTask(SourceTask):
             value=value,
             key_schema=table.key_schema,
             value_schema=table.envelope_schema if value is not None else None,
-            headers=headers,
+            headers=(*headers, *self.context_headers) if headers else self.context_headers,
         )
 
     def stop(self) -> None:

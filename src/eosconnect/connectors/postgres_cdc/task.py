@@ -51,17 +51,17 @@ from eosconnect.api.records import (
     SourceRecord,
 )
 from eosconnect.api.source import SourceTask
-from eosconnect.connectors.debezium.headers import NEWKEY, OLDKEY, pk_change_header
+from eosconnect.connectors.debezium.headers import NEWKEY, OLDKEY, context_headers, pk_change_header
 from eosconnect.connectors.debezium.modes import DecimalHandling, TimePrecision
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig, SnapshotMode
 from eosconnect.connectors.postgres_cdc.events import (
+    CONNECTOR_NAME,
     SourceInfo,
     TableEvents,
     TransactionSource,
     fill_unchanged,
 )
-from eosconnect.connectors.postgres_cdc.headers import context_headers
 from eosconnect.connectors.postgres_cdc.heartbeat import heartbeat_record
 from eosconnect.connectors.postgres_cdc.incremental import IncrementalSnapshot
 from eosconnect.connectors.postgres_cdc.incremental_state import IncrementalState
@@ -131,7 +131,9 @@ class PostgresCdcTask(SignalHooks, ResumeSkips, StreamOutages, SourceTask):
         self.interval_mode = IntervalHandling(self.cfg["interval.handling.mode"])
         self.placeholder = str(self.cfg["unavailable.value.placeholder"])
         self.tombstones: bool = self.cfg["tombstones.on.delete"]
-        self.context_headers = context_headers(self.prefix) if self.cfg["extended.headers.enabled"] else ()
+        self.context_headers = (
+            context_headers(self.prefix, CONNECTOR_NAME) if self.cfg["extended.headers.enabled"] else ()
+        )
         self.batch_size: int = self.cfg["max.batch.size"]
         self.poll_s = self.cfg["poll.interval.ms"] / 1000
         self.group_size: int = self.cfg["database.transactions.per.kafka.transaction"]

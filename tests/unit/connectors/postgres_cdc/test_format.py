@@ -320,9 +320,9 @@ def test_with_connector_boundaries_a_batch_ends_where_a_database_transaction_doe
 def test_debeziums_context_headers() -> None:
     import uuid
 
-    from eosconnect.connectors.postgres_cdc.headers import context_headers
+    from eosconnect.connectors.debezium.headers import context_headers
 
-    headers = dict(context_headers("srv"))
+    headers = dict(context_headers("srv", "postgresql"))
     run_id = uuid.UUID(headers.pop("__debezium.context.runId"))
     assert run_id.version == 7 and run_id.variant == uuid.RFC_4122
     assert headers == {
