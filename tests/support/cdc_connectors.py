@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from eosconnect.api.records import SourceRecord
@@ -75,3 +76,23 @@ class ChunkCrashingPostgresCdcTask(PostgresCdcTask):
 class ChunkCrashingPostgresCdcConnector(PostgresCdcSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return ChunkCrashingPostgresCdcTask
+
+
+class ThrottledPostgresCdcTask(PostgresCdcTask):
+    """Sleeps `chunk.pause.ms` after each poll that returned incremental snapshot rows, so that the
+    snapshot of a small table lasts long enough for a signal or a fault to land in its middle."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._pause_s = int(config["chunk.pause.ms"]) / 1000
+
+    def poll(self) -> list[SourceRecord] | None:
+        records = super().poll()
+        if records and any(r.value is not None and r.value.get("op") == "r" for r in records):
+            time.sleep(self._pause_s)
+        return records
+
+
+class ThrottledPostgresCdcConnector(PostgresCdcSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return ThrottledPostgresCdcTask
