@@ -68,7 +68,7 @@ class ChunkCrashingPostgresCdcTask(PostgresCdcTask):
             self._marker.write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
         records = super().poll()
-        if records and any(r.value is not None and r.value.get("op") == "r" for r in records):
+        if records and any(_snapshot_read(r) for r in records):
             self._chunks += 1
         return records
 
@@ -88,7 +88,7 @@ class ThrottledPostgresCdcTask(PostgresCdcTask):
 
     def poll(self) -> list[SourceRecord] | None:
         records = super().poll()
-        if records and any(r.value is not None and r.value.get("op") == "r" for r in records):
+        if records and any(_snapshot_read(r) for r in records):
             time.sleep(self._pause_s)
         return records
 
@@ -96,3 +96,9 @@ class ThrottledPostgresCdcTask(PostgresCdcTask):
 class ThrottledPostgresCdcConnector(PostgresCdcSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return ThrottledPostgresCdcTask
+
+
+def _snapshot_read(record: SourceRecord) -> bool:
+    """Whether a record is a change event (not a heartbeat) of a snapshot read (op r)."""
+    schema, value = record.value_schema, record.value
+    return schema is not None and schema.field("op") is not None and value.get("op") == "r"  # type: ignore[union-attr]
