@@ -7,6 +7,9 @@ rows, the task is SIGKILLed mid-snapshot and the snapshot is paused and resumed 
 topic read back read_committed must be exactly the table: every row's last event equals the row,
 column by column, and every deleted row ends deleted. A bad signal is logged and ignored. A table
 that a PUT /config adds to table.include.list gets its existing rows with snapshot.new.tables=incremental.
+stop-snapshot (of one table, of all) ends the chunks and leaves nothing to resume; additional-conditions
+narrow a snapshot to the matching rows. A whole worker SIGKILLed and PostgreSQL restarted, each
+mid-snapshot: the snapshot resumes at its stored chunk, completes, and the topic is exactly the table.
 """
 
 from __future__ import annotations
