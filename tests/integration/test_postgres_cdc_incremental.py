@@ -7,13 +7,19 @@ rows, the task is SIGKILLed mid-snapshot and the snapshot is paused and resumed 
 topic read back read_committed must be exactly the table: every row's last event equals the row,
 column by column, and every deleted row ends deleted. A bad signal is logged and ignored. A table
 that a PUT /config adds to table.include.list gets its existing rows with snapshot.new.tables=incremental.
+stop-snapshot (of one table, of all) ends the chunks and leaves nothing to resume; additional-conditions
+narrow a snapshot to the matching rows. A whole worker SIGKILLed and PostgreSQL restarted, each
+mid-snapshot: the snapshot resumes at its stored chunk, completes, and the topic is exactly the table.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import re
+import signal as signal_module
 import threading
 import time
 from collections import Counter
@@ -69,10 +75,12 @@ def incremental_config(url: str, prefix: str, table: str, **extra: str) -> dict[
 
 
 class Workload:
-    """Updates (a new `v` each), deletes and inserts on random rows from a thread until stopped."""
+    """Updates (a new `v` each), deletes and inserts (from `first_id` on) on random rows from a thread
+    until stopped."""
 
-    def __init__(self, url: str, seed: int = 5) -> None:
+    def __init__(self, url: str, seed: int = 5, first_id: int = ROWS + 1) -> None:
         self.url = url
+        self.first_id = first_id
         self.random = random.Random(seed)
         self.changes = 0
         self.error: BaseException | None = None
@@ -92,7 +100,7 @@ class Workload:
     def _run(self) -> None:
         try:
             with connect(self.url) as conn:
-                next_id = ROWS + 1
+                next_id = self.first_id
                 while not self._stop.is_set():
                     key, choice = self.random.randint(1, ROWS), self.random.random()
                     if choice < 0.6:
@@ -284,3 +292,186 @@ def test_a_table_added_by_put_config_gets_its_existing_rows_and_kafka_signals_ar
         "table public.later is newly captured: its existing rows will be read by an incremental snapshot"
         in log
     )
+
+
+def snapshot_tables(offset: dict[str, Any]) -> list[str]:
+    """The tables an offset's incremental snapshot still has to read (none: no snapshot runs)."""
+    raw = offset.get("incremental_snapshot_collections")
+    return [c["incremental_snapshot_collections_id"] for c in json.loads(raw)] if raw else []
+
+
+def last_key_read(offset: dict[str, Any]) -> int | None:
+    raw = offset.get("incremental_snapshot_primary_key")
+    return int(json.loads(raw)[0]) if raw else None
+
+
+def snapshot_reads(records: list[Any]) -> int:
+    return sum(1 for r in records if r.value and json.loads(r.value)["payload"]["op"] == "r")
+
+
+def throttled_config(url: str, prefix: str, chunk: int, pause_ms: int, **extra: str) -> dict[str, str]:
+    """A connector whose chunks are small and handed out slowly: a snapshot of ROWS rows takes
+    ROWS / chunk * pause_ms at least, so a signal or a fault reliably lands mid-snapshot."""
+    return incremental_config(
+        url,
+        prefix,
+        "items",
+        connector_class="support.cdc_connectors.ThrottledPostgresCdcConnector",
+        chunk_pause_ms=str(pause_ms),
+        snapshot_mode="no_data",
+        incremental_snapshot_chunk_size=str(chunk),
+        **extra,
+    )
+
+
+def test_stop_snapshot_of_one_table_and_of_all_then_a_snapshot_with_additional_conditions(
+    db_url, workers, topic_name, create_topic, read_committed
+):
+    """stop-snapshot of one of two tables, then of all: no chunk event after each stop, the offset
+    drops the stopped tables at once (a restarted task resumes nothing), streaming goes on. Then an
+    execute-snapshot with additional-conditions emits exactly the matching rows, as op=r."""
+    prefix = topic_name("pgstop")
+    with connect(db_url) as conn:
+        conn.execute("CREATE TABLE extra (LIKE items INCLUDING ALL)")
+        conn.execute("INSERT INTO extra SELECT * FROM items")
+    items, extra = (create_topic(f"{prefix}.public.{t}") for t in ("items", "extra"))
+    config = throttled_config(db_url, prefix, chunk=200, pause_ms=300)
+    config["table.include.list"] = "public\\.items,public\\.extra"
+    worker = workers()
+    assert worker.create_connector("stopper", config).status_code == 201
+    worker.wait_for(lambda: worker.task_states("stopper") == ["RUNNING"], 120, "the task RUNNING")
+    worker.wait_for(lambda: slot_exists(db_url, config["slot.name"]), 60, "the slot")
+    signal(worker, "stopper", "execute-snapshot", {"data-collections": ["public\\.items", "public\\.extra"]})
+    worker.wait_for(
+        lambda: (last_key_read(offsets_of(worker, "stopper")) or 0) >= 3 * 200, 120, "chunks of items"
+    )
+    signal(worker, "stopper", "stop-snapshot", {"data-collections": ["public\\.items"]})
+    worker.wait_for(
+        lambda: snapshot_tables(offsets_of(worker, "stopper")) == ["public.extra"], 60, "items stopped"
+    )
+    items_reads = snapshot_reads(read_committed(items))
+    worker.wait_for(
+        lambda: (last_key_read(offsets_of(worker, "stopper")) or 0) >= 2 * 200, 120, "chunks of extra"
+    )
+    signal(worker, "stopper", "stop-snapshot")  # no data-collections: all
+    worker.wait_for(
+        lambda: not snapshot_tables(offsets_of(worker, "stopper")), 60, "the offset without the snapshot"
+    )
+    extra_reads = snapshot_reads(read_committed(extra))
+    assert 0 < items_reads < ROWS and 0 < extra_reads < ROWS, (items_reads, extra_reads)
+    answer = worker.request("POST", "/connectors/stopper/tasks/0/restart")
+    assert answer.status_code in (200, 204), answer.text
+    worker.wait_for(lambda: worker.task_states("stopper") == ["RUNNING"], 120, "the task restarted")
+    with connect(db_url) as conn:
+        conn.execute("UPDATE items SET v = -7 WHERE id = 1")
+        conn.execute("UPDATE extra SET v = -7 WHERE id = 1")
+
+    def streamed(topic: str) -> bool:
+        value = last_events(read_committed(topic))[0].get(1)
+        return value is not None and value["after"]["v"] == -7
+
+    worker.wait_for(lambda: streamed(items) and streamed(extra), 120, "the changes after the stops")
+    time.sleep(3)  # a chunk still running would land now
+    assert snapshot_reads(read_committed(items)) == items_reads, "no chunk of items after its stop"
+    assert snapshot_reads(read_committed(extra)) == extra_reads, "no chunk of extra after the stop"
+    log = worker.log_path.read_text(errors="replace")
+    assert "resuming the incremental snapshot" not in log, "a stopped snapshot is not resumed"
+
+    before = len(read_committed(items))
+    condition = {"data-collection": "public.items", "filter": "id <= 450"}
+    data = {"data-collections": ["public\\.items"], "additional-conditions": [condition]}
+    signal(worker, "stopper", "execute-snapshot", data)
+    worker.wait_for(lambda: len(read_committed(items)) >= before + 450, 120, "the conditional snapshot")
+    time.sleep(3)  # anything beyond the condition would land now
+    new = [json.loads(r.value)["payload"] for r in read_committed(items)[before:]]
+    assert all(v["op"] == "r" and v["source"]["snapshot"] == "incremental" for v in new), new[:3]
+    with connect(db_url) as conn:
+        rows = {
+            r[0]: {"id": r[0], "v": r[1], "note": r[2], "flag": r[3], "day": r[4]}
+            for r in conn.execute(f"SELECT id, v, note, flag, day - {EPOCH} FROM items WHERE id <= 450")
+        }
+    assert len(new) == len(rows) == 450, "each matching row once, nothing else"
+    assert {v["after"]["id"]: v["after"] for v in new} == rows
+    assert not snapshot_tables(offsets_of(worker, "stopper")), "the conditional snapshot completed"
+
+
+def test_a_worker_sigkill_and_a_postgres_restart_mid_snapshot_leave_exactly_the_table(
+    postgres,  # noqa: F811 - the imported fixture
+    db_url,
+    workers,
+    topic_name,
+    create_topic,
+    read_committed,
+):
+    """The whole worker (process group, Spark JVM and the task's Python worker) is SIGKILLed
+    mid-snapshot under a workload; a second worker resumes the snapshot from the stored chunk
+    position. PostgreSQL is then restarted mid-snapshot: the task reconnects by itself and the
+    snapshot completes. The topic replayed is exactly the table."""
+    prefix = topic_name("pgkill")
+    topic = create_topic(f"{prefix}.public.items")
+    chunk = 250
+    config = throttled_config(
+        db_url, prefix, chunk=chunk, pause_ms=250, retriable_restart_connector_wait_ms="1000"
+    )
+    first = workers("w1")
+    assert first.create_connector("killed", config).status_code == 201
+    first.wait_for(lambda: first.task_states("killed") == ["RUNNING"], 120, "the task RUNNING")
+    first.wait_for(lambda: slot_exists(db_url, config["slot.name"]), 60, "the slot")
+    workload = Workload(db_url).start()
+    try:
+        signal(first, "killed", "execute-snapshot", {"data-collections": ["public\\.items"]})
+        first.wait_for(
+            lambda: (last_key_read(offsets_of(first, "killed")) or 0) >= 8 * chunk, 120, "chunks in Kafka"
+        )
+        before_kill = last_key_read(offsets_of(first, "killed")) or 0
+        task_pid = first.request("GET", "/internal/tasks").json()["killed-0"]["pid"]
+        first.kill()  # SIGKILL: the worker's process group and its Spark JVM
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(task_pid, signal_module.SIGKILL)  # Spark's Python workers lead groups of their own
+        second = workers("w2")  # same group and internal topics
+        pattern = re.compile(
+            r"resuming the incremental snapshot at table public\.items after key \['(\d+)'\]"
+        )
+
+        def resumed_at() -> int | None:
+            found = pattern.search(second.log_path.read_text(errors="replace"))
+            return int(found.group(1)) if found else None
+
+        stored = second.wait_for(resumed_at, 120, "the snapshot resumed from the stored chunk position")
+        assert before_kill <= stored < ROWS, ("resumed where it was, mid-snapshot", before_kill, stored)
+        second.wait_for(
+            lambda: (last_key_read(offsets_of(second, "killed")) or 0) >= stored + 3 * chunk,
+            120,
+            "the resumed snapshot's chunks",
+        )
+    finally:
+        workload.stop()
+    postgres.kill()
+    try:
+        time.sleep(3)  # connections refused: a few failed tries
+        assert second.task_states("killed") == ["RUNNING"], "a lost connection does not fail the task"
+    finally:
+        postgres.start()
+    assert snapshot_tables(offsets_of(second, "killed")), "the restart must land mid-snapshot"
+    workload = Workload(db_url, seed=6, first_id=ROWS * 2).start()
+    try:
+        second.wait_for(
+            lambda: not snapshot_tables(offsets_of(second, "killed")), 240, "the snapshot complete"
+        )
+    finally:
+        workload.stop()
+    with connect(db_url) as conn:  # the last change, so that everything before it is in the topic
+        conn.execute("UPDATE items SET v = -1 WHERE id = (SELECT max(id) FROM items)")
+        sentinel = conn.execute("SELECT max(id) FROM items").fetchone()[0]
+
+    def arrived() -> bool:
+        value = last_events(read_committed(topic))[0].get(sentinel)
+        return value is not None and value["after"] is not None and value["after"]["v"] == -1
+
+    second.wait_for(arrived, 120, "the last change")
+    last, reads = last_events(read_committed(topic))
+    check_table(db_url, "items", last)
+    assert len(reads) > ROWS * 0.5, "most rows came from the incremental snapshot"
+    assert max(reads.values()) <= 2, "a row is read once per chunk at most, twice only across a fault"
+    assert all(n == 1 for k, n in reads.items() if k <= stored), "resumed, not read again from the start"
+    assert "lost the replication connection" in second.log_path.read_text(errors="replace")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from eosconnect.api.records import SourceRecord
@@ -67,7 +68,7 @@ class ChunkCrashingPostgresCdcTask(PostgresCdcTask):
             self._marker.write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
         records = super().poll()
-        if records and any(r.value is not None and r.value.get("op") == "r" for r in records):
+        if records and any(_snapshot_read(r) for r in records):
             self._chunks += 1
         return records
 
@@ -75,3 +76,29 @@ class ChunkCrashingPostgresCdcTask(PostgresCdcTask):
 class ChunkCrashingPostgresCdcConnector(PostgresCdcSourceConnector):
     def task_class(self) -> type[SourceTask]:
         return ChunkCrashingPostgresCdcTask
+
+
+class ThrottledPostgresCdcTask(PostgresCdcTask):
+    """Sleeps `chunk.pause.ms` after each poll that returned incremental snapshot rows, so that the
+    snapshot of a small table lasts long enough for a signal or a fault to land in its middle."""
+
+    def start(self, config: dict[str, str]) -> None:
+        super().start(config)
+        self._pause_s = int(config["chunk.pause.ms"]) / 1000
+
+    def poll(self) -> list[SourceRecord] | None:
+        records = super().poll()
+        if records and any(_snapshot_read(r) for r in records):
+            time.sleep(self._pause_s)
+        return records
+
+
+class ThrottledPostgresCdcConnector(PostgresCdcSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return ThrottledPostgresCdcTask
+
+
+def _snapshot_read(record: SourceRecord) -> bool:
+    """Whether a record is a change event (not a heartbeat) of a snapshot read (op r)."""
+    schema, value = record.value_schema, record.value
+    return schema is not None and schema.field("op") is not None and value.get("op") == "r"  # type: ignore[union-attr]

@@ -130,6 +130,13 @@ class IncrementalSnapshot:
             self.pending = self.window is None
             log.info("PostgresCdcSource %s: incremental snapshot resumed at %s", self.prefix, self.progress())
 
+    def read_chunk_again(self) -> None:
+        """The connection was lost: the chunk in flight is read again once it is back, because its
+        watermarks may never reach the stream (the connection broke between writing them, or a
+        crashed server lost them). Its own watermarks, should they come, match no window then."""
+        if self.state is not None:
+            self.window, self.pending = None, not self.state.paused
+
     def progress(self) -> str:
         state = self.state
         if state is None:

@@ -16,6 +16,7 @@ from eosconnect.api.errors import ConnectException
 from eosconnect.api.records import SourceRecord
 from eosconnect.connectors.postgres_cdc import catalog
 from eosconnect.connectors.postgres_cdc.config import CdcConfig
+from eosconnect.connectors.postgres_cdc.incremental import IncrementalSnapshot
 from eosconnect.connectors.postgres_cdc.reconnect import Reconnection, is_connection_loss
 from eosconnect.connectors.postgres_cdc.replication import (
     ReplicationStream,
@@ -45,6 +46,7 @@ class StreamOutages:
     _ready: deque[SourceRecord]
     _outage: Reconnection | None
     _confirmed: int
+    incremental: IncrementalSnapshot
 
     def _lose_stream(self, exc: Exception) -> None:
         """The replication (or catalog) connection is gone: keep the finished transactions, drop the
@@ -52,6 +54,7 @@ class StreamOutages:
         as a restarted task resumes after its committed offset."""
         reason = loss_reason(exc)
         self._txn = None
+        self.incremental.read_chunk_again()
         if self._assembled is not None:
             self._resume, self._resume_why = self._assembled, "read before the connection was lost"
         self.stream.close()

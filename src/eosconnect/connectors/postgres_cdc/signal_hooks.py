@@ -1,17 +1,27 @@
 """The signal side of `PostgresCdcTask` (a mixin over its state): newly captured tables, the Kafka
-signal channel, and the signal table's rows acted on at their transaction's commit."""
+signal channel, and the signal table's rows acted on at their transaction's commit.
+
+The incremental snapshot's state lives in the source offset, which only a record commits. A
+signal that changes it (stop-snapshot, pause-snapshot, an empty table's chunk, ...) in a
+transaction that leaves no record after it to carry the new state gets a heartbeat record of its
+own (`<heartbeat.topics.prefix>.<topic.prefix>`, as `heartbeat.interval.ms` writes), in that
+transaction's place: otherwise a restart before the next change would run the old state again
+(a stopped snapshot would resume)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
-from eosconnect.api.records import Primitive, SourceRecord
+from eosconnect.api.records import Primitive, SourceOffset, SourcePartition, SourceRecord
 from eosconnect.connectors.postgres_cdc.config import CdcConfig
 from eosconnect.connectors.postgres_cdc.events import SourceInfo, TableEvents
+from eosconnect.connectors.postgres_cdc.heartbeat import heartbeat_record
 from eosconnect.connectors.postgres_cdc.incremental import IncrementalSnapshot
 from eosconnect.connectors.postgres_cdc.offsets import CAPTURED
 from eosconnect.connectors.postgres_cdc.pgoutput import Begin
@@ -29,6 +39,9 @@ class SignalHooks:
     cfg: CdcConfig
     prefix: str
     db: str
+    partition: SourcePartition
+    _captured_offset: str
+    _last_commit_lsn: int | None
     captured: list[tuple[str, str]]
     signal_table: tuple[str, str] | None
     incremental: IncrementalSnapshot
@@ -79,6 +92,8 @@ class SignalHooks:
         """The signal table's rows of a transaction, at its commit: a high watermark of the chunk in
         flight adds the chunk's rows to the transaction's records; other signals are acted on."""
         signals, self._txn_signals = self._txn_signals, []
+        state_before = self.incremental.offset()
+        carried = False  # whether a record made after the signals carries the snapshot's state
         for signal in signals:
             if signal.type not in (OPEN_WINDOW, CLOSE_WINDOW):
                 self.signals.handle(signal)
@@ -93,3 +108,19 @@ class SignalHooks:
                 value = events.envelope("r", None, after, source, now)
                 records.append(self._record(events, events.key(after), value, begin, len(records)))
                 lsns.append((begin.final_lsn, 0))
+                carried = True
+        if not carried and self.incremental.offset() != state_before:
+            records.append(self._state_carrier(begin, len(records)))
+            lsns.append((begin.final_lsn, 0))
+
+    def _state_carrier(self, begin: Begin, index: int) -> SourceRecord:
+        """A heartbeat record at this transaction's place whose offset holds the snapshot's state."""
+        topic = f"{self.cfg['heartbeat.topics.prefix']}.{self.prefix}"
+        now_ms = int(time.time() * 1000)
+        record = heartbeat_record(self.partition, topic, self.prefix, begin.final_lsn, now_ms)
+        offset: dict[str, Primitive] = {"lsn": begin.final_lsn, "txId": begin.xid, "event": index}
+        if self._last_commit_lsn is not None:
+            offset["lsn_commit"] = self._last_commit_lsn
+        offset[CAPTURED] = self._captured_offset
+        offset.update(self.incremental.offset())
+        return dataclasses.replace(record, source_offset=SourceOffset(offset))
