@@ -409,9 +409,9 @@ def test_a_worker_sigkill_and_a_postgres_restart_mid_snapshot_leave_exactly_the_
     snapshot completes. The topic replayed is exactly the table."""
     prefix = topic_name("pgkill")
     topic = create_topic(f"{prefix}.public.items")
-    chunk = 250
+    chunk = 500
     config = throttled_config(
-        db_url, prefix, chunk=chunk, pause_ms=250, retriable_restart_connector_wait_ms="1000"
+        db_url, prefix, chunk=chunk, pause_ms=150, retriable_restart_connector_wait_ms="1000"
     )
     first = workers("w1")
     assert first.create_connector("killed", config).status_code == 201
