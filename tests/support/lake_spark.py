@@ -18,7 +18,7 @@ import pytest
 READER = Path(__file__).with_name("lake_spark_reader.py")
 
 
-def spark_rows(fmt: str, location: str, timeout: float = 240) -> list[dict[str, Any]]:
+def spark_rows(fmt: str, location: str, timeout: float = 480) -> list[dict[str, Any]]:
     """Every row of the table at `location` (a Delta table's path, or an Iceberg table's metadata
     file), read by Spark SQL; decimals and timestamps arrive as their text."""
     from eosconnect.devkafka.lake_jars import lake_spark_jars, reader_python

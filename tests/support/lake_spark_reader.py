@@ -32,7 +32,7 @@ def main(fmt: str, jars: str, location: str) -> None:
     spark = builder.getOrCreate()
     try:
         spark.read.format(fmt).load(location).createOrReplaceTempView("events")
-        for row in spark.sql("SELECT * FROM events").toLocalIterator():
+        for row in spark.sql("SELECT * FROM events").collect():
             print("ROW " + json.dumps(row.asDict(recursive=True), default=str))
         print("END", flush=True)
     finally:
