@@ -22,9 +22,11 @@ def main(fmt: str, jars: str, location: str) -> None:
         .config("spark.sql.session.timeZone", "UTC")
     )
     if fmt == "delta":
-        builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(
-            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-        ).config("spark.databricks.delta.snapshotPartitions", "1")  # a test table's log is small
+        builder = (
+            builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+            .config("spark.databricks.delta.snapshotPartitions", "1")
+        )  # a test table's log is small
     else:
         builder = builder.config(
             "spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
