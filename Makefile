@@ -55,13 +55,13 @@ registry: $(RUN_STAMP)  ## Java 21+ and Apicurio Registry for the schema registr
 	  echo "No Java 21+ could be found or installed: the schema registry tests will be skipped"
 	$(BIN)/python -c "from eosconnect.devkafka.registry import ensure_registry_app; print(ensure_registry_app())"
 
-# The Spark jars that read Delta and Iceberg tables (delta-spark, iceberg-spark-runtime of our
-# PySpark's Spark line), for the lake sinks' Spark reads (EOSCONNECT_LAKE_SPARK=1, see
-# tests/support/lake_spark.py: neither newest jar runs on PySpark 4.3's Spark yet);
-# fetched once from Maven Central like the Kafka jars.
-lake-jars: $(RUN_STAMP)  ## delta-spark and iceberg-spark-runtime jars for the lake sinks' Spark reads
-	$(BIN)/python -c "from eosconnect.devkafka.lake_jars import lake_spark_jars as j; [print(j(f)[0]) for f in ('delta', 'iceberg')]" \
-	  || echo "The Spark lake jars could not be fetched: the Delta/Iceberg Spark reads will be skipped"
+# The environment in which Spark SQL reads the lake sinks' Delta and Iceberg tables in their tests:
+# a virtualenv with only a PySpark whose Spark line delta-spark and iceberg-spark-runtime are built
+# for, and those jars (see src/eosconnect/devkafka/lake_jars.py), built once under the cache dir.
+# Without PyPI or Maven Central the Spark reads skip, naming why.
+lake-jars: $(RUN_STAMP)  ## the Spark reader venv and the delta-spark / iceberg-spark-runtime jars for the lake sinks' tests
+	$(BIN)/python -c "from eosconnect.devkafka.lake_jars import lake_spark_jars as j, reader_python as p; print(p()); [print(j(f)[0]) for f in ('delta', 'iceberg')]" \
+	  || echo "The Spark lake reader could not be built: the Delta/Iceberg Spark reads will be skipped"
 
 demo: kafka
 	$(BIN)/eosconnect demo
@@ -84,12 +84,12 @@ lint: $(STAMP)
 # time is spent waiting on brokers and timeouts, so two share the 2 cores well (a whole run took 38
 # min so, against 57 one at a time). --dist loadfile keeps a file's tests, and its module fixtures,
 # in one process.
-test: kafka postgres mariadb chromium registry lint
+test: kafka postgres mariadb chromium registry lake-jars lint
 	$(BIN)/pytest -m "not soak" -p no:cacheprovider -n 2 --dist loadfile
 
 # Every integration test in its long form (EOSCONNECT_LONG_TESTS=1: longer outages, more rounds and
 # records); `make test` runs the short forms.
-test-long: $(STAMP) kafka postgres mariadb chromium registry
+test-long: $(STAMP) kafka postgres mariadb chromium registry lake-jars
 	EOSCONNECT_LONG_TESTS=1 $(BIN)/pytest -m "not soak" -p no:cacheprovider -n 2 --dist loadfile
 
 # Chaos soak (tests/soak): EOSCONNECT_SOAK_SECONDS of random faults (default 600, at least one of each

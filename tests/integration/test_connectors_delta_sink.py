@@ -1,7 +1,7 @@
 """DeltaSink through a real broker and worker: two tasks append one Delta table, one task is
 SIGKILLed mid-stream and runs again; every record is in the table exactly once (read back with
 deltalake, each row's values as produced), and the table's `txn` actions hold both partitions'
-next offsets; Spark SQL (delta-spark) reads the same rows (with EOSCONNECT_LAKE_SPARK=1)."""
+next offsets; Spark SQL (delta-spark) reads the same rows, each once and cell by cell as produced."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from deltalake import DeltaTable
 from eosconnect.api.records import TopicPartition
 from eosconnect.connectors.delta.table import app_id
 from support.jdbc_sink import JSON
-from support.lake import COUNTS, assert_each_record_once, sigkill_a_task_mid_stream
-from support.lake_spark import lake_spark_enabled, spark_sql
+from support.lake import assert_each_record_once, sigkill_a_task_mid_stream
+from support.lake_spark import assert_spark_reads_each_record_once, spark_rows
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -50,9 +50,5 @@ def test_sigkill_of_a_task_leaves_every_record_exactly_once_in_the_delta_table(
     offsets = [table.transaction_version(app_id("delta", TopicPartition(topic, p))) for p in (0, 1)]
     assert offsets == [total // 2, total // 2]
     assert worker.request("DELETE", "/connectors/delta").status_code == 204
-    if lake_spark_enabled():  # see support/lake_spark.py
-        (seen,) = spark_sql("delta", str(path), COUNTS)
-        assert seen == {"n": total, "distinct_k": total, "lo": 0, "hi": total - 1, "priced": total}, (
-            "Spark SQL"
-        )
+    assert_spark_reads_each_record_once(spark_rows("delta", str(path)), total)
     print(f"task SIGKILLed at {killed_at} rows; {total} rows after its retry, each once; txn {offsets}")

@@ -2,7 +2,7 @@
 on SQLite, a local warehouse; their commits conflict and are retried), one task is SIGKILLed
 mid-stream and runs again; every record is in the table exactly once (read back with PyIceberg,
 each row's values as produced), and the latest snapshot's summary holds both partitions' next
-offsets; Spark SQL (iceberg-spark-runtime) reads the same rows (with EOSCONNECT_LAKE_SPARK=1)."""
+offsets; Spark SQL (iceberg-spark-runtime) reads the same rows, each once and cell by cell as produced."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from eosconnect.api.records import TopicPartition
 from eosconnect.connectors.iceberg.table import positions_property
 from eosconnect.connectors.lake.positions import decode_positions
 from support.jdbc_sink import JSON
-from support.lake import COUNTS, assert_each_record_once, sigkill_a_task_mid_stream
-from support.lake_spark import lake_spark_enabled, spark_sql
+from support.lake import assert_each_record_once, sigkill_a_task_mid_stream
+from support.lake_spark import assert_spark_reads_each_record_once, spark_rows
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -64,9 +64,5 @@ def test_sigkill_of_a_task_leaves_every_record_exactly_once_in_the_iceberg_table
     offsets = [positions[TopicPartition(topic, p)].offset for p in (0, 1)]
     assert offsets == [total // 2, total // 2]
     assert worker.request("DELETE", "/connectors/iceberg").status_code == 204
-    if lake_spark_enabled():  # see support/lake_spark.py
-        (seen,) = spark_sql("iceberg", events.metadata_location, COUNTS)
-        assert seen == {"n": total, "distinct_k": total, "lo": 0, "hi": total - 1, "priced": total}, (
-            "Spark SQL"
-        )
+    assert_spark_reads_each_record_once(spark_rows("iceberg", events.metadata_location), total)
     print(f"task SIGKILLed at {killed_at} rows; {total} rows after its retry, each once; summary {offsets}")

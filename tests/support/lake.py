@@ -141,14 +141,6 @@ def cell_mismatches(row: dict[str, Any], expected: dict[str, Any]) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- through a worker
-#: Spark SQL over view `events` of support.jdbc_sink's values: rows, distinct keys, the key range,
-#: and rows whose price is their key (a Decimal(k) with scale 2).
-COUNTS = (
-    "SELECT COUNT(*) AS n, COUNT(DISTINCT k) AS distinct_k, MIN(k) AS lo, MAX(k) AS hi, "
-    "SUM(CASE WHEN price = CAST(k AS DECIMAL(20, 2)) THEN 1 ELSE 0 END) AS priced FROM events"
-)
-
-
 def sigkill_a_task_mid_stream(
     worker: Any, bootstrap: str, topic: str, connector: str, config: dict[str, str], rows: Any, total: int
 ) -> int:
