@@ -89,8 +89,9 @@ LAYERS: dict[str, Layer] = {
         "worker_config",
     ),
     "connectors": _layer(
-        "the built-in connectors (file, sequence, JDBC, PostgreSQL CDC, MirrorMaker 2's, with MM2's "
-        "record formats and exact offset translation in `mirror*.py`)",
+        "the built-in connectors (file, sequence, JDBC, PostgreSQL and MySQL CDC, lake sinks, hosted "
+        "Airbyte and Singer sources, MirrorMaker 2's, with MM2's record formats and exact offset "
+        "translation in `mirror*.py`)",
         "__init__",
         "api",
         "policies",

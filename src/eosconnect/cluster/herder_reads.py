@@ -234,16 +234,17 @@ class HerderReads(HerderState, PluginRequests):
 
 
 def _not_run_here(stored: Status) -> Status:
-    """A status this worker left in the topic when it led, as a worker that no longer leads shows it."""
+    """How a follower shows a RUNNING or PAUSED status naming itself: UNASSIGNED, since only the
+    leader runs tasks and the status is what this worker reported while it led."""
     if stored.state not in (ConnectState.RUNNING, ConnectState.PAUSED):
         return stored  # FAILED, STOPPED, UNASSIGNED: true of the instance that reported it
     return Status(
         ConnectState.UNASSIGNED,
         stored.worker_id,
         stored.generation,
-        f"last reported {stored.state.value} by this worker ({stored.worker_id}) when it led; it no longer "
-        "leads and runs nothing, and has not read another leader's status for it (from another worker, or "
-        "here once this worker reaches the status topic again)",
+        f"last reported {stored.state.value} by this worker ({stored.worker_id}) while it led; a follower "
+        "runs nothing, and no other leader's status for it has been read here yet (ask another worker, or "
+        "this one once it reaches the status topic again)",
     )
 
 

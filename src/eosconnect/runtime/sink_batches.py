@@ -73,7 +73,14 @@ class SinkBatchConverter:
                 continue
             polled += 1
             last[(message.topic(), message.partition())] = (message.offset(), message.leader_epoch())
-            record = self._record(message)
+            try:
+                if self.retry.settings.retries:
+                    record = self.retry.execute(functools.partial(self.pipeline.convert, message))
+                else:  # the hot path: no closure and no extra call per record
+                    record = self.pipeline.convert(message)
+            except Exception as exc:
+                self._skip_or_fail(message, exc)
+                record = None
             if record is None:
                 filtered += 1
                 continue
@@ -88,28 +95,22 @@ class SinkBatchConverter:
         positions.update(moved)
         return records, positions
 
-    def _record(self, message: Any) -> SinkRecord | None:
-        """The message through the converters and transformations; None when a transformation
-        dropped it or `errors.tolerance=all` skipped it."""
-        try:
-            if self.retry.settings.retries:
-                return self.retry.execute(functools.partial(self.pipeline.convert, message))
-            return self.pipeline.convert(message)  # the hot path: no closure per record
-        except Exception as exc:
-            where = f"topic {message.topic()!r} partition {message.partition()} offset {message.offset()}"
-            if not self.retry.failed():
-                retried = (
-                    f" (retried for errors.retry.timeout={self.retry.settings.retry_timeout_ms} ms)"
-                    if isinstance(exc, RetriableException) and self.retry.settings.retries
-                    else ""
-                )
-                raise ConnectException(
-                    f"{self.task_id}: the record at {where} could not be converted or transformed"
-                    f"{retried}: {exc}. Fix the data or the key.converter/value.converter/transforms "
-                    "settings, or set errors.tolerance=all to skip such records (they are then logged "
-                    "and lost)."
-                ) from exc
-            self.log.warning("skipping the record at %s (errors.tolerance=all): %s", where, exc)
-            stage = conversion_stage(self.pipeline, message, self.connector_settings)
-            self.dead_letters.failed(message, *stage, exc)
-            return None
+    def _skip_or_fail(self, message: Any, exc: Exception) -> None:
+        """A message the converters or transformations rejected: fail the task naming it and the
+        fix, or under `errors.tolerance=all` log, dead-letter and skip it."""
+        where = f"topic {message.topic()!r} partition {message.partition()} offset {message.offset()}"
+        if not self.retry.failed():
+            retried = (
+                f" (retried for errors.retry.timeout={self.retry.settings.retry_timeout_ms} ms)"
+                if isinstance(exc, RetriableException) and self.retry.settings.retries
+                else ""
+            )
+            raise ConnectException(
+                f"{self.task_id}: the record at {where} could not be converted or transformed"
+                f"{retried}: {exc}. Fix the data or the key.converter/value.converter/transforms "
+                "settings, or set errors.tolerance=all to skip such records (they are then logged "
+                "and lost)."
+            ) from exc
+        self.log.warning("skipping the record at %s (errors.tolerance=all): %s", where, exc)
+        stage = conversion_stage(self.pipeline, message, self.connector_settings)
+        self.dead_letters.failed(message, *stage, exc)

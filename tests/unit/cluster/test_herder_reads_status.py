@@ -41,7 +41,7 @@ def test_a_demoted_worker_shows_its_own_running_tasks_unassigned_naming_what_it_
     reads = Reads(running, [running, Status(ConnectState.PAUSED, "w1", 3)], Election(leader=False))
     assert states(reads) == [("UNASSIGNED", "w1")] * 3
     trace = reads.connector_status("c")["tasks"][1]["trace"]
-    assert trace.startswith("last reported PAUSED by this worker (w1) when it led; it no longer leads")
+    assert trace.startswith("last reported PAUSED by this worker (w1) while it led; a follower runs nothing")
 
 
 def test_another_workers_status_and_its_own_final_ones_are_shown_as_read() -> None:

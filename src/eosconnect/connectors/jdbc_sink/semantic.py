@@ -56,6 +56,7 @@ from eosconnect.api.data.schema import (
     TIME_LOGICAL_NAME,
     TIMESTAMP_LOGICAL_NAME,
 )
+from eosconnect.connectors.json_values import json_compatible
 
 __all__ = ["Writer", "column_type", "generic", "writer"]
 
@@ -196,25 +197,9 @@ def generic(zone: ZoneInfo) -> Writer:
 def _as_json(value: Any) -> Any:
     """A nested value (struct, map, list) as JSON text; anything else as it is."""
     if isinstance(value, Struct):
-        return json.dumps({f.name: _jsonable(value.get(f.name)) for f in value.schema.fields})
+        return json.dumps({f.name: json_compatible(value.get(f.name)) for f in value.schema.fields})
     if isinstance(value, dict | list):
-        return json.dumps(_jsonable(value))
-    return value
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Struct):
-        return {f.name: _jsonable(value.get(f.name)) for f in value.schema.fields}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
+        return json.dumps(json_compatible(value))
     return value
 
 

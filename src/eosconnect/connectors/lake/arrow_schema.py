@@ -54,6 +54,7 @@ from eosconnect.connectors.jdbc_sink.semantic import (
     VARIABLE_SCALE_DECIMAL,
     ZONED_TIMESTAMP,
 )
+from eosconnect.connectors.json_values import json_compatible
 
 __all__ = ["Converter", "Mapper", "inferred_field", "json_text"]
 
@@ -96,23 +97,7 @@ def _time_of_day(micros: int) -> dt.time:
 
 def json_text(value: Any) -> str:
     """A nested value (struct, map, list) as JSON text, with bytes as hex and decimals as text."""
-    return json.dumps(_jsonable(value), sort_keys=False)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Struct):
-        return {f.name: _jsonable(value.get(f.name)) for f in value.schema.fields}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    return value
+    return json.dumps(json_compatible(value), sort_keys=False)
 
 
 def _variable_decimal(value: Any) -> str:

@@ -30,7 +30,7 @@ class SnapshotMode(StrEnum):
     INITIAL_ONLY = "initial_only"  # snapshot, then produce nothing
     NO_DATA = "no_data"  # stream only, from the current end of the binlog
     NEVER = "never"
-    WHEN_NEEDED = "when_needed"  # snapshot again when the stored position is no longer in the binlog
+    WHEN_NEEDED = "when_needed"  # snapshot again when the stored position has been purged from the binlog
 
 
 class LockingMode(StrEnum):

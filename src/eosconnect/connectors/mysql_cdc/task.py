@@ -142,7 +142,7 @@ class MySqlCdcTask(SourceTask):
         if mode is not SnapshotMode.WHEN_NEEDED:
             oldest = files[0] if files else "none"
             raise ConnectException(
-                f"MySqlCdcSource {self.prefix}: the stored binlog position {where} is no longer on "
+                f"MySqlCdcSource {self.prefix}: the stored binlog position {where} is not on "
                 f"{self.cfg.describe()} (purged; its oldest binlog is {oldest}), so the changes since are "
                 "lost. Reset the connector's offsets to take a new snapshot, or set "
                 "snapshot.mode=when_needed "
