@@ -567,7 +567,7 @@ def test_a_purged_position_fails_naming_it_or_takes_a_new_snapshot_when_needed(m
             time.sleep(0.5)
     from eosconnect.api.errors import ConnectException
 
-    with pytest.raises(ConnectException, match="no longer on") as failed:
+    with pytest.raises(ConnectException, match="is not on") as failed:
         Task(config, offset)
     assert offset["file"] in str(failed.value) and "snapshot.mode=when_needed" in str(failed.value)
     again = Task({**config, "snapshot.mode": "when_needed"}, offset)
