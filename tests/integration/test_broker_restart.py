@@ -102,6 +102,7 @@ def test_sigkilled_leader_broker_keeps_exactly_once(kafka3: LocalKafkaCluster, w
         follower.stop()
 
 
+@pytest.mark.long
 def test_mirror_sink_survives_a_crash_of_its_group_coordinator(
     kafka3: LocalKafkaCluster, workers, topic_name
 ):

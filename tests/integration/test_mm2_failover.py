@@ -425,6 +425,7 @@ def test_apache_mirror_maker_2_on_the_same_failover(
     assert result.on_b, "the group read nothing on B after Apache MirrorMaker 2's failover"
 
 
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_migration_source_to_sink_and_at_least_once_to_exactly_once(
     bootstrap: str, cluster_b: str, tmp_path: Path
@@ -532,7 +533,7 @@ def every_offset_translates_exactly_or_not(a: str, b: str, topic: str, alias: st
     return translated
 
 
-@pytest.mark.parametrize("connector_type", ["source", "sink"])
+@pytest.mark.parametrize("connector_type", ["source", pytest.param("sink", marks=pytest.mark.long)])
 def test_late_enabled_exactly_once_fails_over_exactly_or_not_at_all(
     connector_type: str, bootstrap: str, cluster_b: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

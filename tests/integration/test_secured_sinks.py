@@ -212,6 +212,7 @@ def test_exactly_once_mirror_sink_with_exactly_its_acls(
     assert sw.worker.request("DELETE", f"/connectors/{name}").status_code == 204
 
 
+@pytest.mark.long
 def test_a_mirror_sink_without_read_on_its_target_group_fails_with_the_remedy(
     sw: SecuredWorker, secured_target: LocalKafkaCluster, topic_name
 ):

@@ -181,6 +181,7 @@ def test_standalone_cluster_ships_code_and_reports_lost_tasks_truthfully(
     assert mirror_report.ok, mirror_report.anomalies
 
 
+@pytest.mark.long
 def test_leader_failover_on_the_cluster_standby_holds_no_executors(
     standalone, workers, plugin_dir, topic_name, create_topic, read_committed
 ):

@@ -142,6 +142,7 @@ def test_driver_sigkill_exactly_once_while_builtin_sink_duplicates(bootstrap, tm
     )
 
 
+@pytest.mark.long
 @pytest.mark.timeout(1200)
 def test_broker_sigkill_then_query_stopped_and_restarted_exactly_once(tmp_path):
     """Our own broker (it is SIGKILLed) under the running query, which rides it out; then the query

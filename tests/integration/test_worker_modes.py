@@ -88,6 +88,7 @@ def count_of(read_committed, topic: str, task: int) -> int:
 # ============================================================================ 1. rolling upgrade
 
 
+@pytest.mark.long
 def test_rolling_upgrade_disabled_preparing_enabled(
     workers, bootstrap, topic_name, create_topic, read_committed
 ):
