@@ -7,8 +7,10 @@ offset is where streaming starts; Debezium 2's `snapshot: true` is read as the s
 last record of a database transaction carries the position after the transaction's commit event
 and the GTID set including it: a restart from there reads the next transaction. A record inside
 a transaction carries, as Debezium's, the position where the transaction begins and the GTID set
-before it, with `event` (how many of the transaction's rows events were delivered whole) and `row`
-(how many rows of the next one): a restart from there skips exactly those.
+before it, with `event` (the rows event's index in the transaction as Debezium counts: BEGIN is 0,
+table maps count) and `row` (how many of its rows were delivered): a restart from there skips
+exactly those. On MariaDB the reader starts from the GTID position at the stored file and
+position, so Debezium's MySQL connector's offsets (no GTIDs) and ours resume alike.
 
 **Exactly once.** The runtime stores the offset in the Kafka transaction that holds the records
 (`exactly.once.source.support=enabled`); with `transaction.boundary=connector` the task ends a
@@ -106,6 +108,8 @@ class MySqlCdcTask(SourceTask):
         if stored is not None and done:
             position = Position(str(stored["file"]), _int(stored, "pos"), _str(stored.get("gtids")))
             done = not self._purged(position, mode)
+            if done and self.server.mariadb:
+                position = self._mariadb_position(position)
         if stored is not None and done and position is not None:
             if "event" in stored or "row" in stored:
                 self._skip = (position.file, position.pos, _int(stored, "event", 0), _int(stored, "row", 0))
@@ -153,6 +157,16 @@ class MySqlCdcTask(SourceTask):
             "MySqlCdcSource %s: %s was purged; taking a new snapshot (when_needed)", self.prefix, where
         )
         return True
+
+    def _mariadb_position(self, position: Position) -> Position:
+        """The stored binlog position with MariaDB's GTID position there (`BINLOG_GTID_POS`), which
+        the reader starts from: the file and position are what every writer of this offset keeps
+        right (Debezium's MySQL connector stores no GTIDs on MariaDB and carries forward any it
+        read), so they, not a stored `gtids`, say where to resume."""
+        with self.catalog.cursor() as cur:
+            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
+            found = cur.fetchone()
+        return Position(position.file, position.pos, _str(found[0] if found else None))
 
     def _stream_from(self, position: Position) -> None:
         self._gtids_before = position.gtids
@@ -356,18 +370,15 @@ class MySqlCdcTask(SourceTask):
             skip, self._skip = self._skip[2:], None
         records: list[SourceRecord] = []
         now_micros = time.time_ns() // 1000
-        event_index, event_pos = -1, None
         for change in txn.changes:
-            if change.pos != event_pos:
-                event_index, event_pos = event_index + 1, change.pos
-            if skip is not None and (event_index, change.row) < skip:
+            if skip is not None and (change.event, change.row) < skip:
                 continue  # delivered before the restart
             offset: dict[str, Primitive] = {
                 "file": txn.file,
                 "pos": txn.pos,
                 "ts_sec": change.ts_ms // 1000,
                 "server_id": self.server.server_id,
-                "event": event_index,
+                "event": change.event,
                 "row": change.row + 1,
             }
             if before_gtids:
