@@ -10,7 +10,7 @@ a transaction carries, as Debezium's, the position where the transaction begins 
 before it, with `event` (the rows event's index in the transaction as Debezium counts: BEGIN is 0,
 table maps count) and `row` (how many of its rows were delivered): a restart from there skips
 exactly those. On MariaDB the reader starts from the GTID position at the stored file and
-position, so Debezium's MySQL connector's offsets (no GTIDs) and ours resume alike.
+position, so Debezium's MySQL connector's offsets (no GTIDs, see `resume`) and ours resume alike.
 
 **Exactly once.** The runtime stores the offset in the Kafka transaction that holds the records
 (`exactly.once.source.support=enabled`); with `transaction.boundary=connector` the task ends a
@@ -45,6 +45,7 @@ from eosconnect.connectors.mysql_cdc.binlog import (
 )
 from eosconnect.connectors.mysql_cdc.config import MySqlCdcConfig, SnapshotMode
 from eosconnect.connectors.mysql_cdc.events import SourceInfo, TableEvents
+from eosconnect.connectors.mysql_cdc.resume import resume_point
 from eosconnect.connectors.mysql_cdc.snapshot import Snapshot, binlog_files, current_position
 
 __all__ = ["VERSION", "MySqlCdcTask"]
@@ -108,11 +109,12 @@ class MySqlCdcTask(SourceTask):
         if stored is not None and done:
             position = Position(str(stored["file"]), _int(stored, "pos"), _str(stored.get("gtids")))
             done = not self._purged(position, mode)
-            if done and self.server.mariadb:
-                position = self._mariadb_position(position)
         if stored is not None and done and position is not None:
-            if "event" in stored or "row" in stored:
-                self._skip = (position.file, position.pos, _int(stored, "event", 0), _int(stored, "row", 0))
+            event = _int(stored, "event") if "event" in stored else None
+            if self.server.mariadb:
+                position, event = resume_point(self.catalog, position, event, _int(stored, "row", 0))
+            if event is not None or "row" in stored:
+                self._skip = (position.file, position.pos, event or 0, _int(stored, "row", 0))
             log.info("MySqlCdcSource %s: streaming after the stored offset %s", self.prefix, dict(stored))
             if mode is SnapshotMode.INITIAL_ONLY:
                 self._done = True
@@ -157,16 +159,6 @@ class MySqlCdcTask(SourceTask):
             "MySqlCdcSource %s: %s was purged; taking a new snapshot (when_needed)", self.prefix, where
         )
         return True
-
-    def _mariadb_position(self, position: Position) -> Position:
-        """The stored binlog position with MariaDB's GTID position there (`BINLOG_GTID_POS`), which
-        the reader starts from: the file and position are what every writer of this offset keeps
-        right (Debezium's MySQL connector stores no GTIDs on MariaDB and carries forward any it
-        read), so they, not a stored `gtids`, say where to resume."""
-        with self.catalog.cursor() as cur:
-            cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.pos))
-            found = cur.fetchone()
-        return Position(position.file, position.pos, _str(found[0] if found else None))
 
     def _stream_from(self, position: Position) -> None:
         self._gtids_before = position.gtids
