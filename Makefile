@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 STAMP     := $(VENV)/.installed
 
-.PHONY: demo demo-spark demo-cdc demo-db test test-long lint soak soak-spark soak-secured soak-long bench kafka postgres mariadb chromium registry lake-jars install clean
+.PHONY: demo demo-spark demo-cdc demo-mysql demo-db test test-long lint soak soak-spark soak-secured soak-long bench kafka postgres mariadb chromium registry lake-jars install clean
 
 # The demo installs only the runtime: the test extra (lake libraries, a browser driver, linters)
 # would add a good part of a fresh machine's set-up time to it.
@@ -71,6 +71,9 @@ demo-spark: kafka  ## JdbcSource -> Spark -> eosconnect-kafka through a driver S
 
 demo-cdc: kafka postgres  ## PostgreSQL -> PostgresCdcSource -> Kafka -> JdbcSink -> PostgreSQL through a task SIGKILL, compared row by row
 	$(BIN)/python -m eosconnect.tools.demo_cdc
+
+demo-mysql: kafka mariadb postgres  ## MariaDB -> MySqlCdcSource -> Kafka -> JdbcSink -> PostgreSQL through a task SIGKILL, compared row by row
+	$(BIN)/python -m eosconnect.tools.demo_mysql
 
 demo-db: kafka postgres  ## JdbcSource -> Kafka -> JdbcSink into PostgreSQL through a sink task SIGKILL, compared row by row
 	$(BIN)/eosconnect demo-db

@@ -31,6 +31,7 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,11 @@ def _dsn(url: str) -> str:
     return f"host={parsed.host} port={parsed.port} user={parsed.username} dbname={parsed.database}"
 
 
-def _print_comparison(comparison: TableComparison) -> None:
-    table = Table(title="bank.accounts -> CDC -> Kafka -> JdbcSink -> bank_copy.accounts, row by row")
+def _print_comparison(
+    comparison: TableComparison,
+    title: str = "bank.accounts -> CDC -> Kafka -> JdbcSink -> bank_copy.accounts, row by row",
+) -> None:
+    table = Table(title=title)
     table.add_column("rows in bank")
     table.add_column("rows in bank_copy")
     for column in ("missing", "extra", "different", "duplicated"):
@@ -262,11 +266,28 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def _lsn(source: dict[str, Any]) -> Any:
+    return source["lsn"]
+
+
+def _txid(source: dict[str, Any]) -> Any:
+    return source["txId"]
+
+
 def _print_and_verify(
-    records: list[Any], rows: dict[int, tuple[str, str]], txids: list[int], changes: int
+    records: list[Any],
+    rows: dict[int, tuple[str, str]],
+    txids: list[Any],
+    changes: int,
+    position: Callable[[dict[str, Any]], Any] = _lsn,
+    transaction: Callable[[dict[str, Any]], Any] = _txid,
+    columns: tuple[str, str] = ("txId", "lsn"),
 ) -> bool:
+    """Print the events grouped by Kafka transaction and check them; `position` orders a source
+    block's events in commit order, `transaction` names its database transaction (`columns` are
+    their headings)."""
     table = Table(title="read_committed, one group per Kafka transaction")
-    for column in ("kafka txn", "offset", "op", "key", "before", "after", "txId", "lsn"):
+    for column in ("kafka txn", "offset", "op", "key", "before", "after", *columns):
         table.add_column(column)
     group, previous = 0, None
     per_key: dict[int, list[Any]] = defaultdict(list)
@@ -284,26 +305,26 @@ def _print_and_verify(
             table.add_row(str(group), str(record.offset), "tombstone", str(key), "", "", "", "")
             continue
         identity = json.dumps(
-            [value["source"]["lsn"], value["op"], value["before"], value["after"]], default=str
+            [position(value["source"]), value["op"], value["before"], value["after"]], default=str
         )
         if identity in seen:
             problems.append(f"duplicate event {identity}")
         seen.add(identity)
-        kafka_txns[group].add(value["source"]["txId"] if value["op"] != "r" else "snapshot")
+        kafka_txns[group].add(transaction(value["source"]) if value["op"] != "r" else "snapshot")
         table.add_row(
             str(group), str(record.offset), value["op"], str(key), _describe(value["before"]),
-            _describe(value["after"]), str(value["source"]["txId"]), str(value["source"]["lsn"]),
+            _describe(value["after"]), str(transaction(value["source"])), str(position(value["source"])),
         )  # fmt: skip
     console.print(table)
     streamed = [v for r in records if r.value and (v := _payload(r.value))["op"] != "r"]
     if len(streamed) != changes:
         problems.append(f"{len(streamed)} change events, expected {changes}")
-    if sorted({v["source"]["txId"] for v in streamed}) != sorted(txids):
+    if sorted({transaction(v["source"]) for v in streamed}) != sorted(txids):
         problems.append("the database transactions and the events' txIds differ")
     if any(len(ids) != 1 for ids in kafka_txns.values()):
         problems.append(f"a Kafka transaction holds several database transactions: {dict(kafka_txns)}")
     for key, history in per_key.items():
-        lsns = [v["source"]["lsn"] for v in history if v is not None and v["op"] != "r"]
+        lsns = [position(v["source"]) for v in history if v is not None and v["op"] != "r"]
         if lsns != sorted(lsns):
             problems.append(f"key {key}: events out of commit order")
         last = history[-1]

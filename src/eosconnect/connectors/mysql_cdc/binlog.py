@@ -82,6 +82,9 @@ class RowChange:
     pos: int  # the rows event's own position
     row: int  # the row's index within the rows event
     ts_ms: int
+    #: The rows event's index in its transaction as Debezium counts (the BEGIN or GTID event is 0,
+    #: table maps count): Debezium's offset key `event`, the events a restart skips.
+    event: int = 0
 
 
 @dataclass
@@ -226,7 +229,7 @@ class BinlogReader:
             WriteRowsEvent,
         )
 
-        file, txn, connects = self.start.file, None, 0
+        file, txn, connects, events = self.start.file, None, 0, 0
         gtids = _Gtids(self.start.gtids, self.mariadb)
         for event in self._stream:
             if self._stopping.is_set():
@@ -235,6 +238,7 @@ class BinlogReader:
             begin = end - event.packet.event_size if end else 0  # the whole event: header and checksum too
             if isinstance(event, TableMapEvent):
                 self._nulls[event.table_id] = bytes(event.null_bitmask)
+                events += 1
                 continue
             if isinstance(event, RotateEvent):
                 if event.timestamp == 0:  # the artificial rotate a dump starts with
@@ -244,14 +248,15 @@ class BinlogReader:
                 file = event.next_binlog
                 continue
             if isinstance(event, MariadbGtidEvent | GtidEvent):
-                txn = Transaction(event.gtid, file, begin)
+                txn, events = Transaction(event.gtid, file, begin), 1
                 continue
             if isinstance(event, QueryEvent):
                 query = event.query if isinstance(event.query, str) else event.query.decode(errors="replace")
                 if query == "BEGIN":
                     if txn is None:
                         txn = Transaction(None, file, begin)
-                    txn.thread = event.slave_proxy_id
+                    # MySQL writes BEGIN after the GTID event: Debezium restarts from the BEGIN
+                    txn.pos, txn.thread, events = begin, event.slave_proxy_id, 1
                     continue
                 if txn is None:
                     txn = Transaction(None, file, begin)
@@ -272,12 +277,13 @@ class BinlogReader:
                 txn = None
                 continue
             if isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
+                index, events = events, events + 1
                 if txn is None or not self.captured(event.schema, event.table):
                     continue
                 table_map = self._stream.table_map.get(event.table_id)
                 columns, key = self._described(table_map, event)
                 ts_ms = event.timestamp * 1000
-                for index, row in enumerate(event.rows):
+                for row_index, row in enumerate(event.rows):
                     if isinstance(event, WriteRowsEvent):
                         op, before, after = "c", None, _empty_sets(row["values"], row.get("none_sources"))
                     elif isinstance(event, UpdateRowsEvent):
@@ -288,7 +294,17 @@ class BinlogReader:
                         op, before, after = "d", _empty_sets(row["values"], row.get("none_sources")), None
                     txn.changes.append(
                         RowChange(
-                            event.schema, event.table, columns, key, op, before, after, begin, index, ts_ms
+                            event.schema,
+                            event.table,
+                            columns,
+                            key,
+                            op,
+                            before,
+                            after,
+                            begin,
+                            row_index,
+                            ts_ms,
+                            index,
                         )
                     )
 

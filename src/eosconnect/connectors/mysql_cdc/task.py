@@ -7,8 +7,10 @@ offset is where streaming starts; Debezium 2's `snapshot: true` is read as the s
 last record of a database transaction carries the position after the transaction's commit event
 and the GTID set including it: a restart from there reads the next transaction. A record inside
 a transaction carries, as Debezium's, the position where the transaction begins and the GTID set
-before it, with `event` (how many of the transaction's rows events were delivered whole) and `row`
-(how many rows of the next one): a restart from there skips exactly those.
+before it, with `event` (the rows event's index in the transaction as Debezium counts: BEGIN is 0,
+table maps count) and `row` (how many of its rows were delivered): a restart from there skips
+exactly those. On MariaDB the reader starts from the GTID position at the stored file and
+position, so Debezium's MySQL connector's offsets (no GTIDs, see `resume`) and ours resume alike.
 
 **Exactly once.** The runtime stores the offset in the Kafka transaction that holds the records
 (`exactly.once.source.support=enabled`); with `transaction.boundary=connector` the task ends a
@@ -43,6 +45,7 @@ from eosconnect.connectors.mysql_cdc.binlog import (
 )
 from eosconnect.connectors.mysql_cdc.config import MySqlCdcConfig, SnapshotMode
 from eosconnect.connectors.mysql_cdc.events import SourceInfo, TableEvents
+from eosconnect.connectors.mysql_cdc.resume import resume_point
 from eosconnect.connectors.mysql_cdc.snapshot import Snapshot, binlog_files, current_position
 
 __all__ = ["VERSION", "MySqlCdcTask"]
@@ -107,8 +110,11 @@ class MySqlCdcTask(SourceTask):
             position = Position(str(stored["file"]), _int(stored, "pos"), _str(stored.get("gtids")))
             done = not self._purged(position, mode)
         if stored is not None and done and position is not None:
-            if "event" in stored or "row" in stored:
-                self._skip = (position.file, position.pos, _int(stored, "event", 0), _int(stored, "row", 0))
+            event = _int(stored, "event") if "event" in stored else None
+            if self.server.mariadb:
+                position, event = resume_point(self.catalog, position, event, _int(stored, "row", 0))
+            if event is not None or "row" in stored:
+                self._skip = (position.file, position.pos, event or 0, _int(stored, "row", 0))
             log.info("MySqlCdcSource %s: streaming after the stored offset %s", self.prefix, dict(stored))
             if mode is SnapshotMode.INITIAL_ONLY:
                 self._done = True
@@ -356,18 +362,15 @@ class MySqlCdcTask(SourceTask):
             skip, self._skip = self._skip[2:], None
         records: list[SourceRecord] = []
         now_micros = time.time_ns() // 1000
-        event_index, event_pos = -1, None
         for change in txn.changes:
-            if change.pos != event_pos:
-                event_index, event_pos = event_index + 1, change.pos
-            if skip is not None and (event_index, change.row) < skip:
+            if skip is not None and (change.event, change.row) < skip:
                 continue  # delivered before the restart
             offset: dict[str, Primitive] = {
                 "file": txn.file,
                 "pos": txn.pos,
                 "ts_sec": change.ts_ms // 1000,
                 "server_id": self.server.server_id,
-                "event": event_index,
+                "event": change.event,
                 "row": change.row + 1,
             }
             if before_gtids:
