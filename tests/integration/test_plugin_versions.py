@@ -1,5 +1,6 @@
-"""KIP-891 on a real worker: plugin.path holds two versions of one connector; `connector.plugin.version`
-runs the one it names (its task, in Spark's Python worker, is that version's code), status and
+"""KIP-891 on a real worker: plugin.path holds two versions of one connector, the older first;
+`connector.plugin.version` runs the one it names, a connector without it runs the newest (as Kafka
+loads it), each task in Spark's Python worker being that version's code; status and
 `/connector-plugins` say which, and a range no installed version is in is refused naming them."""
 
 from __future__ import annotations
@@ -88,18 +89,27 @@ def test_the_chosen_version_runs_and_is_reported(
     config = {
         **sequence_config(name),
         "connector.class": f"{PACKAGE}.source.AcmeSource",
-        "connector.plugin.version": "[2.0,3.0)",
-        "marker.dir": str(tmp_path),
+        "connector.plugin.version": "(,2.0)",
+        "marker.dir": str(tmp_path / "pinned"),
     }
+    unpinned = {k: v for k, v in config.items() if k != "connector.plugin.version"}
+    unpinned["marker.dir"] = str(tmp_path / "default")
+    for directory in ("pinned", "default"):
+        (tmp_path / directory).mkdir()
     refused = worker.create_connector(f"{name}-none", {**config, "connector.plugin.version": "[3.0,)"})
     assert refused.status_code == 400, refused.text
     assert "installed: 1.0.0, 2.3.1" in refused.text and "connector.plugin.version" in refused.text
     assert worker.create_connector(name, config).status_code == 201
+    assert worker.create_connector(f"{name}-newest", unpinned).status_code == 201
     try:
-        status = wait_running(worker, name)
-        assert status["connector"]["version"] == "2.3.1"
-        assert status["tasks"][0]["version"] == "2.3.1"
-        worker.wait_for(lambda: (tmp_path / "task-2.3.1").exists(), 60, "the 2.3.1 task's marker")
-        assert not (tmp_path / "task-1.0.0").exists()
+        for connector, version, other in ((name, "1.0.0", "2.3.1"), (f"{name}-newest", "2.3.1", "1.0.0")):
+            status = wait_running(worker, connector)
+            assert status["connector"]["version"] == version, connector
+            assert status["tasks"][0]["version"] == version, connector
+            marker = Path(config["marker.dir"] if connector == name else unpinned["marker.dir"])
+            ran = marker / f"task-{version}"
+            worker.wait_for(ran.exists, 60, f"the {version} task's marker")
+            assert not (marker / f"task-{other}").exists()
     finally:
         delete_connector(worker, name)
+        delete_connector(worker, f"{name}-newest")

@@ -23,6 +23,7 @@ from eosconnect.cluster.auto_restart import AUTO_RESTART_CONFIG_DEF
 from eosconnect.cluster.connector_kinds import ConnectorKind
 from eosconnect.converters.resolution import converter_from_config, resolve_converter_class
 from eosconnect.plugins.loading import VERSION_SETTING, connector_class_of
+from eosconnect.plugins.versions import VERSION_SUFFIX, select_version
 from eosconnect.transforms.chain import TransformationChain
 
 __all__ = [
@@ -63,6 +64,7 @@ HEADER_CONVERTER_ALIASES = frozenset(
     }
 )
 
+HEADER_VERSION = "header.converter" + VERSION_SUFFIX
 _CONVERTER_VERSION = (
     "The converter's version to load (KIP-891): a version or a Maven range such as [1.0,2.0); the newest "
     "installed version in it is used."
@@ -263,7 +265,10 @@ def framework_errors(config: Mapping[str, str], kind: ConnectorKind) -> dict[str
     header = (config.get("header.converter") or "").strip()
     if header and header not in HEADER_CONVERTER_ALIASES:
         try:
-            resolve_converter_class(header, setting="header.converter")
+            header_class = resolve_converter_class(header, setting="header.converter")
+            # KIP-891: the version is checked as the key's and value's are, so a range nothing
+            # installed is in is refused naming what is (plugins/versions.py)
+            select_version(header_class, config.get(HEADER_VERSION), HEADER_VERSION, header)
         except ConfigException as exc:
             _add(errors, exc, "header.converter")
     try:

@@ -241,12 +241,12 @@ def plugin_version(class_name: str | None, requirement: str | None = None) -> st
         return None
     try:
         target = class_name.strip()
-        cls = (
-            resolve_connector_class(target, requirement)
-            if requirement or "." not in target or _find_short_name(target)
-            else None
-        )
-        if cls is None:
+        try:  # a connector: the version `requirement` chooses, else the newest installed
+            cls: type = resolve_connector_class(target, requirement)
+        except ConfigException:
+            if requirement:
+                return None
+            # a task class: the copy its module names is the one its connector chose
             cls = import_class(target)
         version = cls().version()
     except Exception:
@@ -416,12 +416,11 @@ def available_connectors() -> dict[str, str]:
 
 def resolve_connector_class(name: str | type, version: str | None = None) -> type[Connector]:
     """The connector class for a `connector.class` value, in the version `version` (the value of
-    `connector.plugin.version`: a version or Maven range, plugins/versions.py) chooses; raises
+    `connector.plugin.version`: a version or Maven range, plugins/versions.py) chooses, the newest
+    installed without it; raises
     `ConfigException` (a `ConnectorClassNotFound` when nothing matches) naming the setting and the
     way to fix it."""
     cls = _resolve_connector_class(name)
-    if version is None or not str(version).strip():
-        return cls
     label = name if isinstance(name, str) else f"{name.__module__}.{name.__qualname__}"
     return _check_connector(select_version(cls, version, VERSION_SETTING, label.strip()), label)
 

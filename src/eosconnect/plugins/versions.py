@@ -18,7 +18,8 @@ A setting `connector.plugin.version`, `key.converter.plugin.version`,
 `transforms.<alias>.plugin.version` holds a Maven version range, as in Kafka: `2.0` (that version),
 `[1.0,2.0)`, `(,1.5]`, `[2.0,)`, `[1.0],[1.2,1.4]`. The newest installed version in the range is
 loaded; a range no installed version is in is refused naming the versions installed. Without the
-setting the class loads as it always does (the first on plugin.path).
+setting the newest installed version loads, as Kafka loads it (`select_version`), so which copy runs
+does not depend on the order of plugin.path.
 """
 
 from __future__ import annotations
@@ -270,20 +271,27 @@ def installed_versions(default: type, class_path: str | None = None) -> dict[str
 
 def select_version(default: type, requirement: str | None, setting: str, class_name: str) -> type:
     """The class of the newest installed version of `default`'s plugin in `requirement` (a version
-    or Maven range, the value of `setting`); `default` when there is no requirement."""
+    or Maven range, the value of `setting`); without a requirement, the newest installed version
+    (Kafka's default), which is `default` itself when plugin.path holds no other copy of it."""
     if requirement is None or not str(requirement).strip():
-        return default
+        path = f"{default.__module__}.{default.__qualname__}"
+        if not _copies(path, os.pathsep.join(_plugin_path())):
+            return default  # the common case: one copy, nothing to choose (and nothing instantiated)
+        installed = installed_versions(default)
+        if not installed:
+            return default
+        return installed[max(installed, key=functools.cmp_to_key(compare_versions))]
     wanted = VersionRange.parse(str(requirement), setting)
     versions = installed_versions(default)
     matching = [v for v in versions if wanted.contains(v)]
     if not matching:
-        installed = ", ".join(sorted(versions, key=functools.cmp_to_key(compare_versions))) or "none"
+        installed_list = ", ".join(sorted(versions, key=functools.cmp_to_key(compare_versions))) or "none"
         raise ConfigException(
             errors={
                 setting: [
-                    f"no installed version of {class_name} is in {requirement!r}; installed: {installed}. "
-                    f"Set {setting} to one of them (or a range holding one), or remove it to load "
-                    "the default"
+                    f"no installed version of {class_name} is in {requirement!r}; installed: "
+                    f"{installed_list}. Set {setting} to one of them (or a range holding one), or "
+                    "remove it to load the newest"
                 ]
             }
         )

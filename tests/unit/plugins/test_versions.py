@@ -98,20 +98,20 @@ def test_a_malformed_range_is_refused_naming_the_setting(spec: str) -> None:
 
 def test_both_versions_load_side_by_side(two_versions: str) -> None:
     path = f"{two_versions}.source.AcmeSource"
-    default = resolve_connector_class(path)
-    assert default().version() == "1.4.2"  # the first on plugin.path, as without versions
-    versions = installed_versions(default)
+    first = resolve_connector_class(path, "1.4.2")
+    assert first.__module__ == f"{two_versions}.source"  # the first on plugin.path is imported plainly
+    versions = installed_versions(first)
     assert sorted(versions) == ["1.4.2", "2.1.0"]
     newer = resolve_connector_class(path, "[2.0,3.0)")
     assert newer().version() == "2.1.0"
     assert newer.__module__.startswith("eosconnect_plugin_copies.")
-    assert resolve_connector_class(path, "1.4.2") is default
+    assert resolve_connector_class(path) is newer  # no version set: the newest, as Kafka loads it
     assert resolve_connector_class(path, "[1.0,)")().version() == "2.1.0"  # the newest in the range
     assert connector_class_of({"connector.class": path, "connector.plugin.version": "2.1.0"}) is newer
     # the task class of the copy is the copy's (its path is what a task config carries)
     task = newer().task_class()
     assert task.__module__ == "eosconnect.connectors.sequence"
-    assert plugin_version(path, "[2,)") == "2.1.0" and plugin_version(path) == "1.4.2"
+    assert plugin_version(path, "(,2)") == "1.4.2" and plugin_version(path) == "2.1.0"
 
 
 def test_a_range_nothing_is_in_is_refused_naming_what_is_installed(two_versions: str) -> None:
@@ -131,12 +131,13 @@ def test_a_transformation_version_is_chosen_by_its_alias_setting(two_versions: s
         "transforms.a.static.field": "f",
         "transforms.a.static.value": "v",
         "transforms.b.type": f"{two_versions}.source.AcmeInsert",
-        "transforms.b.plugin.version": "2.1.0",
+        "transforms.b.plugin.version": "1.4.2",
         "transforms.b.static.field": "g",
         "transforms.b.static.value": "w",
     }
     chain = TransformationChain.from_config(config)
-    assert [stage.transformation.version() for stage in chain.stages] == ["1.4.2", "2.1.0"]  # type: ignore[attr-defined]
+    # a: no version set, the newest; b: the one its setting names
+    assert [stage.transformation.version() for stage in chain.stages] == ["2.1.0", "1.4.2"]  # type: ignore[attr-defined]
     with pytest.raises(ConfigException) as raised:
         TransformationChain.from_config({**config, "transforms.b.plugin.version": "[5,6]"})
     assert "installed: 1.4.2, 2.1.0" in raised.value.errors["transforms.b.plugin.version"][0]
@@ -144,12 +145,21 @@ def test_a_transformation_version_is_chosen_by_its_alias_setting(two_versions: s
 
 def test_a_converter_version_is_chosen_by_its_setting(two_versions: str) -> None:
     config = {"value.converter": f"{two_versions}.source.AcmeJson", "value.converter.schemas.enable": "false"}
-    assert converter_from_config(config, is_key=False).version() == "1.4.2"  # type: ignore[attr-defined]
-    pinned = {**config, "value.converter.plugin.version": "[2.0,)"}
-    assert converter_from_config(pinned, is_key=False).version() == "2.1.0"  # type: ignore[attr-defined]
+    assert converter_from_config(config, is_key=False).version() == "2.1.0"  # type: ignore[attr-defined]
+    pinned = {**config, "value.converter.plugin.version": "(,2.0)"}
+    assert converter_from_config(pinned, is_key=False).version() == "1.4.2"  # type: ignore[attr-defined]
     with pytest.raises(ConfigException) as raised:
         converter_from_config({**config, "value.converter.plugin.version": "0.9"}, is_key=False)
     assert "installed: 1.4.2, 2.1.0" in raised.value.errors["value.converter.plugin.version"][0]
+
+
+def test_a_header_converter_version_is_checked_against_what_is_installed(two_versions: str) -> None:
+    config = {"connector.class": "SequenceSource", "header.converter": f"{two_versions}.source.AcmeJson"}
+    assert "header.converter.plugin.version" not in framework_errors(
+        {**config, "header.converter.plugin.version": "[2.0,)"}, SOURCE
+    )
+    errors = framework_errors({**config, "header.converter.plugin.version": "[3.0,)"}, SOURCE)
+    assert "installed: 1.4.2, 2.1.0" in errors["header.converter.plugin.version"][0]
 
 
 def test_connector_plugins_lists_each_version(two_versions: str) -> None:
