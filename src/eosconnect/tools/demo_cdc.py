@@ -182,70 +182,12 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
             **JSON_WITH_SCHEMAS,
             "value.converter.decimal.format": "NUMERIC",  # balances as numbers, not base64
         }
-        sink = {  # a JDBC sink of Debezium events, as Debezium's users configure one
-            "connector.class": "JdbcSink",
-            "topics": topic,
-            "connection.url": copy_url,
-            "table.name.format": "accounts",
-            "transforms": "unwrap",
-            "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-            "insert.mode": "upsert",
-            "pk.mode": "record_key",
-            "delete.enabled": "true",
-            "auto.create": "true",
-            # a killed task's consumer leaves the group only when its session times out: keep it short
-            "consumer.override.session.timeout.ms": "6000",
-            **JSON_WITH_SCHEMAS,
-        }
-        ensure_topic(AdminClient({"bootstrap.servers": bootstrap}), topic, partitions=1, replication_factor=1)
-        for name, settings in (("bank-cdc", config), ("bank-copy", sink)):
-            response = worker.create_connector(name, settings)
-            if response.status_code != 201:
-                console.print(f"[red]creating {name} failed: {response.text}[/red]")
-                return False
-        _step(
-            f"PostgresCdcSource 'bank-cdc' (topic {topic}, 3 rows to snapshot) and JdbcSink 'bank-copy' "
-            "(unwrap, upsert on the key, delete.enabled -> bank_copy.accounts) created"
+        source = ("PostgresCdcSource", "bank-cdc", config)
+        ok, comparison = run_bank_changes(
+            worker, bootstrap, topic, source, copy_url, conn, _changes, _rows, _print_and_verify
         )
-        consumer: dict[str, object] = {"bootstrap.servers": bootstrap}
-
-        def events() -> list[Any]:
-            return read_to_end(consumer, topic, timeout=30)
-
-        worker.wait_for(lambda: len(events()) >= 3, 120, "the snapshot")
-        insert = "INSERT INTO accounts VALUES (%s, %s, %s)"
-        transfer = "UPDATE accounts SET balance = balance + %s WHERE id = %s"
-        txids = [
-            _changes(conn, [(insert, (4, "dana", 20))]),
-            _changes(conn, [(transfer, (-30, 1)), (transfer, (30, 2))]),  # a transfer: one transaction
-            _changes(conn, [("DELETE FROM accounts WHERE id = %s", (3,))]),
-        ]
-        worker.wait_for(lambda: len(events()) >= 8, 60, "the first changes")
-        pid = worker.request("GET", "/internal/tasks").json().get("bank-cdc-0", {}).get("pid")
-        if pid:
-            os.kill(int(pid), signal.SIGKILL)
-            _step(f"SIGKILLed the task's Python worker (pid {pid}); committing more while it is down")
-        txids += [
-            _changes(conn, [(insert, (5, "emil", 5)), (transfer, (-5, 4)), (transfer, (5, 5))]),
-            _changes(conn, [("UPDATE accounts SET owner = 'ada l.' WHERE id = %s", (1,))]),
-            _changes(conn, [("UPDATE accounts SET id = %s WHERE id = %s", (20, 2))]),  # a key change
-        ]
-        expected_changes = 1 + 2 + 1 + 3 + 1 + 2  # the key change: a delete and a create
-        worker.wait_for(
-            lambda: (
-                sum(1 for r in events() if r.value and _payload(r.value)["op"] != "r") >= expected_changes
-            ),
-            120,
-            "every change after the restart",
-        )
-        records = events()
-        source_rows = _rows(conn)
-        rows = {r[0]: (r[1], str(r[2])) for r in source_rows}
-        conn.close()
-        ok = _print_and_verify(records, rows, txids, expected_changes)
-        with console.status("Waiting for JdbcSink to bring bank_copy.accounts up to date ..."):
-            copied = _copied_rows(_dsn(copy_url), source_rows, timeout=120)
-        comparison = compare_tables(source_rows, copied)
+        if comparison is None:
+            return False
         ok = passed = ok and comparison.ok
         _print_comparison(comparison)
         verdict = (
@@ -264,6 +206,87 @@ def run_cdc_demo(run_dir: Path | None = None) -> bool:
         database.stop()
         if own_dir and passed:  # kept after a failure: the logs are in it
             shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def run_bank_changes(
+    worker: WorkerProcess,
+    bootstrap: str,
+    topic: str,
+    source: tuple[str, str, dict[str, str]],
+    copy_url: str,
+    conn: Any,
+    changes: Callable[[Any, list[tuple[str, tuple[Any, ...]]]], Any],
+    rows_of: Callable[[Any], list[tuple[Any, ...]]],
+    verify: Callable[[list[Any], dict[Any, Any], list[Any], int], bool],
+) -> tuple[bool, TableComparison | None]:
+    """The bank scenario both CDC demos run, whatever the database: create the CDC source
+    (`source` = class label, connector name, config) and a JdbcSink copying its topic, make the
+    changes with the task SIGKILLed half way, then check the topic (`verify`) and the copy. Closes
+    `conn`. (False, None) when a connector could not be created."""
+    source_class, source_name, source_config = source
+    sink = {  # a JDBC sink of Debezium events, as Debezium's users configure one
+        "connector.class": "JdbcSink",
+        "topics": topic,
+        "connection.url": copy_url,
+        "table.name.format": "accounts",
+        "transforms": "unwrap",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+        "insert.mode": "upsert",
+        "pk.mode": "record_key",
+        "delete.enabled": "true",
+        "auto.create": "true",
+        # a killed task's consumer leaves the group only when its session times out: keep it short
+        "consumer.override.session.timeout.ms": "6000",
+        **JSON_WITH_SCHEMAS,
+    }
+    ensure_topic(AdminClient({"bootstrap.servers": bootstrap}), topic, partitions=1, replication_factor=1)
+    for name, settings in ((source_name, source_config), ("bank-copy", sink)):
+        response = worker.create_connector(name, settings)
+        if response.status_code != 201:
+            console.print(f"[red]creating {name} failed: {response.text}[/red]")
+            return False, None
+    _step(
+        f"{source_class} '{source_name}' (topic {topic}, 3 rows to snapshot) and JdbcSink 'bank-copy' "
+        "(unwrap, upsert on the key, delete.enabled -> bank_copy.accounts) created"
+    )
+    consumer: dict[str, object] = {"bootstrap.servers": bootstrap}
+
+    def events() -> list[Any]:
+        return read_to_end(consumer, topic, timeout=30)
+
+    worker.wait_for(lambda: len(events()) >= 3, 120, "the snapshot")
+    insert = "INSERT INTO accounts VALUES (%s, %s, %s)"
+    transfer = "UPDATE accounts SET balance = balance + %s WHERE id = %s"
+    ids = [
+        changes(conn, [(insert, (4, "dana", 20))]),
+        changes(conn, [(transfer, (-30, 1)), (transfer, (30, 2))]),  # a transfer: one transaction
+        changes(conn, [("DELETE FROM accounts WHERE id = %s", (3,))]),
+    ]
+    worker.wait_for(lambda: len(events()) >= 8, 60, "the first changes")
+    pid = worker.request("GET", "/internal/tasks").json().get(f"{source_name}-0", {}).get("pid")
+    if pid:
+        os.kill(int(pid), signal.SIGKILL)
+        _step(f"SIGKILLed the task's Python worker (pid {pid}); committing more while it is down")
+    ids += [
+        changes(conn, [(insert, (5, "emil", 5)), (transfer, (-5, 4)), (transfer, (5, 5))]),
+        changes(conn, [("UPDATE accounts SET owner = 'ada l.' WHERE id = %s", (1,))]),
+        changes(conn, [("UPDATE accounts SET id = %s WHERE id = %s", (20, 2))]),  # a key change
+    ]
+    expected_changes = 1 + 2 + 1 + 3 + 1 + 2  # the key change: a delete and a create
+    worker.wait_for(
+        lambda: sum(1 for r in events() if r.value and _payload(r.value)["op"] != "r") >= expected_changes,
+        120,
+        "every change after the restart",
+    )
+    records = events()
+    source_rows = rows_of(conn)
+    rows = {r[0]: (r[1], str(r[2])) for r in source_rows}
+    conn.close()
+    ok = verify(records, rows, ids, expected_changes)
+    with console.status("Waiting for JdbcSink to bring bank_copy.accounts up to date ..."):
+        copied = _copied_rows(_dsn(copy_url), source_rows, timeout=120)
+    comparison = compare_tables(source_rows, copied)
+    return ok, comparison
 
 
 def _lsn(source: dict[str, Any]) -> Any:

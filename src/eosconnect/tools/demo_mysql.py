@@ -22,9 +22,8 @@ on a failed check. The connector is documented in docs/mysql-cdc.md.
 
 from __future__ import annotations
 
-import os
+import functools
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -32,24 +31,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
 from eosconnect.devkafka import LocalKafkaCluster
 from eosconnect.devkafka.mariadb import LocalMariaDB
 from eosconnect.devkafka.postgres import LocalPostgres
-from eosconnect.storage.topic_reader import read_to_end
-from eosconnect.storage.topics import ensure_topic
 from eosconnect.tools.demo_cdc import (
     JSON_WITH_SCHEMAS,
-    _copied_rows,
-    _dsn,
-    _payload,
     _print_and_verify,
     _print_comparison,
     _step,
     console,
+    run_bank_changes,
 )
-from eosconnect.tools.demo_db import compare_tables
 from eosconnect.tools.worker_process import WorkerProcess, local_worker_settings
 
 
@@ -134,71 +126,18 @@ def run_mysql_demo(run_dir: Path | None = None) -> bool:
             **JSON_WITH_SCHEMAS,
             "value.converter.decimal.format": "NUMERIC",  # balances as numbers, not base64
         }
-        sink = {  # a JDBC sink of Debezium events, as Debezium's users configure one
-            "connector.class": "JdbcSink",
-            "topics": topic,
-            "connection.url": copy_url,
-            "table.name.format": "accounts",
-            "transforms": "unwrap",
-            "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-            "insert.mode": "upsert",
-            "pk.mode": "record_key",
-            "delete.enabled": "true",
-            "auto.create": "true",
-            "consumer.override.session.timeout.ms": "6000",
-            **JSON_WITH_SCHEMAS,
-        }
-        ensure_topic(AdminClient({"bootstrap.servers": bootstrap}), topic, partitions=1, replication_factor=1)
-        for name, settings in (("bank-binlog", config), ("bank-copy", sink)):
-            response = worker.create_connector(name, settings)
-            if response.status_code != 201:
-                console.print(f"[red]creating {name} failed: {response.text}[/red]")
-                return False
-        _step(
-            f"MySqlCdcSource 'bank-binlog' (topic {topic}, 3 rows to snapshot) and JdbcSink 'bank-copy' "
-            "(unwrap, upsert on the key, delete.enabled -> bank_copy.accounts) created"
+        source = ("MySqlCdcSource", "bank-binlog", config)
+        verify = functools.partial(
+            _print_and_verify,
+            position=_binlog_position,
+            transaction=_gtid,
+            columns=("gtid", "file, pos, row"),
         )
-        consumer: dict[str, object] = {"bootstrap.servers": bootstrap}
-
-        def events() -> list[Any]:
-            return read_to_end(consumer, topic, timeout=30)
-
-        worker.wait_for(lambda: len(events()) >= 3, 120, "the snapshot")
-        insert = "INSERT INTO accounts VALUES (%s, %s, %s)"
-        transfer = "UPDATE accounts SET balance = balance + %s WHERE id = %s"
-        gtids = [
-            _changes(conn, [(insert, (4, "dana", 20))]),
-            _changes(conn, [(transfer, (-30, 1)), (transfer, (30, 2))]),  # a transfer: one transaction
-            _changes(conn, [("DELETE FROM accounts WHERE id = %s", (3,))]),
-        ]
-        worker.wait_for(lambda: len(events()) >= 8, 60, "the first changes")
-        pid = worker.request("GET", "/internal/tasks").json().get("bank-binlog-0", {}).get("pid")
-        if pid:
-            os.kill(int(pid), signal.SIGKILL)
-            _step(f"SIGKILLed the task's Python worker (pid {pid}); committing more while it is down")
-        gtids += [
-            _changes(conn, [(insert, (5, "emil", 5)), (transfer, (-5, 4)), (transfer, (5, 5))]),
-            _changes(conn, [("UPDATE accounts SET owner = 'ada l.' WHERE id = %s", (1,))]),
-            _changes(conn, [("UPDATE accounts SET id = %s WHERE id = %s", (20, 2))]),  # a key change
-        ]
-        expected_changes = 1 + 2 + 1 + 3 + 1 + 2  # the key change: a delete and a create
-        worker.wait_for(
-            lambda: (
-                sum(1 for r in events() if r.value and _payload(r.value)["op"] != "r") >= expected_changes
-            ),
-            120,
-            "every change after the restart",
+        ok, comparison = run_bank_changes(
+            worker, bootstrap, topic, source, copy_url, conn, _changes, _rows, verify
         )
-        records = events()
-        source_rows = _rows(conn)
-        rows = {r[0]: (r[1], str(r[2])) for r in source_rows}
-        conn.close()
-        ok = _print_and_verify(
-            records, rows, gtids, expected_changes, _binlog_position, _gtid, ("gtid", "file, pos, row")
-        )
-        with console.status("Waiting for JdbcSink to bring bank_copy.accounts up to date ..."):
-            copied = _copied_rows(_dsn(copy_url), source_rows, timeout=120)
-        comparison = compare_tables(source_rows, copied)
+        if comparison is None:
+            return False
         ok = passed = ok and comparison.ok
         _print_comparison(
             comparison, "MariaDB bank.accounts -> binlog CDC -> Kafka -> JdbcSink -> PostgreSQL, row by row"
